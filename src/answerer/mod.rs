@@ -1,0 +1,4 @@
+//! The answerers: platforms that show questions to people and turn their answers into
+//! settlements. Each implements [`crate::core::Answerer`].
+
+pub mod terminal;

@@ -1,0 +1,472 @@
+//! Configuration (SPEC §4): defaults, then the TOML file, then `ASKRELAY_*` environment variables.
+//!
+//! Everything is deserialized into typed structs. An unknown key or a bad value stops start-up with
+//! a message that names the key, so a typo never silently falls back to a default.
+
+use anyhow::{anyhow, bail, Context, Result};
+use serde::de::{self, Deserializer};
+use serde::Deserialize;
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+/// The prefix of every environment variable the daemon reads as configuration.
+pub const ENV_PREFIX: &str = "ASKRELAY";
+
+/// Environment variables with the prefix that are not configuration keys: the log filter, the
+/// config file path and the scope labels of the MCP front end.
+const NOT_CONFIG_ENV: &[&str] = &["ASKRELAY_LOG", "ASKRELAY_CONFIG", "ASKRELAY_SCOPE_"];
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default)]
+pub struct Config {
+    /// Where the daemon listens and where clients connect.
+    pub socket_path: PathBuf,
+    /// File mode of the socket; connecting needs write permission, so "0600" is owner-only.
+    pub socket_mode: SocketMode,
+    pub database_url: String,
+    /// How long a pending request waits for its client to come back after a disconnect.
+    pub cancel_grace_secs: u64,
+    /// How long requests found pending at start-up wait for their clients to re-attach.
+    pub restart_grace_secs: u64,
+    pub limits: Limits,
+    pub discord: DiscordConfig,
+    pub terminal: TerminalConfig,
+    pub routes: Vec<Route>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default)]
+pub struct Limits {
+    pub max_questions: usize,
+    pub max_line_bytes: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            max_questions: 10,
+            max_line_bytes: 1024 * 1024,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default)]
+pub struct DiscordConfig {
+    pub token: Option<Secret>,
+    /// Scheme and host of the REST API; anything else than the default is a proxy or a stand-in.
+    pub api_base: String,
+    pub channel_id: Option<Snowflake>,
+    #[serde(deserialize_with = "snowflakes")]
+    pub allowed_user_ids: Vec<Snowflake>,
+    #[serde(deserialize_with = "snowflakes")]
+    pub allowed_role_ids: Vec<Snowflake>,
+    #[serde(deserialize_with = "snowflakes")]
+    pub mention_role_ids: Vec<Snowflake>,
+    #[serde(deserialize_with = "snowflakes")]
+    pub mention_user_ids: Vec<Snowflake>,
+}
+
+pub const DEFAULT_API_BASE: &str = "https://discord.com";
+
+impl Default for DiscordConfig {
+    fn default() -> Self {
+        DiscordConfig {
+            token: None,
+            api_base: DEFAULT_API_BASE.to_owned(),
+            channel_id: None,
+            allowed_user_ids: Vec::new(),
+            allowed_role_ids: Vec::new(),
+            mention_role_ids: Vec::new(),
+            mention_user_ids: Vec::new(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
+pub struct TerminalConfig {
+    /// Whether the terminal answerer accepts requests; by default it does when no Discord token
+    /// is set, so the daemon is useful with zero credentials.
+    pub enabled: Option<bool>,
+}
+
+/// A `[[routes]]` entry: requests whose scope matches go to this channel.
+#[derive(Debug, Clone, Deserialize)]
+pub struct Route {
+    pub name: String,
+    /// Scope label → glob (`*` and `?`). Every entry must match.
+    #[serde(rename = "match", default)]
+    pub matches: BTreeMap<String, String>,
+    pub channel_id: Snowflake,
+    #[serde(default, deserialize_with = "opt_snowflakes")]
+    pub allowed_user_ids: Option<Vec<Snowflake>>,
+    #[serde(default, deserialize_with = "opt_snowflakes")]
+    pub allowed_role_ids: Option<Vec<Snowflake>>,
+    #[serde(default, deserialize_with = "opt_snowflakes")]
+    pub mention_role_ids: Option<Vec<Snowflake>>,
+    #[serde(default, deserialize_with = "opt_snowflakes")]
+    pub mention_user_ids: Option<Vec<Snowflake>>,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            socket_path: default_socket_path(),
+            socket_mode: SocketMode(0o600),
+            database_url: default_database_url(),
+            cancel_grace_secs: 10,
+            restart_grace_secs: 300,
+            limits: Limits::default(),
+            discord: DiscordConfig::default(),
+            terminal: TerminalConfig::default(),
+            routes: Vec::new(),
+        }
+    }
+}
+
+impl Config {
+    /// Loads the configuration from the defaults, `file` and the process environment.
+    pub fn load(file: Option<&Path>) -> Result<Config> {
+        Self::load_from(file, std::env::vars())
+    }
+
+    /// Like [`Config::load`], with the environment given explicitly (for tests).
+    pub fn load_from(
+        file: Option<&Path>,
+        env: impl IntoIterator<Item = (String, String)>,
+    ) -> Result<Config> {
+        let mut builder = config::Config::builder();
+        if let Some(path) = file {
+            if !path.exists() {
+                bail!("config file {} does not exist", path.display());
+            }
+            builder = builder.add_source(
+                config::File::from(path)
+                    .format(config::FileFormat::Toml)
+                    .required(true),
+            );
+        }
+        let env: config::Map<String, String> = env
+            .into_iter()
+            .filter(|(k, _)| k.starts_with(&format!("{ENV_PREFIX}_")))
+            .filter(|(k, _)| !NOT_CONFIG_ENV.iter().any(|p| k.starts_with(p)))
+            .collect();
+        builder = builder.add_source(
+            config::Environment::with_prefix(ENV_PREFIX)
+                .prefix_separator("_")
+                .separator("__")
+                .source(Some(env)),
+        );
+        let raw = builder.build().map_err(|e| config_error(e, file))?;
+        let mut unknown = Vec::new();
+        let cfg: Config = serde_ignored::deserialize(raw, |path| unknown.push(path.to_string()))
+            .map_err(|e| config_error(e, file))?;
+        if !unknown.is_empty() {
+            bail!(
+                "unknown config key{} {} (in {} or an ASKRELAY_ environment variable)",
+                if unknown.len() > 1 { "s" } else { "" },
+                unknown.join(", "),
+                file.map(|f| f.display().to_string())
+                    .unwrap_or_else(|| "the defaults".into())
+            );
+        }
+        cfg.validate()?;
+        Ok(cfg)
+    }
+
+    /// Rules that types alone cannot express.
+    fn validate(&self) -> Result<()> {
+        if self.limits.max_questions == 0 {
+            bail!("limits.max_questions: must be at least 1");
+        }
+        if self.limits.max_line_bytes < 1024 {
+            bail!("limits.max_line_bytes: must be at least 1024");
+        }
+        if self
+            .discord
+            .api_base
+            .trim_end_matches('/')
+            .matches('/')
+            .count()
+            > 2
+            || !(self.discord.api_base.starts_with("http://")
+                || self.discord.api_base.starts_with("https://"))
+        {
+            bail!(
+                "discord.api_base: must be a scheme and host only, like \"https://discord.com\", got {:?}",
+                self.discord.api_base
+            );
+        }
+        for (i, r) in self.routes.iter().enumerate() {
+            if r.name.trim().is_empty() {
+                bail!("routes[{i}].name: must not be empty");
+            }
+        }
+        Ok(())
+    }
+
+    /// Whether the terminal answerer takes requests (see [`TerminalConfig::enabled`]).
+    pub fn terminal_enabled(&self) -> bool {
+        self.terminal
+            .enabled
+            .unwrap_or(self.discord.token.is_none())
+    }
+}
+
+fn config_error(e: impl fmt::Display, file: Option<&Path>) -> anyhow::Error {
+    match file {
+        Some(f) => anyhow!("config error in {} or the environment: {e}", f.display()),
+        None => anyhow!("config error in the environment: {e}"),
+    }
+}
+
+/// `$XDG_RUNTIME_DIR/askrelay.sock`, else `./askrelay.sock` (SPEC §4).
+pub fn default_socket_path() -> PathBuf {
+    match std::env::var_os("XDG_RUNTIME_DIR") {
+        Some(dir) if !dir.is_empty() => PathBuf::from(dir).join("askrelay.sock"),
+        _ => PathBuf::from("askrelay.sock"),
+    }
+}
+
+/// A file in `$XDG_STATE_HOME/askrelay/` (or its `~/.local/state` default).
+pub fn default_database_url() -> String {
+    let dir = match std::env::var_os("XDG_STATE_HOME") {
+        Some(d) if !d.is_empty() => PathBuf::from(d),
+        _ => match std::env::var_os("HOME") {
+            Some(h) if !h.is_empty() => PathBuf::from(h).join(".local/state"),
+            _ => PathBuf::from("."),
+        },
+    };
+    format!("sqlite://{}", dir.join("askrelay/askrelay.db").display())
+}
+
+/// Finds the socket the way clients do: `--config FILE`, then `ASKRELAY_SOCKET_PATH`, then the
+/// default. Only the socket key is read, so a client never fails on daemon-only settings.
+pub fn client_socket_path(config_file: Option<&Path>) -> Result<PathBuf> {
+    if let Some(f) = config_file {
+        #[derive(Deserialize)]
+        struct SocketOnly {
+            socket_path: Option<PathBuf>,
+        }
+        let text = std::fs::read_to_string(f)
+            .with_context(|| format!("cannot read config file {}", f.display()))?;
+        let parsed: SocketOnly = toml_value(&text, f)?;
+        if let Some(p) = parsed.socket_path {
+            return Ok(p);
+        }
+    }
+    match std::env::var_os("ASKRELAY_SOCKET_PATH") {
+        Some(p) if !p.is_empty() => Ok(PathBuf::from(p)),
+        _ => Ok(default_socket_path()),
+    }
+}
+
+fn toml_value<T: for<'de> Deserialize<'de>>(text: &str, f: &Path) -> Result<T> {
+    config::Config::builder()
+        .add_source(config::File::from_str(text, config::FileFormat::Toml))
+        .build()
+        .and_then(|c| c.try_deserialize())
+        .map_err(|e| anyhow!("config error in {}: {e}", f.display()))
+}
+
+/// The bot token. It never appears in `Debug` output, logs or errors.
+#[derive(Clone, Deserialize, PartialEq, Eq)]
+#[serde(transparent)]
+pub struct Secret(String);
+
+impl Secret {
+    pub fn new(s: impl Into<String>) -> Self {
+        Secret(s.into())
+    }
+    /// The secret itself; call only where it is handed to the platform client.
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Debug for Secret {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Secret(***)")
+    }
+}
+
+/// A Unix file mode written in octal, like "0600".
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SocketMode(pub u32);
+
+impl<'de> Deserialize<'de> for SocketMode {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = match StringOrInt::deserialize(d)? {
+            StringOrInt::S(s) => s,
+            StringOrInt::I(i) => i.to_string(),
+        };
+        let digits = s.trim().trim_start_matches("0o");
+        match u32::from_str_radix(digits, 8) {
+            Ok(m) if m <= 0o777 && !digits.is_empty() => Ok(SocketMode(m)),
+            _ => Err(de::Error::custom(format!(
+                "socket_mode must be an octal file mode like \"0600\" or \"0660\", got {s:?}"
+            ))),
+        }
+    }
+}
+
+/// A Discord id. Config accepts numbers or strings (TOML integers, env strings).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Snowflake(pub u64);
+
+impl fmt::Display for Snowflake {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.0)
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum StringOrInt {
+    S(String),
+    I(u64),
+}
+
+fn parse_snowflake<E: de::Error>(v: StringOrInt) -> Result<Snowflake, E> {
+    match v {
+        StringOrInt::I(0) => Err(E::custom("a Discord id must not be 0")),
+        StringOrInt::I(i) => Ok(Snowflake(i)),
+        StringOrInt::S(s) => match s.trim().parse::<u64>() {
+            Ok(i) if i > 0 => Ok(Snowflake(i)),
+            _ => Err(E::custom(format!(
+                "{s:?} is not a Discord id (a number like \"123456789012345678\")"
+            ))),
+        },
+    }
+}
+
+impl<'de> Deserialize<'de> for Snowflake {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        parse_snowflake(StringOrInt::deserialize(d)?)
+    }
+}
+
+/// A list of ids: an array, or (from the environment) one id or a comma-separated string.
+fn snowflakes<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<Snowflake>, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum ListOrOne {
+        List(Vec<StringOrInt>),
+        One(StringOrInt),
+    }
+    match ListOrOne::deserialize(d)? {
+        ListOrOne::List(v) => v.into_iter().map(parse_snowflake).collect(),
+        ListOrOne::One(StringOrInt::S(s)) => s
+            .split(',')
+            .map(str::trim)
+            .filter(|p| !p.is_empty())
+            .map(|p| parse_snowflake(StringOrInt::S(p.to_owned())))
+            .collect(),
+        ListOrOne::One(i) => Ok(vec![parse_snowflake(i)?]),
+    }
+}
+
+fn opt_snowflakes<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Vec<Snowflake>>, D::Error> {
+    snowflakes(d).map(Some)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+
+    fn file(text: &str) -> tempfile::NamedTempFile {
+        let mut f = tempfile::NamedTempFile::new().unwrap();
+        f.write_all(text.as_bytes()).unwrap();
+        f
+    }
+
+    fn env(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    }
+
+    #[test]
+    fn layers_defaults_then_file_then_env() {
+        let f = file("cancel_grace_secs = 3\nrestart_grace_secs = 7\n[discord]\nchannel_id = 42\n");
+        let cfg = Config::load_from(
+            Some(f.path()),
+            env(&[
+                ("ASKRELAY_CANCEL_GRACE_SECS", "5"),
+                ("ASKRELAY_DISCORD__TOKEN", "sekrit"),
+                ("ASKRELAY_DISCORD__ALLOWED_USER_IDS", "1, 2"),
+                ("ASKRELAY_LOG", "debug"),
+                ("ASKRELAY_SCOPE_PROJECT", "x"),
+                ("OTHER", "y"),
+            ]),
+        )
+        .unwrap();
+        assert_eq!(cfg.cancel_grace_secs, 5);
+        assert_eq!(cfg.restart_grace_secs, 7);
+        assert_eq!(cfg.limits.max_questions, 10);
+        assert_eq!(cfg.discord.channel_id, Some(Snowflake(42)));
+        assert_eq!(cfg.discord.token.as_ref().unwrap().expose(), "sekrit");
+        assert_eq!(
+            cfg.discord.allowed_user_ids,
+            vec![Snowflake(1), Snowflake(2)]
+        );
+        assert!(!cfg.terminal_enabled());
+        assert!(!format!("{cfg:?}").contains("sekrit"));
+    }
+
+    #[test]
+    fn unknown_keys_are_named() {
+        let f = file("[discord]\ntokn = \"x\"\n");
+        let err = Config::load_from(Some(f.path()), env(&[("ASKRELAY_BOGUS", "1")]))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("discord.tokn"), "{err}");
+        assert!(err.contains("bogus"), "{err}");
+    }
+
+    #[test]
+    fn bad_values_name_the_key() {
+        let f = file("cancel_grace_secs = \"soon\"\n");
+        let err = format!(
+            "{:#}",
+            Config::load_from(Some(f.path()), env(&[])).unwrap_err()
+        );
+        assert!(err.contains("cancel_grace_secs"), "{err}");
+        let f = file("socket_mode = \"0999\"\n");
+        let err = format!(
+            "{:#}",
+            Config::load_from(Some(f.path()), env(&[])).unwrap_err()
+        );
+        assert!(err.contains("socket_mode"), "{err}");
+        let f = file("[limits]\nmax_questions = 0\n");
+        let err = format!(
+            "{:#}",
+            Config::load_from(Some(f.path()), env(&[])).unwrap_err()
+        );
+        assert!(err.contains("limits.max_questions"), "{err}");
+    }
+
+    #[test]
+    fn socket_mode_and_ids_accept_strings_and_numbers() {
+        let f = file("socket_mode = \"0660\"\n[discord]\nchannel_id = \"99\"\nallowed_role_ids = [1, \"2\"]\n");
+        let cfg = Config::load_from(Some(f.path()), env(&[])).unwrap();
+        assert_eq!(cfg.socket_mode, SocketMode(0o660));
+        assert_eq!(cfg.discord.channel_id, Some(Snowflake(99)));
+        assert_eq!(
+            cfg.discord.allowed_role_ids,
+            vec![Snowflake(1), Snowflake(2)]
+        );
+        let cfg = Config::load_from(None, env(&[("ASKRELAY_SOCKET_MODE", "0640")])).unwrap();
+        assert_eq!(cfg.socket_mode, SocketMode(0o640));
+    }
+
+    #[test]
+    fn the_example_config_is_valid() {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("config/askrelay.example.toml");
+        Config::load_from(Some(&path), env(&[])).unwrap();
+    }
+}

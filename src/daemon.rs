@@ -1,0 +1,98 @@
+//! Wiring: open the store, build the answerers, start the hub, bind the socket, serve until
+//! shutdown. Tests start the daemon through [`Daemon::start`] exactly as `askrelay serve` does.
+
+use crate::answerer::terminal::TerminalAnswerer;
+use crate::config::Config;
+use crate::core::hub::HubSettings;
+use crate::core::{Answerer, Hub};
+use crate::server::{self, ServerContext};
+use crate::store::Store;
+use anyhow::Result;
+use std::future::Future;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+/// A running daemon.
+pub struct Daemon {
+    pub socket_path: PathBuf,
+    pub hub: Hub,
+    shutdown: CancellationToken,
+    tasks: TaskTracker,
+    store: Store,
+}
+
+impl Daemon {
+    /// Starts serving in the background and returns once the socket accepts connections.
+    pub async fn start(config: Config) -> Result<Daemon> {
+        let config = Arc::new(config);
+        let store = Store::open(&config.database_url).await?;
+        let listener = server::bind(&config.socket_path, config.socket_mode.0).await?;
+        let shutdown = CancellationToken::new();
+        let tasks = TaskTracker::new();
+        let answerers = build_answerers(&config);
+        if answerers.is_empty() {
+            tracing::warn!(
+                "no answerer is configured: every ask will get NO_ANSWERER; set discord.token and \
+                 discord.channel_id, or [terminal] enabled = true"
+            );
+        }
+        let hub = Hub::start(
+            store.clone(),
+            answerers,
+            HubSettings {
+                cancel_grace: Duration::from_secs(config.cancel_grace_secs),
+                restart_grace: Duration::from_secs(config.restart_grace_secs),
+            },
+            tasks.clone(),
+            shutdown.clone(),
+        )
+        .await?;
+        let ctx = ServerContext {
+            hub: hub.clone(),
+            config: config.clone(),
+            shutdown: shutdown.clone(),
+            tasks: tasks.clone(),
+        };
+        tasks.spawn(server::serve(listener, ctx, config.socket_path.clone()));
+        Ok(Daemon {
+            socket_path: config.socket_path.clone(),
+            hub,
+            shutdown,
+            tasks,
+            store,
+        })
+    }
+
+    /// Stops accepting, lets in-flight work finish (pending requests stay pending in the
+    /// store), removes the socket file and closes the database.
+    pub async fn shutdown(self) {
+        self.shutdown.cancel();
+        self.tasks.close();
+        self.tasks.wait().await;
+        if let Err(e) = std::fs::remove_file(&self.socket_path) {
+            tracing::warn!(path = %self.socket_path.display(), error = %e, "cannot remove the socket file");
+        }
+        self.store.close().await;
+        tracing::info!("stopped");
+    }
+}
+
+fn build_answerers(config: &Config) -> Vec<Arc<dyn Answerer>> {
+    let mut answerers: Vec<Arc<dyn Answerer>> = Vec::new();
+    if config.terminal_enabled() {
+        answerers.push(Arc::new(TerminalAnswerer));
+    }
+    answerers
+}
+
+/// Runs the daemon until `signal` resolves, then shuts down gracefully.
+pub async fn run(config: Config, signal: impl Future<Output = ()>) -> Result<()> {
+    let daemon = Daemon::start(config).await?;
+    signal.await;
+    tracing::info!("shutting down; pending requests stay pending");
+    daemon.shutdown().await;
+    Ok(())
+}

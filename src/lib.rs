@@ -1,0 +1,15 @@
+//! askrelay: lets AI agents ask people questions through Discord or the terminal.
+//!
+//! Layout: [`core`] holds the rules and knows no platform; [`store`] is the only code that
+//! touches SQL; [`server`] and [`protocol`] are the socket front end; [`answerer`] holds the
+//! platforms; [`client`] and [`cli`] are the command line; [`daemon`] wires it all together.
+
+pub mod answerer;
+pub mod cli;
+pub mod client;
+pub mod config;
+pub mod core;
+pub mod daemon;
+pub mod protocol;
+pub mod server;
+pub mod store;

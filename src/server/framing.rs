@@ -1,0 +1,135 @@
+//! Newline-delimited framing with a size limit.
+//!
+//! A line over the limit is reported once and then skipped up to its newline, so one oversized
+//! line costs the client an error, not its connection (and none of its other asks).
+
+use std::io;
+use tokio::io::{AsyncRead, AsyncReadExt};
+
+#[derive(Debug, PartialEq, Eq)]
+pub enum Frame {
+    /// One line, without its `\n` (and without a trailing `\r`).
+    Line(Vec<u8>),
+    /// A line longer than the limit; its bytes are being discarded.
+    TooLong,
+    /// The peer closed its side.
+    Eof,
+}
+
+pub struct LineReader<R> {
+    inner: R,
+    buf: Vec<u8>,
+    /// Bytes of `buf` already known to hold no newline.
+    scanned: usize,
+    max: usize,
+    discarding: bool,
+}
+
+impl<R: AsyncRead + Unpin> LineReader<R> {
+    pub fn new(inner: R, max: usize) -> Self {
+        LineReader {
+            inner,
+            buf: Vec::with_capacity(4096),
+            scanned: 0,
+            max,
+            discarding: false,
+        }
+    }
+
+    /// Reads the next frame. Cancel-safe: bytes read so far stay buffered.
+    pub async fn next(&mut self) -> io::Result<Frame> {
+        loop {
+            if let Some(pos) = self.buf[self.scanned..].iter().position(|&b| b == b'\n') {
+                let end = self.scanned + pos;
+                let mut line: Vec<u8> = self.buf.drain(..=end).collect();
+                self.scanned = 0;
+                line.pop();
+                if self.discarding {
+                    self.discarding = false;
+                    continue;
+                }
+                if line.len() > self.max {
+                    return Ok(Frame::TooLong);
+                }
+                if line.last() == Some(&b'\r') {
+                    line.pop();
+                }
+                if line.iter().all(u8::is_ascii_whitespace) {
+                    continue;
+                }
+                return Ok(Frame::Line(line));
+            }
+            self.scanned = self.buf.len();
+            if self.discarding {
+                self.buf.clear();
+                self.scanned = 0;
+            } else if self.buf.len() > self.max {
+                self.buf.clear();
+                self.scanned = 0;
+                self.discarding = true;
+                return Ok(Frame::TooLong);
+            }
+            let mut chunk = [0u8; 8192];
+            let n = self.inner.read(&mut chunk).await?;
+            if n == 0 {
+                if !self.discarding && !self.buf.iter().all(u8::is_ascii_whitespace) {
+                    // A last line without its newline still counts.
+                    let line = std::mem::take(&mut self.buf);
+                    self.scanned = 0;
+                    if line.len() > self.max {
+                        return Ok(Frame::TooLong);
+                    }
+                    return Ok(Frame::Line(line));
+                }
+                return Ok(Frame::Eof);
+            }
+            self.buf.extend_from_slice(&chunk[..n]);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    async fn frames(input: &[u8], max: usize) -> Vec<Frame> {
+        let mut r = LineReader::new(input, max);
+        let mut out = Vec::new();
+        loop {
+            let f = r.next().await.unwrap();
+            let eof = f == Frame::Eof;
+            out.push(f);
+            if eof {
+                return out;
+            }
+        }
+    }
+
+    #[tokio::test]
+    async fn splits_lines_and_skips_oversized_ones() {
+        let long = vec![b'x'; 50];
+        let mut input = b"{\"a\":1}\r\n\n".to_vec();
+        input.extend_from_slice(&long);
+        input.extend_from_slice(b"\nok\nlast");
+        assert_eq!(
+            frames(&input, 20).await,
+            vec![
+                Frame::Line(b"{\"a\":1}".to_vec()),
+                Frame::TooLong,
+                Frame::Line(b"ok".to_vec()),
+                Frame::Line(b"last".to_vec()),
+                Frame::Eof
+            ]
+        );
+    }
+
+    #[tokio::test]
+    async fn a_huge_line_is_reported_once_without_buffering_it() {
+        let mut input = vec![b'y'; 100_000];
+        input.extend_from_slice(b"\nnext\n");
+        assert_eq!(
+            frames(&input, 1024).await,
+            vec![Frame::TooLong, Frame::Line(b"next".to_vec()), Frame::Eof]
+        );
+    }
+}
