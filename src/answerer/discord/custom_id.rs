@@ -1,0 +1,1 @@
+//! custom_id encoding (being written).

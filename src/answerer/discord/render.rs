@@ -1,0 +1,1 @@
+//! Rendering (being written).
