@@ -172,6 +172,17 @@ impl Hub {
         self.inner.live.lock().unwrap().len()
     }
 
+    /// Watches a pending request without attaching to it (it does not keep the request alive).
+    /// `None` when the request is not pending.
+    pub fn observe(&self, request_id: &str) -> Option<watch::Receiver<Phase>> {
+        self.inner
+            .live
+            .lock()
+            .unwrap()
+            .get(request_id)
+            .map(|e| e.phase.subscribe())
+    }
+
     pub fn answerer_names(&self) -> Vec<&'static str> {
         self.inner.answerers.iter().map(|a| a.name()).collect()
     }
