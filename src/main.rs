@@ -30,6 +30,7 @@ async fn serve(config_file: Option<std::path::PathBuf>) -> i32 {
     tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();
     let config = match cli::load_config(config_file.as_deref()) {
         Ok(c) => c,

@@ -73,38 +73,116 @@ async fn every_validation_rule_names_the_field() {
     };
     let long = |n: usize| "x".repeat(n);
     let opts = |n: usize| -> Value {
-        (0..n).map(|i| json!({"label": format!("o{i}")})).collect::<Vec<_>>().into()
+        (0..n)
+            .map(|i| json!({"label": format!("o{i}")}))
+            .collect::<Vec<_>>()
+            .into()
     };
     let cases: Vec<(Value, &str)> = vec![
         (json!({}), "questions: is required"),
         (json!({"questions": "no"}), "questions: must be an array"),
         (json!({"questions": []}), "questions: must hold at least 1"),
-        (json!({"questions": [q(json!({"id":"a"})), q(json!({"id":"b"})), q(json!({"id":"c"})), q(json!({"id":"d"}))]}), "questions: at most 3"),
+        (
+            json!({"questions": [q(json!({"id":"a"})), q(json!({"id":"b"})), q(json!({"id":"c"})), q(json!({"id":"d"}))]}),
+            "questions: at most 3",
+        ),
         (json!({"questions": [7]}), "questions[0]: must be an object"),
-        (json!({"questions": [q(json!({"id": null}))]}), "questions[0].id: is required"),
-        (json!({"questions": [q(json!({"id": ""}))]}), "questions[0].id: must not be empty"),
-        (json!({"questions": [q(json!({"id": long(65)}))]}), "questions[0].id: at most 64"),
-        (json!({"questions": [q(json!({"id": 5}))]}), "questions[0].id: must be a string"),
-        (json!({"questions": [q(json!({})), q(json!({}))]}), "questions[1].id: \"a\" is used twice"),
-        (json!({"questions": [q(json!({"question": null}))]}), "questions[0].question: is required"),
-        (json!({"questions": [q(json!({"question": " "}))]}), "questions[0].question: must not be empty"),
-        (json!({"questions": [q(json!({"question": long(4001)}))]}), "questions[0].question: at most 4000"),
-        (json!({"questions": [q(json!({"header": long(81)}))]}), "questions[0].header: at most 80"),
-        (json!({"questions": [q(json!({"options": opts(26)}))]}), "questions[0].options: at most 25"),
-        (json!({"questions": [q(json!({"options": "x"}))]}), "questions[0].options: must be an array"),
-        (json!({"questions": [q(json!({"options": [{"label": ""}]}))]}), "questions[0].options[0].label: must not be empty"),
-        (json!({"questions": [q(json!({"options": [{"description": "d"}]}))]}), "questions[0].options[0].label: is required"),
-        (json!({"questions": [q(json!({"options": [{"label": long(201)}]}))]}), "questions[0].options[0].label: at most 200"),
-        (json!({"questions": [q(json!({"options": [{"label": "x"}, {"label": "x"}]}))]}), "questions[0].options[1].label: \"x\" is used twice"),
-        (json!({"questions": [q(json!({"options": [{"label": "x", "description": long(1001)}]}))]}), "questions[0].options[0].description: at most 1000"),
-        (json!({"questions": [q(json!({"options": [{"label": "x", "value": 1}]}))]}), "questions[0].options[0].value: unknown field"),
-        (json!({"questions": [q(json!({"multiSelect": "yes"}))]}), "questions[0].multiSelect: must be true or false"),
-        (json!({"questions": [q(json!({"multiSelect": true, "options": []}))]}), "questions[0].multiSelect: needs at least one option"),
-        (json!({"questions": [q(json!({"multiselect": true}))]}), "questions[0].multiselect: unknown field"),
-        (json!({"questions": [q(json!({}))], "request_id": ""}), "request_id: must not be empty"),
-        (json!({"questions": [q(json!({}))], "caller": "me"}), "caller: must be an object"),
-        (json!({"questions": [q(json!({}))], "scope": {"project": [1]}}), "scope.project: must be a string"),
-        (json!({"questions": [q(json!({}))], "extra": 1}), "extra: unknown field"),
+        (
+            json!({"questions": [q(json!({"id": null}))]}),
+            "questions[0].id: is required",
+        ),
+        (
+            json!({"questions": [q(json!({"id": ""}))]}),
+            "questions[0].id: must not be empty",
+        ),
+        (
+            json!({"questions": [q(json!({"id": long(65)}))]}),
+            "questions[0].id: at most 64",
+        ),
+        (
+            json!({"questions": [q(json!({"id": 5}))]}),
+            "questions[0].id: must be a string",
+        ),
+        (
+            json!({"questions": [q(json!({})), q(json!({}))]}),
+            "questions[1].id: \"a\" is used twice",
+        ),
+        (
+            json!({"questions": [q(json!({"question": null}))]}),
+            "questions[0].question: is required",
+        ),
+        (
+            json!({"questions": [q(json!({"question": " "}))]}),
+            "questions[0].question: must not be empty",
+        ),
+        (
+            json!({"questions": [q(json!({"question": long(4001)}))]}),
+            "questions[0].question: at most 4000",
+        ),
+        (
+            json!({"questions": [q(json!({"header": long(81)}))]}),
+            "questions[0].header: at most 80",
+        ),
+        (
+            json!({"questions": [q(json!({"options": opts(26)}))]}),
+            "questions[0].options: at most 25",
+        ),
+        (
+            json!({"questions": [q(json!({"options": "x"}))]}),
+            "questions[0].options: must be an array",
+        ),
+        (
+            json!({"questions": [q(json!({"options": [{"label": ""}]}))]}),
+            "questions[0].options[0].label: must not be empty",
+        ),
+        (
+            json!({"questions": [q(json!({"options": [{"description": "d"}]}))]}),
+            "questions[0].options[0].label: is required",
+        ),
+        (
+            json!({"questions": [q(json!({"options": [{"label": long(201)}]}))]}),
+            "questions[0].options[0].label: at most 200",
+        ),
+        (
+            json!({"questions": [q(json!({"options": [{"label": "x"}, {"label": "x"}]}))]}),
+            "questions[0].options[1].label: \"x\" is used twice",
+        ),
+        (
+            json!({"questions": [q(json!({"options": [{"label": "x", "description": long(1001)}]}))]}),
+            "questions[0].options[0].description: at most 1000",
+        ),
+        (
+            json!({"questions": [q(json!({"options": [{"label": "x", "value": 1}]}))]}),
+            "questions[0].options[0].value: unknown field",
+        ),
+        (
+            json!({"questions": [q(json!({"multiSelect": "yes"}))]}),
+            "questions[0].multiSelect: must be true or false",
+        ),
+        (
+            json!({"questions": [q(json!({"multiSelect": true, "options": []}))]}),
+            "questions[0].multiSelect: needs at least one option",
+        ),
+        (
+            json!({"questions": [q(json!({"multiselect": true}))]}),
+            "questions[0].multiselect: unknown field",
+        ),
+        (
+            json!({"questions": [q(json!({}))], "request_id": ""}),
+            "request_id: must not be empty",
+        ),
+        (
+            json!({"questions": [q(json!({}))], "caller": "me"}),
+            "caller: must be an object",
+        ),
+        (
+            json!({"questions": [q(json!({}))], "scope": {"project": [1]}}),
+            "scope.project: must be a string",
+        ),
+        (
+            json!({"questions": [q(json!({}))], "extra": 1}),
+            "extra: unknown field",
+        ),
     ];
     let mut c = app.client().await;
     for (input, expected) in cases {
@@ -115,7 +193,10 @@ async fn every_validation_rule_names_the_field() {
         assert_eq!(ev["event"], "error", "{input} gave {ev}");
         assert_eq!(ev["code"], "INVALID_REQUEST", "{input} gave {ev}");
         let msg = ev["message"].as_str().unwrap();
-        assert!(msg.contains(expected), "{input}: expected {expected:?} in {msg:?}");
+        assert!(
+            msg.contains(expected),
+            "{input}: expected {expected:?} in {msg:?}"
+        );
     }
     // Nothing invalid was stored.
     assert!(app.hub().store().history(100).await.unwrap().is_empty());
@@ -132,7 +213,10 @@ async fn a_reused_request_id_with_other_questions_is_invalid() {
     let ev = c2.recv().await.unwrap().unwrap();
     assert_eq!(ev["code"], "INVALID_REQUEST");
     assert_eq!(ev["request_id"], "dup");
-    assert!(ev["message"].as_str().unwrap().contains("other questions"), "{ev}");
+    assert!(
+        ev["message"].as_str().unwrap().contains("other questions"),
+        "{ev}"
+    );
 }
 
 #[tokio::test]
@@ -144,16 +228,24 @@ async fn a_bad_line_then_a_good_ask_on_the_same_connection() {
     assert_eq!(ev["code"], "INVALID_REQUEST");
     assert!(ev["message"].as_str().unwrap().contains("not valid JSON"));
 
-    c.send_raw(b"{\"op\":\"launch\",\"request_id\":\"x\"}\n").await.unwrap();
+    c.send_raw(b"{\"op\":\"launch\",\"request_id\":\"x\"}\n")
+        .await
+        .unwrap();
     let ev = c.recv().await.unwrap().unwrap();
     assert_eq!(ev["request_id"], "x");
-    assert!(ev["message"].as_str().unwrap().contains("unknown operation"));
+    assert!(ev["message"]
+        .as_str()
+        .unwrap()
+        .contains("unknown operation"));
 
     let mut huge = vec![b'a'; 10_000];
     huge.push(b'\n');
     c.send_raw(&huge).await.unwrap();
     let ev = c.recv().await.unwrap().unwrap();
-    assert!(ev["message"].as_str().unwrap().contains("max_line_bytes"), "{ev}");
+    assert!(
+        ev["message"].as_str().unwrap().contains("max_line_bytes"),
+        "{ev}"
+    );
 
     c.send(&ask_line("ok", &yes_no("q"))).await.unwrap();
     assert_eq!(expect_event(&mut c, "accepted").await["request_id"], "ok");
@@ -172,7 +264,8 @@ async fn several_asks_share_one_connection() {
     app.answer("two", "q", &["No, keep them"]).await;
     let ev = expect_event(&mut c, "answered").await;
     assert_eq!(ev["request_id"], "two");
-    app.answer("one", "q", &["Yes, delete them (Recommended)"]).await;
+    app.answer("one", "q", &["Yes, delete them (Recommended)"])
+        .await;
     let ev = expect_event(&mut c, "answered").await;
     assert_eq!(ev["request_id"], "one");
 }
@@ -249,17 +342,29 @@ async fn restart_keeps_pending_requests_and_the_client_reattaches() {
     c.send(&ask_line("survivor", &yes_no("q"))).await.unwrap();
     expect_event(&mut c, "accepted").await;
     app.stop().await;
-    assert!(!app.socket().exists(), "the socket file is removed on shutdown");
-    assert!(c.recv().await.map(|e| e.is_none() || e.unwrap()["event"] == "error").unwrap_or(true));
+    assert!(
+        !app.socket().exists(),
+        "the socket file is removed on shutdown"
+    );
+    assert!(c
+        .recv()
+        .await
+        .map(|e| e.is_none() || e.unwrap()["event"] == "error")
+        .unwrap_or(true));
     app.restart().await;
     let mut c = app.client().await;
     c.send(&ask_line("survivor", &yes_no("q"))).await.unwrap();
     let acc = expect_event(&mut c, "accepted").await;
     assert_eq!(acc["answerer"], "terminal");
-    let reply = app.answer("survivor", "q", &["Yes, delete them (Recommended)"]).await;
+    let reply = app
+        .answer("survivor", "q", &["Yes, delete them (Recommended)"])
+        .await;
     assert_eq!(reply["event"], "answer_accepted", "{reply}");
     let ev = expect_event(&mut c, "answered").await;
-    assert_eq!(ev["result"]["answers"][0]["selected"][0], "Yes, delete them (Recommended)");
+    assert_eq!(
+        ev["result"]["answers"][0]["selected"][0],
+        "Yes, delete them (Recommended)"
+    );
 }
 
 #[tokio::test]
@@ -273,7 +378,9 @@ async fn restart_grace_cancels_abandoned_requests() {
     app.wait_ended("abandoned").await;
     let req = app.hub().request("abandoned").await.unwrap();
     assert_eq!(req.status.as_str(), "cancelled");
-    let Some(Outcome::Error(e)) = req.outcome else { panic!() };
+    let Some(Outcome::Error(e)) = req.outcome else {
+        panic!()
+    };
     assert!(e.message.contains("restart_grace_secs"), "{}", e.message);
 }
 
@@ -290,8 +397,10 @@ async fn first_wins_with_fifty_concurrent_answers() {
         tasks.push(tokio::spawn(async move {
             let label = labels[i % 2];
             let reply = client
-                .call(&json!({"op": "answer", "request_id": "race", "question": "q",
-                    "select": [label], "by": format!("person{i}")}))
+                .call(
+                    &json!({"op": "answer", "request_id": "race", "question": "q",
+                    "select": [label], "by": format!("person{i}")}),
+                )
                 .await
                 .unwrap();
             (i, label, reply)
@@ -304,7 +413,10 @@ async fn first_wins_with_fifty_concurrent_answers() {
             Some("answer_accepted") => winners.push((i, label)),
             Some("error") => {
                 assert_eq!(reply["code"], "CONFLICT", "{reply}");
-                assert!(reply["message"].as_str().unwrap().contains("already answered by person"));
+                assert!(reply["message"]
+                    .as_str()
+                    .unwrap()
+                    .contains("already answered by person"));
             }
             _ => panic!("unexpected {reply}"),
         }
@@ -326,7 +438,10 @@ async fn no_answerer_configured_is_an_error_not_a_wait() {
     let ev = c.recv().await.unwrap().unwrap();
     assert_eq!(ev["event"], "error", "{ev}");
     assert_eq!(ev["code"], "NO_ANSWERER");
-    assert!(ev["message"].as_str().unwrap().contains("discord.token"), "{ev}");
+    assert!(
+        ev["message"].as_str().unwrap().contains("discord.token"),
+        "{ev}"
+    );
 }
 
 #[tokio::test]
@@ -351,7 +466,10 @@ async fn delegated_callers_are_told_to_return_the_question() {
 async fn cancel_from_another_connection() {
     let app = App::start().await;
     let mut asker = app.client().await;
-    asker.send(&ask_line("stop-me", &yes_no("q"))).await.unwrap();
+    asker
+        .send(&ask_line("stop-me", &yes_no("q")))
+        .await
+        .unwrap();
     expect_event(&mut asker, "accepted").await;
     let mut op = app.client().await;
     let r = op
@@ -362,11 +480,20 @@ async fn cancel_from_another_connection() {
     let ev = asker.recv().await.unwrap().unwrap();
     assert_eq!(ev["code"], "ABORTED");
     assert!(ev["message"].as_str().unwrap().contains("wrong team"));
-    let r = op.call(&json!({"op": "cancel", "request_id": "stop-me"})).await.unwrap();
+    let r = op
+        .call(&json!({"op": "cancel", "request_id": "stop-me"}))
+        .await
+        .unwrap();
     assert_eq!(r["code"], "INVALID_REQUEST");
     assert!(r["message"].as_str().unwrap().contains("already ended"));
-    let r = op.call(&json!({"op": "cancel", "request_id": "nope"})).await.unwrap();
-    assert!(r["message"].as_str().unwrap().contains("unknown request_id"));
+    let r = op
+        .call(&json!({"op": "cancel", "request_id": "nope"}))
+        .await
+        .unwrap();
+    assert!(r["message"]
+        .as_str()
+        .unwrap()
+        .contains("unknown request_id"));
     // A late terminal answer does not count and says why.
     let r = app.answer("stop-me", "q", &["No, keep them"]).await;
     assert_eq!(r["code"], "CONFLICT");
@@ -392,10 +519,19 @@ async fn supervision_ops_report_state_and_peer_credentials() {
     assert_eq!(health["pending"], 1);
     let r = app.answer("seen", "q", &["Maybe"]).await;
     assert_eq!(r["code"], "INVALID_REQUEST");
-    assert!(r["message"].as_str().unwrap().contains("no option \"Maybe\""), "{r}");
+    assert!(
+        r["message"]
+            .as_str()
+            .unwrap()
+            .contains("no option \"Maybe\""),
+        "{r}"
+    );
     app.answer("seen", "q", &["No, keep them"]).await;
     expect_event(&mut c, "answered").await;
-    let history = op.call(&json!({"op": "history", "limit": 5})).await.unwrap();
+    let history = op
+        .call(&json!({"op": "history", "limit": 5}))
+        .await
+        .unwrap();
     assert_eq!(history["requests"][0]["status"], "answered");
     assert!(history["requests"][0]["questions"][0]["answered"]["by"]
         .as_str()
@@ -405,13 +541,19 @@ async fn supervision_ops_report_state_and_peer_credentials() {
 
 /// The uid of this test process, as the daemon sees it through SO_PEERCRED.
 fn own_uid() -> u32 {
-    std::fs::metadata("/proc/self").map(|m| std::os::unix::fs::MetadataExt::uid(&m)).unwrap()
+    std::fs::metadata("/proc/self")
+        .map(|m| std::os::unix::fs::MetadataExt::uid(&m))
+        .unwrap()
 }
 
 #[tokio::test]
 async fn the_socket_is_owner_only_and_a_live_daemon_is_not_replaced() {
     let app = App::start().await;
-    let mode = std::fs::metadata(app.socket()).unwrap().permissions().mode() & 0o777;
+    let mode = std::fs::metadata(app.socket())
+        .unwrap()
+        .permissions()
+        .mode()
+        & 0o777;
     assert_eq!(mode, 0o600);
     let err = askrelay::daemon::Daemon::start(app.config.clone())
         .await
@@ -427,7 +569,11 @@ async fn a_stale_socket_file_is_replaced() {
     // A socket file nobody listens on, as a crashed daemon leaves it.
     drop(std::os::unix::net::UnixListener::bind(&config.socket_path).unwrap());
     assert!(config.socket_path.exists());
-    let d = askrelay::daemon::Daemon::start(config.clone()).await.unwrap();
-    askrelay::client::Client::connect(&config.socket_path).await.unwrap();
+    let d = askrelay::daemon::Daemon::start(config.clone())
+        .await
+        .unwrap();
+    askrelay::client::Client::connect(&config.socket_path)
+        .await
+        .unwrap();
     d.shutdown().await;
 }
