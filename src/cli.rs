@@ -334,10 +334,10 @@ async fn ask(socket: &Path, args: AskArgs) -> Result<i32> {
                 return Ok(0);
             }
             Some("cancelled") => {}
-            Some("error") => {
-                if event["request_id"].is_null() || event["request_id"] == request_id.as_str() {
-                    return Ok(report_error(&event));
-                }
+            Some("error")
+                if event["request_id"].is_null() || event["request_id"] == request_id.as_str() =>
+            {
+                return Ok(report_error(&event));
             }
             _ => {}
         }

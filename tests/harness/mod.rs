@@ -18,9 +18,11 @@ pub struct App {
 
 /// A config rooted in `dir`, with the terminal answerer on and no Discord.
 pub fn test_config(dir: &std::path::Path) -> Config {
-    let mut config = Config::default();
-    config.socket_path = dir.join("askrelay.sock");
-    config.database_url = format!("sqlite://{}", dir.join("state/askrelay.db").display());
+    let mut config = Config {
+        socket_path: dir.join("askrelay.sock"),
+        database_url: format!("sqlite://{}", dir.join("state/askrelay.db").display()),
+        ..Config::default()
+    };
     config.terminal.enabled = Some(true);
     config
 }
