@@ -59,6 +59,12 @@ pub enum Command {
   ASKRELAY_DISCORD__TOKEN=… ASKRELAY_DISCORD__CHANNEL_ID=123 askrelay serve
 Logs go to stderr; set ASKRELAY_LOG=debug (or RUST_LOG) for more.")]
     Serve,
+    /// Verify the Discord token and channel access, then exit.
+    #[command(after_help = "Examples:
+  askrelay check-config --config /etc/askrelay/askrelay.toml
+  ASKRELAY_DISCORD__TOKEN=… askrelay check-config
+Prints one line per check; exits 0 when everything works, 1 otherwise.")]
+    CheckConfig,
     /// Ask a question and wait for the answer (reads the ask_user_question input).
     #[command(after_help = ASK_EXAMPLES)]
     Ask(AskArgs),
@@ -163,7 +169,7 @@ pub async fn run_client(cli: Cli) -> i32 {
         }
     };
     let result = match cli.command {
-        Command::Serve => unreachable!("serve is not a client command"),
+        Command::Serve | Command::CheckConfig => unreachable!("not a client command"),
         Command::Ask(args) => ask(&socket, args).await,
         Command::Pending { json } => pending(&socket, json).await,
         Command::Answer(args) => answer(&socket, args).await,

@@ -1,6 +1,7 @@
 //! Wiring: open the store, build the answerers, start the hub, bind the socket, serve until
 //! shutdown. Tests start the daemon through [`Daemon::start`] exactly as `askrelay serve` does.
 
+use crate::answerer::discord::DiscordAnswerer;
 use crate::answerer::terminal::TerminalAnswerer;
 use crate::config::Config;
 use crate::core::hub::HubSettings;
@@ -32,7 +33,19 @@ impl Daemon {
         let listener = server::bind(&config.socket_path, config.socket_mode.0).await?;
         let shutdown = CancellationToken::new();
         let tasks = TaskTracker::new();
-        let answerers = build_answerers(&config);
+        let discord = match &config.discord.token {
+            Some(_) => {
+                let http = Arc::new(crate::answerer::discord::build_http(&config)?);
+                Some(DiscordAnswerer::new(
+                    config.clone(),
+                    http,
+                    tasks.clone(),
+                    shutdown.clone(),
+                ))
+            }
+            None => None,
+        };
+        let answerers = build_answerers(&config, discord.as_ref());
         if answerers.is_empty() {
             tracing::warn!(
                 "no answerer is configured: every ask will get NO_ANSWERER; set discord.token and \
@@ -50,6 +63,12 @@ impl Daemon {
             shutdown.clone(),
         )
         .await?;
+        if let Some(d) = &discord {
+            if config.discord.channel_id.is_none() && config.routes.is_empty() {
+                tracing::warn!("discord.token is set but no channel is: set discord.channel_id or add [[routes]]");
+            }
+            d.start_gateway(hub.clone()).await?;
+        }
         let ctx = ServerContext {
             hub: hub.clone(),
             config: config.clone(),
@@ -80,8 +99,15 @@ impl Daemon {
     }
 }
 
-fn build_answerers(config: &Config) -> Vec<Arc<dyn Answerer>> {
+/// The waterfall: Discord first (when configured), then the terminal.
+fn build_answerers(
+    config: &Config,
+    discord: Option<&Arc<DiscordAnswerer>>,
+) -> Vec<Arc<dyn Answerer>> {
     let mut answerers: Vec<Arc<dyn Answerer>> = Vec::new();
+    if let Some(d) = discord {
+        answerers.push(Arc::new(d.clone()));
+    }
     if config.terminal_enabled() {
         answerers.push(Arc::new(TerminalAnswerer));
     }

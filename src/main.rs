@@ -15,6 +15,7 @@ fn main() {
     };
     let code = match cli.command {
         Command::Serve => runtime.block_on(serve(cli.config)),
+        Command::CheckConfig => runtime.block_on(check_config(cli.config)),
         _ => runtime.block_on(cli::run_client(cli)),
     };
     std::process::exit(code);
@@ -47,6 +48,26 @@ async fn serve(config_file: Option<std::path::PathBuf>) -> i32 {
             1
         }
     }
+}
+
+async fn check_config(config_file: Option<std::path::PathBuf>) -> i32 {
+    let config = match cli::load_config(config_file.as_deref()) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("askrelay: {e:#}");
+            return 2;
+        }
+    };
+    println!("config ok");
+    if config.discord.token.is_none() {
+        println!("discord: not configured (no discord.token); the terminal answers");
+        return 0;
+    }
+    let problems = askrelay::answerer::discord::check(&config).await;
+    for p in &problems {
+        eprintln!("askrelay: {p}");
+    }
+    i32::from(!problems.is_empty())
 }
 
 /// Resolves on SIGINT or SIGTERM.

@@ -151,6 +151,14 @@ pub struct AuditRow {
     pub accepted: bool,
 }
 
+/// Where one question was shown by an answerer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Post {
+    pub idx: usize,
+    pub channel: String,
+    pub message: Option<String>,
+}
+
 /// A cloneable handle to the database.
 #[derive(Debug, Clone)]
 pub struct Store {
@@ -406,6 +414,52 @@ impl Store {
         .rows_affected()
             == 1;
         Ok(done)
+    }
+
+    /// Records where question `idx` was posted.
+    pub async fn record_post(
+        &self,
+        key: i64,
+        idx: usize,
+        answerer: &str,
+        channel: &str,
+        message: &str,
+    ) -> Result<()> {
+        sqlx::query(
+            "INSERT INTO posts (request_key, idx, answerer, channel, message, posted_at) \
+             VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (request_key, idx, answerer) \
+             DO UPDATE SET channel = excluded.channel, message = excluded.message, \
+             posted_at = excluded.posted_at",
+        )
+        .bind(key)
+        .bind(idx as i64)
+        .bind(answerer)
+        .bind(channel)
+        .bind(message)
+        .bind(now_ms())
+        .execute(&self.pool)
+        .await?;
+        Ok(())
+    }
+
+    /// The posts of a request by one answerer, in question order.
+    pub async fn posts(&self, key: i64, answerer: &str) -> Result<Vec<Post>> {
+        let rows = sqlx::query(
+            "SELECT idx, channel, message FROM posts WHERE request_key = ? AND answerer = ? \
+             ORDER BY idx",
+        )
+        .bind(key)
+        .bind(answerer)
+        .fetch_all(&self.pool)
+        .await?;
+        Ok(rows
+            .into_iter()
+            .map(|r| Post {
+                idx: r.get::<i64, _>(0) as usize,
+                channel: r.get(1),
+                message: r.get(2),
+            })
+            .collect())
     }
 
     /// Records a person's multi-select draft for a question.

@@ -284,7 +284,15 @@ mod tests {
         assert_eq!(parse_option_value("25", 25), None);
         assert_eq!(parse_option_value("0", 0), None);
         for s in [
-            "", "-1", "+1", "01", "1.0", " 1", "x", "１", "99999999999999999999999",
+            "",
+            "-1",
+            "+1",
+            "01",
+            "1.0",
+            " 1",
+            "x",
+            "１",
+            "99999999999999999999999",
         ] {
             assert_eq!(parse_option_value(s, 25), None, "{s:?}");
         }

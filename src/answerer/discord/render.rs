@@ -1,1 +1,1060 @@
-//! Rendering (being written).
+//! Rendering (SPEC §3): pure functions that turn a question into serenity builders. No network.
+//!
+//! Every text that reaches Discord is cut to its limit with [`truncate`]. The embed works to a
+//! fixed budget: the title, the footer, a reserve for the outcome fields that
+//! [`settled_edit`] / [`ended_edit`] add later, and what is left shared between the question text
+//! and the option descriptions. So the message and its edits stay under Discord's 6000-character
+//! embed total whatever the input, and the edits keep the question's embed exactly as it was.
+
+use super::custom_id::{Action, CustomId, TEXT_INPUT_ID};
+use crate::core::model::{Question, QuestionKind};
+use crate::core::Scope;
+use serenity::builder::{
+    CreateActionRow, CreateAllowedMentions, CreateButton, CreateEmbed, CreateEmbedFooter,
+    CreateInputText, CreateMessage, CreateModal, CreateSelectMenu, CreateSelectMenuKind,
+    CreateSelectMenuOption, EditMessage,
+};
+use serenity::model::application::{ButtonStyle, InputTextStyle};
+use serenity::model::id::{RoleId, UserId};
+
+/// Discord's limits (DISCORD-NOTES.md, "Limits").
+pub const CONTENT_MAX: usize = 2000;
+pub const EMBED_TOTAL_MAX: usize = 6000;
+pub const EMBED_TITLE_MAX: usize = 256;
+pub const EMBED_DESCRIPTION_MAX: usize = 4096;
+pub const EMBED_FIELDS_MAX: usize = 25;
+pub const EMBED_FIELD_NAME_MAX: usize = 256;
+pub const EMBED_FIELD_VALUE_MAX: usize = 1024;
+pub const EMBED_FOOTER_MAX: usize = 2048;
+pub const ACTION_ROWS_MAX: usize = 5;
+pub const BUTTON_LABEL_MAX: usize = 80;
+pub const SELECT_OPTIONS_MAX: usize = 25;
+pub const SELECT_OPTION_TEXT_MAX: usize = 100;
+pub const SELECT_PLACEHOLDER_MAX: usize = 150;
+pub const MODAL_TITLE_MAX: usize = 45;
+pub const TEXT_INPUT_LABEL_MAX: usize = 45;
+pub const TEXT_INPUT_PLACEHOLDER_MAX: usize = 100;
+pub const TEXT_INPUT_VALUE_MAX: u16 = 4000;
+
+/// Button texts (SPEC §3), exactly.
+pub const OTHER_LABEL: &str = "Other…";
+pub const ANSWER_LABEL: &str = "Answer…";
+pub const SUBMIT_LABEL: &str = "Submit";
+pub const SUBMIT_WITH_NOTE_LABEL: &str = "Submit with note…";
+
+/// Our own budget inside the embed limits.
+const FOOTER_BUDGET: usize = 300;
+/// The fields added by the settled/ended edits; option fields leave room for them.
+const OUTCOME_FIELDS: usize = 3;
+/// Characters the outcome fields may take (names and values); see [`outcome_fields`].
+const OUTCOME_BUDGET: usize = 1300;
+const BY_MAX: usize = 200;
+const STATUS_MAX: usize = 64;
+/// At most this many embed fields describe options.
+const OPTION_FIELDS_MAX: usize = EMBED_FIELDS_MAX - OUTCOME_FIELDS;
+
+/// What the renderer needs to know besides the question itself.
+#[derive(Debug, Clone, Copy)]
+pub struct RenderContext<'a> {
+    /// The request's store key, carried in every custom_id.
+    pub request_key: i64,
+    /// The request id shown in the footer.
+    pub request_id: &'a str,
+    /// 0-based.
+    pub question_index: usize,
+    pub question_count: usize,
+    /// The asking agent's id, if known.
+    pub agent: Option<&'a str>,
+    pub scope: &'a Scope,
+    pub mention_user_ids: &'a [u64],
+    pub mention_role_ids: &'a [u64],
+}
+
+impl RenderContext<'_> {
+    fn custom_id(&self, action: Action) -> String {
+        CustomId::new(self.request_key, self.question_index, action).encode()
+    }
+}
+
+/// How a question was settled, for the edit that follows.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AnsweredView {
+    /// Who settled it, e.g. `<@123>` or `alice (uid 1000) via terminal`.
+    pub by: String,
+    /// The chosen options' full labels.
+    pub labels: Vec<String>,
+    /// The custom text (Other…, Answer…, or the note of Submit with note…).
+    pub custom: Option<String>,
+    pub at_unix: i64,
+}
+
+/// Which modal to open.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ModalKind {
+    /// From "Other…" on a single-select question.
+    Other,
+    /// From "Answer…" on a free-text question.
+    Answer,
+    /// From "Submit with note…" on a multi-select question.
+    Note,
+}
+
+/// Cuts `s` to at most `max_chars` characters (not bytes). A cut string ends in "…", which counts
+/// toward `max_chars`.
+pub fn truncate(s: &str, max_chars: usize) -> String {
+    if s.chars().count() <= max_chars {
+        return s.to_owned();
+    }
+    if max_chars == 0 {
+        return String::new();
+    }
+    let mut out: String = s.chars().take(max_chars - 1).collect();
+    let trimmed = out.trim_end().len();
+    out.truncate(trimmed);
+    out.push('…');
+    out
+}
+
+/// The message that asks the question: mentions, one embed, components.
+pub fn question_message(q: &Question, ctx: &RenderContext) -> CreateMessage {
+    let (content, allowed) = mentions(ctx);
+    let mut msg = CreateMessage::new()
+        .embed(question_embed(q, ctx))
+        .components(components(q, ctx))
+        .allowed_mentions(allowed);
+    if let Some(content) = content {
+        msg = msg.content(content);
+    }
+    msg
+}
+
+/// The edit after a question is settled: the same embed plus who, what and when; no components.
+pub fn settled_edit(q: &Question, ctx: &RenderContext, answered: &AnsweredView) -> EditMessage {
+    let mut answer = answered.labels.join("\n");
+    if let Some(custom) = answered.custom.as_deref() {
+        if answer.is_empty() {
+            answer = custom.to_owned();
+        } else if !custom.trim().is_empty() {
+            answer = format!("{answer}\nNote: {custom}");
+        }
+    }
+    if answer.trim().is_empty() {
+        answer = "(nothing selected)".to_owned();
+    }
+    let by = nonempty_or(&answered.by, "someone");
+    let fields = vec![
+        ("Answered by".to_owned(), truncate(by, BY_MAX)),
+        (
+            "Answer".to_owned(),
+            truncate(&answer, EMBED_FIELD_VALUE_MAX),
+        ),
+        (
+            "Answered at".to_owned(),
+            format!("<t:{}:f>", answered.at_unix),
+        ),
+    ];
+    outcome_edit(q, ctx, fields)
+}
+
+/// The edit after a request is cancelled or expires: the same embed plus the status and reason;
+/// no components.
+pub fn ended_edit(q: &Question, ctx: &RenderContext, status: &str, reason: &str) -> EditMessage {
+    let fields = vec![
+        (
+            "Status".to_owned(),
+            truncate(nonempty_or(status, "Ended"), STATUS_MAX),
+        ),
+        (
+            "Reason".to_owned(),
+            truncate(nonempty_or(reason, "(none given)"), EMBED_FIELD_VALUE_MAX),
+        ),
+    ];
+    outcome_edit(q, ctx, fields)
+}
+
+/// The modal for custom text: one required paragraph input with custom_id [`TEXT_INPUT_ID`].
+pub fn modal(q: &Question, ctx: &RenderContext, kind: ModalKind) -> CreateModal {
+    let (action, label, placeholder) = match kind {
+        ModalKind::Other => (Action::ModalOther, "Your answer", q.question.as_str()),
+        ModalKind::Answer => (Action::ModalAnswer, "Your answer", q.question.as_str()),
+        ModalKind::Note => (
+            Action::ModalNote,
+            "Note",
+            "A note to send with your selection",
+        ),
+    };
+    let title = match header(q) {
+        Some(h) => truncate(h, MODAL_TITLE_MAX),
+        None => "Your answer".to_owned(),
+    };
+    let mut input = CreateInputText::new(
+        InputTextStyle::Paragraph,
+        truncate(label, TEXT_INPUT_LABEL_MAX),
+        TEXT_INPUT_ID,
+    )
+    .required(true)
+    .max_length(TEXT_INPUT_VALUE_MAX);
+    if !placeholder.trim().is_empty() {
+        input = input.placeholder(truncate(placeholder, TEXT_INPUT_PLACEHOLDER_MAX));
+    }
+    CreateModal::new(ctx.custom_id(action), title)
+        .components(vec![CreateActionRow::InputText(input)])
+}
+
+/// The question's embed as posted (and kept by the edits).
+pub fn question_embed(q: &Question, ctx: &RenderContext) -> CreateEmbed {
+    build_embed(&embed_text(q, ctx), &[])
+}
+
+/// The components of a question still open (at most 3 action rows).
+pub fn components(q: &Question, ctx: &RenderContext) -> Vec<CreateActionRow> {
+    let options = &q.options[..q.options.len().min(SELECT_OPTIONS_MAX)];
+    match q.kind() {
+        QuestionKind::FreeText => vec![CreateActionRow::Buttons(vec![CreateButton::new(
+            ctx.custom_id(Action::Answer),
+        )
+        .label(ANSWER_LABEL)
+        .style(ButtonStyle::Primary)])],
+        QuestionKind::Single => {
+            let first = if options.len() <= 5 {
+                let buttons = options
+                    .iter()
+                    .enumerate()
+                    .map(|(i, o)| {
+                        let style = if o.is_recommended() {
+                            ButtonStyle::Primary
+                        } else {
+                            ButtonStyle::Secondary
+                        };
+                        CreateButton::new(ctx.custom_id(Action::Choose(i)))
+                            .label(truncate(&o.label, BUTTON_LABEL_MAX))
+                            .style(style)
+                    })
+                    .collect();
+                CreateActionRow::Buttons(buttons)
+            } else {
+                let menu = CreateSelectMenu::new(
+                    ctx.custom_id(Action::SelectOne),
+                    CreateSelectMenuKind::String {
+                        options: select_options(options),
+                    },
+                )
+                .placeholder(truncate("Choose an option", SELECT_PLACEHOLDER_MAX))
+                .min_values(1)
+                .max_values(1);
+                CreateActionRow::SelectMenu(menu)
+            };
+            let other =
+                CreateActionRow::Buttons(vec![CreateButton::new(ctx.custom_id(Action::Other))
+                    .label(OTHER_LABEL)
+                    .style(ButtonStyle::Secondary)]);
+            vec![first, other]
+        }
+        QuestionKind::Multi => {
+            let max = u8::try_from(options.len()).unwrap_or(SELECT_OPTIONS_MAX as u8);
+            let menu = CreateSelectMenu::new(
+                ctx.custom_id(Action::Draft),
+                CreateSelectMenuKind::String {
+                    options: select_options(options),
+                },
+            )
+            .placeholder(truncate(
+                "Choose any options, then press Submit",
+                SELECT_PLACEHOLDER_MAX,
+            ))
+            .min_values(0)
+            .max_values(max);
+            let submit = CreateActionRow::Buttons(vec![
+                CreateButton::new(ctx.custom_id(Action::Submit))
+                    .label(SUBMIT_LABEL)
+                    .style(ButtonStyle::Primary),
+                CreateButton::new(ctx.custom_id(Action::SubmitWithNote))
+                    .label(SUBMIT_WITH_NOTE_LABEL)
+                    .style(ButtonStyle::Secondary),
+            ]);
+            vec![CreateActionRow::SelectMenu(menu), submit]
+        }
+    }
+}
+
+/// The message content (mentions only, `None` when there are none) and the allowed mentions that
+/// let exactly those users and roles be pinged and parse nothing from text.
+pub fn mentions(ctx: &RenderContext) -> (Option<String>, CreateAllowedMentions) {
+    let mut content = String::new();
+    let mut roles: Vec<u64> = Vec::new();
+    let mut users: Vec<u64> = Vec::new();
+    let push = |token: String, content: &mut String| -> bool {
+        let extra = token.len() + usize::from(!content.is_empty());
+        if content.len() + extra > CONTENT_MAX {
+            return false;
+        }
+        if !content.is_empty() {
+            content.push(' ');
+        }
+        content.push_str(&token);
+        true
+    };
+    for &id in ctx.mention_role_ids {
+        if id != 0 && !roles.contains(&id) && push(format!("<@&{id}>"), &mut content) {
+            roles.push(id);
+        }
+    }
+    for &id in ctx.mention_user_ids {
+        if id != 0 && !users.contains(&id) && push(format!("<@{id}>"), &mut content) {
+            users.push(id);
+        }
+    }
+    let allowed = CreateAllowedMentions::new()
+        .users(users.into_iter().map(UserId::new))
+        .roles(roles.into_iter().map(RoleId::new));
+    ((!content.is_empty()).then_some(content), allowed)
+}
+
+fn select_options(options: &[crate::core::QuestionOption]) -> Vec<CreateSelectMenuOption> {
+    options
+        .iter()
+        .enumerate()
+        .map(|(i, o)| {
+            let opt = CreateSelectMenuOption::new(
+                truncate(&o.label, SELECT_OPTION_TEXT_MAX),
+                super::custom_id::option_value(i),
+            );
+            match o.description.as_deref().filter(|d| !d.trim().is_empty()) {
+                Some(d) => opt.description(truncate(d, SELECT_OPTION_TEXT_MAX)),
+                None => opt,
+            }
+        })
+        .collect()
+}
+
+fn outcome_edit(q: &Question, ctx: &RenderContext, outcome: Vec<(String, String)>) -> EditMessage {
+    debug_assert!(outcome.len() <= OUTCOME_FIELDS);
+    debug_assert!(
+        outcome
+            .iter()
+            .map(|(n, v)| n.chars().count() + v.chars().count())
+            .sum::<usize>()
+            <= OUTCOME_BUDGET
+    );
+    let (_, allowed) = mentions(ctx);
+    EditMessage::new()
+        .embed(build_embed(&embed_text(q, ctx), &outcome))
+        .components(Vec::new())
+        .allowed_mentions(allowed)
+}
+
+fn header(q: &Question) -> Option<&str> {
+    q.header.as_deref().filter(|h| !h.trim().is_empty())
+}
+
+fn nonempty_or<'a>(s: &'a str, fallback: &'a str) -> &'a str {
+    if s.trim().is_empty() {
+        fallback
+    } else {
+        s
+    }
+}
+
+/// The texts of the question's embed, already cut to fit.
+struct EmbedText {
+    title: String,
+    description: String,
+    fields: Vec<(String, String)>,
+    footer: String,
+}
+
+fn embed_text(q: &Question, ctx: &RenderContext) -> EmbedText {
+    let title = truncate(header(q).unwrap_or("Question"), EMBED_TITLE_MAX);
+    let footer = truncate(&footer_text(ctx), FOOTER_BUDGET.min(EMBED_FOOTER_MAX));
+
+    let mut description = String::new();
+    if ctx.question_count > 1 {
+        description.push_str(&format!(
+            "**Question {} of {}**\n",
+            ctx.question_index.saturating_add(1),
+            ctx.question_count
+        ));
+    }
+    description.push_str(&q.question);
+
+    // (name, value) of each option that has a description, at most OPTION_FIELDS_MAX fields.
+    let described: Vec<(&str, &str)> = q
+        .options
+        .iter()
+        .filter_map(|o| {
+            o.description
+                .as_deref()
+                .filter(|d| !d.trim().is_empty())
+                .map(|d| (o.label.as_str(), d))
+        })
+        .collect();
+    let mut wanted: Vec<(String, String)> = Vec::new();
+    if described.len() <= OPTION_FIELDS_MAX {
+        wanted.extend(
+            described
+                .iter()
+                .map(|(l, d)| ((*l).to_owned(), (*d).to_owned())),
+        );
+    } else {
+        let keep = OPTION_FIELDS_MAX - 1;
+        wanted.extend(
+            described[..keep]
+                .iter()
+                .map(|(l, d)| ((*l).to_owned(), (*d).to_owned())),
+        );
+        let rest = &described[keep..];
+        let lines: Vec<String> = rest.iter().map(|(l, d)| format!("**{l}**: {d}")).collect();
+        wanted.push((format!("…and {} more", rest.len()), lines.join("\n")));
+    }
+
+    // Share what is left of the embed total between the description and the fields.
+    let body = EMBED_TOTAL_MAX - OUTCOME_BUDGET - title.chars().count() - footer.chars().count();
+    let desc_need = description.chars().count().min(EMBED_DESCRIPTION_MAX);
+    let needs: Vec<(usize, usize)> = wanted
+        .iter()
+        .map(|(n, v)| {
+            (
+                n.chars().count().min(EMBED_FIELD_NAME_MAX),
+                v.chars().count().min(EMBED_FIELD_VALUE_MAX),
+            )
+        })
+        .collect();
+    let fields_need: usize = needs.iter().map(|(n, v)| n + v).sum();
+    let desc_budget = desc_need.min(body.saturating_sub(fields_need).max(body * 3 / 5));
+    let fields_budget = body - desc_budget;
+    let shares = fair_shares(
+        &needs.iter().map(|(n, v)| n + v).collect::<Vec<_>>(),
+        fields_budget,
+    );
+    let fields = wanted
+        .iter()
+        .zip(needs.iter().zip(shares))
+        .filter_map(|((name, value), (&(name_need, value_need), share))| {
+            let name_max = name_need.min((share / 2).max(share.saturating_sub(value_need)));
+            let value_max = value_need.min(share - name_max);
+            (name_max > 0 && value_max > 0)
+                .then(|| (truncate(name, name_max), truncate(value, value_max)))
+        })
+        .collect();
+
+    EmbedText {
+        title,
+        description: truncate(&description, desc_budget),
+        fields,
+        footer,
+    }
+}
+
+fn footer_text(ctx: &RenderContext) -> String {
+    let mut parts = vec![format!("request {}", ctx.request_id)];
+    if let Some(agent) = ctx.agent.filter(|a| !a.trim().is_empty()) {
+        parts.push(format!("agent {agent}"));
+    }
+    if !ctx.scope.is_empty() {
+        let labels: Vec<String> = ctx.scope.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        parts.push(labels.join(" "));
+    }
+    parts.join(" · ")
+}
+
+/// Max-min fair shares of `budget` for the given needs; no share exceeds its need and the shares
+/// never add up to more than `budget`.
+fn fair_shares(needs: &[usize], budget: usize) -> Vec<usize> {
+    let mut shares = vec![0; needs.len()];
+    let mut order: Vec<usize> = (0..needs.len()).collect();
+    order.sort_by_key(|&i| needs[i]);
+    let mut left = budget;
+    for (done, i) in order.into_iter().enumerate() {
+        let share = needs[i].min(left / (needs.len() - done));
+        shares[i] = share;
+        left -= share;
+    }
+    shares
+}
+
+fn build_embed(text: &EmbedText, outcome: &[(String, String)]) -> CreateEmbed {
+    let mut embed = CreateEmbed::new()
+        .title(text.title.clone())
+        .footer(CreateEmbedFooter::new(text.footer.clone()));
+    if !text.description.is_empty() {
+        embed = embed.description(text.description.clone());
+    }
+    embed.fields(
+        text.fields
+            .iter()
+            .chain(outcome)
+            .map(|(n, v)| (n.clone(), v.clone(), false)),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::custom_id;
+    use super::*;
+    use crate::core::model::{QuestionOption, RECOMMENDED_SUFFIX};
+    use serde_json::Value;
+
+    fn opt(label: &str, description: Option<&str>) -> QuestionOption {
+        QuestionOption {
+            label: label.to_owned(),
+            description: description.map(str::to_owned),
+        }
+    }
+
+    fn question(header: Option<&str>, options: Vec<QuestionOption>, multi: bool) -> Question {
+        Question {
+            id: "q1".to_owned(),
+            question: "Which database should we use?".to_owned(),
+            header: header.map(str::to_owned),
+            options,
+            multi_select: multi,
+        }
+    }
+
+    fn scope() -> Scope {
+        let mut s = Scope::new();
+        s.insert("project".to_owned(), "p".to_owned());
+        s.insert("session".to_owned(), "s".to_owned());
+        s
+    }
+
+    fn ctx<'a>(scope: &'a Scope) -> RenderContext<'a> {
+        RenderContext {
+            request_key: 42,
+            request_id: "abc",
+            question_index: 0,
+            question_count: 1,
+            agent: Some("x"),
+            scope,
+            mention_user_ids: &[],
+            mention_role_ids: &[],
+        }
+    }
+
+    fn json<T: serde::Serialize>(b: &T) -> Value {
+        serde_json::to_value(b).unwrap()
+    }
+
+    fn chars(v: &Value) -> usize {
+        v.as_str().map_or(0, |s| s.chars().count())
+    }
+
+    /// Every custom_id in the value, at any depth.
+    fn custom_ids(v: &Value, out: &mut Vec<String>) {
+        match v {
+            Value::Object(m) => {
+                for (k, v) in m {
+                    if k == "custom_id" {
+                        out.push(v.as_str().unwrap().to_owned());
+                    } else {
+                        custom_ids(v, out);
+                    }
+                }
+            }
+            Value::Array(a) => a.iter().for_each(|v| custom_ids(v, out)),
+            _ => {}
+        }
+    }
+
+    /// Checks every Discord limit on a message body (create or edit) and returns its embed.
+    fn check_limits(body: &Value, q: &Question) -> Value {
+        if let Some(c) = body.get("content") {
+            assert!(chars(c) <= CONTENT_MAX);
+        }
+        let embeds = body["embeds"].as_array().unwrap();
+        assert_eq!(embeds.len(), 1);
+        let e = &embeds[0];
+        assert!(chars(&e["title"]) <= EMBED_TITLE_MAX && chars(&e["title"]) > 0);
+        assert!(chars(&e["description"]) <= EMBED_DESCRIPTION_MAX);
+        assert!(chars(&e["footer"]["text"]) <= EMBED_FOOTER_MAX);
+        let fields = e.get("fields").and_then(Value::as_array).cloned();
+        let fields = fields.unwrap_or_default();
+        assert!(fields.len() <= EMBED_FIELDS_MAX);
+        let mut total = chars(&e["title"]) + chars(&e["description"]) + chars(&e["footer"]["text"]);
+        for f in &fields {
+            let (n, v) = (chars(&f["name"]), chars(&f["value"]));
+            assert!(n > 0 && n <= EMBED_FIELD_NAME_MAX, "{f}");
+            assert!(v > 0 && v <= EMBED_FIELD_VALUE_MAX, "{f}");
+            total += n + v;
+        }
+        assert!(total <= EMBED_TOTAL_MAX, "embed total {total}");
+
+        let rows = body
+            .get("components")
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default();
+        assert!(rows.len() <= ACTION_ROWS_MAX);
+        for row in &rows {
+            assert_eq!(row["type"], 1);
+            let comps = row["components"].as_array().unwrap();
+            assert!(!comps.is_empty() && comps.len() <= 5);
+            for c in comps {
+                match c["type"].as_u64().unwrap() {
+                    2 => {
+                        assert!(chars(&c["label"]) > 0 && chars(&c["label"]) <= BUTTON_LABEL_MAX);
+                    }
+                    3 => {
+                        assert_eq!(comps.len(), 1, "a select menu is alone in its row");
+                        let opts = c["options"].as_array().unwrap();
+                        assert!(!opts.is_empty() && opts.len() <= SELECT_OPTIONS_MAX);
+                        assert!(c["max_values"].as_u64().unwrap() as usize <= opts.len());
+                        assert!(chars(&c["placeholder"]) <= SELECT_PLACEHOLDER_MAX);
+                        for o in opts {
+                            assert!(chars(&o["label"]) > 0);
+                            assert!(chars(&o["label"]) <= SELECT_OPTION_TEXT_MAX);
+                            assert!(chars(&o["value"]) <= SELECT_OPTION_TEXT_MAX);
+                            assert!(chars(&o["description"]) <= SELECT_OPTION_TEXT_MAX);
+                            let i = custom_id::parse_option_value(
+                                o["value"].as_str().unwrap(),
+                                q.options.len(),
+                            );
+                            assert!(i.is_some());
+                        }
+                    }
+                    t => panic!("unexpected component type {t}"),
+                }
+            }
+        }
+        check_custom_ids(body, q);
+        e.clone()
+    }
+
+    /// custom_ids are unique, at most 100 characters, parse back and hold no label text.
+    fn check_custom_ids(body: &Value, q: &Question) -> Vec<CustomId> {
+        let mut ids = Vec::new();
+        custom_ids(body, &mut ids);
+        let mut parsed = Vec::new();
+        for id in &ids {
+            assert!(!id.is_empty() && id.chars().count() <= 100, "{id}");
+            assert_eq!(ids.iter().filter(|x| *x == id).count(), 1, "unique {id}");
+            for o in &q.options {
+                assert!(!id.contains(&o.label), "{id} holds a label");
+            }
+            let p = CustomId::parse(id).unwrap_or_else(|| panic!("{id} does not parse"));
+            assert_eq!(p.encode(), *id);
+            assert_eq!(custom_id::parse(id), Some(p));
+            parsed.push(p);
+        }
+        parsed
+    }
+
+    fn actions(body: &Value, q: &Question) -> Vec<Action> {
+        check_custom_ids(body, q)
+            .into_iter()
+            .map(|c| {
+                assert_eq!(c.request_key, 42);
+                c.action
+            })
+            .collect()
+    }
+
+    #[test]
+    fn truncate_counts_chars_and_ends_in_ellipsis() {
+        assert_eq!(truncate("hello", 5), "hello");
+        assert_eq!(truncate("hello", 10), "hello");
+        assert_eq!(truncate("hello!", 5), "hell…");
+        assert_eq!(truncate("ééééé", 3), "éé…");
+        assert_eq!(truncate("ab cd", 4), "ab…");
+        assert_eq!(truncate("abc", 1), "…");
+        assert_eq!(truncate("abc", 0), "");
+        assert_eq!(truncate("", 0), "");
+        let long = "日本語".repeat(100);
+        let t = truncate(&long, 80);
+        assert_eq!(t.chars().count(), 80);
+        assert!(t.ends_with('…'));
+    }
+
+    #[test]
+    fn two_buttons_with_recommended_primary() {
+        let s = scope();
+        let q = question(
+            Some("Database"),
+            vec![
+                opt(
+                    &format!("Postgres{RECOMMENDED_SUFFIX}"),
+                    Some("Solid and boring"),
+                ),
+                opt("SQLite", None),
+            ],
+            false,
+        );
+        let body = json(&question_message(&q, &ctx(&s)));
+        let e = check_limits(&body, &q);
+        assert_eq!(e["title"], "Database");
+        assert_eq!(e["description"], "Which database should we use?");
+        assert!(!e["description"].as_str().unwrap().contains("Question 1"));
+        let footer = e["footer"]["text"].as_str().unwrap();
+        assert_eq!(footer, "request abc · agent x · project=p session=s");
+        // Only the described option gets a field.
+        assert_eq!(e["fields"].as_array().unwrap().len(), 1);
+        assert_eq!(e["fields"][0]["name"], "Postgres (Recommended)");
+        assert_eq!(e["fields"][0]["value"], "Solid and boring");
+
+        let rows = body["components"].as_array().unwrap();
+        assert_eq!(rows.len(), 2);
+        let buttons = rows[0]["components"].as_array().unwrap();
+        assert_eq!(buttons.len(), 2);
+        assert_eq!(buttons[0]["label"], "Postgres (Recommended)");
+        assert_eq!(buttons[0]["style"], 1);
+        assert_eq!(buttons[1]["label"], "SQLite");
+        assert_eq!(buttons[1]["style"], 2);
+        let other = rows[1]["components"].as_array().unwrap();
+        assert_eq!(other.len(), 1);
+        assert_eq!(other[0]["label"], "Other…");
+        assert_eq!(other[0]["style"], 2);
+        assert_eq!(
+            actions(&body, &q),
+            vec![Action::Choose(0), Action::Choose(1), Action::Other]
+        );
+        // No mentions configured: no content, and nothing may be pinged.
+        assert!(body.get("content").is_none());
+        assert_eq!(body["allowed_mentions"]["parse"], serde_json::json!([]));
+        assert_eq!(body["allowed_mentions"]["users"], serde_json::json!([]));
+        assert_eq!(body["allowed_mentions"]["roles"], serde_json::json!([]));
+    }
+
+    #[test]
+    fn eight_options_make_a_select() {
+        let s = scope();
+        let options = (0..8)
+            .map(|i| opt(&format!("Option {i}"), Some(&format!("About {i}"))))
+            .collect();
+        let q = question(None, options, false);
+        let body = json(&question_message(&q, &ctx(&s)));
+        let e = check_limits(&body, &q);
+        assert_eq!(e["title"], "Question");
+        assert_eq!(e["fields"].as_array().unwrap().len(), 8);
+        let rows = body["components"].as_array().unwrap();
+        assert_eq!(rows.len(), 2);
+        let menu = &rows[0]["components"][0];
+        assert_eq!(menu["type"], 3);
+        assert_eq!(menu["min_values"], 1);
+        assert_eq!(menu["max_values"], 1);
+        let opts = menu["options"].as_array().unwrap();
+        assert_eq!(opts.len(), 8);
+        assert_eq!(opts[3]["label"], "Option 3");
+        assert_eq!(opts[3]["value"], "3");
+        assert_eq!(opts[3]["description"], "About 3");
+        assert_eq!(rows[1]["components"][0]["label"], "Other…");
+        assert_eq!(actions(&body, &q), vec![Action::SelectOne, Action::Other]);
+    }
+
+    #[test]
+    fn five_options_are_still_buttons() {
+        let s = scope();
+        let options = (0..5).map(|i| opt(&format!("O{i}"), None)).collect();
+        let q = question(None, options, false);
+        let body = json(&question_message(&q, &ctx(&s)));
+        check_limits(&body, &q);
+        assert_eq!(
+            body["components"][0]["components"]
+                .as_array()
+                .unwrap()
+                .len(),
+            5
+        );
+        assert!(body["embeds"][0].get("fields").is_none());
+    }
+
+    #[test]
+    fn multi_select() {
+        let s = scope();
+        let options = (0..3).map(|i| opt(&format!("O{i}"), None)).collect();
+        let q = question(Some("Pick"), options, true);
+        let body = json(&question_message(&q, &ctx(&s)));
+        check_limits(&body, &q);
+        let rows = body["components"].as_array().unwrap();
+        assert_eq!(rows.len(), 2);
+        let menu = &rows[0]["components"][0];
+        assert_eq!(menu["type"], 3);
+        assert_eq!(menu["min_values"], 0);
+        assert_eq!(menu["max_values"], 3);
+        let buttons = rows[1]["components"].as_array().unwrap();
+        assert_eq!(buttons[0]["label"], "Submit");
+        assert_eq!(buttons[0]["style"], 1);
+        assert_eq!(buttons[1]["label"], "Submit with note…");
+        assert_eq!(buttons[1]["style"], 2);
+        assert_eq!(
+            actions(&body, &q),
+            vec![Action::Draft, Action::Submit, Action::SubmitWithNote]
+        );
+    }
+
+    #[test]
+    fn free_text() {
+        let s = Scope::new();
+        let q = question(Some("Name"), Vec::new(), false);
+        let mut c = ctx(&s);
+        c.agent = None;
+        let body = json(&question_message(&q, &c));
+        let e = check_limits(&body, &q);
+        assert_eq!(e["footer"]["text"], "request abc");
+        let rows = body["components"].as_array().unwrap();
+        assert_eq!(rows.len(), 1);
+        let b = &rows[0]["components"][0];
+        assert_eq!(b["label"], "Answer…");
+        assert_eq!(b["style"], 1);
+        assert_eq!(actions(&body, &q), vec![Action::Answer]);
+    }
+
+    #[test]
+    fn numbering_with_several_questions() {
+        let s = scope();
+        let q = question(Some("Second"), vec![opt("A", None)], false);
+        let mut c = ctx(&s);
+        c.question_index = 1;
+        c.question_count = 2;
+        let body = json(&question_message(&q, &c));
+        let e = check_limits(&body, &q);
+        let d = e["description"].as_str().unwrap();
+        assert!(d.contains("Question 2 of 2"), "{d}");
+        assert!(d.ends_with("Which database should we use?"));
+        let ids = check_custom_ids(&body, &q);
+        assert!(ids.iter().all(|id| id.question == 1));
+    }
+
+    #[test]
+    fn long_labels_are_cut_and_never_in_custom_ids() {
+        let s = scope();
+        let long = |c: char| c.to_string().repeat(150);
+        // Buttons.
+        let q = question(
+            None,
+            vec![opt(&long('a'), None), opt(&long('b'), None)],
+            false,
+        );
+        let body = json(&question_message(&q, &ctx(&s)));
+        check_limits(&body, &q);
+        for b in body["components"][0]["components"].as_array().unwrap() {
+            let label = b["label"].as_str().unwrap();
+            assert_eq!(label.chars().count(), BUTTON_LABEL_MAX);
+            assert!(label.ends_with('…'));
+        }
+        // Select menu.
+        let options = (0..8)
+            .map(|i| opt(&format!("{i}{}", long('z')), Some(&long('d'))))
+            .collect();
+        let q = question(None, options, false);
+        let body = json(&question_message(&q, &ctx(&s)));
+        check_limits(&body, &q);
+        for o in body["components"][0]["components"][0]["options"]
+            .as_array()
+            .unwrap()
+        {
+            let label = o["label"].as_str().unwrap();
+            assert_eq!(label.chars().count(), SELECT_OPTION_TEXT_MAX);
+            assert!(label.ends_with('…'));
+            assert!(o["description"].as_str().unwrap().ends_with('…'));
+        }
+        // The components never carry a full label; the embed field names may (up to 256).
+        let text = body["components"].to_string();
+        assert!(!text.contains(&"z".repeat(SELECT_OPTION_TEXT_MAX)));
+    }
+
+    fn worst_case(multi: bool, options: usize) -> Question {
+        Question {
+            id: "q".repeat(64),
+            question: "Q".repeat(4000),
+            header: Some("H".repeat(80)),
+            options: (0..options)
+                .map(|i| {
+                    opt(
+                        &format!("{i:02}{}", "L".repeat(198)),
+                        Some(&"D".repeat(1000)),
+                    )
+                })
+                .collect(),
+            multi_select: multi,
+        }
+    }
+
+    #[test]
+    fn worst_case_stays_within_every_limit() {
+        let mut s = Scope::new();
+        for i in 0..16 {
+            s.insert(format!("label{i:02}"), "v".repeat(200));
+        }
+        let request_id = "r".repeat(128);
+        let agent = "a".repeat(64);
+        let users: Vec<u64> = (1..=200).map(|i| u64::MAX - i).collect();
+        let roles: Vec<u64> = (1..=200).map(|i| u64::MAX / 2 - i).collect();
+        let c = RenderContext {
+            request_key: i64::MAX,
+            request_id: &request_id,
+            question_index: 24,
+            question_count: 25,
+            agent: Some(&agent),
+            scope: &s,
+            mention_user_ids: &users,
+            mention_role_ids: &roles,
+        };
+        let answered = AnsweredView {
+            by: "b".repeat(5000),
+            labels: (0..25).map(|i| format!("{i}{}", "L".repeat(199))).collect(),
+            custom: Some("C".repeat(4000)),
+            at_unix: i64::MIN,
+        };
+        for (multi, n) in [(false, 25), (true, 25), (false, 5), (false, 0), (true, 1)] {
+            let q = worst_case(multi, n);
+            let body = json(&question_message(&q, &c));
+            let e = check_limits(&body, &q);
+            assert!(chars(&body["content"]) > 0);
+            let d = e["description"].as_str().unwrap();
+            assert!(d.contains("Question 25 of 25"));
+            // The question keeps most of its text.
+            assert!(d.chars().count() >= 2000, "{}", d.chars().count());
+            if n == 25 {
+                let fields = e["fields"].as_array().unwrap();
+                assert_eq!(fields.len(), OPTION_FIELDS_MAX);
+                assert_eq!(fields[OPTION_FIELDS_MAX - 1]["name"], "…and 4 more");
+            }
+
+            for edit in [
+                json(&settled_edit(&q, &c, &answered)),
+                json(&ended_edit(&q, &c, "Expired", &"R".repeat(5000))),
+            ] {
+                let e2 = check_limits(&edit, &q);
+                assert_eq!(edit["components"], serde_json::json!([]));
+                assert_eq!(e2["title"], e["title"]);
+                assert_eq!(e2["description"], e["description"]);
+                assert_eq!(e2["footer"], e["footer"]);
+            }
+            for kind in [ModalKind::Other, ModalKind::Answer, ModalKind::Note] {
+                check_modal(&json(&modal(&q, &c, kind)));
+            }
+        }
+    }
+
+    #[test]
+    fn mentions_and_allowed_mentions() {
+        let s = scope();
+        let q = question(None, vec![opt("A", None)], false);
+        let mut c = ctx(&s);
+        c.mention_user_ids = &[111, 222];
+        c.mention_role_ids = &[333];
+        let body = json(&question_message(&q, &c));
+        check_limits(&body, &q);
+        assert_eq!(body["content"], "<@&333> <@111> <@222>");
+        let am = &body["allowed_mentions"];
+        assert_eq!(am["parse"], serde_json::json!([]));
+        let ids = |v: &Value| -> Vec<String> {
+            v.as_array()
+                .unwrap()
+                .iter()
+                .map(|x| match x {
+                    Value::String(s) => s.clone(),
+                    other => other.to_string(),
+                })
+                .collect()
+        };
+        assert_eq!(ids(&am["users"]), vec!["111", "222"]);
+        assert_eq!(ids(&am["roles"]), vec!["333"]);
+
+        // Too many mentions for 2000 characters: the content is cut at a whole mention, and only
+        // the mentioned ones are allowed.
+        let users: Vec<u64> = (1..=500).map(|i| 10_000_000_000_000_000 + i).collect();
+        c.mention_user_ids = &users;
+        c.mention_role_ids = &[0];
+        let body = json(&question_message(&q, &c));
+        let content = body["content"].as_str().unwrap();
+        assert!(content.chars().count() <= CONTENT_MAX);
+        let allowed = ids(&body["allowed_mentions"]["users"]);
+        assert_eq!(content.split(' ').count(), allowed.len());
+        for u in &allowed {
+            assert!(content.contains(&format!("<@{u}>")));
+        }
+        assert!(ids(&body["allowed_mentions"]["roles"]).is_empty());
+    }
+
+    #[test]
+    fn settled_and_ended_edits() {
+        let s = scope();
+        let q = question(
+            Some("Database"),
+            vec![opt("Postgres", Some("Solid")), opt("SQLite", None)],
+            true,
+        );
+        let c = ctx(&s);
+        let original = json(&question_message(&q, &c));
+        let answered = AnsweredView {
+            by: "<@123>".to_owned(),
+            labels: vec!["Postgres".to_owned(), "SQLite".to_owned()],
+            custom: Some("both, please".to_owned()),
+            at_unix: 1_700_000_000,
+        };
+        let edit = json(&settled_edit(&q, &c, &answered));
+        assert!(serde_json::to_string(&edit)
+            .unwrap()
+            .contains("\"components\":[]"));
+        let e = check_limits(&edit, &q);
+        assert_eq!(e["title"], original["embeds"][0]["title"]);
+        assert_eq!(e["description"], original["embeds"][0]["description"]);
+        assert_eq!(e["footer"], original["embeds"][0]["footer"]);
+        let text = e.to_string();
+        assert!(text.contains("<@123>"));
+        assert!(text.contains("Postgres\\nSQLite"));
+        assert!(text.contains("both, please"));
+        assert!(text.contains("<t:1700000000:f>"));
+        assert!(edit.get("content").is_none());
+
+        let edit = json(&ended_edit(&q, &c, "Cancelled", "the agent went away"));
+        assert!(serde_json::to_string(&edit)
+            .unwrap()
+            .contains("\"components\":[]"));
+        let e = check_limits(&edit, &q);
+        let text = e.to_string();
+        assert!(text.contains("Cancelled"));
+        assert!(text.contains("the agent went away"));
+        assert_eq!(e["description"], original["embeds"][0]["description"]);
+    }
+
+    fn check_modal(m: &Value) {
+        let title = chars(&m["title"]);
+        assert!(title > 0 && title <= MODAL_TITLE_MAX);
+        let id = m["custom_id"].as_str().unwrap();
+        assert!(id.chars().count() <= 100);
+        assert!(CustomId::parse(id).unwrap().action.is_modal());
+        let rows = m["components"].as_array().unwrap();
+        assert_eq!(rows.len(), 1);
+        assert_eq!(rows[0]["type"], 1);
+        let inputs = rows[0]["components"].as_array().unwrap();
+        assert_eq!(inputs.len(), 1);
+        let input = &inputs[0];
+        assert_eq!(input["type"], 4);
+        assert_eq!(input["style"], 2);
+        assert_eq!(input["custom_id"], TEXT_INPUT_ID);
+        assert_eq!(input["required"], true);
+        assert_eq!(input["max_length"], 4000);
+        let label = chars(&input["label"]);
+        assert!(label > 0 && label <= TEXT_INPUT_LABEL_MAX);
+        assert!(chars(&input["placeholder"]) <= TEXT_INPUT_PLACEHOLDER_MAX);
+    }
+
+    #[test]
+    fn modals() {
+        let s = scope();
+        let mut c = ctx(&s);
+        c.question_index = 3;
+        let q = question(Some(&"T".repeat(80)), vec![opt("A", None)], false);
+        for (kind, action) in [
+            (ModalKind::Other, Action::ModalOther),
+            (ModalKind::Answer, Action::ModalAnswer),
+            (ModalKind::Note, Action::ModalNote),
+        ] {
+            let m = json(&modal(&q, &c, kind));
+            check_modal(&m);
+            let id = CustomId::parse(m["custom_id"].as_str().unwrap()).unwrap();
+            assert_eq!(id, CustomId::new(42, 3, action));
+            assert_eq!(m["title"].as_str().unwrap().chars().count(), 45);
+            assert!(m["title"].as_str().unwrap().ends_with('…'));
+        }
+        let q = question(None, Vec::new(), false);
+        let m = json(&modal(&q, &c, ModalKind::Answer));
+        check_modal(&m);
+        assert_eq!(m["title"], "Your answer");
+        assert_eq!(m["components"][0]["components"][0]["label"], "Your answer");
+        let m = json(&modal(&q, &c, ModalKind::Note));
+        assert_eq!(m["components"][0]["components"][0]["label"], "Note");
+    }
+}

@@ -1,0 +1,178 @@
+//! Routes (SPEC §4 `[[routes]]`): which channel a request goes to and who may answer it there.
+//!
+//! Routes are tried in order; the first whose globs all match the request's scope wins, else
+//! the default route (`discord.channel_id`) if it is set.
+
+use crate::config::{Config, Route, Snowflake};
+use crate::core::Scope;
+
+/// The name of the route built from the `[discord]` section.
+pub const DEFAULT_ROUTE: &str = "default";
+
+/// A route with the `[discord]` defaults filled in.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ResolvedRoute {
+    pub name: String,
+    pub channel_id: u64,
+    pub allowed_user_ids: Vec<u64>,
+    pub allowed_role_ids: Vec<u64>,
+    pub mention_user_ids: Vec<u64>,
+    pub mention_role_ids: Vec<u64>,
+}
+
+impl ResolvedRoute {
+    /// A member may answer when either list names them; both lists empty lets anyone who can
+    /// see the channel answer.
+    pub fn allows(&self, user_id: u64, role_ids: &[u64]) -> bool {
+        if self.allowed_user_ids.is_empty() && self.allowed_role_ids.is_empty() {
+            return true;
+        }
+        self.allowed_user_ids.contains(&user_id)
+            || role_ids.iter().any(|r| self.allowed_role_ids.contains(r))
+    }
+}
+
+fn ids(v: &[Snowflake]) -> Vec<u64> {
+    v.iter().map(|s| s.0).collect()
+}
+
+fn from_route(config: &Config, r: &Route) -> ResolvedRoute {
+    let d = &config.discord;
+    ResolvedRoute {
+        name: r.name.clone(),
+        channel_id: r.channel_id.0,
+        allowed_user_ids: ids(r.allowed_user_ids.as_deref().unwrap_or(&d.allowed_user_ids)),
+        allowed_role_ids: ids(r.allowed_role_ids.as_deref().unwrap_or(&d.allowed_role_ids)),
+        mention_user_ids: ids(r.mention_user_ids.as_deref().unwrap_or(&d.mention_user_ids)),
+        mention_role_ids: ids(r.mention_role_ids.as_deref().unwrap_or(&d.mention_role_ids)),
+    }
+}
+
+fn default_route(config: &Config) -> Option<ResolvedRoute> {
+    let d = &config.discord;
+    d.channel_id.map(|c| ResolvedRoute {
+        name: DEFAULT_ROUTE.to_owned(),
+        channel_id: c.0,
+        allowed_user_ids: ids(&d.allowed_user_ids),
+        allowed_role_ids: ids(&d.allowed_role_ids),
+        mention_user_ids: ids(&d.mention_user_ids),
+        mention_role_ids: ids(&d.mention_role_ids),
+    })
+}
+
+/// The route for a request with `scope`, if any.
+pub fn resolve(config: &Config, scope: &Scope) -> Option<ResolvedRoute> {
+    config
+        .routes
+        .iter()
+        .find(|r| {
+            r.matches
+                .iter()
+                .all(|(label, pattern)| scope.get(label).is_some_and(|v| glob_match(pattern, v)))
+        })
+        .map(|r| from_route(config, r))
+        .or_else(|| default_route(config))
+}
+
+/// The route a request was posted through, by name; used for clicks, possibly after a restart.
+/// A route that has since been removed from the config falls back to the default's lists.
+pub fn by_name(config: &Config, name: &str) -> Option<ResolvedRoute> {
+    config
+        .routes
+        .iter()
+        .find(|r| r.name == name)
+        .map(|r| from_route(config, r))
+        .or_else(|| default_route(config))
+}
+
+/// Shell-style globs: `*` matches any run of characters, `?` one character.
+pub fn glob_match(pattern: &str, text: &str) -> bool {
+    let p: Vec<char> = pattern.chars().collect();
+    let t: Vec<char> = text.chars().collect();
+    let (mut pi, mut ti) = (0, 0);
+    let mut star: Option<(usize, usize)> = None;
+    while ti < t.len() {
+        if pi < p.len() && (p[pi] == '?' || p[pi] == t[ti]) {
+            pi += 1;
+            ti += 1;
+        } else if pi < p.len() && p[pi] == '*' {
+            star = Some((pi, ti));
+            pi += 1;
+        } else if let Some((sp, st)) = star {
+            pi = sp + 1;
+            ti = st + 1;
+            star = Some((sp, st + 1));
+        } else {
+            return false;
+        }
+    }
+    p[pi..].iter().all(|&c| c == '*')
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::BTreeMap;
+
+    #[test]
+    fn globs() {
+        assert!(glob_match("infra-*", "infra-prod"));
+        assert!(glob_match("*", ""));
+        assert!(glob_match("a?c", "abc"));
+        assert!(glob_match("*-prod", "web-prod"));
+        assert!(glob_match("a*b*c", "axxbyyc"));
+        assert!(!glob_match("infra-*", "web"));
+        assert!(!glob_match("a?c", "ac"));
+        assert!(glob_match("exact", "exact"));
+        assert!(!glob_match("exact", "exactly"));
+    }
+
+    fn config() -> Config {
+        let mut c = Config::default();
+        c.discord.channel_id = Some(Snowflake(1));
+        c.discord.allowed_user_ids = vec![Snowflake(10)];
+        c.routes.push(Route {
+            name: "infra".into(),
+            matches: BTreeMap::from([("project".into(), "infra-*".into())]),
+            channel_id: Snowflake(2),
+            allowed_user_ids: None,
+            allowed_role_ids: Some(vec![Snowflake(7)]),
+            mention_role_ids: Some(vec![Snowflake(7)]),
+            mention_user_ids: None,
+        });
+        c
+    }
+
+    #[test]
+    fn routes_match_in_order_then_default() {
+        let c = config();
+        let infra = resolve(&c, &Scope::from([("project".into(), "infra-db".into())])).unwrap();
+        assert_eq!((infra.name.as_str(), infra.channel_id), ("infra", 2));
+        assert_eq!(infra.allowed_user_ids, vec![10]);
+        assert_eq!(infra.allowed_role_ids, vec![7]);
+        let other = resolve(&c, &Scope::from([("project".into(), "web".into())])).unwrap();
+        assert_eq!(other.name, DEFAULT_ROUTE);
+        assert_eq!(resolve(&c, &Scope::new()).unwrap().channel_id, 1);
+        let mut none = c.clone();
+        none.discord.channel_id = None;
+        assert!(resolve(&none, &Scope::new()).is_none());
+    }
+
+    #[test]
+    fn access_needs_either_list() {
+        let r = resolve(
+            &config(),
+            &Scope::from([("project".into(), "infra-x".into())]),
+        )
+        .unwrap();
+        assert!(r.allows(10, &[]));
+        assert!(r.allows(99, &[7]));
+        assert!(!r.allows(99, &[8]));
+        let open = ResolvedRoute {
+            allowed_user_ids: vec![],
+            allowed_role_ids: vec![],
+            ..r
+        };
+        assert!(open.allows(1, &[]));
+    }
+}
