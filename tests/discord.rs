@@ -1,0 +1,803 @@
+//! The Discord answerer end to end: the real daemon and the real serenity client, over real HTTP
+//! and a real WebSocket, against the Discord stand-in. Every body "Discord" receives is checked
+//! against Discord's OpenAPI spec and the limits it misses.
+
+mod harness;
+mod support;
+
+use askrelay::client::Client;
+use askrelay::config::{Config, Route, Secret, Snowflake};
+use askrelay::daemon::Daemon;
+use harness::{ask_line, expect_event, test_config, yes_no};
+use serde_json::{json, Value};
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use support::discord_schema::Validator;
+use support::fixtures::{self, Clicker};
+use support::standin::{Failure, Recorded, StandIn};
+
+const CHANNEL: u64 = 100;
+const INFRA_CHANNEL: u64 = 200;
+
+static NEXT_INTERACTION: AtomicU64 = AtomicU64::new(900_000);
+
+struct App {
+    standin: StandIn,
+    dir: tempfile::TempDir,
+    config: Config,
+    daemon: Option<Daemon>,
+}
+
+impl App {
+    async fn start() -> App {
+        Self::start_with(|_| {}).await
+    }
+
+    async fn start_with(tweak: impl FnOnce(&mut Config)) -> App {
+        let standin = StandIn::start().await;
+        let dir = tempfile::tempdir().unwrap();
+        let mut config = test_config(dir.path());
+        config.terminal.enabled = Some(false);
+        config.discord.token = Some(Secret::new("test-bot-token"));
+        config.discord.api_base = standin.base_url.clone();
+        config.discord.channel_id = Some(Snowflake(CHANNEL));
+        tweak(&mut config);
+        let daemon = Daemon::start(config.clone()).await.unwrap();
+        standin.wait_ready().await;
+        App {
+            standin,
+            dir,
+            config,
+            daemon: Some(daemon),
+        }
+    }
+
+    async fn client(&self) -> Client {
+        Client::connect(&self.config.socket_path).await.unwrap()
+    }
+
+    async fn restart(&mut self) {
+        let identified = self.standin.identify_count();
+        self.daemon.take().unwrap().shutdown().await;
+        self.daemon = Some(Daemon::start(self.config.clone()).await.unwrap());
+        self.standin.wait_identify_count(identified + 1).await;
+    }
+
+    fn hub(&self) -> &askrelay::core::Hub {
+        &self.daemon.as_ref().unwrap().hub
+    }
+
+    /// Asks and waits for `accepted`; returns the client and the event.
+    async fn ask(&self, request_id: &str, input: &Value) -> (Client, Value) {
+        let mut c = self.client().await;
+        c.send(&ask_line(request_id, input)).await.unwrap();
+        let ev = expect_event(&mut c, "accepted").await;
+        (c, ev)
+    }
+
+    /// The messages posted in `channel`, oldest first, as the stand-in holds them now.
+    fn messages(&self, channel: u64) -> Vec<Value> {
+        self.standin.messages_in(channel)
+    }
+
+    /// Sends an interaction and returns the callback body the daemon answered it with.
+    async fn interact(&self, payload: Value) -> Value {
+        let id = payload["id"].as_str().unwrap().to_owned();
+        fixtures::parse(&payload);
+        self.standin.send_interaction(payload).await;
+        let rec = self
+            .standin
+            .wait_for_request(|r| r.path.contains(&format!("/interactions/{id}/")))
+            .await;
+        rec.body.unwrap_or(Value::Null)
+    }
+
+    fn click_payload(&self, message: &Value, who: &Clicker, custom_id: &str) -> Value {
+        fixtures::component_click(
+            NEXT_INTERACTION.fetch_add(1, Ordering::SeqCst),
+            self.standin.application_id(),
+            self.standin.guild_id(),
+            channel_of(message),
+            id_of(message),
+            who,
+            custom_id,
+        )
+    }
+
+    async fn click(&self, message: &Value, who: &Clicker, custom_id: &str) -> Value {
+        self.interact(self.click_payload(message, who, custom_id))
+            .await
+    }
+
+    async fn select(
+        &self,
+        message: &Value,
+        who: &Clicker,
+        custom_id: &str,
+        values: &[&str],
+    ) -> Value {
+        self.interact(fixtures::select_values(
+            NEXT_INTERACTION.fetch_add(1, Ordering::SeqCst),
+            self.standin.application_id(),
+            self.standin.guild_id(),
+            channel_of(message),
+            id_of(message),
+            who,
+            custom_id,
+            values,
+        ))
+        .await
+    }
+
+    async fn submit_modal(
+        &self,
+        message: &Value,
+        who: &Clicker,
+        modal_custom_id: &str,
+        text: &str,
+    ) -> Value {
+        self.interact(fixtures::modal_submit(
+            NEXT_INTERACTION.fetch_add(1, Ordering::SeqCst),
+            self.standin.application_id(),
+            self.standin.guild_id(),
+            channel_of(message),
+            id_of(message),
+            who,
+            modal_custom_id,
+            "text",
+            text,
+        ))
+        .await
+    }
+
+    /// Waits for the PATCH that edits `message` and returns its body.
+    async fn edit_of(&self, message: &Value) -> Value {
+        let path = format!("/messages/{}", id_of(message));
+        self.standin
+            .wait_for_request(|r| r.method == "PATCH" && r.path.ends_with(&path))
+            .await
+            .body
+            .unwrap()
+    }
+
+    /// Every body Discord received validates against the OpenAPI spec and Discord's limits.
+    fn assert_payloads_valid(&self) {
+        let validator = Validator::load().unwrap_or_else(|e| panic!("{e}"));
+        let mut checked = 0;
+        for r in self.standin.requests() {
+            let Some(body) = &r.body else { continue };
+            if let Err(problems) = validator.check(&r.method, &r.path, body) {
+                panic!(
+                    "{} {} sent an invalid body:\n{}\n{body:#}",
+                    r.method,
+                    r.path,
+                    problems.join("\n")
+                );
+            }
+            checked += 1;
+        }
+        assert!(checked > 0, "no body was checked");
+    }
+}
+
+fn id_of(message: &Value) -> u64 {
+    message["id"].as_str().unwrap().parse().unwrap()
+}
+
+fn channel_of(message: &Value) -> u64 {
+    message["channel_id"].as_str().unwrap().parse().unwrap()
+}
+
+/// Every custom_id of a message's components, in order, with its label (or placeholder).
+fn controls(message: &Value) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    for row in message["components"].as_array().into_iter().flatten() {
+        for c in row["components"].as_array().into_iter().flatten() {
+            let label = c["label"]
+                .as_str()
+                .or(c["placeholder"].as_str())
+                .unwrap_or("");
+            out.push((
+                c["custom_id"].as_str().unwrap_or("").to_owned(),
+                label.to_owned(),
+            ));
+        }
+    }
+    out
+}
+
+fn control(message: &Value, label: &str) -> String {
+    controls(message)
+        .into_iter()
+        .find(|(_, l)| l == label)
+        .unwrap_or_else(|| panic!("no control labelled {label:?} in {:?}", controls(message)))
+        .0
+}
+
+fn select_id(message: &Value) -> String {
+    message["components"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|r| r["components"].as_array().unwrap().iter())
+        .find(|c| c["type"] == 3)
+        .expect("a select menu")["custom_id"]
+        .as_str()
+        .unwrap()
+        .to_owned()
+}
+
+fn alice() -> Clicker {
+    Clicker::new(4242, "alice", &[])
+}
+
+fn bob() -> Clicker {
+    Clicker::new(4343, "bob", &[])
+}
+
+fn is_ephemeral(cb: &Value) -> bool {
+    cb["type"] == 4 && cb["data"]["flags"].as_u64().unwrap_or(0) & 64 == 64
+}
+
+fn options(n: usize) -> Vec<Value> {
+    (0..n)
+        .map(|i| json!({"label": format!("Option {i}")}))
+        .collect()
+}
+
+#[tokio::test]
+async fn button_choice_settles_and_edits_the_message() {
+    let app = App::start().await;
+    let (mut c, accepted) = app.ask("btn", &yes_no("cleanup")).await;
+    assert_eq!(accepted["answerer"], "discord");
+    assert_eq!(accepted["channel_id"], CHANNEL.to_string());
+    assert!(accepted["message_links"][0]
+        .as_str()
+        .unwrap()
+        .contains(&format!("/{CHANNEL}/")));
+    let msg = app.messages(CHANNEL).remove(0);
+    let embed = &msg["embeds"][0];
+    assert_eq!(embed["title"], "Confirm");
+    assert!(embed["description"]
+        .as_str()
+        .unwrap()
+        .contains("Proceed with the destructive cleanup?"));
+    assert!(embed["footer"]["text"].as_str().unwrap().contains("btn"));
+    // The recommended option is the primary button.
+    let row = &msg["components"][0]["components"];
+    assert_eq!(row[0]["label"], "Yes, delete them (Recommended)");
+    assert_eq!(row[0]["style"], 1);
+    assert_eq!(row[1]["style"], 2);
+    assert_eq!(msg["components"][1]["components"][0]["label"], "Other…");
+
+    let cb = app
+        .click(&msg, &alice(), &control(&msg, "No, keep them"))
+        .await;
+    assert_eq!(cb["type"], 6, "{cb}");
+    let line = c.recv_line().await.unwrap().unwrap();
+    assert_eq!(
+        line,
+        r#"{"event":"answered","request_id":"btn","result":{"answers":[{"id":"cleanup","selected":["No, keep them"]}]}}"#
+    );
+    let edit = app.edit_of(&msg).await;
+    assert_eq!(edit["components"], json!([]));
+    let text = edit.to_string();
+    assert!(
+        text.contains("alice") && text.contains("No, keep them") && text.contains("<t:"),
+        "{text}"
+    );
+    let audit = app.hub().store().audit_rows(None).await.unwrap();
+    assert!(audit
+        .iter()
+        .any(|r| r.source == "discord" && r.action == "answer" && r.accepted));
+    app.assert_payloads_valid();
+}
+
+#[tokio::test]
+async fn other_opens_a_modal_whose_text_replaces_the_choice() {
+    let app = App::start().await;
+    let (mut c, _) = app.ask("other", &yes_no("cleanup")).await;
+    let msg = app.messages(CHANNEL).remove(0);
+    let cb = app.click(&msg, &alice(), &control(&msg, "Other…")).await;
+    assert_eq!(cb["type"], 9, "{cb}");
+    assert_eq!(cb["data"]["title"], "Confirm");
+    let input = &cb["data"]["components"][0]["components"][0];
+    assert_eq!(input["style"], 2);
+    assert_eq!(input["required"], true);
+    assert_eq!(input["max_length"], 4000);
+    let modal_id = cb["data"]["custom_id"].as_str().unwrap().to_owned();
+    let cb = app
+        .submit_modal(&msg, &alice(), &modal_id, "Archive them instead")
+        .await;
+    assert_eq!(cb["type"], 6, "{cb}");
+    let ev = expect_event(&mut c, "answered").await;
+    assert_eq!(
+        serde_json::to_string(&ev["result"]).unwrap(),
+        r#"{"answers":[{"id":"cleanup","selected":[],"custom":"Archive them instead"}]}"#
+    );
+    app.edit_of(&msg).await;
+    app.assert_payloads_valid();
+}
+
+#[tokio::test]
+async fn eight_options_use_a_select_menu() {
+    let app = App::start().await;
+    let input =
+        json!({"questions": [{"id": "pick", "question": "Which one?", "options": options(8)}]});
+    let (mut c, _) = app.ask("sel", &input).await;
+    let msg = app.messages(CHANNEL).remove(0);
+    let menu = &msg["components"][0]["components"][0];
+    assert_eq!(menu["type"], 3);
+    assert_eq!(menu["options"].as_array().unwrap().len(), 8);
+    assert_eq!(msg["components"][1]["components"][0]["label"], "Other…");
+    let cb = app.select(&msg, &alice(), &select_id(&msg), &["5"]).await;
+    assert_eq!(cb["type"], 6, "{cb}");
+    let ev = expect_event(&mut c, "answered").await;
+    assert_eq!(ev["result"]["answers"][0]["selected"], json!(["Option 5"]));
+    app.assert_payloads_valid();
+}
+
+#[tokio::test]
+async fn multi_select_draft_then_submit_and_draft_then_note() {
+    let app = App::start().await;
+    let input = json!({"questions": [
+        {"id": "plain", "question": "Which services?", "multiSelect": true, "options": options(4)},
+        {"id": "noted", "question": "Which regions?", "multiSelect": true, "options": options(3)}
+    ]});
+    let (mut c, _) = app.ask("multi", &input).await;
+    let msgs = app.messages(CHANNEL);
+    assert_eq!(msgs.len(), 2);
+    let (m1, m2) = (&msgs[0], &msgs[1]);
+    assert_eq!(m1["components"][0]["components"][0]["min_values"], 0);
+    assert_eq!(m1["components"][0]["components"][0]["max_values"], 4);
+
+    // bob's draft is his own; alice's draft is what her Submit sends.
+    assert_eq!(
+        app.select(m1, &bob(), &select_id(m1), &["1"]).await["type"],
+        6
+    );
+    assert_eq!(
+        app.select(m1, &alice(), &select_id(m1), &["3", "0"]).await["type"],
+        6
+    );
+    assert_eq!(
+        app.click(m1, &alice(), &control(m1, "Submit")).await["type"],
+        6
+    );
+
+    assert_eq!(
+        app.select(m2, &alice(), &select_id(m2), &["2"]).await["type"],
+        6
+    );
+    let cb = app
+        .click(m2, &alice(), &control(m2, "Submit with note…"))
+        .await;
+    assert_eq!(cb["type"], 9);
+    let modal_id = cb["data"]["custom_id"].as_str().unwrap().to_owned();
+    assert_eq!(
+        app.submit_modal(m2, &alice(), &modal_id, "EU only after 18:00")
+            .await["type"],
+        6
+    );
+
+    let ev = expect_event(&mut c, "answered").await;
+    assert_eq!(
+        serde_json::to_string(&ev["result"]).unwrap(),
+        r#"{"answers":[{"id":"plain","selected":["Option 0","Option 3"]},{"id":"noted","selected":["Option 2"],"custom":"EU only after 18:00"}]}"#
+    );
+    app.assert_payloads_valid();
+}
+
+#[tokio::test]
+async fn free_text_question_answers_through_a_modal() {
+    let app = App::start().await;
+    let input = json!({"questions": [{"id": "name", "header": "Naming", "question": "What should the release be called?"}]});
+    let (mut c, _) = app.ask("free", &input).await;
+    let msg = app.messages(CHANNEL).remove(0);
+    assert_eq!(controls(&msg).len(), 1);
+    let cb = app.click(&msg, &alice(), &control(&msg, "Answer…")).await;
+    assert_eq!(cb["type"], 9);
+    let modal_id = cb["data"]["custom_id"].as_str().unwrap().to_owned();
+    app.submit_modal(&msg, &alice(), &modal_id, "Lighthouse")
+        .await;
+    let ev = expect_event(&mut c, "answered").await;
+    assert_eq!(
+        serde_json::to_string(&ev["result"]).unwrap(),
+        r#"{"answers":[{"id":"name","selected":[],"custom":"Lighthouse"}]}"#
+    );
+    app.assert_payloads_valid();
+}
+
+#[tokio::test]
+async fn two_questions_in_one_request() {
+    let app = App::start().await;
+    let input = json!({"questions": [
+        {"id": "a", "question": "First?", "options": [{"label": "A1"}, {"label": "A2"}]},
+        {"id": "b", "question": "Second?", "options": [{"label": "B1"}, {"label": "B2"}]}
+    ]});
+    let (mut c, accepted) = app.ask("two", &input).await;
+    assert_eq!(accepted["message_links"].as_array().unwrap().len(), 2);
+    let msgs = app.messages(CHANNEL);
+    assert!(msgs[0]["embeds"][0]["description"]
+        .as_str()
+        .unwrap()
+        .contains("Question 1 of 2"));
+    assert!(msgs[1]["embeds"][0]["description"]
+        .as_str()
+        .unwrap()
+        .contains("Question 2 of 2"));
+    app.click(&msgs[1], &alice(), &control(&msgs[1], "B2"))
+        .await;
+    app.edit_of(&msgs[1]).await;
+    assert!(
+        app.hub().observe("two").is_some(),
+        "still pending after one answer"
+    );
+    app.click(&msgs[0], &bob(), &control(&msgs[0], "A1")).await;
+    let ev = expect_event(&mut c, "answered").await;
+    assert_eq!(
+        serde_json::to_string(&ev["result"]).unwrap(),
+        r#"{"answers":[{"id":"a","selected":["A1"]},{"id":"b","selected":["B2"]}]}"#
+    );
+    app.assert_payloads_valid();
+}
+
+#[tokio::test]
+async fn two_people_click_at_once_and_one_wins() {
+    let app = App::start().await;
+    let (mut c, _) = app.ask("race", &yes_no("q")).await;
+    let msg = app.messages(CHANNEL).remove(0);
+    let p1 = app.click_payload(
+        &msg,
+        &alice(),
+        &control(&msg, "Yes, delete them (Recommended)"),
+    );
+    let p2 = app.click_payload(&msg, &bob(), &control(&msg, "No, keep them"));
+    let (id1, id2) = (
+        p1["id"].as_str().unwrap().to_owned(),
+        p2["id"].as_str().unwrap().to_owned(),
+    );
+    app.standin.send_interaction(p1).await;
+    app.standin.send_interaction(p2).await;
+    let cb1 = app
+        .standin
+        .wait_for_request(|r| r.path.contains(&format!("/interactions/{id1}/")))
+        .await;
+    let cb2 = app
+        .standin
+        .wait_for_request(|r| r.path.contains(&format!("/interactions/{id2}/")))
+        .await;
+    let (b1, b2) = (cb1.body.unwrap(), cb2.body.unwrap());
+    let winners = [&b1, &b2].into_iter().filter(|b| b["type"] == 6).count();
+    let losers: Vec<&Value> = [&b1, &b2].into_iter().filter(|b| is_ephemeral(b)).collect();
+    assert_eq!((winners, losers.len()), (1, 1), "{b1} {b2}");
+    assert!(losers[0]["data"]["content"]
+        .as_str()
+        .unwrap()
+        .contains("Already answered"));
+    let ev = expect_event(&mut c, "answered").await;
+    let picked = ev["result"]["answers"][0]["selected"][0].as_str().unwrap();
+    let expected = if b1["type"] == 6 {
+        "Yes, delete them (Recommended)"
+    } else {
+        "No, keep them"
+    };
+    assert_eq!(picked, expected);
+    app.assert_payloads_valid();
+}
+
+#[tokio::test]
+async fn a_late_click_gets_an_ephemeral_reply() {
+    let app = App::start().await;
+    let (mut c, _) = app.ask("late", &yes_no("q")).await;
+    let msg = app.messages(CHANNEL).remove(0);
+    app.click(&msg, &alice(), &control(&msg, "No, keep them"))
+        .await;
+    expect_event(&mut c, "answered").await;
+    let cb = app
+        .click(
+            &msg,
+            &bob(),
+            &control(&msg, "Yes, delete them (Recommended)"),
+        )
+        .await;
+    assert!(is_ephemeral(&cb), "{cb}");
+    assert!(
+        cb["data"]["content"]
+            .as_str()
+            .unwrap()
+            .contains("already been answered"),
+        "{cb}"
+    );
+    let audit = app.hub().store().audit_rows(None).await.unwrap();
+    assert!(audit
+        .iter()
+        .any(|r| r.action == "late" && !r.accepted && r.actor.as_deref().unwrap().contains("bob")));
+    app.assert_payloads_valid();
+}
+
+#[tokio::test]
+async fn a_person_not_on_the_allowlist_then_an_allowed_one() {
+    let app = App::start_with(|c| {
+        c.discord.allowed_user_ids = vec![Snowflake(4242)];
+        c.discord.allowed_role_ids = vec![Snowflake(77)];
+    })
+    .await;
+    let (mut c, _) = app.ask("acl", &yes_no("q")).await;
+    let msg = app.messages(CHANNEL).remove(0);
+    let cb = app
+        .click(
+            &msg,
+            &bob(),
+            &control(&msg, "Yes, delete them (Recommended)"),
+        )
+        .await;
+    assert!(is_ephemeral(&cb), "{cb}");
+    assert!(cb["data"]["content"]
+        .as_str()
+        .unwrap()
+        .contains("not allowed"));
+    // A role on the list is enough.
+    let carol = Clicker::new(5555, "carol", &[77]);
+    let cb = app
+        .click(&msg, &carol, &control(&msg, "No, keep them"))
+        .await;
+    assert_eq!(cb["type"], 6);
+    let ev = expect_event(&mut c, "answered").await;
+    assert_eq!(ev["result"]["answers"][0]["selected"][0], "No, keep them");
+    let audit = app.hub().store().audit_rows(None).await.unwrap();
+    assert!(audit.iter().any(|r| r.action == "denied"
+        && !r.accepted
+        && r.actor.as_deref().unwrap().contains("bob")));
+    app.assert_payloads_valid();
+}
+
+#[tokio::test]
+async fn cancel_on_disconnect_edits_the_message() {
+    let app = App::start_with(|c| c.cancel_grace_secs = 0).await;
+    let (c, _) = app.ask("gone", &yes_no("q")).await;
+    let msg = app.messages(CHANNEL).remove(0);
+    drop(c);
+    let edit = app.edit_of(&msg).await;
+    assert_eq!(edit["components"], json!([]));
+    assert!(edit.to_string().contains("Cancelled"), "{edit}");
+    let cb = app
+        .click(&msg, &alice(), &control(&msg, "No, keep them"))
+        .await;
+    assert!(is_ephemeral(&cb));
+    assert!(
+        cb["data"]["content"]
+            .as_str()
+            .unwrap()
+            .contains("cancelled"),
+        "{cb}"
+    );
+    app.assert_payloads_valid();
+}
+
+#[tokio::test]
+async fn restart_then_a_click_on_the_old_message_settles_it() {
+    let mut app = App::start().await;
+    let (c, _) = app.ask("durable", &yes_no("q")).await;
+    let msg = app.messages(CHANNEL).remove(0);
+    drop(c);
+    app.restart().await;
+    let mut c = app.client().await;
+    c.send(&ask_line("durable", &yes_no("q"))).await.unwrap();
+    let acc = expect_event(&mut c, "accepted").await;
+    assert_eq!(acc["answerer"], "discord");
+    let cb = app
+        .click(&msg, &alice(), &control(&msg, "No, keep them"))
+        .await;
+    assert_eq!(cb["type"], 6, "{cb}");
+    let ev = expect_event(&mut c, "answered").await;
+    assert_eq!(ev["result"]["answers"][0]["selected"][0], "No, keep them");
+    assert_eq!(app.messages(CHANNEL).len(), 1, "nothing was posted twice");
+    app.assert_payloads_valid();
+}
+
+#[tokio::test]
+async fn a_150_character_label_comes_back_whole() {
+    let app = App::start().await;
+    let long = format!("{} (Recommended)", "l".repeat(150 - " (Recommended)".len()));
+    assert_eq!(long.chars().count(), 150);
+    let input = json!({"questions": [{"id": "q", "question": "Long?", "options": [{"label": long}, {"label": "short"}]}]});
+    let (mut c, _) = app.ask("long", &input).await;
+    let msg = app.messages(CHANNEL).remove(0);
+    let button = &msg["components"][0]["components"][0];
+    let shown = button["label"].as_str().unwrap();
+    assert!(
+        shown.chars().count() <= 80 && shown.ends_with('…'),
+        "{shown}"
+    );
+    app.click(&msg, &alice(), button["custom_id"].as_str().unwrap())
+        .await;
+    let ev = expect_event(&mut c, "answered").await;
+    assert_eq!(ev["result"]["answers"][0]["selected"][0], long.as_str());
+    app.assert_payloads_valid();
+}
+
+#[tokio::test]
+async fn a_429_on_posting_is_retried() {
+    let app = App::start().await;
+    app.standin.fail_next(
+        "POST",
+        &format!("/channels/{CHANNEL}/messages"),
+        Failure::RateLimited {
+            retry_after_secs: 0.2,
+            global: false,
+        },
+        1,
+    );
+    app.standin.fail_next(
+        "POST",
+        &format!("/channels/{CHANNEL}/messages"),
+        Failure::Status(502),
+        1,
+    );
+    let (mut c, _) = app.ask("limited", &yes_no("q")).await;
+    let posts: Vec<Recorded> = app
+        .standin
+        .requests()
+        .into_iter()
+        .filter(|r| r.method == "POST" && r.path.ends_with("/messages"))
+        .collect();
+    let statuses: Vec<u16> = posts.iter().map(|r| r.status).collect();
+    assert_eq!(statuses, vec![429, 502, 200]);
+    assert_eq!(app.messages(CHANNEL).len(), 1);
+    let msg = app.messages(CHANNEL).remove(0);
+    app.click(&msg, &alice(), &control(&msg, "No, keep them"))
+        .await;
+    expect_event(&mut c, "answered").await;
+    app.assert_payloads_valid();
+}
+
+#[tokio::test]
+async fn an_unknown_channel_is_no_answerer_with_the_cause() {
+    let app = App::start().await;
+    app.standin.set_channel_missing(CHANNEL);
+    let mut c = app.client().await;
+    c.send(&ask_line("nowhere", &yes_no("q"))).await.unwrap();
+    let ev = c.recv().await.unwrap().unwrap();
+    assert_eq!(ev["code"], "NO_ANSWERER", "{ev}");
+    let msg = ev["message"].as_str().unwrap();
+    assert!(
+        msg.contains("Unknown Channel") && msg.contains(&CHANNEL.to_string()),
+        "{msg}"
+    );
+    assert!(!msg.contains("test-bot-token"));
+}
+
+#[tokio::test]
+async fn a_forbidden_channel_is_no_answerer_with_the_cause() {
+    let app = App::start().await;
+    app.standin.set_channel_forbidden(CHANNEL);
+    let mut c = app.client().await;
+    c.send(&ask_line("closed", &yes_no("q"))).await.unwrap();
+    let ev = c.recv().await.unwrap().unwrap();
+    assert_eq!(ev["code"], "NO_ANSWERER", "{ev}");
+    assert!(
+        ev["message"].as_str().unwrap().contains("Missing Access"),
+        "{ev}"
+    );
+}
+
+#[tokio::test]
+async fn the_route_is_chosen_by_scope_with_its_mentions_and_allowlist() {
+    let app = App::start_with(|c| {
+        c.routes.push(Route {
+            name: "infra".into(),
+            matches: BTreeMap::from([("project".into(), "infra-*".into())]),
+            channel_id: Snowflake(INFRA_CHANNEL),
+            allowed_user_ids: None,
+            allowed_role_ids: Some(vec![Snowflake(789)]),
+            mention_role_ids: Some(vec![Snowflake(789)]),
+            mention_user_ids: Some(vec![Snowflake(4242)]),
+        });
+    })
+    .await;
+    let mut input = ask_line("infra-q", &yes_no("q"));
+    input["scope"] = json!({"project": "infra-db", "agent": "ops-bot"});
+    let mut c = app.client().await;
+    c.send(&input).await.unwrap();
+    let acc = expect_event(&mut c, "accepted").await;
+    assert_eq!(acc["route"], "infra");
+    let msg = app.messages(INFRA_CHANNEL).remove(0);
+    assert_eq!(msg["content"], "<@&789> <@4242>");
+    let post = app
+        .standin
+        .requests()
+        .into_iter()
+        .find(|r| {
+            r.method == "POST"
+                && r.path
+                    .ends_with(&format!("/channels/{INFRA_CHANNEL}/messages"))
+        })
+        .unwrap();
+    let mentions = &post.body.as_ref().unwrap()["allowed_mentions"];
+    assert_eq!(mentions["parse"], json!([]));
+    assert_eq!(mentions["roles"], json!(["789"]));
+    assert_eq!(mentions["users"], json!(["4242"]));
+    assert!(msg["embeds"][0]["footer"]["text"]
+        .as_str()
+        .unwrap()
+        .contains("project=infra-db"));
+    // The route's allowlist applies: a role member may answer, others may not.
+    let cb = app
+        .click(&msg, &bob(), &control(&msg, "No, keep them"))
+        .await;
+    assert!(is_ephemeral(&cb));
+    let ops = Clicker::new(6000, "ops", &[789]);
+    assert_eq!(
+        app.click(&msg, &ops, &control(&msg, "No, keep them")).await["type"],
+        6
+    );
+    expect_event(&mut c, "answered").await;
+
+    let (_c2, acc) = app.ask("web-q", &yes_no("q")).await;
+    assert_eq!(acc["route"], "default");
+    assert_eq!(app.messages(CHANNEL).len(), 1);
+    app.assert_payloads_valid();
+}
+
+#[tokio::test]
+async fn forged_and_garbage_custom_ids_get_an_ephemeral_reply() {
+    let app = App::start().await;
+    let (mut c, _) = app.ask("forged", &yes_no("q")).await;
+    let msg = app.messages(CHANNEL).remove(0);
+    for bad in [
+        "garbage",
+        "ar:999999:0:b:0",
+        "ar:1:7:b:0",
+        "ar:1:0:b:99",
+        "",
+        "ar:-1:0:S",
+    ] {
+        let cb = app.click(&msg, &alice(), bad).await;
+        assert!(is_ephemeral(&cb), "{bad}: {cb}");
+    }
+    // An interaction serenity cannot parse is logged, and the daemon keeps serving.
+    let mut broken = app.click_payload(&msg, &alice(), "garbage");
+    broken
+        .as_object_mut()
+        .unwrap()
+        .remove("attachment_size_limit");
+    app.standin.send_interaction(broken).await;
+    let cb = app
+        .click(&msg, &alice(), &control(&msg, "No, keep them"))
+        .await;
+    assert_eq!(cb["type"], 6);
+    expect_event(&mut c, "answered").await;
+    app.assert_payloads_valid();
+}
+
+#[tokio::test]
+async fn a_terminal_answer_edits_the_discord_message() {
+    let app = App::start_with(|c| c.terminal.enabled = Some(true)).await;
+    let (mut c, acc) = app.ask("both", &yes_no("q")).await;
+    assert_eq!(
+        acc["answerer"], "discord",
+        "Discord comes first in the waterfall"
+    );
+    let msg = app.messages(CHANNEL).remove(0);
+    let reply = app
+        .client()
+        .await
+        .call(&json!({"op": "answer", "request_id": "both", "question": "q", "select": ["No, keep them"], "by": "root"}))
+        .await
+        .unwrap();
+    assert_eq!(reply["event"], "answer_accepted");
+    expect_event(&mut c, "answered").await;
+    let edit = app.edit_of(&msg).await;
+    assert!(edit.to_string().contains("via terminal"), "{edit}");
+    let cb = app
+        .click(
+            &msg,
+            &alice(),
+            &control(&msg, "Yes, delete them (Recommended)"),
+        )
+        .await;
+    assert!(is_ephemeral(&cb));
+    app.assert_payloads_valid();
+    drop(app.dir);
+}
