@@ -1,0 +1,6 @@
+//! Shared helpers for the integration tests. Each test crate uses only part of them.
+#![allow(dead_code)]
+
+pub mod discord_schema;
+pub mod fixtures;
+pub mod standin;
