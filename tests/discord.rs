@@ -817,7 +817,10 @@ async fn check_config_and_serve_against_the_standin() {
             .env("ASKRELAY_DISCORD__API_BASE", &standin.base_url)
             .env("ASKRELAY_DISCORD__CHANNEL_ID", CHANNEL.to_string())
             .env("ASKRELAY_SOCKET_PATH", dir.path().join("s.sock"))
-            .env("ASKRELAY_DATABASE_URL", format!("sqlite://{}", dir.path().join("a.db").display()))
+            .env(
+                "ASKRELAY_DATABASE_URL",
+                format!("sqlite://{}", dir.path().join("a.db").display()),
+            )
             .stdout(std::process::Stdio::piped())
             .stderr(std::process::Stdio::piped())
             .kill_on_drop(true);
@@ -825,20 +828,36 @@ async fn check_config_and_serve_against_the_standin() {
     };
     let out = run(&["check-config"]).output().await.unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert_eq!(out.status.code(), Some(0), "{stdout}{}", String::from_utf8_lossy(&out.stderr));
-    assert!(stdout.contains("token ok") && stdout.contains(&format!("channel ok: discord.channel_id = {CHANNEL}")), "{stdout}");
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        stdout.contains("token ok")
+            && stdout.contains(&format!("channel ok: discord.channel_id = {CHANNEL}")),
+        "{stdout}"
+    );
 
     standin.set_channel_missing(CHANNEL);
     let out = run(&["check-config"]).output().await.unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1));
     assert_eq!(stderr.lines().count(), 1, "{stderr}");
-    assert!(stderr.contains("Unknown Channel") && !stderr.contains("test-bot-token"), "{stderr}");
+    assert!(
+        stderr.contains("Unknown Channel") && !stderr.contains("test-bot-token"),
+        "{stderr}"
+    );
 
     let mut serve = run(&["serve"]).spawn().unwrap();
     let mut log = tokio::io::BufReader::new(serve.stderr.take().unwrap()).lines();
     let line = loop {
-        let l = log.next_line().await.unwrap().expect("serve exited before connecting");
+        let l = log
+            .next_line()
+            .await
+            .unwrap()
+            .expect("serve exited before connecting");
         assert!(!l.contains("test-bot-token"), "{l}");
         if l.contains("connected to the Discord gateway") {
             break l;
