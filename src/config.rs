@@ -66,6 +66,8 @@ pub struct DiscordConfig {
     pub mention_role_ids: Vec<Snowflake>,
     #[serde(deserialize_with = "snowflakes")]
     pub mention_user_ids: Vec<Snowflake>,
+    /// The longest wait between two retries of a failed Discord call (backoff doubles up to it).
+    pub retry_max_delay_ms: u64,
 }
 
 pub const DEFAULT_API_BASE: &str = "https://discord.com";
@@ -80,6 +82,7 @@ impl Default for DiscordConfig {
             allowed_role_ids: Vec::new(),
             mention_role_ids: Vec::new(),
             mention_user_ids: Vec::new(),
+            retry_max_delay_ms: 8000,
         }
     }
 }

@@ -67,7 +67,11 @@ impl Daemon {
             if config.discord.channel_id.is_none() && config.routes.is_empty() {
                 tracing::warn!("discord.token is set but no channel is: set discord.channel_id or add [[routes]]");
             }
-            d.start_gateway(hub.clone()).await?;
+            d.attach(hub.clone());
+        }
+        hub.resume().await?;
+        if let Some(d) = &discord {
+            d.start_gateway().await?;
         }
         let ctx = ServerContext {
             hub: hub.clone(),

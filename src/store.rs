@@ -151,12 +151,28 @@ pub struct AuditRow {
     pub accepted: bool,
 }
 
-/// Where one question was shown by an answerer.
+/// Where one question is (to be) shown by an answerer: its outbox row.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Post {
     pub idx: usize,
     pub channel: String,
+    pub nonce: String,
     pub message: Option<String>,
+    pub attempts: i64,
+    pub last_error: Option<String>,
+    pub edited: Option<String>,
+}
+
+fn post_from_row(r: sqlx::sqlite::SqliteRow) -> Post {
+    Post {
+        idx: r.get::<i64, _>(0) as usize,
+        channel: r.get(1),
+        nonce: r.get(2),
+        message: r.get(3),
+        attempts: r.get(4),
+        last_error: r.get(5),
+        edited: r.get(6),
+    }
 }
 
 /// A cloneable handle to the database.
@@ -416,27 +432,87 @@ impl Store {
         Ok(done)
     }
 
-    /// Records where question `idx` was posted.
-    pub async fn record_post(
+    /// Puts a question in the outbox (before any platform call). Idempotent.
+    pub async fn plan_post(
         &self,
         key: i64,
         idx: usize,
         answerer: &str,
         channel: &str,
-        message: &str,
+        nonce: &str,
     ) -> Result<()> {
         sqlx::query(
-            "INSERT INTO posts (request_key, idx, answerer, channel, message, posted_at) \
-             VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (request_key, idx, answerer) \
-             DO UPDATE SET channel = excluded.channel, message = excluded.message, \
-             posted_at = excluded.posted_at",
+            "INSERT INTO posts (request_key, idx, answerer, channel, nonce) VALUES (?, ?, ?, ?, ?) \
+             ON CONFLICT (request_key, idx, answerer) DO NOTHING",
         )
         .bind(key)
         .bind(idx as i64)
         .bind(answerer)
         .bind(channel)
+        .bind(nonce)
+        .execute(&self.pool)
+        .await?;
+        Ok(())
+    }
+
+    /// Records that question `idx` is posted as `message`.
+    pub async fn record_post(
+        &self,
+        key: i64,
+        idx: usize,
+        answerer: &str,
+        message: &str,
+    ) -> Result<()> {
+        sqlx::query(
+            "UPDATE posts SET message = ?, posted_at = ?, attempts = attempts + 1, \
+             last_error = NULL WHERE request_key = ? AND idx = ? AND answerer = ?",
+        )
         .bind(message)
         .bind(now_ms())
+        .bind(key)
+        .bind(idx as i64)
+        .bind(answerer)
+        .execute(&self.pool)
+        .await?;
+        Ok(())
+    }
+
+    /// Records a failed attempt to post question `idx`, and why.
+    pub async fn record_post_failure(
+        &self,
+        key: i64,
+        idx: usize,
+        answerer: &str,
+        error: &str,
+    ) -> Result<()> {
+        sqlx::query(
+            "UPDATE posts SET attempts = attempts + 1, last_error = ? \
+             WHERE request_key = ? AND idx = ? AND answerer = ?",
+        )
+        .bind(error)
+        .bind(key)
+        .bind(idx as i64)
+        .bind(answerer)
+        .execute(&self.pool)
+        .await?;
+        Ok(())
+    }
+
+    /// Records the last edit the platform confirmed for question `idx` ("settled" or "ended").
+    pub async fn record_edit(
+        &self,
+        key: i64,
+        idx: usize,
+        answerer: &str,
+        edit: &str,
+    ) -> Result<()> {
+        sqlx::query(
+            "UPDATE posts SET edited = ? WHERE request_key = ? AND idx = ? AND answerer = ?",
+        )
+        .bind(edit)
+        .bind(key)
+        .bind(idx as i64)
+        .bind(answerer)
         .execute(&self.pool)
         .await?;
         Ok(())
@@ -445,21 +521,42 @@ impl Store {
     /// The posts of a request by one answerer, in question order.
     pub async fn posts(&self, key: i64, answerer: &str) -> Result<Vec<Post>> {
         let rows = sqlx::query(
-            "SELECT idx, channel, message FROM posts WHERE request_key = ? AND answerer = ? \
-             ORDER BY idx",
+            "SELECT idx, channel, nonce, message, attempts, last_error, edited FROM posts \
+             WHERE request_key = ? AND answerer = ? ORDER BY idx",
         )
         .bind(key)
         .bind(answerer)
         .fetch_all(&self.pool)
         .await?;
-        Ok(rows
-            .into_iter()
-            .map(|r| Post {
-                idx: r.get::<i64, _>(0) as usize,
-                channel: r.get(1),
-                message: r.get(2),
-            })
-            .collect())
+        Ok(rows.into_iter().map(post_from_row).collect())
+    }
+
+    /// Every post of any answerer, for the supervision views.
+    pub async fn all_posts(&self, key: i64) -> Result<Vec<Post>> {
+        let rows = sqlx::query(
+            "SELECT idx, channel, nonce, message, attempts, last_error, edited FROM posts \
+             WHERE request_key = ? ORDER BY idx",
+        )
+        .bind(key)
+        .fetch_all(&self.pool)
+        .await?;
+        Ok(rows.into_iter().map(post_from_row).collect())
+    }
+
+    /// Keys of ended requests with a posted message whose final edit was never confirmed
+    /// (a crash between the end and the edit).
+    pub async fn ended_with_stale_posts(&self, answerer: &str) -> Result<Vec<i64>> {
+        let keys = sqlx::query_scalar(
+            "SELECT DISTINCT p.request_key FROM posts p JOIN requests r ON r.key = p.request_key \
+             JOIN questions q ON q.request_key = p.request_key AND q.idx = p.idx \
+             WHERE p.answerer = ? AND p.message IS NOT NULL AND r.status != 'pending' \
+             AND ((q.answered_at IS NOT NULL AND p.edited IS NULL) \
+                  OR (q.answered_at IS NULL AND (p.edited IS NULL OR p.edited != 'ended')))",
+        )
+        .bind(answerer)
+        .fetch_all(&self.pool)
+        .await?;
+        Ok(keys)
     }
 
     /// Records a person's multi-select draft for a question.

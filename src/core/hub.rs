@@ -137,7 +137,7 @@ impl Hub {
                 "resuming pending requests; their clients may re-attach"
             );
         }
-        for req in pending {
+        for req in &pending {
             let phase = match &req.answerer {
                 Some(a) => Phase::Accepted {
                     answerer: a.clone(),
@@ -145,22 +145,29 @@ impl Hub {
                 },
                 None => Phase::Offering,
             };
-            let needs_offer = req.answerer.is_none();
-            hub.insert_live(&req, phase);
+            hub.insert_live(req, phase);
             hub.schedule_grace(
                 &req.request_id,
                 settings.restart_grace,
                 "restart_grace_secs",
             );
-            if needs_offer {
-                // Stored but never handed to an answerer (a crash in between): offer it now.
-                let hub2 = hub.clone();
-                hub.inner.tasks.spawn(async move { hub2.offer(req).await });
-            } else if let Some(a) = hub.answerer_for(&req) {
+        }
+        Ok(hub)
+    }
+
+    /// Hands the requests left pending by an earlier run back to the answerers: one that was
+    /// stored but never offered (a crash in between) is offered now; the others are resumed by
+    /// the answerer that owns them. Call once the answerers are wired to this hub.
+    pub async fn resume(&self) -> Result<()> {
+        for req in self.inner.store.pending_requests().await? {
+            if req.answerer.is_none() {
+                let hub = self.clone();
+                self.inner.tasks.spawn(async move { hub.offer(req).await });
+            } else if let Some(a) = self.answerer_for(&req) {
                 a.resume(&req).await;
             }
         }
-        Ok(hub)
+        Ok(())
     }
 
     pub fn store(&self) -> &Store {
@@ -275,6 +282,7 @@ impl Hub {
                 })
             }
             Inserted::New(req) => {
+                crate::crash::point("stored");
                 self.insert_live(&req, Phase::Offering);
                 let att = self
                     .attach_live(&request_id, &ask.questions)?
@@ -484,6 +492,17 @@ impl Hub {
         ended
     }
 
+    /// Ends a pending request because its answerer cannot show it after all (for example a
+    /// permission lost between accepting and posting). False if it had already ended.
+    pub async fn fail(&self, key: i64, err: AskError) -> bool {
+        let request_id = match self.inner.store.request_by_key(key).await {
+            Ok(Some(r)) => r.request_id,
+            _ => return false,
+        };
+        self.end(&request_id, key, Status::Failed, err, "daemon")
+            .await
+    }
+
     /// Publishes the final line to waiting clients, forgets the live entry and tells the owning
     /// answerer.
     async fn publish_end(&self, request_id: &str, outcome: Outcome) {
@@ -539,6 +558,7 @@ impl Hub {
         })
         .await;
         if let SettleOutcome::Won { result } = &outcome {
+            crate::crash::point("answered");
             tracing::info!(
                 request_id = req.request_id,
                 question = question.id,

@@ -30,9 +30,6 @@ use tokio_util::task::TaskTracker;
 /// The answerer name stored with requests and posts.
 pub const NAME: &str = "discord";
 
-/// How often a transient Discord failure (429, 5xx, a timeout) is retried before giving up.
-const MAX_ATTEMPTS: u32 = 8;
-
 pub struct DiscordAnswerer {
     config: Arc<Config>,
     http: Arc<Http>,
@@ -129,10 +126,15 @@ impl DiscordAnswerer {
         self.hub.get()
     }
 
-    /// Connects to the gateway with the hub to settle through; returns once the client runs
-    /// in the background. Shutdown closes the shards.
-    pub async fn start_gateway(self: &Arc<Self>, hub: Hub) -> Result<()> {
+    /// Wires the answerer to the hub it settles through; before this it declines everything.
+    pub fn attach(&self, hub: Hub) {
         let _ = self.hub.set(hub);
+    }
+
+    /// Connects to the gateway; returns once the client runs in the background. Shutdown
+    /// closes the shards.
+    pub async fn start_gateway(self: &Arc<Self>) -> Result<()> {
+        self.repair_ended().await;
         let http = build_http(&self.config)?;
         let handler = interactions::Handler {
             answerer: self.clone(),
@@ -190,27 +192,42 @@ impl DiscordAnswerer {
         }
     }
 
-    /// Runs `op` until it succeeds, fails for good, or has failed `MAX_ATTEMPTS` times;
-    /// waits with exponential backoff and jitter in between.
-    async fn retry<T, F, Fut>(&self, what: &str, mut op: F) -> Result<T, Failure>
+    /// The wait before retry number `attempt` (1-based): exponential from 250 ms up to
+    /// `discord.retry_max_delay_ms`, plus up to 50% jitter so that retries do not march in step.
+    fn backoff(&self, attempt: u32) -> Duration {
+        let max = self.config.discord.retry_max_delay_ms.max(1);
+        let base = 250u64
+            .saturating_mul(1 << attempt.saturating_sub(1).min(16))
+            .min(max);
+        Duration::from_millis(base + rand_ms(base / 2 + 1))
+    }
+
+    /// Sleeps unless the daemon shuts down first; false on shutdown.
+    async fn pause(&self, d: Duration) -> bool {
+        tokio::select! {
+            _ = self.shutdown.cancelled() => false,
+            _ = tokio::time::sleep(d) => true,
+        }
+    }
+
+    /// Runs `op` until it succeeds, fails for good, or has failed `attempts` times, with
+    /// backoff in between.
+    async fn retry<T, F, Fut>(&self, what: &str, attempts: u32, mut op: F) -> Result<T, Failure>
     where
         F: FnMut() -> Fut,
         Fut: std::future::Future<Output = serenity::Result<T>>,
     {
-        let mut delay = Duration::from_millis(250);
         let mut attempt = 1;
         loop {
             match op().await {
                 Ok(v) => return Ok(v),
                 Err(e) => match classify(&e) {
-                    Failure::Transient(m) if attempt < MAX_ATTEMPTS => {
-                        let jitter = Duration::from_millis(rand_ms(delay.as_millis() as u64 / 2));
-                        tracing::warn!(attempt, error = %m, retry_in_ms = (delay + jitter).as_millis() as u64, "{what} failed; retrying");
-                        tokio::select! {
-                            _ = self.shutdown.cancelled() => return Err(Failure::Transient(m)),
-                            _ = tokio::time::sleep(delay + jitter) => {}
+                    Failure::Transient(m) if attempt < attempts => {
+                        let wait = self.backoff(attempt);
+                        tracing::warn!(attempt, error = %m, retry_in_ms = wait.as_millis() as u64, "{what} failed; retrying");
+                        if !self.pause(wait).await {
+                            return Err(Failure::Transient(m));
                         }
-                        delay = (delay * 2).min(Duration::from_secs(8));
                         attempt += 1;
                     }
                     f => return Err(f),
@@ -225,7 +242,7 @@ impl DiscordAnswerer {
             return Ok(*g);
         }
         let channel = self
-            .retry("checking the channel", || {
+            .retry("checking the channel", OFFER_ATTEMPTS, || {
                 self.http.get_channel(ChannelId::new(channel_id))
             })
             .await?;
@@ -234,17 +251,124 @@ impl DiscordAnswerer {
         Ok(guild)
     }
 
-    fn link(guild: Option<u64>, channel: u64, message: u64) -> String {
+    fn link(&self, channel: u64, message: u64) -> String {
+        let guild = self.guilds.lock().unwrap().get(&channel).copied().flatten();
         let g = guild.map_or("@me".to_owned(), |g| g.to_string());
         format!("https://discord.com/channels/{g}/{channel}/{message}")
     }
 
-    /// Edits the message of question `index` in the background (never delays an ack).
+    /// Posts every question of the request that is not posted yet, in order, from the outbox.
+    /// Each create carries the question's nonce with `enforce_nonce`, so a create repeated
+    /// after a crash returns the message Discord already has instead of a second one.
+    /// `attempts` bounds the tries per question (`None`: until it works, the request ends or
+    /// the daemon stops). Returns the message links.
+    async fn post_outbox(
+        &self,
+        req: &StoredRequest,
+        route: &ResolvedRoute,
+        attempts: Option<u32>,
+    ) -> Result<Vec<String>, Failure> {
+        let Some(hub) = self.hub() else {
+            return Err(Failure::Transient(
+                "the Discord client is not started yet".into(),
+            ));
+        };
+        let posts = hub.store().posts(req.key, NAME).await.map_err(internal)?;
+        let mut links = Vec::new();
+        for post in posts {
+            let channel: u64 = post.channel.parse().map_err(|_| {
+                Failure::Permanent(format!("bad channel id {:?} in the outbox", post.channel))
+            })?;
+            if let Some(m) = post.message.as_deref().and_then(|m| m.parse().ok()) {
+                links.push(self.link(channel, m));
+                continue;
+            }
+            let Some(q) = req.questions.get(post.idx) else {
+                continue;
+            };
+            let message = render::question_message(q, &self.ctx(req, route, post.idx))
+                .nonce(serenity::all::Nonce::String(post.nonce.clone()))
+                .enforce_nonce(true);
+            let mut attempt = 1u32;
+            loop {
+                // A request cancelled while Discord was down is not posted afterwards.
+                match hub.store().request_by_key(req.key).await {
+                    Ok(Some(r)) if r.status == crate::store::Status::Pending => {}
+                    Ok(_) => return Err(Failure::Permanent("the request has ended".into())),
+                    Err(e) => return Err(internal(e)),
+                }
+                match ChannelId::new(channel)
+                    .send_message(&self.http, message.clone())
+                    .await
+                {
+                    Ok(m) => {
+                        crate::crash::point("posted");
+                        if let Err(e) = hub
+                            .store()
+                            .record_post(req.key, post.idx, NAME, &m.id.to_string())
+                            .await
+                        {
+                            tracing::error!(error = %format!("{e:#}"), "cannot record a posted message");
+                        }
+                        links.push(self.link(channel, m.id.get()));
+                        break;
+                    }
+                    Err(e) => {
+                        let f = classify(&e);
+                        let _ = hub
+                            .store()
+                            .record_post_failure(req.key, post.idx, NAME, f.message())
+                            .await;
+                        match f {
+                            Failure::Transient(m) if attempts.is_none_or(|n| attempt < n) => {
+                                let wait = self.backoff(attempt);
+                                tracing::warn!(request_id = req.request_id, question = post.idx, attempt, error = %m, retry_in_ms = wait.as_millis() as u64, "posting a question failed; retrying");
+                                if !self.pause(wait).await {
+                                    return Err(Failure::Transient(m));
+                                }
+                                attempt += 1;
+                            }
+                            f => return Err(f),
+                        }
+                    }
+                }
+            }
+        }
+        Ok(links)
+    }
+
+    /// Keeps posting in the background until every question is up; a permanent failure ends
+    /// the request with `NO_ANSWERER` and the cause.
+    fn spawn_poster(self: &Arc<Self>, req: StoredRequest, route: ResolvedRoute) {
+        let me = self.clone();
+        self.tasks.spawn(async move {
+            match me.post_outbox(&req, &route, None).await {
+                Ok(_) => tracing::info!(request_id = req.request_id, "every question is posted"),
+                Err(Failure::Permanent(m)) => {
+                    if let Some(hub) = me.hub() {
+                        let err = crate::core::AskError::new(
+                            crate::core::ErrorCode::NoAnswerer,
+                            format!(
+                                "posting to channel {} (route {:?}) failed: {m}",
+                                route.channel_id, route.name
+                            ),
+                        );
+                        hub.fail(req.key, err).await;
+                    }
+                }
+                Err(Failure::Transient(_)) => {} // shutting down; resumed at the next start
+            }
+        });
+    }
+
+    /// Edits the message of question `index` in the background (never delays an ack), and
+    /// records the edit once Discord confirmed it.
     fn spawn_edit(
         self: &Arc<Self>,
         req: &StoredRequest,
         index: usize,
         edit: serenity::builder::EditMessage,
+        kind: &'static str,
     ) {
         let me = self.clone();
         let key = req.key;
@@ -268,7 +392,7 @@ impl DiscordAnswerer {
                 return;
             };
             let result = me
-                .retry("editing the question message", || {
+                .retry("editing the question message", EDIT_ATTEMPTS, || {
                     ChannelId::new(channel).edit_message(
                         &me.http,
                         MessageId::new(message),
@@ -276,15 +400,107 @@ impl DiscordAnswerer {
                     )
                 })
                 .await;
-            if let Err(f) = result {
-                tracing::warn!(
+            match result {
+                Ok(_) => {
+                    if let Err(e) = hub.store().record_edit(key, index, NAME, kind).await {
+                        tracing::error!(error = %format!("{e:#}"), "cannot record an edit");
+                    }
+                }
+                Err(f) => tracing::warn!(
                     request_id,
                     question = index,
                     error = f.message(),
-                    "cannot edit the question message"
-                );
+                    "cannot edit the question message; it is retried at the next start"
+                ),
             }
         });
+    }
+
+    /// Edits every message of the request to its current state: settled questions show their
+    /// answer; if the request ended otherwise, open questions show why.
+    fn sync_edits(self: &Arc<Self>, req: &StoredRequest, posts: &[crate::store::Post]) {
+        let Some(route) = self.route_of(req) else {
+            return;
+        };
+        for post in posts.iter().filter(|p| p.message.is_some()) {
+            let Some(q) = req.questions.get(post.idx) else {
+                continue;
+            };
+            let ctx = self.ctx(req, &route, post.idx);
+            match (req.answers.get(post.idx), &req.outcome) {
+                (Some(Some(by)), _) if post.edited.is_none() => {
+                    self.spawn_edit(
+                        req,
+                        post.idx,
+                        render::settled_edit(q, &ctx, &answered_view(q, by)),
+                        "settled",
+                    );
+                }
+                (Some(None), Some(Outcome::Error(err)))
+                    if post.edited.as_deref() != Some("ended") =>
+                {
+                    self.spawn_edit(
+                        req,
+                        post.idx,
+                        render::ended_edit(q, &ctx, ended_status(err), &err.message),
+                        "ended",
+                    );
+                }
+                _ => {}
+            }
+        }
+    }
+
+    /// At start-up: finish the edits that a crash cut short on requests that have ended.
+    async fn repair_ended(self: &Arc<Self>) {
+        let Some(hub) = self.hub() else { return };
+        let keys = match hub.store().ended_with_stale_posts(NAME).await {
+            Ok(k) => k,
+            Err(e) => {
+                tracing::error!(error = %format!("{e:#}"), "cannot look for unfinished edits");
+                return;
+            }
+        };
+        for key in keys {
+            if let (Ok(Some(req)), Ok(posts)) = (
+                hub.store().request_by_key(key).await,
+                hub.store().posts(key, NAME).await,
+            ) {
+                self.sync_edits(&req, &posts);
+            }
+        }
+    }
+}
+
+/// How many tries a question gets while the agent waits for `accepted`; after that, posting
+/// goes on in the background and the request stays pending until it is posted.
+const OFFER_ATTEMPTS: u32 = 3;
+/// Edits are retried this often, then again at the next start.
+const EDIT_ATTEMPTS: u32 = 8;
+
+fn internal(e: anyhow::Error) -> Failure {
+    Failure::Transient(format!("{e:#}"))
+}
+
+fn ended_status(err: &crate::core::AskError) -> &'static str {
+    if err.code == crate::core::ErrorCode::Expired {
+        "Expired"
+    } else {
+        "Cancelled"
+    }
+}
+
+fn answered_view(q: &crate::core::Question, by: &AnsweredBy) -> AnsweredView {
+    let answer = crate::core::QuestionAnswer::build(q, &by.settlement);
+    AnsweredView {
+        by: if by.via == NAME {
+            by.by.clone()
+        } else {
+            format!("{} via {}", by.by, by.via)
+        },
+        labels: answer.selected,
+        custom: answer.custom,
+        at_unix: by.at_ms / 1000,
     }
 }
 
@@ -312,78 +528,97 @@ impl Answerer for Arc<DiscordAnswerer> {
                 "no route matches the request's scope and discord.channel_id is not set".into(),
             );
         };
-        let guild = match self.check_channel(route.channel_id).await {
-            Ok(g) => g,
-            Err(f) => {
-                return Offer::Decline(format!(
-                    "channel {} (route {:?}) cannot be used: {}",
-                    route.channel_id,
-                    route.name,
-                    f.message()
-                ))
-            }
-        };
         let Some(hub) = self.hub() else {
             return Offer::Decline("the Discord client is not started yet".into());
         };
-        let mut links = Vec::new();
-        for (index, q) in req.questions.iter().enumerate() {
-            let ctx = self.ctx(req, &route, index);
-            let message = render::question_message(q, &ctx)
-                .nonce(serenity::all::Nonce::String(format!(
-                    "ar{}q{}",
-                    req.key, index
-                )))
-                .enforce_nonce(true);
-            let channel = ChannelId::new(route.channel_id);
-            let posted = self
-                .retry("posting a question", || {
-                    channel.send_message(&self.http, message.clone())
-                })
-                .await;
-            match posted {
-                Ok(m) => {
-                    if let Err(e) = hub
-                        .store()
-                        .record_post(
-                            req.key,
-                            index,
-                            NAME,
-                            &route.channel_id.to_string(),
-                            &m.id.to_string(),
-                        )
-                        .await
-                    {
-                        tracing::error!(error = %format!("{e:#}"), "cannot record a posted message");
-                    }
-                    links.push(DiscordAnswerer::link(guild, route.channel_id, m.id.get()));
-                }
-                Err(f) => {
-                    // Take down what was already posted for this request, then decline.
-                    for i in 0..index {
-                        let ctx = self.ctx(req, &route, i);
-                        let edit = render::ended_edit(
-                            &req.questions[i],
-                            &ctx,
-                            "Cancelled",
-                            "askrelay could not post every question of this request",
-                        );
-                        self.spawn_edit(req, i, edit);
-                    }
-                    return Offer::Decline(format!(
-                        "posting to channel {} (route {:?}) failed: {}",
-                        route.channel_id,
-                        route.name,
-                        f.message()
-                    ));
-                }
+        let mut verified = true;
+        match self.check_channel(route.channel_id).await {
+            Ok(_) => {}
+            Err(Failure::Permanent(m)) => {
+                return Offer::Decline(format!(
+                    "channel {} (route {:?}) cannot be used: {m}",
+                    route.channel_id, route.name
+                ))
+            }
+            // Discord is having trouble: take the request and post when it is back.
+            Err(Failure::Transient(m)) => {
+                tracing::warn!(channel = route.channel_id, error = %m, "cannot check the channel now; accepting and posting when Discord is back");
+                verified = false;
+            }
+        }
+        for index in 0..req.questions.len() {
+            let nonce = format!("ar{}q{}", req.key, index);
+            if let Err(e) = hub
+                .store()
+                .plan_post(req.key, index, NAME, &route.channel_id.to_string(), &nonce)
+                .await
+            {
+                return Offer::Decline(format!("cannot store the outbox: {e:#}"));
             }
         }
         let mut detail = Map::new();
         detail.insert("route".into(), json!(route.name));
         detail.insert("channel_id".into(), json!(route.channel_id.to_string()));
-        detail.insert("message_links".into(), json!(links));
+        let attempts = if verified {
+            Some(OFFER_ATTEMPTS)
+        } else {
+            Some(1)
+        };
+        match self.post_outbox(req, &route, attempts).await {
+            Ok(links) => {
+                detail.insert("message_links".into(), json!(links));
+            }
+            Err(Failure::Permanent(m)) => {
+                // Take down what was already posted for this request, then decline.
+                if let Ok(posts) = hub.store().posts(req.key, NAME).await {
+                    for p in posts.iter().filter(|p| p.message.is_some()) {
+                        let ctx = self.ctx(req, &route, p.idx);
+                        let edit = render::ended_edit(
+                            &req.questions[p.idx],
+                            &ctx,
+                            "Cancelled",
+                            "askrelay could not post every question of this request",
+                        );
+                        self.spawn_edit(req, p.idx, edit, "ended");
+                    }
+                }
+                return Offer::Decline(format!(
+                    "posting to channel {} (route {:?}) failed: {m}",
+                    route.channel_id, route.name
+                ));
+            }
+            Err(Failure::Transient(m)) => {
+                detail.insert("posting".into(), json!(format!("Discord is unavailable ({m}); the questions are posted as soon as it is back")));
+                self.spawn_poster(req.clone(), route.clone());
+            }
+        }
         Offer::Accept(detail)
+    }
+
+    async fn resume(&self, req: &StoredRequest) {
+        let Some(hub) = self.hub() else { return };
+        let Some(route) = self.route_of(req) else {
+            return;
+        };
+        let posts = hub.store().posts(req.key, NAME).await.unwrap_or_default();
+        if posts.len() < req.questions.len() {
+            // A crash between accepting and planning: plan the rest now.
+            for index in posts.len()..req.questions.len() {
+                let nonce = format!("ar{}q{}", req.key, index);
+                let _ = hub
+                    .store()
+                    .plan_post(req.key, index, NAME, &route.channel_id.to_string(), &nonce)
+                    .await;
+            }
+        }
+        if posts.len() < req.questions.len() || posts.iter().any(|p| p.message.is_none()) {
+            tracing::info!(
+                request_id = req.request_id,
+                "resuming the posting of a request"
+            );
+            self.spawn_poster(req.clone(), route);
+        }
+        self.sync_edits(req, &posts);
     }
 
     async fn question_settled(&self, req: &StoredRequest, index: usize, by: &AnsweredBy) {
@@ -393,31 +628,19 @@ impl Answerer for Arc<DiscordAnswerer> {
         let Some(q) = req.questions.get(index) else {
             return;
         };
-        let answer = crate::core::QuestionAnswer::build(q, &by.settlement);
-        let who = if by.via == NAME {
-            by.by.clone()
-        } else {
-            format!("{} via {}", by.by, by.via)
-        };
-        let view = AnsweredView {
-            by: who,
-            labels: answer.selected,
-            custom: answer.custom,
-            at_unix: by.at_ms / 1000,
-        };
         let ctx = self.ctx(req, &route, index);
-        self.spawn_edit(req, index, render::settled_edit(q, &ctx, &view));
+        self.spawn_edit(
+            req,
+            index,
+            render::settled_edit(q, &ctx, &answered_view(q, by)),
+            "settled",
+        );
     }
 
     async fn request_ended(&self, req: &StoredRequest, outcome: &Outcome) {
         let Outcome::Error(err) = outcome else { return };
         let Some(route) = self.route_of(req) else {
             return;
-        };
-        let status = if err.code == crate::core::ErrorCode::Expired {
-            "Expired"
-        } else {
-            "Cancelled"
         };
         for (index, q) in req.questions.iter().enumerate() {
             if req.answers.get(index).is_some_and(Option::is_some) {
@@ -427,7 +650,8 @@ impl Answerer for Arc<DiscordAnswerer> {
             self.spawn_edit(
                 req,
                 index,
-                render::ended_edit(q, &ctx, status, &err.message),
+                render::ended_edit(q, &ctx, ended_status(err), &err.message),
+                "ended",
             );
         }
     }

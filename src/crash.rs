@@ -1,0 +1,23 @@
+//! Crash points for the fault tests.
+//!
+//! With `ASKRELAY_TEST_CRASH_AT=<point>` in its environment the daemon aborts (no cleanup, like a
+//! SIGKILL) when it reaches that point, so tests can prove that a crash between any two steps of
+//! the ask path loses nothing and posts nothing twice. Without the variable this is one cached
+//! comparison. The points are:
+//! - `stored`: the request is stored, not yet offered to an answerer;
+//! - `posted`: Discord confirmed a message, its id is not yet stored;
+//! - `clicked`: an interaction arrived, the answer is not yet stored;
+//! - `answered`: the answer is stored, the agent is not yet told.
+
+use std::sync::OnceLock;
+
+pub const ENV: &str = "ASKRELAY_TEST_CRASH_AT";
+
+pub fn point(name: &str) {
+    static AT: OnceLock<Option<String>> = OnceLock::new();
+    let at = AT.get_or_init(|| std::env::var(ENV).ok().filter(|s| !s.is_empty()));
+    if at.as_deref() == Some(name) {
+        eprintln!("askrelay: {ENV}={name}: aborting here on purpose");
+        std::process::abort();
+    }
+}
