@@ -394,10 +394,13 @@ async fn pending(socket: &Path, as_json: bool) -> Result<i32> {
         let questions = r["questions"].as_array().cloned().unwrap_or_default();
         let n = questions.len();
         for (i, q) in questions.iter().enumerate() {
-            let state = if q["answered"].is_null() {
-                "open"
-            } else {
+            let unposted = q["post"].is_object() && q["post"]["posted"] == false;
+            let state = if !q["answered"].is_null() {
                 "answered"
+            } else if unposted {
+                "unposted"
+            } else {
+                "open"
             };
             let kind = if q["options"].as_array().is_none_or(|o| o.is_empty()) {
                 "free text"
@@ -427,6 +430,15 @@ async fn pending(socket: &Path, as_json: bool) -> Result<i32> {
             );
             for o in q["options"].as_array().into_iter().flatten() {
                 println!("{:>76}- {}", "", o.as_str().unwrap_or(""));
+            }
+            if unposted {
+                println!(
+                    "{:>76}not posted yet to channel {} after {} attempt(s): {}",
+                    "",
+                    q["post"]["channel"].as_str().unwrap_or("?"),
+                    q["post"]["attempts"],
+                    q["post"]["last_error"].as_str().unwrap_or("waiting for the first attempt")
+                );
             }
             if !q["answered"].is_null() {
                 println!(

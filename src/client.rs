@@ -46,6 +46,7 @@ impl Client {
             )),
             Frame::TooLong => bail!("the daemon sent a line longer than {MAX_REPLY_BYTES} bytes"),
             Frame::Eof => Ok(None),
+            Frame::TimedOut => bail!("the daemon stalled in the middle of a line"),
         }
     }
 

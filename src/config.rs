@@ -29,6 +29,9 @@ pub struct Config {
     pub cancel_grace_secs: u64,
     /// How long requests found pending at start-up wait for their clients to re-attach.
     pub restart_grace_secs: u64,
+    /// Local users (uids) who may connect, checked with SO_PEERCRED; empty lets in everyone
+    /// the socket's file mode lets in.
+    pub allowed_uids: Vec<u32>,
     pub limits: Limits,
     pub discord: DiscordConfig,
     pub terminal: TerminalConfig,
@@ -40,6 +43,10 @@ pub struct Config {
 pub struct Limits {
     pub max_questions: usize,
     pub max_line_bytes: usize,
+    /// Open socket connections at most; each waiting agent holds one.
+    pub max_connections: usize,
+    /// Once a line has started, the rest of it must arrive within this many seconds.
+    pub line_timeout_secs: u64,
 }
 
 impl Default for Limits {
@@ -47,6 +54,8 @@ impl Default for Limits {
         Limits {
             max_questions: 10,
             max_line_bytes: 1024 * 1024,
+            max_connections: 16384,
+            line_timeout_secs: 30,
         }
     }
 }
@@ -121,6 +130,7 @@ impl Default for Config {
             database_url: default_database_url(),
             cancel_grace_secs: 10,
             restart_grace_secs: 300,
+            allowed_uids: Vec::new(),
             limits: Limits::default(),
             discord: DiscordConfig::default(),
             terminal: TerminalConfig::default(),
@@ -183,6 +193,12 @@ impl Config {
     fn validate(&self) -> Result<()> {
         if self.limits.max_questions == 0 {
             bail!("limits.max_questions: must be at least 1");
+        }
+        if self.limits.max_connections == 0 {
+            bail!("limits.max_connections: must be at least 1");
+        }
+        if self.limits.line_timeout_secs == 0 {
+            bail!("limits.line_timeout_secs: must be at least 1");
         }
         if self.limits.max_line_bytes < 1024 {
             bail!("limits.max_line_bytes: must be at least 1024");

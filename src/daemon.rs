@@ -29,6 +29,7 @@ impl Daemon {
     /// Starts serving in the background and returns once the socket accepts connections.
     pub async fn start(config: Config) -> Result<Daemon> {
         let config = Arc::new(config);
+        raise_fd_limit(config.limits.max_connections);
         let store = Store::open(&config.database_url).await?;
         let listener = server::bind(&config.socket_path, config.socket_mode.0).await?;
         let shutdown = CancellationToken::new();
@@ -116,6 +117,20 @@ fn build_answerers(
         answerers.push(Arc::new(TerminalAnswerer));
     }
     answerers
+}
+
+/// Each waiting agent holds a connection: raise the soft file-descriptor limit to the hard one
+/// so that `limits.max_connections` can be reached, and say so when it cannot.
+fn raise_fd_limit(max_connections: usize) {
+    match rlimit::increase_nofile_limit(u64::MAX) {
+        Ok(limit) if limit < max_connections as u64 + 64 => tracing::warn!(
+            limit,
+            max_connections,
+            "the open-file limit is below limits.max_connections; connections beyond it will fail"
+        ),
+        Ok(limit) => tracing::debug!(limit, "open-file limit"),
+        Err(e) => tracing::warn!(error = %e, "cannot read or raise the open-file limit"),
+    }
 }
 
 /// Runs the daemon until `signal` resolves, then shuts down gracefully.

@@ -1,1 +1,666 @@
-//! stub
+//! The MCP front door: `askrelay mcp` is a Model Context Protocol server on stdio that exposes
+//! the `ask_user_question` tool (SPEC §1) to Claude Code, Codex, Cursor or any other MCP client.
+//!
+//! It is a thin translator and owns no rules. Each `tools/call` becomes one socket `ask` with a
+//! fresh request id, the tool arguments going over as the ask's `questions`; the daemon validates
+//! them (and answers `INVALID_REQUEST` when they are wrong), stores the request and finds someone
+//! to answer it. The daemon's final line becomes the tool result: the §1 JSON as one text block,
+//! or a tool error (`isError: true`) whose text is `CODE: message`. While the call waits, the
+//! client gets progress notifications (when it asked for them) that say where the question was
+//! posted. An MCP `notifications/cancelled`, or the client closing stdin, becomes a socket
+//! `cancel`. If the daemon goes away the call reconnects and re-attaches with the same request
+//! id, for a bounded time, as `askrelay ask` does. Only the input schema lives here: it is
+//! generated from [`ToolInput`], which mirrors the §1 input types with descriptions aimed at the
+//! model that fills them in.
+//!
+//! stdout carries the protocol and nothing else; logs go to stderr.
+
+use crate::client::Client;
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
+    JsonObject, ListToolsResult, PaginatedRequestParams, ProgressNotificationParam, ProgressToken,
+    ServerCapabilities, ServerConfig, Tool, ToolAnnotations,
+};
+use rmcp::service::RequestContext;
+use rmcp::{ErrorData as McpError, Peer, RoleServer, ServerHandler, ServiceExt};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Map, Value};
+use std::path::PathBuf;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::Duration;
+use tokio::io::{AsyncRead, ReadBuf};
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+/// The one tool this server exposes.
+pub const TOOL_NAME: &str = "ask_user_question";
+
+/// How long a cancelled call waits for the daemon to confirm with its final line.
+const CANCEL_WAIT: Duration = Duration::from_secs(3);
+
+const TOOL_DESCRIPTION: &str = "\
+Ask the user (a person reached through Discord or a terminal) one or more questions and wait for \
+the answer. Use it when you need a decision, a confirmation before a risky step, or a fact you \
+cannot find yourself; do not use it for things you can look up. The call blocks until a person \
+answers every question; it has no timeout of its own.
+
+How to ask well:
+- Give each question a short, stable `id` (\"cleanup\", \"db_engine\"); the answer comes back \
+keyed by it.
+- Offer concrete `options` when the choices are known. Put the one you recommend first and end \
+its label with \" (Recommended)\", e.g. \"Yes, delete them (Recommended)\". Keep labels short and \
+distinct; explain trade-offs in `description`.
+- Set `multiSelect: true` only when several options can be picked together (\"Which environments \
+should I deploy to?\").
+- Leave `options` out to ask for free text (a name, a path, a reason).
+- People may always type their own answer instead of picking an option.
+
+Result: compact JSON, one entry per question in request order, e.g. \
+{\"answers\":[{\"id\":\"cleanup\",\"selected\":[\"Yes, delete them (Recommended)\"]}]}. \
+`selected` holds the full labels that were picked (possibly none); `custom` holds typed text and \
+is present only when the person typed something (for a single-select question it replaces the \
+choice).
+
+Errors start with a code: INVALID_REQUEST (fix the input as the message says and call again), \
+DELEGATED_CALLER (you are a sub-agent: put the open question in your final result instead), \
+NO_ANSWERER (nobody is set up to answer: tell the user), ABORTED (cancelled: do not ask again \
+unless told to), EXPIRED (nobody answered in time), INTERNAL (the message says what happened).";
+
+const INSTRUCTIONS: &str = "\
+askrelay forwards ask_user_question to the askrelay daemon, which shows the question to people in \
+Discord or a terminal and returns the first allowed person's answer. Use it whenever you need a \
+human decision instead of guessing.";
+
+/// The input of `ask_user_question` (SPEC §1). It exists to generate the input schema; the call
+/// itself forwards the raw arguments and the daemon validates them.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ToolInput {
+    /// The questions to ask, usually one; at most 10 unless the daemon is configured otherwise.
+    /// They are shown together and the call returns when every one is answered.
+    #[schemars(length(min = 1))]
+    pub questions: Vec<ToolQuestion>,
+}
+
+/// One question (SPEC §1).
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ToolQuestion {
+    /// A short, stable identifier such as "cleanup" or "db_engine", unique within the call. The
+    /// answer for this question carries the same id.
+    #[schemars(length(min = 1, max = 64))]
+    pub id: String,
+    /// The full question, with the context a person needs to answer it without seeing your
+    /// session.
+    #[schemars(length(min = 1, max = 4000))]
+    pub question: String,
+    /// A short tag shown as the title, 12 characters or fewer, e.g. "Confirm", "Deploy",
+    /// "Naming".
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "String", length(max = 80))]
+    pub header: Option<String>,
+    /// The choices, 0 to 25. Put the recommended option first and end its label with
+    /// " (Recommended)". Leave this out (or empty) to ask for free text only. People can always
+    /// type their own answer instead.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 25))]
+    pub options: Vec<ToolOption>,
+    /// true lets the person pick several options (for "which of these apply?" questions);
+    /// false (the default) means exactly one option or a typed answer. Needs options.
+    #[serde(rename = "multiSelect", default)]
+    pub multi_select: bool,
+}
+
+/// One option of a question (SPEC §1).
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ToolOption {
+    /// What the person picks, and exactly what comes back in `selected`; unique within the
+    /// question. End the recommended option's label with " (Recommended)".
+    #[schemars(length(min = 1, max = 200))]
+    pub label: String,
+    /// Optional: what choosing this option means or does.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "String", length(max = 1000))]
+    pub description: Option<String>,
+}
+
+/// The input schema of `ask_user_question`: JSON Schema 2020-12 generated from [`ToolInput`],
+/// with every subschema inlined (some clients do not follow `$ref`) and no root title.
+pub fn input_schema() -> JsonObject {
+    let generator = schemars::generate::SchemaSettings::draft2020_12()
+        .with(|s| s.inline_subschemas = true)
+        .into_generator();
+    let schema = generator.into_root_schema_for::<ToolInput>();
+    let mut object = match serde_json::to_value(schema) {
+        Ok(Value::Object(o)) => o,
+        _ => unreachable!("a derived schema is a JSON object"),
+    };
+    object.remove("title");
+    object.remove("description");
+    object
+}
+
+/// The `ask_user_question` tool as `tools/list` shows it.
+pub fn tool() -> Tool {
+    Tool::new(TOOL_NAME, TOOL_DESCRIPTION, input_schema()).with_annotations(
+        ToolAnnotations::with_title("Ask the user")
+            .read_only(false)
+            .destructive(false)
+            .idempotent(false)
+            .open_world(true),
+    )
+}
+
+/// What `askrelay mcp` needs to know.
+#[derive(Debug, Clone)]
+pub struct McpOptions {
+    /// The daemon's socket.
+    pub socket: PathBuf,
+    /// Scope labels added to every ask (`project`, `agent`, `session`, …).
+    pub scope: Map<String, Value>,
+    /// How long one call keeps trying to re-attach when the daemon goes away.
+    pub reconnect: Duration,
+    /// How often a waiting call sends a progress notification; zero sends only the ones that
+    /// report a change (posted, lost the daemon, re-attached).
+    pub heartbeat: Duration,
+}
+
+/// Serves MCP on stdin/stdout until the client closes stdin.
+pub async fn serve_stdio(options: McpOptions) -> anyhow::Result<()> {
+    let gone = CancellationToken::new();
+    let (reader, writer) = rmcp::transport::stdio_pipes();
+    let reader = EofSignal {
+        inner: reader,
+        gone: gone.clone(),
+    };
+    let server = McpServer::new(options, gone);
+    let running = server
+        .serve((reader, writer))
+        .await
+        .map_err(|e| anyhow::anyhow!("the MCP session did not start: {e}"))?;
+    let reason = running.waiting().await?;
+    tracing::debug!(?reason, "MCP session ended");
+    Ok(())
+}
+
+/// Passes reads through and cancels `gone` when the stream ends: the client closed stdin (or it
+/// broke), which cancels every call still waiting.
+struct EofSignal<R> {
+    inner: R,
+    gone: CancellationToken,
+}
+
+impl<R: AsyncRead + Unpin> AsyncRead for EofSignal<R> {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<std::io::Result<()>> {
+        let this = self.get_mut();
+        let room = buf.remaining();
+        let before = buf.filled().len();
+        let poll = Pin::new(&mut this.inner).poll_read(cx, buf);
+        match &poll {
+            Poll::Ready(Ok(())) if room > 0 && buf.filled().len() == before => this.gone.cancel(),
+            Poll::Ready(Err(_)) => this.gone.cancel(),
+            _ => {}
+        }
+        poll
+    }
+}
+
+/// The MCP server: one per `askrelay mcp` process.
+#[derive(Debug, Clone)]
+pub struct McpServer {
+    options: Arc<McpOptions>,
+    /// Cancelled when the client closed stdin.
+    gone: CancellationToken,
+}
+
+impl McpServer {
+    pub fn new(options: McpOptions, gone: CancellationToken) -> McpServer {
+        McpServer {
+            options: Arc::new(options),
+            gone,
+        }
+    }
+
+    /// The `ask` line for one call: the arguments' `questions`, this server's scope, a fresh id.
+    fn ask_line(&self, request_id: &str, arguments: Option<JsonObject>) -> Result<Value, String> {
+        let mut arguments = arguments.unwrap_or_default();
+        // The ask line's other top-level fields (request_id, caller, scope) belong to this
+        // server, not to the model.
+        if let Some(key) = arguments.keys().find(|k| *k != "questions") {
+            return Err(format!(
+                "INVALID_REQUEST: {key}: unknown field; the tool input is {{\"questions\":[...]}}"
+            ));
+        }
+        let mut line = json!({"op": "ask", "request_id": request_id});
+        if let Some(q) = arguments.remove("questions") {
+            line["questions"] = q;
+        }
+        if !self.options.scope.is_empty() {
+            line["scope"] = Value::Object(self.options.scope.clone());
+        }
+        Ok(line)
+    }
+
+    /// Runs one `tools/call` to its result.
+    async fn ask(
+        &self,
+        arguments: Option<JsonObject>,
+        ct: CancellationToken,
+        mut progress: Progress,
+    ) -> CallToolResult {
+        let request_id = uuid::Uuid::new_v4().to_string();
+        let line = match self.ask_line(&request_id, arguments) {
+            Ok(l) => l,
+            Err(text) => return tool_error(text),
+        };
+        let socket = &self.options.socket;
+        let mut client = match Client::connect(socket).await {
+            Ok(c) => c,
+            Err(e) => {
+                return tool_error(format!(
+                    "INTERNAL: cannot reach the askrelay daemon at {} ({e}); start it with \
+                     `askrelay serve` (or point ASKRELAY_SOCKET_PATH or --config at its socket)",
+                    socket.display()
+                ))
+            }
+        };
+        let mut sent = client.send(&line).await.is_ok();
+        let mut accepted = false;
+        let mut heartbeat = heartbeat(self.options.heartbeat);
+        let started = Instant::now();
+        let mut waiting_via = String::new();
+        loop {
+            let event = if sent {
+                tokio::select! {
+                    _ = ct.cancelled() => {
+                        return self.cancel(&mut client, &request_id, accepted,
+                            "the MCP client cancelled the tool call").await;
+                    }
+                    _ = self.gone.cancelled() => {
+                        return self.cancel(&mut client, &request_id, accepted,
+                            "the MCP client went away (its stdin closed)").await;
+                    }
+                    _ = tick(&mut heartbeat), if accepted && progress.enabled() => {
+                        progress.send(format!(
+                            "Still waiting for an answer via {waiting_via} ({} s; request {request_id})",
+                            started.elapsed().as_secs()
+                        )).await;
+                        continue;
+                    }
+                    e = client.recv() => e,
+                }
+            } else {
+                Ok(None)
+            };
+            match event.map(|e| e.map(|e| classify(&e, &request_id))) {
+                Ok(Some(Step::Accepted(ev))) => {
+                    accepted = true;
+                    waiting_via = ev["answerer"].as_str().unwrap_or("?").to_owned();
+                    let message = accepted_message(&ev, &request_id);
+                    tracing::info!("{message}");
+                    progress.send(message).await;
+                }
+                Ok(Some(Step::Final(result))) => return result,
+                Ok(Some(Step::Ignore)) => {}
+                Ok(Some(Step::Lost)) | Ok(None) | Err(_) => {
+                    let message = format!(
+                        "Lost the askrelay daemon at {}; reconnecting to re-attach request \
+                         {request_id} (for up to {} s)",
+                        socket.display(),
+                        self.options.reconnect.as_secs()
+                    );
+                    tracing::warn!("{message}");
+                    progress.send(message).await;
+                    match self.reconnect(&line, &ct).await {
+                        Ok(c) => {
+                            tracing::info!(request_id, "reconnected; re-attached");
+                            client = c;
+                            sent = true;
+                            accepted = false;
+                        }
+                        Err(result) => return result,
+                    }
+                }
+            }
+        }
+    }
+
+    /// Connects again and re-sends the same `ask` line (the same request id re-attaches),
+    /// backing off, until the window closes or the call is cancelled.
+    async fn reconnect(
+        &self,
+        line: &Value,
+        ct: &CancellationToken,
+    ) -> Result<Client, CallToolResult> {
+        let socket = &self.options.socket;
+        let request_id = line["request_id"].as_str().unwrap_or("?");
+        let deadline = Instant::now() + self.options.reconnect;
+        let mut delay = Duration::from_millis(100);
+        loop {
+            if let Ok(mut c) = Client::connect(socket).await {
+                if c.send(line).await.is_ok() {
+                    return Ok(c);
+                }
+            }
+            if Instant::now() + delay > deadline {
+                return Err(tool_error(format!(
+                    "INTERNAL: lost the askrelay daemon at {} and it did not come back within \
+                     {} s; request {request_id} may still be pending there; start the daemon \
+                     with `askrelay serve`",
+                    socket.display(),
+                    self.options.reconnect.as_secs()
+                )));
+            }
+            tokio::select! {
+                _ = ct.cancelled() => break,
+                _ = self.gone.cancelled() => break,
+                _ = tokio::time::sleep(delay) => {}
+            }
+            delay = (delay * 2).min(Duration::from_secs(2));
+        }
+        // Cancelled while the daemon was away: it cancels the request itself once its restart
+        // grace runs out with nobody re-attached.
+        Err(tool_error(format!(
+            "ABORTED: the tool call was cancelled while the askrelay daemon at {} was \
+             unreachable",
+            socket.display()
+        )))
+    }
+
+    /// Cancels the request in the daemon and returns the call's result: normally `ABORTED`, or
+    /// the answer if it won the race.
+    async fn cancel(
+        &self,
+        client: &mut Client,
+        request_id: &str,
+        accepted: bool,
+        reason: &str,
+    ) -> CallToolResult {
+        tracing::info!(request_id, "cancelling: {reason}");
+        let fallback = || tool_error(format!("ABORTED: {reason}"));
+        let outcome = tokio::time::timeout(CANCEL_WAIT, async {
+            // A cancel that overtook the ask would find no request, so wait for `accepted`.
+            if !accepted {
+                loop {
+                    match client.recv().await {
+                        Ok(Some(ev)) => match classify(&ev, request_id) {
+                            Step::Accepted(_) => break,
+                            Step::Final(result) => return Some(result),
+                            Step::Ignore => {}
+                            Step::Lost => return None,
+                        },
+                        _ => return None,
+                    }
+                }
+            }
+            // The cancel goes on its own connection, so that this one carries only the ask's
+            // own events.
+            if let Ok(mut c) = Client::connect(&self.options.socket).await {
+                let reply = c
+                    .call(&json!({"op": "cancel", "request_id": request_id, "reason": reason}))
+                    .await;
+                tracing::debug!(?reply, "cancel reply");
+            }
+            loop {
+                match client.recv().await {
+                    Ok(Some(ev)) => match classify(&ev, request_id) {
+                        Step::Final(result) => return Some(result),
+                        Step::Lost => return None,
+                        Step::Accepted(_) | Step::Ignore => {}
+                    },
+                    _ => return None,
+                }
+            }
+        })
+        .await;
+        // Without a final line, dropping the connection still cancels the request once the
+        // daemon's cancel grace runs out.
+        outcome.ok().flatten().unwrap_or_else(fallback)
+    }
+}
+
+/// What one daemon event means for a call.
+enum Step {
+    Accepted(Value),
+    Final(CallToolResult),
+    /// The daemon is going away; re-attach.
+    Lost,
+    Ignore,
+}
+
+fn classify(ev: &Value, request_id: &str) -> Step {
+    let ours = ev["request_id"].as_str() == Some(request_id);
+    match ev["event"].as_str() {
+        Some("accepted") if ours => Step::Accepted(ev.clone()),
+        Some("answered") if ours => match serde_json::to_string(&ev["result"]) {
+            // The §1 JSON as the daemon wrote it: keys keep their order (preserve_order).
+            Ok(text) => Step::Final(CallToolResult::success(vec![ContentBlock::text(text)])),
+            Err(e) => Step::Final(tool_error(format!("INTERNAL: {e}"))),
+        },
+        Some("error") if ours || ev["request_id"].is_null() => {
+            let code = ev["code"].as_str().unwrap_or("INTERNAL");
+            let message = ev["message"].as_str().unwrap_or("(no message)");
+            if code == "INTERNAL" && message == "the daemon is shutting down" {
+                Step::Lost
+            } else {
+                Step::Final(tool_error(format!("{code}: {message}")))
+            }
+        }
+        _ => Step::Ignore,
+    }
+}
+
+/// Where the question went, for the progress notification and the log.
+fn accepted_message(ev: &Value, request_id: &str) -> String {
+    let answerer = ev["answerer"].as_str().unwrap_or("?");
+    let links: Vec<&str> = ev["message_links"]
+        .as_array()
+        .map(|l| l.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    let mut message = if links.is_empty() {
+        format!("Waiting for an answer via {answerer} (request {request_id})")
+    } else {
+        format!(
+            "Posted to {answerer}: {}; waiting for an answer (request {request_id})",
+            links.join(" ")
+        )
+    };
+    if let Some(hint) = ev["hint"].as_str() {
+        message.push_str("; ");
+        message.push_str(hint);
+    }
+    message
+}
+
+fn tool_error(text: String) -> CallToolResult {
+    CallToolResult::error(vec![ContentBlock::text(text)])
+}
+
+/// Progress notifications for one call, when the client gave a progress token.
+struct Progress {
+    token: Option<ProgressToken>,
+    peer: Peer<RoleServer>,
+    count: f64,
+}
+
+impl Progress {
+    fn enabled(&self) -> bool {
+        self.token.is_some()
+    }
+
+    async fn send(&mut self, message: String) {
+        let Some(token) = self.token.clone() else {
+            return;
+        };
+        self.count += 1.0;
+        let param = ProgressNotificationParam::new(token, self.count).with_message(message);
+        if let Err(e) = self.peer.notify_progress(param).await {
+            tracing::debug!(error = %e, "cannot send a progress notification");
+        }
+    }
+}
+
+fn heartbeat(every: Duration) -> Option<tokio::time::Interval> {
+    (!every.is_zero()).then(|| {
+        let mut i = tokio::time::interval_at(Instant::now() + every, every);
+        i.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        i
+    })
+}
+
+async fn tick(heartbeat: &mut Option<tokio::time::Interval>) {
+    match heartbeat {
+        Some(i) => {
+            i.tick().await;
+        }
+        None => std::future::pending().await,
+    }
+}
+
+impl ServerHandler for McpServer {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+            .with_server_info(
+                Implementation::new("askrelay", env!("CARGO_PKG_VERSION"))
+                    .with_title("askrelay")
+                    .with_description("Ask people questions through Discord or a terminal"),
+            )
+            .with_instructions(INSTRUCTIONS)
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, McpError> {
+        Ok(ListToolsResult::with_all_items(vec![tool()]))
+    }
+
+    fn get_tool(&self, name: &str) -> Option<Tool> {
+        (name == TOOL_NAME).then(tool)
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, McpError> {
+        if request.name != TOOL_NAME {
+            return Err(McpError::invalid_params(
+                format!(
+                    "unknown tool {:?}; this server has only {TOOL_NAME}",
+                    request.name
+                ),
+                None,
+            ));
+        }
+        let progress = Progress {
+            token: context.meta.get_progress_token(),
+            peer: context.peer.clone(),
+            count: 0.0,
+        };
+        Ok(self
+            .ask(request.arguments, context.ct.clone(), progress)
+            .await
+            .into())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::core::model::parse_ask;
+
+    fn spec_input() -> Value {
+        json!({"questions": [{
+            "id": "cleanup",
+            "question": "Proceed with the destructive cleanup?",
+            "header": "Confirm",
+            "options": [
+                {"label": "Yes, delete them (Recommended)", "description": "Removes the three stale files."},
+                {"label": "No, keep them", "description": "Aborts the cleanup."}
+            ],
+            "multiSelect": false
+        }, {"id": "name", "question": "What should the branch be called?"}]})
+    }
+
+    /// The mirror types and the daemon's parser agree on the wire names and on what is optional.
+    #[test]
+    fn mirror_types_match_the_daemon_model() {
+        let input = spec_input();
+        let mirrored: ToolInput = serde_json::from_value(input.clone()).unwrap();
+        let reparsed = serde_json::to_value(&mirrored).unwrap();
+        let a = parse_ask(input.as_object().unwrap(), 10).unwrap();
+        let b = parse_ask(reparsed.as_object().unwrap(), 10).unwrap();
+        assert_eq!(a, b);
+        // Every property the schema names is one the daemon knows, at every level.
+        let schema = Value::Object(input_schema());
+        let q = &schema["properties"]["questions"]["items"];
+        let o = &q["properties"]["options"]["items"];
+        let names = |v: &Value| -> Vec<String> {
+            v["properties"].as_object().unwrap().keys().cloned().collect()
+        };
+        assert_eq!(names(&schema), ["questions"]);
+        assert_eq!(
+            names(q),
+            ["id", "question", "header", "options", "multiSelect"]
+        );
+        assert_eq!(names(o), ["label", "description"]);
+        assert_eq!(q["required"], json!(["id", "question"]));
+        assert_eq!(o["required"], json!(["label"]));
+        assert!(!schema.to_string().contains("$ref"), "{schema}");
+    }
+
+    #[test]
+    fn ask_line_carries_questions_scope_and_a_fresh_id() {
+        let mut scope = Map::new();
+        scope.insert("project".into(), json!("p"));
+        let server = McpServer::new(
+            McpOptions {
+                socket: "/nonexistent".into(),
+                scope,
+                reconnect: Duration::from_secs(1),
+                heartbeat: Duration::ZERO,
+            },
+            CancellationToken::new(),
+        );
+        let args = spec_input().as_object().cloned();
+        let line = server.ask_line("r1", args).unwrap();
+        assert_eq!(line["op"], "ask");
+        assert_eq!(line["request_id"], "r1");
+        assert_eq!(line["scope"], json!({"project": "p"}));
+        assert_eq!(line["questions"], spec_input()["questions"]);
+        let bad = json!({"questions": [], "scope": {"project": "x"}});
+        let err = server
+            .ask_line("r2", bad.as_object().cloned())
+            .unwrap_err();
+        assert!(err.starts_with("INVALID_REQUEST: scope: unknown field"), "{err}");
+        // No arguments at all: the daemon says what is missing.
+        let line = server.ask_line("r3", None).unwrap();
+        assert!(line.get("questions").is_none());
+    }
+
+    #[test]
+    fn accepted_messages_say_where_the_question_went() {
+        let discord = json!({"event": "accepted", "request_id": "r", "answerer": "discord",
+            "message_links": ["https://discord.com/channels/1/2/3"]});
+        assert_eq!(
+            accepted_message(&discord, "r"),
+            "Posted to discord: https://discord.com/channels/1/2/3; waiting for an answer (request r)"
+        );
+        let terminal = json!({"event": "accepted", "request_id": "r", "answerer": "terminal",
+            "hint": "answer from a terminal: askrelay pending"});
+        assert_eq!(
+            accepted_message(&terminal, "r"),
+            "Waiting for an answer via terminal (request r); answer from a terminal: askrelay pending"
+        );
+    }
+}

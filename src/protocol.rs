@@ -7,7 +7,7 @@
 use crate::core::answer::QuestionAnswer;
 use crate::core::model::{parse_ask, parse_request_id};
 use crate::core::{Ask, AskError, ErrorCode};
-use crate::store::{Outcome, StoredRequest};
+use crate::store::{Outcome, Post, StoredRequest};
 use serde_json::{json, Map, Value};
 
 /// The operations a client can send. `ask` and `cancel` are SPEC §2; the rest serve the
@@ -271,12 +271,13 @@ pub fn rfc3339(ms: i64) -> String {
 }
 
 /// How a stored request looks in `pending` and `history` replies.
-pub fn request_view(req: &StoredRequest) -> Value {
+pub fn request_view(req: &StoredRequest, posts: &[Post]) -> Value {
     let questions: Vec<Value> = req
         .questions
         .iter()
         .zip(&req.answers)
-        .map(|(q, a)| {
+        .enumerate()
+        .map(|(i, (q, a))| {
             let answered = a.as_ref().map(|a| {
                 let qa = QuestionAnswer::build(q, &a.settlement);
                 json!({
@@ -287,6 +288,15 @@ pub fn request_view(req: &StoredRequest) -> Value {
                     "custom": qa.custom,
                 })
             });
+            let post = posts.iter().find(|p| p.idx == i).map(|p| {
+                json!({
+                    "channel": p.channel,
+                    "message": p.message,
+                    "posted": p.message.is_some(),
+                    "attempts": p.attempts,
+                    "last_error": p.last_error,
+                })
+            });
             json!({
                 "id": q.id,
                 "header": q.header,
@@ -294,6 +304,7 @@ pub fn request_view(req: &StoredRequest) -> Value {
                 "multiSelect": q.multi_select,
                 "options": q.options.iter().map(|o| o.label.as_str()).collect::<Vec<_>>(),
                 "answered": answered,
+                "post": post,
             })
         })
         .collect();

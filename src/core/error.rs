@@ -19,6 +19,10 @@ pub enum ErrorCode {
     Internal,
     /// Only for `answer`: the question was already settled or the request has ended.
     Conflict,
+    /// The connecting local user is not in `allowed_uids`.
+    Forbidden,
+    /// The daemon is at `limits.max_connections`.
+    Busy,
 }
 
 impl ErrorCode {
@@ -31,6 +35,8 @@ impl ErrorCode {
             ErrorCode::Expired => "EXPIRED",
             ErrorCode::Internal => "INTERNAL",
             ErrorCode::Conflict => "CONFLICT",
+            ErrorCode::Forbidden => "FORBIDDEN",
+            ErrorCode::Busy => "BUSY",
         }
     }
 
@@ -46,7 +52,7 @@ impl ErrorCode {
             ErrorCode::NoAnswerer => 4,
             ErrorCode::Aborted => 5,
             ErrorCode::Expired => 6,
-            ErrorCode::Internal | ErrorCode::Conflict => 1,
+            ErrorCode::Internal | ErrorCode::Conflict | ErrorCode::Forbidden | ErrorCode::Busy => 1,
         }
     }
 }

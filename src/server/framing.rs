@@ -4,7 +4,9 @@
 //! line costs the client an error, not its connection (and none of its other asks).
 
 use std::io;
+use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncReadExt};
+use tokio::time::Instant;
 
 #[derive(Debug, PartialEq, Eq)]
 pub enum Frame {
@@ -14,6 +16,8 @@ pub enum Frame {
     TooLong,
     /// The peer closed its side.
     Eof,
+    /// A line was started but not finished within the line timeout.
+    TimedOut,
 }
 
 pub struct LineReader<R> {
@@ -23,6 +27,10 @@ pub struct LineReader<R> {
     scanned: usize,
     max: usize,
     discarding: bool,
+    /// How long a started line may take to finish.
+    line_timeout: Option<Duration>,
+    /// When the current unfinished line started.
+    started: Option<Instant>,
 }
 
 impl<R: AsyncRead + Unpin> LineReader<R> {
@@ -33,7 +41,15 @@ impl<R: AsyncRead + Unpin> LineReader<R> {
             scanned: 0,
             max,
             discarding: false,
+            line_timeout: None,
+            started: None,
         }
+    }
+
+    /// Cuts off a client that starts a line and then stalls (a slow-loris).
+    pub fn with_line_timeout(mut self, timeout: Duration) -> Self {
+        self.line_timeout = Some(timeout);
+        self
     }
 
     /// Reads the next frame. Cancel-safe: bytes read so far stay buffered.
@@ -43,6 +59,7 @@ impl<R: AsyncRead + Unpin> LineReader<R> {
                 let end = self.scanned + pos;
                 let mut line: Vec<u8> = self.buf.drain(..=end).collect();
                 self.scanned = 0;
+                self.started = (!self.buf.is_empty()).then(Instant::now);
                 line.pop();
                 if self.discarding {
                     self.discarding = false;
@@ -70,7 +87,18 @@ impl<R: AsyncRead + Unpin> LineReader<R> {
                 return Ok(Frame::TooLong);
             }
             let mut chunk = [0u8; 8192];
-            let n = self.inner.read(&mut chunk).await?;
+            let n = match (self.line_timeout, self.started) {
+                (Some(limit), Some(start)) => {
+                    match tokio::time::timeout_at(start + limit, self.inner.read(&mut chunk)).await {
+                        Ok(r) => r?,
+                        Err(_) => return Ok(Frame::TimedOut),
+                    }
+                }
+                _ => self.inner.read(&mut chunk).await?,
+            };
+            if n > 0 && self.started.is_none() {
+                self.started = Some(Instant::now());
+            }
             if n == 0 {
                 if !self.discarding && !self.buf.iter().all(u8::is_ascii_whitespace) {
                     // A last line without its newline still counts.

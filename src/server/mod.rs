@@ -9,7 +9,7 @@ pub mod framing;
 use crate::config::Config;
 use crate::core::{AskError, ErrorCode, Hub, Peer, Phase};
 use crate::protocol::{self, Event, Op};
-use crate::store::SettleOutcome;
+use crate::store::{AuditEntry, SettleOutcome};
 use anyhow::{bail, Context, Result};
 use framing::{Frame, LineReader};
 use serde_json::json;
@@ -69,16 +69,34 @@ pub struct ServerContext {
     pub tasks: TaskTracker,
 }
 
-/// Accepts connections until shutdown.
+/// Accepts connections until shutdown. At most `limits.max_connections` are served at once;
+/// one more gets a `BUSY` error line and is closed, so a flood of idle connections cannot
+/// starve the daemon of file descriptors.
 pub async fn serve(listener: UnixListener, ctx: ServerContext, socket_path: PathBuf) {
     tracing::info!(path = %socket_path.display(), "listening");
+    let slots = Arc::new(tokio::sync::Semaphore::new(ctx.config.limits.max_connections));
     loop {
         tokio::select! {
             _ = ctx.shutdown.cancelled() => break,
             accepted = listener.accept() => match accepted {
                 Ok((stream, _)) => {
                     let ctx2 = ctx.clone();
-                    ctx.tasks.spawn(async move { handle_connection(stream, ctx2).await });
+                    match slots.clone().try_acquire_owned() {
+                        Ok(permit) => {
+                            ctx.tasks.spawn(async move {
+                                handle_connection(stream, ctx2).await;
+                                drop(permit);
+                            });
+                        }
+                        Err(_) => {
+                            let max = ctx.config.limits.max_connections;
+                            tracing::warn!(max, "connection refused: limits.max_connections reached");
+                            ctx.tasks.spawn(refuse(stream, AskError::new(
+                                ErrorCode::Busy,
+                                format!("the daemon already serves {max} connections (limits.max_connections); try again later"),
+                            )));
+                        }
+                    }
                 }
                 Err(e) => {
                     // EMFILE and friends: log, back off a little, keep serving.
@@ -90,6 +108,21 @@ pub async fn serve(listener: UnixListener, ctx: ServerContext, socket_path: Path
     }
 }
 
+/// Writes one error line and closes, without waiting long on a client that does not read.
+async fn refuse(mut stream: UnixStream, error: AskError) {
+    let mut line = Event::Error {
+        request_id: None,
+        error,
+    }
+    .to_line();
+    line.push('\n');
+    let _ = tokio::time::timeout(
+        std::time::Duration::from_secs(1),
+        stream.write_all(line.as_bytes()),
+    )
+    .await;
+}
+
 async fn handle_connection(stream: UnixStream, ctx: ServerContext) {
     let peer = match stream.peer_cred() {
         Ok(c) => Peer {
@@ -99,6 +132,30 @@ async fn handle_connection(stream: UnixStream, ctx: ServerContext) {
         Err(_) => Peer::default(),
     };
     tracing::debug!(?peer, "connection opened");
+    let allowed = &ctx.config.allowed_uids;
+    if !allowed.is_empty() && !peer.uid.is_some_and(|u| allowed.contains(&u)) {
+        let who = peer.uid.map_or("an unknown user".to_owned(), |u| format!("uid {u}"));
+        tracing::warn!(?peer, "connection refused: not in allowed_uids");
+        ctx.hub
+            .audit(AuditEntry {
+                source: "socket",
+                actor: Some(format!("uid={} pid={}", peer.uid.map_or("?".into(), |u| u.to_string()), peer.pid.map_or("?".into(), |p| p.to_string()))),
+                action: "connect",
+                detail: Some("not in allowed_uids".into()),
+                accepted: false,
+                ..Default::default()
+            })
+            .await;
+        refuse(
+            stream,
+            AskError::new(
+                ErrorCode::Forbidden,
+                format!("{who} may not use this askrelay daemon (allowed_uids)"),
+            ),
+        )
+        .await;
+        return;
+    }
     let (rd, mut wr) = stream.into_split();
     let (tx, mut rx) = mpsc::unbounded_channel::<String>();
     let writer = tokio::spawn(async move {
@@ -109,7 +166,9 @@ async fn handle_connection(stream: UnixStream, ctx: ServerContext) {
             }
         }
     });
-    let mut reader = LineReader::new(rd, ctx.config.limits.max_line_bytes);
+    let mut reader = LineReader::new(rd, ctx.config.limits.max_line_bytes).with_line_timeout(
+        std::time::Duration::from_secs(ctx.config.limits.line_timeout_secs),
+    );
     let mut asks = JoinSet::new();
     loop {
         let frame = tokio::select! {
@@ -151,6 +210,19 @@ async fn handle_connection(stream: UnixStream, ctx: ServerContext) {
                     }
                     .to_line(),
                 );
+            }
+            Ok(Frame::TimedOut) => {
+                let _ = tx.send(
+                    Event::Error {
+                        request_id: None,
+                        error: AskError::invalid(format!(
+                            "a line was started but not finished within limits.line_timeout_secs ({} s); closing the connection",
+                            ctx.config.limits.line_timeout_secs
+                        )),
+                    }
+                    .to_line(),
+                );
+                break;
             }
             Ok(Frame::Eof) | Err(_) => break,
         }
@@ -234,17 +306,17 @@ async fn run_op(hub: &Hub, op: Op, peer: Peer) -> Event {
                 },
             }
         }
-        Op::Pending => match hub.store().pending_requests().await {
-            Ok(reqs) => Event::Report {
+        Op::Pending => match views(hub, hub.store().pending_requests().await).await {
+            Ok(requests) => Event::Report {
                 event: "pending",
-                body: json!({"requests": reqs.iter().map(protocol::request_view).collect::<Vec<_>>()}),
+                body: json!({ "requests": requests }),
             },
             Err(e) => internal(None, &e),
         },
-        Op::History { limit } => match hub.store().history(limit).await {
-            Ok(reqs) => Event::Report {
+        Op::History { limit } => match views(hub, hub.store().history(limit).await).await {
+            Ok(requests) => Event::Report {
                 event: "history",
-                body: json!({"requests": reqs.iter().map(protocol::request_view).collect::<Vec<_>>()}),
+                body: json!({ "requests": requests }),
             },
             Err(e) => internal(None, &e),
         },
@@ -324,6 +396,19 @@ async fn run_op(hub: &Hub, op: Op, peer: Peer) -> Event {
             }
         }
     }
+}
+
+/// The supervision view of each request, with where its questions were posted.
+async fn views(
+    hub: &Hub,
+    reqs: anyhow::Result<Vec<crate::store::StoredRequest>>,
+) -> anyhow::Result<Vec<serde_json::Value>> {
+    let mut out = Vec::new();
+    for r in reqs? {
+        let posts = hub.store().all_posts(r.key).await?;
+        out.push(protocol::request_view(&r, &posts));
+    }
+    Ok(out)
 }
 
 fn internal(request_id: Option<String>, e: &anyhow::Error) -> Event {

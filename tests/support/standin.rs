@@ -344,6 +344,11 @@ impl StandIn {
         });
     }
 
+    /// Drops every failure still queued by [`StandIn::fail_next`]: "Discord is back".
+    pub fn clear_failures(&self) {
+        self.shared.lock().failures.clear();
+    }
+
     /// Every request on `/channels/{channel_id}...` gets 404 Unknown Channel (10003).
     pub fn set_channel_missing(&self, channel_id: u64) {
         self.shared.lock().missing.insert(channel_id);

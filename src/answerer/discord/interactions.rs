@@ -338,6 +338,7 @@ impl DiscordAnswerer {
                     .await;
             }
         };
+        crate::crash::point("clicked");
         let reply = self.settle(&req, id.question, settlement, &actor).await;
         self.respond_component(&ci, reply).await;
     }
@@ -415,6 +416,7 @@ impl DiscordAnswerer {
                     .await;
             }
         };
+        crate::crash::point("clicked");
         let reply = self.settle(&req, id.question, settlement, &actor).await;
         self.respond_modal(&mi, reply).await;
     }
