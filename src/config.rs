@@ -14,8 +14,13 @@ use std::path::{Path, PathBuf};
 pub const ENV_PREFIX: &str = "ASKRELAY";
 
 /// Environment variables with the prefix that are not configuration keys: the log filter, the
-/// config file path and the scope labels of the MCP front end.
-const NOT_CONFIG_ENV: &[&str] = &["ASKRELAY_LOG", "ASKRELAY_CONFIG", "ASKRELAY_SCOPE_"];
+/// config file path, the scope labels of the MCP front end and the test hooks (`ASKRELAY_TEST_*`).
+const NOT_CONFIG_ENV: &[&str] = &[
+    "ASKRELAY_LOG",
+    "ASKRELAY_CONFIG",
+    "ASKRELAY_SCOPE_",
+    "ASKRELAY_TEST_",
+];
 
 #[derive(Debug, Clone, Deserialize)]
 #[serde(default)]
