@@ -125,6 +125,21 @@ pub struct Route {
     pub mention_role_ids: Option<Vec<Snowflake>>,
     #[serde(default, deserialize_with = "opt_snowflakes")]
     pub mention_user_ids: Option<Vec<Snowflake>>,
+    /// Ends requests on this route that nobody answered within this many seconds, as
+    /// `on_expire` says. No expiry when unset (the default).
+    #[serde(default)]
+    pub expire_after_secs: Option<u64>,
+    #[serde(default)]
+    pub on_expire: OnExpire,
+}
+
+/// What happens when a route's `expire_after_secs` runs out.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum OnExpire {
+    /// The agent gets `EXPIRED` and the messages say so.
+    #[default]
+    Fail,
 }
 
 impl Default for Config {
@@ -226,6 +241,9 @@ impl Config {
         for (i, r) in self.routes.iter().enumerate() {
             if r.name.trim().is_empty() {
                 bail!("routes[{i}].name: must not be empty");
+            }
+            if r.expire_after_secs == Some(0) {
+                bail!("routes[{i}].expire_after_secs: must be at least 1 (leave it out for no expiry)");
             }
         }
         Ok(())

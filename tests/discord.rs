@@ -693,6 +693,8 @@ async fn the_route_is_chosen_by_scope_with_its_mentions_and_allowlist() {
             allowed_role_ids: Some(vec![Snowflake(789)]),
             mention_role_ids: Some(vec![Snowflake(789)]),
             mention_user_ids: Some(vec![Snowflake(4242)]),
+            expire_after_secs: None,
+            on_expire: Default::default(),
         });
     })
     .await;
@@ -800,6 +802,41 @@ async fn a_terminal_answer_edits_the_discord_message() {
     assert!(is_ephemeral(&cb));
     app.assert_payloads_valid();
     drop(app.dir);
+}
+
+#[tokio::test]
+async fn a_route_expiry_ends_the_request_and_edits_the_message() {
+    let app = App::start_with(|c| {
+        c.routes.push(Route {
+            name: "hurry".into(),
+            matches: BTreeMap::from([("project".into(), "urgent".into())]),
+            channel_id: Snowflake(CHANNEL),
+            allowed_user_ids: None,
+            allowed_role_ids: None,
+            mention_role_ids: None,
+            mention_user_ids: None,
+            expire_after_secs: Some(1),
+            on_expire: Default::default(),
+        });
+    })
+    .await;
+    let mut line = ask_line("soon", &yes_no("q"));
+    line["scope"] = json!({"project": "urgent"});
+    let mut c = app.client().await;
+    c.send(&line).await.unwrap();
+    let acc = expect_event(&mut c, "accepted").await;
+    assert_eq!(acc["expires_in_secs"], 1);
+    let ev = c.recv().await.unwrap().unwrap();
+    assert_eq!(ev["code"], "EXPIRED", "{ev}");
+    assert!(ev["message"]
+        .as_str()
+        .unwrap()
+        .contains("expire_after_secs"));
+    let msg = app.messages(CHANNEL).remove(0);
+    let edit = app.edit_of(&msg).await;
+    assert!(edit.to_string().contains("Expired"), "{edit}");
+    assert_eq!(edit["components"], json!([]));
+    app.assert_payloads_valid();
 }
 
 /// The binary: `check-config` verifies the token and channel access, and `serve` names the bot

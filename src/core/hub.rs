@@ -495,12 +495,25 @@ impl Hub {
     /// Ends a pending request because its answerer cannot show it after all (for example a
     /// permission lost between accepting and posting). False if it had already ended.
     pub async fn fail(&self, key: i64, err: AskError) -> bool {
+        self.finish(key, Status::Failed, err).await
+    }
+
+    /// Ends a pending request because its answerer's expiry policy ran out (`EXPIRED`).
+    pub async fn expire(&self, key: i64, message: String) -> bool {
+        self.finish(
+            key,
+            Status::Expired,
+            AskError::new(ErrorCode::Expired, message),
+        )
+        .await
+    }
+
+    async fn finish(&self, key: i64, status: Status, err: AskError) -> bool {
         let request_id = match self.inner.store.request_by_key(key).await {
             Ok(Some(r)) => r.request_id,
             _ => return false,
         };
-        self.end(&request_id, key, Status::Failed, err, "daemon")
-            .await
+        self.end(&request_id, key, status, err, "daemon").await
     }
 
     /// Publishes the final line to waiting clients, forgets the live entry and tells the owning

@@ -38,6 +38,8 @@ pub struct DiscordAnswerer {
     guilds: Mutex<HashMap<u64, Option<u64>>>,
     tasks: TaskTracker,
     shutdown: CancellationToken,
+    /// The REST client the gateway client is built with too (`None`: serenity's own).
+    rest_client: Option<reqwest::Client>,
 }
 
 /// A Discord failure, sorted by what to do about it.
@@ -92,12 +94,21 @@ pub(crate) fn classify(e: &serenity::Error) -> Failure {
 /// Builds the REST client. With a non-default `api_base` REST goes through that base with
 /// serenity's rate limiter off (a REST proxy, or the test stand-in, handles rate limits).
 pub fn build_http(config: &Config) -> Result<Http> {
+    build_http_with(config, None)
+}
+
+/// [`build_http`] with REST going through `client` when given (see
+/// [`crate::daemon::DaemonHooks`]).
+pub fn build_http_with(config: &Config, client: Option<reqwest::Client>) -> Result<Http> {
     let token = config
         .discord
         .token
         .as_ref()
         .context("discord.token is not set")?;
     let mut builder = HttpBuilder::new(token.expose());
+    if let Some(client) = client {
+        builder = builder.client(client);
+    }
     let base = config.discord.api_base.trim_end_matches('/');
     if base != DEFAULT_API_BASE {
         builder = builder.proxy(base).ratelimiter_disabled(true);
@@ -109,6 +120,7 @@ impl DiscordAnswerer {
     pub fn new(
         config: Arc<Config>,
         http: Arc<Http>,
+        rest_client: Option<reqwest::Client>,
         tasks: TaskTracker,
         shutdown: CancellationToken,
     ) -> Arc<DiscordAnswerer> {
@@ -119,6 +131,7 @@ impl DiscordAnswerer {
             guilds: Mutex::new(HashMap::new()),
             tasks,
             shutdown,
+            rest_client,
         })
     }
 
@@ -135,7 +148,7 @@ impl DiscordAnswerer {
     /// closes the shards.
     pub async fn start_gateway(self: &Arc<Self>) -> Result<()> {
         self.repair_ended().await;
-        let http = build_http(&self.config)?;
+        let http = build_http_with(&self.config, self.rest_client.clone())?;
         let handler = interactions::Handler {
             answerer: self.clone(),
         };
@@ -357,6 +370,30 @@ impl DiscordAnswerer {
                     }
                 }
                 Err(Failure::Transient(_)) => {} // shutting down; resumed at the next start
+            }
+        });
+    }
+
+    /// Ends the request as `EXPIRED` when its route's `expire_after_secs` runs out, counted from
+    /// when it was asked (so the deadline survives restarts).
+    fn schedule_expiry(self: &Arc<Self>, req: &StoredRequest, route: &ResolvedRoute) {
+        let Some(after) = route.expire_after else { return };
+        let deadline_ms = req.created_at_ms + after.as_millis() as i64;
+        let wait = Duration::from_millis((deadline_ms - crate::store::now_ms()).max(0) as u64);
+        let me = self.clone();
+        let key = req.key;
+        let message = format!(
+            "nobody answered within {} s (route {:?}, expire_after_secs)",
+            after.as_secs(),
+            route.name
+        );
+        self.tasks.spawn(async move {
+            if me.pause(wait).await {
+                if let Some(hub) = me.hub() {
+                    if hub.expire(key, message).await {
+                        tracing::info!(request_key = key, "request expired");
+                    }
+                }
             }
         });
     }
@@ -592,6 +629,10 @@ impl Answerer for Arc<DiscordAnswerer> {
                 self.spawn_poster(req.clone(), route.clone());
             }
         }
+        if let Some(after) = route.expire_after {
+            detail.insert("expires_in_secs".into(), json!(after.as_secs()));
+        }
+        self.schedule_expiry(req, &route);
         Offer::Accept(detail)
     }
 
@@ -616,9 +657,10 @@ impl Answerer for Arc<DiscordAnswerer> {
                 request_id = req.request_id,
                 "resuming the posting of a request"
             );
-            self.spawn_poster(req.clone(), route);
+            self.spawn_poster(req.clone(), route.clone());
         }
         self.sync_edits(req, &posts);
+        self.schedule_expiry(req, &route);
     }
 
     async fn question_settled(&self, req: &StoredRequest, index: usize, by: &AnsweredBy) {

@@ -18,6 +18,8 @@ pub struct ResolvedRoute {
     pub allowed_role_ids: Vec<u64>,
     pub mention_user_ids: Vec<u64>,
     pub mention_role_ids: Vec<u64>,
+    /// Unanswered requests end as `EXPIRED` after this long; none by default.
+    pub expire_after: Option<std::time::Duration>,
 }
 
 impl ResolvedRoute {
@@ -45,6 +47,7 @@ fn from_route(config: &Config, r: &Route) -> ResolvedRoute {
         allowed_role_ids: ids(r.allowed_role_ids.as_deref().unwrap_or(&d.allowed_role_ids)),
         mention_user_ids: ids(r.mention_user_ids.as_deref().unwrap_or(&d.mention_user_ids)),
         mention_role_ids: ids(r.mention_role_ids.as_deref().unwrap_or(&d.mention_role_ids)),
+        expire_after: r.expire_after_secs.map(std::time::Duration::from_secs),
     }
 }
 
@@ -57,6 +60,7 @@ fn default_route(config: &Config) -> Option<ResolvedRoute> {
         allowed_role_ids: ids(&d.allowed_role_ids),
         mention_user_ids: ids(&d.mention_user_ids),
         mention_role_ids: ids(&d.mention_role_ids),
+        expire_after: None,
     })
 }
 
@@ -139,6 +143,8 @@ mod tests {
             allowed_role_ids: Some(vec![Snowflake(7)]),
             mention_role_ids: Some(vec![Snowflake(7)]),
             mention_user_ids: None,
+            expire_after_secs: None,
+            on_expire: Default::default(),
         });
         c
     }
