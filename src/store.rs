@@ -642,77 +642,109 @@ impl Store {
             .collect())
     }
 
+    /// Builds requests from their rows, reading the questions of all of them in one query
+    /// (start-up with thousands of pending requests depends on this).
     async fn hydrate_all(&self, rows: Vec<sqlx::sqlite::SqliteRow>) -> Result<Vec<StoredRequest>> {
-        let mut out = Vec::with_capacity(rows.len());
-        for row in rows {
-            out.push(self.hydrate(row).await?);
-        }
-        Ok(out)
+        let keys: Vec<i64> = rows.iter().map(|r| r.get("key")).collect();
+        let mut answers = self.answers_of(&keys).await?;
+        rows.into_iter()
+            .map(|row| {
+                let key: i64 = row.get("key");
+                request_from_row(row, answers.remove(&key).unwrap_or_default())
+            })
+            .collect()
     }
 
     async fn hydrate(&self, row: sqlx::sqlite::SqliteRow) -> Result<StoredRequest> {
         let key: i64 = row.get("key");
-        let status = Status::parse(row.get("status"))?;
-        let outcome = match status {
-            Status::Pending => None,
-            Status::Answered => Some(Outcome::Answered(row.get("result_json"))),
-            _ => {
-                let code: Option<String> = row.get("error_code");
-                let code = code
-                    .as_deref()
-                    .and_then(ErrorCode::parse)
-                    .unwrap_or(ErrorCode::Internal);
-                let message: Option<String> = row.get("error_message");
-                Some(Outcome::Error(AskError::new(
-                    code,
-                    message.unwrap_or_default(),
-                )))
-            }
-        };
-        let accepted: Option<String> = row.get("accepted_json");
+        let answers = self
+            .answers_of(&[key])
+            .await?
+            .remove(&key)
+            .unwrap_or_default();
+        request_from_row(row, answers)
+    }
+
+    /// The answer state of every question of the given requests, in question order.
+    async fn answers_of(
+        &self,
+        keys: &[i64],
+    ) -> Result<std::collections::HashMap<i64, Vec<Option<AnsweredBy>>>> {
+        let mut out: std::collections::HashMap<i64, Vec<Option<AnsweredBy>>> =
+            std::collections::HashMap::with_capacity(keys.len());
+        if keys.is_empty() {
+            return Ok(out);
+        }
         let qrows = sqlx::query(
-            "SELECT answered_at, answered_by, answered_via, selected_json, custom \
-             FROM questions WHERE request_key = ? ORDER BY idx",
+            "SELECT request_key, answered_at, answered_by, answered_via, selected_json, custom \
+             FROM questions WHERE request_key IN (SELECT value FROM json_each(?)) \
+             ORDER BY request_key, idx",
         )
-        .bind(key)
+        .bind(serde_json::to_string(keys)?)
         .fetch_all(&self.pool)
         .await?;
-        let mut answers = Vec::with_capacity(qrows.len());
         for q in qrows {
-            let at: Option<i64> = q.get(0);
-            answers.push(match at {
+            let key: i64 = q.get(0);
+            let at: Option<i64> = q.get(1);
+            let answer = match at {
                 None => None,
                 Some(at_ms) => Some(AnsweredBy {
-                    by: q.get::<Option<String>, _>(1).unwrap_or_default(),
-                    via: q.get::<Option<String>, _>(2).unwrap_or_default(),
+                    by: q.get::<Option<String>, _>(2).unwrap_or_default(),
+                    via: q.get::<Option<String>, _>(3).unwrap_or_default(),
                     at_ms,
                     settlement: Settlement {
                         selected: serde_json::from_str(
-                            q.get::<Option<&str>, _>(3).unwrap_or("[]"),
+                            q.get::<Option<&str>, _>(4).unwrap_or("[]"),
                         )?,
-                        custom: q.get(4),
+                        custom: q.get(5),
                     },
                 }),
-            });
+            };
+            out.entry(key).or_default().push(answer);
         }
-        let peer_uid: Option<i64> = row.get("peer_uid");
-        Ok(StoredRequest {
-            key,
-            request_id: row.get("request_id"),
-            questions: serde_json::from_str(row.get("questions_json"))?,
-            caller: serde_json::from_str(row.get("caller_json"))?,
-            scope: serde_json::from_str(row.get("scope_json"))?,
-            status,
-            answerer: row.get("answerer"),
-            accepted: accepted.map(|a| serde_json::from_str(&a)).transpose()?,
-            peer_uid: peer_uid.and_then(|u| u32::try_from(u).ok()),
-            peer_pid: row.get("peer_pid"),
-            created_at_ms: row.get("created_at"),
-            ended_at_ms: row.get("ended_at"),
-            outcome,
-            answers,
-        })
+        Ok(out)
     }
+}
+
+fn request_from_row(
+    row: sqlx::sqlite::SqliteRow,
+    answers: Vec<Option<AnsweredBy>>,
+) -> Result<StoredRequest> {
+    let status = Status::parse(row.get("status"))?;
+    let outcome = match status {
+        Status::Pending => None,
+        Status::Answered => Some(Outcome::Answered(row.get("result_json"))),
+        _ => {
+            let code: Option<String> = row.get("error_code");
+            let code = code
+                .as_deref()
+                .and_then(ErrorCode::parse)
+                .unwrap_or(ErrorCode::Internal);
+            let message: Option<String> = row.get("error_message");
+            Some(Outcome::Error(AskError::new(
+                code,
+                message.unwrap_or_default(),
+            )))
+        }
+    };
+    let accepted: Option<String> = row.get("accepted_json");
+    let peer_uid: Option<i64> = row.get("peer_uid");
+    Ok(StoredRequest {
+        key: row.get("key"),
+        request_id: row.get("request_id"),
+        questions: serde_json::from_str(row.get("questions_json"))?,
+        caller: serde_json::from_str(row.get("caller_json"))?,
+        scope: serde_json::from_str(row.get("scope_json"))?,
+        status,
+        answerer: row.get("answerer"),
+        accepted: accepted.map(|a| serde_json::from_str(&a)).transpose()?,
+        peer_uid: peer_uid.and_then(|u| u32::try_from(u).ok()),
+        peer_pid: row.get("peer_pid"),
+        created_at_ms: row.get("created_at"),
+        ended_at_ms: row.get("ended_at"),
+        outcome,
+        answers,
+    })
 }
 
 /// The file behind a `sqlite://` URL, so that its directory can be created first.
