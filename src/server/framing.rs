@@ -37,7 +37,7 @@ impl<R: AsyncRead + Unpin> LineReader<R> {
     pub fn new(inner: R, max: usize) -> Self {
         LineReader {
             inner,
-            buf: Vec::with_capacity(4096),
+            buf: Vec::new(),
             scanned: 0,
             max,
             discarding: false,
@@ -86,15 +86,24 @@ impl<R: AsyncRead + Unpin> LineReader<R> {
                 self.discarding = true;
                 return Ok(Frame::TooLong);
             }
-            let mut chunk = [0u8; 8192];
+            // Thousands of agents may wait on idle connections: between lines a connection
+            // keeps at most a small buffer, and it grows only while bytes flow.
+            if self.buf.is_empty() && self.buf.capacity() > 16 * 1024 {
+                self.buf = Vec::new();
+            }
+            if self.buf.capacity() - self.buf.len() < 1024 {
+                self.buf
+                    .reserve(if self.buf.is_empty() { 1024 } else { 8192 });
+            }
+            let read = self.inner.read_buf(&mut self.buf);
             let n = match (self.line_timeout, self.started) {
                 (Some(limit), Some(start)) => {
-                    match tokio::time::timeout_at(start + limit, self.inner.read(&mut chunk)).await {
+                    match tokio::time::timeout_at(start + limit, read).await {
                         Ok(r) => r?,
                         Err(_) => return Ok(Frame::TimedOut),
                     }
                 }
-                _ => self.inner.read(&mut chunk).await?,
+                _ => read.await?,
             };
             if n > 0 && self.started.is_none() {
                 self.started = Some(Instant::now());
@@ -111,7 +120,6 @@ impl<R: AsyncRead + Unpin> LineReader<R> {
                 }
                 return Ok(Frame::Eof);
             }
-            self.buf.extend_from_slice(&chunk[..n]);
         }
     }
 }
