@@ -109,6 +109,42 @@ Examples:
         #[arg(long)]
         json: bool,
     },
+    /// Serve ask_user_question over MCP on stdio, for Claude Code, Codex, Cursor and others.
+    #[command(after_help = MCP_EXAMPLES)]
+    Mcp(McpArgs),
+}
+
+const MCP_EXAMPLES: &str = "\
+Speaks MCP (newline-delimited JSON-RPC) on stdin and stdout; logs go to stderr (ASKRELAY_LOG).
+Each ask_user_question call is forwarded to the daemon, which must be running (askrelay serve).
+
+Examples:
+  claude mcp add askrelay -- askrelay mcp --project myproj
+  codex mcp add askrelay -- askrelay mcp --project myproj
+  askrelay mcp --project infra-prod --agent ops-bot --session \"$SESSION_ID\"
+  ASKRELAY_SOCKET_PATH=/run/askrelay/askrelay.sock askrelay mcp";
+
+#[derive(Debug, Args)]
+pub struct McpArgs {
+    /// scope.project of every question; routes match on it.
+    #[arg(long, env = "ASKRELAY_SCOPE_PROJECT")]
+    pub project: Option<String>,
+    /// scope.agent of every question.
+    #[arg(long, env = "ASKRELAY_SCOPE_AGENT")]
+    pub agent: Option<String>,
+    /// scope.session of every question.
+    #[arg(long, env = "ASKRELAY_SCOPE_SESSION")]
+    pub session: Option<String>,
+    /// Another scope label, KEY=VALUE; repeatable.
+    #[arg(long = "scope", value_name = "KEY=VALUE")]
+    pub scope: Vec<String>,
+    /// How long a waiting call keeps trying to re-attach when the daemon goes away.
+    #[arg(long, default_value_t = 300, value_name = "SECS")]
+    pub reconnect_secs: u64,
+    /// How often a waiting call sends a progress notification, when the client asked for
+    /// progress (0: only when something changes).
+    #[arg(long, default_value_t = 30, value_name = "SECS")]
+    pub progress_secs: u64,
 }
 
 #[derive(Debug, Args)]
@@ -169,7 +205,9 @@ pub async fn run_client(cli: Cli) -> i32 {
         }
     };
     let result = match cli.command {
-        Command::Serve | Command::CheckConfig => unreachable!("not a client command"),
+        Command::Serve | Command::CheckConfig | Command::Mcp(_) => {
+            unreachable!("not a client command")
+        }
         Command::Ask(args) => ask(&socket, args).await,
         Command::Pending { json } => pending(&socket, json).await,
         Command::Answer(args) => answer(&socket, args).await,
@@ -599,6 +637,47 @@ async fn history(socket: &Path, limit: u32, as_json: bool) -> Result<i32> {
         }
     }
     Ok(0)
+}
+
+/// Runs `askrelay mcp` until the MCP client closes stdin, and returns the exit code.
+pub async fn run_mcp(config_file: Option<&Path>, args: McpArgs) -> i32 {
+    let socket = match config::client_socket_path(config_file) {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("askrelay: {e:#}");
+            return 2;
+        }
+    };
+    let mut scope = Map::new();
+    for (k, v) in [
+        ("project", args.project),
+        ("agent", args.agent),
+        ("session", args.session),
+    ] {
+        if let Some(v) = v.filter(|v| !v.is_empty()) {
+            scope.insert(k.into(), json!(v));
+        }
+    }
+    for kv in &args.scope {
+        let Some((k, v)) = kv.split_once('=') else {
+            eprintln!("askrelay: --scope {kv:?}: expected KEY=VALUE");
+            return 2;
+        };
+        scope.insert(k.into(), json!(v));
+    }
+    let options = crate::mcp::McpOptions {
+        socket,
+        scope,
+        reconnect: Duration::from_secs(args.reconnect_secs),
+        heartbeat: Duration::from_secs(args.progress_secs),
+    };
+    match crate::mcp::serve_stdio(options).await {
+        Ok(()) => 0,
+        Err(e) => {
+            eprintln!("askrelay: {e:#}");
+            1
+        }
+    }
 }
 
 /// Loads the daemon's config for `serve`.

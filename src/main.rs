@@ -16,23 +16,33 @@ fn main() {
     let code = match cli.command {
         Command::Serve => runtime.block_on(serve(cli.config)),
         Command::CheckConfig => runtime.block_on(check_config(cli.config)),
+        Command::Mcp(args) => {
+            // stdout carries the protocol: logs go to stderr, quiet by default.
+            init_logs("askrelay=info,rmcp=warn");
+            runtime.block_on(cli::run_mcp(cli.config.as_deref(), args))
+        }
         _ => runtime.block_on(cli::run_client(cli)),
     };
     std::process::exit(code);
 }
 
-async fn serve(config_file: Option<std::path::PathBuf>) -> i32 {
+/// Logs go to stderr, filtered by ASKRELAY_LOG, then RUST_LOG, then `default`.
+fn init_logs(default: &str) {
     let filter = std::env::var("ASKRELAY_LOG")
         .ok()
         .and_then(|f| EnvFilter::try_new(f).ok())
         .unwrap_or_else(|| {
-            EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"))
+            EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(default))
         });
     tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();
+}
+
+async fn serve(config_file: Option<std::path::PathBuf>) -> i32 {
+    init_logs("info");
     let config = match cli::load_config(config_file.as_deref()) {
         Ok(c) => c,
         Err(e) => {

@@ -34,12 +34,17 @@ use std::time::Duration;
 use tokio::io::{AsyncRead, ReadBuf};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
 
 /// The one tool this server exposes.
 pub const TOOL_NAME: &str = "ask_user_question";
 
-/// How long a cancelled call waits for the daemon to confirm with its final line.
-const CANCEL_WAIT: Duration = Duration::from_secs(3);
+/// How long each step of cancelling a call may take: sending the `cancel`, then reading the
+/// final line it causes.
+const CANCEL_WAIT: Duration = Duration::from_secs(5);
+
+/// How long the process stays up after stdin closed, for calls still cancelling.
+const EXIT_WAIT: Duration = Duration::from_secs(15);
 
 const TOOL_DESCRIPTION: &str = "\
 Ask the user (a person reached through Discord or a terminal) one or more questions and wait for \
@@ -85,7 +90,7 @@ pub struct ToolInput {
     pub questions: Vec<ToolQuestion>,
 }
 
-/// One question (SPEC §1).
+/// One question for a person (SPEC §1).
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ToolQuestion {
@@ -114,7 +119,7 @@ pub struct ToolQuestion {
     pub multi_select: bool,
 }
 
-/// One option of a question (SPEC §1).
+/// One choice a person can pick (SPEC §1).
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ToolOption {
@@ -141,7 +146,26 @@ pub fn input_schema() -> JsonObject {
     };
     object.remove("title");
     object.remove("description");
+    for value in object.values_mut() {
+        unwrap_descriptions(value);
+    }
     object
+}
+
+/// Doc comments are wrapped for the source; a model reads them better as one line each.
+fn unwrap_descriptions(value: &mut Value) {
+    match value {
+        Value::Object(o) => {
+            for (k, v) in o.iter_mut() {
+                match v {
+                    Value::String(s) if k == "description" => *s = s.replace('\n', " "),
+                    _ => unwrap_descriptions(v),
+                }
+            }
+        }
+        Value::Array(a) => a.iter_mut().for_each(unwrap_descriptions),
+        _ => {}
+    }
 }
 
 /// The `ask_user_question` tool as `tools/list` shows it.
@@ -171,6 +195,15 @@ pub struct McpOptions {
 
 /// Serves MCP on stdin/stdout until the client closes stdin.
 pub async fn serve_stdio(options: McpOptions) -> anyhow::Result<()> {
+    // Not fatal: the client would only mark the server broken. Calls say how to start it.
+    match Client::connect(&options.socket).await {
+        Ok(_) => tracing::info!(socket = %options.socket.display(), "MCP server ready"),
+        Err(e) => tracing::warn!(
+            "the askrelay daemon is not reachable at {} ({e}); ask_user_question fails until \
+             it runs (askrelay serve)",
+            options.socket.display()
+        ),
+    }
     let gone = CancellationToken::new();
     let (reader, writer) = rmcp::transport::stdio_pipes();
     let reader = EofSignal {
@@ -178,12 +211,20 @@ pub async fn serve_stdio(options: McpOptions) -> anyhow::Result<()> {
         gone: gone.clone(),
     };
     let server = McpServer::new(options, gone);
+    let calls = server.calls.clone();
     let running = server
         .serve((reader, writer))
         .await
         .map_err(|e| anyhow::anyhow!("the MCP session did not start: {e}"))?;
     let reason = running.waiting().await?;
     tracing::debug!(?reason, "MCP session ended");
+    // The session stops waiting for handlers after a few seconds; a call that is still telling
+    // the daemon to cancel its request gets to finish, or the request would linger until the
+    // daemon's cancel grace ran out.
+    calls.close();
+    if tokio::time::timeout(EXIT_WAIT, calls.wait()).await.is_err() {
+        tracing::warn!("gave up waiting for {} call(s) to end", calls.len());
+    }
     Ok(())
 }
 
@@ -219,6 +260,8 @@ pub struct McpServer {
     options: Arc<McpOptions>,
     /// Cancelled when the client closed stdin.
     gone: CancellationToken,
+    /// The calls in progress.
+    calls: TaskTracker,
 }
 
 impl McpServer {
@@ -226,6 +269,17 @@ impl McpServer {
         McpServer {
             options: Arc::new(options),
             gone,
+            calls: TaskTracker::new(),
+        }
+    }
+
+    /// Why a call is being cancelled. Closing stdin cancels every call, and the session then
+    /// cancels their MCP requests too, so it is checked first.
+    fn cancel_reason(&self) -> &'static str {
+        if self.gone.is_cancelled() {
+            "the MCP client went away (its stdin closed)"
+        } else {
+            "the MCP client cancelled the tool call"
         }
     }
 
@@ -281,12 +335,10 @@ impl McpServer {
             let event = if sent {
                 tokio::select! {
                     _ = ct.cancelled() => {
-                        return self.cancel(&mut client, &request_id, accepted,
-                            "the MCP client cancelled the tool call").await;
+                        return self.cancel(&mut client, &request_id, accepted).await;
                     }
                     _ = self.gone.cancelled() => {
-                        return self.cancel(&mut client, &request_id, accepted,
-                            "the MCP client went away (its stdin closed)").await;
+                        return self.cancel(&mut client, &request_id, accepted).await;
                     }
                     _ = tick(&mut heartbeat), if accepted && progress.enabled() => {
                         progress.send(format!(
@@ -382,17 +434,16 @@ impl McpServer {
         client: &mut Client,
         request_id: &str,
         accepted: bool,
-        reason: &str,
     ) -> CallToolResult {
+        let reason = self.cancel_reason();
         tracing::info!(request_id, "cancelling: {reason}");
-        let fallback = || tool_error(format!("ABORTED: {reason}"));
-        let outcome = tokio::time::timeout(CANCEL_WAIT, async {
-            // A cancel that overtook the ask would find no request, so wait for `accepted`.
-            if !accepted {
+        // A cancel that overtook the ask would find no request, so wait for `accepted`.
+        if !accepted {
+            let first = tokio::time::timeout(CANCEL_WAIT, async {
                 loop {
                     match client.recv().await {
                         Ok(Some(ev)) => match classify(&ev, request_id) {
-                            Step::Accepted(_) => break,
+                            Step::Accepted(_) => return None,
                             Step::Final(result) => return Some(result),
                             Step::Ignore => {}
                             Step::Lost => return None,
@@ -400,15 +451,25 @@ impl McpServer {
                         _ => return None,
                     }
                 }
+            })
+            .await;
+            if let Ok(Some(result)) = first {
+                return result;
             }
-            // The cancel goes on its own connection, so that this one carries only the ask's
-            // own events.
-            if let Ok(mut c) = Client::connect(&self.options.socket).await {
-                let reply = c
-                    .call(&json!({"op": "cancel", "request_id": request_id, "reason": reason}))
-                    .await;
-                tracing::debug!(?reply, "cancel reply");
-            }
+        }
+        // The cancel goes on its own connection, so that this one carries only the ask's own
+        // events.
+        let cancel = json!({"op": "cancel", "request_id": request_id, "reason": reason});
+        let reply = tokio::time::timeout(CANCEL_WAIT, async {
+            Client::connect(&self.options.socket)
+                .await?
+                .call(&cancel)
+                .await
+        })
+        .await;
+        tracing::debug!(?reply, "cancel reply");
+        // The final line: ABORTED, or the answer if it won the race.
+        let last = tokio::time::timeout(CANCEL_WAIT, async {
             loop {
                 match client.recv().await {
                     Ok(Some(ev)) => match classify(&ev, request_id) {
@@ -423,7 +484,9 @@ impl McpServer {
         .await;
         // Without a final line, dropping the connection still cancels the request once the
         // daemon's cancel grace runs out.
-        outcome.ok().flatten().unwrap_or_else(fallback)
+        last.ok()
+            .flatten()
+            .unwrap_or_else(|| tool_error(format!("ABORTED: {reason}")))
     }
 }
 
@@ -567,10 +630,8 @@ impl ServerHandler for McpServer {
             peer: context.peer.clone(),
             count: 0.0,
         };
-        Ok(self
-            .ask(request.arguments, context.ct.clone(), progress)
-            .await
-            .into())
+        let call = self.ask(request.arguments, context.ct.clone(), progress);
+        Ok(self.calls.track_future(call).await.into())
     }
 }
 
@@ -606,7 +667,12 @@ mod tests {
         let q = &schema["properties"]["questions"]["items"];
         let o = &q["properties"]["options"]["items"];
         let names = |v: &Value| -> Vec<String> {
-            v["properties"].as_object().unwrap().keys().cloned().collect()
+            v["properties"]
+                .as_object()
+                .unwrap()
+                .keys()
+                .cloned()
+                .collect()
         };
         assert_eq!(names(&schema), ["questions"]);
         assert_eq!(
@@ -617,6 +683,10 @@ mod tests {
         assert_eq!(q["required"], json!(["id", "question"]));
         assert_eq!(o["required"], json!(["label"]));
         assert!(!schema.to_string().contains("$ref"), "{schema}");
+        assert!(
+            !schema.to_string().contains("\\n"),
+            "one-line descriptions: {schema}"
+        );
     }
 
     #[test]
@@ -639,10 +709,11 @@ mod tests {
         assert_eq!(line["scope"], json!({"project": "p"}));
         assert_eq!(line["questions"], spec_input()["questions"]);
         let bad = json!({"questions": [], "scope": {"project": "x"}});
-        let err = server
-            .ask_line("r2", bad.as_object().cloned())
-            .unwrap_err();
-        assert!(err.starts_with("INVALID_REQUEST: scope: unknown field"), "{err}");
+        let err = server.ask_line("r2", bad.as_object().cloned()).unwrap_err();
+        assert!(
+            err.starts_with("INVALID_REQUEST: scope: unknown field"),
+            "{err}"
+        );
         // No arguments at all: the daemon says what is missing.
         let line = server.ask_line("r3", None).unwrap();
         assert!(line.get("questions").is_none());
