@@ -371,6 +371,12 @@ async fn ask(socket: &Path, args: AskArgs) -> Result<i32> {
                 if let Some(hint) = event["hint"].as_str() {
                     eprintln!("askrelay: {hint}");
                 }
+                if let Some(posting) = event["posting"].as_str() {
+                    eprintln!("askrelay: not posted yet: {posting}");
+                }
+                if let Some(secs) = event["expires_in_secs"].as_u64() {
+                    eprintln!("askrelay: the request expires if nobody answers within {secs} s");
+                }
             }
             Some("answered") => {
                 // The result, byte for byte: re-serialize nothing, cut it out of the line.
@@ -475,7 +481,9 @@ async fn pending(socket: &Path, as_json: bool) -> Result<i32> {
                     "",
                     q["post"]["channel"].as_str().unwrap_or("?"),
                     q["post"]["attempts"],
-                    q["post"]["last_error"].as_str().unwrap_or("waiting for the first attempt")
+                    q["post"]["last_error"]
+                        .as_str()
+                        .unwrap_or("waiting for the first attempt")
                 );
             }
             if !q["answered"].is_null() {
