@@ -74,7 +74,9 @@ pub struct ServerContext {
 /// starve the daemon of file descriptors.
 pub async fn serve(listener: UnixListener, ctx: ServerContext, socket_path: PathBuf) {
     tracing::info!(path = %socket_path.display(), "listening");
-    let slots = Arc::new(tokio::sync::Semaphore::new(ctx.config.limits.max_connections));
+    let slots = Arc::new(tokio::sync::Semaphore::new(
+        ctx.config.limits.max_connections,
+    ));
     loop {
         tokio::select! {
             _ = ctx.shutdown.cancelled() => break,
@@ -134,12 +136,18 @@ async fn handle_connection(stream: UnixStream, ctx: ServerContext) {
     tracing::debug!(?peer, "connection opened");
     let allowed = &ctx.config.allowed_uids;
     if !allowed.is_empty() && !peer.uid.is_some_and(|u| allowed.contains(&u)) {
-        let who = peer.uid.map_or("an unknown user".to_owned(), |u| format!("uid {u}"));
+        let who = peer
+            .uid
+            .map_or("an unknown user".to_owned(), |u| format!("uid {u}"));
         tracing::warn!(?peer, "connection refused: not in allowed_uids");
         ctx.hub
             .audit(AuditEntry {
                 source: "socket",
-                actor: Some(format!("uid={} pid={}", peer.uid.map_or("?".into(), |u| u.to_string()), peer.pid.map_or("?".into(), |p| p.to_string()))),
+                actor: Some(format!(
+                    "uid={} pid={}",
+                    peer.uid.map_or("?".into(), |u| u.to_string()),
+                    peer.pid.map_or("?".into(), |p| p.to_string())
+                )),
                 action: "connect",
                 detail: Some("not in allowed_uids".into()),
                 accepted: false,
