@@ -25,9 +25,23 @@ pub struct Daemon {
     store: Store,
 }
 
+/// Ways for tests and the benchmark to reach into start-up; the default is what
+/// `askrelay serve` uses.
+#[derive(Debug, Clone, Default)]
+pub struct DaemonHooks {
+    /// The HTTP client for Discord REST, e.g. one that resolves discord.com to a local TLS
+    /// stand-in. serenity's rate limiter stays on unless `discord.api_base` is changed.
+    pub discord_client: Option<reqwest::Client>,
+}
+
 impl Daemon {
     /// Starts serving in the background and returns once the socket accepts connections.
     pub async fn start(config: Config) -> Result<Daemon> {
+        Self::start_with(config, DaemonHooks::default()).await
+    }
+
+    /// [`Daemon::start`] with hooks.
+    pub async fn start_with(config: Config, hooks: DaemonHooks) -> Result<Daemon> {
         let config = Arc::new(config);
         raise_fd_limit(config.limits.max_connections);
         let store = Store::open(&config.database_url).await?;
@@ -36,10 +50,15 @@ impl Daemon {
         let tasks = TaskTracker::new();
         let discord = match &config.discord.token {
             Some(_) => {
-                let http = Arc::new(crate::answerer::discord::build_http(&config)?);
+                let client = hooks.discord_client.clone();
+                let http = Arc::new(crate::answerer::discord::build_http_with(
+                    &config,
+                    client.clone(),
+                )?);
                 Some(DiscordAnswerer::new(
                     config.clone(),
                     http,
+                    client,
                     tasks.clone(),
                     shutdown.clone(),
                 ))
@@ -70,10 +89,7 @@ impl Daemon {
             }
             d.attach(hub.clone());
         }
-        hub.resume().await?;
-        if let Some(d) = &discord {
-            d.start_gateway().await?;
-        }
+        // Serve first: clients can re-attach while the backlog is handed back to answerers.
         let ctx = ServerContext {
             hub: hub.clone(),
             config: config.clone(),
@@ -81,6 +97,10 @@ impl Daemon {
             tasks: tasks.clone(),
         };
         tasks.spawn(server::serve(listener, ctx, config.socket_path.clone()));
+        hub.resume().await?;
+        if let Some(d) = &discord {
+            d.start_gateway().await?;
+        }
         Ok(Daemon {
             socket_path: config.socket_path.clone(),
             hub,

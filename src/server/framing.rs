@@ -20,6 +20,9 @@ pub enum Frame {
     TimedOut,
 }
 
+/// The buffer an idle connection waits with: small, as each waiting agent holds one.
+const IDLE_BUF: usize = 256;
+
 pub struct LineReader<R> {
     inner: R,
     buf: Vec<u8>,
@@ -87,13 +90,14 @@ impl<R: AsyncRead + Unpin> LineReader<R> {
                 return Ok(Frame::TooLong);
             }
             // Thousands of agents may wait on idle connections: between lines a connection
-            // keeps at most a small buffer, and it grows only while bytes flow.
-            if self.buf.is_empty() && self.buf.capacity() > 16 * 1024 {
+            // keeps at most a small buffer (the read waits with it), and it grows only while
+            // bytes flow.
+            if self.buf.is_empty() && self.buf.capacity() > IDLE_BUF {
                 self.buf = Vec::new();
             }
-            if self.buf.capacity() - self.buf.len() < 1024 {
+            if self.buf.capacity() - self.buf.len() < IDLE_BUF {
                 self.buf
-                    .reserve(if self.buf.is_empty() { 1024 } else { 8192 });
+                    .reserve(if self.buf.is_empty() { IDLE_BUF } else { 8192 });
             }
             let read = self.inner.read_buf(&mut self.buf);
             let n = match (self.line_timeout, self.started) {

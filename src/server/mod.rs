@@ -5,6 +5,7 @@
 //! Closing the connection drops its attachments, which starts the hub's cancel grace period.
 
 pub mod framing;
+mod outbox;
 
 use crate::config::Config;
 use crate::core::{AskError, ErrorCode, Hub, Peer, Phase};
@@ -18,7 +19,6 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use tokio::io::AsyncWriteExt;
 use tokio::net::{UnixListener, UnixStream};
-use tokio::sync::mpsc;
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
@@ -140,32 +140,32 @@ async fn handle_connection(stream: UnixStream, ctx: ServerContext) {
             .uid
             .map_or("an unknown user".to_owned(), |u| format!("uid {u}"));
         tracing::warn!(?peer, "connection refused: not in allowed_uids");
-        ctx.hub
-            .audit(AuditEntry {
-                source: "socket",
-                actor: Some(format!(
-                    "uid={} pid={}",
-                    peer.uid.map_or("?".into(), |u| u.to_string()),
-                    peer.pid.map_or("?".into(), |p| p.to_string())
-                )),
-                action: "connect",
-                detail: Some("not in allowed_uids".into()),
-                accepted: false,
-                ..Default::default()
-            })
-            .await;
-        refuse(
+        // Boxed, like `run_op` below: a rare path that should not size every connection's task.
+        Box::pin(ctx.hub.audit(AuditEntry {
+            source: "socket",
+            actor: Some(format!(
+                "uid={} pid={}",
+                peer.uid.map_or("?".into(), |u| u.to_string()),
+                peer.pid.map_or("?".into(), |p| p.to_string())
+            )),
+            action: "connect",
+            detail: Some("not in allowed_uids".into()),
+            accepted: false,
+            ..Default::default()
+        }))
+        .await;
+        Box::pin(refuse(
             stream,
             AskError::new(
                 ErrorCode::Forbidden,
                 format!("{who} may not use this askrelay daemon (allowed_uids)"),
             ),
-        )
+        ))
         .await;
         return;
     }
     let (rd, mut wr) = stream.into_split();
-    let (tx, mut rx) = mpsc::unbounded_channel::<String>();
+    let (tx, mut rx) = outbox::outbox();
     let writer = tokio::spawn(async move {
         while let Some(mut line) = rx.recv().await {
             line.push('\n');
@@ -192,7 +192,9 @@ async fn handle_connection(stream: UnixStream, ctx: ServerContext) {
                         asks.spawn(run_ask(hub, ask, peer, tx));
                     }
                     Ok(op) => {
-                        let event = run_op(&ctx.hub, op, peer).await;
+                        // Boxed: inline, the state of every operation would be part of every
+                        // connection's task, and each waiting agent holds one.
+                        let event = Box::pin(run_op(&ctx.hub, op, peer)).await;
                         let _ = tx.send(event.to_line());
                     }
                     Err(bad) => {
@@ -243,9 +245,11 @@ async fn handle_connection(stream: UnixStream, ctx: ServerContext) {
 }
 
 /// Follows one ask to its final line.
-async fn run_ask(hub: Hub, ask: crate::core::Ask, peer: Peer, tx: mpsc::UnboundedSender<String>) {
+async fn run_ask(hub: Hub, ask: crate::core::Ask, peer: Peer, tx: outbox::LineTx) {
     let given_id = ask.request_id.clone();
-    let mut att = match hub.ask(ask, peer).await {
+    // Boxed, and `phase` below in a block of its own: this task lives as long as the agent
+    // waits, so only what the wait needs should size it.
+    let mut att = match Box::pin(hub.ask(ask, peer)).await {
         Ok(att) => att,
         Err(error) => {
             let _ = tx.send(
@@ -260,25 +264,27 @@ async fn run_ask(hub: Hub, ask: crate::core::Ask, peer: Peer, tx: mpsc::Unbounde
     };
     let mut accepted_sent = false;
     loop {
-        let phase = att.phase.borrow_and_update().clone();
-        match phase {
-            Phase::Offering => {}
-            Phase::Accepted { answerer, detail } => {
-                if !accepted_sent {
-                    accepted_sent = true;
-                    let _ = tx.send(
-                        Event::Accepted {
-                            request_id: att.request_id.clone(),
-                            answerer,
-                            detail,
-                        }
-                        .to_line(),
-                    );
+        {
+            let phase = att.phase.borrow_and_update().clone();
+            match phase {
+                Phase::Offering => {}
+                Phase::Accepted { answerer, detail } => {
+                    if !accepted_sent {
+                        accepted_sent = true;
+                        let _ = tx.send(
+                            Event::Accepted {
+                                request_id: att.request_id.clone(),
+                                answerer,
+                                detail,
+                            }
+                            .to_line(),
+                        );
+                    }
                 }
-            }
-            Phase::Ended(outcome) => {
-                let _ = tx.send(Event::final_line(&att.request_id, &outcome).to_line());
-                return;
+                Phase::Ended(outcome) => {
+                    let _ = tx.send(Event::final_line(&att.request_id, &outcome).to_line());
+                    return;
+                }
             }
         }
         if att.phase.changed().await.is_err() {

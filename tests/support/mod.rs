@@ -1,6 +1,7 @@
 //! Shared helpers for the integration tests. Each test crate uses only part of them.
 #![allow(dead_code)]
 
+pub mod bench;
 pub mod discord_schema;
 pub mod fixtures;
 pub mod standin;

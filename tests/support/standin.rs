@@ -5,6 +5,10 @@
 //! `HttpBuilder::new(token).proxy(&standin.base_url).ratelimiter_disabled(true)`; serenity asks
 //! `GET /api/v10/gateway` for the gateway address and gets `ws://127.0.0.1:PORT`.
 //!
+//! `StandIn::start_with(StandInOptions { tls, rate_limits })` also serves REST over TLS for
+//! `discord.com` (so serenity's own rate limiter can stay on, see DISCORD-NOTES.md) and enforces
+//! Discord-like rate limits with real `X-RateLimit-*` headers and 429s.
+//!
 //! Every wait in here is event-driven (a `watch` channel bumped on each state change) and gives up
 //! with a panic that describes the stand-in's state after 30 s, so a broken test never hangs.
 //!
@@ -67,6 +71,8 @@ pub struct Recorded {
     pub status: u16,
     /// Request headers, names in lower case.
     pub headers: Vec<(String, String)>,
+    /// When the stand-in received the whole request, before handling it.
+    pub at: Instant,
 }
 
 impl Recorded {
@@ -88,6 +94,48 @@ pub enum Failure {
     Status(u16),
 }
 
+/// Discord-like rate limits for [`StandIn::start_with`]. A window opens with the first request
+/// after the previous one closed; requests over the limit get 429 with Discord's headers and body.
+#[derive(Clone, Debug)]
+pub struct RateLimits {
+    /// `POST /channels/{id}/messages` per channel and window (Discord: 5).
+    pub channel_messages: u32,
+    /// The per-channel window (Discord: 5 s).
+    pub channel_window: Duration,
+    /// Requests per second across all routes except interaction callbacks (Discord: 50).
+    pub global_per_second: u32,
+}
+
+impl Default for RateLimits {
+    fn default() -> Self {
+        RateLimits {
+            channel_messages: 5,
+            channel_window: Duration::from_secs(5),
+            global_per_second: 50,
+        }
+    }
+}
+
+/// How to start the stand-in; the default is what [`StandIn::start`] does.
+#[derive(Clone, Debug, Default)]
+pub struct StandInOptions {
+    /// Also serve REST over TLS on a second port, with a certificate for `discord.com` signed by
+    /// a throw-away CA ([`StandIn::tls_root_cert_pem`]): point a reqwest client at it with
+    /// `.resolve("discord.com", standin.tls_addr())` and keep serenity's rate limiter on.
+    pub tls: bool,
+    /// Enforce rate limits (none by default).
+    pub rate_limits: Option<RateLimits>,
+}
+
+/// How many requests the rate limits turned away.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RateLimitCounts {
+    /// 429s for a per-channel bucket.
+    pub channel: usize,
+    /// 429s for the global limit.
+    pub global: usize,
+}
+
 /// A running stand-in. Cheap to clone; the server stops when the last clone is dropped.
 #[derive(Clone)]
 pub struct StandIn {
@@ -96,6 +144,14 @@ pub struct StandIn {
     /// `ws://127.0.0.1:PORT`, what `GET /api/v10/gateway` returns.
     pub gateway_url: String,
     shared: Arc<Shared>,
+    _server: Arc<ServerTask>,
+    tls: Option<TlsInfo>,
+}
+
+#[derive(Clone)]
+struct TlsInfo {
+    addr: std::net::SocketAddr,
+    root_pem: String,
     _server: Arc<ServerTask>,
 }
 
@@ -170,6 +226,8 @@ struct St {
     missing: HashSet<u64>,
     forbidden: HashSet<u64>,
     messages: Vec<StoredMessage>,
+    /// Every message `POST /channels/{id}/messages` created, as it was then (append-only).
+    created: Vec<Value>,
     nonces: HashMap<(u64, String), (u64, Instant)>,
     last_snowflake: u64,
     interactions: HashMap<String, InteractionRec>,
@@ -181,6 +239,44 @@ struct St {
     resume_count: usize,
     heartbeat_count: usize,
     last_identify: Option<Value>,
+    rate_limits: Option<RateLimits>,
+    channel_windows: HashMap<u64, Window>,
+    global_window: Option<Window>,
+    limited: RateLimitCounts,
+}
+
+/// A fixed rate-limit window: opens at the first request after the previous one closed.
+#[derive(Clone, Copy)]
+struct Window {
+    start: Instant,
+    count: u32,
+}
+
+/// Takes one request from the window: `Ok((remaining, reset_after))` or `Err(retry_after)`.
+fn take_window(
+    w: &mut Option<Window>,
+    now: Instant,
+    limit: u32,
+    len: Duration,
+) -> Result<(u32, Duration), Duration> {
+    let win = match w {
+        Some(win) if now < win.start + len => win,
+        _ => w.insert(Window {
+            start: now,
+            count: 0,
+        }),
+    };
+    let left = (win.start + len).saturating_duration_since(now);
+    if win.count >= limit {
+        return Err(left);
+    }
+    win.count += 1;
+    Ok((limit - win.count, left))
+}
+
+/// Seconds rounded up to the millisecond, so that a client that waits that long is never early.
+fn secs_up(d: Duration) -> f64 {
+    (d.as_secs_f64() * 1000.0).ceil() / 1000.0
 }
 
 impl St {
@@ -251,6 +347,11 @@ impl St {
 impl StandIn {
     /// Starts the stand-in on 127.0.0.1 with an OS-chosen port.
     pub async fn start() -> StandIn {
+        Self::start_with(StandInOptions::default()).await
+    }
+
+    /// Starts the stand-in with TLS and/or rate limits (see [`StandInOptions`]).
+    pub async fn start_with(options: StandInOptions) -> StandIn {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
             .await
             .expect("stand-in: bind 127.0.0.1:0");
@@ -265,13 +366,21 @@ impl StandIn {
                 guild_id: GUILD_ID,
                 gateway_url: gateway_url.clone(),
             },
-            state: Mutex::new(St::default()),
+            state: Mutex::new(St {
+                rate_limits: options.rate_limits.clone(),
+                ..St::default()
+            }),
             version,
         });
         let app = Router::new()
             .route("/", get(gateway_upgrade))
             .fallback(rest)
             .with_state(Arc::clone(&shared));
+        let tls = if options.tls {
+            Some(start_tls(app.clone()).await)
+        } else {
+            None
+        };
         let server = tokio::spawn(async move {
             let _ = axum::serve(listener, app).await;
         });
@@ -280,7 +389,30 @@ impl StandIn {
             gateway_url,
             shared,
             _server: Arc::new(ServerTask(server)),
+            tls,
         }
+    }
+
+    /// The TLS address serving REST for `discord.com`; panics unless started with `tls`.
+    pub fn tls_addr(&self) -> std::net::SocketAddr {
+        self.tls
+            .as_ref()
+            .expect("stand-in: started without tls")
+            .addr
+    }
+
+    /// The PEM of the CA that signed the TLS certificate; panics unless started with `tls`.
+    pub fn tls_root_cert_pem(&self) -> String {
+        self.tls
+            .as_ref()
+            .expect("stand-in: started without tls")
+            .root_pem
+            .clone()
+    }
+
+    /// How many requests the rate limits turned away so far.
+    pub fn rate_limited(&self) -> RateLimitCounts {
+        self.shared.lock().limited
     }
 
     pub fn bot_user_id(&self) -> u64 {
@@ -526,6 +658,28 @@ impl StandIn {
             .iter()
             .find(|m| m.id == message_id)
             .map(|m| m.value.clone())
+    }
+
+    /// The messages `POST /channels/{id}/messages` created, as they were when created (before any
+    /// edit), from index `start` of that append-only list on. A create repeated with an enforced
+    /// nonce returns the existing message and is not listed again, so two entries for one
+    /// question are two messages in the channel.
+    pub fn created_messages_from(&self, start: usize) -> Vec<Value> {
+        let st = self.shared.lock();
+        st.created.get(start..).unwrap_or_default().to_vec()
+    }
+
+    /// The REST requests recorded from index `start` of the (append-only) log on, for callers
+    /// that follow the log incrementally instead of copying all of it each time.
+    pub fn requests_from(&self, start: usize) -> Vec<Recorded> {
+        let st = self.shared.lock();
+        st.requests.get(start..).unwrap_or_default().to_vec()
+    }
+
+    /// A receiver that sees a change on every state change of the stand-in (each REST request,
+    /// gateway frame and dispatch), for callers that wait on several things at once.
+    pub fn subscribe(&self) -> watch::Receiver<u64> {
+        self.shared.version.subscribe()
     }
 
     async fn wait_until<T>(&self, what: &str, mut check: impl FnMut(&mut St) -> Option<T>) -> T {
@@ -815,6 +969,7 @@ async fn rest(
         .and_then(|v| v.to_str().ok())
         .unwrap_or_default()
         .to_string();
+    let at = Instant::now();
     let body = parse_body(&body, &content_type);
     let recorded_headers = headers
         .iter()
@@ -835,6 +990,7 @@ async fn rest(
             body,
             status: reply.status,
             headers: recorded_headers,
+            at,
         });
         reply
     };
@@ -883,6 +1039,10 @@ fn handle_rest(st: &mut St, ids: &Ids, method: &str, path: &str, body: Option<&V
     }
     let route = strip_api_prefix(path);
     let segs: Vec<&str> = route.split('/').filter(|s| !s.is_empty()).collect();
+    let limited_headers = match check_rate_limits(st, method, &segs) {
+        Ok(h) => h,
+        Err(reply) => return reply,
+    };
 
     if segs.first() == Some(&"channels") {
         match segs.get(1).and_then(|s| parse_snowflake(s)) {
@@ -966,11 +1126,109 @@ fn handle_rest(st: &mut St, ids: &Ids, method: &str, path: &str, body: Option<&V
         _ => Reply::not_found(),
     };
     if reply.status < 300 {
-        reply
-            .headers
-            .extend(ratelimit_headers(&bucket_key(method, &segs)));
+        match limited_headers {
+            Some(h) => reply.headers.extend(h),
+            None => reply
+                .headers
+                .extend(ratelimit_headers(&bucket_key(method, &segs))),
+        }
     }
     reply
+}
+
+/// With rate limits on: `Err(429)` for a request over a limit, else the `X-RateLimit-*` headers
+/// of its bucket when it has a limited one (creating a channel message).
+#[allow(clippy::result_large_err)]
+fn check_rate_limits(
+    st: &mut St,
+    method: &str,
+    segs: &[&str],
+) -> Result<Option<Vec<(String, String)>>, Reply> {
+    let Some(limits) = st.rate_limits.clone() else {
+        return Ok(None);
+    };
+    let now = Instant::now();
+    // Interaction callbacks are exempt from the global limit, as on Discord.
+    if segs.first() != Some(&"interactions") {
+        if let Err(retry) = take_window(
+            &mut st.global_window,
+            now,
+            limits.global_per_second,
+            Duration::from_secs(1),
+        ) {
+            st.limited.global += 1;
+            let retry = secs_up(retry);
+            return Err(Reply {
+                status: 429,
+                body: Some(json!({
+                    "message": "You are being rate limited.",
+                    "retry_after": retry,
+                    "global": true,
+                })),
+                headers: vec![
+                    ("retry-after".to_string(), format!("{retry:.3}")),
+                    ("x-ratelimit-global".to_string(), "true".to_string()),
+                    ("x-ratelimit-scope".to_string(), "global".to_string()),
+                ],
+            });
+        }
+    }
+    let ["channels", cid, "messages"] = segs else {
+        return Ok(None);
+    };
+    if method != "POST" {
+        return Ok(None);
+    }
+    let Some(cid) = parse_snowflake(cid) else {
+        return Ok(None);
+    };
+    let bucket = hash_hex(&format!("POST channels/{cid}/messages"));
+    let mut window = st.channel_windows.get(&cid).copied();
+    let taken = take_window(
+        &mut window,
+        now,
+        limits.channel_messages,
+        limits.channel_window,
+    );
+    if let Some(w) = window {
+        st.channel_windows.insert(cid, w);
+    }
+    let (remaining, reset_after) = match taken {
+        Ok(t) => t,
+        Err(retry) => (0, retry),
+    };
+    let reset_after = secs_up(reset_after);
+    let mut headers = vec![
+        (
+            "x-ratelimit-limit".to_string(),
+            limits.channel_messages.to_string(),
+        ),
+        ("x-ratelimit-remaining".to_string(), remaining.to_string()),
+        (
+            "x-ratelimit-reset".to_string(),
+            format!("{:.3}", now_secs_f64() + reset_after),
+        ),
+        (
+            "x-ratelimit-reset-after".to_string(),
+            format!("{reset_after:.3}"),
+        ),
+        ("x-ratelimit-bucket".to_string(), bucket),
+    ];
+    if taken.is_err() {
+        st.limited.channel += 1;
+        headers.push(("retry-after".to_string(), format!("{reset_after:.3}")));
+        headers.push(("x-ratelimit-scope".to_string(), "user".to_string()));
+        return Err(Reply {
+            status: 429,
+            body: Some(json!({
+                "message": "You are being rate limited.",
+                "retry_after": reset_after,
+                "global": false,
+            })),
+            headers,
+        });
+    }
+    Ok(Some(headers))
 }
 
 fn take_failure(st: &mut St, method: &str, path: &str) -> Option<Failure> {
@@ -1106,6 +1364,7 @@ fn create_channel_message(st: &mut St, ids: &Ids, cid: u64, body: Option<&Value>
         id,
         value: msg.clone(),
     });
+    st.created.push(msg.clone());
     if let Some(key) = nonce_key {
         st.nonces.insert(key, (id, Instant::now()));
     }
@@ -1558,4 +1817,98 @@ fn now_timestamp() -> String {
     serenity::model::Timestamp::now()
         .to_rfc3339()
         .unwrap_or_else(|| "2025-01-01T00:00:00.000000+00:00".to_string())
+}
+
+// ---------------------------------------------------------------------------------------------
+// TLS (StandInOptions::tls)
+
+/// Serves `app` over TLS on 127.0.0.1:0 with a certificate for discord.com.
+async fn start_tls(app: Router) -> TlsInfo {
+    use tokio_rustls::rustls;
+    let ca_key = rcgen::KeyPair::generate().expect("stand-in: CA key");
+    let mut ca_params = rcgen::CertificateParams::new(Vec::<String>::new()).expect("CA params");
+    ca_params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+    ca_params
+        .distinguished_name
+        .push(rcgen::DnType::CommonName, "askrelay stand-in CA");
+    ca_params.key_usages = vec![
+        rcgen::KeyUsagePurpose::KeyCertSign,
+        rcgen::KeyUsagePurpose::CrlSign,
+        rcgen::KeyUsagePurpose::DigitalSignature,
+    ];
+    let ca = rcgen::CertifiedIssuer::self_signed(ca_params, ca_key).expect("stand-in: CA cert");
+    let leaf_key = rcgen::KeyPair::generate().expect("stand-in: leaf key");
+    let leaf = rcgen::CertificateParams::new(vec!["discord.com".to_string()])
+        .expect("leaf params")
+        .signed_by(&leaf_key, &ca)
+        .expect("stand-in: leaf cert");
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let mut config = rustls::ServerConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .expect("stand-in: TLS versions")
+        .with_no_client_auth()
+        .with_single_cert(
+            vec![leaf.der().clone(), ca.der().clone()],
+            rustls::pki_types::PrivateKeyDer::Pkcs8(leaf_key.serialize_der().into()),
+        )
+        .expect("stand-in: TLS config");
+    config.alpn_protocols = vec![b"http/1.1".to_vec()];
+    let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
+    let tcp = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("stand-in: bind 127.0.0.1:0 for TLS");
+    let addr = tcp.local_addr().expect("stand-in: TLS local_addr");
+    let (tx, rx) = mpsc::channel(64);
+    let server = tokio::spawn(async move {
+        // Handshakes run in their own tasks so that a slow one never holds up the others.
+        let accept = async move {
+            loop {
+                let Ok((stream, peer)) = tcp.accept().await else {
+                    tokio::time::sleep(Duration::from_millis(10)).await;
+                    continue;
+                };
+                let (acceptor, tx) = (acceptor.clone(), tx.clone());
+                tokio::spawn(async move {
+                    let hs = tokio::time::timeout(WAIT_LIMIT, acceptor.accept(stream)).await;
+                    if let Ok(Ok(tls)) = hs {
+                        let _ = tx.send((tls, peer)).await;
+                    }
+                });
+            }
+        };
+        let serve = axum::serve(TlsListener { rx, addr }, app);
+        tokio::select! {
+            _ = accept => {}
+            _ = serve => {}
+        }
+    });
+    TlsInfo {
+        addr,
+        root_pem: ca.pem(),
+        _server: Arc::new(ServerTask(server)),
+    }
+}
+
+struct TlsListener {
+    rx: mpsc::Receiver<(
+        tokio_rustls::server::TlsStream<tokio::net::TcpStream>,
+        std::net::SocketAddr,
+    )>,
+    addr: std::net::SocketAddr,
+}
+
+impl axum::serve::Listener for TlsListener {
+    type Io = tokio_rustls::server::TlsStream<tokio::net::TcpStream>;
+    type Addr = std::net::SocketAddr;
+
+    async fn accept(&mut self) -> (Self::Io, Self::Addr) {
+        match self.rx.recv().await {
+            Some(conn) => conn,
+            None => std::future::pending().await,
+        }
+    }
+
+    fn local_addr(&self) -> std::io::Result<Self::Addr> {
+        Ok(self.addr)
+    }
 }

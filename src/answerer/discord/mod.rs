@@ -22,6 +22,7 @@ use serde_json::{json, Map};
 use serenity::all::{ChannelId, GatewayIntents, HttpBuilder, MessageId};
 use serenity::http::{Http, HttpError};
 use std::collections::HashMap;
+use std::collections::VecDeque;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
@@ -40,7 +41,27 @@ pub struct DiscordAnswerer {
     shutdown: CancellationToken,
     /// The REST client the gateway client is built with too (`None`: serenity's own).
     rest_client: Option<reqwest::Client>,
+    /// One queue per channel: channel checks and message creates in a channel go one at a
+    /// time. serenity's rate limiter lets every request through while it knows nothing of a
+    /// bucket (and again right after a reset), so concurrent creates in one channel would run
+    /// into 429s; one at a time, each response tells it the bucket before the next request.
+    /// It also keeps questions in the order they were asked.
+    lanes: Mutex<HashMap<u64, Arc<tokio::sync::Mutex<()>>>>,
+    /// `Some` when serenity's rate limiter is on (no REST proxy), see [`GlobalPace`].
+    pace: Option<GlobalPace>,
 }
+
+/// Discord allows a bot 50 REST requests a second over all routes, and serenity only reacts to
+/// a global 429, it never paces. The answerer's own calls (channel checks, posts, edits) take a
+/// slot here first, so that a burst over many channels stays under the global limit.
+/// Interaction responses, which Discord exempts, do not.
+struct GlobalPace {
+    sent: tokio::sync::Mutex<VecDeque<tokio::time::Instant>>,
+}
+
+const GLOBAL_REQUESTS: usize = 50;
+/// A little over Discord's second, for the skew between our clock and when Discord counts.
+const GLOBAL_WINDOW: Duration = Duration::from_millis(1050);
 
 /// A Discord failure, sorted by what to do about it.
 #[derive(Debug)]
@@ -124,6 +145,7 @@ impl DiscordAnswerer {
         tasks: TaskTracker,
         shutdown: CancellationToken,
     ) -> Arc<DiscordAnswerer> {
+        let paced = config.discord.api_base.trim_end_matches('/') == DEFAULT_API_BASE;
         Arc::new(DiscordAnswerer {
             config,
             http,
@@ -132,7 +154,73 @@ impl DiscordAnswerer {
             tasks,
             shutdown,
             rest_client,
+            lanes: Mutex::new(HashMap::new()),
+            pace: paced.then(|| GlobalPace {
+                sent: tokio::sync::Mutex::new(VecDeque::new()),
+            }),
         })
+    }
+
+    /// The queue of `channel` (see `lanes`).
+    fn lane(&self, channel: u64) -> Arc<tokio::sync::Mutex<()>> {
+        self.lanes
+            .lock()
+            .unwrap()
+            .entry(channel)
+            .or_default()
+            .clone()
+    }
+
+    /// Waits until serenity's bucket for creating messages in `channel` has room, so that the
+    /// global slot taken next is used at once (serenity would otherwise wait inside the call,
+    /// after the slot was counted, and send later than [`GlobalPace`] thinks).
+    async fn wait_for_channel_bucket(&self, channel: u64) {
+        let Some(limiter) = &self.http.ratelimiter else {
+            return;
+        };
+        let key = serenity::http::Route::ChannelMessages {
+            channel_id: ChannelId::new(channel),
+        }
+        .ratelimiting_bucket();
+        let bucket = limiter.routes().read().await.get(&key).cloned();
+        let Some(bucket) = bucket else { return };
+        let wait = {
+            let b = bucket.lock().await;
+            match b.reset() {
+                Some(reset) if b.remaining() == 0 => {
+                    reset.duration_since(std::time::SystemTime::now()).ok()
+                }
+                _ => None,
+            }
+        };
+        if let Some(d) = wait {
+            self.pause(d).await;
+        }
+    }
+
+    /// Waits for a slot under Discord's global limit (see [`GlobalPace`]); at once behind a
+    /// REST proxy.
+    async fn global_slot(&self) {
+        let Some(pace) = &self.pace else { return };
+        let mut sent = pace.sent.lock().await;
+        loop {
+            let now = tokio::time::Instant::now();
+            while sent
+                .front()
+                .is_some_and(|t| now.duration_since(*t) >= GLOBAL_WINDOW)
+            {
+                sent.pop_front();
+            }
+            match sent.front() {
+                Some(&oldest) if sent.len() >= GLOBAL_REQUESTS => {
+                    tokio::time::sleep_until(oldest + GLOBAL_WINDOW).await;
+                }
+                _ => {
+                    sent.push_back(now);
+                    return;
+                }
+            }
+        }
     }
 
     fn hub(&self) -> Option<&Hub> {
@@ -254,9 +342,16 @@ impl DiscordAnswerer {
         if let Some(g) = self.guilds.lock().unwrap().get(&channel_id) {
             return Ok(*g);
         }
+        // One check per channel at a time; the others wait for its answer.
+        let lane = self.lane(channel_id);
+        let _turn = lane.lock().await;
+        if let Some(g) = self.guilds.lock().unwrap().get(&channel_id) {
+            return Ok(*g);
+        }
         let channel = self
-            .retry("checking the channel", OFFER_ATTEMPTS, || {
-                self.http.get_channel(ChannelId::new(channel_id))
+            .retry("checking the channel", OFFER_ATTEMPTS, || async move {
+                self.global_slot().await;
+                self.http.get_channel(ChannelId::new(channel_id)).await
             })
             .await?;
         let guild = channel.guild().map(|g| g.guild_id.get());
@@ -310,10 +405,16 @@ impl DiscordAnswerer {
                     Ok(_) => return Err(Failure::Permanent("the request has ended".into())),
                     Err(e) => return Err(internal(e)),
                 }
-                match ChannelId::new(channel)
-                    .send_message(&self.http, message.clone())
-                    .await
-                {
+                let sent = {
+                    let lane = self.lane(channel);
+                    let _turn = lane.lock().await;
+                    self.wait_for_channel_bucket(channel).await;
+                    self.global_slot().await;
+                    ChannelId::new(channel)
+                        .send_message(&self.http, message.clone())
+                        .await
+                };
+                match sent {
                     Ok(m) => {
                         crate::crash::point("posted");
                         if let Err(e) = hub
@@ -377,7 +478,9 @@ impl DiscordAnswerer {
     /// Ends the request as `EXPIRED` when its route's `expire_after_secs` runs out, counted from
     /// when it was asked (so the deadline survives restarts).
     fn schedule_expiry(self: &Arc<Self>, req: &StoredRequest, route: &ResolvedRoute) {
-        let Some(after) = route.expire_after else { return };
+        let Some(after) = route.expire_after else {
+            return;
+        };
         let deadline_ms = req.created_at_ms + after.as_millis() as i64;
         let wait = Duration::from_millis((deadline_ms - crate::store::now_ms()).max(0) as u64);
         let me = self.clone();
@@ -428,14 +531,18 @@ impl DiscordAnswerer {
             ) else {
                 return;
             };
+            let (me, edit) = (&me, &edit);
             let result = me
-                .retry("editing the question message", EDIT_ATTEMPTS, || {
-                    ChannelId::new(channel).edit_message(
-                        &me.http,
-                        MessageId::new(message),
-                        edit.clone(),
-                    )
-                })
+                .retry(
+                    "editing the question message",
+                    EDIT_ATTEMPTS,
+                    || async move {
+                        me.global_slot().await;
+                        ChannelId::new(channel)
+                            .edit_message(&me.http, MessageId::new(message), edit.clone())
+                            .await
+                    },
+                )
                 .await;
             match result {
                 Ok(_) => {

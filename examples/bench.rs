@@ -1,0 +1,96 @@
+//! The askrelay benchmark (docs/performance.md):
+//!
+//! ```text
+//! cargo run --release --example bench
+//! cargo run --release --example bench -- --asks 500 --capacity 2000   # smaller
+//! ```
+//!
+//! Runs the real daemon against the Discord stand-in of the tests (in this process for the ask,
+//! answer and rate-limit items; as the `askrelay` binary for capacity and start-up, which it
+//! builds first with `cargo build --bin askrelay` in the same profile) and prints a Markdown
+//! table. Progress goes to stderr. Exits 1 when anything was lost.
+
+#[path = "../tests/support/mod.rs"]
+mod support;
+
+use clap::Parser;
+use std::path::PathBuf;
+use std::time::Duration;
+use support::bench::{self, BenchConfig};
+
+#[derive(Debug, Parser)]
+#[command(about = "Benchmarks askrelay against the Discord stand-in")]
+struct Args {
+    /// Measured asks for the ask and answer paths (each is also answered).
+    #[arg(long, default_value_t = 2_000)]
+    asks: usize,
+    /// Unmeasured asks before them.
+    #[arg(long, default_value_t = 50)]
+    warmup: usize,
+    /// Pending asks held at once, each on its own connection.
+    #[arg(long, default_value_t = 10_000)]
+    capacity: usize,
+    /// Pending rows in the database for the start-up measurement.
+    #[arg(long, default_value_t = 10_000)]
+    backlog: usize,
+    /// Questions in the rate-limit burst.
+    #[arg(long, default_value_t = 500)]
+    burst: usize,
+    /// Channels the burst is spread over.
+    #[arg(long, default_value_t = 10)]
+    channels: usize,
+    /// Per-channel window of the stand-in's rate limit, in seconds (Discord: 5 messages per 5 s).
+    #[arg(long, default_value_t = 5.0)]
+    window_secs: f64,
+    /// The askrelay binary to run; by default target/<profile>/askrelay, built first.
+    #[arg(long)]
+    daemon: Option<PathBuf>,
+}
+
+fn daemon_binary() -> PathBuf {
+    // target/<profile>/examples/bench → target/<profile>/askrelay
+    let exe = std::env::current_exe().expect("bench: current_exe");
+    let profile_dir = exe
+        .parent()
+        .and_then(|p| p.parent())
+        .expect("bench: the example is not in target/<profile>/examples");
+    let release = profile_dir.file_name().is_some_and(|n| n == "release");
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let mut build = std::process::Command::new(cargo);
+    build.args(["build", "--bin", "askrelay"]);
+    if release {
+        build.arg("--release");
+    }
+    eprintln!("bench: {build:?}");
+    match build.status() {
+        Ok(s) if s.success() => {}
+        other => eprintln!("bench: building the daemon failed ({other:?}); using what is there"),
+    }
+    profile_dir.join("askrelay")
+}
+
+#[tokio::main]
+async fn main() {
+    let args = Args::parse();
+    let daemon_bin = args.daemon.clone().unwrap_or_else(daemon_binary);
+    let mut cfg = BenchConfig::full(daemon_bin);
+    cfg.asks = args.asks;
+    cfg.warmup = args.warmup;
+    cfg.capacity = args.capacity;
+    cfg.backlog = args.backlog;
+    cfg.burst = args.burst;
+    cfg.burst_channels = args.channels;
+    cfg.rate_limits.channel_window = Duration::from_secs_f64(args.window_secs);
+    eprintln!("bench: {cfg:?}");
+    let report = bench::run(&cfg).await;
+    println!(
+        "askrelay {} benchmark, {} CPU(s)\n",
+        env!("CARGO_PKG_VERSION"),
+        std::thread::available_parallelism().map_or(0, |n| n.get())
+    );
+    report.print();
+    if report.lost() > 0 {
+        eprintln!("bench: {} lost", report.lost());
+        std::process::exit(1);
+    }
+}

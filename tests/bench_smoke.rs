@@ -1,0 +1,39 @@
+//! A tiny run of the benchmark (tests/support/bench.rs): it must complete and lose nothing.
+//! No figure is checked: timing belongs in docs/performance.md, not in assertions.
+
+mod support;
+
+use std::time::Duration;
+use support::bench::{self, BenchConfig};
+use support::standin::RateLimits;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_benchmark_completes_and_loses_nothing() {
+    let cfg = BenchConfig {
+        asks: 30,
+        warmup: 5,
+        capacity: 200,
+        backlog: 200,
+        burst: 20,
+        burst_channels: 2,
+        // Short windows keep the burst to about a second.
+        rate_limits: RateLimits {
+            channel_messages: 5,
+            channel_window: Duration::from_millis(300),
+            global_per_second: 50,
+        },
+        daemon_bin: env!("CARGO_BIN_EXE_askrelay").into(),
+    };
+    let report = tokio::time::timeout(Duration::from_secs(120), bench::run(&cfg))
+        .await
+        .expect("the benchmark did not finish within 120 s");
+    report.print();
+    assert_eq!(report.capacity.lost, 0, "capacity answers lost");
+    assert_eq!(report.rate.lost, 0, "burst questions lost");
+    assert_eq!(
+        report.startup.pending_reported, cfg.backlog,
+        "pending after a restart with a backlog"
+    );
+    assert_eq!(report.ask.n, cfg.asks);
+    assert_eq!(report.answer.n, cfg.asks);
+}

@@ -1,0 +1,1185 @@
+//! The benchmark behind docs/performance.md, as a library so that `examples/bench.rs` runs it at
+//! full size and `tests/bench_smoke.rs` runs a tiny version that checks only that it completes
+//! and loses nothing.
+//!
+//! 1. Ask path: a client writes an `ask` line → the stand-in receives the create-message POST.
+//!    Floor: a Unix-socket round trip plus one SQLite WAL commit of a similar row.
+//! 2. Answer path: the stand-in sends INTERACTION_CREATE → the client reads `answered`.
+//!    Floor: one WebSocket frame, one SQLite WAL commit, one line over a Unix socket.
+//! 3. Capacity: the daemon binary (terminal answerer) holding N pending asks, each on its own
+//!    connection: its RSS, then answering all of them through the socket `answer` operation.
+//! 4. Start-up with N pending rows: spawn → first reply on the socket.
+//! 5. Rate limits: a burst across channels through serenity's own rate limiter (REST over TLS
+//!    to the stand-in, which enforces Discord-like limits).
+//!
+//! Items 1, 2 and 5 run the daemon in this process ([`Daemon::start_with`]); 3 and 4 run the
+//! real binary so that its RSS is its own. Every wait is bounded and panics with what it waited
+//! for, so a broken run never hangs.
+
+use super::fixtures::{self, Clicker};
+use super::standin::{RateLimitCounts, RateLimits, StandIn, StandInOptions};
+use askrelay::client::Client;
+use askrelay::config::{Config, Route, Secret, Snowflake};
+use askrelay::daemon::{Daemon, DaemonHooks};
+use serde_json::{json, Value};
+use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::str::FromStr;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::net::{UnixListener, UnixStream};
+
+/// The channel of items 1 and 2.
+const CHANNEL: u64 = 1_000;
+/// The first channel of item 5; the others follow.
+const BURST_CHANNEL: u64 = 2_000;
+/// The longest any single step may take before the benchmark gives up.
+const STEP_LIMIT: Duration = Duration::from_secs(60);
+
+/// What to run, and how big.
+#[derive(Clone, Debug)]
+pub struct BenchConfig {
+    /// Items 1 and 2: measured asks (each also answered by a click), after `warmup` unmeasured.
+    pub asks: usize,
+    pub warmup: usize,
+    /// Item 3: pending asks held at once, each on its own connection.
+    pub capacity: usize,
+    /// Item 4: pending rows in the database at start-up.
+    pub backlog: usize,
+    /// Item 5: questions in the burst, spread evenly over `burst_channels` channels.
+    pub burst: usize,
+    pub burst_channels: usize,
+    /// The limits the stand-in enforces in item 5.
+    pub rate_limits: RateLimits,
+    /// The `askrelay` binary for items 3 and 4.
+    pub daemon_bin: PathBuf,
+}
+
+impl BenchConfig {
+    /// The sizes the issue asks for.
+    pub fn full(daemon_bin: PathBuf) -> BenchConfig {
+        BenchConfig {
+            asks: 2_000,
+            warmup: 50,
+            capacity: 10_000,
+            backlog: 10_000,
+            burst: 500,
+            burst_channels: 10,
+            rate_limits: RateLimits::default(),
+            daemon_bin,
+        }
+    }
+}
+
+/// p50 and p99 of a set of samples.
+#[derive(Clone, Copy, Debug)]
+pub struct Latency {
+    pub n: usize,
+    pub p50: Duration,
+    pub p99: Duration,
+}
+
+impl Latency {
+    fn of(mut samples: Vec<Duration>) -> Latency {
+        assert!(!samples.is_empty(), "bench: no samples");
+        samples.sort();
+        let n = samples.len();
+        let at = |q: f64| samples[((n as f64 * q).ceil() as usize).clamp(1, n) - 1];
+        Latency {
+            n,
+            p50: at(0.50),
+            p99: at(0.99),
+        }
+    }
+}
+
+#[derive(Clone, Debug)]
+pub struct CapacityReport {
+    pub pending: usize,
+    /// The daemon's RSS before the first ask, and with every ask pending.
+    pub rss_idle_kib: u64,
+    pub rss_kib: u64,
+    /// Time to answer all of them (first `answer` sent → last `answered` read).
+    pub answer_time: Duration,
+    /// Asks whose client never read the right `answered` line.
+    pub lost: usize,
+}
+
+#[derive(Clone, Debug)]
+pub struct StartupReport {
+    pub backlog: usize,
+    /// Spawn → first successful `connect()` (the socket is bound and listening).
+    pub to_connect: Duration,
+    /// Spawn → first reply (`health`) on the socket: the daemon serves.
+    pub to_serve: Duration,
+    /// What `health` said was pending (must equal `backlog`).
+    pub pending_reported: usize,
+}
+
+#[derive(Clone, Debug)]
+pub struct RateReport {
+    pub questions: usize,
+    pub channels: usize,
+    pub limits: RateLimits,
+    /// Burst start → the last successful create.
+    pub makespan: Duration,
+    /// The shortest makespan the per-channel limit allows.
+    pub ideal_makespan: Duration,
+    /// Successful creates, and every REST request the stand-in saw during the burst.
+    pub posted: usize,
+    pub requests: usize,
+    pub limited: RateLimitCounts,
+    pub lost: usize,
+}
+
+impl RateReport {
+    /// Messages per second allowed by the per-channel limits of all channels together.
+    pub fn allowed_rate(&self) -> f64 {
+        self.channels as f64 * f64::from(self.limits.channel_messages)
+            / self.limits.channel_window.as_secs_f64()
+    }
+
+    /// Posts per second counted over whole windows: a burst that uses every window to the full
+    /// posts `limit` messages per channel in each of them.
+    pub fn achieved_rate(&self) -> f64 {
+        self.posted as f64 / (self.makespan + self.limits.channel_window).as_secs_f64()
+    }
+
+    pub fn fraction(&self) -> f64 {
+        self.achieved_rate() / self.allowed_rate()
+    }
+
+    pub fn limited_total(&self) -> usize {
+        self.limited.channel + self.limited.global
+    }
+}
+
+#[derive(Clone, Debug)]
+pub struct BenchReport {
+    pub ask: Latency,
+    pub ask_floor: Latency,
+    /// For reference: the create-message POST alone, serenity's `send_message` → the stand-in
+    /// has it (the same body, the same client settings as the daemon's).
+    pub ask_http: Latency,
+    pub answer: Latency,
+    pub answer_floor: Latency,
+    pub capacity: CapacityReport,
+    pub startup: StartupReport,
+    pub rate: RateReport,
+}
+
+impl BenchReport {
+    /// Everything that must be zero: questions or answers lost, or a wrong pending count.
+    pub fn lost(&self) -> usize {
+        self.capacity.lost
+            + self.rate.lost
+            + self.startup.backlog.abs_diff(self.startup.pending_reported)
+    }
+
+    /// The table of docs/performance.md, in Markdown.
+    pub fn print(&self) {
+        println!("{}", self.table());
+    }
+
+    pub fn table(&self) -> String {
+        let mut rows: Vec<[String; 5]> = Vec::new();
+        let ratio = |a: Duration, f: Duration| a.as_secs_f64() / f.as_secs_f64().max(1e-9);
+        for (what, l, f) in [
+            (
+                "1. ask path: write `ask` → create POST",
+                &self.ask,
+                &self.ask_floor,
+            ),
+            (
+                "2. answer path: INTERACTION_CREATE → `answered` read",
+                &self.answer,
+                &self.answer_floor,
+            ),
+        ] {
+            let r50 = ratio(l.p50, f.p50);
+            rows.push([
+                format!("{what}, p50 (n = {})", l.n),
+                fmt_dur(l.p50),
+                format!("floor {}, ratio {r50:.1}×", fmt_dur(f.p50)),
+                "p50 ≤ 3× floor".into(),
+                yes(r50 <= 3.0),
+            ]);
+            rows.push([
+                format!("{what}, p99"),
+                fmt_dur(l.p99),
+                format!(
+                    "floor {}, ratio {:.1}×",
+                    fmt_dur(f.p99),
+                    ratio(l.p99, f.p99)
+                ),
+                "–".into(),
+                "–".into(),
+            ]);
+            if what.starts_with("1.") {
+                let h = &self.ask_http;
+                rows.push([
+                    "1. for reference: the create POST alone (serenity → stand-in)".into(),
+                    format!("p50 {}", fmt_dur(h.p50)),
+                    format!(
+                        "p99 {}; part of the ask path, not of its floor",
+                        fmt_dur(h.p99)
+                    ),
+                    "–".into(),
+                    "–".into(),
+                ]);
+            }
+        }
+        let c = &self.capacity;
+        let rss_mib = c.rss_kib as f64 / 1024.0;
+        let per_req =
+            (c.rss_kib.saturating_sub(c.rss_idle_kib)) as f64 * 1024.0 / c.pending.max(1) as f64;
+        rows.push([
+            format!(
+                "3. daemon RSS, {} pending asks on open connections",
+                c.pending
+            ),
+            format!("{rss_mib:.1} MiB"),
+            format!(
+                "{:.1} MiB idle; {:.1} KiB per pending ask",
+                c.rss_idle_kib as f64 / 1024.0,
+                per_req / 1024.0
+            ),
+            "≤ 64 MiB".into(),
+            yes(rss_mib <= 64.0),
+        ]);
+        rows.push([
+            format!("3. answering all {} (socket `answer`)", c.pending),
+            format!(
+                "{:.0} answers/s",
+                c.pending as f64 / c.answer_time.as_secs_f64().max(1e-9)
+            ),
+            format!("{} lost, in {}", c.lost, fmt_dur(c.answer_time)),
+            "0 lost".into(),
+            yes(c.lost == 0),
+        ]);
+        let s = &self.startup;
+        rows.push([
+            format!("4. start-up with {} pending rows", s.backlog),
+            fmt_dur(s.to_serve),
+            format!(
+                "spawn → first reply; connect() worked at {}; {} pending reported",
+                fmt_dur(s.to_connect),
+                s.pending_reported
+            ),
+            "< 1 s".into(),
+            yes(s.to_serve < Duration::from_secs(1) && s.pending_reported == s.backlog),
+        ]);
+        let r = &self.rate;
+        rows.push([
+            format!(
+                "5. post rate, {} questions over {} channels ({}/{} s per channel, {}/s global)",
+                r.questions,
+                r.channels,
+                r.limits.channel_messages,
+                r.limits.channel_window.as_secs_f64(),
+                r.limits.global_per_second
+            ),
+            format!("{:.1}%", r.fraction() * 100.0),
+            format!(
+                "{:.2} of {:.2} msg/s; last post after {} (ideal {})",
+                r.achieved_rate(),
+                r.allowed_rate(),
+                fmt_dur(r.makespan),
+                fmt_dur(r.ideal_makespan)
+            ),
+            "≥ 90%".into(),
+            yes(r.fraction() >= 0.9),
+        ]);
+        let pct = r.limited_total() as f64 * 100.0 / r.requests.max(1) as f64;
+        rows.push([
+            "5. 429s received".into(),
+            format!("{} ({pct:.2}%)", r.limited_total()),
+            format!(
+                "of {} requests; {} per-channel, {} global",
+                r.requests, r.limited.channel, r.limited.global
+            ),
+            "≤ 1%".into(),
+            yes(pct <= 1.0),
+        ]);
+        rows.push([
+            "5. questions lost".into(),
+            r.lost.to_string(),
+            format!("{} posted", r.posted),
+            "0".into(),
+            yes(r.lost == 0),
+        ]);
+        let mut out = String::new();
+        out.push_str("| measure | askrelay | detail | target | met |\n");
+        out.push_str("|---|---|---|---|---|\n");
+        for row in rows {
+            out.push_str(&format!("| {} |\n", row.join(" | ")));
+        }
+        out
+    }
+}
+
+fn yes(ok: bool) -> String {
+    if ok { "yes" } else { "**no**" }.into()
+}
+
+fn fmt_dur(d: Duration) -> String {
+    let us = d.as_secs_f64() * 1e6;
+    if us < 1_000.0 {
+        format!("{us:.0} µs")
+    } else if us < 1_000_000.0 {
+        format!("{:.2} ms", us / 1_000.0)
+    } else {
+        format!("{:.2} s", us / 1_000_000.0)
+    }
+}
+
+/// Runs every item and returns the figures. Prints progress to stderr.
+pub async fn run(cfg: &BenchConfig) -> BenchReport {
+    if let Err(e) = rlimit::increase_nofile_limit(u64::MAX) {
+        eprintln!("bench: cannot raise the open-file limit: {e}");
+    }
+    eprintln!("bench: floors ({} samples each)", cfg.asks);
+    let ask_floor = ask_floor(cfg.asks, cfg.warmup).await;
+    let answer_floor = answer_floor(cfg.asks, cfg.warmup).await;
+    eprintln!("bench: ask and answer paths ({} asks)", cfg.asks);
+    let (ask, answer, ask_http) = ask_and_answer_paths(cfg.asks, cfg.warmup).await;
+    eprintln!("bench: capacity ({} pending)", cfg.capacity);
+    let capacity = capacity(&cfg.daemon_bin, cfg.capacity).await;
+    eprintln!("bench: start-up with {} pending rows", cfg.backlog);
+    let startup = startup(&cfg.daemon_bin, cfg.backlog).await;
+    eprintln!(
+        "bench: rate limits ({} questions over {} channels)",
+        cfg.burst, cfg.burst_channels
+    );
+    let rate = rate_limits(cfg.burst, cfg.burst_channels, &cfg.rate_limits).await;
+    BenchReport {
+        ask,
+        ask_floor,
+        ask_http,
+        answer,
+        answer_floor,
+        capacity,
+        startup,
+        rate,
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Shared helpers
+
+/// A one-question yes/no ask, like an agent's.
+fn ask_line(request_id: &str, project: Option<&str>) -> Value {
+    let mut v = json!({
+        "op": "ask",
+        "request_id": request_id,
+        "caller": {"agent_id": "bench-agent", "owner_agent_id": null},
+        "questions": [{
+            "id": "go",
+            "question": format!("Proceed with the destructive cleanup for {request_id}?"),
+            "header": "Confirm",
+            "options": [
+                {"label": "Yes, delete them (Recommended)", "description": "Removes the three stale files."},
+                {"label": "No, keep them", "description": "Aborts the cleanup."}
+            ],
+            "multiSelect": false
+        }]
+    });
+    if let Some(p) = project {
+        v["scope"] = json!({ "project": p });
+    }
+    v
+}
+
+fn answer_line(request_id: &str) -> Value {
+    json!({"op": "answer", "request_id": request_id, "question": "go",
+           "select": ["No, keep them"], "by": "bench"})
+}
+
+async fn bounded<T>(what: &str, limit: Duration, fut: impl std::future::Future<Output = T>) -> T {
+    match tokio::time::timeout(limit, fut).await {
+        Ok(v) => v,
+        Err(_) => panic!(
+            "bench: gave up after {} s waiting for {what}",
+            limit.as_secs()
+        ),
+    }
+}
+
+/// Reads events until `name`; panics on an error event, EOF or after `STEP_LIMIT`.
+async fn expect_event(c: &mut Client, name: &str) -> Value {
+    bounded(&format!("a {name:?} event"), STEP_LIMIT, async {
+        loop {
+            let ev = c
+                .recv()
+                .await
+                .unwrap_or_else(|e| panic!("bench: reading while waiting for {name}: {e:#}"))
+                .unwrap_or_else(|| panic!("bench: the daemon closed while waiting for {name}"));
+            if ev["event"] == name {
+                return ev;
+            }
+            if ev["event"] == "error" {
+                panic!("bench: expected {name}, got {ev}");
+            }
+        }
+    })
+    .await
+}
+
+/// Connects, retrying while the socket is missing or its backlog is full.
+async fn connect(path: &Path) -> Client {
+    let deadline = Instant::now() + STEP_LIMIT;
+    loop {
+        match Client::connect(path).await {
+            Ok(c) => return c,
+            Err(_) if Instant::now() < deadline => {
+                tokio::time::sleep(Duration::from_millis(2)).await;
+            }
+            Err(e) => panic!("bench: cannot connect to {}: {e}", path.display()),
+        }
+    }
+}
+
+/// The pool settings of src/store.rs: WAL, synchronous NORMAL.
+async fn open_pool(path: &Path) -> sqlx::SqlitePool {
+    let options = SqliteConnectOptions::from_str(&format!("sqlite://{}", path.display()))
+        .unwrap()
+        .create_if_missing(true)
+        .journal_mode(SqliteJournalMode::Wal)
+        .synchronous(SqliteSynchronous::Normal)
+        .foreign_keys(true)
+        .busy_timeout(Duration::from_secs(10));
+    SqlitePoolOptions::new()
+        .max_connections(4)
+        .connect_with(options)
+        .await
+        .expect("bench: open the floor database")
+}
+
+async fn floor_table(pool: &sqlx::SqlitePool) {
+    sqlx::query(
+        "CREATE TABLE requests (key INTEGER PRIMARY KEY AUTOINCREMENT, request_id TEXT NOT NULL \
+         UNIQUE, questions_json TEXT NOT NULL, status TEXT NOT NULL DEFAULT 'pending', \
+         created_at INTEGER NOT NULL, answered_at INTEGER, result_json TEXT)",
+    )
+    .execute(pool)
+    .await
+    .expect("bench: floor table");
+}
+
+fn now_ms() -> i64 {
+    askrelay::store::now_ms()
+}
+
+// ---------------------------------------------------------------------------------------------
+// Floors
+
+/// Floor of the ask path: the client writes the same `ask` line the daemon gets; a minimal
+/// server reads the line, INSERTs a row like the daemon's request row (one WAL commit), and
+/// writes a one-line reply that the client reads. Timed from the write to the read.
+async fn ask_floor(n: usize, warmup: usize) -> Latency {
+    let dir = tempfile::tempdir().unwrap();
+    let pool = open_pool(&dir.path().join("floor.db")).await;
+    floor_table(&pool).await;
+    let sock = dir.path().join("floor.sock");
+    let listener = UnixListener::bind(&sock).unwrap();
+    let server_pool = pool.clone();
+    let server = tokio::spawn(async move {
+        let (stream, _) = listener.accept().await.unwrap();
+        let (rd, mut wr) = stream.into_split();
+        let mut rd = BufReader::new(rd);
+        let mut line = String::new();
+        while rd.read_line(&mut line).await.unwrap_or(0) > 0 {
+            let v: Value = serde_json::from_str(&line).unwrap();
+            sqlx::query(
+                "INSERT INTO requests (request_id, questions_json, created_at) VALUES (?, ?, ?)",
+            )
+            .bind(v["request_id"].as_str().unwrap_or_default())
+            .bind(v["questions"].to_string())
+            .bind(now_ms())
+            .execute(&server_pool)
+            .await
+            .unwrap();
+            wr.write_all(b"{\"event\":\"stored\"}\n").await.unwrap();
+            line.clear();
+        }
+    });
+    let stream = UnixStream::connect(&sock).await.unwrap();
+    let (rd, mut wr) = stream.into_split();
+    let mut rd = BufReader::new(rd);
+    let mut samples = Vec::with_capacity(n);
+    let mut reply = String::new();
+    for i in 0..warmup + n {
+        let mut line = ask_line(&format!("floor-{i}"), None).to_string();
+        line.push('\n');
+        let t0 = Instant::now();
+        wr.write_all(line.as_bytes()).await.unwrap();
+        reply.clear();
+        bounded("the floor reply", STEP_LIMIT, rd.read_line(&mut reply))
+            .await
+            .unwrap();
+        if i >= warmup {
+            samples.push(t0.elapsed());
+        }
+    }
+    drop(wr);
+    let _ = server.await;
+    pool.close().await;
+    Latency::of(samples)
+}
+
+/// Floor of the answer path: a WebSocket server sends the same INTERACTION_CREATE frame the
+/// stand-in sends; a minimal client reads it, UPDATEs one row (one WAL commit) and writes one
+/// line to a Unix socket, which the timing side reads. Timed from the frame's send to the read.
+async fn answer_floor(n: usize, warmup: usize) -> Latency {
+    use futures_util::{SinkExt, StreamExt};
+    use tokio_tungstenite::tungstenite::Message;
+    let dir = tempfile::tempdir().unwrap();
+    let pool = open_pool(&dir.path().join("floor.db")).await;
+    floor_table(&pool).await;
+    for i in 0..(warmup + n) {
+        sqlx::query(
+            "INSERT INTO requests (request_id, questions_json, created_at) VALUES (?, ?, ?)",
+        )
+        .bind(format!("floor-{i}"))
+        .bind(ask_line("x", None)["questions"].to_string())
+        .bind(now_ms())
+        .execute(&pool)
+        .await
+        .unwrap();
+    }
+    let sock = dir.path().join("floor.sock");
+    let unix = UnixListener::bind(&sock).unwrap();
+    let tcp = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = tcp.local_addr().unwrap();
+    // The "daemon": a WebSocket client that commits and tells its agent.
+    let client_pool = pool.clone();
+    let daemon = tokio::spawn(async move {
+        let stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+        let (mut ws, _) = tokio_tungstenite::client_async(format!("ws://{addr}/"), stream)
+            .await
+            .unwrap();
+        let mut agent = UnixStream::connect(&sock).await.unwrap();
+        while let Some(Ok(msg)) = ws.next().await {
+            let Message::Text(text) = msg else { continue };
+            let v: Value = serde_json::from_str(text.as_str()).unwrap();
+            let id = v["d"]["data"]["custom_id"].as_str().unwrap_or_default();
+            sqlx::query("UPDATE requests SET status = 'answered', answered_at = ?, result_json = ? WHERE request_id = ? AND status = 'pending'")
+                .bind(now_ms())
+                .bind(r#"{"answers":[{"id":"go","selected":["No, keep them"],"custom":null}]}"#)
+                .bind(id)
+                .execute(&client_pool)
+                .await
+                .unwrap();
+            let mut line = json!({"event": "answered", "request_id": id,
+                "result": {"answers": [{"id": "go", "selected": ["No, keep them"], "custom": null}]}})
+                .to_string();
+            line.push('\n');
+            agent.write_all(line.as_bytes()).await.unwrap();
+        }
+    });
+    let (ws_stream, _) = tcp.accept().await.unwrap();
+    let mut ws = tokio_tungstenite::accept_async(ws_stream).await.unwrap();
+    let (agent, _) = unix.accept().await.unwrap();
+    let mut agent = BufReader::new(agent);
+    let clicker = Clicker::new(42, "bench", &[]);
+    let mut samples = Vec::with_capacity(n);
+    let mut line = String::new();
+    for i in 0..warmup + n {
+        let mut payload = fixtures::component_click(
+            7_000_000 + i as u64,
+            1,
+            2,
+            CHANNEL,
+            3,
+            &clicker,
+            &format!("floor-{i}"),
+        );
+        payload["message"]["content"] = json!("x".repeat(600));
+        let frame = json!({"op": 0, "t": "INTERACTION_CREATE", "s": i + 2, "d": payload});
+        let t0 = Instant::now();
+        ws.send(Message::Text(frame.to_string().into()))
+            .await
+            .unwrap();
+        line.clear();
+        bounded(
+            "the floor's answered line",
+            STEP_LIMIT,
+            agent.read_line(&mut line),
+        )
+        .await
+        .unwrap();
+        if i >= warmup {
+            samples.push(t0.elapsed());
+        }
+    }
+    drop(ws);
+    daemon.abort();
+    let _ = daemon.await;
+    pool.close().await;
+    Latency::of(samples)
+}
+
+// ---------------------------------------------------------------------------------------------
+// Items 1 and 2: the real daemon in this process, Discord through the stand-in
+
+fn discord_config(dir: &Path) -> Config {
+    let mut config = Config {
+        socket_path: dir.join("askrelay.sock"),
+        database_url: format!("sqlite://{}", dir.join("state/askrelay.db").display()),
+        ..Config::default()
+    };
+    config.terminal.enabled = Some(false);
+    config.discord.token = Some(Secret::new("bench-bot-token"));
+    config
+}
+
+fn message_id_of_link(link: &str) -> u64 {
+    link.rsplit('/')
+        .next()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| panic!("bench: not a message link: {link}"))
+}
+
+/// Each iteration asks on a fresh connection (timed: write → the stand-in has the create
+/// POST), waits for `accepted`, clicks the first button (timed: INTERACTION_CREATE sent →
+/// `answered` read), then waits for the interaction callback and the message edit so that the
+/// next iteration starts quiet.
+async fn ask_and_answer_paths(n: usize, warmup: usize) -> (Latency, Latency, Latency) {
+    let standin = StandIn::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = discord_config(dir.path());
+    config.discord.api_base = standin.base_url.clone();
+    config.discord.channel_id = Some(Snowflake(CHANNEL));
+    let daemon = Daemon::start(config.clone()).await.unwrap();
+    bounded("the gateway session", STEP_LIMIT, standin.wait_ready()).await;
+    let clicker = Clicker::new(4242, "bench-person", &[]);
+    let mut ask_samples = Vec::with_capacity(n);
+    let mut answer_samples = Vec::with_capacity(n);
+    for i in 0..warmup + n {
+        let request_id = format!("path-{i}");
+        let mut c = connect(&config.socket_path).await;
+        let mut line = ask_line(&request_id, None).to_string();
+        line.push('\n');
+        let t0 = Instant::now();
+        c.send_raw(line.as_bytes()).await.unwrap();
+        let accepted = expect_event(&mut c, "accepted").await;
+        let link = accepted["message_links"][0]
+            .as_str()
+            .unwrap_or_else(|| panic!("bench: accepted without a message link: {accepted}"));
+        let mid = message_id_of_link(link);
+        let message = standin
+            .message(mid)
+            .unwrap_or_else(|| panic!("bench: the stand-in has no message {mid}"));
+        let nonce = message["nonce"].as_str().unwrap_or_default().to_owned();
+        let post = standin
+            .wait_for_request(|r| {
+                r.method == "POST"
+                    && r.status == 200
+                    && r.body
+                        .as_ref()
+                        .and_then(|b| b.get("nonce"))
+                        .and_then(Value::as_str)
+                        == Some(nonce.as_str())
+            })
+            .await;
+        let ask_time = post.at.saturating_duration_since(t0);
+        let custom_id = message["components"][0]["components"][0]["custom_id"]
+            .as_str()
+            .unwrap_or_else(|| panic!("bench: no button in {message}"))
+            .to_owned();
+        let iid = 8_000_000 + i as u64;
+        let payload = fixtures::component_click(
+            iid,
+            standin.application_id(),
+            standin.guild_id(),
+            CHANNEL,
+            mid,
+            &clicker,
+            &custom_id,
+        );
+        let t1 = Instant::now();
+        standin.send_interaction(payload).await;
+        let answered = expect_event(&mut c, "answered").await;
+        let answer_time = t1.elapsed();
+        assert_eq!(answered["request_id"], request_id.as_str());
+        let callback = format!("/interactions/{iid}/");
+        standin
+            .wait_for_request(|r| r.path.contains(&callback))
+            .await;
+        let edit = format!("/messages/{mid}");
+        standin
+            .wait_for_request(|r| r.method == "PATCH" && r.path.ends_with(&edit))
+            .await;
+        if i >= warmup {
+            ask_samples.push(ask_time);
+            answer_samples.push(answer_time);
+        }
+    }
+    daemon.shutdown().await;
+    let http = http_alone(&standin, n, warmup).await;
+    (Latency::of(ask_samples), Latency::of(answer_samples), http)
+}
+
+/// The create-message POST on its own: the body the daemon last sent, with a new nonce each
+/// time, through a serenity `Http` built like the daemon's (`build_http`, proxy mode). Timed
+/// from the call to the stand-in having the request.
+async fn http_alone(standin: &StandIn, n: usize, warmup: usize) -> Latency {
+    let last = standin
+        .wait_for_requests(1, |r| r.method == "POST" && r.path.ends_with("/messages"))
+        .await
+        .pop()
+        .and_then(|r| r.body)
+        .expect("bench: a create body to replay");
+    let mut config = discord_config(Path::new("/nonexistent"));
+    config.discord.api_base = standin.base_url.clone();
+    let http = askrelay::answerer::discord::build_http(&config).unwrap();
+    let channel = serenity::all::ChannelId::new(CHANNEL);
+    let mut samples = Vec::with_capacity(n);
+    for i in 0..warmup + n {
+        let nonce = format!("http-{i}");
+        let mut body = last.clone();
+        body["nonce"] = json!(nonce);
+        let t0 = Instant::now();
+        bounded(
+            "a create POST",
+            STEP_LIMIT,
+            http.send_message(channel, Vec::new(), &body),
+        )
+        .await
+        .expect("bench: the create POST");
+        let rec = standin
+            .wait_for_request(|r| {
+                r.method == "POST"
+                    && r.body
+                        .as_ref()
+                        .and_then(|b| b.get("nonce"))
+                        .and_then(Value::as_str)
+                        == Some(nonce.as_str())
+            })
+            .await;
+        if i >= warmup {
+            samples.push(rec.at.saturating_duration_since(t0));
+        }
+    }
+    Latency::of(samples)
+}
+
+// ---------------------------------------------------------------------------------------------
+// Items 3 and 4: the daemon binary
+
+/// A daemon process (terminal answerer, no Discord) on `dir`; killed when dropped.
+struct DaemonProc {
+    child: Child,
+    socket: PathBuf,
+}
+
+impl DaemonProc {
+    fn spawn(bin: &Path, dir: &Path) -> DaemonProc {
+        assert!(
+            bin.exists(),
+            "bench: the daemon binary {} does not exist (cargo build --release --bin askrelay)",
+            bin.display()
+        );
+        let socket = dir.join("askrelay.sock");
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(dir.join("daemon.log"))
+            .unwrap();
+        let child = Command::new(bin)
+            .arg("serve")
+            .env_clear()
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .env("ASKRELAY_SOCKET_PATH", &socket)
+            .env(
+                "ASKRELAY_DATABASE_URL",
+                format!("sqlite://{}", dir.join("state/askrelay.db").display()),
+            )
+            .env("ASKRELAY_TERMINAL__ENABLED", "true")
+            .env("ASKRELAY_CANCEL_GRACE_SECS", "3600")
+            .env("ASKRELAY_RESTART_GRACE_SECS", "3600")
+            .env("ASKRELAY_LOG", "warn")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(log)
+            .spawn()
+            .unwrap_or_else(|e| panic!("bench: cannot start {}: {e}", bin.display()));
+        DaemonProc { child, socket }
+    }
+
+    fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Waits until the daemon answers `health`; returns the number of pending requests.
+    async fn wait_serving(&mut self) -> usize {
+        let deadline = Instant::now() + STEP_LIMIT;
+        loop {
+            if let Ok(Some(status)) = self.child.try_wait() {
+                panic!("bench: the daemon exited early: {status} (see its daemon.log)");
+            }
+            if let Ok(mut c) = Client::connect(&self.socket).await {
+                if let Ok(Ok(v)) =
+                    tokio::time::timeout(STEP_LIMIT, c.call(&json!({"op": "health"}))).await
+                {
+                    return v["pending"].as_u64().unwrap_or(0) as usize;
+                }
+            }
+            assert!(
+                Instant::now() < deadline,
+                "bench: the daemon did not serve within {} s",
+                STEP_LIMIT.as_secs()
+            );
+            tokio::time::sleep(Duration::from_millis(2)).await;
+        }
+    }
+
+    fn rss_kib(&self) -> u64 {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.pid()))
+            .expect("bench: read /proc/PID/status");
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix("VmRSS:"))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+            .expect("bench: VmRSS in /proc/PID/status")
+    }
+
+    /// SIGKILL: a crash.
+    fn kill(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+
+    /// SIGTERM and a bounded wait for the graceful shutdown, then SIGKILL.
+    async fn terminate(&mut self) {
+        let sent = Command::new("kill")
+            .args(["-TERM", &self.pid().to_string()])
+            .status()
+            .is_ok_and(|s| s.success());
+        if !sent {
+            self.kill();
+            return;
+        }
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while Instant::now() < deadline {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        self.kill();
+    }
+}
+
+impl Drop for DaemonProc {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+/// Item 3: `n` clients each ask on their own connection and wait; the daemon's RSS with all of
+/// them pending; then 16 connections answer them all through `answer`, and every client must
+/// read its `answered` line.
+async fn capacity(bin: &Path, n: usize) -> CapacityReport {
+    let dir = tempfile::tempdir().unwrap();
+    let mut daemon = DaemonProc::spawn(bin, dir.path());
+    daemon.wait_serving().await;
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let rss_idle_kib = daemon.rss_kib();
+    let socket = daemon.socket.clone();
+    let accepted = Arc::new(AtomicUsize::new(0));
+    let accepted_note = Arc::new(tokio::sync::Notify::new());
+    let connecting = Arc::new(tokio::sync::Semaphore::new(256));
+    let mut clients = tokio::task::JoinSet::new();
+    for i in 0..n {
+        let (socket, accepted, note, connecting) = (
+            socket.clone(),
+            accepted.clone(),
+            accepted_note.clone(),
+            connecting.clone(),
+        );
+        clients.spawn(async move {
+            let request_id = format!("cap-{i}");
+            let mut c = {
+                let _permit = connecting.acquire().await.unwrap();
+                let mut c = connect(&socket).await;
+                c.send(&ask_line(&request_id, None)).await.unwrap();
+                expect_event(&mut c, "accepted").await;
+                c
+            };
+            accepted.fetch_add(1, Ordering::SeqCst);
+            note.notify_one();
+            // Hold the connection until the answer comes.
+            let ev = bounded("an answered line", Duration::from_secs(600), c.recv()).await;
+            let ok = matches!(&ev, Ok(Some(v)) if v["event"] == "answered"
+                && v["request_id"] == request_id.as_str()
+                && v["result"]["answers"][0]["selected"][0] == "No, keep them");
+            (ok, Instant::now())
+        });
+    }
+    bounded(
+        "every capacity ask to be accepted",
+        Duration::from_secs(600),
+        async {
+            while accepted.load(Ordering::SeqCst) < n {
+                accepted_note.notified().await;
+            }
+        },
+    )
+    .await;
+    // Let the daemon settle, then take the larger of two readings.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let mut rss_kib = daemon.rss_kib();
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    rss_kib = rss_kib.max(daemon.rss_kib());
+    eprintln!(
+        "bench: {n} pending, daemon RSS {:.1} MiB",
+        rss_kib as f64 / 1024.0
+    );
+
+    let t0 = Instant::now();
+    let next = Arc::new(AtomicUsize::new(0));
+    let mut answerers = tokio::task::JoinSet::new();
+    for _ in 0..16 {
+        let (socket, next) = (socket.clone(), next.clone());
+        answerers.spawn(async move {
+            let mut c = connect(&socket).await;
+            let mut failed = 0usize;
+            loop {
+                let i = next.fetch_add(1, Ordering::SeqCst);
+                if i >= n {
+                    return failed;
+                }
+                let reply = bounded(
+                    "an answer reply",
+                    STEP_LIMIT,
+                    c.call(&answer_line(&format!("cap-{i}"))),
+                )
+                .await;
+                match reply {
+                    Ok(v) if v["event"] == "answer_accepted" => {}
+                    other => {
+                        eprintln!("bench: answering cap-{i} failed: {other:?}");
+                        failed += 1;
+                    }
+                }
+            }
+        });
+    }
+    while let Some(r) = answerers.join_next().await {
+        let _ = r.expect("bench: an answering task panicked");
+    }
+    let mut delivered = 0;
+    let mut last = t0;
+    while let Some(r) = clients.join_next().await {
+        let (ok, at) = r.expect("bench: a capacity client panicked");
+        if ok {
+            delivered += 1;
+            last = last.max(at);
+        }
+    }
+    daemon.terminate().await;
+    CapacityReport {
+        pending: n,
+        rss_idle_kib,
+        rss_kib,
+        answer_time: last.saturating_duration_since(t0),
+        lost: n - delivered,
+    }
+}
+
+/// Item 4: a first daemon takes `n` asks (pipelined over 10 connections) and is SIGKILLed with
+/// all of them pending; a second one is timed from spawn to its first reply.
+async fn startup(bin: &Path, n: usize) -> StartupReport {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let mut first = DaemonProc::spawn(bin, dir.path());
+        first.wait_serving().await;
+        let lanes = 10.min(n.max(1));
+        let mut fill = tokio::task::JoinSet::new();
+        for lane in 0..lanes {
+            let socket = first.socket.clone();
+            let ids: Vec<usize> = (lane..n).step_by(lanes).collect();
+            fill.spawn(async move {
+                let mut c = connect(&socket).await;
+                for i in &ids {
+                    c.send(&ask_line(&format!("backlog-{i}"), None))
+                        .await
+                        .unwrap();
+                }
+                for _ in &ids {
+                    expect_event(&mut c, "accepted").await;
+                }
+                c
+            });
+        }
+        let mut held = Vec::new();
+        while let Some(c) = fill.join_next().await {
+            held.push(c.expect("bench: a backlog client panicked"));
+        }
+        first.kill();
+    }
+    let t0 = Instant::now();
+    let mut second = DaemonProc::spawn(bin, dir.path());
+    let socket = second.socket.clone();
+    let deadline = t0 + STEP_LIMIT;
+    let (to_connect, mut c) = loop {
+        // A stale socket file from the killed daemon refuses connections until the new one
+        // replaces it.
+        if let Ok(c) = Client::connect(&socket).await {
+            break (t0.elapsed(), c);
+        }
+        assert!(
+            Instant::now() < deadline,
+            "bench: the daemon did not listen within {} s",
+            STEP_LIMIT.as_secs()
+        );
+        if let Ok(Some(status)) = second.child.try_wait() {
+            panic!("bench: the daemon exited early: {status}");
+        }
+        tokio::task::yield_now().await;
+    };
+    let health = bounded(
+        "the first health reply",
+        STEP_LIMIT,
+        c.call(&json!({"op": "health"})),
+    )
+    .await
+    .expect("bench: health");
+    let to_serve = t0.elapsed();
+    let pending_reported = health["pending"].as_u64().unwrap_or(0) as usize;
+    second.terminate().await;
+    StartupReport {
+        backlog: n,
+        to_connect,
+        to_serve,
+        pending_reported,
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Item 5: serenity's own rate limiter against a rate-limited stand-in over TLS
+
+async fn rate_limits(n: usize, channels: usize, limits: &RateLimits) -> RateReport {
+    let standin = StandIn::start_with(StandInOptions {
+        tls: true,
+        rate_limits: Some(limits.clone()),
+    })
+    .await;
+    let client = reqwest::Client::builder()
+        .use_rustls_tls()
+        .resolve("discord.com", standin.tls_addr())
+        .add_root_certificate(
+            reqwest::Certificate::from_pem(standin.tls_root_cert_pem().as_bytes()).unwrap(),
+        )
+        .build()
+        .expect("bench: the TLS client");
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = discord_config(dir.path());
+    for c in 0..channels {
+        let route: Route = serde_json::from_value(json!({
+            "name": format!("bench-{c}"),
+            "match": {"project": format!("p{c}")},
+            "channel_id": BURST_CHANNEL + c as u64,
+        }))
+        .unwrap();
+        config.routes.push(route);
+    }
+    let daemon = Daemon::start_with(
+        config.clone(),
+        DaemonHooks {
+            discord_client: Some(client),
+        },
+    )
+    .await
+    .unwrap();
+    bounded("the gateway session", STEP_LIMIT, standin.wait_ready()).await;
+    let before = standin.requests().len();
+
+    // Connect every agent first, then let them all ask at once.
+    let go = Arc::new(tokio::sync::Barrier::new(n + 1));
+    let mut agents = tokio::task::JoinSet::new();
+    for i in 0..n {
+        let (socket, go) = (config.socket_path.clone(), go.clone());
+        agents.spawn(async move {
+            let mut c = connect(&socket).await;
+            let line = ask_line(&format!("burst-{i}"), Some(&format!("p{}", i % channels)));
+            go.wait().await;
+            c.send(&line).await.unwrap();
+            let ev = bounded(
+                "a burst ask to be accepted",
+                Duration::from_secs(600),
+                expect_event(&mut c, "accepted"),
+            )
+            .await;
+            let mid = ev["message_links"]
+                .as_array()
+                .and_then(|l| l.first())
+                .and_then(Value::as_str)
+                .map(message_id_of_link);
+            // A waiting agent keeps its connection: hand it back to be held to the end.
+            (mid, c)
+        });
+    }
+    bounded("every burst agent to connect", STEP_LIMIT * 2, go.wait()).await;
+    let t0 = Instant::now();
+    let mut linked = HashSet::new();
+    let mut waiting = Vec::with_capacity(n);
+    while let Some(r) = agents.join_next().await {
+        let (mid, c) = r.expect("bench: a burst agent panicked");
+        linked.extend(mid);
+        waiting.push(c);
+    }
+    let requests: Vec<_> = standin.requests().into_iter().skip(before).collect();
+    let creates: Vec<_> = requests
+        .iter()
+        .filter(|r| {
+            r.method == "POST"
+                && r.status == 200
+                && r.path.contains("/channels/")
+                && r.path.ends_with("/messages")
+        })
+        .collect();
+    let last = creates.iter().map(|r| r.at).max().unwrap_or(t0);
+    if std::env::var_os("BENCH_DEBUG").is_some() {
+        for r in &requests {
+            eprintln!(
+                "bench: {:>9.3} s {} {} {}",
+                r.at.saturating_duration_since(t0).as_secs_f64(),
+                r.status,
+                r.method,
+                r.path
+            );
+        }
+    }
+    let mut posted_messages = HashSet::new();
+    for c in 0..channels {
+        for m in standin.messages_in(BURST_CHANNEL + c as u64) {
+            if let Some(id) = m["id"].as_str().and_then(|s| s.parse::<u64>().ok()) {
+                posted_messages.insert(id);
+            }
+        }
+    }
+    let delivered = linked.intersection(&posted_messages).count();
+    let per_channel = n.div_ceil(channels.max(1));
+    let windows = per_channel.div_ceil(limits.channel_messages.max(1) as usize);
+    let ideal = limits.channel_window * (windows.saturating_sub(1) as u32);
+    let limited = standin.rate_limited();
+    drop(waiting);
+    daemon.shutdown().await;
+    RateReport {
+        questions: n,
+        channels,
+        limits: limits.clone(),
+        makespan: last.saturating_duration_since(t0),
+        ideal_makespan: ideal,
+        posted: creates.len(),
+        requests: requests.len(),
+        limited,
+        lost: n - delivered,
+    }
+}
