@@ -221,6 +221,7 @@ impl Store {
     /// Stores a new request with its questions, or returns the one already stored under the id.
     pub async fn insert_request(&self, new: &NewRequest) -> Result<Inserted> {
         let questions_json = serde_json::to_string(&new.questions)?;
+        let created_at = now_ms();
         let mut tx = self.pool.begin().await?;
         let inserted = sqlx::query(
             "INSERT INTO requests (request_id, questions_json, caller_json, scope_json, peer_uid, \
@@ -233,7 +234,7 @@ impl Store {
         .bind(serde_json::to_string(&new.scope)?)
         .bind(new.peer_uid.map(i64::from))
         .bind(new.peer_pid)
-        .bind(now_ms())
+        .bind(created_at)
         .fetch_optional(&mut *tx)
         .await?;
         let Some(row) = inserted else {
@@ -254,11 +255,23 @@ impl Store {
                 .await?;
         }
         tx.commit().await?;
-        let stored = self
-            .request_by_key(key)
-            .await?
-            .context("a request vanished right after it was stored")?;
-        Ok(Inserted::New(stored))
+        // Built from what was just written, without reading it back (the ask path's latency).
+        Ok(Inserted::New(StoredRequest {
+            key,
+            request_id: new.request_id.clone(),
+            questions: new.questions.clone(),
+            caller: new.caller.clone(),
+            scope: new.scope.clone(),
+            status: Status::Pending,
+            answerer: None,
+            accepted: None,
+            peer_uid: new.peer_uid,
+            peer_pid: new.peer_pid,
+            created_at_ms: created_at,
+            ended_at_ms: None,
+            outcome: None,
+            answers: vec![None; new.questions.len()],
+        }))
     }
 
     /// Records which answerer took a pending request and what it reported.

@@ -190,6 +190,11 @@ impl Hub {
             .map(|e| e.phase.subscribe())
     }
 
+    /// Whether the request is still pending (from memory: every pending request is live).
+    pub fn is_pending(&self, request_id: &str) -> bool {
+        self.inner.live.lock().unwrap().contains_key(request_id)
+    }
+
     pub fn answerer_names(&self) -> Vec<&'static str> {
         self.inner.answerers.iter().map(|a| a.name()).collect()
     }

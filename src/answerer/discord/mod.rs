@@ -400,10 +400,8 @@ impl DiscordAnswerer {
             let mut attempt = 1u32;
             loop {
                 // A request cancelled while Discord was down is not posted afterwards.
-                match hub.store().request_by_key(req.key).await {
-                    Ok(Some(r)) if r.status == crate::store::Status::Pending => {}
-                    Ok(_) => return Err(Failure::Permanent("the request has ended".into())),
-                    Err(e) => return Err(internal(e)),
+                if !hub.is_pending(&req.request_id) {
+                    return Err(Failure::Permanent("the request has ended".into()));
                 }
                 let sent = {
                     let lane = self.lane(channel);
