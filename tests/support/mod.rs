@@ -2,6 +2,7 @@
 #![allow(dead_code)]
 
 pub mod bench;
+pub mod chaos;
 pub mod discord_schema;
 pub mod fixtures;
 pub mod standin;

@@ -1,0 +1,122 @@
+//! The fault harness: the real daemon against the Discord stand-in under SIGKILLs, crash points,
+//! injected 5xx and 429 bursts and gateway drops (see `tests/support/chaos.rs`).
+//!
+//! ```text
+//! cargo run --release --example chaos -- --requests 200 --kills 20
+//! cargo run --release --example chaos -- --requests 200 --kills 20 --seed 7 --verbose
+//! ```
+//!
+//! It runs `askrelay serve` from next to this example (`target/<profile>/askrelay`), building it
+//! first with `cargo build --bin askrelay` (same profile) when it is missing or when run through
+//! `cargo run`. At the end it prints requests, questions posted, duplicates posted, answers lost,
+//! requests ended twice and wrong answers (the bar is 0 for the last four), and exits 1 when the
+//! bar is missed. A failed run keeps its work directory (the daemon's log and database) and says
+//! where. `--verbose` shows progress, kills and faults as they happen.
+
+#[path = "../tests/support/mod.rs"]
+mod support;
+
+use clap::Parser;
+use std::path::PathBuf;
+use std::time::Duration;
+use support::chaos::{self, ChaosConfig};
+
+#[derive(Debug, Parser)]
+#[command(
+    about = "Runs askrelay under SIGKILLs and Discord faults and checks that nothing is lost"
+)]
+struct Args {
+    /// Requests, all in flight at once (1 to 3 questions each).
+    #[arg(long, default_value_t = 200)]
+    requests: usize,
+    /// SIGKILLs of the daemon, each followed by a restart.
+    #[arg(long, default_value_t = 20)]
+    kills: usize,
+    /// Seed of the random choices (questions, kill points, faults); default: from the clock.
+    #[arg(long)]
+    seed: Option<u64>,
+    /// Give up waiting for the final lines after this many seconds.
+    #[arg(long, default_value_t = 600)]
+    deadline_secs: u64,
+    /// Never start the daemon with ASKRELAY_TEST_CRASH_AT.
+    #[arg(long)]
+    no_crash_points: bool,
+    /// Keep the work directory (daemon.log, askrelay.db) even when the run passes.
+    #[arg(long)]
+    keep_dir: bool,
+    /// Progress lines on stderr.
+    #[arg(long, short)]
+    verbose: bool,
+    /// The askrelay binary; by default target/<profile>/askrelay next to this example.
+    #[arg(long)]
+    daemon: Option<PathBuf>,
+}
+
+/// target/<profile>/examples/chaos → target/<profile>/askrelay. Built first when it is missing;
+/// under `cargo run` (which does not build binaries for an example) it is always brought up to
+/// date, so that a stale daemon is never tested.
+fn daemon_binary() -> PathBuf {
+    let exe = std::env::current_exe().expect("chaos: current_exe");
+    let profile_dir = exe
+        .parent()
+        .and_then(|p| p.parent())
+        .expect("chaos: the example is not in target/<profile>/examples");
+    let bin = profile_dir.join("askrelay");
+    let under_cargo = std::env::var_os("CARGO");
+    if bin.exists() && under_cargo.is_none() {
+        return bin;
+    }
+    let release = profile_dir.file_name().is_some_and(|n| n == "release");
+    let mut build = std::process::Command::new(under_cargo.unwrap_or_else(|| "cargo".into()));
+    build.args(["build", "--bin", "askrelay"]);
+    if release {
+        build.arg("--release");
+    }
+    if bin.exists() {
+        eprintln!(
+            "chaos: making sure {} is up to date: {build:?}",
+            bin.display()
+        );
+    } else {
+        eprintln!(
+            "chaos: {} is missing; building it: {build:?}",
+            bin.display()
+        );
+    }
+    match build.status() {
+        Ok(s) if s.success() => {}
+        other => {
+            eprintln!("chaos: building the daemon failed ({other:?})");
+            std::process::exit(2);
+        }
+    }
+    bin
+}
+
+#[tokio::main]
+async fn main() {
+    let args = Args::parse();
+    let daemon = args.daemon.clone().unwrap_or_else(daemon_binary);
+    let seed = args.seed.unwrap_or_else(|| {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(1, |d| d.as_secs())
+    });
+    let mut cfg = ChaosConfig::new(args.requests, args.kills, seed);
+    cfg.deadline = Duration::from_secs(args.deadline_secs);
+    cfg.crash_points = !args.no_crash_points;
+    cfg.verbose = args.verbose;
+    cfg.keep_dir_on_failure = true;
+    cfg.keep_dir = args.keep_dir;
+    eprintln!(
+        "chaos: {} requests, {} kills, seed {seed}, daemon {}",
+        cfg.requests,
+        cfg.kills,
+        daemon.display()
+    );
+    let report = chaos::run(cfg, &daemon).await;
+    report.print();
+    if !report.ok() {
+        std::process::exit(1);
+    }
+}

@@ -1,0 +1,37 @@
+//! The fault harness of `tests/support/chaos.rs` in a small configuration: the real `askrelay`
+//! binary against the Discord stand-in, with SIGKILLs and restarts, a crash point, 5xx and 429
+//! bursts and gateway drops. The full run is
+//! `cargo run --release --example chaos -- --requests 200 --kills 20`.
+
+mod support;
+
+use std::path::Path;
+use std::time::Duration;
+use support::chaos::{self, ChaosConfig};
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_small_chaos_run_loses_nothing_and_posts_nothing_twice() {
+    let mut cfg = ChaosConfig::new(20, 3, 20_251_130);
+    cfg.deadline = Duration::from_secs(40);
+    cfg.ramp = Duration::from_millis(800);
+    cfg.click_spread = Duration::from_millis(1500);
+    cfg.fault_every = Duration::from_millis(80);
+    cfg.verbose = std::env::var_os("CHAOS_VERBOSE").is_some();
+    let daemon = Path::new(env!("CARGO_BIN_EXE_askrelay"));
+    let report = tokio::time::timeout(Duration::from_secs(150), chaos::run(cfg, daemon))
+        .await
+        .expect("the chaos run did not finish within 150 s although every wait in it is bounded");
+    println!("{}", report.render());
+    assert!(
+        report.ok(),
+        "the chaos run missed the bar:\n{}",
+        report.render()
+    );
+    assert_eq!(report.answered, 20);
+    assert_eq!(report.kills, 3);
+    // Queued before the first ask, so these never depend on timing.
+    assert!(
+        report.injected_5xx > 0 && report.injected_429 > 0,
+        "{report:?}"
+    );
+}

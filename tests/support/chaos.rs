@@ -1,0 +1,2028 @@
+//! The fault harness: the real `askrelay` binary against the Discord stand-in, with every request
+//! in flight at once, SIGKILLs and restarts at random points, aborts at the named crash points of
+//! `src/crash.rs`, injected 5xx and 429 bursts, and gateway drops.
+//!
+//! - One client task per request asks with a fixed `request_id`; when the daemon goes away it
+//!   reconnects (bounded backoff) and sends the same ask line again (a re-attach). It records
+//!   every final line it sees, and keeps reading after its final line so that a second one on
+//!   the same connection would be seen too.
+//! - A clicker follows the messages the stand-in created and clicks one fixed option per
+//!   question (a button, a single-select value, or a multi-select draft and then "Submit"), with
+//!   a new interaction for every click. A click counts once Discord got a callback for it (type
+//!   6), or an ephemeral "already answered", or once the request's answer reached its client;
+//!   until then it is sent again after a restart or a timeout.
+//! - The asks start at random moments during a ramp (so posting goes on for a while); nothing is
+//!   clicked before the ramp is over, so then every request is in flight at once.
+//! - A monkey SIGKILLs the daemon when questions posted + questions settled crosses random
+//!   thresholds (plus a random delay), so kills land while posts and clicks are in flight, and
+//!   restarts it at once, sometimes with `ASKRELAY_TEST_CRASH_AT` set.
+//! - A fault task injects 5xx and 429 bursts on posts, edits, channel checks and interaction
+//!   callbacks, and drops the gateway, at random times.
+//!
+//! At the end every request is re-attached once more (it must replay the same final line), the
+//! daemon is stopped with SIGTERM, and the report counts duplicates posted, answers lost,
+//! requests ended twice and wrong answers, which must all be 0.
+//!
+//! Randomness comes from the seed only (a tiny xorshift). Timing decides where the faults land,
+//! never what counts as correct: the clicker always clicks the same option of a question, so any
+//! answer that differs is wrong whatever the interleaving.
+//!
+//! Used by `examples/chaos.rs` (the full run) and `tests/chaos.rs` (a small run).
+
+use super::fixtures::{self, Clicker};
+use super::standin::{Failure, StandIn};
+use askrelay::answerer::discord::custom_id::{self, Action};
+use askrelay::client::Client;
+use serde_json::{json, Value};
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::{ExitStatus, Stdio};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::process::{Child, Command};
+use tokio::sync::{oneshot, watch};
+use tokio::time::{sleep, sleep_until, timeout, timeout_at, Instant};
+
+/// The channel every question goes to.
+const CHANNEL: u64 = 7_700;
+/// The crash points of `src/crash.rs`, those of posting first.
+const CRASH_POINTS: [&str; 4] = ["stored", "posted", "clicked", "answered"];
+/// How long a daemon gets to say "listening".
+const START_LIMIT: Duration = Duration::from_secs(30);
+/// A click with no callback is sent again after this long even without a restart.
+const CLICK_TIMEOUT: Duration = Duration::from_secs(4);
+/// Sending one interaction waits this long at most for a live gateway session (the stand-in
+/// itself would panic after 30 s).
+const SEND_LIMIT: Duration = Duration::from_secs(25);
+/// The bound on the final re-attach of every request.
+const REPLAY_LIMIT: Duration = Duration::from_secs(20);
+/// How long SIGTERM gets before SIGKILL at the end.
+const STOP_LIMIT: Duration = Duration::from_secs(20);
+
+/// What to run.
+#[derive(Clone, Debug)]
+pub struct ChaosConfig {
+    /// Requests, all in flight together; each has 1 to 3 questions.
+    pub requests: usize,
+    /// SIGKILLs (each followed by a restart).
+    pub kills: usize,
+    pub seed: u64,
+    /// The bound on waiting for every request's final line.
+    pub deadline: Duration,
+    /// Also start some instances with `ASKRELAY_TEST_CRASH_AT` at a random point.
+    pub crash_points: bool,
+    /// Inject 5xx and 429 bursts and gateway drops.
+    pub faults: bool,
+    /// The asks start at random moments within this time from the start, so that posting goes
+    /// on while the daemon is killed. Nothing is clicked before it is over: then every request
+    /// is in flight at once.
+    pub ramp: Duration,
+    /// After the ramp, each question is clicked a random delay up to this long after its
+    /// message appears.
+    pub click_spread: Duration,
+    /// The mean time between two injected faults (each a burst or a gateway drop).
+    pub fault_every: Duration,
+    /// Progress lines on stderr.
+    pub verbose: bool,
+    /// Keep the work directory (daemon log, database) when the run fails.
+    pub keep_dir_on_failure: bool,
+    /// Keep it in any case.
+    pub keep_dir: bool,
+}
+
+impl ChaosConfig {
+    pub fn new(requests: usize, kills: usize, seed: u64) -> ChaosConfig {
+        ChaosConfig {
+            requests,
+            kills,
+            seed,
+            deadline: Duration::from_secs(600),
+            crash_points: true,
+            faults: true,
+            ramp: Duration::from_secs(5),
+            click_spread: Duration::from_secs(15),
+            fault_every: Duration::from_millis(350),
+            verbose: false,
+            keep_dir_on_failure: false,
+            keep_dir: false,
+        }
+    }
+}
+
+/// What happened. The bar: `duplicates_posted`, `answers_lost`, `ended_twice` and
+/// `wrong_answers` are 0, and every request was answered.
+#[derive(Clone, Debug, Default)]
+pub struct ChaosReport {
+    pub seed: u64,
+    pub requests: usize,
+    pub questions: usize,
+    /// Distinct (request key, question) among the messages created in the channel.
+    pub questions_posted: usize,
+    /// Messages created beyond one per (request key, question).
+    pub duplicates_posted: usize,
+    /// Requests whose client never got `answered` though every question was clicked.
+    pub answers_lost: usize,
+    /// Requests with two different final lines (a replay of the same line is fine).
+    pub ended_twice: usize,
+    /// Requests with an `answered` line whose result is not what the clicker clicked.
+    pub wrong_answers: usize,
+    /// Requests whose client got `answered`.
+    pub answered: usize,
+    /// Requests whose client got no final line at all.
+    pub unfinished: usize,
+    /// The most requests in flight at one time, sampled every 100 ms: asked (the ask line was
+    /// sent) and without a final line yet.
+    pub peak_pending: usize,
+    pub kills_planned: usize,
+    /// SIGKILLs sent by the harness.
+    pub kills: usize,
+    /// Instances that aborted at their `ASKRELAY_TEST_CRASH_AT` point.
+    pub crash_aborts: usize,
+    /// Starts after the first one.
+    pub restarts: usize,
+    /// 5xx answers the stand-in served because of injection.
+    pub injected_5xx: usize,
+    /// 429 answers the stand-in served because of injection.
+    pub injected_429: usize,
+    pub gateway_drops: usize,
+    /// Connections a client made after its first one, each re-sending its ask.
+    pub reattaches: usize,
+    /// Interactions sent (clicks, selections).
+    pub clicks: usize,
+    /// Clicks sent again because the first got no callback in time or the daemon restarted.
+    pub clicks_repeated: usize,
+    /// Messages still showing their buttons at the end, after one graceful restart if needed
+    /// (informational).
+    pub messages_not_edited: usize,
+    /// Lines the daemon logged at ERROR level (informational).
+    pub daemon_error_lines: usize,
+    pub elapsed: Duration,
+    /// What went wrong, one line each; empty on a clean run. Anything here fails the run.
+    pub problems: Vec<String>,
+    /// Worth knowing but not a failure.
+    pub notes: Vec<String>,
+    /// The work directory, when it was kept.
+    pub workdir: Option<PathBuf>,
+}
+
+impl ChaosReport {
+    /// The bar: the four zeros, every request answered, every question posted, every planned
+    /// kill done, and no problem seen by the harness.
+    pub fn ok(&self) -> bool {
+        self.duplicates_posted == 0
+            && self.answers_lost == 0
+            && self.ended_twice == 0
+            && self.wrong_answers == 0
+            && self.answered == self.requests
+            && self.unfinished == 0
+            && self.questions_posted == self.questions
+            && self.kills >= self.kills_planned
+            && self.problems.is_empty()
+    }
+
+    pub fn print(&self) {
+        println!("{}", self.render());
+    }
+
+    /// The report as text, as [`ChaosReport::print`] shows it.
+    pub fn render(&self) -> String {
+        let mut out = String::new();
+        let mut row = |name: &str, value: String, bar: &str| {
+            out.push_str(&format!("  {name:<24}{value:>10}{bar}\n"));
+        };
+        let zero = |n: usize| {
+            if n == 0 {
+                "   (bar: 0)"
+            } else {
+                "   (bar: 0) FAILED"
+            }
+        };
+        row("requests", self.requests.to_string(), "");
+        row("questions", self.questions.to_string(), "");
+        row("questions posted", self.questions_posted.to_string(), "");
+        row(
+            "duplicates posted",
+            self.duplicates_posted.to_string(),
+            zero(self.duplicates_posted),
+        );
+        row(
+            "answers lost",
+            self.answers_lost.to_string(),
+            zero(self.answers_lost),
+        );
+        row(
+            "requests ended twice",
+            self.ended_twice.to_string(),
+            zero(self.ended_twice),
+        );
+        row(
+            "wrong answers",
+            self.wrong_answers.to_string(),
+            zero(self.wrong_answers),
+        );
+        row("answered", self.answered.to_string(), "");
+        row("unfinished", self.unfinished.to_string(), "");
+        row("peak in flight", self.peak_pending.to_string(), "");
+        row(
+            "kills (SIGKILL)",
+            format!("{}/{}", self.kills, self.kills_planned),
+            "",
+        );
+        row("crash-point aborts", self.crash_aborts.to_string(), "");
+        row("restarts", self.restarts.to_string(), "");
+        row("injected 5xx", self.injected_5xx.to_string(), "");
+        row("injected 429", self.injected_429.to_string(), "");
+        row("gateway drops", self.gateway_drops.to_string(), "");
+        row("re-attaches", self.reattaches.to_string(), "");
+        row("clicks", self.clicks.to_string(), "");
+        row("clicks repeated", self.clicks_repeated.to_string(), "");
+        row(
+            "messages not edited",
+            self.messages_not_edited.to_string(),
+            "",
+        );
+        row(
+            "daemon ERROR lines",
+            self.daemon_error_lines.to_string(),
+            "",
+        );
+        row(
+            "elapsed",
+            format!("{:.1} s", self.elapsed.as_secs_f64()),
+            "",
+        );
+        let mut text = format!("askrelay chaos run, seed {}\n{out}", self.seed);
+        const SHOWN: usize = 40;
+        for p in self.problems.iter().take(SHOWN) {
+            text.push_str(&format!("problem: {p}\n"));
+        }
+        if self.problems.len() > SHOWN {
+            text.push_str(&format!(
+                "problem: ... and {} more (see `problems`)\n",
+                self.problems.len() - SHOWN
+            ));
+        }
+        for n in &self.notes {
+            text.push_str(&format!("note: {n}\n"));
+        }
+        if let Some(dir) = &self.workdir {
+            text.push_str(&format!(
+                "work directory kept: {} (daemon.log, askrelay.db)\n",
+                dir.display()
+            ));
+        }
+        text.push_str(if self.ok() {
+            "RESULT: PASS"
+        } else {
+            "RESULT: FAIL"
+        });
+        text
+    }
+}
+
+/// A tiny seeded PRNG (splitmix64 to seed, xorshift64* to draw): reproducible, no dependency.
+#[derive(Clone, Debug)]
+pub struct Rng(u64);
+
+impl Rng {
+    pub fn new(seed: u64) -> Rng {
+        let mut z = seed.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^= z >> 31;
+        Rng(if z == 0 { 0x2545_F491_4F6C_DD1D } else { z })
+    }
+
+    /// An independent stream for a task.
+    pub fn fork(&mut self) -> Rng {
+        Rng::new(self.next_u64())
+    }
+
+    pub fn next_u64(&mut self) -> u64 {
+        let mut x = self.0;
+        x ^= x >> 12;
+        x ^= x << 25;
+        x ^= x >> 27;
+        self.0 = x;
+        x.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+
+    /// In `0..n`; 0 when `n` is 0.
+    pub fn below(&mut self, n: u64) -> u64 {
+        if n == 0 {
+            0
+        } else {
+            self.next_u64() % n
+        }
+    }
+
+    /// In `lo..=hi`.
+    pub fn between(&mut self, lo: u64, hi: u64) -> u64 {
+        lo + self.below(hi.saturating_sub(lo) + 1)
+    }
+
+    pub fn chance(&mut self, num: u64, den: u64) -> bool {
+        self.below(den) < num
+    }
+
+    pub fn millis(&mut self, lo: u64, hi: u64) -> Duration {
+        Duration::from_millis(self.between(lo, hi))
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The plan: requests, questions and the answer the clicker gives each question
+
+struct PlannedQuestion {
+    id: String,
+    labels: Vec<String>,
+    multi: bool,
+    /// The option indices the clicker picks, in option order.
+    expected: Vec<usize>,
+}
+
+struct PlannedRequest {
+    request_id: String,
+    questions: Vec<PlannedQuestion>,
+    ask_line: String,
+    /// The exact `result` an `answered` line must carry.
+    expected_result: String,
+}
+
+fn make_plan(cfg: &ChaosConfig, rng: &mut Rng) -> Vec<PlannedRequest> {
+    (0..cfg.requests)
+        .map(|i| {
+            let request_id = format!("chaos-{}-{i:04}", cfg.seed);
+            let count = rng.between(1, 3) as usize;
+            let questions: Vec<PlannedQuestion> = (0..count)
+                .map(|qi| {
+                    let multi = rng.chance(1, 4);
+                    // 2–5 options are buttons, 6–8 a select menu; multi-select is a menu.
+                    let n = if multi {
+                        rng.between(2, 6)
+                    } else {
+                        rng.between(2, 8)
+                    } as usize;
+                    let recommended = rng.chance(1, 2);
+                    let labels = (0..n)
+                        .map(|o| {
+                            let tag = if o == 0 && recommended {
+                                " (Recommended)"
+                            } else {
+                                ""
+                            };
+                            format!("{request_id} q{qi} o{o}{tag}")
+                        })
+                        .collect();
+                    let expected = if multi {
+                        (0..n).filter(|_| rng.chance(1, 2)).collect()
+                    } else {
+                        vec![rng.below(n as u64) as usize]
+                    };
+                    PlannedQuestion {
+                        id: format!("q{qi}"),
+                        labels,
+                        multi,
+                        expected,
+                    }
+                })
+                .collect();
+            let qs: Vec<Value> = questions
+                .iter()
+                .enumerate()
+                .map(|(qi, q)| {
+                    let options: Vec<Value> = q
+                        .labels
+                        .iter()
+                        .map(|l| json!({"label": l, "description": format!("Pick {l}")}))
+                        .collect();
+                    json!({
+                        "id": q.id,
+                        "question": format!("Chaos question {qi} of {request_id}?"),
+                        "header": format!("Chaos {qi}"),
+                        "options": options,
+                        "multiSelect": q.multi,
+                    })
+                })
+                .collect();
+            let ask = json!({
+                "op": "ask",
+                "request_id": request_id,
+                "caller": {"agent_id": "chaos-agent", "owner_agent_id": null},
+                "scope": {"project": "chaos"},
+                "questions": qs,
+            });
+            let answers: Vec<Value> = questions
+                .iter()
+                .map(|q| {
+                    let selected: Vec<&str> =
+                        q.expected.iter().map(|&o| q.labels[o].as_str()).collect();
+                    json!({"id": q.id, "selected": selected})
+                })
+                .collect();
+            PlannedRequest {
+                ask_line: format!("{ask}\n"),
+                expected_result: json!({ "answers": answers }).to_string(),
+                request_id,
+                questions,
+            }
+        })
+        .collect()
+}
+
+// ---------------------------------------------------------------------------------------------
+// State shared by the tasks
+
+#[derive(Default)]
+struct ReqState {
+    /// Every final line the client saw, in order.
+    finals: Vec<String>,
+    /// The final line of the re-attach at the very end.
+    replay: Option<String>,
+    /// Final lines that came after a first one on the same connection.
+    second_on_same_connection: usize,
+    connects: usize,
+    accepted: usize,
+    finished: bool,
+    /// Anything odd the client saw.
+    odd: Vec<String>,
+}
+
+struct Shared {
+    t0: Instant,
+    verbose: bool,
+    reqs: Mutex<Vec<ReqState>>,
+    /// The daemon instance now running (1 for the first).
+    epoch: AtomicU64,
+    /// Requests whose client has a final line.
+    finished: watch::Sender<usize>,
+    /// What the clicker saw: (questions with a message, questions known to be settled). The
+    /// kill points are thresholds on the sum, so about half fall while questions are posted
+    /// and half while they are clicked.
+    progress: watch::Sender<(usize, usize)>,
+    /// Set once every request has a final line (or the deadline passed): the monkey does its
+    /// last kills, the clicker and the fault task stop.
+    all_done: watch::Sender<bool>,
+    /// Set at the very end: the clients stop reading.
+    stop: watch::Sender<bool>,
+    problems: Mutex<Vec<String>>,
+    notes: Mutex<Vec<String>>,
+    kills: AtomicUsize,
+    crash_aborts: AtomicUsize,
+    restarts: AtomicUsize,
+    gateway_drops: AtomicUsize,
+    clicks: AtomicUsize,
+    clicks_repeated: AtomicUsize,
+    daemon_error_lines: AtomicUsize,
+    daemon_errors: Mutex<Vec<String>>,
+    fatal: AtomicBool,
+}
+
+impl Shared {
+    fn log(&self, what: impl AsRef<str>) {
+        if self.verbose {
+            eprintln!(
+                "[chaos {:>7.2}s] {}",
+                self.t0.elapsed().as_secs_f64(),
+                what.as_ref()
+            );
+        }
+    }
+
+    fn problem(&self, what: String) {
+        self.log(format!("PROBLEM: {what}"));
+        let mut p = self.problems.lock().unwrap();
+        if !p.contains(&what) {
+            p.push(what);
+        }
+    }
+
+    fn note(&self, what: String) {
+        self.log(format!("note: {what}"));
+        let mut n = self.notes.lock().unwrap();
+        if !n.contains(&what) {
+            n.push(what);
+        }
+    }
+
+    fn fatal(&self, what: String) {
+        self.problem(what);
+        self.fatal.store(true, Ordering::SeqCst);
+        self.all_done.send_replace(true);
+    }
+
+    fn is_fatal(&self) -> bool {
+        self.fatal.load(Ordering::SeqCst)
+    }
+
+    /// Records a final line for request `i`; `again` when the same connection already had one.
+    fn record_final(&self, i: usize, line: &str, again: bool) {
+        let first = {
+            let mut reqs = self.reqs.lock().unwrap();
+            let r = &mut reqs[i];
+            r.finals.push(line.to_owned());
+            if again {
+                r.second_on_same_connection += 1;
+            }
+            let first = !r.finished;
+            r.finished = true;
+            first
+        };
+        if first {
+            self.finished.send_modify(|n| *n += 1);
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The daemon process
+
+struct DaemonCtl {
+    bin: PathBuf,
+    socket: PathBuf,
+    db_url: String,
+    base_url: String,
+    log: Arc<Mutex<std::fs::File>>,
+    child: Option<Child>,
+    crash_at: Option<&'static str>,
+    /// Set by the log reader when this instance said it aborts at its crash point.
+    aborted_on_purpose: Arc<AtomicBool>,
+    /// The task copying this instance's stderr to the log; it ends at the process's exit.
+    pump: Option<tokio::task::JoinHandle<()>>,
+    started_at: Instant,
+    instance: u64,
+    shared: Arc<Shared>,
+}
+
+impl DaemonCtl {
+    /// Starts `askrelay serve` and waits (bounded) until it says it listens.
+    async fn start(&mut self, crash_at: Option<&'static str>) -> Result<(), String> {
+        self.instance += 1;
+        let n = self.instance;
+        self.shared.epoch.store(n, Ordering::SeqCst);
+        let mut cmd = Command::new(&self.bin);
+        cmd.arg("serve")
+            .env_clear()
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .env("ASKRELAY_SOCKET_PATH", &self.socket)
+            .env("ASKRELAY_DATABASE_URL", &self.db_url)
+            .env("ASKRELAY_DISCORD__TOKEN", "chaos-bot-token")
+            .env("ASKRELAY_DISCORD__API_BASE", &self.base_url)
+            .env("ASKRELAY_DISCORD__CHANNEL_ID", CHANNEL.to_string())
+            .env("ASKRELAY_DISCORD__RETRY_MAX_DELAY_MS", "200")
+            .env("ASKRELAY_CANCEL_GRACE_SECS", "600")
+            .env("ASKRELAY_RESTART_GRACE_SECS", "3600")
+            .env("ASKRELAY_TERMINAL__ENABLED", "false")
+            .env("ASKRELAY_LOG", "info")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true);
+        if let Some(point) = crash_at {
+            cmd.env(askrelay::crash::ENV, point);
+        }
+        let mut child = cmd
+            .spawn()
+            .map_err(|e| format!("cannot run {}: {e}", self.bin.display()))?;
+        let pid = child.id().unwrap_or(0);
+        self.shared.log(format!(
+            "daemon #{n} started (pid {pid}{})",
+            crash_at.map_or(String::new(), |p| format!(", crash point {p}"))
+        ));
+        let stderr = child.stderr.take().expect("stderr is piped");
+        let (listening_tx, listening_rx) = oneshot::channel::<()>();
+        let aborted = Arc::new(AtomicBool::new(false));
+        self.aborted_on_purpose = aborted.clone();
+        let log = self.log.clone();
+        let shared = self.shared.clone();
+        {
+            let mut f = log.lock().unwrap();
+            let _ = writeln!(
+                f,
+                "[#{n}] ===== start (pid {pid}, crash point {crash_at:?}) ====="
+            );
+        }
+        self.pump = Some(tokio::spawn(async move {
+            let mut lines = BufReader::new(stderr).lines();
+            let mut listening = Some(listening_tx);
+            while let Ok(Some(line)) = lines.next_line().await {
+                if line.contains(": listening") {
+                    if let Some(tx) = listening.take() {
+                        let _ = tx.send(());
+                    }
+                }
+                if line.contains("aborting here on purpose") {
+                    aborted.store(true, Ordering::SeqCst);
+                }
+                if line.contains(" ERROR ") {
+                    shared.daemon_error_lines.fetch_add(1, Ordering::Relaxed);
+                    let mut e = shared.daemon_errors.lock().unwrap();
+                    if e.len() < 10 {
+                        e.push(format!("#{n}: {line}"));
+                    }
+                }
+                let mut f = log.lock().unwrap();
+                let _ = writeln!(f, "[#{n}] {line}");
+            }
+        }));
+        self.child = Some(child);
+        self.crash_at = crash_at;
+        self.started_at = Instant::now();
+        match timeout(START_LIMIT, listening_rx).await {
+            Ok(Ok(())) => Ok(()),
+            Ok(Err(_)) => {
+                let status = self.reap().await;
+                Err(format!("daemon #{n} exited before listening ({status})"))
+            }
+            Err(_) => {
+                self.kill().await;
+                Err(format!(
+                    "daemon #{n} did not say \"listening\" within {} s",
+                    START_LIMIT.as_secs()
+                ))
+            }
+        }
+    }
+
+    /// Waits for an exiting child (bounded) and describes how it ended.
+    async fn reap(&mut self) -> String {
+        let Some(mut child) = self.child.take() else {
+            return "not running".into();
+        };
+        match timeout(Duration::from_secs(10), child.wait()).await {
+            Ok(Ok(s)) => describe(s),
+            Ok(Err(e)) => format!("wait failed: {e}"),
+            Err(_) => {
+                let _ = child.start_kill();
+                let _ = timeout(Duration::from_secs(10), child.wait()).await;
+                "did not exit; killed".into()
+            }
+        }
+    }
+
+    /// SIGKILL and wait until the process is gone.
+    async fn kill(&mut self) {
+        if let Some(child) = self.child.as_mut() {
+            let _ = child.start_kill();
+        }
+        let status = self.reap().await;
+        self.shared
+            .log(format!("daemon #{} killed ({status})", self.instance));
+    }
+
+    /// SIGTERM, and SIGKILL if it does not stop in time. Returns a problem if it did not stop
+    /// cleanly.
+    async fn terminate(&mut self) -> Option<String> {
+        let child = self.child.as_mut()?;
+        let pid = child.id()?;
+        let sent = std::process::Command::new("kill")
+            .args(["-TERM", &pid.to_string()])
+            .status();
+        if !sent.is_ok_and(|s| s.success()) {
+            self.kill().await;
+            return Some(format!("cannot send SIGTERM to daemon #{}", self.instance));
+        }
+        let mut child = self.child.take().expect("checked above");
+        match timeout(STOP_LIMIT, child.wait()).await {
+            Ok(Ok(s)) if s.success() => None,
+            Ok(Ok(s)) => Some(format!(
+                "daemon #{} ended badly after SIGTERM: {}",
+                self.instance,
+                describe(s)
+            )),
+            Ok(Err(e)) => Some(format!("waiting for daemon #{}: {e}", self.instance)),
+            Err(_) => {
+                let _ = child.start_kill();
+                let _ = timeout(Duration::from_secs(10), child.wait()).await;
+                Some(format!(
+                    "daemon #{} did not stop within {} s of SIGTERM",
+                    self.instance,
+                    STOP_LIMIT.as_secs()
+                ))
+            }
+        }
+    }
+}
+
+fn describe(s: ExitStatus) -> String {
+    use std::os::unix::process::ExitStatusExt;
+    match (s.code(), s.signal()) {
+        (Some(c), _) => format!("exit code {c}"),
+        (None, Some(sig)) => format!("signal {sig}"),
+        _ => "unknown status".into(),
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The monkey: SIGKILL at random points, restart at once
+
+struct Monkey {
+    d: DaemonCtl,
+    rng: Rng,
+    crash_points: bool,
+    /// How many questions the plan has.
+    questions: usize,
+    shared: Arc<Shared>,
+    deadline: Instant,
+}
+
+enum Wake {
+    Exited(std::io::Result<ExitStatus>),
+    Ready,
+    Deadline,
+}
+
+impl Monkey {
+    async fn run(mut self, thresholds: Vec<usize>) -> DaemonCtl {
+        let mut progress = self.shared.progress.subscribe();
+        let mut done = self.shared.all_done.subscribe();
+        let planned = thresholds.len();
+        for (k, threshold) in thresholds.into_iter().enumerate() {
+            // Wait until the work is far enough along (or done), restarting an instance that
+            // aborted at its crash point meanwhile.
+            loop {
+                if self.shared.is_fatal() {
+                    return self.d;
+                }
+                let wake = match self.d.child.as_mut() {
+                    None => Wake::Exited(Ok(ExitStatus::default())),
+                    Some(child) => tokio::select! {
+                        s = child.wait() => Wake::Exited(s),
+                        _ = progress.wait_for(|&(p, s)| p + s >= threshold) => Wake::Ready,
+                        _ = done.wait_for(|&d| d) => Wake::Ready,
+                        _ = sleep_until(self.deadline) => Wake::Deadline,
+                    },
+                };
+                match wake {
+                    Wake::Exited(s) => {
+                        if !self.exited(s).await {
+                            return self.d;
+                        }
+                    }
+                    Wake::Ready => break,
+                    Wake::Deadline => return self.d,
+                }
+            }
+            // A random moment: a little after the threshold, and not before the instance had a
+            // moment to get going (it may still be resuming; that is a fine place to die too).
+            let at = (self.d.started_at + self.rng.millis(5, 400))
+                .max(Instant::now() + self.rng.millis(0, 250));
+            loop {
+                let wake = match self.d.child.as_mut() {
+                    None => Wake::Exited(Ok(ExitStatus::default())),
+                    Some(child) => tokio::select! {
+                        s = child.wait() => Wake::Exited(s),
+                        _ = sleep_until(at) => Wake::Ready,
+                    },
+                };
+                match wake {
+                    Wake::Exited(s) => {
+                        if !self.exited(s).await {
+                            return self.d;
+                        }
+                    }
+                    _ => break,
+                }
+            }
+            self.d.kill().await;
+            let kills = self.shared.kills.fetch_add(1, Ordering::SeqCst) + 1;
+            let (posted, settled) = *progress.borrow();
+            self.shared.log(format!(
+                "kill {kills}/{planned}: {posted} questions posted, {settled} settled"
+            ));
+            // The last instance never gets a crash point: the end of the run needs it. Once
+            // every question is posted, only the points of the click path can still be reached.
+            let points: &[&'static str] = if posted < self.questions {
+                &CRASH_POINTS
+            } else {
+                &CRASH_POINTS[2..]
+            };
+            let crash = (k + 1 < planned && self.crash_points && self.rng.chance(2, 5))
+                .then(|| points[self.rng.below(points.len() as u64) as usize]);
+            if !self.restart(crash).await {
+                return self.d;
+            }
+        }
+        // Every kill is done: keep the daemon up until the clients are all done.
+        loop {
+            if self.shared.is_fatal() {
+                return self.d;
+            }
+            let wake = match self.d.child.as_mut() {
+                None => Wake::Exited(Ok(ExitStatus::default())),
+                Some(child) => tokio::select! {
+                    s = child.wait() => Wake::Exited(s),
+                    _ = done.wait_for(|&d| d) => Wake::Ready,
+                    _ = sleep_until(self.deadline) => Wake::Deadline,
+                },
+            };
+            match wake {
+                Wake::Exited(s) => {
+                    if !self.exited(s).await {
+                        return self.d;
+                    }
+                }
+                _ => return self.d,
+            }
+        }
+    }
+
+    /// The instance exited on its own: fine at its crash point, a problem otherwise. Restarts
+    /// it without a crash point; false when that failed.
+    async fn exited(&mut self, status: std::io::Result<ExitStatus>) -> bool {
+        let n = self.d.instance;
+        self.d.child = None;
+        // Read the rest of its log first: it says whether this was its crash point.
+        if let Some(pump) = self.d.pump.take() {
+            let _ = timeout(Duration::from_secs(5), pump).await;
+        }
+        let status = match status {
+            Ok(s) => describe(s),
+            Err(e) => format!("wait failed: {e}"),
+        };
+        if self.d.aborted_on_purpose.load(Ordering::SeqCst) {
+            self.shared.crash_aborts.fetch_add(1, Ordering::SeqCst);
+            self.shared.log(format!(
+                "daemon #{n} aborted at crash point {:?} ({status})",
+                self.d.crash_at
+            ));
+        } else {
+            self.shared.problem(format!(
+                "daemon #{n} exited on its own ({status}) without reaching a crash point; see its \
+                 log lines marked [#{n}]"
+            ));
+        }
+        self.restart(None).await
+    }
+
+    /// Starts the next instance; an instance that aborts at its crash point before it listens is
+    /// replaced by one without. False (and a fatal problem) when the daemon cannot start.
+    async fn restart(&mut self, crash: Option<&'static str>) -> bool {
+        self.shared.restarts.fetch_add(1, Ordering::SeqCst);
+        match self.d.start(crash).await {
+            Ok(()) => true,
+            Err(e) if crash.is_some() && self.d.aborted_on_purpose.load(Ordering::SeqCst) => {
+                self.shared.crash_aborts.fetch_add(1, Ordering::SeqCst);
+                self.shared
+                    .log(format!("{e}: it aborted at its crash point"));
+                self.shared.restarts.fetch_add(1, Ordering::SeqCst);
+                match self.d.start(None).await {
+                    Ok(()) => true,
+                    Err(e) => {
+                        self.shared.fatal(e);
+                        false
+                    }
+                }
+            }
+            Err(e) => {
+                self.shared.fatal(e);
+                false
+            }
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Clients: ask, re-attach after every restart, record the final lines
+
+async fn client(
+    i: usize,
+    line: String,
+    socket: PathBuf,
+    shared: Arc<Shared>,
+    mut rng: Rng,
+    start: Instant,
+) {
+    let mut stop = shared.stop.subscribe();
+    tokio::select! {
+        _ = sleep_until(start) => {}
+        _ = stop.wait_for(|&s| s) => return,
+    }
+    let mut backoff = 10u64;
+    loop {
+        if *stop.borrow() {
+            return;
+        }
+        let connected = timeout(Duration::from_secs(5), Client::connect(&socket)).await;
+        let mut c = match connected {
+            Ok(Ok(c)) => c,
+            _ => {
+                let wait = Duration::from_millis(backoff + rng.below(backoff / 2 + 1));
+                backoff = (backoff * 2).min(300);
+                tokio::select! {
+                    _ = sleep(wait) => continue,
+                    _ = stop.wait_for(|&s| s) => return,
+                }
+            }
+        };
+        if c.send_raw(line.as_bytes()).await.is_err() {
+            continue;
+        }
+        shared.reqs.lock().unwrap()[i].connects += 1;
+        let mut final_here = false;
+        loop {
+            let got = tokio::select! {
+                r = c.recv_line() => r,
+                _ = stop.wait_for(|&s| s) => return,
+            };
+            let text = match got {
+                Ok(Some(t)) => t,
+                Ok(None) | Err(_) => break,
+            };
+            let v: Value = match serde_json::from_str(&text) {
+                Ok(v) => v,
+                Err(_) => {
+                    shared.reqs.lock().unwrap()[i]
+                        .odd
+                        .push(format!("not JSON: {text}"));
+                    continue;
+                }
+            };
+            match v["event"].as_str() {
+                Some("accepted") => {
+                    backoff = 10;
+                    let mut reqs = shared.reqs.lock().unwrap();
+                    reqs[i].accepted += 1;
+                    if final_here {
+                        reqs[i]
+                            .odd
+                            .push(format!("accepted after the final line: {text}"));
+                    }
+                }
+                Some("answered") | Some("error") => {
+                    shared.record_final(i, &text, final_here);
+                    final_here = true;
+                }
+                _ => shared.reqs.lock().unwrap()[i]
+                    .odd
+                    .push(format!("unexpected line: {text}")),
+            }
+        }
+        if final_here || shared.reqs.lock().unwrap()[i].finished {
+            return;
+        }
+        let wait = Duration::from_millis(backoff + rng.below(backoff / 2 + 1));
+        backoff = (backoff * 2).min(300);
+        tokio::select! {
+            _ = sleep(wait) => {}
+            _ = stop.wait_for(|&s| s) => return,
+        }
+    }
+}
+
+/// At the end: every request once more; an ended request replays its final line only.
+async fn replay_all(plan: &Arc<Vec<PlannedRequest>>, socket: &Path, shared: &Arc<Shared>) {
+    let mut tasks = Vec::new();
+    for i in 0..plan.len() {
+        let plan = plan.clone();
+        let socket = socket.to_path_buf();
+        let shared = shared.clone();
+        tasks.push(tokio::spawn(async move {
+            let rid = plan[i].request_id.clone();
+            let work = async {
+                let mut c = Client::connect(&socket)
+                    .await
+                    .map_err(|e| format!("cannot connect: {e}"))?;
+                c.send_raw(plan[i].ask_line.as_bytes())
+                    .await
+                    .map_err(|e| format!("cannot send: {e}"))?;
+                let mut seen = Vec::new();
+                loop {
+                    match c.recv_line().await {
+                        Ok(Some(text)) => {
+                            let v: Value = serde_json::from_str(&text).unwrap_or(Value::Null);
+                            match v["event"].as_str() {
+                                Some("answered") | Some("error") => return Ok((text, seen)),
+                                _ => seen.push(text),
+                            }
+                        }
+                        Ok(None) => return Err(format!("the connection closed after {seen:?}")),
+                        Err(e) => return Err(format!("{e:#}")),
+                    }
+                }
+            };
+            match timeout(REPLAY_LIMIT, work).await {
+                Ok(Ok((text, before))) => {
+                    if !before.is_empty() {
+                        shared.problem(format!(
+                            "{rid}: the re-attach after the end got {before:?} before its final line \
+                             (an ended request replays its final line only)"
+                        ));
+                    }
+                    let mut reqs = shared.reqs.lock().unwrap();
+                    reqs[i].replay = Some(text);
+                }
+                Ok(Err(e)) => shared.problem(format!("{rid}: the final re-attach failed: {e}")),
+                Err(_) => shared.problem(format!(
+                    "{rid}: the final re-attach got no final line within {} s",
+                    REPLAY_LIMIT.as_secs()
+                )),
+            }
+        }));
+    }
+    for t in tasks {
+        if let Err(e) = t.await {
+            shared.problem(format!("a re-attach task failed: {e}"));
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The clicker
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Step {
+    /// Multi-select only: record the draft (the select menu).
+    Draft,
+    /// The click that settles: a button, a single-select pick, or "Submit".
+    Settle,
+}
+
+enum Kind {
+    Button(String),
+    SelectOne(String, String),
+    Multi {
+        draft: String,
+        submit: String,
+        values: Vec<String>,
+    },
+}
+
+struct InFlight {
+    iid: u64,
+    epoch: u64,
+    sent: Instant,
+}
+
+struct Target {
+    request_key: i64,
+    channel: u64,
+    message: u64,
+    kind: Kind,
+    step: Step,
+    not_before: Instant,
+    inflight: Option<InFlight>,
+    confirmed: bool,
+    /// The request ended without an answer: nothing more to click.
+    dead: bool,
+}
+
+struct ClickerOut {
+    /// (request, question) that got at least one settling click.
+    settle_clicked: HashSet<(usize, usize)>,
+    /// (request, question) → request key, from the messages.
+    keys: HashMap<(usize, usize), i64>,
+}
+
+struct ClickerTask {
+    standin: StandIn,
+    plan: Arc<Vec<PlannedRequest>>,
+    shared: Arc<Shared>,
+    rng: Rng,
+    click_spread: Duration,
+    /// No click before this: the end of the ramp.
+    clicks_from: Instant,
+    who: Clicker,
+    /// Every option label → (request, question, option).
+    labels: HashMap<String, (usize, usize, usize)>,
+    targets: BTreeMap<(usize, usize), Target>,
+    /// Interaction id → (request, question, step).
+    iids: HashMap<u64, (usize, usize, Step)>,
+    next_iid: u64,
+    message_cursor: usize,
+    request_cursor: usize,
+    finished_seen: Vec<bool>,
+    settle_clicked: HashSet<(usize, usize)>,
+    confirmed_count: usize,
+    unexpected_replies: usize,
+}
+
+impl ClickerTask {
+    async fn run(mut self) -> ClickerOut {
+        let mut changes = self.standin.subscribe();
+        let mut done = self.shared.all_done.subscribe();
+        loop {
+            if *done.borrow() {
+                break;
+            }
+            self.scan_messages();
+            self.scan_requests();
+            self.scan_finals();
+            self.click_due();
+            let now = (self.targets.len(), self.confirmed_count);
+            self.shared.progress.send_if_modified(|p| {
+                let changed = *p != now;
+                *p = now;
+                changed
+            });
+            tokio::select! {
+                _ = changes.changed() => {}
+                _ = sleep(Duration::from_millis(50)) => {}
+                _ = done.wait_for(|&d| d) => {}
+            }
+            // Let a burst of changes collect before the next scan.
+            sleep(Duration::from_millis(5)).await;
+        }
+        if self.unexpected_replies > 0 {
+            self.shared.note(format!(
+                "{} interaction replies were neither an acknowledgement nor \"already answered\"",
+                self.unexpected_replies
+            ));
+        }
+        ClickerOut {
+            settle_clicked: self.settle_clicked,
+            keys: self
+                .targets
+                .iter()
+                .map(|(k, t)| (*k, t.request_key))
+                .collect(),
+        }
+    }
+
+    /// New messages in the channel: one target per question (the first message for it).
+    fn scan_messages(&mut self) {
+        let new = self.standin.created_messages_from(self.message_cursor);
+        self.message_cursor += new.len();
+        for m in new {
+            let Some(found) = self.target_of(&m) else {
+                continue;
+            };
+            let (rq, target) = found;
+            if let std::collections::btree_map::Entry::Vacant(e) = self.targets.entry(rq) {
+                e.insert(target);
+            }
+        }
+    }
+
+    fn target_of(&mut self, m: &Value) -> Option<((usize, usize), Target)> {
+        let message: u64 = m["id"].as_str()?.parse().ok()?;
+        let channel: u64 = m["channel_id"].as_str()?.parse().ok()?;
+        let mut ids: Vec<(custom_id::CustomId, String)> = Vec::new();
+        let mut rq = None;
+        for row in m["components"].as_array().into_iter().flatten() {
+            for c in row["components"].as_array().into_iter().flatten() {
+                let Some(raw) = c["custom_id"].as_str() else {
+                    continue;
+                };
+                let Some(id) = custom_id::parse(raw) else {
+                    self.shared.problem(format!(
+                        "message {message}: a custom_id that does not parse: {raw:?}"
+                    ));
+                    continue;
+                };
+                ids.push((id, raw.to_owned()));
+                let mut labels: Vec<&str> = c["label"].as_str().into_iter().collect();
+                for o in c["options"].as_array().into_iter().flatten() {
+                    labels.extend(o["label"].as_str());
+                }
+                for l in labels {
+                    if let Some(&(r, q, _)) = self.labels.get(l) {
+                        rq = Some((r, q));
+                    }
+                }
+            }
+        }
+        let Some((r, q)) = rq else {
+            self.shared.problem(format!(
+                "message {message} in channel {channel} shows no option of any planned question"
+            ));
+            return None;
+        };
+        let pq = &self.plan[r].questions[q];
+        let request_key = ids.first()?.0.request_key;
+        if ids
+            .iter()
+            .any(|(id, _)| id.request_key != request_key || id.question != q)
+        {
+            self.shared.problem(format!(
+                "message {message} for {} question {q} carries custom_ids of another question: {:?}",
+                self.plan[r].request_id,
+                ids.iter().map(|(_, s)| s).collect::<Vec<_>>()
+            ));
+        }
+        let find = |want: &dyn Fn(Action) -> bool| {
+            ids.iter()
+                .find(|(id, _)| want(id.action))
+                .map(|(_, s)| s.clone())
+        };
+        let kind = if pq.multi {
+            find(&|a| a == Action::Draft)
+                .zip(find(&|a| a == Action::Submit))
+                .map(|(draft, submit)| Kind::Multi {
+                    draft,
+                    submit,
+                    values: pq.expected.iter().map(|o| o.to_string()).collect(),
+                })
+        } else if pq.labels.len() <= 5 {
+            let want = pq.expected[0];
+            find(&|a| a == Action::Choose(want)).map(Kind::Button)
+        } else {
+            find(&|a| a == Action::SelectOne)
+                .map(|id| Kind::SelectOne(id, pq.expected[0].to_string()))
+        };
+        let Some(kind) = kind else {
+            self.shared.problem(format!(
+                "message {message} for {} question {q} lacks the control the harness clicks: {:?}",
+                self.plan[r].request_id,
+                ids.iter().map(|(_, s)| s).collect::<Vec<_>>()
+            ));
+            return None;
+        };
+        let delay = self.rng.below(self.click_spread.as_millis() as u64 + 1);
+        Some((
+            (r, q),
+            Target {
+                request_key,
+                channel,
+                message,
+                step: if pq.multi { Step::Draft } else { Step::Settle },
+                kind,
+                not_before: Instant::now().max(self.clicks_from) + Duration::from_millis(delay),
+                inflight: None,
+                confirmed: false,
+                dead: false,
+            },
+        ))
+    }
+
+    /// New REST requests: the callbacks of our interactions.
+    fn scan_requests(&mut self) {
+        let new = self.standin.requests_from(self.request_cursor);
+        self.request_cursor += new.len();
+        for r in new {
+            let segs: Vec<&str> = r.path.split('/').collect();
+            let Some(at) = segs.iter().position(|s| *s == "interactions") else {
+                continue;
+            };
+            if segs.last() != Some(&"callback") {
+                continue;
+            }
+            let Some(iid) = segs.get(at + 1).and_then(|s| s.parse::<u64>().ok()) else {
+                continue;
+            };
+            let Some(&(ri, qi, step)) = self.iids.get(&iid) else {
+                continue;
+            };
+            let Some(t) = self.targets.get_mut(&(ri, qi)) else {
+                continue;
+            };
+            let current = t.inflight.as_ref().is_some_and(|f| f.iid == iid);
+            if !(200..300).contains(&r.status) {
+                // Discord failed the callback (injected): the click may or may not have counted.
+                if current {
+                    t.inflight = None;
+                    t.not_before = Instant::now() + Duration::from_millis(100);
+                }
+                continue;
+            }
+            let body = r.body.clone().unwrap_or(Value::Null);
+            let kind = body["type"].as_u64();
+            let content = body["data"]["content"].as_str().unwrap_or("");
+            if t.confirmed || t.dead {
+                continue;
+            }
+            match kind {
+                Some(6) => match step {
+                    Step::Draft => {
+                        if t.step == Step::Draft {
+                            t.step = Step::Settle;
+                            t.inflight = None;
+                            t.not_before = Instant::now();
+                        }
+                    }
+                    Step::Settle => {
+                        t.confirmed = true;
+                        self.confirmed_count += 1;
+                    }
+                },
+                Some(4)
+                    if content.starts_with("Already answered")
+                        || content.contains("already been answered") =>
+                {
+                    t.confirmed = true;
+                    self.confirmed_count += 1;
+                }
+                Some(4) if content.contains("has ended") => {
+                    t.dead = true;
+                }
+                _ => {
+                    self.unexpected_replies += 1;
+                    self.shared.log(format!(
+                        "unexpected reply to a click on {} question {qi}: {body}",
+                        self.plan[ri].request_id
+                    ));
+                    if current {
+                        t.inflight = None;
+                        t.not_before = Instant::now() + Duration::from_millis(500);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Requests whose client has its final line: their questions need no more clicks.
+    fn scan_finals(&mut self) {
+        let newly: Vec<(usize, bool)> = {
+            let reqs = self.shared.reqs.lock().unwrap();
+            reqs.iter()
+                .enumerate()
+                .filter(|(i, r)| r.finished && !self.finished_seen[*i])
+                .map(|(i, r)| {
+                    let answered = r
+                        .finals
+                        .first()
+                        .is_some_and(|l| l.starts_with("{\"event\":\"answered\""));
+                    (i, answered)
+                })
+                .collect()
+        };
+        for (i, answered) in newly {
+            self.finished_seen[i] = true;
+            for q in 0..self.plan[i].questions.len() {
+                match self.targets.get_mut(&(i, q)) {
+                    Some(t) if !t.confirmed => {
+                        if answered {
+                            t.confirmed = true;
+                            self.confirmed_count += 1;
+                        } else {
+                            t.dead = true;
+                        }
+                    }
+                    _ => {}
+                }
+            }
+        }
+    }
+
+    fn click_due(&mut self) {
+        let now = Instant::now();
+        let epoch = self.shared.epoch.load(Ordering::SeqCst);
+        let due: Vec<(usize, usize, bool)> = self
+            .targets
+            .iter()
+            .filter(|(_, t)| !t.confirmed && !t.dead && now >= t.not_before)
+            .filter_map(|(k, t)| match &t.inflight {
+                None => Some((k.0, k.1, false)),
+                Some(f)
+                    if (f.epoch != epoch && now >= f.sent + Duration::from_millis(300))
+                        || now >= f.sent + CLICK_TIMEOUT =>
+                {
+                    Some((k.0, k.1, true))
+                }
+                Some(_) => None,
+            })
+            .collect();
+        for (r, q, repeat) in due {
+            if repeat {
+                self.shared.clicks_repeated.fetch_add(1, Ordering::Relaxed);
+            }
+            self.click(r, q, epoch, now);
+        }
+    }
+
+    fn click(&mut self, r: usize, q: usize, epoch: u64, now: Instant) {
+        let iid = self.next_iid;
+        self.next_iid += 1;
+        let app = self.standin.application_id();
+        let guild = self.standin.guild_id();
+        let t = self.targets.get_mut(&(r, q)).expect("a target");
+        let payload = match (&t.kind, t.step) {
+            (Kind::Button(id), _) => {
+                fixtures::component_click(iid, app, guild, t.channel, t.message, &self.who, id)
+            }
+            (Kind::SelectOne(id, value), _) => fixtures::select_values(
+                iid,
+                app,
+                guild,
+                t.channel,
+                t.message,
+                &self.who,
+                id,
+                &[value.as_str()],
+            ),
+            (Kind::Multi { draft, values, .. }, Step::Draft) => {
+                let values: Vec<&str> = values.iter().map(String::as_str).collect();
+                fixtures::select_values(
+                    iid, app, guild, t.channel, t.message, &self.who, draft, &values,
+                )
+            }
+            (Kind::Multi { submit, .. }, Step::Settle) => {
+                fixtures::component_click(iid, app, guild, t.channel, t.message, &self.who, submit)
+            }
+        };
+        if t.step == Step::Settle {
+            self.settle_clicked.insert((r, q));
+        }
+        t.inflight = Some(InFlight {
+            iid,
+            epoch,
+            sent: now,
+        });
+        self.iids.insert(iid, (r, q, t.step));
+        self.shared.clicks.fetch_add(1, Ordering::Relaxed);
+        let standin = self.standin.clone();
+        let shared = self.shared.clone();
+        tokio::spawn(async move {
+            if timeout(SEND_LIMIT, standin.send_interaction(payload))
+                .await
+                .is_err()
+            {
+                shared.problem(format!(
+                    "no live gateway session for {} s to deliver a click to",
+                    SEND_LIMIT.as_secs()
+                ));
+            }
+        });
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Faults: 5xx and 429 bursts, gateway drops
+
+/// The kinds of REST call the faults hit.
+#[derive(Clone, Copy, Debug)]
+enum FaultOn {
+    /// `POST /channels/{id}/messages`: posting a question.
+    Post,
+    /// `PATCH /channels/{id}/messages/{id}`: editing a settled or ended question.
+    Edit,
+    /// `GET /channels/{id}`: the channel check of the first offer after a start.
+    Channel,
+    /// `POST /interactions/{id}/{token}/callback`: answering a click.
+    Callback,
+}
+
+impl FaultOn {
+    /// The `fail_next` arguments.
+    fn rule(self) -> (&'static str, &'static str) {
+        match self {
+            FaultOn::Post => ("POST", "/messages"),
+            FaultOn::Edit => ("PATCH", "/messages/"),
+            FaultOn::Channel => ("GET", "/channels/"),
+            FaultOn::Callback => ("POST", "/callback"),
+        }
+    }
+
+    /// Which kind a recorded request is.
+    fn of(method: &str, path: &str) -> Option<FaultOn> {
+        match method {
+            "POST" if path.ends_with("/callback") => Some(FaultOn::Callback),
+            "POST" if path.contains("/channels/") && path.ends_with("/messages") => {
+                Some(FaultOn::Post)
+            }
+            "PATCH" if path.contains("/messages/") => Some(FaultOn::Edit),
+            "GET" if path.contains("/channels/") && !path.contains("/messages") => {
+                Some(FaultOn::Channel)
+            }
+            _ => None,
+        }
+    }
+}
+
+/// Injected failures, paced so that every outage ends: a failure waits in the stand-in until a
+/// matching request takes it, and the next burst for a kind is queued only once the last one was
+/// all served and a request of that kind succeeded after it. Otherwise a lone retrying post
+/// could meet injected failures forever.
+struct FaultQueue {
+    injected: [usize; 4],
+    served: [usize; 4],
+    /// A request of the kind succeeded since its last burst was served.
+    recovered: [bool; 4],
+    cursor: usize,
+}
+
+impl FaultQueue {
+    fn new() -> FaultQueue {
+        FaultQueue {
+            injected: [0; 4],
+            served: [0; 4],
+            recovered: [true; 4],
+            cursor: 0,
+        }
+    }
+
+    /// Follows what the stand-in answered since the last look.
+    fn refresh(&mut self, standin: &StandIn) {
+        let new = standin.requests_from(self.cursor);
+        self.cursor += new.len();
+        for r in new {
+            let Some(t) = FaultOn::of(&r.method, &r.path) else {
+                continue;
+            };
+            let t = t as usize;
+            if r.status == 429 || r.status >= 500 {
+                self.served[t] += 1;
+            } else if r.status < 300 && self.served[t] >= self.injected[t] {
+                self.recovered[t] = true;
+            }
+        }
+    }
+
+    /// Queues `times` failures for `target`, unless its last burst is not over yet.
+    fn inject(&mut self, standin: &StandIn, target: FaultOn, failure: Failure, times: usize) {
+        self.refresh(standin);
+        let t = target as usize;
+        if !self.recovered[t] || self.served[t] < self.injected[t] {
+            return;
+        }
+        let (method, path) = target.rule();
+        standin.fail_next(method, path, failure, times);
+        self.injected[t] += times;
+        self.recovered[t] = false;
+    }
+}
+
+/// Queued before the first ask, so that every run (however short) meets each kind of failure.
+fn first_faults(standin: &StandIn, queue: &mut FaultQueue) {
+    let limited = Failure::RateLimited {
+        retry_after_secs: 0.05,
+        global: false,
+    };
+    queue.inject(standin, FaultOn::Channel, Failure::Status(500), 1);
+    queue.inject(standin, FaultOn::Post, Failure::Status(503), 2);
+    queue.inject(standin, FaultOn::Edit, limited, 2);
+    queue.inject(standin, FaultOn::Callback, Failure::Status(500), 1);
+}
+
+async fn faults(
+    standin: StandIn,
+    shared: Arc<Shared>,
+    mut rng: Rng,
+    every: Duration,
+    mut queue: FaultQueue,
+) {
+    let mut done = shared.all_done.subscribe();
+    let every = every.as_millis().max(4) as u64;
+    let mut first = true;
+    loop {
+        let wait = rng.millis(every / 4, every * 7 / 4);
+        tokio::select! {
+            _ = sleep(wait) => {}
+            _ = done.wait_for(|&d| d) => return,
+        }
+        let status = Failure::Status([500, 502, 503][rng.below(3) as usize]);
+        let limited = Failure::RateLimited {
+            retry_after_secs: rng.between(20, 500) as f64 / 1000.0,
+            global: rng.chance(1, 4),
+        };
+        // The first fault is a gateway drop, so that every run has one.
+        let pick = if std::mem::take(&mut first) {
+            11
+        } else {
+            rng.below(12)
+        };
+        let times = rng.between(1, 4) as usize;
+        match pick {
+            0..=3 => queue.inject(&standin, FaultOn::Post, status, times),
+            4..=5 => queue.inject(&standin, FaultOn::Post, limited, times.min(3)),
+            6 => queue.inject(&standin, FaultOn::Edit, status, times.min(3)),
+            7 => queue.inject(&standin, FaultOn::Edit, limited, 1),
+            8 => queue.inject(&standin, FaultOn::Channel, status, 1),
+            9 => queue.inject(&standin, FaultOn::Callback, status, 1),
+            10 => queue.inject(&standin, FaultOn::Callback, limited, 1),
+            _ => {
+                let drop = timeout(Duration::from_secs(20), standin.drop_gateway());
+                tokio::select! {
+                    r = drop => {
+                        if r.is_ok() {
+                            let n = shared.gateway_drops.fetch_add(1, Ordering::SeqCst) + 1;
+                            shared.log(format!("gateway drop {n}"));
+                        }
+                    }
+                    _ = done.wait_for(|&d| d) => return,
+                }
+            }
+        }
+    }
+}
+
+/// The ids of the created messages that still show components, once none is left or after
+/// `limit`.
+async fn showing_buttons(standin: &StandIn, limit: Duration) -> Vec<u64> {
+    let deadline = Instant::now() + limit;
+    let mut changes = standin.subscribe();
+    loop {
+        let left: Vec<u64> = standin
+            .created_messages_from(0)
+            .iter()
+            .filter_map(|m| m["id"].as_str()?.parse::<u64>().ok())
+            .filter(|&id| {
+                standin
+                    .message(id)
+                    .is_some_and(|m| m["components"].as_array().is_some_and(|c| !c.is_empty()))
+            })
+            .collect();
+        if left.is_empty() || Instant::now() >= deadline {
+            return left;
+        }
+        let _ = timeout_at(deadline, changes.changed()).await;
+        sleep(Duration::from_millis(20)).await;
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The run
+
+/// Runs the harness with `daemon_bin` (the `askrelay` binary) and returns what it saw. Every
+/// wait is bounded; a run that cannot finish says why in `problems` instead of hanging.
+pub async fn run(cfg: ChaosConfig, daemon_bin: &Path) -> ChaosReport {
+    let t0 = Instant::now();
+    let deadline = t0 + cfg.deadline;
+    let mut rng = Rng::new(cfg.seed);
+    let plan = Arc::new(make_plan(&cfg, &mut rng));
+    let total_questions: usize = plan.iter().map(|r| r.questions.len()).sum();
+    let standin = StandIn::start().await;
+    let dir = tempfile::Builder::new()
+        .prefix("askrelay-chaos-")
+        .tempdir()
+        .expect("chaos: cannot create a temp dir");
+    let socket = dir.path().join("askrelay.sock");
+    let (finished, _) = watch::channel(0usize);
+    let (progress, _) = watch::channel((0usize, 0usize));
+    let (all_done, _) = watch::channel(false);
+    let (stop, _) = watch::channel(false);
+    let shared = Arc::new(Shared {
+        t0,
+        verbose: cfg.verbose,
+        reqs: Mutex::new((0..cfg.requests).map(|_| ReqState::default()).collect()),
+        epoch: AtomicU64::new(0),
+        finished,
+        progress,
+        all_done,
+        stop,
+        problems: Mutex::new(Vec::new()),
+        notes: Mutex::new(Vec::new()),
+        kills: AtomicUsize::new(0),
+        crash_aborts: AtomicUsize::new(0),
+        restarts: AtomicUsize::new(0),
+        gateway_drops: AtomicUsize::new(0),
+        clicks: AtomicUsize::new(0),
+        clicks_repeated: AtomicUsize::new(0),
+        daemon_error_lines: AtomicUsize::new(0),
+        daemon_errors: Mutex::new(Vec::new()),
+        fatal: AtomicBool::new(false),
+    });
+    let log = std::fs::File::create(dir.path().join("daemon.log"))
+        .expect("chaos: cannot create daemon.log");
+    let mut daemon = DaemonCtl {
+        bin: daemon_bin.to_path_buf(),
+        socket: socket.clone(),
+        db_url: format!("sqlite://{}", dir.path().join("askrelay.db").display()),
+        base_url: standin.base_url.clone(),
+        log: Arc::new(Mutex::new(log)),
+        child: None,
+        crash_at: None,
+        aborted_on_purpose: Arc::new(AtomicBool::new(false)),
+        pump: None,
+        started_at: Instant::now(),
+        instance: 0,
+        shared: shared.clone(),
+    };
+    shared.log(format!(
+        "{} requests, {total_questions} questions, {} kills, seed {}, work dir {}",
+        cfg.requests,
+        cfg.kills,
+        cfg.seed,
+        dir.path().display()
+    ));
+    if let Err(e) = daemon.start(None).await {
+        shared.fatal(e);
+    }
+
+    // Kill points: thresholds on questions posted + questions settled, spread over the run.
+    let mut thresholds: Vec<usize> = (0..cfg.kills)
+        .map(|_| rng.below((total_questions * 2 * 19 / 20) as u64 + 1) as usize)
+        .collect();
+    thresholds.sort_unstable();
+
+    let mut queue = FaultQueue::new();
+    if cfg.faults {
+        first_faults(&standin, &mut queue);
+    }
+    let mut clients = Vec::new();
+    if !shared.is_fatal() {
+        for (i, r) in plan.iter().enumerate() {
+            let start = t0 + Duration::from_millis(rng.below(cfg.ramp.as_millis() as u64 + 1));
+            clients.push(tokio::spawn(client(
+                i,
+                r.ask_line.clone(),
+                socket.clone(),
+                shared.clone(),
+                rng.fork(),
+                start,
+            )));
+        }
+    }
+    let mut labels = HashMap::new();
+    for (ri, r) in plan.iter().enumerate() {
+        for (qi, q) in r.questions.iter().enumerate() {
+            for (oi, l) in q.labels.iter().enumerate() {
+                labels.insert(l.clone(), (ri, qi, oi));
+            }
+        }
+    }
+    let clicker = tokio::spawn(
+        ClickerTask {
+            standin: standin.clone(),
+            plan: plan.clone(),
+            shared: shared.clone(),
+            rng: rng.fork(),
+            click_spread: cfg.click_spread,
+            clicks_from: t0 + cfg.ramp,
+            who: Clicker::new(4_200_001, "chaos-clicker", &[]),
+            labels,
+            targets: BTreeMap::new(),
+            iids: HashMap::new(),
+            next_iid: 3_000_000_000,
+            message_cursor: 0,
+            request_cursor: 0,
+            finished_seen: vec![false; cfg.requests],
+            settle_clicked: HashSet::new(),
+            confirmed_count: 0,
+            unexpected_replies: 0,
+        }
+        .run(),
+    );
+    let fault_task = cfg.faults.then(|| {
+        tokio::spawn(faults(
+            standin.clone(),
+            shared.clone(),
+            rng.fork(),
+            cfg.fault_every,
+            queue,
+        ))
+    });
+    let monkey = tokio::spawn(
+        Monkey {
+            d: daemon,
+            rng: rng.fork(),
+            crash_points: cfg.crash_points,
+            questions: total_questions,
+            shared: shared.clone(),
+            deadline,
+        }
+        .run(thresholds),
+    );
+
+    // Progress, until every request has its final line or the deadline passes.
+    let mut peak_pending = 0;
+    {
+        let mut finished = shared.finished.subscribe();
+        let mut last_report = Instant::now();
+        loop {
+            let pending = {
+                let reqs = shared.reqs.lock().unwrap();
+                reqs.iter()
+                    .filter(|r| r.connects > 0 && !r.finished)
+                    .count()
+            };
+            peak_pending = peak_pending.max(pending);
+            let n = *finished.borrow();
+            if n >= cfg.requests || shared.is_fatal() {
+                break;
+            }
+            if Instant::now() >= deadline {
+                shared.problem(format!(
+                    "only {n} of {} requests got a final line within {} s",
+                    cfg.requests,
+                    cfg.deadline.as_secs()
+                ));
+                break;
+            }
+            if last_report.elapsed() >= Duration::from_secs(5) {
+                last_report = Instant::now();
+                let (posted, settled) = *shared.progress.borrow();
+                shared.log(format!(
+                    "progress: {n}/{} requests ended, {posted}/{total_questions} questions \
+                     posted, {settled} settled, {} kills",
+                    cfg.requests,
+                    shared.kills.load(Ordering::SeqCst)
+                ));
+            }
+            let _ = timeout_at(
+                deadline.min(Instant::now() + Duration::from_millis(100)),
+                finished.changed(),
+            )
+            .await;
+        }
+    }
+    shared.all_done.send_replace(true);
+    shared.log("every request has a final line; finishing the kills");
+    let mut daemon = match timeout(Duration::from_secs(60 + 5 * cfg.kills as u64), monkey).await {
+        Ok(Ok(d)) => Some(d),
+        Ok(Err(e)) => {
+            shared.problem(format!("the kill task failed: {e}"));
+            None
+        }
+        Err(_) => {
+            shared.problem("the kill task did not finish in time".into());
+            None
+        }
+    };
+    let clicked = match timeout(Duration::from_secs(30), clicker).await {
+        Ok(Ok(out)) => Some(out),
+        Ok(Err(e)) => {
+            shared.problem(format!("the clicker failed: {e}"));
+            None
+        }
+        Err(_) => {
+            shared.problem("the clicker did not stop in time".into());
+            None
+        }
+    };
+    if let Some(f) = fault_task {
+        if let Err(e) = timeout(Duration::from_secs(30), f).await {
+            shared.problem(format!("the fault task did not stop in time: {e}"));
+        }
+    }
+    standin.clear_failures();
+
+    // Every request once more: an ended request replays the same final line.
+    if daemon.as_ref().is_some_and(|d| d.child.is_some()) && !shared.is_fatal() {
+        shared.log("re-attaching every request once more");
+        replay_all(&plan, &socket, &shared).await;
+    }
+    shared.stop.send_replace(true);
+    for c in clients {
+        if timeout(Duration::from_secs(10), c).await.is_err() {
+            shared.problem("a client did not stop in time".into());
+        }
+    }
+    // Every message should lose its buttons. An edit cut short by a kill, or given up during an
+    // injected outage, is finished at the next start: restart once, gracefully, if one is left.
+    let mut not_edited = showing_buttons(&standin, Duration::from_secs(5)).await;
+    if let Some(d) = daemon.as_mut().filter(|d| d.child.is_some()) {
+        if !not_edited.is_empty() && !shared.is_fatal() {
+            shared.log(format!(
+                "{} message(s) still show buttons; restarting once, gracefully",
+                not_edited.len()
+            ));
+            if let Some(p) = d.terminate().await {
+                shared.problem(p);
+            }
+            shared.restarts.fetch_add(1, Ordering::SeqCst);
+            match d.start(None).await {
+                Ok(()) => not_edited = showing_buttons(&standin, Duration::from_secs(10)).await,
+                Err(e) => shared.problem(e),
+            }
+        }
+        if let Some(p) = d.terminate().await {
+            shared.problem(p);
+        }
+    }
+
+    // ---- the report
+    let mut report = ChaosReport {
+        seed: cfg.seed,
+        requests: cfg.requests,
+        questions: total_questions,
+        kills_planned: cfg.kills,
+        kills: shared.kills.load(Ordering::SeqCst),
+        crash_aborts: shared.crash_aborts.load(Ordering::SeqCst),
+        restarts: shared.restarts.load(Ordering::SeqCst),
+        gateway_drops: shared.gateway_drops.load(Ordering::SeqCst),
+        clicks: shared.clicks.load(Ordering::SeqCst),
+        clicks_repeated: shared.clicks_repeated.load(Ordering::SeqCst),
+        daemon_error_lines: shared.daemon_error_lines.load(Ordering::SeqCst),
+        peak_pending,
+        ..ChaosReport::default()
+    };
+    for r in standin.requests_from(0) {
+        match r.status {
+            500..=599 => report.injected_5xx += 1,
+            429 => report.injected_429 += 1,
+            _ => {}
+        }
+    }
+
+    // Posted messages: one per (request key, question), never more.
+    let created = standin.created_messages_from(0);
+    let mut per_question: BTreeMap<(i64, usize), Vec<u64>> = BTreeMap::new();
+    for m in &created {
+        let id: u64 = m["id"].as_str().and_then(|s| s.parse().ok()).unwrap_or(0);
+        let key = m["components"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .flat_map(|row| row["components"].as_array().into_iter().flatten())
+            .find_map(|c| c["custom_id"].as_str().and_then(custom_id::parse))
+            .map(|c| (c.request_key, c.question));
+        match key {
+            Some(k) => per_question.entry(k).or_default().push(id),
+            None => shared.problem(format!("message {id} was created without any custom_id")),
+        }
+    }
+    report.questions_posted = per_question.len();
+    for ((key, q), ids) in &per_question {
+        if ids.len() > 1 {
+            report.duplicates_posted += ids.len() - 1;
+            shared.problem(format!(
+                "request key {key} question {q} was posted {} times: messages {ids:?}",
+                ids.len()
+            ));
+        }
+    }
+    report.messages_not_edited = not_edited.len();
+    if !not_edited.is_empty() {
+        shared.note(format!(
+            "{} message(s) still show their buttons after a graceful restart: {not_edited:?}",
+            not_edited.len()
+        ));
+    }
+
+    // Final lines per request.
+    let clicked_all = |ri: usize| {
+        clicked.as_ref().is_some_and(|c| {
+            (0..plan[ri].questions.len()).all(|q| c.settle_clicked.contains(&(ri, q)))
+        })
+    };
+    {
+        let reqs = shared.reqs.lock().unwrap();
+        for (ri, (p, st)) in plan.iter().zip(reqs.iter()).enumerate() {
+            report.reattaches += st.connects.saturating_sub(1);
+            let distinct: Vec<&String> = {
+                let mut seen = Vec::new();
+                for l in st.finals.iter().chain(st.replay.iter()) {
+                    if !seen.contains(&l) {
+                        seen.push(l);
+                    }
+                }
+                seen
+            };
+            let key = clicked
+                .as_ref()
+                .and_then(|c| (0..p.questions.len()).find_map(|q| c.keys.get(&(ri, q)).copied()));
+            let who = match key {
+                Some(k) => format!("{} (request key {k})", p.request_id),
+                None => format!("{} (never posted)", p.request_id),
+            };
+            if st.finals.is_empty() {
+                report.unfinished += 1;
+                shared.problem(format!(
+                    "{who}: no final line; {} connection(s), {} accepted",
+                    st.connects, st.accepted
+                ));
+            }
+            if distinct.len() > 1 {
+                report.ended_twice += 1;
+                shared.problem(format!("{who} ended twice: {distinct:?}"));
+            } else if st.second_on_same_connection > 0 {
+                shared.problem(format!(
+                    "{who}: the same final line came twice on one connection"
+                ));
+            }
+            let is_answer = |l: &&String| l.starts_with("{\"event\":\"answered\"");
+            let answered: Vec<&&String> = distinct.iter().filter(|l| is_answer(l)).collect();
+            if st.finals.iter().any(|l| is_answer(&l)) {
+                report.answered += 1;
+            } else if clicked_all(ri) {
+                report.answers_lost += 1;
+                shared.problem(format!(
+                    "{who}: every question was clicked but its client never got an answer; \
+                     it saw {:?}, the final re-attach {:?}",
+                    st.finals.first(),
+                    st.replay
+                ));
+            } else if !st.finals.is_empty() {
+                shared.problem(format!(
+                    "{who}: ended without an answer before every question was clicked: {:?}",
+                    st.finals.first()
+                ));
+            }
+            if !answered.is_empty() {
+                let wrong = answered.iter().any(|l| {
+                    let v: Value = serde_json::from_str(l).unwrap_or(Value::Null);
+                    v["request_id"] != p.request_id.as_str()
+                        || serde_json::to_string(&v["result"]).ok().as_deref()
+                            != Some(p.expected_result.as_str())
+                });
+                if wrong {
+                    report.wrong_answers += 1;
+                    shared.problem(format!(
+                        "{who}: wrong answer {answered:?}, expected result {}",
+                        p.expected_result
+                    ));
+                }
+            }
+            for o in &st.odd {
+                shared.problem(format!("{who}: {o}"));
+            }
+        }
+    }
+    report.elapsed = t0.elapsed();
+    {
+        let errors = shared.daemon_errors.lock().unwrap();
+        for e in errors.iter() {
+            shared.note(format!("daemon error line: {e}"));
+        }
+    }
+    report.problems = shared.problems.lock().unwrap().clone();
+    report.notes = shared.notes.lock().unwrap().clone();
+    if cfg.keep_dir || (cfg.keep_dir_on_failure && !report.ok()) {
+        report.workdir = Some(dir.keep());
+    }
+    report
+}
