@@ -194,27 +194,42 @@ impl DiscordAnswerer {
         Ok((id, req))
     }
 
-    pub(crate) async fn on_component(self: &Arc<Self>, ci: ComponentInteraction) {
-        let roles: Vec<u64> = ci
-            .member
-            .as_ref()
+    /// Runs [`Self::gate`] for the person who interacted; a refusal is audited and becomes the
+    /// ephemeral reply. On success also returns who they are, as the store records it.
+    async fn admit(
+        &self,
+        raw_custom_id: &str,
+        user: &User,
+        member: Option<&serenity::all::Member>,
+    ) -> Result<(CustomId, StoredRequest, String), Reply> {
+        let roles: Vec<u64> = member
             .map(|m| m.roles.iter().map(|r| r.get()).collect())
             .unwrap_or_default();
-        let actor = who(&ci.user);
-        let (id, req) = match self.gate(&ci.data.custom_id, &ci.user, &roles).await {
-            Ok(ok) => ok,
+        let actor = who(user);
+        match self.gate(raw_custom_id, user, &roles).await {
+            Ok((id, req)) => Ok((id, req, actor)),
             Err((key, idx, action, text)) => {
                 self.audit(
                     key,
                     idx,
                     &actor,
                     action,
-                    format!("custom_id {:?}", ci.data.custom_id),
+                    format!("custom_id {raw_custom_id:?}"),
                     false,
                 )
                 .await;
-                return self.respond_component(&ci, Reply::Tell(text)).await;
+                Err(Reply::Tell(text))
             }
+        }
+    }
+
+    pub(crate) async fn on_component(self: &Arc<Self>, ci: ComponentInteraction) {
+        let (id, req, actor) = match self
+            .admit(&ci.data.custom_id, &ci.user, ci.member.as_ref())
+            .await
+        {
+            Ok(admitted) => admitted,
+            Err(reply) => return self.respond_component(&ci, reply).await,
         };
         let q = &req.questions[id.question];
         let values: &[String] = match &ci.data.kind {
@@ -344,26 +359,12 @@ impl DiscordAnswerer {
     }
 
     pub(crate) async fn on_modal(self: &Arc<Self>, mi: ModalInteraction) {
-        let roles: Vec<u64> = mi
-            .member
-            .as_ref()
-            .map(|m| m.roles.iter().map(|r| r.get()).collect())
-            .unwrap_or_default();
-        let actor = who(&mi.user);
-        let (id, req) = match self.gate(&mi.data.custom_id, &mi.user, &roles).await {
-            Ok(ok) => ok,
-            Err((key, idx, action, text)) => {
-                self.audit(
-                    key,
-                    idx,
-                    &actor,
-                    action,
-                    format!("modal {:?}", mi.data.custom_id),
-                    false,
-                )
-                .await;
-                return self.respond_modal(&mi, Reply::Tell(text)).await;
-            }
+        let (id, req, actor) = match self
+            .admit(&mi.data.custom_id, &mi.user, mi.member.as_ref())
+            .await
+        {
+            Ok(admitted) => admitted,
+            Err(reply) => return self.respond_modal(&mi, reply).await,
         };
         let text = mi
             .data
