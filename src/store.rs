@@ -533,24 +533,21 @@ impl Store {
 
     /// The posts of a request by one answerer, in question order.
     pub async fn posts(&self, key: i64, answerer: &str) -> Result<Vec<Post>> {
-        let rows = sqlx::query(
-            "SELECT idx, channel, nonce, message, attempts, last_error, edited FROM posts \
-             WHERE request_key = ? AND answerer = ? ORDER BY idx",
-        )
-        .bind(key)
-        .bind(answerer)
-        .fetch_all(&self.pool)
-        .await?;
-        Ok(rows.into_iter().map(post_from_row).collect())
+        self.posts_where(key, Some(answerer)).await
     }
 
     /// Every post of any answerer, for the supervision views.
     pub async fn all_posts(&self, key: i64) -> Result<Vec<Post>> {
+        self.posts_where(key, None).await
+    }
+
+    async fn posts_where(&self, key: i64, answerer: Option<&str>) -> Result<Vec<Post>> {
         let rows = sqlx::query(
             "SELECT idx, channel, nonce, message, attempts, last_error, edited FROM posts \
-             WHERE request_key = ? ORDER BY idx",
+             WHERE request_key = ?1 AND (?2 IS NULL OR answerer = ?2) ORDER BY idx",
         )
         .bind(key)
+        .bind(answerer)
         .fetch_all(&self.pool)
         .await?;
         Ok(rows.into_iter().map(post_from_row).collect())
