@@ -236,53 +236,33 @@ impl DiscordAnswerer {
             ComponentInteractionDataKind::StringSelect { values } => values,
             _ => &[],
         };
+        // Select menus send option indices; anything else is forged.
+        let picked: Option<Vec<usize>> = values
+            .iter()
+            .map(|v| custom_id::parse_option_value(v, q.options.len()))
+            .collect();
+        let picked = match (id.action, picked) {
+            (Action::SelectOne, Some(p)) if p.len() == 1 => p,
+            (Action::Draft, Some(p)) => p,
+            (Action::SelectOne | Action::Draft, _) => {
+                self.audit(
+                    Some(req.key),
+                    Some(id.question),
+                    &actor,
+                    "forged",
+                    format!("select values {values:?}"),
+                    false,
+                )
+                .await;
+                let text = "That selection does not match the options.".to_owned();
+                return self.respond_component(&ci, Reply::Tell(text)).await;
+            }
+            _ => Vec::new(),
+        };
         let settlement = match id.action {
             Action::Choose(i) => Settlement::choice(i),
-            Action::SelectOne => match values
-                .first()
-                .and_then(|v| custom_id::parse_option_value(v, q.options.len()))
-            {
-                Some(i) => Settlement::choice(i),
-                None => {
-                    self.audit(
-                        Some(req.key),
-                        Some(id.question),
-                        &actor,
-                        "forged",
-                        format!("select values {values:?}"),
-                        false,
-                    )
-                    .await;
-                    return self
-                        .respond_component(
-                            &ci,
-                            Reply::Tell("That selection does not match any option.".into()),
-                        )
-                        .await;
-                }
-            },
+            Action::SelectOne => Settlement::choice(picked[0]),
             Action::Draft => {
-                let picked: Option<Vec<usize>> = values
-                    .iter()
-                    .map(|v| custom_id::parse_option_value(v, q.options.len()))
-                    .collect();
-                let Some(picked) = picked else {
-                    self.audit(
-                        Some(req.key),
-                        Some(id.question),
-                        &actor,
-                        "forged",
-                        format!("select values {values:?}"),
-                        false,
-                    )
-                    .await;
-                    return self
-                        .respond_component(
-                            &ci,
-                            Reply::Tell("That selection does not match the options.".into()),
-                        )
-                        .await;
-                };
                 let saved = match self.hub() {
                     Some(hub) => {
                         hub.store()
