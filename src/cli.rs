@@ -1,11 +1,14 @@
 //! The command line (SPEC §6): `serve` runs the daemon; every other command is a client of its
-//! socket. Each command returns its process exit code.
+//! socket, speaking the protocol's own types through [`crate::client`]. Each command returns its
+//! process exit code. Everything an agent wrote is printed with its control characters escaped.
 
-use crate::client::Client;
-use crate::config::{self, Config};
+use crate::client::{AskSession, AskUpdate, Client, Target};
+use crate::config;
+use crate::core::model::{parse_ask, QuestionKind};
+use crate::core::text::Escaped;
 use crate::core::ErrorCode;
-use crate::protocol::parse_code;
-use anyhow::{bail, Context, Result};
+use crate::protocol::{Event, Op, RequestView};
+use anyhow::Result;
 use clap::{Args, Parser, Subcommand};
 use serde_json::{json, Map, Value};
 use std::io::Read;
@@ -23,27 +26,30 @@ Exit codes:
   1  anything else
 
 Examples:
-  echo '{\"questions\":[{\"id\":\"go\",\"question\":\"Deploy now?\",\"options\":[{\"label\":\"Yes (Recommended)\"},{\"label\":\"No\"}]}]}' | askrelay ask
-  askrelay ask question.json --request-id deploy-42 --project infra-prod --agent ops-bot
-Progress goes to stderr; only the result goes to stdout. Ctrl-C cancels the request.";
+  echo '{\"questions\":[{\"id\":\"go\",\"question\":\"Deploy now?\",
+    \"options\":[{\"label\":\"Yes (Recommended)\"},{\"label\":\"No\"}]}]}' | askrelay ask
+  askrelay ask question.json --request-id deploy-42 --project infra-prod
+Progress goes to stderr; only the result goes to stdout. Ctrl-C cancels the request.
+Client commands read only socket_path and daemon_uid from --config FILE.";
 
 #[derive(Debug, Parser)]
 #[command(
     name = "askrelay",
     version,
+    max_term_width = 100,
     about = "Lets AI agents ask people questions through Discord or the terminal",
     after_help = "Examples:
   askrelay serve --config /etc/askrelay/askrelay.toml
   askrelay ask question.json
   askrelay pending
-  askrelay answer 3f6c… --question cleanup --select 'No, keep them'
+  askrelay answer deploy-42 --select 'No, keep them'
   askrelay history --limit 5
 
 Client commands find the socket from --config FILE, then ASKRELAY_SOCKET_PATH, then
-$XDG_RUNTIME_DIR/askrelay.sock (or ./askrelay.sock)."
+$XDG_RUNTIME_DIR/askrelay.sock, else /tmp/askrelay-$UID/askrelay.sock."
 )]
 pub struct Cli {
-    /// The TOML config file (clients read only socket_path from it).
+    /// The TOML config file (see config/askrelay.example.toml).
     #[arg(long, global = true, env = "ASKRELAY_CONFIG", value_name = "FILE")]
     pub config: Option<PathBuf>,
     #[command(subcommand)]
@@ -57,7 +63,8 @@ pub enum Command {
   askrelay serve
   askrelay serve --config config/askrelay.example.toml
   ASKRELAY_DISCORD__TOKEN=… ASKRELAY_DISCORD__CHANNEL_ID=123 askrelay serve
-Logs go to stderr; set ASKRELAY_LOG=debug (or RUST_LOG) for more.")]
+It reads the whole config file, then ASKRELAY_* variables. Logs go to stderr; set
+ASKRELAY_LOG=debug (or RUST_LOG) for more. A second Ctrl-C stops without waiting.")]
     Serve,
     /// Verify the Discord token and channel access, then exit.
     #[command(after_help = "Examples:
@@ -71,29 +78,34 @@ Prints one line per check; exits 0 when everything works, 1 otherwise.")]
     /// List pending requests and their questions.
     #[command(after_help = "Examples:
   askrelay pending
-  askrelay pending --json | jq '.[].request_id'")]
+  askrelay pending --json | jq '.[].request_id'
+You see the requests you asked; operators (operator_uids, root) see all of them.")]
     Pending {
         /// Print JSON instead of a table.
         #[arg(long)]
         json: bool,
     },
     /// Answer one question of a pending request from the terminal.
-    #[command(
-        after_help = "Exits 0 only when this answer was the one that counted; 1 when the question \
-was already answered or the request has ended (it says who answered), 2 for a bad
-request id, question id or label, 7 when the daemon cannot be reached.
+    #[command(after_help = "\
+Exits 0 only when this answer was the one that counted; 1 when the question was already
+answered or the request has ended (it says who answered), 2 for a bad request id, question
+or option, 7 when the daemon cannot be reached. Who answered is recorded from your login
+(uid and user name); --as only adds a note.
 
 Examples:
-  askrelay answer 3f6c… --question cleanup --select 'Yes, delete them (Recommended)'
-  askrelay answer 3f6c… --question targets --select web --select db
-  askrelay answer 3f6c… --question name --custom 'call it v2'"
-    )]
+  askrelay answer deploy-42 --select 'Yes, delete them (Recommended)'
+  askrelay answer deploy-42 --select 2
+  askrelay answer deploy-42 --question targets --select web --select db
+  askrelay answer deploy-42 --question targets --select web --custom 'and canary'
+  askrelay answer deploy-42 --question name --text 'call it v2'")]
     Answer(AnswerArgs),
     /// Cancel a pending request; its agent gets ABORTED.
     #[command(after_help = "Examples:
-  askrelay cancel 3f6c…
-  askrelay cancel 3f6c… --reason 'asked the wrong team'")]
+  askrelay cancel deploy-42
+  askrelay cancel deploy-42 --reason 'asked the wrong team'
+You may cancel the requests you asked; operators may cancel any.")]
     Cancel {
+        /// The id of the request to cancel (see `askrelay pending`).
         request_id: String,
         /// Why; the agent sees it.
         #[arg(long)]
@@ -104,8 +116,10 @@ Examples:
   askrelay history
   askrelay history --limit 100 --json")]
     History {
+        /// How many requests to show, newest first.
         #[arg(long, default_value_t = 20)]
         limit: u32,
+        /// Print JSON instead of a table.
         #[arg(long)]
         json: bool,
     },
@@ -180,25 +194,28 @@ pub struct AskArgs {
 
 #[derive(Debug, Args)]
 pub struct AnswerArgs {
+    /// The id of the request to answer (see `askrelay pending`).
     pub request_id: String,
-    /// The question's id.
+    /// The question's id; may be left out when the request has one question.
     #[arg(long)]
-    pub question: String,
-    /// An option label, exactly; repeat for a multi-select question.
-    #[arg(long = "select", value_name = "LABEL", conflicts_with = "custom")]
+    pub question: Option<String>,
+    /// An option, by its exact label or its number (1, 2, …); repeat for a multi-select
+    /// question.
+    #[arg(long = "select", value_name = "LABEL|N")]
     pub select: Vec<String>,
-    /// Free text instead of (or, for multi-select, with) options.
-    #[arg(long, value_name = "TEXT")]
+    /// Free text: the answer to a free-text question, instead of the options of a
+    /// single-select question, or a note with the options of a multi-select question.
+    #[arg(long, visible_alias = "text", value_name = "TEXT")]
     pub custom: Option<String>,
-    /// Who is answering, as shown in the history (default: $USER).
-    #[arg(long = "as", value_name = "NAME")]
-    pub by: Option<String>,
+    /// A note shown with your answer (who you are is taken from your login, not from this).
+    #[arg(long = "as", value_name = "NOTE")]
+    pub note: Option<String>,
 }
 
 /// Runs a client command and returns the exit code.
 pub async fn run_client(cli: Cli) -> i32 {
-    let socket = match config::client_socket_path(cli.config.as_deref()) {
-        Ok(p) => p,
+    let target = match config::client_target(cli.config.as_deref()) {
+        Ok(t) => t,
         Err(e) => {
             eprintln!("askrelay: {e:#}");
             return 2;
@@ -208,59 +225,73 @@ pub async fn run_client(cli: Cli) -> i32 {
         Command::Serve | Command::CheckConfig | Command::Mcp(_) => {
             unreachable!("not a client command")
         }
-        Command::Ask(args) => ask(&socket, args).await,
-        Command::Pending { json } => pending(&socket, json).await,
-        Command::Answer(args) => answer(&socket, args).await,
-        Command::Cancel { request_id, reason } => cancel(&socket, request_id, reason).await,
-        Command::History { limit, json } => history(&socket, limit, json).await,
+        Command::Ask(args) => ask(&target, args).await,
+        Command::Pending { json } => pending(&target, json).await,
+        Command::Answer(args) => answer(&target, args).await,
+        Command::Cancel { request_id, reason } => cancel(&target, request_id, reason).await,
+        Command::History { limit, json } => history(&target, limit, json).await,
     };
     match result {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("askrelay: {e:#}");
+            eprintln!("askrelay: {}", Escaped(&format!("{e:#}")));
             1
         }
     }
 }
 
-async fn connect(socket: &Path) -> Result<Client, i32> {
-    Client::connect(socket).await.map_err(|e| {
-        eprintln!(
-            "askrelay: cannot reach the daemon at {}: {e}; start it with `askrelay serve`",
-            socket.display()
-        );
-        EXIT_UNREACHABLE
-    })
+fn unreachable_daemon(target: &Target, e: &std::io::Error) -> i32 {
+    eprintln!(
+        "askrelay: cannot reach the daemon at {}: {e}; start it with `askrelay serve`",
+        target.socket.display()
+    );
+    EXIT_UNREACHABLE
 }
 
-/// Prints an `error` event and returns its exit code.
-fn report_error(event: &Value) -> i32 {
-    let code = parse_code(event["code"].as_str().unwrap_or("INTERNAL"));
-    eprintln!(
-        "askrelay: {}: {}",
-        code,
-        event["message"].as_str().unwrap_or("(no message)")
-    );
+async fn connect(target: &Target) -> Result<Client, i32> {
+    Client::connect_to(target)
+        .await
+        .map_err(|e| unreachable_daemon(target, &e))
+}
+
+/// Prints an error and returns its exit code.
+fn report_error(code: ErrorCode, message: &str) -> i32 {
+    eprintln!("askrelay: {code}: {}", Escaped(message));
     code.exit_code()
 }
 
-fn build_ask(args: &AskArgs) -> Result<Value> {
+/// Prints an unexpected reply and returns 1.
+fn unexpected(event: &Event) -> i32 {
+    match event {
+        Event::Error { code, message, .. } => report_error(*code, message),
+        other => {
+            eprintln!(
+                "askrelay: unexpected reply from the daemon: {}",
+                Escaped(&other.to_line())
+            );
+            1
+        }
+    }
+}
+
+/// The ask to send: the input file's `{"questions":[...]}` with the flags merged in, checked
+/// with the daemon's own rules (the daemon checks again, with its limits).
+fn build_ask(args: &AskArgs) -> Result<crate::core::Ask, String> {
     let text = if args.input == "-" {
         let mut s = String::new();
         std::io::stdin()
             .read_to_string(&mut s)
-            .context("cannot read the question from stdin")?;
+            .map_err(|e| format!("cannot read the question from stdin: {e}"))?;
         s
     } else {
         std::fs::read_to_string(&args.input)
-            .with_context(|| format!("cannot read {}", args.input))?
+            .map_err(|e| format!("cannot read {}: {e}", args.input))?
     };
     let mut obj: Map<String, Value> = match serde_json::from_str(&text) {
         Ok(Value::Object(o)) => o,
-        Ok(_) => bail!("the input must be a JSON object like {{\"questions\":[...]}}"),
-        Err(e) => bail!("the input is not valid JSON: {e}"),
+        Ok(_) => return Err("the input must be a JSON object like {\"questions\":[...]}".into()),
+        Err(e) => return Err(format!("the input is not valid JSON: {e}")),
     };
-    obj.insert("op".into(), json!("ask"));
     let request_id = args
         .request_id
         .clone()
@@ -293,133 +324,136 @@ fn build_ask(args: &AskArgs) -> Result<Value> {
     for kv in &args.scope {
         let (k, v) = kv
             .split_once('=')
-            .with_context(|| format!("--scope {kv:?}: expected KEY=VALUE"))?;
+            .ok_or_else(|| format!("--scope {kv:?}: expected KEY=VALUE"))?;
         scope.insert(k.into(), json!(v));
     }
     if !scope.is_empty() {
         obj.insert("scope".into(), Value::Object(scope));
     }
-    Ok(Value::Object(obj))
+    parse_ask(&obj, usize::MAX).map_err(|e| e.message)
 }
 
-async fn ask(socket: &Path, args: AskArgs) -> Result<i32> {
-    let line = match build_ask(&args) {
-        Ok(l) => l,
-        Err(e) => {
-            eprintln!("askrelay: INVALID_REQUEST: {e:#}");
-            return Ok(ErrorCode::InvalidRequest.exit_code());
-        }
+async fn ask(target: &Target, args: AskArgs) -> Result<i32> {
+    let ask = match build_ask(&args) {
+        Ok(a) => a,
+        Err(e) => return Ok(report_error(ErrorCode::InvalidRequest, &e)),
     };
-    let request_id = line["request_id"].as_str().unwrap_or_default().to_owned();
-    let mut client = match connect(socket).await {
-        Ok(c) => c,
-        Err(code) => return Ok(code),
+    let request_id = ask.request_id.clone().unwrap_or_default();
+    let shown_id = Escaped(&request_id).to_string();
+    let mut session = match AskSession::start(
+        target.clone(),
+        ask,
+        Duration::from_secs(args.reconnect_secs),
+    )
+    .await
+    {
+        Ok(s) => s,
+        Err(e) => return Ok(unreachable_daemon(target, &e)),
     };
-    client.send(&line).await?;
     let mut cancelling = false;
     let ctrl_c = tokio::signal::ctrl_c();
     tokio::pin!(ctrl_c);
     loop {
-        let event = tokio::select! {
+        let update = tokio::select! {
             r = &mut ctrl_c, if !cancelling => {
                 r?;
-                eprintln!("askrelay: cancelling request {request_id}… (Ctrl-C again to quit now)");
+                eprintln!("askrelay: cancelling request {shown_id}… (Ctrl-C again to quit now)");
                 cancelling = true;
-                client.send(&json!({"op": "cancel", "request_id": request_id, "reason": "the asker pressed Ctrl-C"})).await?;
+                if let Err(e) = session.cancel("the asker pressed Ctrl-C").await {
+                    eprintln!("askrelay: could not cancel: {e:#}");
+                }
                 continue;
             }
             _ = tokio::signal::ctrl_c(), if cancelling => return Ok(130),
-            e = client.recv() => e,
+            u = session.next() => u,
         };
-        let event = match event {
-            Ok(Some(ev)) => ev,
-            Ok(None) | Err(_) => {
-                eprintln!(
-                    "askrelay: lost the daemon at {}; reconnecting to re-attach request {request_id} (for up to {} s)…",
-                    socket.display(),
-                    args.reconnect_secs
-                );
-                match reconnect(socket, &line, Duration::from_secs(args.reconnect_secs)).await {
-                    Some(c) => {
-                        client = c;
-                        continue;
-                    }
-                    None => {
-                        eprintln!("askrelay: the daemon did not come back; request {request_id} may still be pending (re-run with --request-id {request_id})");
-                        return Ok(EXIT_UNREACHABLE);
-                    }
-                }
-            }
-        };
-        if event["request_id"].as_str() != Some(request_id.as_str()) && event["event"] != "error" {
-            continue;
-        }
-        match event["event"].as_str() {
-            Some("accepted") => {
-                let answerer = event["answerer"].as_str().unwrap_or("?");
+        match update {
+            AskUpdate::Accepted { answerer, detail } => {
                 let mut msg = format!(
-                    "askrelay: request {request_id} is waiting for an answer via {answerer}"
+                    "askrelay: request {shown_id} is waiting for an answer via {}",
+                    Escaped(&answerer)
                 );
-                if let Some(link) = event["message_links"]
-                    .as_array()
+                if let Some(link) = detail
+                    .get("message_links")
+                    .and_then(Value::as_array)
                     .and_then(|l| l.first())
                     .and_then(Value::as_str)
                 {
-                    msg.push_str(&format!(" ({link})"));
+                    msg.push_str(&format!(" ({})", Escaped(link)));
                 }
                 eprintln!("{msg}");
-                if let Some(hint) = event["hint"].as_str() {
-                    eprintln!("askrelay: {hint}");
+                if let Some(hint) = detail.get("hint").and_then(Value::as_str) {
+                    eprintln!("askrelay: {}", Escaped(hint));
                 }
-                if let Some(posting) = event["posting"].as_str() {
-                    eprintln!("askrelay: not posted yet: {posting}");
+                if let Some(posting) = detail.get("posting").and_then(Value::as_str) {
+                    eprintln!("askrelay: not posted yet: {}", Escaped(posting));
                 }
-                if let Some(secs) = event["expires_in_secs"].as_u64() {
+                if let Some(secs) = detail.get("expires_in_secs").and_then(Value::as_u64) {
                     eprintln!("askrelay: the request expires if nobody answers within {secs} s");
                 }
             }
-            Some("answered") => {
-                // The result, byte for byte: re-serialize nothing, cut it out of the line.
-                println!("{}", serde_json::to_string(&event["result"])?);
+            AskUpdate::Lost { window } => eprintln!(
+                "askrelay: lost the daemon at {}; reconnecting to re-attach request {shown_id} (for up to {} s)…",
+                target.socket.display(),
+                window.as_secs()
+            ),
+            AskUpdate::Reattached => eprintln!("askrelay: reconnected; re-attached"),
+            AskUpdate::Answered(result) => {
+                // The result, byte for byte as the daemon sent it.
+                println!("{}", result.get());
                 return Ok(0);
             }
-            Some("cancelled") => {}
-            Some("error")
-                if event["request_id"].is_null() || event["request_id"] == request_id.as_str() =>
-            {
-                return Ok(report_error(&event));
+            AskUpdate::Failed(e) if e.code == ErrorCode::Internal && e.message.starts_with("lost the askrelay daemon") => {
+                eprintln!("askrelay: {}", Escaped(&e.message));
+                return Ok(EXIT_UNREACHABLE);
             }
-            _ => {}
+            AskUpdate::Failed(e) => return Ok(report_error(e.code, &e.message)),
         }
     }
 }
 
-async fn reconnect(socket: &Path, line: &Value, window: Duration) -> Option<Client> {
-    let deadline = tokio::time::Instant::now() + window;
-    let mut delay = Duration::from_millis(100);
-    while tokio::time::Instant::now() < deadline {
-        if let Ok(mut c) = Client::connect(socket).await {
-            if c.send(line).await.is_ok() {
-                eprintln!("askrelay: reconnected; re-attached");
-                return Some(c);
+/// Every page of a listing.
+async fn all_pages(client: &mut Client, first: Op) -> Result<Result<Vec<RequestView>, Event>> {
+    let mut out = Vec::new();
+    let mut op = first;
+    loop {
+        match client.call(&op).await? {
+            Event::Pending { requests, next } => {
+                out.extend(requests);
+                match next {
+                    Some(n) => {
+                        op = Op::Pending {
+                            request_id: None,
+                            limit: None,
+                            after: Some(n),
+                        }
+                    }
+                    None => return Ok(Ok(out)),
+                }
             }
+            Event::History { requests, .. } => {
+                out.extend(requests);
+                return Ok(Ok(out));
+            }
+            other => return Ok(Err(other)),
         }
-        tokio::time::sleep(delay).await;
-        delay = (delay * 2).min(Duration::from_secs(2));
     }
-    None
 }
 
-async fn pending(socket: &Path, as_json: bool) -> Result<i32> {
-    let mut client = match connect(socket).await {
+async fn pending(target: &Target, as_json: bool) -> Result<i32> {
+    let mut client = match connect(target).await {
         Ok(c) => c,
         Err(code) => return Ok(code),
     };
-    let reply = client.call(&json!({"op": "pending"})).await?;
-    if reply["event"] == "error" {
-        return Ok(report_error(&reply));
-    }
-    let requests = reply["requests"].as_array().cloned().unwrap_or_default();
+    let first = Op::Pending {
+        request_id: None,
+        limit: None,
+        after: None,
+    };
+    let requests = match all_pages(&mut client, first).await? {
+        Ok(r) => r,
+        Err(other) => return Ok(unexpected(&other)),
+    };
     if as_json {
         println!("{}", serde_json::to_string_pretty(&requests)?);
         return Ok(0);
@@ -432,39 +466,40 @@ async fn pending(socket: &Path, as_json: bool) -> Result<i32> {
         "{:<38} {:<16} {:<10} {:<8} QUESTION",
         "REQUEST", "QUESTION ID", "ANSWERER", "STATE"
     );
+    let pad = "";
     for r in &requests {
-        let id = r["request_id"].as_str().unwrap_or("?");
-        let answerer = r["answerer"].as_str().unwrap_or("(not yet)");
-        let questions = r["questions"].as_array().cloned().unwrap_or_default();
-        let n = questions.len();
-        for (i, q) in questions.iter().enumerate() {
-            let unposted = q["post"].is_object() && q["post"]["posted"] == false;
-            let state = if !q["answered"].is_null() {
+        let id = Escaped(&r.request_id).to_string();
+        let answerer = r.answerer.as_deref().unwrap_or("(not yet)");
+        let n = r.questions.len();
+        for (i, q) in r.questions.iter().enumerate() {
+            let unposted = q.post.as_ref().is_some_and(|p| !p.posted);
+            let state = if q.answered.is_some() {
                 "answered"
             } else if unposted {
                 "unposted"
             } else {
                 "open"
             };
-            let kind = if q["options"].as_array().is_none_or(|o| o.is_empty()) {
+            let kind = if q.options.is_empty() {
                 "free text"
-            } else if q["multiSelect"] == true {
+            } else if q.multi_select {
                 "pick any"
             } else {
                 "pick one"
             };
-            let header = q["header"]
-                .as_str()
-                .map(|h| format!("[{h}] "))
+            let header = q
+                .header
+                .as_deref()
+                .map(|h| format!("[{}] ", Escaped(h)))
                 .unwrap_or_default();
             println!(
                 "{:<38} {:<16} {:<10} {:<8} {}{} ({}{})",
-                if i == 0 { id } else { "" },
-                q["id"].as_str().unwrap_or("?"),
+                if i == 0 { id.as_str() } else { "" },
+                Escaped(&q.id).to_string(),
                 if i == 0 { answerer } else { "" },
                 state,
                 header,
-                one_line(q["question"].as_str().unwrap_or("")),
+                one_line(&q.question),
                 kind,
                 if n > 1 {
                     format!(", {} of {n}", i + 1)
@@ -472,43 +507,52 @@ async fn pending(socket: &Path, as_json: bool) -> Result<i32> {
                     String::new()
                 },
             );
-            for o in q["options"].as_array().into_iter().flatten() {
-                println!("{:>76}- {}", "", o.as_str().unwrap_or(""));
+            for (j, o) in q.options.iter().enumerate() {
+                println!("{pad:>76}{}. {}", j + 1, Escaped(o));
             }
-            if unposted {
+            if let Some(post) = q.post.as_ref().filter(|_| unposted) {
                 println!(
-                    "{:>76}not posted yet to channel {} after {} attempt(s): {}",
-                    "",
-                    q["post"]["channel"].as_str().unwrap_or("?"),
-                    q["post"]["attempts"],
-                    q["post"]["last_error"]
-                        .as_str()
-                        .unwrap_or("waiting for the first attempt")
+                    "{pad:>76}not posted yet to channel {} after {} attempt(s): {}",
+                    Escaped(&post.channel),
+                    post.attempts,
+                    Escaped(
+                        post.last_error
+                            .as_deref()
+                            .unwrap_or("waiting for the first attempt")
+                    )
                 );
             }
-            if !q["answered"].is_null() {
-                println!(
-                    "{:>76}answered by {} via {}",
-                    "",
-                    q["answered"]["by"].as_str().unwrap_or("?"),
-                    q["answered"]["via"].as_str().unwrap_or("?")
-                );
+            if let Some(a) = &q.answered {
+                println!("{pad:>76}answered by {}", answered_by(a));
             }
         }
-        let scope = r["scope"].as_object().filter(|s| !s.is_empty());
-        if let Some(scope) = scope {
-            let labels: Vec<String> = scope
+        if !r.scope.is_empty() {
+            let labels: Vec<String> = r
+                .scope
                 .iter()
-                .map(|(k, v)| format!("{k}={}", v.as_str().unwrap_or("")))
+                .map(|(k, v)| format!("{}={}", Escaped(k), Escaped(v)))
                 .collect();
-            println!("{:>76}scope: {}", "", labels.join(" "));
+            println!("{pad:>76}scope: {}", labels.join(" "));
         }
     }
     Ok(0)
 }
 
+fn answered_by(a: &crate::protocol::AnsweredView) -> String {
+    let mut s = match a.via.as_str() {
+        "terminal" => format!("{} (uid {}) via terminal", Escaped(&a.by), Escaped(&a.id)),
+        "policy" => "the expiry policy".to_owned(),
+        via => format!("{} via {}", Escaped(&a.by), Escaped(via)),
+    };
+    if let Some(n) = &a.note {
+        s.push_str(&format!(", note “{}”", Escaped(n)));
+    }
+    s
+}
+
 fn one_line(s: &str) -> String {
     let flat: String = s.split_whitespace().collect::<Vec<_>>().join(" ");
+    let flat = Escaped(&flat).to_string();
     if flat.chars().count() > 80 {
         let cut: String = flat.chars().take(79).collect();
         format!("{cut}…")
@@ -517,88 +561,211 @@ fn one_line(s: &str) -> String {
     }
 }
 
-async fn answer(socket: &Path, args: AnswerArgs) -> Result<i32> {
+/// The answer to send: the question (the only one when `--question` is left out) and the
+/// labels for `--select` values given as numbers, checked against the request when it can be
+/// seen. When it cannot (ended, not yours), the daemon's reply says why.
+fn resolve_answer(
+    args: &AnswerArgs,
+    req: Option<&RequestView>,
+) -> Result<(String, Vec<String>), String> {
+    let Some(req) = req else {
+        let question = args.question.clone().ok_or_else(|| {
+            "give --question ID (the request is not pending, or not visible to you)".to_owned()
+        })?;
+        return Ok((question, args.select.clone()));
+    };
+    let q = match &args.question {
+        Some(id) => req.questions.iter().find(|q| &q.id == id).ok_or_else(|| {
+            let ids: Vec<String> = req
+                .questions
+                .iter()
+                .map(|q| Escaped(&q.id).to_string())
+                .collect();
+            format!(
+                "request {} has no question {}; its questions are: {}",
+                Escaped(&req.request_id),
+                Escaped(id),
+                ids.join(", ")
+            )
+        })?,
+        None if req.questions.len() == 1 => &req.questions[0],
+        None => {
+            let ids: Vec<String> = req
+                .questions
+                .iter()
+                .map(|q| Escaped(&q.id).to_string())
+                .collect();
+            return Err(format!(
+                "request {} has {} questions; say which with --question ({})",
+                Escaped(&req.request_id),
+                req.questions.len(),
+                ids.join(", ")
+            ));
+        }
+    };
+    let kind = match (q.options.is_empty(), q.multi_select) {
+        (true, _) => QuestionKind::FreeText,
+        (false, true) => QuestionKind::Multi,
+        (false, false) => QuestionKind::Single,
+    };
+    if kind == QuestionKind::FreeText && !args.select.is_empty() {
+        return Err(format!(
+            "question {} has no options and takes free text: use --text TEXT",
+            Escaped(&q.id)
+        ));
+    }
+    if kind == QuestionKind::Single && !args.select.is_empty() && args.custom.is_some() {
+        return Err(format!(
+            "question {} is single-select: free text would replace the selection, so pass \
+             --select or --custom, not both",
+            Escaped(&q.id)
+        ));
+    }
+    let mut labels = Vec::with_capacity(args.select.len());
+    for s in &args.select {
+        if q.options.iter().any(|o| o == s) {
+            labels.push(s.clone());
+            continue;
+        }
+        match s.parse::<usize>() {
+            Ok(n) if (1..=q.options.len()).contains(&n) => labels.push(q.options[n - 1].clone()),
+            _ => {
+                let all: Vec<String> = q
+                    .options
+                    .iter()
+                    .enumerate()
+                    .map(|(i, o)| format!("{}. {}", i + 1, Escaped(o)))
+                    .collect();
+                return Err(format!(
+                    "question {} has no option {}; give a label or a number: {}",
+                    Escaped(&q.id),
+                    Escaped(s),
+                    all.join(", ")
+                ));
+            }
+        }
+    }
+    Ok((q.id.clone(), labels))
+}
+
+async fn answer(target: &Target, args: AnswerArgs) -> Result<i32> {
     if args.select.is_empty() && args.custom.is_none() {
-        eprintln!("askrelay: give --select LABEL (repeatable) or --custom TEXT");
+        eprintln!("askrelay: give --select LABEL|N (repeatable) or --text TEXT");
         return Ok(2);
     }
-    let mut client = match connect(socket).await {
+    let mut client = match connect(target).await {
         Ok(c) => c,
         Err(code) => return Ok(code),
     };
-    let by = args
-        .by
-        .clone()
-        .or_else(|| std::env::var("USER").ok())
-        .unwrap_or_else(|| "terminal".into());
-    let reply = client
-        .call(&json!({
-            "op": "answer",
-            "request_id": args.request_id,
-            "question": args.question,
-            "select": args.select,
-            "custom": args.custom,
-            "by": by,
-        }))
+    let lookup = client
+        .call(&Op::Pending {
+            request_id: Some(args.request_id.clone()),
+            limit: None,
+            after: None,
+        })
         .await?;
-    match reply["event"].as_str() {
-        Some("answer_accepted") => {
-            if reply["request_answered"] == true {
+    let req = match &lookup {
+        Event::Pending { requests, .. } => requests.first(),
+        _ => None,
+    };
+    let (question, select) = match resolve_answer(&args, req) {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("askrelay: {e}");
+            return Ok(2);
+        }
+    };
+    let reply = client
+        .call(&Op::Answer {
+            request_id: args.request_id.clone(),
+            question: question.clone(),
+            select,
+            custom: args.custom.clone(),
+            by: args.note.clone(),
+        })
+        .await?;
+    match reply {
+        Event::AnswerAccepted {
+            request_answered, ..
+        } => {
+            if request_answered {
                 println!(
                     "Answer recorded; request {} is now answered and its agent has the result.",
-                    args.request_id
+                    Escaped(&args.request_id)
                 );
             } else {
                 println!(
-                    "Answer recorded for question {:?}; the request still has open questions.",
-                    args.question
+                    "Answer recorded for question {}; the request still has open questions.",
+                    Escaped(&question)
                 );
             }
             Ok(0)
         }
-        _ => {
-            let code = parse_code(reply["code"].as_str().unwrap_or("INTERNAL"));
-            eprintln!(
-                "askrelay: your answer did not count: {}",
-                reply["message"].as_str().unwrap_or("(no message)")
-            );
+        Event::Error { code, message, .. } => {
+            eprintln!("askrelay: your answer did not count: {}", Escaped(&message));
             Ok(if code == ErrorCode::Conflict {
                 1
             } else {
                 code.exit_code()
             })
         }
+        other => Ok(unexpected(&other)),
     }
 }
 
-async fn cancel(socket: &Path, request_id: String, reason: Option<String>) -> Result<i32> {
-    let mut client = match connect(socket).await {
+async fn cancel(target: &Target, request_id: String, reason: Option<String>) -> Result<i32> {
+    let mut client = match connect(target).await {
         Ok(c) => c,
         Err(code) => return Ok(code),
     };
     let reply = client
-        .call(&json!({"op": "cancel", "request_id": request_id, "reason": reason}))
+        .call(&Op::Cancel {
+            request_id: request_id.clone(),
+            reason,
+        })
         .await?;
-    if reply["event"] == "cancelled" {
-        println!("Cancelled request {request_id}; its agent gets ABORTED.");
-        Ok(0)
-    } else {
-        Ok(report_error(&reply))
+    match reply {
+        Event::Cancelled { .. } => {
+            println!(
+                "Cancelled request {}; its agent gets ABORTED.",
+                Escaped(&request_id)
+            );
+            Ok(0)
+        }
+        other => Ok(unexpected(&other)),
     }
 }
 
-async fn history(socket: &Path, limit: u32, as_json: bool) -> Result<i32> {
-    let mut client = match connect(socket).await {
+async fn history(target: &Target, limit: u32, as_json: bool) -> Result<i32> {
+    let mut client = match connect(target).await {
         Ok(c) => c,
         Err(code) => return Ok(code),
     };
-    let reply = client
-        .call(&json!({"op": "history", "limit": limit}))
-        .await?;
-    if reply["event"] == "error" {
-        return Ok(report_error(&reply));
+    let mut requests = Vec::new();
+    let mut before = None;
+    // Pages of at most the protocol's maximum, until `limit` requests or the oldest.
+    while requests.len() < limit as usize {
+        let want = (limit as usize - requests.len()).min(crate::protocol::PAGE_MAX as usize);
+        match client
+            .call(&Op::History {
+                limit: Some(want as u32),
+                before: before.take(),
+            })
+            .await?
+        {
+            Event::History {
+                requests: page,
+                next,
+            } => {
+                requests.extend(page);
+                match next {
+                    Some(n) => before = Some(n),
+                    None => break,
+                }
+            }
+            other => return Ok(unexpected(&other)),
+        }
     }
-    let requests = reply["requests"].as_array().cloned().unwrap_or_default();
     if as_json {
         println!("{}", serde_json::to_string_pretty(&requests)?);
         return Ok(0);
@@ -609,37 +776,29 @@ async fn history(socket: &Path, limit: u32, as_json: bool) -> Result<i32> {
     }
     println!("{:<38} {:<10} {:<21} OUTCOME", "REQUEST", "STATUS", "ASKED");
     for r in &requests {
-        let outcome = if !r["result"].is_null() {
-            serde_json::to_string(&r["result"])?
-        } else if !r["error"].is_null() {
-            format!(
-                "{}: {}",
-                r["error"]["code"].as_str().unwrap_or("?"),
-                r["error"]["message"].as_str().unwrap_or("")
-            )
+        let outcome = if let Some(result) = &r.result {
+            Escaped(&serde_json::to_string(result)?).to_string()
+        } else if let Some(e) = &r.error {
+            format!("{}: {}", e.code, Escaped(&e.message))
         } else {
-            let open = r["questions"]
-                .as_array()
-                .map(|q| q.iter().filter(|q| q["answered"].is_null()).count())
-                .unwrap_or(0);
+            let open = r.questions.iter().filter(|q| q.answered.is_none()).count();
             format!("{open} question(s) open")
         };
         println!(
             "{:<38} {:<10} {:<21} {}",
-            r["request_id"].as_str().unwrap_or("?"),
-            r["status"].as_str().unwrap_or("?"),
-            r["created_at"].as_str().unwrap_or("?"),
+            Escaped(&r.request_id).to_string(),
+            r.status,
+            r.created_at,
             outcome
         );
-        for q in r["questions"].as_array().into_iter().flatten() {
-            if let Some(a) = q["answered"].as_object() {
+        for q in &r.questions {
+            if let Some(a) = &q.answered {
                 println!(
-                    "{:<38}   {} answered by {} via {} at {}",
+                    "{:<38}   {} answered by {} at {}",
                     "",
-                    q["id"].as_str().unwrap_or("?"),
-                    a["by"].as_str().unwrap_or("?"),
-                    a["via"].as_str().unwrap_or("?"),
-                    a["at"].as_str().unwrap_or("?")
+                    Escaped(&q.id),
+                    answered_by(a),
+                    a.at
                 );
             }
         }
@@ -649,8 +808,8 @@ async fn history(socket: &Path, limit: u32, as_json: bool) -> Result<i32> {
 
 /// Runs `askrelay mcp` until the MCP client closes stdin, and returns the exit code.
 pub async fn run_mcp(config_file: Option<&Path>, args: McpArgs) -> i32 {
-    let socket = match config::client_socket_path(config_file) {
-        Ok(p) => p,
+    let target = match config::client_target(config_file) {
+        Ok(t) => t,
         Err(e) => {
             eprintln!("askrelay: {e:#}");
             return 2;
@@ -674,7 +833,7 @@ pub async fn run_mcp(config_file: Option<&Path>, args: McpArgs) -> i32 {
         scope.insert(k.into(), json!(v));
     }
     let options = crate::mcp::McpOptions {
-        socket,
+        target,
         scope,
         reconnect: Duration::from_secs(args.reconnect_secs),
         heartbeat: Duration::from_secs(args.progress_secs),
@@ -686,9 +845,4 @@ pub async fn run_mcp(config_file: Option<&Path>, args: McpArgs) -> i32 {
             1
         }
     }
-}
-
-/// Loads the daemon's config for `serve`.
-pub fn load_config(file: Option<&Path>) -> Result<Config> {
-    Config::load(file)
 }

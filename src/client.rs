@@ -1,15 +1,62 @@
-//! A client connection to the daemon's socket, used by the CLI and the tests.
+//! The client side of the socket, shared by the CLI and the MCP front end: typed operations
+//! and events ([`Client`]), and an ask that follows its request to the end, re-attaching when
+//! the daemon restarts ([`AskSession`]).
+//!
+//! A client only talks to a socket owned by itself, root, or the configured `daemon_uid`: a
+//! socket that another user put in its path could otherwise answer every question "yes".
 
+use crate::core::{Ask, AskError, ErrorCode};
+use crate::protocol::{Event, Op};
 use crate::server::framing::{Frame, LineReader};
 use anyhow::{bail, Context, Result};
-use serde_json::Value;
-use std::path::Path;
+use serde_json::value::RawValue;
+use serde_json::{Map, Value};
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
 use tokio::io::AsyncWriteExt;
 use tokio::net::unix::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::UnixStream;
+use tokio::time::Instant;
 
-/// Replies are bounded too, but generously: a `history` reply can be large.
+/// Replies are bounded too, but generously: a page of `history` can be large.
 const MAX_REPLY_BYTES: usize = 64 * 1024 * 1024;
+
+/// Where the daemon is, and whom to trust there.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Target {
+    pub socket: PathBuf,
+    /// The daemon's uid when it is another user (a system service).
+    pub daemon_uid: Option<u32>,
+}
+
+impl Target {
+    pub fn new(socket: impl Into<PathBuf>) -> Target {
+        Target {
+            socket: socket.into(),
+            daemon_uid: None,
+        }
+    }
+
+    /// Checks that the socket belongs to this user, root, or `daemon_uid`.
+    fn check_owner(&self) -> std::io::Result<()> {
+        let meta = std::fs::metadata(&self.socket)?;
+        let me = nix::unistd::geteuid().as_raw();
+        let owner = meta.uid();
+        if owner == me || owner == 0 || Some(owner) == self.daemon_uid {
+            return Ok(());
+        }
+        Err(std::io::Error::new(
+            std::io::ErrorKind::PermissionDenied,
+            format!(
+                "the socket {} belongs to uid {owner}, which is neither you (uid {me}), root, \
+                 nor daemon_uid; refusing to talk to it (set daemon_uid if the daemon runs as \
+                 that user)",
+                self.socket.display()
+            ),
+        ))
+    }
+}
 
 pub struct Client {
     reader: LineReader<OwnedReadHalf>,
@@ -17,8 +64,15 @@ pub struct Client {
 }
 
 impl Client {
+    /// Connects to a socket owned by this user or root.
     pub async fn connect(path: &Path) -> std::io::Result<Client> {
-        let stream = UnixStream::connect(path).await?;
+        Self::connect_to(&Target::new(path)).await
+    }
+
+    /// Connects, after checking who owns the socket.
+    pub async fn connect_to(target: &Target) -> std::io::Result<Client> {
+        target.check_owner()?;
+        let stream = UnixStream::connect(&target.socket).await?;
         let (rd, wr) = stream.into_split();
         Ok(Client {
             reader: LineReader::new(rd, MAX_REPLY_BYTES),
@@ -26,8 +80,15 @@ impl Client {
         })
     }
 
-    /// Sends one line.
-    pub async fn send(&mut self, value: &Value) -> std::io::Result<()> {
+    /// Sends one operation.
+    pub async fn send(&mut self, op: &Op) -> std::io::Result<()> {
+        let mut line = op.to_line().into_bytes();
+        line.push(b'\n');
+        self.writer.write_all(&line).await
+    }
+
+    /// Sends any JSON value as a line (tests of the raw protocol).
+    pub async fn send_json(&mut self, value: &Value) -> std::io::Result<()> {
         let mut line = serde_json::to_vec(value)?;
         line.push(b'\n');
         self.writer.write_all(&line).await
@@ -38,7 +99,7 @@ impl Client {
         self.writer.write_all(bytes).await
     }
 
-    /// The next event line as raw text, or `None` when the daemon closed the connection.
+    /// The next line as raw text, or `None` when the daemon closed the connection.
     pub async fn recv_line(&mut self) -> Result<Option<String>> {
         match self.reader.next().await? {
             Frame::Line(l) => Ok(Some(
@@ -50,8 +111,18 @@ impl Client {
         }
     }
 
-    /// The next event, parsed, or `None` when the daemon closed the connection.
-    pub async fn recv(&mut self) -> Result<Option<Value>> {
+    /// The next event, or `None` when the daemon closed the connection.
+    pub async fn recv(&mut self) -> Result<Option<Event>> {
+        match self.recv_line().await? {
+            Some(l) => Ok(Some(Event::from_line(&l).with_context(|| {
+                format!("the daemon sent a line this client does not understand: {l}")
+            })?)),
+            None => Ok(None),
+        }
+    }
+
+    /// The next line as a JSON value (tests of the raw protocol).
+    pub async fn recv_json(&mut self) -> Result<Option<Value>> {
         match self.recv_line().await? {
             Some(l) => Ok(Some(
                 serde_json::from_str(&l).context("the daemon sent a line that is not JSON")?,
@@ -61,10 +132,151 @@ impl Client {
     }
 
     /// Sends one operation and reads its one reply.
-    pub async fn call(&mut self, op: &Value) -> Result<Value> {
+    pub async fn call(&mut self, op: &Op) -> Result<Event> {
         self.send(op).await?;
         self.recv()
             .await?
             .context("the daemon closed the connection before replying")
+    }
+
+    /// [`Client::call`] with JSON values (tests of the raw protocol).
+    pub async fn call_json(&mut self, op: &Value) -> Result<Value> {
+        self.send_json(op).await?;
+        self.recv_json()
+            .await?
+            .context("the daemon closed the connection before replying")
+    }
+}
+
+/// What happened to an ask, as [`AskSession::next`] reports it.
+#[derive(Debug)]
+pub enum AskUpdate {
+    /// Stored and handed to an answerer (again after a re-attach).
+    Accepted {
+        answerer: String,
+        detail: Map<String, Value>,
+    },
+    /// The daemon went away (or is shutting down); reconnecting for up to `window`.
+    Lost { window: Duration },
+    /// Connected again and re-sent the ask with the same request id.
+    Reattached,
+    /// The §1 result, byte for byte as the daemon sent it.
+    Answered(Box<RawValue>),
+    /// The final error (or the daemon did not come back: `INTERNAL`).
+    Failed(AskError),
+}
+
+/// One ask followed to its final line, re-attaching with the same request id when the daemon
+/// restarts, for up to `reconnect`.
+pub struct AskSession {
+    target: Target,
+    op: Op,
+    request_id: String,
+    client: Option<Client>,
+    reconnect: Duration,
+    /// Set while reconnecting: when to give up.
+    lost_until: Option<Instant>,
+}
+
+impl AskSession {
+    /// Connects and sends the ask. The ask must carry its request id (re-attaching needs it).
+    pub async fn start(target: Target, ask: Ask, reconnect: Duration) -> std::io::Result<Self> {
+        let request_id = ask
+            .request_id
+            .clone()
+            .expect("an AskSession's ask carries its request id");
+        let op = Op::Ask(ask);
+        let mut client = Client::connect_to(&target).await?;
+        client.send(&op).await?;
+        Ok(AskSession {
+            target,
+            op,
+            request_id,
+            client: Some(client),
+            reconnect,
+            lost_until: None,
+        })
+    }
+
+    pub fn request_id(&self) -> &str {
+        &self.request_id
+    }
+
+    pub fn target(&self) -> &Target {
+        &self.target
+    }
+
+    /// The next thing that happened. After `Answered` or `Failed` the session is over.
+    pub async fn next(&mut self) -> AskUpdate {
+        loop {
+            let Some(client) = self.client.as_mut() else {
+                if let Some(update) = self.reconnect_step().await {
+                    return update;
+                }
+                continue;
+            };
+            let event = client.recv().await;
+            match event {
+                Ok(Some(ev)) if ev.request_id().is_some_and(|id| id != self.request_id) => {}
+                Ok(Some(Event::Accepted {
+                    answerer, detail, ..
+                })) => return AskUpdate::Accepted { answerer, detail },
+                Ok(Some(Event::Answered { result, .. })) => return AskUpdate::Answered(result),
+                Ok(Some(Event::Error { code, message, .. })) => {
+                    return AskUpdate::Failed(AskError::new(code, message))
+                }
+                Ok(Some(Event::ShuttingDown { .. })) | Ok(None) | Err(_) => {
+                    self.client = None;
+                    self.lost_until = Some(Instant::now() + self.reconnect);
+                    return AskUpdate::Lost {
+                        window: self.reconnect,
+                    };
+                }
+                Ok(Some(_)) => {}
+            }
+        }
+    }
+
+    /// One step of reconnecting: `Some` when there is something to report.
+    async fn reconnect_step(&mut self) -> Option<AskUpdate> {
+        let deadline = self
+            .lost_until
+            .unwrap_or_else(|| Instant::now() + self.reconnect);
+        let mut delay = Duration::from_millis(100);
+        loop {
+            if let Ok(mut c) = Client::connect_to(&self.target).await {
+                if c.send(&self.op).await.is_ok() {
+                    self.client = Some(c);
+                    self.lost_until = None;
+                    return Some(AskUpdate::Reattached);
+                }
+            }
+            if Instant::now() + delay > deadline {
+                return Some(AskUpdate::Failed(AskError::new(
+                    ErrorCode::Internal,
+                    format!(
+                        "lost the askrelay daemon at {} and it did not come back within {} s; \
+                         request {} may still be pending there (re-run with the same request id \
+                         to re-attach)",
+                        self.target.socket.display(),
+                        self.reconnect.as_secs(),
+                        self.request_id
+                    ),
+                )));
+            }
+            tokio::time::sleep(delay).await;
+            delay = (delay * 2).min(Duration::from_secs(2));
+        }
+    }
+
+    /// Asks the daemon to cancel the request (on a connection of its own, so this one carries
+    /// only the ask's events). The final line still comes through [`AskSession::next`].
+    pub async fn cancel(&self, reason: &str) -> Result<Event> {
+        let mut c = Client::connect_to(&self.target).await?;
+        c.call(&Op::Cancel {
+            request_id: self.request_id.clone(),
+            reason: Some(reason.to_owned()),
+        })
+        .await
     }
 }

@@ -37,6 +37,15 @@ pub struct Config {
     /// Local users (uids) who may connect, checked with SO_PEERCRED; empty lets in everyone
     /// the socket's file mode lets in.
     pub allowed_uids: Vec<u32>,
+    /// Local users who may see and cancel every request (root and the daemon's own uid always
+    /// may); everyone else sees and cancels only the requests they asked.
+    pub operator_uids: Vec<u32>,
+    /// The uid the daemon runs as, when it is another user than the clients' (a system
+    /// service): clients trust a socket owned by themselves, root, or this uid.
+    pub daemon_uid: Option<u32>,
+    /// How long shutdown may take before the daemon exits anyway (a second signal exits at
+    /// once).
+    pub shutdown_timeout_secs: u64,
     pub limits: Limits,
     pub discord: DiscordConfig,
     pub terminal: TerminalConfig,
@@ -52,6 +61,11 @@ pub struct Limits {
     pub max_connections: usize,
     /// Once a line has started, the rest of it must arrive within this many seconds.
     pub line_timeout_secs: u64,
+    /// Replies waiting to be written to one connection, at most; a client that does not read
+    /// them is disconnected past this.
+    pub max_output_bytes: usize,
+    /// Pending requests one local user (uid) may have at once; past it, `ask` answers `BUSY`.
+    pub max_pending_per_uid: usize,
 }
 
 impl Default for Limits {
@@ -61,6 +75,8 @@ impl Default for Limits {
             max_line_bytes: 1024 * 1024,
             max_connections: 16384,
             line_timeout_secs: 30,
+            max_output_bytes: 1024 * 1024,
+            max_pending_per_uid: 1000,
         }
     }
 }
@@ -82,6 +98,10 @@ pub struct DiscordConfig {
     pub mention_user_ids: Vec<Snowflake>,
     /// The longest wait between two retries of a failed Discord call (backoff doubles up to it).
     pub retry_max_delay_ms: u64,
+    /// Whether people at a terminal (`askrelay answer`) may answer requests on the default
+    /// route; routes have their own `terminal_answers`. Off: only the allowlisted Discord
+    /// members answer.
+    pub terminal_answers: bool,
 }
 
 pub const DEFAULT_API_BASE: &str = "https://discord.com";
@@ -97,6 +117,7 @@ impl Default for DiscordConfig {
             mention_role_ids: Vec::new(),
             mention_user_ids: Vec::new(),
             retry_max_delay_ms: 8000,
+            terminal_answers: false,
         }
     }
 }
@@ -131,6 +152,10 @@ pub struct Route {
     pub expire_after_secs: Option<u64>,
     #[serde(default)]
     pub on_expire: OnExpire,
+    /// Whether people at a terminal may answer requests on this route (default: as
+    /// `discord.terminal_answers`).
+    #[serde(default)]
+    pub terminal_answers: Option<bool>,
 }
 
 /// What happens when a route's `expire_after_secs` runs out.
@@ -151,6 +176,9 @@ impl Default for Config {
             cancel_grace_secs: 10,
             restart_grace_secs: 300,
             allowed_uids: Vec::new(),
+            operator_uids: Vec::new(),
+            daemon_uid: None,
+            shutdown_timeout_secs: 10,
             limits: Limits::default(),
             discord: DiscordConfig::default(),
             terminal: TerminalConfig::default(),
@@ -195,7 +223,7 @@ impl Config {
         let raw = builder.build().map_err(|e| config_error(e, file))?;
         let mut unknown = Vec::new();
         let cfg: Config = serde_ignored::deserialize(raw, |path| unknown.push(path.to_string()))
-            .map_err(|e| config_error(e, file))?;
+            .map_err(|e: config::ConfigError| config_error(e, file))?;
         if !unknown.is_empty() {
             bail!(
                 "unknown config key{} {} (in {} or an ASKRELAY_ environment variable)",
@@ -223,6 +251,18 @@ impl Config {
         if self.limits.max_line_bytes < 1024 {
             bail!("limits.max_line_bytes: must be at least 1024");
         }
+        if self.limits.max_questions > 50 {
+            bail!("limits.max_questions: at most 50");
+        }
+        if self.limits.max_output_bytes < 64 * 1024 {
+            bail!("limits.max_output_bytes: must be at least 65536");
+        }
+        if self.limits.max_pending_per_uid == 0 {
+            bail!("limits.max_pending_per_uid: must be at least 1");
+        }
+        if self.shutdown_timeout_secs == 0 {
+            bail!("shutdown_timeout_secs: must be at least 1");
+        }
         if self
             .discord
             .api_base
@@ -233,10 +273,7 @@ impl Config {
             || !(self.discord.api_base.starts_with("http://")
                 || self.discord.api_base.starts_with("https://"))
         {
-            bail!(
-                "discord.api_base: must be a scheme and host only, like \"https://discord.com\", got {:?}",
-                self.discord.api_base
-            );
+            bail!("discord.api_base: must be a scheme and host only, like \"https://discord.com\"");
         }
         for (i, r) in self.routes.iter().enumerate() {
             if r.name.trim().is_empty() {
@@ -257,18 +294,111 @@ impl Config {
     }
 }
 
-fn config_error(e: impl fmt::Display, file: Option<&Path>) -> anyhow::Error {
+/// A config error that names the key and what was expected, and never the offending value:
+/// a token pasted into the wrong key must not end up in a terminal or a log.
+fn config_error(e: config::ConfigError, file: Option<&Path>) -> anyhow::Error {
+    let what = describe_config_error(&e);
     match file {
-        Some(f) => anyhow!("config error in {} or the environment: {e}", f.display()),
-        None => anyhow!("config error in the environment: {e}"),
+        Some(f) => anyhow!("config error in {} or the environment: {what}", f.display()),
+        None => anyhow!("config error in the environment: {what}"),
     }
 }
 
-/// `$XDG_RUNTIME_DIR/askrelay.sock`, else `./askrelay.sock` (SPEC §4).
+fn describe_config_error(e: &config::ConfigError) -> String {
+    use config::ConfigError as E;
+    match e {
+        E::Type {
+            key,
+            expected,
+            unexpected,
+            ..
+        } => format!(
+            "{}: expected {expected}, got {}",
+            key.as_deref().unwrap_or("a key"),
+            unexpected_kind(unexpected)
+        ),
+        E::At { error, key, .. } => {
+            let inner = describe_config_error(error);
+            match key {
+                Some(k) if !inner.starts_with(k.as_str()) => format!("{k}: {inner}"),
+                _ => inner,
+            }
+        }
+        E::FileParse { cause, .. } => {
+            // TOML errors quote the offending line; keep only where it is and what is wrong.
+            let text = cause.to_string();
+            let mut lines = text.lines().map(str::trim).filter(|l| !l.is_empty());
+            let first = lines.next().unwrap_or("cannot parse the file");
+            let last = text
+                .lines()
+                .map(str::trim)
+                .rfind(|l| !l.is_empty())
+                .unwrap_or("");
+            if last == first || last.contains('|') {
+                first.to_owned()
+            } else {
+                format!("{first}: {last}")
+            }
+        }
+        // Our own messages (see the deserializers below) never carry the value; serde's may.
+        E::Message(m) => redact(m),
+        E::NotFound(k) => format!("{k}: not found"),
+        E::PathParse { .. } => "a key path cannot be parsed".to_owned(),
+        E::Frozen => "the configuration is frozen".to_owned(),
+        E::Foreign(_) => "cannot read the configuration".to_owned(),
+        _ => "invalid configuration".to_owned(),
+    }
+}
+
+/// A serde message without the value it quotes: "unknown variant `x`, expected …" and
+/// "invalid value: string \"x\", expected …" keep only what was expected.
+fn redact(m: &str) -> String {
+    for (start, end) in [("`", "`"), ("\"", "\"")] {
+        if let Some(a) = m.find(start) {
+            if let Some(len) = m[a + 1..].find(end) {
+                let before = m[..a].trim_end();
+                let after = &m[a + 1 + len + 1..];
+                // A missing or unknown field names a key, not a value: keep it.
+                if before.ends_with("field") {
+                    return m.to_owned();
+                }
+                return format!("{before} (value not shown){after}");
+            }
+        }
+    }
+    m.to_owned()
+}
+
+/// The kind of a wrong value, without the value (the config crate's type is unnameable, so it
+/// is read off its description: `string "…"`, ``boolean `…` ``, …).
+fn unexpected_kind(u: &impl fmt::Display) -> &'static str {
+    let d = u.to_string();
+    if d.starts_with("string") {
+        "a string"
+    } else if d.starts_with("boolean") {
+        "a boolean"
+    } else if d.contains("integer") {
+        "an integer"
+    } else if d.starts_with("floating") {
+        "a number"
+    } else if d.starts_with("sequence") {
+        "a list"
+    } else if d.starts_with("map") {
+        "a table"
+    } else {
+        "nothing"
+    }
+}
+
+/// `$XDG_RUNTIME_DIR/askrelay.sock`, else `askrelay.sock` in a private per-user directory,
+/// `/tmp/askrelay-$UID/` (created 0700 by the daemon, SPEC §4). Never the current directory:
+/// anyone who can write there could put a fake daemon's socket in its place.
 pub fn default_socket_path() -> PathBuf {
     match std::env::var_os("XDG_RUNTIME_DIR") {
         Some(dir) if !dir.is_empty() => PathBuf::from(dir).join("askrelay.sock"),
-        _ => PathBuf::from("askrelay.sock"),
+        _ => std::env::temp_dir()
+            .join(format!("askrelay-{}", nix::unistd::geteuid().as_raw()))
+            .join("askrelay.sock"),
     }
 }
 
@@ -284,33 +414,44 @@ pub fn default_database_url() -> String {
     format!("sqlite://{}", dir.join("askrelay/askrelay.db").display())
 }
 
-/// Finds the socket the way clients do: `--config FILE`, then `ASKRELAY_SOCKET_PATH`, then the
-/// default. Only the socket key is read, so a client never fails on daemon-only settings.
-pub fn client_socket_path(config_file: Option<&Path>) -> Result<PathBuf> {
+/// Finds the daemon the way clients do: the socket from `--config FILE`, then
+/// `ASKRELAY_SOCKET_PATH`, then the default; `daemon_uid` from the file, then
+/// `ASKRELAY_DAEMON_UID`. Only those keys are read, so a client never fails on daemon-only
+/// settings.
+pub fn client_target(config_file: Option<&Path>) -> Result<crate::client::Target> {
+    #[derive(Deserialize, Default)]
+    struct ClientKeys {
+        socket_path: Option<PathBuf>,
+        daemon_uid: Option<u32>,
+    }
+    let mut keys = ClientKeys::default();
     if let Some(f) = config_file {
-        #[derive(Deserialize)]
-        struct SocketOnly {
-            socket_path: Option<PathBuf>,
-        }
         let text = std::fs::read_to_string(f)
             .with_context(|| format!("cannot read config file {}", f.display()))?;
-        let parsed: SocketOnly = toml_value(&text, f)?;
-        if let Some(p) = parsed.socket_path {
-            return Ok(p);
-        }
+        keys = config::Config::builder()
+            .add_source(config::File::from_str(&text, config::FileFormat::Toml))
+            .build()
+            .and_then(|c| c.try_deserialize())
+            .map_err(|e| config_error(e, Some(f)))?;
     }
-    match std::env::var_os("ASKRELAY_SOCKET_PATH") {
-        Some(p) if !p.is_empty() => Ok(PathBuf::from(p)),
-        _ => Ok(default_socket_path()),
-    }
-}
-
-fn toml_value<T: for<'de> Deserialize<'de>>(text: &str, f: &Path) -> Result<T> {
-    config::Config::builder()
-        .add_source(config::File::from_str(text, config::FileFormat::Toml))
-        .build()
-        .and_then(|c| c.try_deserialize())
-        .map_err(|e| anyhow!("config error in {}: {e}", f.display()))
+    let socket =
+        keys.socket_path
+            .unwrap_or_else(|| match std::env::var_os("ASKRELAY_SOCKET_PATH") {
+                Some(p) if !p.is_empty() => PathBuf::from(p),
+                _ => default_socket_path(),
+            });
+    let daemon_uid = match keys.daemon_uid {
+        Some(u) => Some(u),
+        None => match std::env::var("ASKRELAY_DAEMON_UID") {
+            Ok(v) if !v.trim().is_empty() => Some(
+                v.trim()
+                    .parse()
+                    .map_err(|_| anyhow!("ASKRELAY_DAEMON_UID: expected a number (a uid)"))?,
+            ),
+            _ => None,
+        },
+    };
+    Ok(crate::client::Target { socket, daemon_uid })
 }
 
 /// The bot token. It never appears in `Debug` output, logs or errors.
@@ -347,9 +488,9 @@ impl<'de> Deserialize<'de> for SocketMode {
         let digits = s.trim().trim_start_matches("0o");
         match u32::from_str_radix(digits, 8) {
             Ok(m) if m <= 0o777 && !digits.is_empty() => Ok(SocketMode(m)),
-            _ => Err(de::Error::custom(format!(
-                "socket_mode must be an octal file mode like \"0600\" or \"0660\", got {s:?}"
-            ))),
+            _ => Err(de::Error::custom(
+                "socket_mode: expected an octal file mode like \"0600\" or \"0660\"",
+            )),
         }
     }
 }
@@ -377,9 +518,9 @@ fn parse_snowflake<E: de::Error>(v: StringOrInt) -> Result<Snowflake, E> {
         StringOrInt::I(i) => Ok(Snowflake(i)),
         StringOrInt::S(s) => match s.trim().parse::<u64>() {
             Ok(i) if i > 0 => Ok(Snowflake(i)),
-            _ => Err(E::custom(format!(
-                "{s:?} is not a Discord id (a number like \"123456789012345678\")"
-            ))),
+            _ => Err(E::custom(
+                "expected a Discord id (a number like \"123456789012345678\")",
+            )),
         },
     }
 }

@@ -1,6 +1,7 @@
 //! `askrelay`: parse the command line, start the logs, and hand over to the library.
 
 use askrelay::cli::{self, Cli, Command};
+use askrelay::config::Config;
 use clap::Parser;
 use tracing_subscriber::EnvFilter;
 
@@ -43,17 +44,17 @@ fn init_logs(default: &str) {
 
 async fn serve(config_file: Option<std::path::PathBuf>) -> i32 {
     init_logs("info");
-    let config = match cli::load_config(config_file.as_deref()) {
+    let config = match Config::load(config_file.as_deref()) {
         Ok(c) => c,
         Err(e) => {
             eprintln!("askrelay: {e:#}");
             return 2;
         }
     };
-    match askrelay::daemon::run(config, shutdown_signal()).await {
+    match askrelay::daemon::run(config, signals()).await {
         Ok(()) => 0,
         Err(e) => {
-            tracing::error!("{e:#}");
+            // Once, to stderr (where the logs go too).
             eprintln!("askrelay: {e:#}");
             1
         }
@@ -61,7 +62,7 @@ async fn serve(config_file: Option<std::path::PathBuf>) -> i32 {
 }
 
 async fn check_config(config_file: Option<std::path::PathBuf>) -> i32 {
-    let config = match cli::load_config(config_file.as_deref()) {
+    let config = match Config::load(config_file.as_deref()) {
         Ok(c) => c,
         Err(e) => {
             eprintln!("askrelay: {e:#}");
@@ -80,18 +81,29 @@ async fn check_config(config_file: Option<std::path::PathBuf>) -> i32 {
     i32::from(!problems.is_empty())
 }
 
-/// Resolves on SIGINT or SIGTERM.
-async fn shutdown_signal() {
+/// Every SIGINT and SIGTERM, by name: the first starts a graceful shutdown, a second one
+/// stops at once.
+fn signals() -> tokio::sync::mpsc::UnboundedReceiver<&'static str> {
     use tokio::signal::unix::{signal, SignalKind};
-    let mut term = match signal(SignalKind::terminate()) {
-        Ok(s) => s,
-        Err(_) => {
-            let _ = tokio::signal::ctrl_c().await;
-            return;
+    let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+    for (kind, name) in [
+        (SignalKind::interrupt(), "SIGINT"),
+        (SignalKind::terminate(), "SIGTERM"),
+    ] {
+        let tx = tx.clone();
+        match signal(kind) {
+            Ok(mut s) => {
+                tokio::spawn(async move {
+                    while s.recv().await.is_some() {
+                        tracing::info!("received {name}");
+                        if tx.send(name).is_err() {
+                            break;
+                        }
+                    }
+                });
+            }
+            Err(e) => tracing::warn!(error = %e, "cannot listen for {name}"),
         }
-    };
-    tokio::select! {
-        _ = tokio::signal::ctrl_c() => tracing::info!("received SIGINT"),
-        _ = term.recv() => tracing::info!("received SIGTERM"),
     }
+    rx
 }

@@ -15,7 +15,9 @@
 //!
 //! stdout carries the protocol and nothing else; logs go to stderr.
 
-use crate::client::Client;
+use crate::client::{AskSession, AskUpdate, Client, Target};
+use crate::core::model::parse_ask;
+use crate::core::{Ask, AskError};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
     JsonObject, ListToolsResult, PaginatedRequestParams, ProgressNotificationParam, ProgressToken,
@@ -25,8 +27,8 @@ use rmcp::service::RequestContext;
 use rmcp::{ErrorData as McpError, Peer, RoleServer, ServerHandler, ServiceExt};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
 use serde_json::{json, Map, Value};
-use std::path::PathBuf;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
@@ -182,8 +184,8 @@ pub fn tool() -> Tool {
 /// What `askrelay mcp` needs to know.
 #[derive(Debug, Clone)]
 pub struct McpOptions {
-    /// The daemon's socket.
-    pub socket: PathBuf,
+    /// The daemon's socket, and whom to trust there.
+    pub target: Target,
     /// Scope labels added to every ask (`project`, `agent`, `session`, …).
     pub scope: Map<String, Value>,
     /// How long one call keeps trying to re-attach when the daemon goes away.
@@ -196,12 +198,12 @@ pub struct McpOptions {
 /// Serves MCP on stdin/stdout until the client closes stdin.
 pub async fn serve_stdio(options: McpOptions) -> anyhow::Result<()> {
     // Not fatal: the client would only mark the server broken. Calls say how to start it.
-    match Client::connect(&options.socket).await {
-        Ok(_) => tracing::info!(socket = %options.socket.display(), "MCP server ready"),
+    match Client::connect_to(&options.target).await {
+        Ok(_) => tracing::info!(socket = %options.target.socket.display(), "MCP server ready"),
         Err(e) => tracing::warn!(
             "the askrelay daemon is not reachable at {} ({e}); ask_user_question fails until \
              it runs (askrelay serve)",
-            options.socket.display()
+            options.target.socket.display()
         ),
     }
     let gone = CancellationToken::new();
@@ -283,8 +285,9 @@ impl McpServer {
         }
     }
 
-    /// The `ask` line for one call: the arguments' `questions`, this server's scope, a fresh id.
-    fn ask_line(&self, request_id: &str, arguments: Option<JsonObject>) -> Result<Value, String> {
+    /// The ask for one call: the arguments' `questions`, this server's scope, a fresh id,
+    /// checked by the daemon's own rules (the daemon checks again, with its limits).
+    fn build_ask(&self, request_id: &str, arguments: Option<JsonObject>) -> Result<Ask, String> {
         let mut arguments = arguments.unwrap_or_default();
         // The ask line's other top-level fields (request_id, caller, scope) belong to this
         // server, not to the model.
@@ -293,14 +296,15 @@ impl McpServer {
                 "INVALID_REQUEST: {key}: unknown field; the tool input is {{\"questions\":[...]}}"
             ));
         }
-        let mut line = json!({"op": "ask", "request_id": request_id});
+        let mut line = Map::new();
+        line.insert("request_id".into(), json!(request_id));
         if let Some(q) = arguments.remove("questions") {
-            line["questions"] = q;
+            line.insert("questions".into(), q);
         }
         if !self.options.scope.is_empty() {
-            line["scope"] = Value::Object(self.options.scope.clone());
+            line.insert("scope".into(), Value::Object(self.options.scope.clone()));
         }
-        Ok(line)
+        parse_ask(&line, usize::MAX).map_err(|e| format!("INVALID_REQUEST: {}", e.message))
     }
 
     /// Runs one `tools/call` to its result.
@@ -311,144 +315,79 @@ impl McpServer {
         mut progress: Progress,
     ) -> CallToolResult {
         let request_id = uuid::Uuid::new_v4().to_string();
-        let line = match self.ask_line(&request_id, arguments) {
-            Ok(l) => l,
+        let ask = match self.build_ask(&request_id, arguments) {
+            Ok(a) => a,
             Err(text) => return tool_error(text),
         };
-        let socket = &self.options.socket;
-        let mut client = match Client::connect(socket).await {
-            Ok(c) => c,
+        let target = &self.options.target;
+        let mut session = match AskSession::start(target.clone(), ask, self.options.reconnect).await
+        {
+            Ok(s) => s,
             Err(e) => {
                 return tool_error(format!(
                     "INTERNAL: cannot reach the askrelay daemon at {} ({e}); start it with \
                      `askrelay serve` (or point ASKRELAY_SOCKET_PATH or --config at its socket)",
-                    socket.display()
+                    target.socket.display()
                 ))
             }
         };
-        let mut sent = client.send(&line).await.is_ok();
         let mut accepted = false;
         let mut heartbeat = heartbeat(self.options.heartbeat);
         let started = Instant::now();
         let mut waiting_via = String::new();
         loop {
-            let event = if sent {
-                tokio::select! {
-                    _ = ct.cancelled() => {
-                        return self.cancel(&mut client, &request_id, accepted).await;
-                    }
-                    _ = self.gone.cancelled() => {
-                        return self.cancel(&mut client, &request_id, accepted).await;
-                    }
-                    _ = tick(&mut heartbeat), if accepted && progress.enabled() => {
-                        progress.send(format!(
-                            "Still waiting for an answer via {waiting_via} ({} s; request {request_id})",
-                            started.elapsed().as_secs()
-                        )).await;
-                        continue;
-                    }
-                    e = client.recv() => e,
+            let update = tokio::select! {
+                _ = ct.cancelled() => return self.cancel(&mut session, accepted).await,
+                _ = self.gone.cancelled() => return self.cancel(&mut session, accepted).await,
+                _ = tick(&mut heartbeat), if accepted && progress.enabled() => {
+                    progress.send(format!(
+                        "Still waiting for an answer via {waiting_via} ({} s; request {request_id})",
+                        started.elapsed().as_secs()
+                    )).await;
+                    continue;
                 }
-            } else {
-                Ok(None)
+                u = session.next() => u,
             };
-            match event.map(|e| e.map(|e| classify(&e, &request_id))) {
-                Ok(Some(Step::Accepted(ev))) => {
+            match update {
+                AskUpdate::Accepted { answerer, detail } => {
                     accepted = true;
-                    waiting_via = ev["answerer"].as_str().unwrap_or("?").to_owned();
-                    let message = accepted_message(&ev, &request_id);
+                    let message = accepted_message(&answerer, &detail, &request_id);
+                    waiting_via = answerer;
                     tracing::info!("{message}");
                     progress.send(message).await;
                 }
-                Ok(Some(Step::Final(result))) => return result,
-                Ok(Some(Step::Ignore)) => {}
-                Ok(Some(Step::Lost)) | Ok(None) | Err(_) => {
+                AskUpdate::Lost { window } => {
+                    accepted = false;
                     let message = format!(
                         "Lost the askrelay daemon at {}; reconnecting to re-attach request \
                          {request_id} (for up to {} s)",
-                        socket.display(),
-                        self.options.reconnect.as_secs()
+                        target.socket.display(),
+                        window.as_secs()
                     );
                     tracing::warn!("{message}");
                     progress.send(message).await;
-                    match self.reconnect(&line, &ct).await {
-                        Ok(c) => {
-                            tracing::info!(request_id, "reconnected; re-attached");
-                            client = c;
-                            sent = true;
-                            accepted = false;
-                        }
-                        Err(result) => return result,
-                    }
                 }
+                AskUpdate::Reattached => tracing::info!(request_id, "reconnected; re-attached"),
+                AskUpdate::Answered(result) => return final_result(Ok(result)),
+                AskUpdate::Failed(e) => return final_result(Err(e)),
             }
         }
-    }
-
-    /// Connects again and re-sends the same `ask` line (the same request id re-attaches),
-    /// backing off, until the window closes or the call is cancelled.
-    async fn reconnect(
-        &self,
-        line: &Value,
-        ct: &CancellationToken,
-    ) -> Result<Client, CallToolResult> {
-        let socket = &self.options.socket;
-        let request_id = line["request_id"].as_str().unwrap_or("?");
-        let deadline = Instant::now() + self.options.reconnect;
-        let mut delay = Duration::from_millis(100);
-        loop {
-            if let Ok(mut c) = Client::connect(socket).await {
-                if c.send(line).await.is_ok() {
-                    return Ok(c);
-                }
-            }
-            if Instant::now() + delay > deadline {
-                return Err(tool_error(format!(
-                    "INTERNAL: lost the askrelay daemon at {} and it did not come back within \
-                     {} s; request {request_id} may still be pending there; start the daemon \
-                     with `askrelay serve`",
-                    socket.display(),
-                    self.options.reconnect.as_secs()
-                )));
-            }
-            tokio::select! {
-                _ = ct.cancelled() => break,
-                _ = self.gone.cancelled() => break,
-                _ = tokio::time::sleep(delay) => {}
-            }
-            delay = (delay * 2).min(Duration::from_secs(2));
-        }
-        // Cancelled while the daemon was away: it cancels the request itself once its restart
-        // grace runs out with nobody re-attached.
-        Err(tool_error(format!(
-            "ABORTED: the tool call was cancelled while the askrelay daemon at {} was \
-             unreachable",
-            socket.display()
-        )))
     }
 
     /// Cancels the request in the daemon and returns the call's result: normally `ABORTED`, or
     /// the answer if it won the race.
-    async fn cancel(
-        &self,
-        client: &mut Client,
-        request_id: &str,
-        accepted: bool,
-    ) -> CallToolResult {
+    async fn cancel(&self, session: &mut AskSession, accepted: bool) -> CallToolResult {
         let reason = self.cancel_reason();
-        tracing::info!(request_id, "cancelling: {reason}");
+        tracing::info!(request_id = session.request_id(), "cancelling: {reason}");
         // A cancel that overtook the ask would find no request, so wait for `accepted`.
         if !accepted {
             let first = tokio::time::timeout(CANCEL_WAIT, async {
                 loop {
-                    match client.recv().await {
-                        Ok(Some(ev)) => match classify(&ev, request_id) {
-                            Step::Accepted(_) => return None,
-                            Step::Final(result) => return Some(result),
-                            Step::Ignore => {}
-                            Step::Lost => return None,
-                        },
-                        _ => return None,
+                    match session.next().await {
+                        AskUpdate::Accepted { .. } => return None,
+                        AskUpdate::Answered(r) => return Some(final_result(Ok(r))),
+                        AskUpdate::Failed(e) => return Some(final_result(Err(e))),
+                        AskUpdate::Lost { .. } | AskUpdate::Reattached => {}
                     }
                 }
             })
@@ -457,27 +396,16 @@ impl McpServer {
                 return result;
             }
         }
-        // The cancel goes on its own connection, so that this one carries only the ask's own
-        // events.
-        let cancel = json!({"op": "cancel", "request_id": request_id, "reason": reason});
-        let reply = tokio::time::timeout(CANCEL_WAIT, async {
-            Client::connect(&self.options.socket)
-                .await?
-                .call(&cancel)
-                .await
-        })
-        .await;
+        let reply = tokio::time::timeout(CANCEL_WAIT, session.cancel(reason)).await;
         tracing::debug!(?reply, "cancel reply");
         // The final line: ABORTED, or the answer if it won the race.
         let last = tokio::time::timeout(CANCEL_WAIT, async {
             loop {
-                match client.recv().await {
-                    Ok(Some(ev)) => match classify(&ev, request_id) {
-                        Step::Final(result) => return Some(result),
-                        Step::Lost => return None,
-                        Step::Accepted(_) | Step::Ignore => {}
-                    },
-                    _ => return None,
+                match session.next().await {
+                    AskUpdate::Answered(r) => return Some(final_result(Ok(r))),
+                    AskUpdate::Failed(e) => return Some(final_result(Err(e))),
+                    AskUpdate::Lost { .. } => return None,
+                    AskUpdate::Accepted { .. } | AskUpdate::Reattached => {}
                 }
             }
         })
@@ -490,42 +418,20 @@ impl McpServer {
     }
 }
 
-/// What one daemon event means for a call.
-enum Step {
-    Accepted(Value),
-    Final(CallToolResult),
-    /// The daemon is going away; re-attach.
-    Lost,
-    Ignore,
-}
-
-fn classify(ev: &Value, request_id: &str) -> Step {
-    let ours = ev["request_id"].as_str() == Some(request_id);
-    match ev["event"].as_str() {
-        Some("accepted") if ours => Step::Accepted(ev.clone()),
-        Some("answered") if ours => match serde_json::to_string(&ev["result"]) {
-            // The §1 JSON as the daemon wrote it: keys keep their order (preserve_order).
-            Ok(text) => Step::Final(CallToolResult::success(vec![ContentBlock::text(text)])),
-            Err(e) => Step::Final(tool_error(format!("INTERNAL: {e}"))),
-        },
-        Some("error") if ours || ev["request_id"].is_null() => {
-            let code = ev["code"].as_str().unwrap_or("INTERNAL");
-            let message = ev["message"].as_str().unwrap_or("(no message)");
-            if code == "INTERNAL" && message == "the daemon is shutting down" {
-                Step::Lost
-            } else {
-                Step::Final(tool_error(format!("{code}: {message}")))
-            }
-        }
-        _ => Step::Ignore,
+/// The tool result of a call's final line: the §1 JSON as the daemon wrote it, or
+/// `CODE: message`.
+fn final_result(outcome: Result<Box<RawValue>, AskError>) -> CallToolResult {
+    match outcome {
+        Ok(result) => CallToolResult::success(vec![ContentBlock::text(result.get().to_owned())]),
+        Err(e) => tool_error(format!("{}: {}", e.code, e.message)),
     }
 }
 
 /// Where the question went, for the progress notification and the log.
-fn accepted_message(ev: &Value, request_id: &str) -> String {
-    let answerer = ev["answerer"].as_str().unwrap_or("?");
-    let links: Vec<&str> = ev["message_links"]
-        .as_array()
+fn accepted_message(answerer: &str, detail: &Map<String, Value>, request_id: &str) -> String {
+    let links: Vec<&str> = detail
+        .get("message_links")
+        .and_then(Value::as_array)
         .map(|l| l.iter().filter_map(Value::as_str).collect())
         .unwrap_or_default();
     let mut message = if links.is_empty() {
@@ -536,7 +442,7 @@ fn accepted_message(ev: &Value, request_id: &str) -> String {
             links.join(" ")
         )
     };
-    if let Some(hint) = ev["hint"].as_str() {
+    if let Some(hint) = detail.get("hint").and_then(Value::as_str) {
         message.push_str("; ");
         message.push_str(hint);
     }
@@ -695,7 +601,7 @@ mod tests {
         scope.insert("project".into(), json!("p"));
         let server = McpServer::new(
             McpOptions {
-                socket: "/nonexistent".into(),
+                target: Target::new("/nonexistent"),
                 scope,
                 reconnect: Duration::from_secs(1),
                 heartbeat: Duration::ZERO,
@@ -703,34 +609,38 @@ mod tests {
             CancellationToken::new(),
         );
         let args = spec_input().as_object().cloned();
-        let line = server.ask_line("r1", args).unwrap();
+        let ask = server.build_ask("r1", args).unwrap();
+        let line: Value = serde_json::from_str(&crate::protocol::Op::Ask(ask).to_line()).unwrap();
         assert_eq!(line["op"], "ask");
         assert_eq!(line["request_id"], "r1");
         assert_eq!(line["scope"], json!({"project": "p"}));
-        assert_eq!(line["questions"], spec_input()["questions"]);
+        assert_eq!(
+            line["questions"][0]["options"],
+            spec_input()["questions"][0]["options"]
+        );
         let bad = json!({"questions": [], "scope": {"project": "x"}});
-        let err = server.ask_line("r2", bad.as_object().cloned()).unwrap_err();
+        let err = server
+            .build_ask("r2", bad.as_object().cloned())
+            .unwrap_err();
         assert!(
             err.starts_with("INVALID_REQUEST: scope: unknown field"),
             "{err}"
         );
-        // No arguments at all: the daemon says what is missing.
-        let line = server.ask_line("r3", None).unwrap();
-        assert!(line.get("questions").is_none());
+        // No arguments at all: the error says what is missing.
+        let err = server.build_ask("r3", None).unwrap_err();
+        assert!(err.contains("questions: is required"), "{err}");
     }
 
     #[test]
     fn accepted_messages_say_where_the_question_went() {
-        let discord = json!({"event": "accepted", "request_id": "r", "answerer": "discord",
-            "message_links": ["https://discord.com/channels/1/2/3"]});
+        let discord = json!({"message_links": ["https://discord.com/channels/1/2/3"]});
         assert_eq!(
-            accepted_message(&discord, "r"),
+            accepted_message("discord", discord.as_object().unwrap(), "r"),
             "Posted to discord: https://discord.com/channels/1/2/3; waiting for an answer (request r)"
         );
-        let terminal = json!({"event": "accepted", "request_id": "r", "answerer": "terminal",
-            "hint": "answer from a terminal: askrelay pending"});
+        let terminal = json!({"hint": "answer from a terminal: askrelay pending"});
         assert_eq!(
-            accepted_message(&terminal, "r"),
+            accepted_message("terminal", terminal.as_object().unwrap(), "r"),
             "Waiting for an answer via terminal (request r); answer from a terminal: askrelay pending"
         );
     }

@@ -1,39 +1,77 @@
-//! What the lines on the socket mean (SPEC §2): client operations and daemon events.
+//! What the lines on the socket mean (SPEC §2): client operations and daemon events, as one set
+//! of types that the daemon and its clients (the CLI, the MCP front end) share.
 //!
-//! Framing (splitting bytes into lines) lives in [`crate::server::framing`]; this module only
-//! turns one line into an [`Op`] and an [`Event`] into one line. Every parse failure is an
-//! [`AskError`] that names the field, so a bad line gets a structured reply, not a dropped socket.
+//! Framing (splitting bytes into lines) lives in [`crate::server::framing`]; this module turns
+//! one line into an [`Op`] or an [`Event`] and back. The daemon parses operations with
+//! [`parse_line`], whose errors name the field and the rule (serde's would not); clients write
+//! them with serde. Events go the other way: the daemon writes them with serde, clients read
+//! them with [`Event::from_line`], which keeps an answer's `result` byte for byte.
 
 use crate::core::answer::QuestionAnswer;
-use crate::core::model::{parse_ask, parse_request_id};
+use crate::core::model::{
+    check_line, parse_ask, parse_request_id, Caller, Scope, MAX_NOTE_CHARS, MAX_REASON_CHARS,
+};
+use crate::core::request::{Outcome, Post, Request};
 use crate::core::{Ask, AskError, ErrorCode};
-use crate::store::{Outcome, Post, StoredRequest};
-use serde_json::{json, Map, Value};
+use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
+use serde_json::{Map, Value};
+
+/// Page sizes of `pending` and `history`: the default and the most one reply may carry.
+pub const PENDING_PAGE_DEFAULT: u32 = 100;
+pub const HISTORY_PAGE_DEFAULT: u32 = 20;
+pub const PAGE_MAX: u32 = 200;
 
 /// The operations a client can send. `ask` and `cancel` are SPEC §2; the rest serve the
 /// supervision CLI and are documented in docs/protocol.md.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "op", rename_all = "snake_case")]
 pub enum Op {
     Ask(Ask),
     Cancel {
         request_id: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
         reason: Option<String>,
     },
-    Pending,
+    Pending {
+        /// Only this request (if it is pending and the caller may see it).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        request_id: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        limit: Option<u32>,
+        /// A `next` cursor from the previous page.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        after: Option<String>,
+    },
     Answer {
         request_id: String,
         question: String,
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
         select: Vec<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
         custom: Option<String>,
+        /// A free-text note about who answers; the daemon records the peer's uid and name.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
         by: Option<String>,
     },
     History {
-        limit: u32,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        limit: Option<u32>,
+        /// A `next` cursor from the previous page.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        before: Option<String>,
     },
     Health,
 }
 
 pub const OPS: &[&str] = &["ask", "cancel", "pending", "answer", "history", "health"];
+
+impl Op {
+    /// The line, without its newline.
+    pub fn to_line(&self) -> String {
+        serde_json::to_string(self).expect("an operation always serializes")
+    }
+}
 
 /// A line that could not be understood, with the request id when it was readable.
 #[derive(Debug, Clone, PartialEq)]
@@ -57,6 +95,7 @@ pub fn parse_line(line: &[u8], max_questions: usize) -> Result<Op, BadLine> {
     let request_id = obj
         .get("request_id")
         .and_then(Value::as_str)
+        .filter(|s| parse_request_id(&Value::String((*s).to_owned())).is_ok())
         .map(str::to_owned);
     parse_op(&obj, max_questions).map_err(|error| BadLine { request_id, error })
 }
@@ -78,12 +117,19 @@ fn parse_op(obj: &Map<String, Value>, max_questions: usize) -> Result<Op, AskErr
             only(obj, &["op", "request_id", "reason"])?;
             Ok(Op::Cancel {
                 request_id: required_request_id(obj)?,
-                reason: opt_string(obj, "reason")?,
+                reason: opt_line(obj, "reason", MAX_REASON_CHARS)?,
             })
         }
         "pending" => {
-            only(obj, &["op"])?;
-            Ok(Op::Pending)
+            only(obj, &["op", "request_id", "limit", "after"])?;
+            Ok(Op::Pending {
+                request_id: match obj.get("request_id") {
+                    None | Some(Value::Null) => None,
+                    Some(v) => Some(parse_request_id(v)?),
+                },
+                limit: opt_limit(obj)?,
+                after: opt_cursor(obj, "after")?,
+            })
         }
         "answer" => {
             only(
@@ -109,27 +155,23 @@ fn parse_op(obj: &Map<String, Value>, max_questions: usize) -> Result<Op, AskErr
                 question,
                 select,
                 custom: opt_string(obj, "custom")?,
-                by: opt_string(obj, "by")?,
+                by: opt_line(obj, "by", MAX_NOTE_CHARS)?,
             })
         }
         "history" => {
-            only(obj, &["op", "limit"])?;
-            let limit = match obj.get("limit") {
-                None | Some(Value::Null) => 20,
-                Some(v) => v
-                    .as_u64()
-                    .filter(|n| (1..=1000).contains(n))
-                    .ok_or_else(|| AskError::invalid("limit: must be a number from 1 to 1000"))?
-                    as u32,
-            };
-            Ok(Op::History { limit })
+            only(obj, &["op", "limit", "before"])?;
+            Ok(Op::History {
+                limit: opt_limit(obj)?,
+                before: opt_cursor(obj, "before")?,
+            })
         }
         "health" => {
             only(obj, &["op"])?;
             Ok(Op::Health)
         }
         other => Err(AskError::invalid(format!(
-            "op: unknown operation {other:?}; expected one of {}",
+            "op: unknown operation {:?}; expected one of {}",
+            crate::core::text::Escaped(other),
             OPS.join(", ")
         ))),
     }
@@ -138,7 +180,8 @@ fn parse_op(obj: &Map<String, Value>, max_questions: usize) -> Result<Op, AskErr
 fn only(obj: &Map<String, Value>, known: &[&str]) -> Result<(), AskError> {
     match obj.keys().find(|k| !known.contains(&k.as_str())) {
         Some(k) => Err(AskError::invalid(format!(
-            "{k}: unknown field for this op; expected {}",
+            "{}: unknown field for this op; expected {}",
+            crate::core::text::Escaped(k),
             known.join(", ")
         ))),
         None => Ok(()),
@@ -160,24 +203,75 @@ fn opt_string(obj: &Map<String, Value>, name: &str) -> Result<Option<String>, As
     }
 }
 
+/// An optional one-line text of at most `max` characters.
+fn opt_line(obj: &Map<String, Value>, name: &str, max: usize) -> Result<Option<String>, AskError> {
+    match opt_string(obj, name)? {
+        None => Ok(None),
+        Some(s) if s.trim().is_empty() => Ok(None),
+        Some(s) => {
+            check_line(&s, name, max)?;
+            Ok(Some(s))
+        }
+    }
+}
+
+fn opt_limit(obj: &Map<String, Value>) -> Result<Option<u32>, AskError> {
+    match obj.get("limit") {
+        None | Some(Value::Null) => Ok(None),
+        Some(v) => v
+            .as_u64()
+            .filter(|n| (1..=u64::from(PAGE_MAX)).contains(n))
+            .map(|n| Some(n as u32))
+            .ok_or_else(|| {
+                AskError::invalid(format!("limit: must be a number from 1 to {PAGE_MAX}"))
+            }),
+    }
+}
+
+fn opt_cursor(obj: &Map<String, Value>, name: &str) -> Result<Option<String>, AskError> {
+    match opt_string(obj, name)? {
+        None => Ok(None),
+        Some(c) if parse_cursor(&c).is_some() => Ok(Some(c)),
+        Some(_) => Err(AskError::invalid(format!(
+            "{name}: must be the `next` value of a previous reply"
+        ))),
+    }
+}
+
+/// The request key a page cursor stands for.
+pub fn parse_cursor(c: &str) -> Option<i64> {
+    c.parse::<i64>().ok().filter(|k| *k >= 0)
+}
+
 /// A line from the daemon.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(tag = "event", rename_all = "snake_case")]
 pub enum Event {
     Accepted {
         request_id: String,
         answerer: String,
+        /// What the answerer reported: Discord's `route`, `channel_id` and `message_links`, the
+        /// terminal's `hint`, `posting` while Discord is unavailable, `expires_in_secs`.
+        #[serde(flatten)]
         detail: Map<String, Value>,
     },
     /// `result` is the exact §1 JSON, embedded byte for byte.
     Answered {
         request_id: String,
-        result: String,
+        result: Box<RawValue>,
     },
     Error {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
         request_id: Option<String>,
-        error: AskError,
+        code: ErrorCode,
+        message: String,
     },
     Cancelled {
+        request_id: String,
+    },
+    /// The daemon is going away; the request stays pending, so re-attach to the next daemon
+    /// with the same `request_id`.
+    ShuttingDown {
         request_id: String,
     },
     /// The reply to `answer`: the settlement counted.
@@ -186,80 +280,93 @@ pub enum Event {
         question: String,
         request_answered: bool,
     },
-    /// Replies to `pending`, `history` and `health`.
-    Report {
-        event: &'static str,
-        body: Value,
+    Pending {
+        requests: Vec<RequestView>,
+        /// Pass as `after` for the next page; absent on the last page.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        next: Option<String>,
     },
+    History {
+        requests: Vec<RequestView>,
+        /// Pass as `before` for the next page; absent on the last page.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        next: Option<String>,
+    },
+    Health(Health),
+}
+
+/// The reply to `health`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Health {
+    pub version: String,
+    pub pending: usize,
+    pub answerers: Vec<String>,
+    /// "ok", or why a write to the store fails.
+    pub store: String,
+}
+
+/// The `answered` line as it is read, so that `result` stays the daemon's exact bytes.
+#[derive(Deserialize)]
+struct AnsweredLine {
+    request_id: String,
+    result: Box<RawValue>,
+}
+
+#[derive(Deserialize)]
+struct Tag<'a> {
+    #[serde(borrow)]
+    event: std::borrow::Cow<'a, str>,
 }
 
 impl Event {
+    pub fn error(request_id: Option<String>, error: AskError) -> Event {
+        Event::Error {
+            request_id,
+            code: error.code,
+            message: error.message,
+        }
+    }
+
     pub fn final_line(request_id: &str, outcome: &Outcome) -> Event {
         match outcome {
             Outcome::Answered(result) => Event::Answered {
                 request_id: request_id.to_owned(),
-                result: result.clone(),
+                result: RawValue::from_string(result.clone())
+                    .expect("a stored result is valid JSON"),
             },
-            Outcome::Error(e) => Event::Error {
-                request_id: Some(request_id.to_owned()),
-                error: e.clone(),
-            },
+            Outcome::Error(e) => Event::error(Some(request_id.to_owned()), e.clone()),
         }
     }
 
     /// The line, without its newline.
     pub fn to_line(&self) -> String {
+        serde_json::to_string(self).expect("an event always serializes")
+    }
+
+    /// Reads one line. An `answered` line keeps its `result` byte for byte (serde cannot carry
+    /// a raw value through an internally tagged enum, so that one is read on its own).
+    pub fn from_line(line: &str) -> serde_json::Result<Event> {
+        let tag: Tag<'_> = serde_json::from_str(line)?;
+        if tag.event == "answered" {
+            let a: AnsweredLine = serde_json::from_str(line)?;
+            return Ok(Event::Answered {
+                request_id: a.request_id,
+                result: a.result,
+            });
+        }
+        serde_json::from_str(line)
+    }
+
+    /// The request this event is about, when it names one.
+    pub fn request_id(&self) -> Option<&str> {
         match self {
-            Event::Accepted {
-                request_id,
-                answerer,
-                detail,
-            } => {
-                let mut m = Map::new();
-                m.insert("event".into(), json!("accepted"));
-                m.insert("request_id".into(), json!(request_id));
-                m.insert("answerer".into(), json!(answerer));
-                for (k, v) in detail {
-                    m.entry(k.clone()).or_insert_with(|| v.clone());
-                }
-                Value::Object(m).to_string()
-            }
-            Event::Answered { request_id, result } => format!(
-                "{{\"event\":\"answered\",\"request_id\":{},\"result\":{result}}}",
-                Value::String(request_id.clone())
-            ),
-            Event::Error { request_id, error } => {
-                let mut m = Map::new();
-                m.insert("event".into(), json!("error"));
-                if let Some(id) = request_id {
-                    m.insert("request_id".into(), json!(id));
-                }
-                m.insert("code".into(), json!(error.code.as_str()));
-                m.insert("message".into(), json!(error.message));
-                Value::Object(m).to_string()
-            }
-            Event::Cancelled { request_id } => {
-                json!({"event": "cancelled", "request_id": request_id}).to_string()
-            }
-            Event::AnswerAccepted {
-                request_id,
-                question,
-                request_answered,
-            } => json!({
-                "event": "answer_accepted",
-                "request_id": request_id,
-                "question": question,
-                "request_answered": request_answered,
-            })
-            .to_string(),
-            Event::Report { event, body } => {
-                let mut m = Map::new();
-                m.insert("event".into(), json!(event));
-                if let Value::Object(b) = body {
-                    m.extend(b.clone());
-                }
-                Value::Object(m).to_string()
-            }
+            Event::Accepted { request_id, .. }
+            | Event::Answered { request_id, .. }
+            | Event::Cancelled { request_id }
+            | Event::ShuttingDown { request_id }
+            | Event::AnswerAccepted { request_id, .. } => Some(request_id),
+            Event::Error { request_id, .. } => request_id.as_deref(),
+            Event::Pending { .. } | Event::History { .. } | Event::Health(_) => None,
         }
     }
 }
@@ -270,71 +377,134 @@ pub fn rfc3339(ms: i64) -> String {
     humantime::format_rfc3339_seconds(t).to_string()
 }
 
-/// How a stored request looks in `pending` and `history` replies.
-pub fn request_view(req: &StoredRequest, posts: &[Post]) -> Value {
-    let questions: Vec<Value> = req
-        .questions
-        .iter()
-        .zip(&req.answers)
-        .enumerate()
-        .map(|(i, (q, a))| {
-            let answered = a.as_ref().map(|a| {
-                let qa = QuestionAnswer::build(q, &a.settlement);
-                json!({
-                    "by": a.by,
-                    "via": a.via,
-                    "at": rfc3339(a.at_ms),
-                    "selected": qa.selected,
-                    "custom": qa.custom,
-                })
-            });
-            let post = posts.iter().find(|p| p.idx == i).map(|p| {
-                json!({
-                    "channel": p.channel,
-                    "message": p.message,
-                    "posted": p.message.is_some(),
-                    "attempts": p.attempts,
-                    "last_error": p.last_error,
-                })
-            });
-            json!({
-                "id": q.id,
-                "header": q.header,
-                "question": q.question,
-                "multiSelect": q.multi_select,
-                "options": q.options.iter().map(|o| o.label.as_str()).collect::<Vec<_>>(),
-                "answered": answered,
-                "post": post,
-            })
-        })
-        .collect();
-    let (result, error) = match &req.outcome {
-        Some(Outcome::Answered(r)) => (serde_json::from_str(r).unwrap_or(Value::Null), Value::Null),
-        Some(Outcome::Error(e)) => (
-            Value::Null,
-            json!({"code": e.code.as_str(), "message": e.message}),
-        ),
-        None => (Value::Null, Value::Null),
-    };
-    json!({
-        "request_id": req.request_id,
-        "status": req.status.as_str(),
-        "answerer": req.answerer,
-        "accepted": req.accepted,
-        "created_at": rfc3339(req.created_at_ms),
-        "ended_at": req.ended_at_ms.map(rfc3339),
-        "caller": req.caller,
-        "scope": req.scope,
-        "peer": {"uid": req.peer_uid, "pid": req.peer_pid},
-        "questions": questions,
-        "result": result,
-        "error": error,
-    })
+/// How a request looks in `pending` and `history` replies.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RequestView {
+    pub request_id: String,
+    pub status: String,
+    pub answerer: Option<String>,
+    pub route: Option<String>,
+    pub created_at: String,
+    pub ended_at: Option<String>,
+    pub caller: Caller,
+    pub scope: Scope,
+    pub peer: PeerView,
+    pub questions: Vec<QuestionView>,
+    pub result: Option<Value>,
+    pub error: Option<ErrorView>,
 }
 
-/// Maps an error code read from a line back to the enum (unknown codes become `INTERNAL`).
-pub fn parse_code(s: &str) -> ErrorCode {
-    ErrorCode::parse(s).unwrap_or(ErrorCode::Internal)
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PeerView {
+    pub uid: Option<u32>,
+    pub pid: Option<i32>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ErrorView {
+    pub code: ErrorCode,
+    pub message: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct QuestionView {
+    pub id: String,
+    pub header: Option<String>,
+    pub question: String,
+    #[serde(rename = "multiSelect")]
+    pub multi_select: bool,
+    pub options: Vec<String>,
+    pub answered: Option<AnsweredView>,
+    pub post: Option<PostView>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AnsweredView {
+    /// Who answered, as the platform identified them: a Discord user name, or a local user
+    /// name with its uid.
+    pub by: String,
+    /// A Discord user id, or a local uid.
+    pub id: String,
+    pub via: String,
+    /// What the person wrote about themselves (`--as`); not an identity.
+    pub note: Option<String>,
+    pub at: String,
+    pub selected: Vec<String>,
+    pub custom: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PostView {
+    pub channel: String,
+    pub message: Option<String>,
+    pub posted: bool,
+    pub attempts: i64,
+    pub last_error: Option<String>,
+}
+
+impl RequestView {
+    pub fn new(req: &Request, posts: &[Post]) -> RequestView {
+        let questions = req
+            .questions
+            .iter()
+            .zip(&req.answers)
+            .enumerate()
+            .map(|(i, (q, a))| QuestionView {
+                id: q.id.clone(),
+                header: q.header.clone(),
+                question: q.question.clone(),
+                multi_select: q.multi_select,
+                options: q.options.iter().map(|o| o.label.clone()).collect(),
+                answered: a.as_ref().map(|a| {
+                    let qa = QuestionAnswer::build(q, &a.settlement);
+                    AnsweredView {
+                        by: a.actor.name.clone(),
+                        id: a.actor.id.clone(),
+                        via: a.actor.via.as_str().to_owned(),
+                        note: a.actor.note.clone(),
+                        at: rfc3339(a.at_ms),
+                        selected: qa.selected,
+                        custom: qa.custom,
+                    }
+                }),
+                post: posts.iter().find(|p| p.idx == i).map(|p| PostView {
+                    channel: p.channel.clone(),
+                    message: p.message.clone(),
+                    posted: p.message.is_some(),
+                    attempts: p.attempts,
+                    last_error: p.last_error.clone(),
+                }),
+            })
+            .collect();
+        let (result, error) = match &req.outcome {
+            Some(Outcome::Answered(r)) => (serde_json::from_str(r).ok(), None),
+            Some(Outcome::Error(e)) => (
+                None,
+                Some(ErrorView {
+                    code: e.code,
+                    message: e.message.clone(),
+                }),
+            ),
+            None => (None, None),
+        };
+        RequestView {
+            request_id: req.request_id.clone(),
+            status: req.status.as_str().to_owned(),
+            answerer: req.answerer.clone(),
+            route: req.route.clone(),
+            created_at: rfc3339(req.created_at_ms),
+            ended_at: req.ended_at_ms.map(rfc3339),
+            caller: req.caller.clone(),
+            scope: req.scope.clone(),
+            peer: PeerView {
+                uid: req.peer.uid,
+                pid: req.peer.pid,
+            },
+            questions,
+            result,
+            error,
+        }
+    }
 }
 
 #[cfg(test)]
@@ -355,17 +525,75 @@ mod tests {
         assert!(bad(r#"{"op":"fly"}"#).contains("unknown operation \"fly\""));
         assert!(bad(r#"{"op":"cancel"}"#).contains("request_id: is required"));
         assert!(bad(r#"{"op":"history","limit":0}"#).contains("limit"));
+        assert!(bad(r#"{"op":"history","limit":201}"#).contains("limit"));
+        assert!(bad(r#"{"op":"pending","after":"x"}"#).contains("after"));
     }
 
     #[test]
     fn answered_embeds_the_result_byte_for_byte() {
-        let e = Event::Answered {
-            request_id: "r".into(),
-            result: r#"{"answers":[{"id":"a","selected":["x"]}]}"#.into(),
-        };
+        let result = r#"{"answers":[{"id":"a","selected":["x"]}]}"#;
+        let e = Event::final_line("r", &Outcome::Answered(result.into()));
+        let line = e.to_line();
         assert_eq!(
-            e.to_line(),
+            line,
             r#"{"event":"answered","request_id":"r","result":{"answers":[{"id":"a","selected":["x"]}]}}"#
         );
+        let Event::Answered { result: back, .. } = Event::from_line(&line).unwrap() else {
+            panic!()
+        };
+        assert_eq!(back.get(), result);
+    }
+
+    #[test]
+    fn ops_round_trip_through_the_server_parser() {
+        let ops = [
+            Op::Cancel {
+                request_id: "r".into(),
+                reason: Some("why".into()),
+            },
+            Op::Pending {
+                request_id: None,
+                limit: Some(5),
+                after: Some("12".into()),
+            },
+            Op::Answer {
+                request_id: "r".into(),
+                question: "q".into(),
+                select: vec!["a".into()],
+                custom: None,
+                by: Some("me".into()),
+            },
+            Op::History {
+                limit: None,
+                before: None,
+            },
+            Op::Health,
+        ];
+        for op in ops {
+            let line = op.to_line();
+            assert_eq!(parse_line(line.as_bytes(), 10).unwrap(), op, "{line}");
+        }
+    }
+
+    #[test]
+    fn events_round_trip() {
+        let events = [
+            Event::error(Some("r".into()), AskError::invalid("x: bad")),
+            Event::Cancelled {
+                request_id: "r".into(),
+            },
+            Event::ShuttingDown {
+                request_id: "r".into(),
+            },
+            Event::Accepted {
+                request_id: "r".into(),
+                answerer: "terminal".into(),
+                detail: serde_json::from_str(r#"{"hint":"h"}"#).unwrap(),
+            },
+        ];
+        for e in events {
+            let line = e.to_line();
+            assert_eq!(Event::from_line(&line).unwrap().to_line(), line);
+        }
     }
 }

@@ -196,7 +196,18 @@ async fn walkthrough_ask_in_one_terminal_answer_in_another() {
         ])
         .await;
     assert_eq!(code, 1);
-    assert!(err.contains("already answered by alice"), "{err}");
+    // Who answered comes from the login (peer credentials), not from $USER or --as.
+    let me = nix::unistd::User::from_uid(nix::unistd::geteuid())
+        .unwrap()
+        .unwrap()
+        .name;
+    let uid = nix::unistd::geteuid().as_raw();
+    assert!(
+        err.contains(&format!(
+            "already answered by {me} (uid {uid}) via terminal"
+        )),
+        "{err}"
+    );
     let (code, _, err) = env
         .run(&["answer", "nope", "--question", "q", "--custom", "x"])
         .await;

@@ -67,10 +67,14 @@ impl App {
         &self.daemon.as_ref().unwrap().hub
     }
 
+    fn store(&self) -> &std::sync::Arc<dyn askrelay::core::store::Store> {
+        self.daemon.as_ref().unwrap().store()
+    }
+
     /// Asks and waits for `accepted`; returns the client and the event.
     async fn ask(&self, request_id: &str, input: &Value) -> (Client, Value) {
         let mut c = self.client().await;
-        c.send(&ask_line(request_id, input)).await.unwrap();
+        c.send_json(&ask_line(request_id, input)).await.unwrap();
         let ev = expect_event(&mut c, "accepted").await;
         (c, ev)
     }
@@ -235,6 +239,14 @@ fn bob() -> Clicker {
     Clicker::new(4343, "bob", &[])
 }
 
+/// The winning click's callback: type 7 (update message) with the message's final state, no
+/// components left. Returns that state.
+fn final_state(cb: &Value) -> &Value {
+    assert_eq!(cb["type"], 7, "the winning click updates the message: {cb}");
+    assert_eq!(cb["data"]["components"], json!([]), "{cb}");
+    &cb["data"]
+}
+
 fn is_ephemeral(cb: &Value) -> bool {
     cb["type"] == 4 && cb["data"]["flags"].as_u64().unwrap_or(0) & 64 == 64
 }
@@ -273,20 +285,24 @@ async fn button_choice_settles_and_edits_the_message() {
     let cb = app
         .click(&msg, &alice(), &control(&msg, "No, keep them"))
         .await;
-    assert_eq!(cb["type"], 6, "{cb}");
+    let edit = final_state(&cb);
     let line = c.recv_line().await.unwrap().unwrap();
     assert_eq!(
         line,
         r#"{"event":"answered","request_id":"btn","result":{"answers":[{"id":"cleanup","selected":["No, keep them"]}]}}"#
     );
-    let edit = app.edit_of(&msg).await;
-    assert_eq!(edit["components"], json!([]));
     let text = edit.to_string();
     assert!(
-        text.contains("alice") && text.contains("No, keep them") && text.contains("<t:"),
+        text.contains("<@4242>") && text.contains("No, keep them") && text.contains("<t:"),
         "{text}"
     );
-    let audit = app.hub().store().audit_rows(None).await.unwrap();
+    // The update is the edit: the message now shows the answer, and no PATCH was needed.
+    assert_eq!(
+        app.standin.message(id_of(&msg)).unwrap()["components"],
+        json!([])
+    );
+    assert!(!app.standin.requests().iter().any(|r| r.method == "PATCH"));
+    let audit = app.store().audit_rows(None).await.unwrap();
     assert!(audit
         .iter()
         .any(|r| r.source == "discord" && r.action == "answer" && r.accepted));
@@ -309,13 +325,12 @@ async fn other_opens_a_modal_whose_text_replaces_the_choice() {
     let cb = app
         .submit_modal(&msg, &alice(), &modal_id, "Archive them instead")
         .await;
-    assert_eq!(cb["type"], 6, "{cb}");
+    final_state(&cb);
     let ev = expect_event(&mut c, "answered").await;
     assert_eq!(
         serde_json::to_string(&ev["result"]).unwrap(),
         r#"{"answers":[{"id":"cleanup","selected":[],"custom":"Archive them instead"}]}"#
     );
-    app.edit_of(&msg).await;
     app.assert_payloads_valid();
 }
 
@@ -331,7 +346,7 @@ async fn eight_options_use_a_select_menu() {
     assert_eq!(menu["options"].as_array().unwrap().len(), 8);
     assert_eq!(msg["components"][1]["components"][0]["label"], "Other…");
     let cb = app.select(&msg, &alice(), &select_id(&msg), &["5"]).await;
-    assert_eq!(cb["type"], 6, "{cb}");
+    final_state(&cb);
     let ev = expect_event(&mut c, "answered").await;
     assert_eq!(ev["result"]["answers"][0]["selected"], json!(["Option 5"]));
     app.assert_payloads_valid();
@@ -360,10 +375,7 @@ async fn multi_select_draft_then_submit_and_draft_then_note() {
         app.select(m1, &alice(), &select_id(m1), &["3", "0"]).await["type"],
         6
     );
-    assert_eq!(
-        app.click(m1, &alice(), &control(m1, "Submit")).await["type"],
-        6
-    );
+    final_state(&app.click(m1, &alice(), &control(m1, "Submit")).await);
 
     assert_eq!(
         app.select(m2, &alice(), &select_id(m2), &["2"]).await["type"],
@@ -374,10 +386,9 @@ async fn multi_select_draft_then_submit_and_draft_then_note() {
         .await;
     assert_eq!(cb["type"], 9);
     let modal_id = cb["data"]["custom_id"].as_str().unwrap().to_owned();
-    assert_eq!(
-        app.submit_modal(m2, &alice(), &modal_id, "EU only after 18:00")
-            .await["type"],
-        6
+    final_state(
+        &app.submit_modal(m2, &alice(), &modal_id, "EU only after 18:00")
+            .await,
     );
 
     let ev = expect_event(&mut c, "answered").await;
@@ -426,9 +437,10 @@ async fn two_questions_in_one_request() {
         .as_str()
         .unwrap()
         .contains("Question 2 of 2"));
-    app.click(&msgs[1], &alice(), &control(&msgs[1], "B2"))
-        .await;
-    app.edit_of(&msgs[1]).await;
+    final_state(
+        &app.click(&msgs[1], &alice(), &control(&msgs[1], "B2"))
+            .await,
+    );
     assert!(
         app.hub().observe("two").is_some(),
         "still pending after one answer"
@@ -468,7 +480,7 @@ async fn two_people_click_at_once_and_one_wins() {
         .wait_for_request(|r| r.path.contains(&format!("/interactions/{id2}/")))
         .await;
     let (b1, b2) = (cb1.body.unwrap(), cb2.body.unwrap());
-    let winners = [&b1, &b2].into_iter().filter(|b| b["type"] == 6).count();
+    let winners = [&b1, &b2].into_iter().filter(|b| b["type"] == 7).count();
     let losers: Vec<&Value> = [&b1, &b2].into_iter().filter(|b| is_ephemeral(b)).collect();
     assert_eq!((winners, losers.len()), (1, 1), "{b1} {b2}");
     assert!(losers[0]["data"]["content"]
@@ -477,7 +489,7 @@ async fn two_people_click_at_once_and_one_wins() {
         .contains("Already answered"));
     let ev = expect_event(&mut c, "answered").await;
     let picked = ev["result"]["answers"][0]["selected"][0].as_str().unwrap();
-    let expected = if b1["type"] == 6 {
+    let expected = if b1["type"] == 7 {
         "Yes, delete them (Recommended)"
     } else {
         "No, keep them"
@@ -509,7 +521,7 @@ async fn a_late_click_gets_an_ephemeral_reply() {
             .contains("already been answered"),
         "{cb}"
     );
-    let audit = app.hub().store().audit_rows(None).await.unwrap();
+    let audit = app.store().audit_rows(None).await.unwrap();
     assert!(audit
         .iter()
         .any(|r| r.action == "late" && !r.accepted && r.actor.as_deref().unwrap().contains("bob")));
@@ -542,10 +554,10 @@ async fn a_person_not_on_the_allowlist_then_an_allowed_one() {
     let cb = app
         .click(&msg, &carol, &control(&msg, "No, keep them"))
         .await;
-    assert_eq!(cb["type"], 6);
+    final_state(&cb);
     let ev = expect_event(&mut c, "answered").await;
     assert_eq!(ev["result"]["answers"][0]["selected"][0], "No, keep them");
-    let audit = app.hub().store().audit_rows(None).await.unwrap();
+    let audit = app.store().audit_rows(None).await.unwrap();
     assert!(audit.iter().any(|r| r.action == "denied"
         && !r.accepted
         && r.actor.as_deref().unwrap().contains("bob")));
@@ -583,13 +595,15 @@ async fn restart_then_a_click_on_the_old_message_settles_it() {
     drop(c);
     app.restart().await;
     let mut c = app.client().await;
-    c.send(&ask_line("durable", &yes_no("q"))).await.unwrap();
+    c.send_json(&ask_line("durable", &yes_no("q")))
+        .await
+        .unwrap();
     let acc = expect_event(&mut c, "accepted").await;
     assert_eq!(acc["answerer"], "discord");
     let cb = app
         .click(&msg, &alice(), &control(&msg, "No, keep them"))
         .await;
-    assert_eq!(cb["type"], 6, "{cb}");
+    final_state(&cb);
     let ev = expect_event(&mut c, "answered").await;
     assert_eq!(ev["result"]["answers"][0]["selected"][0], "No, keep them");
     assert_eq!(app.messages(CHANNEL).len(), 1, "nothing was posted twice");
@@ -657,8 +671,10 @@ async fn an_unknown_channel_is_no_answerer_with_the_cause() {
     let app = App::start().await;
     app.standin.set_channel_missing(CHANNEL);
     let mut c = app.client().await;
-    c.send(&ask_line("nowhere", &yes_no("q"))).await.unwrap();
-    let ev = c.recv().await.unwrap().unwrap();
+    c.send_json(&ask_line("nowhere", &yes_no("q")))
+        .await
+        .unwrap();
+    let ev = c.recv_json().await.unwrap().unwrap();
     assert_eq!(ev["code"], "NO_ANSWERER", "{ev}");
     let msg = ev["message"].as_str().unwrap();
     assert!(
@@ -673,8 +689,10 @@ async fn a_forbidden_channel_is_no_answerer_with_the_cause() {
     let app = App::start().await;
     app.standin.set_channel_forbidden(CHANNEL);
     let mut c = app.client().await;
-    c.send(&ask_line("closed", &yes_no("q"))).await.unwrap();
-    let ev = c.recv().await.unwrap().unwrap();
+    c.send_json(&ask_line("closed", &yes_no("q")))
+        .await
+        .unwrap();
+    let ev = c.recv_json().await.unwrap().unwrap();
     assert_eq!(ev["code"], "NO_ANSWERER", "{ev}");
     assert!(
         ev["message"].as_str().unwrap().contains("Missing Access"),
@@ -695,13 +713,14 @@ async fn the_route_is_chosen_by_scope_with_its_mentions_and_allowlist() {
             mention_user_ids: Some(vec![Snowflake(4242)]),
             expire_after_secs: None,
             on_expire: Default::default(),
+            terminal_answers: None,
         });
     })
     .await;
     let mut input = ask_line("infra-q", &yes_no("q"));
     input["scope"] = json!({"project": "infra-db", "agent": "ops-bot"});
     let mut c = app.client().await;
-    c.send(&input).await.unwrap();
+    c.send_json(&input).await.unwrap();
     let acc = expect_event(&mut c, "accepted").await;
     assert_eq!(acc["route"], "infra");
     let msg = app.messages(INFRA_CHANNEL).remove(0);
@@ -730,10 +749,7 @@ async fn the_route_is_chosen_by_scope_with_its_mentions_and_allowlist() {
         .await;
     assert!(is_ephemeral(&cb));
     let ops = Clicker::new(6000, "ops", &[789]);
-    assert_eq!(
-        app.click(&msg, &ops, &control(&msg, "No, keep them")).await["type"],
-        6
-    );
+    final_state(&app.click(&msg, &ops, &control(&msg, "No, keep them")).await);
     expect_event(&mut c, "answered").await;
 
     let (_c2, acc) = app.ask("web-q", &yes_no("q")).await;
@@ -768,14 +784,18 @@ async fn forged_and_garbage_custom_ids_get_an_ephemeral_reply() {
     let cb = app
         .click(&msg, &alice(), &control(&msg, "No, keep them"))
         .await;
-    assert_eq!(cb["type"], 6);
+    final_state(&cb);
     expect_event(&mut c, "answered").await;
     app.assert_payloads_valid();
 }
 
 #[tokio::test]
 async fn a_terminal_answer_edits_the_discord_message() {
-    let app = App::start_with(|c| c.terminal.enabled = Some(true)).await;
+    let app = App::start_with(|c| {
+        c.terminal.enabled = Some(true);
+        c.discord.terminal_answers = true;
+    })
+    .await;
     let (mut c, acc) = app.ask("both", &yes_no("q")).await;
     assert_eq!(
         acc["answerer"], "discord",
@@ -785,7 +805,7 @@ async fn a_terminal_answer_edits_the_discord_message() {
     let reply = app
         .client()
         .await
-        .call(&json!({"op": "answer", "request_id": "both", "question": "q", "select": ["No, keep them"], "by": "root"}))
+        .call_json(&json!({"op": "answer", "request_id": "both", "question": "q", "select": ["No, keep them"], "by": "root"}))
         .await
         .unwrap();
     assert_eq!(reply["event"], "answer_accepted");
@@ -817,16 +837,17 @@ async fn a_route_expiry_ends_the_request_and_edits_the_message() {
             mention_user_ids: None,
             expire_after_secs: Some(1),
             on_expire: Default::default(),
+            terminal_answers: None,
         });
     })
     .await;
     let mut line = ask_line("soon", &yes_no("q"));
     line["scope"] = json!({"project": "urgent"});
     let mut c = app.client().await;
-    c.send(&line).await.unwrap();
+    c.send_json(&line).await.unwrap();
     let acc = expect_event(&mut c, "accepted").await;
     assert_eq!(acc["expires_in_secs"], 1);
-    let ev = c.recv().await.unwrap().unwrap();
+    let ev = c.recv_json().await.unwrap().unwrap();
     assert_eq!(ev["code"], "EXPIRED", "{ev}");
     assert!(ev["message"]
         .as_str()

@@ -30,7 +30,7 @@ async fn a_peer_outside_allowed_uids_is_refused_and_audited() {
     let app = App::start_with(|c| c.allowed_uids = vec![own_uid() + 1]).await;
     let mut c = app.client().await;
     let ev = c
-        .recv()
+        .recv_json()
         .await
         .unwrap()
         .expect("an error line before the close");
@@ -40,15 +40,15 @@ async fn a_peer_outside_allowed_uids_is_refused_and_audited() {
         "{ev}"
     );
     assert!(
-        c.recv().await.unwrap().is_none(),
+        c.recv_json().await.unwrap().is_none(),
         "then the connection closes"
     );
-    let audit = app.hub().store().audit_rows(None).await.unwrap();
+    let audit = app.store().audit_rows(None).await.unwrap();
     assert!(audit.iter().any(|r| r.action == "connect" && !r.accepted));
 
     let app = App::start_with(|c| c.allowed_uids = vec![own_uid()]).await;
     let mut c = app.client().await;
-    c.send(&ask_line("mine", &yes_no("q"))).await.unwrap();
+    c.send_json(&ask_line("mine", &yes_no("q"))).await.unwrap();
     expect_event(&mut c, "accepted").await;
 }
 
@@ -74,12 +74,12 @@ async fn a_slow_loris_is_cut_off_without_starving_others() {
         .unwrap();
     // Meanwhile another client is served normally.
     let mut c = app.client().await;
-    c.send(&ask_line("quick", &yes_no("q"))).await.unwrap();
+    c.send_json(&ask_line("quick", &yes_no("q"))).await.unwrap();
     expect_event(&mut c, "accepted").await;
     app.answer("quick", "q", &["No, keep them"]).await;
     expect_event(&mut c, "answered").await;
     // The half-written line times out with an error, then the connection closes.
-    let ev = slow.recv().await.unwrap().unwrap();
+    let ev = slow.recv_json().await.unwrap().unwrap();
     assert!(
         ev["message"]
             .as_str()
@@ -87,7 +87,7 @@ async fn a_slow_loris_is_cut_off_without_starving_others() {
             .contains("line_timeout_secs"),
         "{ev}"
     );
-    assert!(slow.recv().await.unwrap().is_none());
+    assert!(slow.recv_json().await.unwrap().is_none());
 }
 
 #[tokio::test]
@@ -99,7 +99,9 @@ async fn a_thousand_idle_connections_do_not_starve_a_new_client() {
         idle.push(app.client().await);
     }
     let mut c = app.client().await;
-    c.send(&ask_line("busy-day", &yes_no("q"))).await.unwrap();
+    c.send_json(&ask_line("busy-day", &yes_no("q")))
+        .await
+        .unwrap();
     expect_event(&mut c, "accepted").await;
     app.answer("busy-day", "q", &["No, keep them"]).await;
     expect_event(&mut c, "answered").await;
@@ -113,18 +115,18 @@ async fn over_the_connection_cap_a_client_gets_a_clear_error() {
     for _ in 0..3 {
         let mut c = app.client().await;
         // A reply proves the connection holds a slot.
-        c.call(&json!({"op": "health"})).await.unwrap();
+        c.call_json(&json!({"op": "health"})).await.unwrap();
         held.push(c);
     }
     let mut extra = app.client().await;
-    let ev = extra.recv().await.unwrap().expect("an error line");
+    let ev = extra.recv_json().await.unwrap().expect("an error line");
     assert_eq!(ev["code"], "BUSY", "{ev}");
     assert!(ev["message"]
         .as_str()
         .unwrap()
         .contains("limits.max_connections"));
     // The held ones still work.
-    let h = held[0].call(&json!({"op": "health"})).await.unwrap();
+    let h = held[0].call_json(&json!({"op": "health"})).await.unwrap();
     assert_eq!(h["event"], "health");
 }
 
@@ -140,7 +142,7 @@ async fn garbage_and_half_lines_never_stop_the_daemon() {
         b"1e999999\n",
     ] {
         c.send_raw(junk).await.unwrap();
-        let ev = c.recv().await.unwrap().unwrap();
+        let ev = c.recv_json().await.unwrap().unwrap();
         assert_eq!(ev["code"], "INVALID_REQUEST", "{ev}");
     }
     // A client that vanishes mid-line costs nothing.
@@ -149,7 +151,7 @@ async fn garbage_and_half_lines_never_stop_the_daemon() {
         .await
         .unwrap();
     drop(half);
-    c.send(&ask_line("after", &yes_no("q"))).await.unwrap();
+    c.send_json(&ask_line("after", &yes_no("q"))).await.unwrap();
     expect_event(&mut c, "accepted").await;
 }
 
@@ -215,7 +217,7 @@ async fn a_5xx_storm_leaves_the_request_pending_and_unposted_until_discord_is_ba
     d.standin
         .fail_next("POST", "/messages", Failure::Status(503), 100_000);
     let mut c = d.app.client().await;
-    c.send(&ask_line("storm", &yes_no("q"))).await.unwrap();
+    c.send_json(&ask_line("storm", &yes_no("q"))).await.unwrap();
     let acc = expect_event(&mut c, "accepted").await;
     assert!(
         acc["posting"].as_str().unwrap().contains("unavailable"),
@@ -226,7 +228,7 @@ async fn a_5xx_storm_leaves_the_request_pending_and_unposted_until_discord_is_ba
         .app
         .client()
         .await
-        .call(&json!({"op": "pending"}))
+        .call_json(&json!({"op": "pending"}))
         .await
         .unwrap();
     let post = &p["requests"][0]["questions"][0]["post"];
@@ -238,7 +240,7 @@ async fn a_5xx_storm_leaves_the_request_pending_and_unposted_until_discord_is_ba
         .app
         .client()
         .await
-        .call(&json!({"op": "pending"}))
+        .call_json(&json!({"op": "pending"}))
         .await
         .unwrap();
     let err = p["requests"][0]["questions"][0]["post"]["last_error"]
@@ -265,7 +267,7 @@ async fn a_5xx_storm_leaves_the_request_pending_and_unposted_until_discord_is_ba
         ),
     )
     .await;
-    assert_eq!(cb["type"], 6);
+    assert_eq!(cb["type"], 7, "the winning click updates the message");
     expect_event(&mut c, "answered").await;
 }
 
@@ -282,7 +284,9 @@ async fn a_429_storm_is_waited_out() {
         12,
     );
     let mut c = d.app.client().await;
-    c.send(&ask_line("limited", &yes_no("q"))).await.unwrap();
+    c.send_json(&ask_line("limited", &yes_no("q")))
+        .await
+        .unwrap();
     expect_event(&mut c, "accepted").await;
     d.standin
         .wait_for_request(|r| {
@@ -298,21 +302,23 @@ async fn a_request_cancelled_while_discord_is_down_is_never_posted() {
     d.standin
         .fail_next("POST", "/messages", Failure::Status(500), 100_000);
     let mut c = d.app.client().await;
-    c.send(&ask_line("never", &yes_no("q"))).await.unwrap();
+    c.send_json(&ask_line("never", &yes_no("q"))).await.unwrap();
     expect_event(&mut c, "accepted").await;
     let r = d
         .app
         .client()
         .await
-        .call(&json!({"op": "cancel", "request_id": "never"}))
+        .call_json(&json!({"op": "cancel", "request_id": "never"}))
         .await
         .unwrap();
     assert_eq!(r["event"], "cancelled");
-    assert_eq!(c.recv().await.unwrap().unwrap()["code"], "ABORTED");
+    assert_eq!(c.recv_json().await.unwrap().unwrap()["code"], "ABORTED");
     d.standin.clear_failures();
     // The next request is posted; the cancelled one never is.
     let mut c2 = d.app.client().await;
-    c2.send(&ask_line("later", &yes_no("q"))).await.unwrap();
+    c2.send_json(&ask_line("later", &yes_no("q")))
+        .await
+        .unwrap();
     expect_event(&mut c2, "accepted").await;
     let msgs = d.standin.messages_in(CHANNEL);
     assert_eq!(msgs.len(), 1);
@@ -328,29 +334,29 @@ async fn interactions_after_gateway_drops_reconnects_and_invalid_sessions_still_
     let who = Clicker::new(9, "nine", &[]);
     let mut c = d.app.client().await;
 
-    c.send(&ask_line("g1", &yes_no("q"))).await.unwrap();
+    c.send_json(&ask_line("g1", &yes_no("q"))).await.unwrap();
     expect_event(&mut c, "accepted").await;
     d.standin.drop_gateway().await;
     d.standin.wait_resume_count(1).await;
     let m = d.standin.messages_in(CHANNEL).pop().unwrap();
     assert_eq!(
         send_click(&d.standin, click(&d.standin, &m, &who, "No, keep them")).await["type"],
-        6
+        7
     );
     assert_eq!(expect_event(&mut c, "answered").await["request_id"], "g1");
 
-    c.send(&ask_line("g2", &yes_no("q"))).await.unwrap();
+    c.send_json(&ask_line("g2", &yes_no("q"))).await.unwrap();
     expect_event(&mut c, "accepted").await;
     d.standin.send_reconnect().await;
     d.standin.wait_resume_count(2).await;
     let m = d.standin.messages_in(CHANNEL).pop().unwrap();
     assert_eq!(
         send_click(&d.standin, click(&d.standin, &m, &who, "No, keep them")).await["type"],
-        6
+        7
     );
     assert_eq!(expect_event(&mut c, "answered").await["request_id"], "g2");
 
-    c.send(&ask_line("g3", &yes_no("q"))).await.unwrap();
+    c.send_json(&ask_line("g3", &yes_no("q"))).await.unwrap();
     expect_event(&mut c, "accepted").await;
     let identified = d.standin.identify_count();
     d.standin.send_invalid_session(false).await;
@@ -358,7 +364,7 @@ async fn interactions_after_gateway_drops_reconnects_and_invalid_sessions_still_
     let m = d.standin.messages_in(CHANNEL).pop().unwrap();
     assert_eq!(
         send_click(&d.standin, click(&d.standin, &m, &who, "No, keep them")).await["type"],
-        6
+        7
     );
     assert_eq!(expect_event(&mut c, "answered").await["request_id"], "g3");
 }
@@ -418,7 +424,7 @@ impl Proc {
 
 async fn reattach(dir: &Path, id: &str) -> Client {
     let mut c = Client::connect(&dir.join("s.sock")).await.unwrap();
-    c.send(&ask_line(id, &yes_no("q"))).await.unwrap();
+    c.send_json(&ask_line(id, &yes_no("q"))).await.unwrap();
     c
 }
 
@@ -439,11 +445,17 @@ async fn crash_scenario(point: &str) -> (StandIn, Value) {
     crashing.crashed().await;
     let _daemon = serve(dir.path(), &standin, None).await;
     let mut c = reattach(dir.path(), point).await;
-    let first = c.recv().await.unwrap().unwrap();
+    let first = c.recv_json().await.unwrap().unwrap();
     let last = if first["event"] == "answered" {
         first
     } else {
         assert_eq!(first["event"], "accepted", "{first}");
+        // A request stored but never posted is posted by the restarted daemon.
+        standin
+            .wait_for_request(|r| {
+                r.method == "POST" && r.path.ends_with("/messages") && r.status == 200
+            })
+            .await;
         let msgs = standin.messages_in(CHANNEL);
         assert_eq!(
             msgs.len(),
@@ -452,7 +464,7 @@ async fn crash_scenario(point: &str) -> (StandIn, Value) {
         );
         assert_eq!(
             send_click(&standin, click(&standin, &msgs[0], &who, "No, keep them")).await["type"],
-            6
+            7
         );
         expect_event(&mut c, "answered").await
     };

@@ -66,13 +66,25 @@ fn valid_question(i: usize) -> impl Strategy<Value = Value> {
         "\\PC{1,60}",
         "\\PC{1,400}",
         proptest::option::of("\\PC{0,80}"),
-        prop::collection::btree_set("\\PC{1,200}", 0..25),
+        // Labels: letters of several scripts, digits, punctuation and emoji, sometimes joined
+        // (👩‍💻); invisible characters are not valid in labels.
+        prop::collection::btree_set(
+            "[a-zA-Zéß日本語Жя0-9🚀 ._()-]{1,120}(👩\u{200D}💻)?",
+            0..25,
+        ),
         any::<bool>(),
     )
         .prop_filter("non-blank text", |(id, q, _, labels, _)| {
             !id.trim().is_empty()
                 && !q.trim().is_empty()
                 && labels.iter().all(|l| !l.trim().is_empty())
+        })
+        .prop_filter("labels that do not look alike", |(_, _, _, labels, _)| {
+            let skeletons: std::collections::BTreeSet<String> = labels
+                .iter()
+                .map(|l| unicode_security::skeleton(l).collect())
+                .collect();
+            skeletons.len() == labels.len()
         })
         .prop_map(move |(id, q, header, labels, multi)| {
             let options: Vec<Value> = labels.into_iter().map(|l| json!({"label": l})).collect();

@@ -4,7 +4,7 @@
 
 mod harness;
 
-use askrelay::store::{Outcome, Status};
+use askrelay::core::{Outcome, Status};
 use harness::{yes_no, App};
 use serde_json::{json, Value};
 use std::path::Path;
@@ -165,7 +165,7 @@ async fn only_pending(app: &App) -> Value {
     let reply = app
         .client()
         .await
-        .call(&json!({"op": "pending"}))
+        .call_json(&json!({"op": "pending"}))
         .await
         .unwrap();
     let requests = reply["requests"].as_array().unwrap();
@@ -181,7 +181,7 @@ async fn poll_pending(app: &App) -> Value {
             let reply = app
                 .client()
                 .await
-                .call(&json!({"op": "pending"}))
+                .call_json(&json!({"op": "pending"}))
                 .await
                 .unwrap();
             if let Some(r) = reply["requests"].as_array().and_then(|r| r.first()) {
@@ -320,7 +320,7 @@ async fn a_call_is_answered_from_the_terminal_with_the_exact_result() {
         ("name", json!([]), json!("v2")),
     ] {
         let reply = c
-            .call(
+            .call_json(
                 &json!({"op": "answer", "request_id": id, "question": question,
                 "select": select, "custom": custom, "by": "tester"}),
             )

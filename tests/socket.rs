@@ -2,8 +2,9 @@
 
 mod harness;
 
+use askrelay::core::store::{Page, Visibility};
+use askrelay::core::Outcome;
 use askrelay::core::Phase;
-use askrelay::store::Outcome;
 use harness::{ask_line, expect_event, yes_no, App};
 use serde_json::{json, Value};
 use std::os::unix::fs::PermissionsExt;
@@ -12,7 +13,9 @@ use std::os::unix::fs::PermissionsExt;
 async fn ask_then_answer_round_trip() {
     let app = App::start().await;
     let mut c = app.client().await;
-    c.send(&ask_line("r1", &yes_no("cleanup"))).await.unwrap();
+    c.send_json(&ask_line("r1", &yes_no("cleanup")))
+        .await
+        .unwrap();
     let accepted = expect_event(&mut c, "accepted").await;
     assert_eq!(accepted["request_id"], "r1");
     assert_eq!(accepted["answerer"], "terminal");
@@ -38,16 +41,16 @@ async fn multi_select_and_custom_text_follow_the_spec() {
         {"id": "name", "question": "Name it"},
         {"id": "pick", "question": "Pick", "options": [{"label": "a"}, {"label": "b"}]}
     ]});
-    c.send(&ask_line("m1", &input)).await.unwrap();
+    c.send_json(&ask_line("m1", &input)).await.unwrap();
     expect_event(&mut c, "accepted").await;
     let mut op = json!({"op": "answer", "request_id": "m1", "question": "targets",
         "select": ["cache", "web"], "custom": "and the CDN"});
-    let r = app.client().await.call(&op).await.unwrap();
+    let r = app.client().await.call_json(&op).await.unwrap();
     assert_eq!(r["request_answered"], false, "{r}");
     op = json!({"op": "answer", "request_id": "m1", "question": "name", "custom": "v2"});
-    app.client().await.call(&op).await.unwrap();
+    app.client().await.call_json(&op).await.unwrap();
     op = json!({"op": "answer", "request_id": "m1", "question": "pick", "select": ["b"], "custom": "neither"});
-    let r = app.client().await.call(&op).await.unwrap();
+    let r = app.client().await.call_json(&op).await.unwrap();
     assert_eq!(r["request_answered"], true, "{r}");
     let ev = expect_event(&mut c, "answered").await;
     assert_eq!(
@@ -188,8 +191,8 @@ async fn every_validation_rule_names_the_field() {
     for (input, expected) in cases {
         let mut line = input.clone();
         line["op"] = json!("ask");
-        c.send(&line).await.unwrap();
-        let ev = c.recv().await.unwrap().expect("a reply");
+        c.send_json(&line).await.unwrap();
+        let ev = c.recv_json().await.unwrap().expect("a reply");
         assert_eq!(ev["event"], "error", "{input} gave {ev}");
         assert_eq!(ev["code"], "INVALID_REQUEST", "{input} gave {ev}");
         let msg = ev["message"].as_str().unwrap();
@@ -199,18 +202,29 @@ async fn every_validation_rule_names_the_field() {
         );
     }
     // Nothing invalid was stored.
-    assert!(app.hub().store().history(100).await.unwrap().is_empty());
+    assert!(app
+        .store()
+        .history(
+            Visibility::All,
+            Page {
+                limit: 100,
+                after: None
+            }
+        )
+        .await
+        .unwrap()
+        .is_empty());
 }
 
 #[tokio::test]
 async fn a_reused_request_id_with_other_questions_is_invalid() {
     let app = App::start().await;
     let mut c = app.client().await;
-    c.send(&ask_line("dup", &yes_no("a"))).await.unwrap();
+    c.send_json(&ask_line("dup", &yes_no("a"))).await.unwrap();
     expect_event(&mut c, "accepted").await;
     let mut c2 = app.client().await;
-    c2.send(&ask_line("dup", &yes_no("b"))).await.unwrap();
-    let ev = c2.recv().await.unwrap().unwrap();
+    c2.send_json(&ask_line("dup", &yes_no("b"))).await.unwrap();
+    let ev = c2.recv_json().await.unwrap().unwrap();
     assert_eq!(ev["code"], "INVALID_REQUEST");
     assert_eq!(ev["request_id"], "dup");
     assert!(
@@ -224,14 +238,14 @@ async fn a_bad_line_then_a_good_ask_on_the_same_connection() {
     let app = App::start_with(|c| c.limits.max_line_bytes = 4096).await;
     let mut c = app.client().await;
     c.send_raw(b"{this is not json\n").await.unwrap();
-    let ev = c.recv().await.unwrap().unwrap();
+    let ev = c.recv_json().await.unwrap().unwrap();
     assert_eq!(ev["code"], "INVALID_REQUEST");
     assert!(ev["message"].as_str().unwrap().contains("not valid JSON"));
 
     c.send_raw(b"{\"op\":\"launch\",\"request_id\":\"x\"}\n")
         .await
         .unwrap();
-    let ev = c.recv().await.unwrap().unwrap();
+    let ev = c.recv_json().await.unwrap().unwrap();
     assert_eq!(ev["request_id"], "x");
     assert!(ev["message"]
         .as_str()
@@ -241,13 +255,13 @@ async fn a_bad_line_then_a_good_ask_on_the_same_connection() {
     let mut huge = vec![b'a'; 10_000];
     huge.push(b'\n');
     c.send_raw(&huge).await.unwrap();
-    let ev = c.recv().await.unwrap().unwrap();
+    let ev = c.recv_json().await.unwrap().unwrap();
     assert!(
         ev["message"].as_str().unwrap().contains("max_line_bytes"),
         "{ev}"
     );
 
-    c.send(&ask_line("ok", &yes_no("q"))).await.unwrap();
+    c.send_json(&ask_line("ok", &yes_no("q"))).await.unwrap();
     assert_eq!(expect_event(&mut c, "accepted").await["request_id"], "ok");
     app.answer("ok", "q", &["No, keep them"]).await;
     expect_event(&mut c, "answered").await;
@@ -257,8 +271,8 @@ async fn a_bad_line_then_a_good_ask_on_the_same_connection() {
 async fn several_asks_share_one_connection() {
     let app = App::start().await;
     let mut c = app.client().await;
-    c.send(&ask_line("one", &yes_no("q"))).await.unwrap();
-    c.send(&ask_line("two", &yes_no("q"))).await.unwrap();
+    c.send_json(&ask_line("one", &yes_no("q"))).await.unwrap();
+    c.send_json(&ask_line("two", &yes_no("q"))).await.unwrap();
     expect_event(&mut c, "accepted").await;
     expect_event(&mut c, "accepted").await;
     app.answer("two", "q", &["No, keep them"]).await;
@@ -274,7 +288,7 @@ async fn several_asks_share_one_connection() {
 async fn disconnect_cancels_after_the_grace_period() {
     let app = App::start_with(|c| c.cancel_grace_secs = 1).await;
     let mut c = app.client().await;
-    c.send(&ask_line("gone", &yes_no("q"))).await.unwrap();
+    c.send_json(&ask_line("gone", &yes_no("q"))).await.unwrap();
     expect_event(&mut c, "accepted").await;
     let mut phase = app.hub().observe("gone").unwrap();
     drop(c);
@@ -290,8 +304,8 @@ async fn disconnect_cancels_after_the_grace_period() {
     assert!(e.message.contains("cancel_grace_secs"), "{}", e.message);
     // A re-attach after that gets only the same final line.
     let mut c = app.client().await;
-    c.send(&ask_line("gone", &yes_no("q"))).await.unwrap();
-    let ev = c.recv().await.unwrap().unwrap();
+    c.send_json(&ask_line("gone", &yes_no("q"))).await.unwrap();
+    let ev = c.recv_json().await.unwrap().unwrap();
     assert_eq!(ev["event"], "error");
     assert_eq!(ev["code"], "ABORTED");
     assert_eq!(ev["message"].as_str().unwrap(), e.message);
@@ -301,11 +315,11 @@ async fn disconnect_cancels_after_the_grace_period() {
 async fn reattach_within_the_grace_period_keeps_the_request() {
     let app = App::start_with(|c| c.cancel_grace_secs = 30).await;
     let mut c = app.client().await;
-    c.send(&ask_line("back", &yes_no("q"))).await.unwrap();
+    c.send_json(&ask_line("back", &yes_no("q"))).await.unwrap();
     expect_event(&mut c, "accepted").await;
     drop(c);
     let mut c = app.client().await;
-    c.send(&ask_line("back", &yes_no("q"))).await.unwrap();
+    c.send_json(&ask_line("back", &yes_no("q"))).await.unwrap();
     expect_event(&mut c, "accepted").await;
     let reply = app.answer("back", "q", &["No, keep them"]).await;
     assert_eq!(reply["event"], "answer_accepted");
@@ -317,11 +331,11 @@ async fn idempotent_reattach_never_duplicates_the_request() {
     let app = App::start().await;
     let mut a = app.client().await;
     let mut b = app.client().await;
-    a.send(&ask_line("same", &yes_no("q"))).await.unwrap();
+    a.send_json(&ask_line("same", &yes_no("q"))).await.unwrap();
     expect_event(&mut a, "accepted").await;
-    b.send(&ask_line("same", &yes_no("q"))).await.unwrap();
+    b.send_json(&ask_line("same", &yes_no("q"))).await.unwrap();
     expect_event(&mut b, "accepted").await;
-    let pending = app.hub().store().pending_requests().await.unwrap();
+    let pending = app.store().all_pending().await.unwrap();
     assert_eq!(pending.len(), 1);
     app.answer("same", "q", &["No, keep them"]).await;
     let la = expect_event(&mut a, "answered").await;
@@ -329,17 +343,32 @@ async fn idempotent_reattach_never_duplicates_the_request() {
     assert_eq!(la, lb);
     // After the end, the same id returns the stored answer at once, and only that line.
     let mut c = app.client().await;
-    c.send(&ask_line("same", &yes_no("q"))).await.unwrap();
-    let first = c.recv().await.unwrap().unwrap();
+    c.send_json(&ask_line("same", &yes_no("q"))).await.unwrap();
+    let first = c.recv_json().await.unwrap().unwrap();
     assert_eq!(first, la);
-    assert_eq!(app.hub().store().history(10).await.unwrap().len(), 1);
+    assert_eq!(
+        app.store()
+            .history(
+                Visibility::All,
+                Page {
+                    limit: 10,
+                    after: None
+                }
+            )
+            .await
+            .unwrap()
+            .len(),
+        1
+    );
 }
 
 #[tokio::test]
 async fn restart_keeps_pending_requests_and_the_client_reattaches() {
     let mut app = App::start().await;
     let mut c = app.client().await;
-    c.send(&ask_line("survivor", &yes_no("q"))).await.unwrap();
+    c.send_json(&ask_line("survivor", &yes_no("q")))
+        .await
+        .unwrap();
     expect_event(&mut c, "accepted").await;
     app.stop().await;
     assert!(
@@ -347,13 +376,15 @@ async fn restart_keeps_pending_requests_and_the_client_reattaches() {
         "the socket file is removed on shutdown"
     );
     assert!(c
-        .recv()
+        .recv_json()
         .await
         .map(|e| e.is_none() || e.unwrap()["event"] == "error")
         .unwrap_or(true));
     app.restart().await;
     let mut c = app.client().await;
-    c.send(&ask_line("survivor", &yes_no("q"))).await.unwrap();
+    c.send_json(&ask_line("survivor", &yes_no("q")))
+        .await
+        .unwrap();
     let acc = expect_event(&mut c, "accepted").await;
     assert_eq!(acc["answerer"], "terminal");
     let reply = app
@@ -371,7 +402,9 @@ async fn restart_keeps_pending_requests_and_the_client_reattaches() {
 async fn restart_grace_cancels_abandoned_requests() {
     let mut app = App::start_with(|c| c.restart_grace_secs = 1).await;
     let mut c = app.client().await;
-    c.send(&ask_line("abandoned", &yes_no("q"))).await.unwrap();
+    c.send_json(&ask_line("abandoned", &yes_no("q")))
+        .await
+        .unwrap();
     expect_event(&mut c, "accepted").await;
     drop(c);
     app.restart().await;
@@ -388,7 +421,7 @@ async fn restart_grace_cancels_abandoned_requests() {
 async fn first_wins_with_fifty_concurrent_answers() {
     let app = App::start().await;
     let mut c = app.client().await;
-    c.send(&ask_line("race", &yes_no("q"))).await.unwrap();
+    c.send_json(&ask_line("race", &yes_no("q"))).await.unwrap();
     expect_event(&mut c, "accepted").await;
     let labels = ["Yes, delete them (Recommended)", "No, keep them"];
     let mut tasks = Vec::new();
@@ -397,7 +430,7 @@ async fn first_wins_with_fifty_concurrent_answers() {
         tasks.push(tokio::spawn(async move {
             let label = labels[i % 2];
             let reply = client
-                .call(
+                .call_json(
                     &json!({"op": "answer", "request_id": "race", "question": "q",
                     "select": [label], "by": format!("person{i}")}),
                 )
@@ -424,7 +457,7 @@ async fn first_wins_with_fifty_concurrent_answers() {
     assert_eq!(winners.len(), 1, "exactly one winner: {winners:?}");
     let ev = expect_event(&mut c, "answered").await;
     assert_eq!(ev["result"]["answers"][0]["selected"][0], winners[0].1);
-    let audit = app.hub().store().audit_rows(None).await.unwrap();
+    let audit = app.store().audit_rows(None).await.unwrap();
     let answers: Vec<_> = audit.iter().filter(|r| r.action == "answer").collect();
     assert_eq!(answers.len(), 50);
     assert_eq!(answers.iter().filter(|r| r.accepted).count(), 1);
@@ -434,8 +467,10 @@ async fn first_wins_with_fifty_concurrent_answers() {
 async fn no_answerer_configured_is_an_error_not_a_wait() {
     let app = App::start_with(|c| c.terminal.enabled = Some(false)).await;
     let mut c = app.client().await;
-    c.send(&ask_line("lonely", &yes_no("q"))).await.unwrap();
-    let ev = c.recv().await.unwrap().unwrap();
+    c.send_json(&ask_line("lonely", &yes_no("q")))
+        .await
+        .unwrap();
+    let ev = c.recv_json().await.unwrap().unwrap();
     assert_eq!(ev["event"], "error", "{ev}");
     assert_eq!(ev["code"], "NO_ANSWERER");
     assert!(
@@ -450,15 +485,15 @@ async fn delegated_callers_are_told_to_return_the_question() {
     let mut c = app.client().await;
     let mut line = ask_line("child", &yes_no("q"));
     line["caller"] = json!({"agent_id": "sub-1", "owner_agent_id": "root-7"});
-    c.send(&line).await.unwrap();
-    let ev = c.recv().await.unwrap().unwrap();
+    c.send_json(&line).await.unwrap();
+    let ev = c.recv_json().await.unwrap().unwrap();
     assert_eq!(ev["code"], "DELEGATED_CALLER");
     assert_eq!(ev["request_id"], "child");
     assert!(ev["message"].as_str().unwrap().contains("final result"));
     // A resumed root sends null and is fine.
     let mut line = ask_line("root", &yes_no("q"));
     line["caller"] = json!({"agent_id": "root-7", "owner_agent_id": null});
-    c.send(&line).await.unwrap();
+    c.send_json(&line).await.unwrap();
     expect_event(&mut c, "accepted").await;
 }
 
@@ -467,27 +502,27 @@ async fn cancel_from_another_connection() {
     let app = App::start().await;
     let mut asker = app.client().await;
     asker
-        .send(&ask_line("stop-me", &yes_no("q")))
+        .send_json(&ask_line("stop-me", &yes_no("q")))
         .await
         .unwrap();
     expect_event(&mut asker, "accepted").await;
     let mut op = app.client().await;
     let r = op
-        .call(&json!({"op": "cancel", "request_id": "stop-me", "reason": "wrong team"}))
+        .call_json(&json!({"op": "cancel", "request_id": "stop-me", "reason": "wrong team"}))
         .await
         .unwrap();
     assert_eq!(r, json!({"event": "cancelled", "request_id": "stop-me"}));
-    let ev = asker.recv().await.unwrap().unwrap();
+    let ev = asker.recv_json().await.unwrap().unwrap();
     assert_eq!(ev["code"], "ABORTED");
     assert!(ev["message"].as_str().unwrap().contains("wrong team"));
     let r = op
-        .call(&json!({"op": "cancel", "request_id": "stop-me"}))
+        .call_json(&json!({"op": "cancel", "request_id": "stop-me"}))
         .await
         .unwrap();
     assert_eq!(r["code"], "INVALID_REQUEST");
     assert!(r["message"].as_str().unwrap().contains("already ended"));
     let r = op
-        .call(&json!({"op": "cancel", "request_id": "nope"}))
+        .call_json(&json!({"op": "cancel", "request_id": "nope"}))
         .await
         .unwrap();
     assert!(r["message"]
@@ -506,16 +541,16 @@ async fn supervision_ops_report_state_and_peer_credentials() {
     let mut c = app.client().await;
     let mut line = ask_line("seen", &yes_no("q"));
     line["scope"] = json!({"project": "infra-prod"});
-    c.send(&line).await.unwrap();
+    c.send_json(&line).await.unwrap();
     expect_event(&mut c, "accepted").await;
     let mut op = app.client().await;
-    let pending = op.call(&json!({"op": "pending"})).await.unwrap();
+    let pending = op.call_json(&json!({"op": "pending"})).await.unwrap();
     let r = &pending["requests"][0];
     assert_eq!(r["request_id"], "seen");
     assert_eq!(r["scope"]["project"], "infra-prod");
     assert_eq!(r["peer"]["uid"], json!(own_uid()));
     assert_eq!(r["peer"]["pid"], json!(std::process::id()));
-    let health = op.call(&json!({"op": "health"})).await.unwrap();
+    let health = op.call_json(&json!({"op": "health"})).await.unwrap();
     assert_eq!(health["pending"], 1);
     let r = app.answer("seen", "q", &["Maybe"]).await;
     assert_eq!(r["code"], "INVALID_REQUEST");
@@ -529,7 +564,7 @@ async fn supervision_ops_report_state_and_peer_credentials() {
     app.answer("seen", "q", &["No, keep them"]).await;
     expect_event(&mut c, "answered").await;
     let history = op
-        .call(&json!({"op": "history", "limit": 5}))
+        .call_json(&json!({"op": "history", "limit": 5}))
         .await
         .unwrap();
     assert_eq!(history["requests"][0]["status"], "answered");

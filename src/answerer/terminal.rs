@@ -1,16 +1,29 @@
 //! The terminal answerer: people on the daemon's machine answer with `askrelay answer`.
 //!
-//! It needs no credentials, which is what makes the daemon useful out of the box. Accepting only
-//! means "a terminal may answer this"; the answers themselves arrive as socket `answer`
-//! operations and go through the hub like any other settlement.
+//! It needs no credentials, which is what makes the daemon useful out of the box. Taking a
+//! request only means "a terminal may answer this"; the answers themselves arrive as socket
+//! `answer` operations from the request's owner (or an operator) and go through the hub like
+//! any other settlement.
 
-use crate::core::{Answerer, Offer};
-use crate::store::StoredRequest;
+use crate::core::request::Request;
+use crate::core::{Answerer, AnswererContext, Claim, Delivery, Proposal};
 use async_trait::async_trait;
-use serde_json::{json, Map};
+use serde_json::{json, Map, Value};
 
 #[derive(Debug, Default)]
 pub struct TerminalAnswerer;
+
+fn hint(req: &Request) -> Map<String, Value> {
+    let mut detail = Map::new();
+    detail.insert(
+        "hint".into(),
+        json!(format!(
+            "answer from a terminal: askrelay pending, then askrelay answer {} --question ID --select LABEL",
+            req.request_id
+        )),
+    );
+    detail
+}
 
 #[async_trait]
 impl Answerer for TerminalAnswerer {
@@ -18,15 +31,27 @@ impl Answerer for TerminalAnswerer {
         "terminal"
     }
 
-    async fn offer(&self, request: &StoredRequest) -> Offer {
-        let mut detail = Map::new();
-        detail.insert(
-            "hint".into(),
-            json!(format!(
-                "answer from a terminal: askrelay pending, then askrelay answer {} --question ID --select LABEL",
-                request.request_id
-            )),
-        );
-        Offer::Accept(detail)
+    async fn claim(&self, _proposal: &Proposal<'_>) -> Claim {
+        Claim::Take {
+            route: None,
+            posts: Vec::new(),
+        }
+    }
+
+    async fn deliver(&self, _ctx: &AnswererContext, req: &Request) -> Delivery {
+        Delivery::Shown(hint(req))
+    }
+
+    async fn resume(
+        &self,
+        _ctx: &AnswererContext,
+        req: &Request,
+        _posts: &[crate::core::request::Post],
+    ) -> Map<String, Value> {
+        hint(req)
+    }
+
+    fn terminal_may_answer(&self, _req: &Request) -> bool {
+        true
     }
 }

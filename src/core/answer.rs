@@ -114,6 +114,17 @@ pub struct AskResult {
 }
 
 impl AskResult {
+    /// The result of a request whose questions were settled with `settlements`, in order.
+    pub fn build(questions: &[Question], settlements: &[Settlement]) -> AskResult {
+        AskResult {
+            answers: questions
+                .iter()
+                .zip(settlements)
+                .map(|(q, s)| QuestionAnswer::build(q, s))
+                .collect(),
+        }
+    }
+
     /// The exact compact JSON the agent receives.
     pub fn to_json(&self) -> String {
         serde_json::to_string(self).expect("a result always serializes")

@@ -1,21 +1,52 @@
-//! The answerer interface: how the core hands requests to platforms and tells them what happened.
+//! The answerer interface: how the core hands requests to platforms, and what a platform may do
+//! in return.
 //!
-//! Answerers are tried in order (the "waterfall"); the first that accepts a request owns it and is
-//! told when its questions are settled and when it ends, whoever settled them, so that it can
-//! update what people see. Any answerer may settle any question through the hub; first wins.
+//! Answerers are tried in order (the "waterfall"): the first whose [`Answerer::claim`] takes a
+//! request owns it, and its outbox rows are stored with the request in one transaction. Each
+//! call gets an [`AnswererContext`]: the only way an answerer acts on the core (settle, refuse,
+//! read and write its outbox). Nothing flows back up through the answerer: when another
+//! surface settles or ends a request it owns, the hub tells it ([`Answerer::settled`],
+//! [`Answerer::ended`]) so it can update what people see.
 
-use crate::store::{AnsweredBy, Outcome, StoredRequest};
+use super::answer::Settlement;
+use super::error::AskError;
+use super::hub::Hub;
+use super::model::{Question, Scope};
+use super::request::{Actor, AuditEntry, EditState, PlannedPost, Post, Request, Source};
+use anyhow::Result;
 use async_trait::async_trait;
 use serde_json::{Map, Value};
+use std::future::Future;
+use std::sync::Arc;
+use tokio_util::sync::CancellationToken;
+
+/// What [`Answerer::claim`] is shown of a new request.
+#[derive(Debug, Clone)]
+pub struct Proposal<'a> {
+    pub token: &'a str,
+    pub questions: &'a [Question],
+    pub scope: &'a Scope,
+}
 
 /// An answerer's reply to a new request.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Offer {
-    /// It takes the request; the map is merged into the client's `accepted` event (links,
-    /// channel, a hint on how to answer).
-    Accept(Map<String, Value>),
-    /// It does not take it, and why; the reasons end up in `NO_ANSWERER` when nobody accepts.
+pub enum Claim {
+    /// It takes the request: its route (if it has routes) and the outbox rows to store with it.
+    Take {
+        route: Option<String>,
+        posts: Vec<PlannedPost>,
+    },
+    /// It does not, and why; the reasons end up in `NO_ANSWERER` when nobody takes it.
     Decline(String),
+}
+
+/// What became of showing a stored request.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Delivery {
+    /// Shown (or being shown); the map is merged into the client's `accepted` event.
+    Shown(Map<String, Value>),
+    /// It cannot be shown after all: the request ends with this error.
+    Failed(AskError),
 }
 
 #[async_trait]
@@ -23,15 +54,165 @@ pub trait Answerer: Send + Sync + 'static {
     /// The stable name that appears in `accepted.answerer` and in the store.
     fn name(&self) -> &'static str;
 
-    /// Offered a new, stored request. Must not block on people: post and return.
-    async fn offer(&self, request: &StoredRequest) -> Offer;
+    /// Whether it takes a new request, and where it would show it. Changes nothing.
+    async fn claim(&self, proposal: &Proposal<'_>) -> Claim;
 
-    /// Called at start-up for each pending request this answerer owns.
-    async fn resume(&self, _request: &StoredRequest) {}
+    /// Starts its background work (a gateway connection, repairs) with its context. Called
+    /// once, before any other call.
+    async fn start(&self, _ctx: AnswererContext) -> Result<()> {
+        Ok(())
+    }
 
-    /// One question of a request this answerer owns was settled (by anyone).
-    async fn question_settled(&self, _request: &StoredRequest, _index: usize, _by: &AnsweredBy) {}
+    /// Shows a request it took, just stored. Must not block on people: post and return.
+    async fn deliver(&self, ctx: &AnswererContext, req: &Request) -> Delivery;
 
-    /// A request this answerer owns has ended (answered, cancelled, expired).
-    async fn request_ended(&self, _request: &StoredRequest, _outcome: &Outcome) {}
+    /// At start-up, a pending request it owns, with its outbox. Returns the `accepted` detail
+    /// for clients that re-attach.
+    async fn resume(
+        &self,
+        _ctx: &AnswererContext,
+        _req: &Request,
+        _posts: &[Post],
+    ) -> Map<String, Value> {
+        Map::new()
+    }
+
+    /// Another surface settled question `idx` of a request it owns (`req` includes it).
+    async fn settled(&self, _ctx: &AnswererContext, _req: &Request, _idx: usize) {}
+
+    /// A request it owns ended without an answer (`req.outcome` says how).
+    async fn ended(&self, _ctx: &AnswererContext, _req: &Request) {}
+
+    /// Whether a person at a terminal (the socket `answer` operation) may settle this request,
+    /// which it owns.
+    fn terminal_may_answer(&self, _req: &Request) -> bool {
+        false
+    }
+}
+
+/// What an answerer may do: settle through first-wins, record refusals, and keep its own
+/// outbox. One per answerer; cheap to clone.
+#[derive(Clone)]
+pub struct AnswererContext {
+    pub(super) hub: Hub,
+    pub(super) name: &'static str,
+}
+
+impl AnswererContext {
+    fn store(&self) -> &Arc<dyn super::store::Store> {
+        self.hub.store_handle()
+    }
+
+    /// Settles question `idx` of `req` (first wins). A storage failure is `Err` with the cause;
+    /// nothing was stored then.
+    pub async fn settle(
+        &self,
+        req: &Request,
+        idx: usize,
+        settlement: Settlement,
+        actor: Actor,
+    ) -> Result<super::hub::Settled, AskError> {
+        self.hub.settle(req, idx, settlement, actor).await
+    }
+
+    /// Records a refused interaction in the audit log.
+    pub async fn refuse(&self, entry: AuditEntry) {
+        self.hub.audit(entry).await;
+    }
+
+    /// Records an accepted interaction that changes no answer (a draft, opening a form).
+    pub async fn record(&self, entry: AuditEntry) -> Result<()> {
+        self.store().audit(&entry).await
+    }
+
+    /// A request by the token its controls carry, with its outbox rows.
+    pub async fn by_token(&self, token: &str) -> Result<Option<(Request, Vec<Post>)>> {
+        self.store().by_token(token).await
+    }
+
+    pub async fn outbox(&self, req: &Request) -> Result<Vec<Post>> {
+        let mut all = self.store().posts(&[req.key]).await?;
+        let mine = all.remove(&req.key).unwrap_or_default();
+        Ok(mine
+            .into_iter()
+            .filter(|p| p.answerer == self.name)
+            .collect())
+    }
+
+    pub async fn plan_posts(&self, req: &Request, posts: &[PlannedPost]) -> Result<()> {
+        self.store().plan_posts(req.key, self.name, posts).await
+    }
+
+    pub async fn record_post(
+        &self,
+        req: &Request,
+        idx: usize,
+        message: &str,
+        guild: Option<&str>,
+    ) -> Result<()> {
+        self.store()
+            .record_post(req.key, idx, self.name, message, guild)
+            .await
+    }
+
+    pub async fn record_post_failure(&self, req: &Request, idx: usize, error: &str) -> Result<()> {
+        self.store()
+            .record_post_failure(req.key, idx, self.name, error)
+            .await
+    }
+
+    pub async fn record_edit(&self, key: i64, idx: usize, edit: EditState) -> Result<()> {
+        self.store().record_edit(key, idx, self.name, edit).await
+    }
+
+    /// Ended requests of this answerer whose messages still show an old state.
+    pub async fn unfinished_edits(&self) -> Result<Vec<(Request, Vec<Post>)>> {
+        self.store().unfinished_edits(self.name).await
+    }
+
+    pub async fn save_draft(
+        &self,
+        req: &Request,
+        idx: usize,
+        user: &str,
+        selected: &[usize],
+    ) -> Result<()> {
+        self.store().save_draft(req.key, idx, user, selected).await
+    }
+
+    pub async fn draft(&self, req: &Request, idx: usize, user: &str) -> Result<Vec<usize>> {
+        self.store().draft(req.key, idx, user).await
+    }
+
+    /// Whether the request is still pending (from memory).
+    pub fn is_pending(&self, request_id: &str) -> bool {
+        self.hub.is_pending(request_id)
+    }
+
+    /// Ends a request it cannot show after all (`NO_ANSWERER` with the cause).
+    pub async fn fail(&self, req: &Request, error: AskError) -> bool {
+        self.hub
+            .end_by(req, super::request::Status::Failed, error, Source::Daemon)
+            .await
+    }
+
+    /// Ends a request whose expiry ran out.
+    pub async fn expire(&self, req: &Request, error: AskError) -> bool {
+        self.hub
+            .end_by(req, super::request::Status::Expired, error, Source::Daemon)
+            .await
+    }
+
+    /// Cancelled when the daemon shuts down.
+    pub fn shutdown(&self) -> &CancellationToken {
+        self.hub.shutdown_token()
+    }
+
+    /// Runs `task` in the background; the daemon waits for it at shutdown.
+    pub fn spawn<F>(&self, task: F)
+    where
+        F: Future<Output = ()> + Send + 'static,
+    {
+        self.hub.spawn(task);
+    }
 }

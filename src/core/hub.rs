@@ -1,51 +1,38 @@
 //! The hub: one cloneable handle that front ends and answerers share.
 //!
-//! It stores new requests, offers them down the answerer waterfall, lets any number of client
-//! connections wait on a request, settles questions (first wins, decided by the store), and
-//! cancels requests whose clients went away and did not come back within the grace period.
+//! It stores new requests (with the outbox rows of the answerer that takes them, in one
+//! transaction), lets any number of client connections wait on a request, settles questions
+//! (first wins, decided by the store), and cancels requests whose clients went away and did not
+//! come back within the grace period.
 //!
 //! Invariant: every pending request in the store has a [`Live`] entry here, from the moment it is
 //! stored (or loaded at start-up) until it ends. A request ends by writing the store first and
 //! then publishing [`Phase::Ended`], so a reader that finds no entry can trust the store.
 
-use super::answer::Settlement;
-use super::answerer::{Answerer, Offer};
+use super::access::LocalUser;
+use super::answer::{AskResult, Settlement};
+use super::answerer::{Answerer, AnswererContext, Claim, Delivery, Proposal};
 use super::error::{AskError, ErrorCode};
 use super::model::{Ask, Question};
-use crate::store::{
-    AnsweredBy, AuditEntry, Inserted, NewRequest, Outcome, SettleOutcome, Status, Store,
-    StoredRequest,
+use super::request::{
+    now_ms, Actor, Answered, AuditAction, AuditEntry, Created, NewRequest, Outcome, Peer,
+    PlannedPost, Post, Request, SettleOutcome, Source, Status,
 };
+use super::store::{Page, Store, Visibility};
 use anyhow::Result;
 use serde_json::{Map, Value};
 use std::collections::HashMap;
+use std::future::Future;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-/// The local process on the other end of a socket connection (SO_PEERCRED).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Peer {
-    pub uid: Option<u32>,
-    pub pid: Option<i32>,
-}
-
-impl Peer {
-    fn actor(&self) -> String {
-        format!(
-            "uid={} pid={}",
-            self.uid.map_or("?".into(), |u| u.to_string()),
-            self.pid.map_or("?".into(), |p| p.to_string())
-        )
-    }
-}
-
 /// Where a request stands, as its waiting clients see it.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Phase {
-    /// Stored; the waterfall is still deciding who takes it.
+    /// Stored; its answerer is still showing it.
     Offering,
     /// An answerer took it: its name and what it reported.
     Accepted {
@@ -54,6 +41,8 @@ pub enum Phase {
     },
     /// The final line.
     Ended(Outcome),
+    /// The daemon is shutting down; the request stays pending for a re-attach.
+    ShuttingDown,
 }
 
 /// A client's hold on a request: it watches the phase, and while any attachment lives the
@@ -77,7 +66,9 @@ impl Drop for AttachGuard {
 
 /// In-memory state of one pending request.
 struct Live {
-    questions: Arc<Vec<Question>>,
+    /// The uid that owns the request id.
+    uid: Option<u32>,
+    questions: Arc<[Question]>,
     phase: watch::Sender<Phase>,
     /// Open client attachments; at zero a grace timer runs.
     attached: usize,
@@ -91,14 +82,49 @@ pub struct Hub {
 }
 
 struct Inner {
-    store: Store,
+    store: Arc<dyn Store>,
     answerers: Vec<Arc<dyn Answerer>>,
-    live: Mutex<HashMap<String, Live>>,
+    live: Mutex<LiveMap>,
     /// Serializes "find or store" of a request id, so two asks with one id never both insert.
     register: tokio::sync::Mutex<()>,
-    cancel_grace: Duration,
+    settings: HubSettings,
     tasks: TaskTracker,
     shutdown: CancellationToken,
+}
+
+#[derive(Default)]
+struct LiveMap {
+    by_id: HashMap<String, Live>,
+    /// Pending requests per asking uid (`limits.max_pending_per_uid`).
+    per_uid: HashMap<Option<u32>, usize>,
+}
+
+impl LiveMap {
+    fn insert(&mut self, request_id: String, live: Live) {
+        *self.per_uid.entry(live.uid).or_default() += 1;
+        if let Some(old) = self.by_id.insert(request_id, live) {
+            self.forget_uid(old.uid);
+        }
+    }
+
+    fn remove(&mut self, request_id: &str) -> Option<Live> {
+        let live = self.by_id.remove(request_id)?;
+        self.forget_uid(live.uid);
+        Some(live)
+    }
+
+    fn forget_uid(&mut self, uid: Option<u32>) {
+        if let Some(n) = self.per_uid.get_mut(&uid) {
+            *n -= 1;
+            if *n == 0 {
+                self.per_uid.remove(&uid);
+            }
+        }
+        // Let the maps give memory back after a burst.
+        if self.by_id.is_empty() && self.by_id.capacity() > 1024 {
+            self.by_id = HashMap::new();
+        }
+    }
 }
 
 /// Settings of the hub that come from the config.
@@ -106,77 +132,153 @@ struct Inner {
 pub struct HubSettings {
     pub cancel_grace: Duration,
     pub restart_grace: Duration,
+    /// Pending requests one uid may have at once; `BUSY` past it.
+    pub max_pending_per_uid: usize,
+}
+
+/// The pending requests found at start-up, to hand back to their answerers once the daemon
+/// serves (see [`Hub::resume`]).
+pub struct Backlog(Vec<(Request, Vec<Post>)>);
+
+impl Backlog {
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
+/// The result of a settlement attempt: what happened, and the request as it is now (with the
+/// answer when it counted), so that nobody needs to read it again.
+#[derive(Debug, Clone)]
+pub struct Settled {
+    pub outcome: SettleOutcome,
+    pub request: Request,
+}
+
+/// What a socket `answer` (a person at a terminal) asks for.
+#[derive(Debug, Clone)]
+pub struct TerminalAnswer {
+    pub request_id: String,
+    pub question: String,
+    pub labels: Vec<String>,
+    pub custom: Option<String>,
+    /// Free text about who is answering; shown quoted, trusted for nothing.
+    pub note: Option<String>,
 }
 
 impl Hub {
-    /// Builds the hub and takes over the requests left pending by an earlier run: each gets
-    /// `restart_grace` for its client to re-attach, and its answerer is told to resume it.
+    /// Builds the hub and takes over the requests left pending by an earlier run (read once):
+    /// each gets `restart_grace` for its client to re-attach. Hand the returned backlog to
+    /// [`Hub::resume`] once the answerers are started.
     pub async fn start(
-        store: Store,
+        store: Arc<dyn Store>,
         answerers: Vec<Arc<dyn Answerer>>,
         settings: HubSettings,
         tasks: TaskTracker,
         shutdown: CancellationToken,
-    ) -> Result<Hub> {
+    ) -> Result<(Hub, Backlog)> {
+        let restart_grace = settings.restart_grace;
         let hub = Hub {
             inner: Arc::new(Inner {
                 store,
                 answerers,
-                live: Mutex::new(HashMap::new()),
+                live: Mutex::new(LiveMap::default()),
                 register: tokio::sync::Mutex::new(()),
-                cancel_grace: settings.cancel_grace,
+                settings,
                 tasks,
                 shutdown,
             }),
         };
-        let pending = hub.inner.store.pending_requests().await?;
+        let pending = hub.inner.store.all_pending().await?;
         if !pending.is_empty() {
             tracing::info!(
                 count = pending.len(),
-                grace_secs = settings.restart_grace.as_secs(),
+                grace_secs = restart_grace.as_secs(),
                 "resuming pending requests; their clients may re-attach"
             );
         }
-        for req in &pending {
-            let phase = match &req.answerer {
+        for (req, _) in &pending {
+            let phase = match req.answerer.as_deref() {
                 Some(a) => Phase::Accepted {
-                    answerer: a.clone(),
-                    detail: req.accepted.clone().unwrap_or_default(),
+                    answerer: a.to_owned(),
+                    detail: Map::new(),
                 },
                 None => Phase::Offering,
             };
             hub.insert_live(req, phase);
-            hub.schedule_grace(
-                &req.request_id,
-                settings.restart_grace,
-                "restart_grace_secs",
-            );
+            hub.schedule_grace(&req.request_id, restart_grace, "restart_grace_secs");
         }
-        Ok(hub)
+        Ok((hub, Backlog(pending)))
     }
 
-    /// Hands the requests left pending by an earlier run back to the answerers: one that was
-    /// stored but never offered (a crash in between) is offered now; the others are resumed by
-    /// the answerer that owns them. Call once the answerers are wired to this hub.
-    pub async fn resume(&self) -> Result<()> {
-        for req in self.inner.store.pending_requests().await? {
-            if req.answerer.is_none() {
-                let hub = self.clone();
-                self.inner.tasks.spawn(async move { hub.offer(req).await });
-            } else if let Some(a) = self.answerer_for(&req) {
-                a.resume(&req).await;
-            }
+    /// The context an answerer acts through.
+    pub fn context(&self, answerer: &'static str) -> AnswererContext {
+        AnswererContext {
+            hub: self.clone(),
+            name: answerer,
+        }
+    }
+
+    /// Starts every answerer with its context.
+    pub async fn start_answerers(&self) -> Result<()> {
+        for a in &self.inner.answerers {
+            a.start(self.context(a.name())).await?;
         }
         Ok(())
     }
 
-    pub fn store(&self) -> &Store {
+    /// Hands the requests left pending by an earlier run back to the answerers that own them.
+    /// One whose answerer is no longer configured ends with `NO_ANSWERER`.
+    pub async fn resume(&self, backlog: Backlog) {
+        for (req, posts) in backlog.0 {
+            match self.answerer_for(&req) {
+                Some(a) => {
+                    let detail = a.resume(&self.context(a.name()), &req, &posts).await;
+                    if !detail.is_empty() {
+                        self.set_phase(
+                            &req.request_id,
+                            Phase::Accepted {
+                                answerer: a.name().to_owned(),
+                                detail,
+                            },
+                        );
+                    }
+                }
+                None => {
+                    let err = AskError::new(
+                        ErrorCode::NoAnswerer,
+                        format!(
+                            "the answerer that took this request ({}) is no longer configured",
+                            req.answerer.as_deref().unwrap_or("none")
+                        ),
+                    );
+                    self.end_by(&req, Status::Failed, err, Source::Daemon).await;
+                }
+            }
+        }
+    }
+
+    pub(super) fn store_handle(&self) -> &Arc<dyn Store> {
         &self.inner.store
+    }
+
+    pub(super) fn shutdown_token(&self) -> &CancellationToken {
+        &self.inner.shutdown
+    }
+
+    pub(super) fn spawn<F>(&self, task: F)
+    where
+        F: Future<Output = ()> + Send + 'static,
+    {
+        self.inner.tasks.spawn(task);
     }
 
     /// Number of requests pending in memory.
     pub fn pending_count(&self) -> usize {
-        self.inner.live.lock().unwrap().len()
+        self.inner.live.lock().unwrap().by_id.len()
     }
 
     /// Watches a pending request without attaching to it (it does not keep the request alive).
@@ -186,24 +288,38 @@ impl Hub {
             .live
             .lock()
             .unwrap()
+            .by_id
             .get(request_id)
             .map(|e| e.phase.subscribe())
     }
 
     /// Whether the request is still pending (from memory: every pending request is live).
     pub fn is_pending(&self, request_id: &str) -> bool {
-        self.inner.live.lock().unwrap().contains_key(request_id)
+        self.inner
+            .live
+            .lock()
+            .unwrap()
+            .by_id
+            .contains_key(request_id)
     }
 
     pub fn answerer_names(&self) -> Vec<&'static str> {
         self.inner.answerers.iter().map(|a| a.name()).collect()
     }
 
+    /// Tells every waiting client that the daemon is going away (their requests stay pending).
+    pub fn announce_shutdown(&self) {
+        let live = self.inner.live.lock().unwrap();
+        for entry in live.by_id.values() {
+            entry.phase.send_replace(Phase::ShuttingDown);
+        }
+    }
+
     /// Handles an `ask`: stores it (or finds it by its id) and returns an attachment that
     /// follows it to its final line.
     ///
     /// The work runs in a task of its own, so a client that disconnects half-way can never
-    /// leave a request stored but unregistered or half-offered.
+    /// leave a request stored but unregistered or half-shown.
     pub async fn ask(&self, ask: Ask, peer: Peer) -> Result<Attachment, AskError> {
         let hub = self.clone();
         self.inner
@@ -216,10 +332,10 @@ impl Hub {
     async fn ask_inner(&self, ask: Ask, peer: Peer) -> Result<Attachment, AskError> {
         if let Some(owner) = &ask.caller.owner_agent_id {
             self.audit(AuditEntry {
-                source: "socket",
-                actor: Some(peer.actor()),
-                action: "ask",
-                detail: Some(format!("delegated caller owned by {owner}")),
+                source: Source::Socket,
+                actor: Some(peer.to_string()),
+                action: AuditAction::Ask,
+                detail: Some("delegated caller".into()),
                 accepted: false,
                 ..Default::default()
             })
@@ -237,85 +353,220 @@ impl Hub {
             .request_id
             .clone()
             .unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
-        let register = self.inner.register.lock().await;
         // A live request is attached to without touching the database.
-        if let Some(att) = self.attach_live(&request_id, &ask.questions)? {
+        if let Some(att) = self.attach_live(&request_id, &ask.questions, peer)? {
             return Ok(att);
         }
-        let new = NewRequest {
-            request_id: request_id.clone(),
-            questions: ask.questions.clone(),
-            caller: ask.caller.clone(),
-            scope: ask.scope.clone(),
-            peer_uid: peer.uid,
-            peer_pid: peer.pid,
-        };
-        let inserted = self
-            .inner
-            .store
-            .insert_request(&new)
-            .await
-            .map_err(|e| AskError::internal(&e))?;
-        match inserted {
-            Inserted::Existing(req) => {
-                drop(register);
-                if req.questions != ask.questions {
-                    return Err(same_id_other_questions(&request_id));
+        let token = new_token();
+        let questions: Arc<[Question]> = ask.questions.clone().into();
+        let (answerer, route, posts) = match self.claim(&token, &questions, &ask.scope).await {
+            Ok(taken) => taken,
+            Err(reasons) => {
+                // An ended request under this id still gets its stored final line.
+                if let Ok(Some(req)) = self.inner.store.by_id(&request_id).await {
+                    return self.existing(req, &ask, peer).await;
                 }
-                // Not live, so it has ended: its final line is stored.
-                let outcome = req.outcome.clone().unwrap_or_else(|| {
-                    Outcome::Error(AskError::new(
-                        ErrorCode::Internal,
-                        "the request is pending in the store but not in memory",
-                    ))
-                });
                 self.audit(AuditEntry {
-                    request_key: Some(req.key),
-                    source: "socket",
-                    actor: Some(peer.actor()),
-                    action: "reattach",
-                    detail: Some(format!("ended: {}", req.status.as_str())),
-                    accepted: true,
+                    source: Source::Socket,
+                    actor: Some(peer.to_string()),
+                    action: AuditAction::Ask,
+                    detail: Some(format!("NO_ANSWERER: {reasons}")),
+                    accepted: false,
                     ..Default::default()
                 })
                 .await;
-                let (_tx, rx) = watch::channel(Phase::Ended(outcome));
-                Ok(Attachment {
-                    request_id,
-                    phase: rx,
-                    _guard: None,
-                })
+                return Err(AskError::new(ErrorCode::NoAnswerer, reasons));
             }
-            Inserted::New(req) => {
+        };
+        let register = self.inner.register.lock().await;
+        if let Some(att) = self.attach_live(&request_id, &ask.questions, peer)? {
+            return Ok(att);
+        }
+        self.check_pending_cap(peer)?;
+        let new = NewRequest {
+            request_id: request_id.clone(),
+            token,
+            questions,
+            caller: ask.caller.clone(),
+            scope: ask.scope.clone(),
+            peer,
+            answerer: answerer.name().to_owned(),
+            route,
+            created_at_ms: now_ms(),
+        };
+        let audit = AuditEntry {
+            source: Source::Socket,
+            actor: Some(peer.to_string()),
+            action: AuditAction::Ask,
+            detail: Some(format!(
+                "{} question(s) for {}",
+                new.questions.len(),
+                new.answerer
+            )),
+            accepted: true,
+            ..Default::default()
+        };
+        let created = self
+            .inner
+            .store
+            .create(&new, &posts, &audit)
+            .await
+            .map_err(|e| storage_error("the request", &e))?;
+        match created {
+            Created::Existing(req) => {
+                drop(register);
+                self.existing(req, &ask, peer).await
+            }
+            Created::New(req) => {
                 crate::crash::point("stored");
                 self.insert_live(&req, Phase::Offering);
                 let att = self
-                    .attach_live(&request_id, &ask.questions)?
+                    .attach_live(&request_id, &ask.questions, peer)?
                     .expect("a request just registered is live");
                 drop(register);
-                self.audit(AuditEntry {
-                    request_key: Some(req.key),
-                    source: "socket",
-                    actor: Some(peer.actor()),
-                    action: "ask",
-                    detail: Some(format!("{} question(s)", req.questions.len())),
-                    accepted: true,
-                    ..Default::default()
-                })
-                .await;
                 let hub = self.clone();
-                self.inner.tasks.spawn(async move { hub.offer(req).await });
+                self.inner
+                    .tasks
+                    .spawn(async move { hub.deliver(answerer, req).await });
                 Ok(att)
             }
         }
     }
 
-    fn insert_live(&self, req: &StoredRequest, phase: Phase) {
+    /// An ask whose id is stored but not live: the request has ended, and its owner gets its
+    /// stored final line.
+    async fn existing(&self, req: Request, ask: &Ask, peer: Peer) -> Result<Attachment, AskError> {
+        if req.owner_uid() != peer.uid {
+            return Err(self.foreign(&req.request_id, peer).await);
+        }
+        if req.questions.as_ref() != ask.questions.as_slice() {
+            return Err(same_id_other_questions(&req.request_id));
+        }
+        let outcome = req.outcome.clone().unwrap_or_else(|| {
+            Outcome::Error(AskError::new(
+                ErrorCode::Internal,
+                "the request is pending in the store but not in memory",
+            ))
+        });
+        self.audit(AuditEntry {
+            request_key: Some(req.key),
+            source: Source::Socket,
+            actor: Some(peer.to_string()),
+            action: AuditAction::Reattach,
+            detail: Some(format!("ended: {}", req.status.as_str())),
+            accepted: true,
+            ..Default::default()
+        })
+        .await;
+        let (_tx, rx) = watch::channel(Phase::Ended(outcome));
+        Ok(Attachment {
+            request_id: req.request_id,
+            phase: rx,
+            _guard: None,
+        })
+    }
+
+    /// Runs the waterfall: the first answerer that claims the request, with its route and
+    /// outbox rows; or every answerer's reason to decline.
+    async fn claim(
+        &self,
+        token: &str,
+        questions: &[Question],
+        scope: &super::model::Scope,
+    ) -> Result<(Arc<dyn Answerer>, Option<String>, Vec<PlannedPost>), String> {
+        let proposal = Proposal {
+            token,
+            questions,
+            scope,
+        };
+        let mut declines = Vec::new();
+        for a in &self.inner.answerers {
+            match a.claim(&proposal).await {
+                Claim::Take { route, posts } => return Ok((a.clone(), route, posts)),
+                Claim::Decline(reason) => {
+                    tracing::debug!(answerer = a.name(), %reason, "answerer declined");
+                    declines.push(format!("{}: {reason}", a.name()));
+                }
+            }
+        }
+        Err(if declines.is_empty() {
+            "no answerer is configured: set discord.token and discord.channel_id, or enable the \
+             terminal answerer with [terminal] enabled = true"
+                .to_owned()
+        } else {
+            format!("no answerer accepted the request ({})", declines.join("; "))
+        })
+    }
+
+    fn check_pending_cap(&self, peer: Peer) -> Result<(), AskError> {
+        let max = self.inner.settings.max_pending_per_uid;
+        let n = self
+            .inner
+            .live
+            .lock()
+            .unwrap()
+            .per_uid
+            .get(&peer.uid)
+            .copied()
+            .unwrap_or(0);
+        if n >= max {
+            tracing::warn!(%peer, pending = n, "ask refused: limits.max_pending_per_uid reached");
+            return Err(AskError::new(
+                ErrorCode::Busy,
+                format!(
+                    "this user already has {n} pending requests (limits.max_pending_per_uid = \
+                     {max}); wait for some to be answered, or cancel them"
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Shows a stored request through its answerer and tells waiting clients.
+    async fn deliver(&self, answerer: Arc<dyn Answerer>, req: Request) {
+        let ctx = self.context(answerer.name());
+        match answerer.deliver(&ctx, &req).await {
+            Delivery::Shown(detail) => {
+                tracing::info!(
+                    request_id = %crate::core::text::Escaped(&req.request_id),
+                    answerer = answerer.name(),
+                    "request accepted"
+                );
+                self.set_phase(
+                    &req.request_id,
+                    Phase::Accepted {
+                        answerer: answerer.name().to_owned(),
+                        detail,
+                    },
+                );
+            }
+            Delivery::Failed(err) => {
+                self.end_by(&req, Status::Failed, err, Source::Daemon).await;
+            }
+        }
+    }
+
+    /// Moves a live request from `Offering` (or an earlier `Accepted`) to `phase`.
+    fn set_phase(&self, request_id: &str, phase: Phase) {
+        if let Some(e) = self.inner.live.lock().unwrap().by_id.get(request_id) {
+            e.phase.send_if_modified(|p| {
+                if matches!(p, Phase::Offering | Phase::Accepted { .. }) {
+                    *p = phase;
+                    true
+                } else {
+                    false
+                }
+            });
+        }
+    }
+
+    fn insert_live(&self, req: &Request, phase: Phase) {
         let (tx, _rx) = watch::channel(phase);
         self.inner.live.lock().unwrap().insert(
             req.request_id.clone(),
             Live {
-                questions: Arc::new(req.questions.clone()),
+                uid: req.owner_uid(),
+                questions: req.questions.clone(),
                 phase: tx,
                 attached: 0,
                 epoch: 0,
@@ -323,16 +574,23 @@ impl Hub {
         );
     }
 
+    /// Attaches to a live request: `Ok(None)` when it is not live, `FORBIDDEN` when another
+    /// uid owns it.
     fn attach_live(
         &self,
         request_id: &str,
         questions: &[Question],
+        peer: Peer,
     ) -> Result<Option<Attachment>, AskError> {
         let mut live = self.inner.live.lock().unwrap();
-        let Some(entry) = live.get_mut(request_id) else {
+        let Some(entry) = live.by_id.get_mut(request_id) else {
             return Ok(None);
         };
-        if entry.questions.as_slice() != questions {
+        if entry.uid != peer.uid {
+            drop(live);
+            return Err(foreign_error(request_id));
+        }
+        if entry.questions.as_ref() != questions {
             return Err(same_id_other_questions(request_id));
         }
         entry.attached += 1;
@@ -347,22 +605,44 @@ impl Hub {
         }))
     }
 
+    /// The refusal for a request id another uid owns, audited. It says nothing about the
+    /// request itself.
+    async fn foreign(&self, request_id: &str, peer: Peer) -> AskError {
+        self.audit(AuditEntry {
+            source: Source::Socket,
+            actor: Some(peer.to_string()),
+            action: AuditAction::Forbidden,
+            detail: Some(format!(
+                "request_id {:?} belongs to another uid",
+                crate::core::text::Escaped(request_id)
+            )),
+            accepted: false,
+            ..Default::default()
+        })
+        .await;
+        foreign_error(request_id)
+    }
+
     fn detach(&self, request_id: &str) {
         let mut live = self.inner.live.lock().unwrap();
-        let Some(entry) = live.get_mut(request_id) else {
+        let Some(entry) = live.by_id.get_mut(request_id) else {
             return;
         };
         entry.attached = entry.attached.saturating_sub(1);
         entry.epoch += 1;
         if entry.attached == 0 {
             drop(live);
-            self.schedule_grace(request_id, self.inner.cancel_grace, "cancel_grace_secs");
+            self.schedule_grace(
+                request_id,
+                self.inner.settings.cancel_grace,
+                "cancel_grace_secs",
+            );
         }
     }
 
     /// Cancels the request after `grace` unless a client attaches (or detaches) in between.
     fn schedule_grace(&self, request_id: &str, grace: Duration, setting: &'static str) {
-        let epoch = match self.inner.live.lock().unwrap().get(request_id) {
+        let epoch = match self.inner.live.lock().unwrap().by_id.get(request_id) {
             Some(e) if e.attached == 0 => e.epoch,
             _ => return,
         };
@@ -375,7 +655,7 @@ impl Hub {
                 _ = tokio::time::sleep(grace) => {}
             }
             let still_alone = matches!(
-                hub.inner.live.lock().unwrap().get(&request_id),
+                hub.inner.live.lock().unwrap().by_id.get(&request_id),
                 Some(e) if e.attached == 0 && e.epoch == epoch
             );
             if still_alone {
@@ -383,253 +663,243 @@ impl Hub {
                     "the asking client went away and did not re-attach within {setting} ({} s)",
                     grace.as_secs()
                 );
-                tracing::info!(request_id, %reason, "cancelling an abandoned request");
-                if let Err(e) = hub.cancel(&request_id, &reason, "daemon").await {
-                    tracing::debug!(request_id, error = %e, "abandoned request had already ended");
-                }
+                tracing::info!(request_id = %crate::core::text::Escaped(&request_id), %reason, "cancelling an abandoned request");
+                let req = match hub.inner.store.by_id(&request_id).await {
+                    Ok(Some(r)) => r,
+                    _ => return,
+                };
+                let err = AskError::aborted(format!("the request was cancelled: {reason}"));
+                hub.end_by(&req, Status::Cancelled, err, Source::Daemon)
+                    .await;
             }
         });
     }
 
-    /// Runs the waterfall for a stored request: the first answerer that accepts owns it.
-    async fn offer(&self, req: StoredRequest) {
-        let mut declines = Vec::new();
-        for answerer in &self.inner.answerers {
-            match answerer.offer(&req).await {
-                Offer::Accept(detail) => {
-                    if let Err(e) = self
-                        .inner
-                        .store
-                        .set_accepted(req.key, answerer.name(), &detail)
-                        .await
-                    {
-                        tracing::error!(error = %format!("{e:#}"), "cannot record the answerer");
-                    }
-                    tracing::info!(
-                        request_id = req.request_id,
-                        answerer = answerer.name(),
-                        "request accepted"
-                    );
-                    if let Some(e) = self.inner.live.lock().unwrap().get(&req.request_id) {
-                        e.phase.send_if_modified(|p| {
-                            if matches!(p, Phase::Offering) {
-                                *p = Phase::Accepted {
-                                    answerer: answerer.name().to_owned(),
-                                    detail,
-                                };
-                                true
-                            } else {
-                                false
-                            }
-                        });
-                    }
-                    return;
-                }
-                Offer::Decline(reason) => {
-                    tracing::debug!(answerer = answerer.name(), %reason, "answerer declined");
-                    declines.push(format!("{}: {reason}", answerer.name()));
-                }
-            }
-        }
-        let message = if self.inner.answerers.is_empty() || declines.is_empty() {
-            "no answerer is configured: set discord.token and discord.channel_id, or enable the \
-             terminal answerer with [terminal] enabled = true"
-                .to_owned()
-        } else {
-            format!("no answerer accepted the request ({})", declines.join("; "))
-        };
-        let err = AskError::new(ErrorCode::NoAnswerer, message);
-        self.end(&req.request_id, req.key, Status::Failed, err, "daemon")
-            .await;
-    }
-
-    /// Cancels a pending request; its waiting clients get `ABORTED`.
-    pub async fn cancel(&self, request_id: &str, reason: &str, by: &str) -> Result<(), AskError> {
-        let req = self.request(request_id).await?;
+    /// Cancels a pending request for a local user; its waiting clients get `ABORTED`. The
+    /// owner or an operator may cancel.
+    pub async fn cancel(
+        &self,
+        request_id: &str,
+        reason: Option<String>,
+        who: &LocalUser,
+    ) -> Result<(), AskError> {
+        let req = self.request_for(request_id, who).await?;
         if req.status != Status::Pending {
             return Err(AskError::invalid(format!(
-                "request {request_id:?} has already ended ({})",
+                "request {:?} has already ended ({})",
+                crate::core::text::Escaped(request_id),
                 req.status.as_str()
             )));
         }
+        let reason = reason.unwrap_or_else(|| format!("cancelled by {}", who.describe()));
         let err = AskError::aborted(format!("the request was cancelled: {reason}"));
-        if self
-            .end(request_id, req.key, Status::Cancelled, err, by)
-            .await
-        {
+        let audit = AuditEntry {
+            request_key: Some(req.key),
+            source: Source::Socket,
+            actor: Some(who.describe()),
+            action: AuditAction::Cancelled,
+            detail: Some(err.to_string()),
+            ..Default::default()
+        };
+        if self.end_with(&req, Status::Cancelled, err, audit).await {
             Ok(())
         } else {
             Err(AskError::invalid(format!(
-                "request {request_id:?} has already ended"
+                "request {:?} has already ended",
+                crate::core::text::Escaped(request_id)
             )))
         }
     }
 
-    /// Ends a pending request with an error outcome; false if it had already ended.
-    async fn end(
+    /// Ends a pending request with an error outcome on behalf of `source`; false if it had
+    /// already ended.
+    pub(super) async fn end_by(
         &self,
-        request_id: &str,
-        key: i64,
+        req: &Request,
         status: Status,
         err: AskError,
-        by: &str,
+        source: Source,
     ) -> bool {
-        let ended = match self.inner.store.end_request(key, status, &err).await {
+        let audit = AuditEntry {
+            request_key: Some(req.key),
+            source,
+            actor: Some(source.as_str().to_owned()),
+            action: AuditAction::ended(status),
+            detail: Some(err.to_string()),
+            ..Default::default()
+        };
+        self.end_with(req, status, err, audit).await
+    }
+
+    async fn end_with(
+        &self,
+        req: &Request,
+        status: Status,
+        err: AskError,
+        audit: AuditEntry,
+    ) -> bool {
+        let ended = match self.inner.store.end(req.key, status, &err, &audit).await {
             Ok(ended) => ended,
             Err(e) => {
-                tracing::error!(request_id, error = %format!("{e:#}"), "cannot end the request");
+                tracing::error!(request_id = %crate::core::text::Escaped(&req.request_id), error = %format!("{e:#}"), "cannot end the request");
                 return false;
             }
         };
-        self.audit(AuditEntry {
-            request_key: Some(key),
-            source: if by == "daemon" { "daemon" } else { "socket" },
-            actor: Some(by.to_owned()),
-            action: status.as_str(),
-            detail: Some(err.to_string()),
-            accepted: ended,
-            ..Default::default()
-        })
-        .await;
         if ended {
-            self.publish_end(request_id, Outcome::Error(err)).await;
+            let outcome = Outcome::Error(err);
+            self.publish_end(&req.request_id, outcome.clone());
+            let mut ended_req = req.clone();
+            ended_req.status = status;
+            ended_req.ended_at_ms = Some(now_ms());
+            ended_req.outcome = Some(outcome);
+            if let Some(a) = self.answerer_for(&ended_req) {
+                a.ended(&self.context(a.name()), &ended_req).await;
+            }
         }
         ended
     }
 
-    /// Ends a pending request because its answerer cannot show it after all (for example a
-    /// permission lost between accepting and posting). False if it had already ended.
-    pub async fn fail(&self, key: i64, err: AskError) -> bool {
-        self.finish(key, Status::Failed, err).await
-    }
-
-    /// Ends a pending request because its answerer's expiry policy ran out (`EXPIRED`).
-    pub async fn expire(&self, key: i64, message: String) -> bool {
-        self.finish(
-            key,
-            Status::Expired,
-            AskError::new(ErrorCode::Expired, message),
-        )
-        .await
-    }
-
-    async fn finish(&self, key: i64, status: Status, err: AskError) -> bool {
-        let request_id = match self.inner.store.request_by_key(key).await {
-            Ok(Some(r)) => r.request_id,
-            _ => return false,
-        };
-        self.end(&request_id, key, status, err, "daemon").await
-    }
-
-    /// Publishes the final line to waiting clients, forgets the live entry and tells the owning
-    /// answerer.
-    async fn publish_end(&self, request_id: &str, outcome: Outcome) {
-        if let Some(entry) = self.inner.live.lock().unwrap().remove(request_id) {
-            entry.phase.send_replace(Phase::Ended(outcome.clone()));
-        }
-        if let Ok(req) = self.request(request_id).await {
-            if let Some(a) = self.answerer_for(&req) {
-                a.request_ended(&req, &outcome).await;
-            }
+    /// Publishes the final line to waiting clients and forgets the live entry.
+    fn publish_end(&self, request_id: &str, outcome: Outcome) {
+        let entry = self.inner.live.lock().unwrap().remove(request_id);
+        if let Some(entry) = entry {
+            entry.phase.send_replace(Phase::Ended(outcome));
         }
     }
 
-    /// Settles question `index` of the request with key `key`. First wins; a settlement that
-    /// does not count says why.
+    /// Settles question `idx` of `req` (as loaded by the caller; it is not read again). First
+    /// wins; a settlement that does not count says why. When another surface than the owner
+    /// settled it, the owner is told so that it updates what people see.
     pub async fn settle(
         &self,
-        key: i64,
-        index: usize,
+        req: &Request,
+        idx: usize,
         settlement: Settlement,
-        by: &str,
-        via: &'static str,
-    ) -> Result<SettleOutcome, AskError> {
-        let req = self
-            .inner
-            .store
-            .request_by_key(key)
-            .await
-            .map_err(|e| AskError::internal(&e))?
-            .ok_or_else(|| AskError::invalid(format!("unknown request key {key}")))?;
-        let question = req.questions.get(index).ok_or_else(|| {
+        actor: Actor,
+    ) -> Result<Settled, AskError> {
+        let question = req.questions.get(idx).ok_or_else(|| {
             AskError::invalid(format!(
                 "request {:?} has no question number {}",
-                req.request_id,
-                index + 1
+                crate::core::text::Escaped(&req.request_id),
+                idx + 1
             ))
         })?;
         let settlement = settlement.normalise(question)?;
+        let at_ms = now_ms();
+        let audit = AuditEntry {
+            request_key: Some(req.key),
+            question_idx: Some(idx),
+            source: actor.via.into(),
+            actor: Some(actor.describe()),
+            action: AuditAction::Answer,
+            detail: Some(audit_detail(&settlement, actor.note.as_deref())),
+            accepted: false,
+        };
+        let questions = req.questions.clone();
+        let finish = move |all: &[Settlement]| AskResult::build(&questions, all).to_json();
         let outcome = self
             .inner
             .store
-            .settle(key, index, &settlement, by, via)
+            .settle(req.key, idx, &settlement, &actor, at_ms, &audit, &finish)
             .await
-            .map_err(|e| AskError::internal(&e))?;
-        self.audit(AuditEntry {
-            request_key: Some(key),
-            question_idx: Some(index as i64),
-            source: via,
-            actor: Some(by.to_owned()),
-            action: "answer",
-            detail: Some(serde_json::to_string(&settlement).unwrap_or_default()),
-            accepted: matches!(outcome, SettleOutcome::Won { .. }),
-        })
-        .await;
-        if let SettleOutcome::Won { result } = &outcome {
+            .map_err(|e| storage_error("the answer", &e))?;
+        if matches!(outcome, SettleOutcome::Won { .. }) {
             crate::crash::point("answered");
             tracing::info!(
-                request_id = req.request_id,
-                question = question.id,
-                by,
-                via,
+                request_id = %crate::core::text::Escaped(&req.request_id),
+                question = %crate::core::text::Escaped(&question.id),
+                by = %crate::core::text::Escaped(&actor.describe()),
                 "question settled"
             );
-            if let Some(a) = self.answerer_for(&req) {
-                let by = AnsweredBy {
-                    by: by.to_owned(),
-                    via: via.to_owned(),
-                    at_ms: crate::store::now_ms(),
-                    settlement: settlement.clone(),
-                };
-                a.question_settled(&req, index, &by).await;
-            }
+        }
+        let mut settled = req.clone();
+        if let SettleOutcome::Won { result } = &outcome {
+            settled.answers[idx] = Some(Answered {
+                actor: actor.clone(),
+                at_ms,
+                settlement,
+            });
             if let Some(result) = result {
-                self.publish_end(&req.request_id, Outcome::Answered(result.clone()))
-                    .await;
+                settled.status = Status::Answered;
+                settled.ended_at_ms = Some(at_ms);
+                settled.outcome = Some(Outcome::Answered(result.clone()));
+                self.publish_end(&req.request_id, Outcome::Answered(result.clone()));
+            }
+            if let Some(a) = self.answerer_for(&settled) {
+                if a.name() != actor.via.as_str() {
+                    a.settled(&self.context(a.name()), &settled, idx).await;
+                }
             }
         }
-        Ok(outcome)
+        Ok(Settled {
+            outcome,
+            request: settled,
+        })
     }
 
-    /// Settles a question named by request id and question id, with option labels.
-    pub async fn answer_by_labels(
+    /// A person at a terminal answers: only the request's owner or an operator, and only on a
+    /// request whose answerer lets terminals answer (the terminal answerer, or a route with
+    /// `terminal_answers = true`). Who answered comes from the connection, not from the line.
+    pub async fn answer_from_terminal(
         &self,
-        request_id: &str,
-        question_id: &str,
-        labels: &[String],
-        custom: Option<String>,
-        by: &str,
-        via: &'static str,
-    ) -> Result<SettleOutcome, AskError> {
-        let req = self.request(request_id).await?;
+        answer: TerminalAnswer,
+        who: &LocalUser,
+    ) -> Result<Settled, AskError> {
+        let req = self.request_for(&answer.request_id, who).await?;
+        let owner = self.answerer_for(&req);
+        if !owner.as_ref().is_some_and(|a| a.terminal_may_answer(&req)) {
+            let owner_name = req.answerer.clone().unwrap_or_else(|| "none".into());
+            self.audit(AuditEntry {
+                request_key: Some(req.key),
+                source: Source::Terminal,
+                actor: Some(who.describe()),
+                action: AuditAction::Forbidden,
+                detail: Some(format!(
+                    "terminal answer refused: the request belongs to the {owner_name} answerer"
+                )),
+                accepted: false,
+                ..Default::default()
+            })
+            .await;
+            return Err(AskError::new(
+                ErrorCode::Forbidden,
+                format!(
+                    "request {:?} is answered through {owner_name}, not from a terminal; answer \
+                     it there (or set terminal_answers = true on its route)",
+                    crate::core::text::Escaped(&answer.request_id)
+                ),
+            ));
+        }
         let (index, q) = req
             .questions
             .iter()
             .enumerate()
-            .find(|(_, q)| q.id == question_id)
+            .find(|(_, q)| q.id == answer.question)
             .ok_or_else(|| {
-                let ids: Vec<&str> = req.questions.iter().map(|q| q.id.as_str()).collect();
+                let ids: Vec<String> = req
+                    .questions
+                    .iter()
+                    .map(|q| format!("{:?}", crate::core::text::Escaped(&q.id)))
+                    .collect();
                 AskError::invalid(format!(
-                    "request {request_id:?} has no question {question_id:?}; its questions are: {}",
+                    "request {:?} has no question {:?}; its questions are: {}",
+                    crate::core::text::Escaped(&answer.request_id),
+                    crate::core::text::Escaped(&answer.question),
                     ids.join(", ")
                 ))
             })?;
-        let mut selected = Vec::with_capacity(labels.len());
-        for l in labels {
+        let mut selected = Vec::with_capacity(answer.labels.len());
+        for l in &answer.labels {
             let i = q.option_index(l).ok_or_else(|| {
-                let all: Vec<String> = q.options.iter().map(|o| format!("{:?}", o.label)).collect();
+                let all: Vec<String> = q
+                    .options
+                    .iter()
+                    .map(|o| format!("{:?}", crate::core::text::Escaped(&o.label)))
+                    .collect();
                 AskError::invalid(format!(
-                    "question {question_id:?} has no option {l:?}; its options are: {}",
+                    "question {:?} has no option {:?}; its options are: {}",
+                    crate::core::text::Escaped(&answer.question),
+                    crate::core::text::Escaped(l),
                     if all.is_empty() {
                         "none (free text only)".into()
                     } else {
@@ -639,36 +909,178 @@ impl Hub {
             })?;
             selected.push(i);
         }
-        self.settle(req.key, index, Settlement { selected, custom }, by, via)
-            .await
+        let actor = Actor::local(who.peer.uid, who.name.clone(), answer.note);
+        let settlement = Settlement {
+            selected,
+            custom: answer.custom,
+        };
+        self.settle(&req, index, settlement, actor).await
+    }
+
+    /// A request by id for a local user: `INVALID_REQUEST` when unknown, `FORBIDDEN` when it is
+    /// not theirs to touch.
+    pub async fn request_for(
+        &self,
+        request_id: &str,
+        who: &LocalUser,
+    ) -> Result<Request, AskError> {
+        let req = self.request(request_id).await?;
+        if !who.may_touch(&req) {
+            return Err(self.foreign(request_id, who.peer).await);
+        }
+        Ok(req)
     }
 
     /// A request by id, or `INVALID_REQUEST` naming it.
-    pub async fn request(&self, request_id: &str) -> Result<StoredRequest, AskError> {
+    pub async fn request(&self, request_id: &str) -> Result<Request, AskError> {
         self.inner
             .store
-            .request_by_id(request_id)
+            .by_id(request_id)
             .await
             .map_err(|e| AskError::internal(&e))?
-            .ok_or_else(|| AskError::invalid(format!("unknown request_id {request_id:?}")))
+            .ok_or_else(|| {
+                AskError::invalid(format!(
+                    "unknown request_id {:?}",
+                    crate::core::text::Escaped(request_id)
+                ))
+            })
     }
 
-    fn answerer_for(&self, req: &StoredRequest) -> Option<&Arc<dyn Answerer>> {
+    /// One page of the pending requests a local user may see, with where they are shown.
+    pub async fn pending(
+        &self,
+        who: &LocalUser,
+        page: Page,
+    ) -> Result<Vec<(Request, Vec<Post>)>, AskError> {
+        let reqs = self
+            .inner
+            .store
+            .pending(visibility(who), page)
+            .await
+            .map_err(|e| AskError::internal(&e))?;
+        self.with_posts(reqs).await
+    }
+
+    /// One page of the requests (of any status) a local user may see, newest first.
+    pub async fn history(
+        &self,
+        who: &LocalUser,
+        page: Page,
+    ) -> Result<Vec<(Request, Vec<Post>)>, AskError> {
+        let reqs = self
+            .inner
+            .store
+            .history(visibility(who), page)
+            .await
+            .map_err(|e| AskError::internal(&e))?;
+        self.with_posts(reqs).await
+    }
+
+    /// Where a request is shown (its outbox rows).
+    pub async fn posts_of(&self, req: &Request) -> Result<Vec<Post>, AskError> {
+        let mut all = self
+            .inner
+            .store
+            .posts(&[req.key])
+            .await
+            .map_err(|e| AskError::internal(&e))?;
+        Ok(all.remove(&req.key).unwrap_or_default())
+    }
+
+    async fn with_posts(&self, reqs: Vec<Request>) -> Result<Vec<(Request, Vec<Post>)>, AskError> {
+        let keys: Vec<i64> = reqs.iter().map(|r| r.key).collect();
+        let mut posts = self
+            .inner
+            .store
+            .posts(&keys)
+            .await
+            .map_err(|e| AskError::internal(&e))?;
+        Ok(reqs
+            .into_iter()
+            .map(|r| {
+                let p = posts.remove(&r.key).unwrap_or_default();
+                (r, p)
+            })
+            .collect())
+    }
+
+    /// Whether the store takes a write now (the health check).
+    pub async fn store_writable(&self) -> Result<(), String> {
+        self.inner
+            .store
+            .writable()
+            .await
+            .map_err(|e| format!("{e:#}"))
+    }
+
+    fn answerer_for(&self, req: &Request) -> Option<Arc<dyn Answerer>> {
         let name = req.answerer.as_deref()?;
-        self.inner.answerers.iter().find(|a| a.name() == name)
+        self.inner
+            .answerers
+            .iter()
+            .find(|a| a.name() == name)
+            .cloned()
     }
 
     /// Writes an audit row; a failure is logged, never swallowed silently.
     pub async fn audit(&self, entry: AuditEntry) {
         if let Err(e) = self.inner.store.audit(&entry).await {
-            tracing::error!(error = %format!("{e:#}"), action = entry.action, "cannot write the audit log");
+            tracing::error!(error = %format!("{e:#}"), action = entry.action.as_str(), "cannot write the audit log");
         }
     }
 }
 
+/// The audit detail of a settlement: what was chosen, and the note quoted.
+fn audit_detail(s: &Settlement, note: Option<&str>) -> String {
+    let mut d = serde_json::to_string(s).unwrap_or_default();
+    if let Some(n) = note {
+        d.push_str(&format!(" note={:?}", n));
+    }
+    d
+}
+
+fn visibility(who: &LocalUser) -> Visibility {
+    match (who.operator, who.peer.uid) {
+        (true, _) => Visibility::All,
+        (false, Some(uid)) => Visibility::Owner(uid),
+        // No credentials: nothing is provably theirs.
+        (false, None) => Visibility::Owner(u32::MAX),
+    }
+}
+
+/// 80 random bits as 20 hex digits: the per-request token platform controls carry.
+fn new_token() -> String {
+    let mut bytes = [0u8; 10];
+    if getrandom::fill(&mut bytes).is_err() {
+        // No OS randomness at all: a v4 UUID's random bits (it has its own fallback).
+        bytes.copy_from_slice(&uuid::Uuid::new_v4().as_bytes()[..10]);
+    }
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+fn storage_error(what: &str, e: &anyhow::Error) -> AskError {
+    tracing::error!(error = %format!("{e:#}"), "storage failed; nothing was saved");
+    AskError::new(
+        ErrorCode::Internal,
+        format!("{what} could not be saved (storage error: {e:#}); nothing changed, try again"),
+    )
+}
+
+fn foreign_error(request_id: &str) -> AskError {
+    AskError::new(
+        ErrorCode::Forbidden,
+        format!(
+            "request_id {:?} is not available to this user; request ids belong to the local \
+             user who asked them (use another request_id)",
+            crate::core::text::Escaped(request_id)
+        ),
+    )
+}
+
 fn same_id_other_questions(request_id: &str) -> AskError {
     AskError::invalid(format!(
-        "request_id {request_id:?} is already used with other questions; use a new request_id \
-         or send the same questions to re-attach"
+        "request_id {:?} is already used with other questions; use a new request_id or send \
+         the same questions to re-attach",
+        crate::core::text::Escaped(request_id)
     ))
 }

@@ -1,16 +1,23 @@
-//! The core: requests, questions, answers, first-wins and the answerer order.
+//! The core: requests, questions, answers, first-wins, the answerer order and who may do what.
 //!
-//! Nothing here knows about Discord or sockets. Front ends call the [`hub::Hub`]; answerers
-//! implement [`answerer::Answerer`].
+//! Nothing here knows about Discord, sockets or SQL. Front ends call the [`hub::Hub`]; answerers
+//! implement [`answerer::Answerer`] and act through an [`answerer::AnswererContext`]; a backend
+//! implements [`store::Store`].
 
+pub mod access;
 pub mod answer;
 pub mod answerer;
 pub mod error;
 pub mod hub;
 pub mod model;
+pub mod request;
+pub mod store;
+pub mod text;
 
+pub use access::{LocalUser, Operators};
 pub use answer::{AskResult, QuestionAnswer, Settlement};
-pub use answerer::{Answerer, Offer};
+pub use answerer::{Answerer, AnswererContext, Claim, Delivery, Proposal};
 pub use error::{AskError, ErrorCode};
-pub use hub::{Attachment, Hub, Peer, Phase};
+pub use hub::{Attachment, Hub, HubSettings, Phase, Settled};
 pub use model::{Ask, Caller, Question, QuestionKind, QuestionOption, Scope};
+pub use request::{Actor, Outcome, Peer, Request, SettleOutcome, Status, Via};

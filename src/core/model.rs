@@ -21,7 +21,14 @@ pub const MAX_CUSTOM_CHARS: usize = 4000;
 /// A request id is an idempotency key chosen by the client; it never reaches Discord.
 pub const MAX_REQUEST_ID_CHARS: usize = 128;
 pub const MAX_SCOPE_LABELS: usize = 16;
+pub const MAX_SCOPE_KEY_CHARS: usize = 64;
 pub const MAX_SCOPE_VALUE_CHARS: usize = 200;
+/// `caller.agent_id` and `caller.owner_agent_id`.
+pub const MAX_AGENT_ID_CHARS: usize = 128;
+/// The free-text note of a terminal answer (`by`, `askrelay answer --as`).
+pub const MAX_NOTE_CHARS: usize = 200;
+/// A cancel's `reason`.
+pub const MAX_REASON_CHARS: usize = 500;
 
 /// The suffix that marks the recommended option (SPEC §1 convention).
 pub const RECOMMENDED_SUFFIX: &str = " (Recommended)";
@@ -91,17 +98,28 @@ pub struct Caller {
 /// Free-form labels (`project`, `agent`, `session`, …) that routes match on.
 pub type Scope = BTreeMap<String, String>;
 
-/// A validated `ask` operation.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// A validated `ask` operation. Clients build it with [`parse_ask`] too, so what they send is
+/// what the daemon will accept (the daemon validates again, with its own limits).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Ask {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub request_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Caller::is_root")]
     pub caller: Caller,
+    #[serde(default, skip_serializing_if = "Scope::is_empty")]
     pub scope: Scope,
     pub questions: Vec<Question>,
 }
 
+impl Caller {
+    /// The default: the root agent, unnamed.
+    pub fn is_root(&self) -> bool {
+        self.agent_id.is_none() && self.owner_agent_id.is_none()
+    }
+}
+
 /// Parses and validates the fields of an `ask` line (or a bare tool input `{"questions":[...]}`).
-/// Keys other than the ones listed in `extra_keys` and the ask fields are rejected.
+/// Keys other than the ask fields are rejected.
 pub fn parse_ask(obj: &Map<String, Value>, max_questions: usize) -> Result<Ask, AskError> {
     const KEYS: &[&str] = &["op", "request_id", "caller", "scope", "questions"];
     reject_unknown(obj, "", KEYS)?;
@@ -148,7 +166,10 @@ fn parse_caller(v: &Value) -> Result<Caller, AskError> {
     let field = |name: &str| -> Result<Option<String>, AskError> {
         match obj.get(name) {
             None | Some(Value::Null) => Ok(None),
-            Some(Value::String(s)) => Ok(Some(s.clone())),
+            Some(Value::String(s)) => {
+                check_line(s, &format!("caller.{name}"), MAX_AGENT_ID_CHARS)?;
+                Ok(Some(s.clone()))
+            }
             Some(_) => Err(AskError::invalid(format!(
                 "caller.{name}: must be a string or null"
             ))),
@@ -172,6 +193,7 @@ fn parse_scope(v: &Value) -> Result<Scope, AskError> {
     }
     let mut scope = Scope::new();
     for (k, v) in obj {
+        check_line(k, &format!("scope key {k:?}"), MAX_SCOPE_KEY_CHARS)?;
         let s = match v {
             Value::String(s) => s.clone(),
             Value::Number(n) => n.to_string(),
@@ -186,6 +208,11 @@ fn parse_scope(v: &Value) -> Result<Scope, AskError> {
         if s.chars().count() > MAX_SCOPE_VALUE_CHARS {
             return Err(AskError::invalid(format!(
                 "scope.{k}: at most {MAX_SCOPE_VALUE_CHARS} characters"
+            )));
+        }
+        if s.chars().any(super::text::is_display_control) {
+            return Err(AskError::invalid(format!(
+                "scope.{k}: must not contain control characters"
             )));
         }
         scope.insert(k.clone(), s);
@@ -240,8 +267,12 @@ fn parse_question(v: &Value, path: &str) -> Result<Question, AskError> {
         &["id", "question", "header", "options", "multiSelect"],
     )?;
     let id = required_text(obj, path, "id", MAX_ID_CHARS)?;
+    no_controls(&id, &format!("{path}.id"))?;
     let question = required_text(obj, path, "question", MAX_QUESTION_CHARS)?;
     let header = optional_text(obj, path, "header", MAX_HEADER_CHARS)?;
+    if let Some(h) = &header {
+        no_controls(h, &format!("{path}.header"))?;
+    }
     let multi_select = match obj.get("multiSelect") {
         None | Some(Value::Null) => false,
         Some(Value::Bool(b)) => *b,
@@ -261,6 +292,9 @@ fn parse_question(v: &Value, path: &str) -> Result<Question, AskError> {
                 )));
             }
             let mut labels = HashSet::new();
+            // TR39 skeleton → the first label with it, so look-alikes are caught.
+            let mut skeletons: std::collections::HashMap<String, usize> =
+                std::collections::HashMap::new();
             let mut options = Vec::with_capacity(a.len());
             for (j, o) in a.iter().enumerate() {
                 let opath = format!("{path}.options[{j}]");
@@ -274,6 +308,14 @@ fn parse_question(v: &Value, path: &str) -> Result<Question, AskError> {
                 if !labels.insert(label.clone()) {
                     return Err(AskError::invalid(format!(
                         "{opath}.label: \"{label}\" is used twice; labels must be unique within a question"
+                    )));
+                }
+                check_label_hygiene(&label, &format!("{opath}.label"))?;
+                let skeleton: String = unicode_security::skeleton(&label).collect();
+                if let Some(first) = skeletons.insert(skeleton, j) {
+                    return Err(AskError::invalid(format!(
+                        "{opath}.label: looks the same as {path}.options[{first}].label (Unicode \
+                         confusables); labels of one question must be told apart at a glance"
                     )));
                 }
                 options.push(QuestionOption { label, description });
@@ -353,6 +395,74 @@ fn optional_text(
         }
         Some(_) => Err(AskError::invalid(format!("{field}: must be a string"))),
     }
+}
+
+/// A one-line text: non-empty, at most `max` characters, no control characters.
+pub fn check_line(s: &str, field: &str, max: usize) -> Result<(), AskError> {
+    check_text(s, field, max)?;
+    no_controls(s, field)
+}
+
+fn no_controls(s: &str, field: &str) -> Result<(), AskError> {
+    if s.chars().any(super::text::is_display_control) {
+        return Err(AskError::invalid(format!(
+            "{field}: must not contain control characters"
+        )));
+    }
+    Ok(())
+}
+
+/// Characters that show nothing (or reorder what is shown) and could make two labels look the
+/// same, or one say something it does not: bidi controls and the invisible formatting
+/// characters. A zero-width joiner between two emoji (👩‍💻) is how emoji are built, so it
+/// is allowed there, as are variation selectors and skin tones after an emoji.
+fn check_label_hygiene(label: &str, field: &str) -> Result<(), AskError> {
+    let chars: Vec<char> = label.chars().collect();
+    for (i, &c) in chars.iter().enumerate() {
+        if super::text::is_display_control(c) {
+            return Err(AskError::invalid(format!(
+                "{field}: must not contain control or bidi characters (U+{:04X})",
+                c as u32
+            )));
+        }
+        let emoji_before = i > 0 && is_emoji_part(chars[i - 1]);
+        let emoji_after = chars.get(i + 1).is_some_and(|&n| is_emoji_part(n));
+        let allowed = match c {
+            '\u{200D}' => emoji_before && emoji_after,
+            '\u{FE0E}' | '\u{FE0F}' => emoji_before,
+            '\u{E0020}'..='\u{E007F}' => emoji_before,
+            c => !is_invisible(c),
+        };
+        if !allowed {
+            return Err(AskError::invalid(format!(
+                "{field}: must not contain invisible characters (U+{:04X}); they can make \
+                 labels look alike",
+                c as u32
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// Unicode's Default_Ignorable_Code_Point, and the blank Hangul fillers.
+fn is_invisible(c: char) -> bool {
+    matches!(c,
+        '\u{00AD}' | '\u{034F}' | '\u{061C}' | '\u{115F}' | '\u{1160}' | '\u{17B4}' | '\u{17B5}'
+        | '\u{180B}'..='\u{180F}' | '\u{200B}'..='\u{200F}' | '\u{202A}'..='\u{202E}'
+        | '\u{2060}'..='\u{206F}' | '\u{3164}' | '\u{FE00}'..='\u{FE0F}' | '\u{FEFF}'
+        | '\u{FFA0}' | '\u{FFF0}'..='\u{FFF8}' | '\u{1BCA0}'..='\u{1BCA3}'
+        | '\u{1D173}'..='\u{1D17A}' | '\u{E0000}'..='\u{E0FFF}')
+}
+
+/// Characters that make up emoji sequences: pictographs, skin tones, variation selectors and
+/// tag characters (near enough to Extended_Pictographic for deciding where a joiner may go).
+fn is_emoji_part(c: char) -> bool {
+    matches!(c,
+        '\u{00A9}' | '\u{00AE}' | '\u{203C}' | '\u{2049}' | '\u{2122}' | '\u{2139}'
+        | '\u{2194}'..='\u{21AA}' | '\u{231A}'..='\u{23FF}' | '\u{24C2}' | '\u{25AA}'..='\u{27BF}'
+        | '\u{2934}' | '\u{2935}' | '\u{2B05}'..='\u{2B55}' | '\u{3030}' | '\u{303D}'
+        | '\u{3297}' | '\u{3299}' | '\u{FE0F}' | '\u{1F000}'..='\u{1FAFF}'
+        | '\u{E0020}'..='\u{E007F}')
 }
 
 fn check_text(s: &str, field: &str, max: usize) -> Result<(), AskError> {

@@ -2,19 +2,23 @@
 //!
 //! Each connection reads lines, turns each into an [`Op`] and runs it; asks run concurrently and
 //! their events go through one writer task, so one connection can carry several asks at once.
-//! Closing the connection drops its attachments, which starts the hub's cancel grace period.
+//! Who the client is comes from its peer credentials (uid, pid, and the uid's user name), never
+//! from what it writes. Closing the connection drops its attachments, which starts the hub's
+//! cancel grace period.
 
 pub mod framing;
 mod outbox;
 
 use crate::config::Config;
-use crate::core::{AskError, ErrorCode, Hub, Peer, Phase};
-use crate::protocol::{self, Event, Op};
-use crate::store::{AuditEntry, SettleOutcome};
+use crate::core::hub::TerminalAnswer;
+use crate::core::request::{AuditAction, AuditEntry, Source};
+use crate::core::store::Page;
+use crate::core::text::Escaped;
+use crate::core::{AskError, ErrorCode, Hub, LocalUser, Operators, Peer, Phase, SettleOutcome};
+use crate::protocol::{self, Event, Health, Op, RequestView};
 use anyhow::{bail, Context, Result};
 use framing::{Frame, LineReader};
-use serde_json::json;
-use std::os::unix::fs::{FileTypeExt, PermissionsExt};
+use std::os::unix::fs::{FileTypeExt, MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use tokio::io::AsyncWriteExt;
@@ -23,15 +27,12 @@ use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-/// Binds the socket at `path` with `mode`. A stale socket file from a crashed run is replaced;
-/// a live daemon on the path is an error.
+/// Binds the socket at `path` with `mode`. The directory is created owner-only when missing,
+/// and refused when another user owns it or others may write to it. A stale socket file from a
+/// crashed run is replaced; a live daemon on the path is an error.
 pub async fn bind(path: &Path, mode: u32) -> Result<UnixListener> {
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        if !dir.exists() {
-            std::fs::create_dir_all(dir)
-                .with_context(|| format!("cannot create the socket directory {}", dir.display()))?;
-            std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))?;
-        }
+        prepare_dir(dir)?;
     }
     match std::fs::symlink_metadata(path) {
         Ok(meta) if meta.file_type().is_socket() => match UnixStream::connect(path).await {
@@ -60,11 +61,44 @@ pub async fn bind(path: &Path, mode: u32) -> Result<UnixListener> {
     Ok(listener)
 }
 
+/// The socket's directory: created 0700 when missing. One that another user owns, or that
+/// others may write to without the sticky bit, could hold a fake daemon's socket: refused.
+fn prepare_dir(dir: &Path) -> Result<()> {
+    if !dir.exists() {
+        std::fs::create_dir_all(dir)
+            .with_context(|| format!("cannot create the socket directory {}", dir.display()))?;
+        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))?;
+        return Ok(());
+    }
+    let meta = std::fs::metadata(dir)
+        .with_context(|| format!("cannot read the socket directory {}", dir.display()))?;
+    let me = nix::unistd::geteuid().as_raw();
+    let mode = meta.mode();
+    let sticky = mode & 0o1000 != 0;
+    if meta.uid() != me && meta.uid() != 0 {
+        bail!(
+            "the socket directory {} belongs to uid {}, not to this user (uid {me}); another \
+             user could replace the socket: choose a socket_path in a directory of your own",
+            dir.display(),
+            meta.uid()
+        );
+    }
+    if mode & 0o022 != 0 && !sticky {
+        bail!(
+            "the socket directory {} is writable by other users; choose a socket_path in a \
+             private directory (mode 0700)",
+            dir.display()
+        );
+    }
+    Ok(())
+}
+
 /// What every connection needs.
 #[derive(Clone)]
 pub struct ServerContext {
     pub hub: Hub,
     pub config: Arc<Config>,
+    pub operators: Arc<Operators>,
     pub shutdown: CancellationToken,
     pub tasks: TaskTracker,
 }
@@ -112,11 +146,7 @@ pub async fn serve(listener: UnixListener, ctx: ServerContext, socket_path: Path
 
 /// Writes one error line and closes, without waiting long on a client that does not read.
 async fn refuse(mut stream: UnixStream, error: AskError) {
-    let mut line = Event::Error {
-        request_id: None,
-        error,
-    }
-    .to_line();
+    let mut line = Event::error(None, error).to_line();
     line.push('\n');
     let _ = tokio::time::timeout(
         std::time::Duration::from_secs(1),
@@ -125,7 +155,8 @@ async fn refuse(mut stream: UnixStream, error: AskError) {
     .await;
 }
 
-async fn handle_connection(stream: UnixStream, ctx: ServerContext) {
+/// Who is on the other end, from SO_PEERCRED and the passwd database.
+fn local_user(stream: &UnixStream, operators: &Operators) -> LocalUser {
     let peer = match stream.peer_cred() {
         Ok(c) => Peer {
             uid: Some(c.uid()),
@@ -133,22 +164,34 @@ async fn handle_connection(stream: UnixStream, ctx: ServerContext) {
         },
         Err(_) => Peer::default(),
     };
-    tracing::debug!(?peer, "connection opened");
+    let name = peer.uid.and_then(|u| {
+        nix::unistd::User::from_uid(nix::unistd::Uid::from_raw(u))
+            .ok()
+            .flatten()
+            .map(|u| u.name)
+    });
+    LocalUser {
+        peer,
+        name,
+        operator: operators.contains(peer.uid),
+    }
+}
+
+async fn handle_connection(stream: UnixStream, ctx: ServerContext) {
+    let user = local_user(&stream, &ctx.operators);
+    let peer = user.peer;
+    tracing::debug!(%peer, "connection opened");
     let allowed = &ctx.config.allowed_uids;
     if !allowed.is_empty() && !peer.uid.is_some_and(|u| allowed.contains(&u)) {
         let who = peer
             .uid
             .map_or("an unknown user".to_owned(), |u| format!("uid {u}"));
-        tracing::warn!(?peer, "connection refused: not in allowed_uids");
+        tracing::warn!(%peer, "connection refused: not in allowed_uids");
         // Boxed, like `run_op` below: a rare path that should not size every connection's task.
         Box::pin(ctx.hub.audit(AuditEntry {
-            source: "socket",
-            actor: Some(format!(
-                "uid={} pid={}",
-                peer.uid.map_or("?".into(), |u| u.to_string()),
-                peer.pid.map_or("?".into(), |p| p.to_string())
-            )),
-            action: "connect",
+            source: Source::Socket,
+            actor: Some(peer.to_string()),
+            action: AuditAction::Connect,
             detail: Some("not in allowed_uids".into()),
             accepted: false,
             ..Default::default()
@@ -165,15 +208,30 @@ async fn handle_connection(stream: UnixStream, ctx: ServerContext) {
         return;
     }
     let (rd, mut wr) = stream.into_split();
-    let (tx, mut rx) = outbox::outbox();
-    let writer = tokio::spawn(async move {
-        while let Some(mut line) = rx.recv().await {
-            line.push('\n');
-            if wr.write_all(line.as_bytes()).await.is_err() {
-                break;
+    let (tx, mut rx) = outbox::outbox(ctx.config.limits.max_output_bytes);
+    // Cancelled when the client stops reading its replies: the connection is then closed.
+    let stalled = CancellationToken::new();
+    let writer = {
+        let stalled = stalled.clone();
+        tokio::spawn(async move {
+            loop {
+                match rx.recv().await {
+                    outbox::Next::Line(mut line) => {
+                        line.push('\n');
+                        if wr.write_all(line.as_bytes()).await.is_err() {
+                            break;
+                        }
+                    }
+                    outbox::Next::Closed => break,
+                    outbox::Next::Overflowed => {
+                        tracing::warn!(%peer, "disconnecting a client that does not read its replies (limits.max_output_bytes)");
+                        stalled.cancel();
+                        break;
+                    }
+                }
             }
-        }
-    });
+        })
+    };
     let mut reader = LineReader::new(rd, ctx.config.limits.max_line_bytes).with_line_timeout(
         std::time::Duration::from_secs(ctx.config.limits.line_timeout_secs),
     );
@@ -181,6 +239,7 @@ async fn handle_connection(stream: UnixStream, ctx: ServerContext) {
     loop {
         let frame = tokio::select! {
             _ = ctx.shutdown.cancelled() => break,
+            _ = stalled.cancelled() => break,
             Some(_) = asks.join_next(), if !asks.is_empty() => continue,
             f = reader.next() => f,
         };
@@ -194,42 +253,36 @@ async fn handle_connection(stream: UnixStream, ctx: ServerContext) {
                     Ok(op) => {
                         // Boxed: inline, the state of every operation would be part of every
                         // connection's task, and each waiting agent holds one.
-                        let event = Box::pin(run_op(&ctx.hub, op, peer)).await;
+                        let event = Box::pin(run_op(&ctx, op, &user)).await;
                         let _ = tx.send(event.to_line());
                     }
                     Err(bad) => {
-                        tracing::debug!(error = %bad.error, "bad line");
-                        let _ = tx.send(
-                            Event::Error {
-                                request_id: bad.request_id,
-                                error: bad.error,
-                            }
-                            .to_line(),
-                        );
+                        tracing::debug!(error = %Escaped(&bad.error.message), "bad line");
+                        let _ = tx.send(Event::error(bad.request_id, bad.error).to_line());
                     }
                 }
             }
             Ok(Frame::TooLong) => {
                 let _ = tx.send(
-                    Event::Error {
-                        request_id: None,
-                        error: AskError::invalid(format!(
+                    Event::error(
+                        None,
+                        AskError::invalid(format!(
                             "the line is longer than limits.max_line_bytes ({} bytes) and was skipped",
                             ctx.config.limits.max_line_bytes
                         )),
-                    }
+                    )
                     .to_line(),
                 );
             }
             Ok(Frame::TimedOut) => {
                 let _ = tx.send(
-                    Event::Error {
-                        request_id: None,
-                        error: AskError::invalid(format!(
+                    Event::error(
+                        None,
+                        AskError::invalid(format!(
                             "a line was started but not finished within limits.line_timeout_secs ({} s); closing the connection",
                             ctx.config.limits.line_timeout_secs
                         )),
-                    }
+                    )
                     .to_line(),
                 );
                 break;
@@ -237,11 +290,15 @@ async fn handle_connection(stream: UnixStream, ctx: ServerContext) {
             Ok(Frame::Eof) | Err(_) => break,
         }
     }
+    if ctx.shutdown.is_cancelled() {
+        // The asks send their `shutting_down` lines before the connection closes.
+        while asks.join_next().await.is_some() {}
+    }
     // Dropping the asks drops their attachments: the hub's grace period starts.
     asks.shutdown().await;
     drop(tx);
     let _ = writer.await;
-    tracing::debug!(?peer, "connection closed");
+    tracing::debug!(%peer, "connection closed");
 }
 
 /// Follows one ask to its final line.
@@ -252,13 +309,7 @@ async fn run_ask(hub: Hub, ask: crate::core::Ask, peer: Peer, tx: outbox::LineTx
     let mut att = match Box::pin(hub.ask(ask, peer)).await {
         Ok(att) => att,
         Err(error) => {
-            let _ = tx.send(
-                Event::Error {
-                    request_id: given_id,
-                    error,
-                }
-                .to_line(),
-            );
+            let _ = tx.send(Event::error(given_id, error).to_line());
             return;
         }
     };
@@ -285,15 +336,23 @@ async fn run_ask(hub: Hub, ask: crate::core::Ask, peer: Peer, tx: outbox::LineTx
                     let _ = tx.send(Event::final_line(&att.request_id, &outcome).to_line());
                     return;
                 }
+                Phase::ShuttingDown => {
+                    let _ = tx.send(
+                        Event::ShuttingDown {
+                            request_id: att.request_id.clone(),
+                        }
+                        .to_line(),
+                    );
+                    return;
+                }
             }
         }
         if att.phase.changed().await.is_err() {
             let last = att.phase.borrow().clone();
             let event = match last {
                 Phase::Ended(outcome) => Event::final_line(&att.request_id, &outcome),
-                _ => Event::Error {
-                    request_id: Some(att.request_id.clone()),
-                    error: AskError::new(ErrorCode::Internal, "the daemon is shutting down"),
+                _ => Event::ShuttingDown {
+                    request_id: att.request_id.clone(),
                 },
             };
             let _ = tx.send(event.to_line());
@@ -303,45 +362,82 @@ async fn run_ask(hub: Hub, ask: crate::core::Ask, peer: Peer, tx: outbox::LineTx
 }
 
 /// Runs a supervision operation and returns its one reply.
-async fn run_op(hub: &Hub, op: Op, peer: Peer) -> Event {
-    let uid = peer.uid.map_or("?".to_owned(), |u| u.to_string());
+async fn run_op(ctx: &ServerContext, op: Op, user: &LocalUser) -> Event {
+    let hub = &ctx.hub;
     match op {
         Op::Ask(_) => unreachable!("asks are handled by run_ask"),
-        Op::Cancel { request_id, reason } => {
-            let reason = reason.unwrap_or_else(|| format!("cancelled by a client (uid {uid})"));
-            match hub
-                .cancel(&request_id, &reason, &format!("uid={uid}"))
-                .await
-            {
-                Ok(()) => Event::Cancelled { request_id },
-                Err(error) => Event::Error {
-                    request_id: Some(request_id),
-                    error,
-                },
+        Op::Cancel { request_id, reason } => match hub.cancel(&request_id, reason, user).await {
+            Ok(()) => Event::Cancelled { request_id },
+            Err(error) => Event::error(Some(request_id), error),
+        },
+        Op::Pending {
+            request_id: Some(id),
+            ..
+        } => match hub.request_for(&id, user).await {
+            Ok(req) if req.status == crate::core::Status::Pending => {
+                match hub.posts_of(&req).await {
+                    Ok(posts) => Event::Pending {
+                        requests: vec![RequestView::new(&req, &posts)],
+                        next: None,
+                    },
+                    Err(e) => Event::error(None, e),
+                }
+            }
+            Ok(_) => Event::Pending {
+                requests: Vec::new(),
+                next: None,
+            },
+            Err(e) => Event::error(Some(id), e),
+        },
+        Op::Pending {
+            request_id: None,
+            limit,
+            after,
+        } => {
+            let page = Page {
+                limit: limit.unwrap_or(protocol::PENDING_PAGE_DEFAULT),
+                after: after.as_deref().and_then(protocol::parse_cursor),
+            };
+            match hub.pending(user, page).await {
+                Ok(reqs) => {
+                    let next = next_cursor(&reqs, page);
+                    Event::Pending {
+                        requests: reqs.iter().map(|(r, p)| RequestView::new(r, p)).collect(),
+                        next,
+                    }
+                }
+                Err(e) => Event::error(None, e),
             }
         }
-        Op::Pending => match views(hub, hub.store().pending_requests().await).await {
-            Ok(requests) => Event::Report {
-                event: "pending",
-                body: json!({ "requests": requests }),
+        Op::History { limit, before } => {
+            let page = Page {
+                limit: limit.unwrap_or(protocol::HISTORY_PAGE_DEFAULT),
+                after: before.as_deref().and_then(protocol::parse_cursor),
+            };
+            match hub.history(user, page).await {
+                Ok(reqs) => {
+                    let next = next_cursor(&reqs, page);
+                    Event::History {
+                        requests: reqs.iter().map(|(r, p)| RequestView::new(r, p)).collect(),
+                        next,
+                    }
+                }
+                Err(e) => Event::error(None, e),
+            }
+        }
+        Op::Health => Event::Health(Health {
+            version: env!("CARGO_PKG_VERSION").to_owned(),
+            pending: hub.pending_count(),
+            answerers: hub
+                .answerer_names()
+                .into_iter()
+                .map(str::to_owned)
+                .collect(),
+            store: match hub.store_writable().await {
+                Ok(()) => "ok".to_owned(),
+                Err(e) => e,
             },
-            Err(e) => internal(None, &e),
-        },
-        Op::History { limit } => match views(hub, hub.store().history(limit).await).await {
-            Ok(requests) => Event::Report {
-                event: "history",
-                body: json!({ "requests": requests }),
-            },
-            Err(e) => internal(None, &e),
-        },
-        Op::Health => Event::Report {
-            event: "health",
-            body: json!({
-                "version": env!("CARGO_PKG_VERSION"),
-                "pending": hub.pending_count(),
-                "answerers": hub.answerer_names(),
-            }),
-        },
+        }),
         Op::Answer {
             request_id,
             question,
@@ -349,86 +445,79 @@ async fn run_op(hub: &Hub, op: Op, peer: Peer) -> Event {
             custom,
             by,
         } => {
-            let by = format!(
-                "{} (uid {uid})",
-                by.filter(|b| !b.trim().is_empty())
-                    .unwrap_or_else(|| "terminal".into())
-            );
-            match hub
-                .answer_by_labels(&request_id, &question, &select, custom, &by, "terminal")
-                .await
-            {
-                Ok(SettleOutcome::Won { result }) => Event::AnswerAccepted {
+            let answer = TerminalAnswer {
+                request_id: request_id.clone(),
+                question: question.clone(),
+                labels: select,
+                custom,
+                note: by,
+            };
+            match hub.answer_from_terminal(answer, user).await {
+                Ok(crate::core::Settled {
+                    outcome: SettleOutcome::Won { result },
+                    ..
+                }) => Event::AnswerAccepted {
                     request_id,
                     question,
                     request_answered: result.is_some(),
                 },
-                Ok(SettleOutcome::AlreadyAnswered(a)) => {
-                    let what = match hub.request(&request_id).await {
-                        Ok(req) => req
-                            .questions
-                            .iter()
-                            .find(|q| q.id == question)
-                            .map(|q| {
-                                let qa = crate::core::QuestionAnswer::build(q, &a.settlement);
-                                serde_json::to_string(&qa).unwrap_or_default()
-                            })
-                            .unwrap_or_default(),
-                        Err(_) => String::new(),
-                    };
-                    Event::Error {
-                        request_id: Some(request_id),
-                        error: AskError::new(
+                Ok(crate::core::Settled {
+                    outcome: SettleOutcome::AlreadyAnswered(a),
+                    request: req,
+                }) => {
+                    let what = req
+                        .questions
+                        .iter()
+                        .find(|q| q.id == question)
+                        .map(|q| {
+                            let qa = crate::core::QuestionAnswer::build(q, &a.settlement);
+                            serde_json::to_string(&qa).unwrap_or_default()
+                        })
+                        .unwrap_or_default();
+                    Event::error(
+                        Some(request_id),
+                        AskError::new(
                             ErrorCode::Conflict,
                             format!(
-                                "question {question:?} was already answered by {} via {} at {}: {what}",
-                                a.by,
-                                a.via,
+                                "question {:?} was already answered by {} at {}: {what}",
+                                Escaped(&question),
+                                a.actor.describe(),
                                 protocol::rfc3339(a.at_ms)
                             ),
                         ),
-                    }
+                    )
                 }
-                Ok(SettleOutcome::Ended(status)) => Event::Error {
-                    request_id: Some(request_id.clone()),
-                    error: AskError::new(
+                Ok(crate::core::Settled {
+                    outcome: SettleOutcome::Ended(status),
+                    ..
+                }) => Event::error(
+                    Some(request_id.clone()),
+                    AskError::new(
                         ErrorCode::Conflict,
                         format!(
-                            "request {request_id:?} has ended ({}); the answer did not count",
+                            "request {:?} has ended ({}); the answer did not count",
+                            Escaped(&request_id),
                             status.as_str()
                         ),
                     ),
-                },
-                Ok(SettleOutcome::Unknown) => Event::Error {
-                    request_id: Some(request_id.clone()),
-                    error: AskError::invalid(format!("unknown request_id {request_id:?}")),
-                },
-                Err(error) => Event::Error {
-                    request_id: Some(request_id),
-                    error,
-                },
+                ),
+                Ok(crate::core::Settled {
+                    outcome: SettleOutcome::Unknown,
+                    ..
+                }) => Event::error(
+                    Some(request_id.clone()),
+                    AskError::invalid(format!("unknown request_id {:?}", Escaped(&request_id))),
+                ),
+                Err(error) => Event::error(Some(request_id), error),
             }
         }
     }
 }
 
-/// The supervision view of each request, with where its questions were posted.
-async fn views(
-    hub: &Hub,
-    reqs: anyhow::Result<Vec<crate::store::StoredRequest>>,
-) -> anyhow::Result<Vec<serde_json::Value>> {
-    let mut out = Vec::new();
-    for r in reqs? {
-        let posts = hub.store().all_posts(r.key).await?;
-        out.push(protocol::request_view(&r, &posts));
+/// The cursor of the page after `reqs`, when the page was full.
+fn next_cursor<T>(reqs: &[(crate::core::Request, T)], page: Page) -> Option<String> {
+    if reqs.len() < page.limit as usize {
+        return None;
     }
-    Ok(out)
-}
-
-fn internal(request_id: Option<String>, e: &anyhow::Error) -> Event {
-    tracing::error!(error = %format!("{e:#}"), "operation failed");
-    Event::Error {
-        request_id,
-        error: AskError::internal(e),
-    }
+    reqs.last().map(|(r, _)| r.key.to_string())
 }

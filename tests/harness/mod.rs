@@ -67,6 +67,10 @@ impl App {
         &self.daemon.as_ref().unwrap().hub
     }
 
+    pub fn store(&self) -> &std::sync::Arc<dyn askrelay::core::store::Store> {
+        self.daemon.as_ref().unwrap().store()
+    }
+
     /// Waits (on the hub's watch channel, not by polling) until the request has ended.
     pub async fn wait_ended(&self, request_id: &str) {
         if let Some(mut rx) = self.hub().observe(request_id) {
@@ -78,7 +82,7 @@ impl App {
     pub async fn answer(&self, request_id: &str, question: &str, select: &[&str]) -> Value {
         self.client()
             .await
-            .call(&json!({"op": "answer", "request_id": request_id, "question": question, "select": select, "by": "tester"}))
+            .call_json(&json!({"op": "answer", "request_id": request_id, "question": question, "select": select, "by": "tester"}))
             .await
             .unwrap()
     }
@@ -110,7 +114,7 @@ pub fn ask_line(request_id: &str, input: &Value) -> Value {
 pub async fn expect_event(c: &mut Client, name: &str) -> Value {
     loop {
         let ev = c
-            .recv()
+            .recv_json()
             .await
             .unwrap()
             .unwrap_or_else(|| panic!("connection closed while waiting for {name}"));

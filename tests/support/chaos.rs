@@ -1058,7 +1058,7 @@ struct InFlight {
 }
 
 struct Target {
-    request_key: i64,
+    token: String,
     channel: u64,
     message: u64,
     kind: Kind,
@@ -1074,7 +1074,7 @@ struct ClickerOut {
     /// (request, question) that got at least one settling click.
     settle_clicked: HashSet<(usize, usize)>,
     /// (request, question) → request key, from the messages.
-    keys: HashMap<(usize, usize), i64>,
+    keys: HashMap<(usize, usize), String>,
 }
 
 struct ClickerTask {
@@ -1137,7 +1137,7 @@ impl ClickerTask {
             keys: self
                 .targets
                 .iter()
-                .map(|(k, t)| (*k, t.request_key))
+                .map(|(k, t)| (*k, t.token.clone()))
                 .collect(),
         }
     }
@@ -1192,10 +1192,10 @@ impl ClickerTask {
             return None;
         };
         let pq = &self.plan[r].questions[q];
-        let request_key = ids.first()?.0.request_key;
+        let token = ids.first()?.0.token.clone();
         if ids
             .iter()
-            .any(|(id, _)| id.request_key != request_key || id.question != q)
+            .any(|(id, _)| id.token != token || id.question != q)
         {
             self.shared.problem(format!(
                 "message {message} for {} question {q} carries custom_ids of another question: {:?}",
@@ -1235,7 +1235,7 @@ impl ClickerTask {
         Some((
             (r, q),
             Target {
-                request_key,
+                token,
                 channel,
                 message,
                 step: if pq.multi { Step::Draft } else { Step::Settle },
@@ -1900,7 +1900,7 @@ pub async fn run(cfg: ChaosConfig, daemon_bin: &Path) -> ChaosReport {
 
     // Posted messages: one per (request key, question), never more.
     let created = standin.created_messages_from(0);
-    let mut per_question: BTreeMap<(i64, usize), Vec<u64>> = BTreeMap::new();
+    let mut per_question: BTreeMap<(String, usize), Vec<u64>> = BTreeMap::new();
     for m in &created {
         let id: u64 = m["id"].as_str().and_then(|s| s.parse().ok()).unwrap_or(0);
         let key = m["components"]
@@ -1909,7 +1909,7 @@ pub async fn run(cfg: ChaosConfig, daemon_bin: &Path) -> ChaosReport {
             .flatten()
             .flat_map(|row| row["components"].as_array().into_iter().flatten())
             .find_map(|c| c["custom_id"].as_str().and_then(custom_id::parse))
-            .map(|c| (c.request_key, c.question));
+            .map(|c| (c.token, c.question));
         match key {
             Some(k) => per_question.entry(k).or_default().push(id),
             None => shared.problem(format!("message {id} was created without any custom_id")),
@@ -1954,9 +1954,9 @@ pub async fn run(cfg: ChaosConfig, daemon_bin: &Path) -> ChaosReport {
             };
             let key = clicked
                 .as_ref()
-                .and_then(|c| (0..p.questions.len()).find_map(|q| c.keys.get(&(ri, q)).copied()));
+                .and_then(|c| (0..p.questions.len()).find_map(|q| c.keys.get(&(ri, q)).cloned()));
             let who = match key {
-                Some(k) => format!("{} (request key {k})", p.request_id),
+                Some(k) => format!("{} (request token {k})", p.request_id),
                 None => format!("{} (never posted)", p.request_id),
             };
             if st.finals.is_empty() {

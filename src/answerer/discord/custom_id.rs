@@ -1,10 +1,13 @@
-//! The `custom_id` codec (SPEC §3): what a button, select menu or modal carries so that a click
-//! can be routed back to its question, even after a restart.
+//! The `custom_id` and nonce codecs (SPEC §3): what a button, select menu or modal carries so
+//! that a click can be routed back to its question, even after a restart, and to nothing else.
 //!
-//! Format: `ar:{request_key}:{question}:{code}`, plus `:{option}` for an option button. Numbers are
-//! plain decimals in canonical form (no sign on unsigned values, no `+`, no leading zeros), so
-//! every accepted string is exactly what [`CustomId::encode`] produces. Label text never goes in:
-//! the longest possible id is 68 characters, well under Discord's 100.
+//! Format: `ar:{token}:{question}:{code}`, plus `:{option}` for an option button. The token is
+//! the request's unguessable per-request token (20 hex digits, 80 random bits): a control can
+//! only ever name the request it was made for, even after the database is reset and request
+//! keys start again, and a forged one cannot guess a live request. Numbers are plain decimals
+//! in canonical form (no sign, no `+`, no leading zeros), so every accepted string is exactly
+//! what [`CustomId::encode`] produces. Label text never goes in: the longest id is 75
+//! characters, well under Discord's 100.
 
 /// The prefix of every custom_id this daemon produces.
 const PREFIX: &str = "ar";
@@ -12,8 +15,28 @@ const PREFIX: &str = "ar";
 /// Discord's limit on a component's or modal's `custom_id`.
 pub const MAX_CUSTOM_ID_CHARS: usize = 100;
 
+/// Discord's limit on a message nonce.
+pub const MAX_NONCE_CHARS: usize = 25;
+
+/// The length of a request token.
+pub const TOKEN_CHARS: usize = 20;
+
 /// The custom_id of the single text input inside our modals.
 pub const TEXT_INPUT_ID: &str = "text";
+
+/// Whether `s` has the form of a request token.
+pub fn is_token(s: &str) -> bool {
+    s.len() == TOKEN_CHARS && s.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+}
+
+/// The nonce of the create-message call for question `question` of the request with `token`:
+/// the token and the question in two hex digits, so that it never repeats across requests or
+/// database resets, and a repeated create after a crash is de-duplicated by Discord.
+pub fn nonce(token: &str, question: usize) -> String {
+    let n = format!("{token}{:02x}", question.min(0xff));
+    debug_assert!(n.len() <= MAX_NONCE_CHARS);
+    n
+}
 
 /// What a component (or a modal submission) does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -55,28 +78,20 @@ impl Action {
             Action::ModalNote => "mN",
         }
     }
-
-    /// Whether this is the custom_id of a modal (a modal submission) rather than a component.
-    pub fn is_modal(self) -> bool {
-        matches!(
-            self,
-            Action::ModalOther | Action::ModalAnswer | Action::ModalNote
-        )
-    }
 }
 
-/// A decoded custom_id: which request (by its store key), which question (0-based), what action.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+/// A decoded custom_id: which request (by its token), which question (0-based), what action.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct CustomId {
-    pub request_key: i64,
+    pub token: String,
     pub question: usize,
     pub action: Action,
 }
 
 impl CustomId {
-    pub fn new(request_key: i64, question: usize, action: Action) -> Self {
+    pub fn new(token: &str, question: usize, action: Action) -> Self {
         CustomId {
-            request_key,
+            token: token.to_owned(),
             question,
             action,
         }
@@ -86,7 +101,7 @@ impl CustomId {
     pub fn encode(&self) -> String {
         let mut s = format!(
             "{PREFIX}:{}:{}:{}",
-            self.request_key,
+            self.token,
             self.question,
             self.action.code()
         );
@@ -107,7 +122,10 @@ impl CustomId {
         if parts.next()? != PREFIX {
             return None;
         }
-        let request_key: i64 = parse_canonical(parts.next()?)?;
+        let token = parts.next()?;
+        if !is_token(token) {
+            return None;
+        }
         let question: usize = parse_canonical(parts.next()?)?;
         let action = match parts.next()? {
             "b" => Action::Choose(parse_canonical(parts.next()?)?),
@@ -126,7 +144,7 @@ impl CustomId {
             return None;
         }
         Some(CustomId {
-            request_key,
+            token: token.to_owned(),
             question,
             action,
         })
@@ -164,6 +182,8 @@ where
 mod tests {
     use super::*;
 
+    const TOKEN: &str = "0123456789abcdef0123";
+
     fn all_actions(opt: usize) -> Vec<Action> {
         vec![
             Action::Choose(opt),
@@ -181,15 +201,15 @@ mod tests {
 
     #[test]
     fn round_trips_every_action() {
-        for key in [0, 1, 42, -7, i64::MAX, i64::MIN] {
+        for token in [TOKEN, "ffffffffffffffffffff", "00000000000000000000"] {
             for q in [0, 3, usize::MAX] {
                 for opt in [0, 4, 24, usize::MAX] {
                     for action in all_actions(opt) {
-                        let id = CustomId::new(key, q, action);
+                        let id = CustomId::new(token, q, action);
                         let s = id.encode();
                         assert!(!s.is_empty() && s.chars().count() <= 100, "{s}");
                         assert!(s.starts_with("ar:"));
-                        assert_eq!(CustomId::parse(&s), Some(id), "{s}");
+                        assert_eq!(CustomId::parse(&s), Some(id.clone()), "{s}");
                         assert_eq!(parse(&s), Some(id));
                     }
                 }
@@ -199,81 +219,86 @@ mod tests {
 
     #[test]
     fn longest_id_fits() {
-        let s = CustomId::new(i64::MIN, usize::MAX, Action::Choose(usize::MAX)).encode();
+        let s = CustomId::new(TOKEN, usize::MAX, Action::Choose(usize::MAX)).encode();
         assert!(s.len() <= 100, "{} chars: {s}", s.len());
-        let s = CustomId::new(i64::MAX, usize::MAX, Action::ModalNote).encode();
-        assert!(s.len() <= 100);
+        assert_eq!(s.len(), 3 + 21 + 21 + 2 + 20, "{s}");
     }
 
     #[test]
     fn known_encodings() {
         assert_eq!(
-            CustomId::new(12, 0, Action::Choose(3)).encode(),
-            "ar:12:0:b:3"
+            CustomId::new(TOKEN, 0, Action::Choose(3)).encode(),
+            "ar:0123456789abcdef0123:0:b:3"
         );
-        assert_eq!(CustomId::new(12, 1, Action::Other).encode(), "ar:12:1:O");
         assert_eq!(
-            CustomId::new(12, 1, Action::ModalNote).encode(),
-            "ar:12:1:mN"
+            CustomId::new(TOKEN, 1, Action::Other).encode(),
+            "ar:0123456789abcdef0123:1:O"
         );
-        assert!(Action::ModalAnswer.is_modal());
-        assert!(!Action::Answer.is_modal());
+        assert_eq!(
+            CustomId::new(TOKEN, 1, Action::ModalNote).encode(),
+            "ar:0123456789abcdef0123:1:mN"
+        );
+    }
+
+    #[test]
+    fn nonces_fit_and_differ_per_question() {
+        assert_eq!(nonce(TOKEN, 0), "0123456789abcdef012300");
+        assert_eq!(nonce(TOKEN, 10), "0123456789abcdef01230a");
+        assert!(nonce(TOKEN, usize::MAX).len() <= MAX_NONCE_CHARS);
+        assert_ne!(nonce(TOKEN, 1), nonce("0123456789abcdef0124", 1));
     }
 
     #[test]
     fn rejects_garbage() {
         let long = "9".repeat(10_000);
-        let huge_key = format!("ar:{long}:0:S");
-        let bad: Vec<&str> = vec![
-            "",
-            ":",
-            ":::",
-            "ar",
-            "ar:",
-            "ar:1",
-            "ar:1:2",
-            "ar:1:2:",
-            "ar:1:2:x",
-            "ar:1:2:b",
-            "ar:1:2:b:",
-            "ar:1:2:b:x",
-            "ar:1:2:b:-1",
-            "ar:1:2:S:0",
-            "ar:1:2:S:",
-            "ar:1:2:S::",
-            "ar:1:2:b:1:2",
-            "ar:1:-2:S",
-            "ar:+1:2:S",
-            "ar:1:+2:S",
-            "ar:01:2:S",
-            "ar:1:02:S",
-            "ar:1:2:b:03",
-            "ar:-0:2:S",
-            "ar: 1:2:S",
-            "ar:1 :2:S",
-            "ar:1:2:s ",
-            "AR:1:2:S",
-            "xr:1:2:S",
-            "ar:1:2:mX",
-            "ar:1:2:m",
-            "ar:9223372036854775808:0:S",
-            "ar:-9223372036854775809:0:S",
-            "ar:1:99999999999999999999999:S",
-            "ar:1:0:b:99999999999999999999999",
-            "ar:١:٢:S",
-            "ar:1:2:Ѕ",
-            "ar:💥:2:S",
-            "ar:1:2:S\n",
-            "\u{0}",
-            &huge_key,
-            &long,
+        let huge = format!("ar:{TOKEN}:{long}:S");
+        let t = TOKEN;
+        let bad: Vec<String> = vec![
+            "".into(),
+            ":".into(),
+            ":::".into(),
+            "ar".into(),
+            "ar:".into(),
+            format!("ar:{t}"),
+            format!("ar:{t}:2"),
+            format!("ar:{t}:2:"),
+            format!("ar:{t}:2:x"),
+            format!("ar:{t}:2:b"),
+            format!("ar:{t}:2:b:"),
+            format!("ar:{t}:2:b:x"),
+            format!("ar:{t}:2:b:-1"),
+            format!("ar:{t}:2:S:0"),
+            format!("ar:{t}:2:b:1:2"),
+            format!("ar:{t}:-2:S"),
+            format!("ar:{t}:+2:S"),
+            format!("ar:{t}:02:S"),
+            format!("ar:{t}:2:b:03"),
+            format!("ar: {t}:2:S"),
+            format!("ar:{t} :2:S"),
+            format!("ar:{t}:2:s "),
+            format!("AR:{t}:2:S"),
+            format!("xr:{t}:2:S"),
+            format!("ar:{t}:2:mX"),
+            format!("ar:{t}:2:S\n"),
+            // Tokens: the wrong length, upper case, not hex, the old integer keys.
+            "ar:12:0:S".into(),
+            "ar:0123456789ABCDEF0123:0:S".into(),
+            "ar:0123456789abcdef012:0:S".into(),
+            "ar:0123456789abcdef01234:0:S".into(),
+            "ar:0123456789abcdef012g:0:S".into(),
+            format!("ar:{t}:99999999999999999999999:S"),
+            format!("ar:{t}:0:b:99999999999999999999999"),
+            format!("ar:{t}:١:S"),
+            format!("ar:{t}:2:Ѕ"),
+            "\u{0}".into(),
+            huge,
+            long,
         ];
-        for s in bad {
+        for s in &bad {
             assert_eq!(CustomId::parse(s), None, "{s:?}");
         }
-        // Some well-formed ones still work after all that.
-        assert!(CustomId::parse("ar:-3:0:S").is_some());
-        assert!(CustomId::parse("ar:0:0:b:0").is_some());
+        assert!(CustomId::parse(&format!("ar:{t}:0:S")).is_some());
+        assert!(CustomId::parse(&format!("ar:{t}:0:b:0")).is_some());
     }
 
     #[test]

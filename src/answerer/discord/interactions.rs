@@ -1,23 +1,34 @@
 //! The one global interaction handler. It reads everything it needs from the custom_id and the
 //! store, so it works for messages posted before a restart, and it answers every interaction
-//! within Discord's 3-second window: an acknowledgement, a modal, or an ephemeral reply that
-//! says why nothing happened. Every interaction is written to the audit log.
+//! within Discord's 3-second window: the final rendering (the winning click), an
+//! acknowledgement, a modal, or an ephemeral reply that says why nothing happened. Every
+//! interaction is written to the audit log.
+//!
+//! Admission, in order: a person (not a bot); a custom_id askrelay made; a request whose token
+//! it carries; the very message, channel and guild askrelay posted that question in; an option
+//! the question has; a person the route allows; a request still pending and a question still
+//! open. Only then does anything change, and nothing is acknowledged before it is stored.
 
 use super::custom_id::{self, Action, CustomId, TEXT_INPUT_ID};
+use super::outbox::answered_view;
 use super::render::{self, ModalKind};
-use super::{DiscordAnswerer, NAME};
-use crate::core::{QuestionAnswer, Settlement};
-use crate::store::{AuditEntry, SettleOutcome, Status, StoredRequest};
+use super::route::ResolvedRoute;
+use super::{Shared, NAME};
+use crate::core::request::{
+    Actor, Answered, AuditAction, AuditEntry, EditState, Post, Request, Source, Status, Via,
+};
+use crate::core::{AnswererContext, QuestionAnswer, SettleOutcome, Settlement};
 use async_trait::async_trait;
 use serenity::all::{
-    ActionRowComponent, ComponentInteraction, ComponentInteractionDataKind, Context,
-    CreateInteractionResponse, CreateInteractionResponseMessage, Event, Interaction,
-    ModalInteraction, RawEventHandler, User,
+    ActionRowComponent, ChannelId, ComponentInteraction, ComponentInteractionDataKind, Context,
+    CreateInteractionResponse, CreateInteractionResponseMessage, Event, GuildId, Interaction,
+    Member, MessageId, ModalInteraction, RawEventHandler, User,
 };
 use std::sync::Arc;
 
 pub(crate) struct Handler {
-    pub answerer: Arc<DiscordAnswerer>,
+    pub shared: Arc<Shared>,
+    pub ctx: AnswererContext,
 }
 
 #[async_trait]
@@ -32,8 +43,8 @@ impl RawEventHandler for Handler {
             ),
             Event::Resumed(_) => tracing::info!("resumed the Discord gateway session"),
             Event::InteractionCreate(e) => match e.interaction {
-                Interaction::Component(ci) => self.answerer.on_component(ci).await,
-                Interaction::Modal(mi) => self.answerer.on_modal(mi).await,
+                Interaction::Component(ci) => self.on_component(ci).await,
+                Interaction::Modal(mi) => self.on_modal(mi).await,
                 other => {
                     tracing::debug!(kind = ?other.kind(), "ignoring an interaction askrelay does not use")
                 }
@@ -46,192 +57,260 @@ impl RawEventHandler for Handler {
                     .pointer("/data/custom_id")
                     .and_then(|v| v.as_str())
                     .unwrap_or("?");
-                tracing::warn!(interaction_id = id, custom_id, "received an INTERACTION_CREATE that serenity could not parse; it was not answered");
+                tracing::warn!(
+                    interaction_id = %crate::core::text::Escaped(id),
+                    custom_id = %crate::core::text::Escaped(custom_id),
+                    "received an INTERACTION_CREATE that serenity could not parse; it was not answered"
+                );
             }
             _ => {}
         }
     }
 }
 
-/// Who clicked, as the store and the edited message show it.
-fn who(user: &User) -> String {
-    format!("{} <@{}>", user.name, user.id)
-}
-
 /// What to answer an interaction with.
 enum Reply {
-    /// Acknowledge without changing anything visible (type 6); the message edit follows.
+    /// Acknowledge without changing anything visible (type 6).
     Ack,
+    /// Replace the message with its final rendering (type 7): the winning click.
+    Update(Box<(render::Outcome, Post, Request)>),
     /// An ephemeral message (type 4, flag 64) to the clicking person only.
     Tell(String),
     /// Open a modal (type 9).
     Modal(serenity::builder::CreateModal),
 }
 
-impl DiscordAnswerer {
-    async fn respond_component(&self, ci: &ComponentInteraction, reply: Reply) {
-        let resp = response(reply);
-        if let Err(e) = ci.create_response(&self.http, resp).await {
-            tracing::warn!(interaction_id = %ci.id, error = %super::classify(&e).message(), "cannot answer the interaction");
+/// Where an interaction came from.
+struct Origin<'a> {
+    custom_id: &'a str,
+    user: &'a User,
+    member: Option<&'a Member>,
+    guild: Option<GuildId>,
+    channel: ChannelId,
+    /// The message whose component was used (for a modal: the one that opened it).
+    message: Option<MessageId>,
+}
+
+/// An interaction that passed admission.
+struct Admitted {
+    id: CustomId,
+    req: Request,
+    post: Post,
+    route: ResolvedRoute,
+    actor: Actor,
+}
+
+/// Why an interaction changes nothing: its audit action, the ephemeral text, and what it was
+/// about when that is known.
+struct Refusal {
+    action: AuditAction,
+    text: String,
+    key: Option<i64>,
+    idx: Option<usize>,
+}
+
+impl Refusal {
+    fn new(action: AuditAction, text: impl Into<String>) -> Refusal {
+        Refusal {
+            action,
+            text: text.into(),
+            key: None,
+            idx: None,
         }
     }
 
-    async fn respond_modal(&self, mi: &ModalInteraction, reply: Reply) {
-        let resp = response(reply);
-        if let Err(e) = mi.create_response(&self.http, resp).await {
-            tracing::warn!(interaction_id = %mi.id, error = %super::classify(&e).message(), "cannot answer the interaction");
+    fn about(mut self, key: i64, idx: usize) -> Refusal {
+        self.key = Some(key);
+        self.idx = Some(idx);
+        self
+    }
+}
+
+const UNKNOWN: &str = "This question is no longer known to askrelay; nothing was recorded.";
+const NOT_SAVED: &str = "Your answer could not be saved, try again. Nothing was recorded.";
+
+impl Handler {
+    async fn respond(&self, ci_or_mi: Responder<'_>, reply: Reply) {
+        let update = matches!(reply, Reply::Update(..));
+        let (resp, edited) = match reply {
+            Reply::Ack => (CreateInteractionResponse::Acknowledge, None),
+            Reply::Update(won) => (
+                CreateInteractionResponse::UpdateMessage(won.0.update()),
+                Some(won),
+            ),
+            Reply::Tell(text) => (
+                CreateInteractionResponse::Message(
+                    CreateInteractionResponseMessage::new()
+                        .content(render::truncate(&text, render::CONTENT_MAX))
+                        .ephemeral(true)
+                        .allowed_mentions(serenity::builder::CreateAllowedMentions::new()),
+                ),
+                None,
+            ),
+            Reply::Modal(m) => (CreateInteractionResponse::Modal(m), None),
+        };
+        let http = &self.shared.rest.http;
+        let sent = match ci_or_mi {
+            Responder::Component(ci) => ci.create_response(http, resp).await,
+            Responder::Modal(mi) => mi.create_response(http, resp).await,
+        };
+        match (sent, edited) {
+            (Ok(()), Some(won)) => {
+                let (_, post, req) = *won;
+                if let Err(e) = self
+                    .ctx
+                    .record_edit(req.key, post.idx, EditState::Settled)
+                    .await
+                {
+                    tracing::error!(error = %format!("{e:#}"), "cannot record an edit");
+                }
+            }
+            (Err(e), edited) => {
+                tracing::warn!(error = %super::classify(&e).message(), update, "cannot answer the interaction");
+                // The answer is stored; the message still shows the question: edit it instead.
+                if let Some(won) = edited {
+                    let (outcome, post, req) = *won;
+                    self.shared
+                        .spawn_edit(&self.ctx, &req, &post, outcome, EditState::Settled);
+                }
+            }
+            _ => {}
         }
     }
 
-    async fn audit(
-        &self,
-        key: Option<i64>,
-        idx: Option<usize>,
-        actor: &str,
-        action: &'static str,
-        detail: String,
-        accepted: bool,
-    ) {
-        if let Some(hub) = self.hub() {
-            hub.audit(AuditEntry {
-                request_key: key,
-                question_idx: idx.map(|i| i as i64),
-                source: NAME,
-                actor: Some(actor.to_owned()),
-                action,
-                detail: Some(detail),
-                accepted,
+    async fn refuse(&self, origin: &Origin<'_>, r: Refusal) -> Reply {
+        self.ctx
+            .refuse(AuditEntry {
+                request_key: r.key,
+                question_idx: r.idx,
+                source: Source::Discord,
+                actor: Some(describe(origin.user)),
+                action: r.action,
+                detail: Some(format!(
+                    "custom_id {:?} in channel {} message {}",
+                    crate::core::text::Escaped(origin.custom_id),
+                    origin.channel,
+                    origin.message.map_or("none".into(), |m| m.to_string())
+                )),
+                accepted: false,
             })
             .await;
-        }
+        Reply::Tell(r.text)
     }
 
-    /// The checks every interaction goes through: a custom_id of ours, a known request and
-    /// question, an allowed person, a pending request, an open question. `Err` is the
-    /// ephemeral text and the audit action.
-    async fn gate(
-        &self,
-        raw_custom_id: &str,
-        user: &User,
-        role_ids: &[u64],
-    ) -> Result<(CustomId, StoredRequest), (Option<i64>, Option<usize>, &'static str, String)> {
-        let Some(id) = custom_id::parse(raw_custom_id) else {
-            return Err((
-                None,
-                None,
-                "forged",
-                "This control is not one askrelay knows; nothing was recorded.".into(),
+    /// The checks every interaction goes through (see the module comment).
+    async fn admit(&self, o: &Origin<'_>) -> Result<Admitted, Refusal> {
+        if o.user.bot {
+            return Err(Refusal::new(
+                AuditAction::Bot,
+                "Bot accounts cannot answer askrelay questions.",
             ));
-        };
-        let (key, idx) = (Some(id.request_key), Some(id.question));
-        let Some(hub) = self.hub() else {
-            return Err((
-                key,
-                idx,
-                "not_ready",
-                "askrelay is starting up; try again in a moment.".into(),
-            ));
-        };
-        let req = match hub.store().request_by_key(id.request_key).await {
-            Ok(Some(r)) => r,
-            Ok(None) => return Err((
-                key,
-                idx,
-                "unknown_request",
-                "This question is not known to askrelay (it may come from another installation)."
-                    .into(),
-            )),
+        }
+        let id = CustomId::parse(o.custom_id).ok_or_else(|| {
+            Refusal::new(
+                AuditAction::Forged,
+                "This control is not one askrelay knows; nothing was recorded.",
+            )
+        })?;
+        let (req, posts) = match self.ctx.by_token(&id.token).await {
+            Ok(Some(found)) => found,
+            Ok(None) => return Err(Refusal::new(AuditAction::Stale, UNKNOWN)),
             Err(e) => {
                 tracing::error!(error = %format!("{e:#}"), "cannot read a request for an interaction");
-                return Err((
-                    key,
-                    idx,
-                    "error",
-                    "askrelay could not read this question; try again.".into(),
+                return Err(Refusal::new(
+                    AuditAction::StoreError,
+                    "askrelay could not read this question, try again.",
                 ));
             }
         };
-        let Some(q) = req.questions.get(id.question) else {
-            return Err((
-                key,
-                idx,
-                "unknown_question",
-                "This question is not part of its request.".into(),
-            ));
-        };
+        let (key, idx) = (req.key, id.question);
+        let post = posts
+            .into_iter()
+            .find(|p| p.idx == idx && p.answerer == NAME)
+            .filter(|p| {
+                // A message Discord confirmed a moment ago may not be recorded yet: then the
+                // channel and guild must match, and the token already binds it to this request.
+                let message = match (&p.message, o.message) {
+                    (Some(m), Some(clicked)) => *m == clicked.to_string(),
+                    (None, Some(_)) => true,
+                    (_, None) => false,
+                };
+                message
+                    && p.channel == o.channel.to_string()
+                    && p.guild.as_deref() == o.guild.map(|g| g.to_string()).as_deref()
+            })
+            .ok_or_else(|| Refusal::new(AuditAction::Stale, UNKNOWN).about(key, idx))?;
+        let q = &req.questions[idx];
         if let Action::Choose(i) = id.action {
             if i >= q.options.len() {
-                return Err((
-                    key,
-                    idx,
-                    "forged",
-                    "This button does not match any option.".into(),
-                ));
+                return Err(Refusal::new(
+                    AuditAction::Forged,
+                    "This button does not match any option.",
+                )
+                .about(key, idx));
             }
         }
-        let route = self.route_of(&req);
-        let allowed = route
-            .as_ref()
-            .is_some_and(|r| r.allows(user.id.get(), role_ids));
-        if !allowed {
-            return Err((key, idx, "denied", "You are not allowed to answer this question. Ask an admin to add you (or one of your roles) to the route's allowed_user_ids or allowed_role_ids.".into()));
-        }
-        if req.status != Status::Pending {
-            let why = match (&req.status, &req.outcome) {
-                (Status::Answered, _) => "This request has already been answered.".to_owned(),
-                (_, Some(crate::store::Outcome::Error(e))) => format!(
-                    "This request has ended ({}): {}",
-                    req.status.as_str(),
-                    e.message
-                ),
-                _ => format!("This request has ended ({}).", req.status.as_str()),
-            };
-            return Err((key, idx, "late", why));
-        }
-        if let Some(Some(a)) = req.answers.get(id.question) {
-            return Err((key, idx, "late", already(q, a)));
-        }
-        Ok((id, req))
-    }
-
-    /// Runs [`Self::gate`] for the person who interacted; a refusal is audited and becomes the
-    /// ephemeral reply. On success also returns who they are, as the store records it.
-    async fn admit(
-        &self,
-        raw_custom_id: &str,
-        user: &User,
-        member: Option<&serenity::all::Member>,
-    ) -> Result<(CustomId, StoredRequest, String), Reply> {
-        let roles: Vec<u64> = member
+        let route = self.shared.route_of(&req);
+        let roles: Vec<u64> = o
+            .member
             .map(|m| m.roles.iter().map(|r| r.get()).collect())
             .unwrap_or_default();
-        let actor = who(user);
-        match self.gate(raw_custom_id, user, &roles).await {
-            Ok((id, req)) => Ok((id, req, actor)),
-            Err((key, idx, action, text)) => {
-                self.audit(
-                    key,
-                    idx,
-                    &actor,
-                    action,
-                    format!("custom_id {raw_custom_id:?}"),
-                    false,
-                )
-                .await;
-                Err(Reply::Tell(text))
-            }
+        if !route.allows(o.user.id.get(), &roles) {
+            return Err(Refusal::new(AuditAction::Denied, "You are not allowed to answer this question. Ask an admin to add you (or one of your roles) to the route's allowed_user_ids or allowed_role_ids.").about(key, idx));
         }
+        if req.status != Status::Pending {
+            let why = match (req.status, req.error()) {
+                (Status::Answered, _) => "This request has already been answered.".to_owned(),
+                (status, Some(e)) => format!(
+                    "This request has ended ({}): {}",
+                    status.as_str(),
+                    e.message
+                ),
+                (status, None) => format!("This request has ended ({}).", status.as_str()),
+            };
+            return Err(Refusal::new(AuditAction::Late, why).about(key, idx));
+        }
+        if let Some(Some(a)) = req.answers.get(idx) {
+            return Err(Refusal::new(AuditAction::Late, already(q, a)).about(key, idx));
+        }
+        Ok(Admitted {
+            actor: Actor {
+                via: Via::Discord,
+                id: o.user.id.to_string(),
+                name: o.user.name.clone(),
+                note: None,
+            },
+            id,
+            req,
+            post,
+            route,
+        })
     }
 
-    pub(crate) async fn on_component(self: &Arc<Self>, ci: ComponentInteraction) {
-        let (id, req, actor) = match self
-            .admit(&ci.data.custom_id, &ci.user, ci.member.as_ref())
-            .await
-        {
-            Ok(admitted) => admitted,
-            Err(reply) => return self.respond_component(&ci, reply).await,
+    async fn on_component(&self, ci: ComponentInteraction) {
+        let origin = Origin {
+            custom_id: &ci.data.custom_id,
+            user: &ci.user,
+            member: ci.member.as_ref(),
+            guild: ci.guild_id,
+            channel: ci.channel_id,
+            message: Some(ci.message.id),
         };
-        let q = &req.questions[id.question];
+        let reply = match self.admit(&origin).await {
+            Ok(a) => self.component_action(&origin, &ci, a).await,
+            Err(r) => self.refuse(&origin, r).await,
+        };
+        self.respond(Responder::Component(&ci), reply).await;
+    }
+
+    async fn component_action(
+        &self,
+        origin: &Origin<'_>,
+        ci: &ComponentInteraction,
+        a: Admitted,
+    ) -> Reply {
+        let (key, idx) = (a.req.key, a.id.question);
+        let q = &a.req.questions[idx];
         let values: &[String] = match &ci.data.kind {
             ComponentInteractionDataKind::StringSelect { values } => values,
             _ => &[],
@@ -241,111 +320,111 @@ impl DiscordAnswerer {
             .iter()
             .map(|v| custom_id::parse_option_value(v, q.options.len()))
             .collect();
-        let picked = match (id.action, picked) {
-            (Action::SelectOne, Some(p)) if p.len() == 1 => p,
-            (Action::Draft, Some(p)) => p,
-            (Action::SelectOne | Action::Draft, _) => {
-                self.audit(
-                    Some(req.key),
-                    Some(id.question),
-                    &actor,
-                    "forged",
-                    format!("select values {values:?}"),
-                    false,
-                )
-                .await;
-                let text = "That selection does not match the options.".to_owned();
-                return self.respond_component(&ci, Reply::Tell(text)).await;
-            }
-            _ => Vec::new(),
-        };
-        let settlement = match id.action {
-            Action::Choose(i) => Settlement::choice(i),
-            Action::SelectOne => Settlement::choice(picked[0]),
-            Action::Draft => {
-                let saved = match self.hub() {
-                    Some(hub) => {
-                        hub.store()
-                            .save_draft(req.key, id.question, &ci.user.id.to_string(), &picked)
-                            .await
+        let user = ci.user.id.to_string();
+        let settlement = match (a.id.action, picked) {
+            (Action::Choose(i), _) => Settlement::choice(i),
+            (Action::SelectOne, Some(p)) if p.len() == 1 => Settlement::choice(p[0]),
+            (Action::Draft, Some(p)) => {
+                let saved = self.ctx.save_draft(&a.req, idx, &user, &p).await;
+                let audit = AuditEntry {
+                    request_key: Some(key),
+                    question_idx: Some(idx),
+                    source: Source::Discord,
+                    actor: Some(describe(&ci.user)),
+                    action: AuditAction::Draft,
+                    detail: Some(format!("{p:?}")),
+                    accepted: true,
+                };
+                return match saved {
+                    Ok(()) => match self.ctx.record(audit).await {
+                        Ok(()) => Reply::Ack,
+                        Err(_) => Reply::Tell(NOT_SAVED.into()),
+                    },
+                    Err(e) => {
+                        tracing::error!(error = %format!("{e:#}"), "cannot save a draft");
+                        Reply::Tell("askrelay could not save your selection, try again.".into())
                     }
-                    None => Ok(()),
                 };
-                let ok = saved.is_ok();
-                self.audit(
-                    Some(req.key),
-                    Some(id.question),
-                    &actor,
-                    "draft",
-                    format!("{picked:?}"),
-                    ok,
-                )
-                .await;
-                let reply = if ok {
-                    Reply::Ack
-                } else {
-                    Reply::Tell("askrelay could not save your selection; try again.".into())
-                };
-                return self.respond_component(&ci, reply).await;
             }
-            Action::Submit => Settlement {
-                selected: self.draft(&req, id.question, &ci.user).await,
+            (Action::SelectOne | Action::Draft, _) => {
+                return self
+                    .refuse(
+                        origin,
+                        Refusal::new(
+                            AuditAction::Forged,
+                            "That selection does not match the options.",
+                        )
+                        .about(key, idx),
+                    )
+                    .await;
+            }
+            (Action::Submit, _) => Settlement {
+                selected: self.draft(&a.req, idx, &user).await,
                 custom: None,
             },
-            Action::Other | Action::Answer | Action::SubmitWithNote => {
-                let kind = match id.action {
+            (Action::Other | Action::Answer | Action::SubmitWithNote, _) => {
+                let kind = match a.id.action {
                     Action::Other => ModalKind::Other,
                     Action::Answer => ModalKind::Answer,
                     _ => ModalKind::Note,
                 };
-                let Some(route) = self.route_of(&req) else {
-                    return;
-                };
-                let ctx = self.ctx(&req, &route, id.question);
-                self.audit(
-                    Some(req.key),
-                    Some(id.question),
-                    &actor,
-                    "open_modal",
-                    format!("{:?}", ci.data.custom_id),
-                    true,
-                )
-                .await;
-                return self
-                    .respond_component(&ci, Reply::Modal(render::modal(q, &ctx, kind)))
+                let ctx = self.shared.render_ctx(&a.req, &a.route, idx);
+                let opened = self
+                    .ctx
+                    .record(AuditEntry {
+                        request_key: Some(key),
+                        question_idx: Some(idx),
+                        source: Source::Discord,
+                        actor: Some(describe(&ci.user)),
+                        action: AuditAction::OpenModal,
+                        detail: Some(format!(
+                            "{:?}",
+                            crate::core::text::Escaped(&ci.data.custom_id)
+                        )),
+                        accepted: true,
+                    })
                     .await;
+                return match opened {
+                    Ok(()) => Reply::Modal(render::modal(q, &ctx, kind)),
+                    Err(_) => Reply::Tell(NOT_SAVED.into()),
+                };
             }
-            Action::ModalOther | Action::ModalAnswer | Action::ModalNote => {
-                self.audit(
-                    Some(req.key),
-                    Some(id.question),
-                    &actor,
-                    "forged",
-                    "a modal id on a component".into(),
-                    false,
-                )
-                .await;
+            (Action::ModalOther | Action::ModalAnswer | Action::ModalNote, _) => {
                 return self
-                    .respond_component(
-                        &ci,
-                        Reply::Tell("This control is not one askrelay knows.".into()),
+                    .refuse(
+                        origin,
+                        Refusal::new(
+                            AuditAction::Forged,
+                            "This control is not one askrelay knows.",
+                        )
+                        .about(key, idx),
                     )
                     .await;
             }
         };
         crate::crash::point("clicked");
-        let reply = self.settle(&req, id.question, settlement, &actor).await;
-        self.respond_component(&ci, reply).await;
+        self.settle(a, settlement).await
     }
 
-    pub(crate) async fn on_modal(self: &Arc<Self>, mi: ModalInteraction) {
-        let (id, req, actor) = match self
-            .admit(&mi.data.custom_id, &mi.user, mi.member.as_ref())
-            .await
-        {
-            Ok(admitted) => admitted,
-            Err(reply) => return self.respond_modal(&mi, reply).await,
+    async fn on_modal(&self, mi: ModalInteraction) {
+        let origin = Origin {
+            custom_id: &mi.data.custom_id,
+            user: &mi.user,
+            member: mi.member.as_ref(),
+            guild: mi.guild_id,
+            channel: mi.channel_id,
+            // A modal names the message whose button opened it; it must be the question's.
+            message: mi.message.as_ref().map(|m| m.id),
         };
+        let reply = match self.admit(&origin).await {
+            Ok(a) => self.modal_action(&origin, &mi, a).await,
+            Err(r) => self.refuse(&origin, r).await,
+        };
+        self.respond(Responder::Modal(&mi), reply).await;
+    }
+
+    async fn modal_action(&self, origin: &Origin<'_>, mi: &ModalInteraction, a: Admitted) -> Reply {
+        let (key, idx) = (a.req.key, a.id.question);
         let text = mi
             .data
             .components
@@ -357,92 +436,94 @@ impl DiscordAnswerer {
             })
             .filter(|t| !t.trim().is_empty());
         let Some(text) = text else {
-            self.audit(
-                Some(req.key),
-                Some(id.question),
-                &actor,
-                "empty_modal",
-                String::new(),
-                false,
-            )
-            .await;
             return self
-                .respond_modal(
-                    &mi,
-                    Reply::Tell("The answer was empty; nothing was recorded.".into()),
+                .refuse(
+                    origin,
+                    Refusal::new(
+                        AuditAction::EmptyModal,
+                        "The answer was empty; nothing was recorded.",
+                    )
+                    .about(key, idx),
                 )
                 .await;
         };
-        let settlement = match id.action {
+        let settlement = match a.id.action {
             Action::ModalOther | Action::ModalAnswer => Settlement::text(text),
             Action::ModalNote => Settlement {
-                selected: self.draft(&req, id.question, &mi.user).await,
+                selected: self.draft(&a.req, idx, &mi.user.id.to_string()).await,
                 custom: Some(text),
             },
             _ => {
-                self.audit(
-                    Some(req.key),
-                    Some(id.question),
-                    &actor,
-                    "forged",
-                    "a component id on a modal".into(),
-                    false,
-                )
-                .await;
                 return self
-                    .respond_modal(
-                        &mi,
-                        Reply::Tell("This form is not one askrelay knows.".into()),
+                    .refuse(
+                        origin,
+                        Refusal::new(AuditAction::Forged, "This form is not one askrelay knows.")
+                            .about(key, idx),
                     )
                     .await;
             }
         };
         crate::crash::point("clicked");
-        let reply = self.settle(&req, id.question, settlement, &actor).await;
-        self.respond_modal(&mi, reply).await;
+        self.settle(a, settlement).await
     }
 
-    async fn draft(&self, req: &StoredRequest, idx: usize, user: &User) -> Vec<usize> {
-        match self.hub() {
-            Some(hub) => hub
-                .store()
-                .draft(req.key, idx, &user.id.to_string())
-                .await
-                .unwrap_or_else(|e| {
-                    tracing::error!(error = %format!("{e:#}"), "cannot read a draft");
-                    Vec::new()
-                }),
-            None => Vec::new(),
-        }
+    async fn draft(&self, req: &Request, idx: usize, user: &str) -> Vec<usize> {
+        self.ctx.draft(req, idx, user).await.unwrap_or_else(|e| {
+            tracing::error!(error = %format!("{e:#}"), "cannot read a draft");
+            Vec::new()
+        })
     }
 
-    /// Settles through the hub (first wins) and says what to answer the interaction with.
-    async fn settle(
-        &self,
-        req: &StoredRequest,
-        idx: usize,
-        settlement: Settlement,
-        actor: &str,
-    ) -> Reply {
-        let Some(hub) = self.hub() else {
-            return Reply::Tell("askrelay is starting up; try again in a moment.".into());
-        };
-        match hub.settle(req.key, idx, settlement, actor, NAME).await {
-            Ok(SettleOutcome::Won { .. }) => Reply::Ack,
-            Ok(SettleOutcome::AlreadyAnswered(a)) => Reply::Tell(already(&req.questions[idx], &a)),
-            Ok(SettleOutcome::Ended(status)) => Reply::Tell(format!(
-                "This request has ended ({}); your answer did not count.",
-                status.as_str()
-            )),
-            Ok(SettleOutcome::Unknown) => {
-                Reply::Tell("This question is not known to askrelay.".into())
+    /// Settles through the core (first wins) and says what to answer the interaction with:
+    /// the winner sees the message change to its final state.
+    async fn settle(&self, a: Admitted, settlement: Settlement) -> Reply {
+        let (key, idx) = (a.req.key, a.id.question);
+        let q = &a.req.questions[idx];
+        match self
+            .ctx
+            .settle(&a.req, idx, settlement, a.actor.clone())
+            .await
+        {
+            Ok(settled) => match settled.outcome {
+                SettleOutcome::Won { .. } => {
+                    let answered: &Answered = settled.request.answers[idx]
+                        .as_ref()
+                        .expect("a won settlement is recorded");
+                    let ctx = self.shared.render_ctx(&settled.request, &a.route, idx);
+                    let outcome = render::settled(q, &ctx, &answered_view(q, answered));
+                    Reply::Update(Box::new((outcome, a.post, settled.request)))
+                }
+                SettleOutcome::AlreadyAnswered(prev) => Reply::Tell(already(q, &prev)),
+                SettleOutcome::Ended(status) => Reply::Tell(format!(
+                    "This request has ended ({}); your answer did not count.",
+                    status.as_str()
+                )),
+                SettleOutcome::Unknown => Reply::Tell(UNKNOWN.into()),
+            },
+            Err(e) if e.code == crate::core::ErrorCode::Internal => {
+                tracing::warn!(
+                    key,
+                    question = idx,
+                    "an answer could not be stored; the clicker is told to try again"
+                );
+                Reply::Tell(NOT_SAVED.into())
             }
             Err(e) => Reply::Tell(format!("Your answer was not recorded: {}", e.message)),
         }
     }
 }
 
-fn already(q: &crate::core::Question, a: &crate::store::AnsweredBy) -> String {
+enum Responder<'a> {
+    Component(&'a ComponentInteraction),
+    Modal(&'a ModalInteraction),
+}
+
+/// Who interacted, for the audit log: the user name and id Discord vouches for.
+fn describe(user: &User) -> String {
+    format!("{} (Discord user {})", user.name, user.id)
+}
+
+fn already(q: &crate::core::Question, a: &Answered) -> String {
     let qa = QuestionAnswer::build(q, &a.settlement);
     let mut what = qa.selected.join(", ");
     if let Some(c) = qa.custom {
@@ -451,30 +532,17 @@ fn already(q: &crate::core::Question, a: &crate::store::AnsweredBy) -> String {
         }
         what.push_str(&c);
     }
+    let by = answered_view(q, a).by;
     render::truncate(
         &format!(
-            "Already answered by {} <t:{}:R>: {}",
-            a.by,
+            "Already answered by {by} <t:{}:R>: {}",
             a.at_ms / 1000,
             if what.is_empty() {
                 "(nothing selected)".into()
             } else {
-                what
+                render::inert(&what)
             }
         ),
         1900,
     )
-}
-
-fn response(reply: Reply) -> CreateInteractionResponse {
-    match reply {
-        Reply::Ack => CreateInteractionResponse::Acknowledge,
-        Reply::Tell(text) => CreateInteractionResponse::Message(
-            CreateInteractionResponseMessage::new()
-                .content(render::truncate(&text, 2000))
-                .ephemeral(true)
-                .allowed_mentions(serenity::builder::CreateAllowedMentions::new()),
-        ),
-        Reply::Modal(m) => CreateInteractionResponse::Modal(m),
-    }
 }

@@ -1,8 +1,12 @@
 //! Rendering (SPEC §3): pure functions that turn a question into serenity builders. No network.
 //!
-//! Every text that reaches Discord is cut to its limit with [`truncate`]. The embed works to a
+//! Text from agents and clients is made inert with [`inert`] wherever Discord would render it
+//! (embed titles, descriptions and fields): it can produce no mention and no masked link. Option
+//! fields are numbered, so no agent text can make a field that looks like the outcome fields
+//! ("Answered by", "Status") that only askrelay writes. Every text that reaches Discord is cut
+//! to its limit with [`truncate`]. The embed works to a
 //! fixed budget: the title, the footer, a reserve for the outcome fields that
-//! [`settled_edit`] / [`ended_edit`] add later, and what is left shared between the question text
+//! [`settled`] / [`ended`] add later, and what is left shared between the question text
 //! and the option descriptions. So the message and its edits stay under Discord's 6000-character
 //! embed total whatever the input, and the edits keep the question's embed exactly as it was.
 
@@ -11,8 +15,8 @@ use crate::core::model::{Question, QuestionKind};
 use crate::core::Scope;
 use serenity::builder::{
     CreateActionRow, CreateAllowedMentions, CreateButton, CreateEmbed, CreateEmbedFooter,
-    CreateInputText, CreateMessage, CreateModal, CreateSelectMenu, CreateSelectMenuKind,
-    CreateSelectMenuOption, EditMessage,
+    CreateInputText, CreateInteractionResponseMessage, CreateMessage, CreateModal,
+    CreateSelectMenu, CreateSelectMenuKind, CreateSelectMenuOption, EditMessage,
 };
 use serenity::model::application::{ButtonStyle, InputTextStyle};
 use serenity::model::id::{RoleId, UserId};
@@ -47,8 +51,10 @@ const FOOTER_BUDGET: usize = 300;
 /// The fields added by the settled/ended edits; option fields leave room for them.
 const OUTCOME_FIELDS: usize = 3;
 /// Characters the outcome fields may take (names and values); see [`outcome_fields`].
-const OUTCOME_BUDGET: usize = 1300;
+const OUTCOME_BUDGET: usize = 1450;
 const BY_MAX: usize = 200;
+/// Room for the quoted note under "Answered by".
+const NOTE_MAX: usize = 120;
 const STATUS_MAX: usize = 64;
 /// At most this many embed fields describe options.
 const OPTION_FIELDS_MAX: usize = EMBED_FIELDS_MAX - OUTCOME_FIELDS;
@@ -56,8 +62,8 @@ const OPTION_FIELDS_MAX: usize = EMBED_FIELDS_MAX - OUTCOME_FIELDS;
 /// What the renderer needs to know besides the question itself.
 #[derive(Debug, Clone, Copy)]
 pub struct RenderContext<'a> {
-    /// The request's store key, carried in every custom_id.
-    pub request_key: i64,
+    /// The request's token, carried in every custom_id.
+    pub token: &'a str,
     /// The request id shown in the footer.
     pub request_id: &'a str,
     /// 0-based.
@@ -72,15 +78,18 @@ pub struct RenderContext<'a> {
 
 impl RenderContext<'_> {
     fn custom_id(&self, action: Action) -> String {
-        CustomId::new(self.request_key, self.question_index, action).encode()
+        CustomId::new(self.token, self.question_index, action).encode()
     }
 }
 
 /// How a question was settled, for the edit that follows.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AnsweredView {
-    /// Who settled it, e.g. `<@123>` or `alice (uid 1000) via terminal`.
+    /// Who settled it, e.g. `<@123>` or `alice (uid 1000) via terminal`: askrelay's own text,
+    /// built from identities the platform vouches for (rendered as is).
     pub by: String,
+    /// Free text the person wrote about themselves; shown quoted and inert.
+    pub note: Option<String>,
     /// The chosen options' full labels.
     pub labels: Vec<String>,
     /// The custom text (Other…, Answer…, or the note of Submit with note…).
@@ -115,6 +124,70 @@ pub fn truncate(s: &str, max_chars: usize) -> String {
     out
 }
 
+/// Makes text safe to show where Discord renders markdown: outside code spans and blocks
+/// (where nothing renders anyway), `<` before `@`, `#`, `/`, `:` or `t:` (user, role, channel,
+/// command, emoji and timestamp syntax) and `[` (masked links) get a backslash, which Discord
+/// shows as the plain character, and `@everyone` / `@here` get a zero-width space after the
+/// `@`. The text still reads the same; it just cannot mention, link or look like askrelay's own.
+pub fn inert(s: &str) -> String {
+    let chars: Vec<char> = s.chars().collect();
+    let mut out = String::with_capacity(s.len() + 8);
+    let mut i = 0;
+    // The length of the backtick run that opened the code we are in, if any.
+    let mut code: Option<usize> = None;
+    while i < chars.len() {
+        let c = chars[i];
+        if c == '`' {
+            let run = chars[i..].iter().take_while(|&&x| x == '`').count();
+            match code {
+                None => code = Some(run),
+                Some(open) if open == run => code = None,
+                Some(_) => {}
+            }
+            out.extend(&chars[i..i + run]);
+            i += run;
+            continue;
+        }
+        if code.is_none() {
+            let next = chars.get(i + 1).copied();
+            match c {
+                '\\' => {
+                    // Keep an existing escape as it is, with what it escapes.
+                    out.push(c);
+                    if let Some(n) = next {
+                        out.push(n);
+                        i += 2;
+                        continue;
+                    }
+                }
+                '<' if matches!(next, Some('@' | '#' | '/' | ':' | 't' | 'a')) => {
+                    out.push_str("\\<");
+                }
+                '[' => out.push_str("\\["),
+                '@' if starts_with_at(&chars[i + 1..], "everyone")
+                    || starts_with_at(&chars[i + 1..], "here") =>
+                {
+                    out.push_str("@\u{200B}");
+                }
+                _ => out.push(c),
+            }
+        } else {
+            out.push(c);
+        }
+        i += 1;
+    }
+    out
+}
+
+fn starts_with_at(rest: &[char], word: &str) -> bool {
+    let w: Vec<char> = word.chars().collect();
+    rest.len() >= w.len()
+        && rest[..w.len()]
+            .iter()
+            .zip(&w)
+            .all(|(a, b)| a.eq_ignore_ascii_case(b))
+}
+
 /// The message that asks the question: mentions, one embed, components.
 pub fn question_message(q: &Question, ctx: &RenderContext) -> CreateMessage {
     let (content, allowed) = mentions(ctx);
@@ -128,8 +201,33 @@ pub fn question_message(q: &Question, ctx: &RenderContext) -> CreateMessage {
     msg
 }
 
-/// The edit after a question is settled: the same embed plus who, what and when; no components.
-pub fn settled_edit(q: &Question, ctx: &RenderContext, answered: &AnsweredView) -> EditMessage {
+/// A message's final state: the question's embed with its outcome fields, no components.
+#[derive(Debug, Clone)]
+pub struct Outcome {
+    embed: CreateEmbed,
+    allowed: CreateAllowedMentions,
+}
+
+impl Outcome {
+    /// As an edit of the message (PATCH).
+    pub fn edit(&self) -> EditMessage {
+        EditMessage::new()
+            .embed(self.embed.clone())
+            .components(Vec::new())
+            .allowed_mentions(self.allowed.clone())
+    }
+
+    /// As the update-message callback (type 7) of the interaction that settled it.
+    pub fn update(&self) -> CreateInteractionResponseMessage {
+        CreateInteractionResponseMessage::new()
+            .embed(self.embed.clone())
+            .components(Vec::new())
+            .allowed_mentions(self.allowed.clone())
+    }
+}
+
+/// A question's message after it is settled: the same embed plus who, what and when.
+pub fn settled(q: &Question, ctx: &RenderContext, answered: &AnsweredView) -> Outcome {
     let mut answer = answered.labels.join("\n");
     if let Some(custom) = answered.custom.as_deref() {
         if answer.is_empty() {
@@ -141,12 +239,19 @@ pub fn settled_edit(q: &Question, ctx: &RenderContext, answered: &AnsweredView) 
     if answer.trim().is_empty() {
         answer = "(nothing selected)".to_owned();
     }
-    let by = nonempty_or(&answered.by, "someone");
+    let mut by = truncate(nonempty_or(&answered.by, "someone"), BY_MAX);
+    if let Some(note) = answered.note.as_deref().filter(|n| !n.trim().is_empty()) {
+        let room = BY_MAX.saturating_sub(by.chars().count() + 12);
+        by.push_str(&format!(
+            "\nnote: “{}”",
+            inert(&truncate(&one_line(note), room))
+        ));
+    }
     let fields = vec![
-        ("Answered by".to_owned(), truncate(by, BY_MAX)),
+        ("Answered by".to_owned(), truncate(&by, BY_MAX + NOTE_MAX)),
         (
             "Answer".to_owned(),
-            truncate(&answer, EMBED_FIELD_VALUE_MAX),
+            truncate(&inert(&answer), EMBED_FIELD_VALUE_MAX),
         ),
         (
             "Answered at".to_owned(),
@@ -156,9 +261,9 @@ pub fn settled_edit(q: &Question, ctx: &RenderContext, answered: &AnsweredView) 
     outcome_edit(q, ctx, fields)
 }
 
-/// The edit after a request is cancelled or expires: the same embed plus the status and reason;
-/// no components.
-pub fn ended_edit(q: &Question, ctx: &RenderContext, status: &str, reason: &str) -> EditMessage {
+/// A question's message after its request is cancelled or expires: the same embed plus the
+/// status and reason.
+pub fn ended(q: &Question, ctx: &RenderContext, status: &str, reason: &str) -> Outcome {
     let fields = vec![
         (
             "Status".to_owned(),
@@ -166,7 +271,10 @@ pub fn ended_edit(q: &Question, ctx: &RenderContext, status: &str, reason: &str)
         ),
         (
             "Reason".to_owned(),
-            truncate(nonempty_or(reason, "(none given)"), EMBED_FIELD_VALUE_MAX),
+            truncate(
+                &inert(nonempty_or(reason, "(none given)")),
+                EMBED_FIELD_VALUE_MAX,
+            ),
         ),
     ];
     outcome_edit(q, ctx, fields)
@@ -327,7 +435,7 @@ fn select_options(options: &[crate::core::QuestionOption]) -> Vec<CreateSelectMe
         .collect()
 }
 
-fn outcome_edit(q: &Question, ctx: &RenderContext, outcome: Vec<(String, String)>) -> EditMessage {
+fn outcome_edit(q: &Question, ctx: &RenderContext, outcome: Vec<(String, String)>) -> Outcome {
     debug_assert!(outcome.len() <= OUTCOME_FIELDS);
     debug_assert!(
         outcome
@@ -337,10 +445,14 @@ fn outcome_edit(q: &Question, ctx: &RenderContext, outcome: Vec<(String, String)
             <= OUTCOME_BUDGET
     );
     let (_, allowed) = mentions(ctx);
-    EditMessage::new()
-        .embed(build_embed(&embed_text(q, ctx), &outcome))
-        .components(Vec::new())
-        .allowed_mentions(allowed)
+    Outcome {
+        embed: build_embed(&embed_text(q, ctx), &outcome),
+        allowed,
+    }
+}
+
+fn one_line(s: &str) -> String {
+    s.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
 fn header(q: &Question) -> Option<&str> {
@@ -364,7 +476,7 @@ struct EmbedText {
 }
 
 fn embed_text(q: &Question, ctx: &RenderContext) -> EmbedText {
-    let title = truncate(header(q).unwrap_or("Question"), EMBED_TITLE_MAX);
+    let title = truncate(&inert(header(q).unwrap_or("Question")), EMBED_TITLE_MAX);
     let footer = truncate(&footer_text(ctx), FOOTER_BUDGET.min(EMBED_FOOTER_MAX));
 
     let mut description = String::new();
@@ -375,33 +487,27 @@ fn embed_text(q: &Question, ctx: &RenderContext) -> EmbedText {
             ctx.question_count
         ));
     }
-    description.push_str(&q.question);
+    description.push_str(&inert(&q.question));
 
     // (name, value) of each option that has a description, at most OPTION_FIELDS_MAX fields.
-    let described: Vec<(&str, &str)> = q
+    // Numbered ("1. label"), so that no option can pose as an outcome field.
+    let described: Vec<(String, String)> = q
         .options
         .iter()
-        .filter_map(|o| {
+        .enumerate()
+        .filter_map(|(i, o)| {
             o.description
                 .as_deref()
                 .filter(|d| !d.trim().is_empty())
-                .map(|d| (o.label.as_str(), d))
+                .map(|d| (format!("{}. {}", i + 1, inert(&o.label)), inert(d)))
         })
         .collect();
     let mut wanted: Vec<(String, String)> = Vec::new();
     if described.len() <= OPTION_FIELDS_MAX {
-        wanted.extend(
-            described
-                .iter()
-                .map(|(l, d)| ((*l).to_owned(), (*d).to_owned())),
-        );
+        wanted.extend(described.iter().cloned());
     } else {
         let keep = OPTION_FIELDS_MAX - 1;
-        wanted.extend(
-            described[..keep]
-                .iter()
-                .map(|(l, d)| ((*l).to_owned(), (*d).to_owned())),
-        );
+        wanted.extend(described[..keep].iter().cloned());
         let rest = &described[keep..];
         let lines: Vec<String> = rest.iter().map(|(l, d)| format!("**{l}**: {d}")).collect();
         wanted.push((format!("…and {} more", rest.len()), lines.join("\n")));
@@ -520,7 +626,7 @@ mod tests {
 
     fn ctx<'a>(scope: &'a Scope) -> RenderContext<'a> {
         RenderContext {
-            request_key: 42,
+            token: "0123456789abcdef0123",
             request_id: "abc",
             question_index: 0,
             question_count: 1,
@@ -633,7 +739,7 @@ mod tests {
             }
             let p = CustomId::parse(id).unwrap_or_else(|| panic!("{id} does not parse"));
             assert_eq!(p.encode(), *id);
-            assert_eq!(custom_id::parse(id), Some(p));
+            assert_eq!(custom_id::parse(id), Some(p.clone()));
             parsed.push(p);
         }
         parsed
@@ -643,7 +749,7 @@ mod tests {
         check_custom_ids(body, q)
             .into_iter()
             .map(|c| {
-                assert_eq!(c.request_key, 42);
+                assert_eq!(c.token, "0123456789abcdef0123");
                 c.action
             })
             .collect()
@@ -663,6 +769,51 @@ mod tests {
         let t = truncate(&long, 80);
         assert_eq!(t.chars().count(), 80);
         assert!(t.ends_with('…'));
+    }
+
+    #[test]
+    fn agent_text_cannot_mention_or_link() {
+        assert_eq!(inert("plain, a < b"), "plain, a < b");
+        assert_eq!(inert("<@123> <@&9> <#5>"), "\\<@123> \\<@&9> \\<#5>");
+        assert_eq!(
+            inert("hi @everyone and @Here"),
+            "hi @\u{200B}everyone and @\u{200B}Here"
+        );
+        assert_eq!(inert("[docs](https://evil)"), "\\[docs](https://evil)");
+        // Nothing renders inside code, so nothing is escaped there.
+        assert_eq!(
+            inert("`<@1>` and ```\n[x](y)\n```"),
+            "`<@1>` and ```\n[x](y)\n```"
+        );
+        assert_eq!(inert("\\<@1>"), "\\<@1>");
+    }
+
+    #[test]
+    fn option_fields_cannot_pose_as_outcome_fields() {
+        let s = scope();
+        let q = question(
+            Some("<@1>"),
+            vec![opt("Answered by", Some("<@999> @everyone"))],
+            false,
+        );
+        let body = json(&question_message(&q, &ctx(&s)));
+        let e = check_limits(&body, &q);
+        assert_eq!(e["title"], "\\<@1>");
+        assert_eq!(e["fields"][0]["name"], "1. Answered by");
+        assert_eq!(e["fields"][0]["value"], "\\<@999> @\u{200B}everyone");
+        let answered = AnsweredView {
+            by: "alice (uid 1000) via terminal".into(),
+            note: Some("<@999> is me\nAnswered by: admin".into()),
+            labels: vec!["Answered by".into()],
+            custom: None,
+            at_unix: 1,
+        };
+        let edit = json(&settled(&q, &ctx(&s), &answered).edit());
+        let by = edit["embeds"][0]["fields"][1]["value"].as_str().unwrap();
+        assert_eq!(
+            by,
+            "alice (uid 1000) via terminal\nnote: “\\<@999> is me Answered by: admin”"
+        );
     }
 
     #[test]
@@ -688,7 +839,7 @@ mod tests {
         assert_eq!(footer, "request abc · agent x · project=p session=s");
         // Only the described option gets a field.
         assert_eq!(e["fields"].as_array().unwrap().len(), 1);
-        assert_eq!(e["fields"][0]["name"], "Postgres (Recommended)");
+        assert_eq!(e["fields"][0]["name"], "1. Postgres (Recommended)");
         assert_eq!(e["fields"][0]["value"], "Solid and boring");
 
         let rows = body["components"].as_array().unwrap();
@@ -880,7 +1031,7 @@ mod tests {
         let users: Vec<u64> = (1..=200).map(|i| u64::MAX - i).collect();
         let roles: Vec<u64> = (1..=200).map(|i| u64::MAX / 2 - i).collect();
         let c = RenderContext {
-            request_key: i64::MAX,
+            token: "ffffffffffffffffffff",
             request_id: &request_id,
             question_index: 24,
             question_count: 25,
@@ -891,6 +1042,7 @@ mod tests {
         };
         let answered = AnsweredView {
             by: "b".repeat(5000),
+            note: Some("n".repeat(5000)),
             labels: (0..25).map(|i| format!("{i}{}", "L".repeat(199))).collect(),
             custom: Some("C".repeat(4000)),
             at_unix: i64::MIN,
@@ -911,8 +1063,8 @@ mod tests {
             }
 
             for edit in [
-                json(&settled_edit(&q, &c, &answered)),
-                json(&ended_edit(&q, &c, "Expired", &"R".repeat(5000))),
+                json(&settled(&q, &c, &answered).edit()),
+                json(&ended(&q, &c, "Expired", &"R".repeat(5000)).edit()),
             ] {
                 let e2 = check_limits(&edit, &q);
                 assert_eq!(edit["components"], serde_json::json!([]));
@@ -979,11 +1131,12 @@ mod tests {
         let original = json(&question_message(&q, &c));
         let answered = AnsweredView {
             by: "<@123>".to_owned(),
+            note: None,
             labels: vec!["Postgres".to_owned(), "SQLite".to_owned()],
             custom: Some("both, please".to_owned()),
             at_unix: 1_700_000_000,
         };
-        let edit = json(&settled_edit(&q, &c, &answered));
+        let edit = json(&settled(&q, &c, &answered).edit());
         assert!(serde_json::to_string(&edit)
             .unwrap()
             .contains("\"components\":[]"));
@@ -998,7 +1151,7 @@ mod tests {
         assert!(text.contains("<t:1700000000:f>"));
         assert!(edit.get("content").is_none());
 
-        let edit = json(&ended_edit(&q, &c, "Cancelled", "the agent went away"));
+        let edit = json(&ended(&q, &c, "Cancelled", "the agent went away").edit());
         assert!(serde_json::to_string(&edit)
             .unwrap()
             .contains("\"components\":[]"));
@@ -1014,7 +1167,10 @@ mod tests {
         assert!(title > 0 && title <= MODAL_TITLE_MAX);
         let id = m["custom_id"].as_str().unwrap();
         assert!(id.chars().count() <= 100);
-        assert!(CustomId::parse(id).unwrap().action.is_modal());
+        assert!(matches!(
+            CustomId::parse(id).unwrap().action,
+            Action::ModalOther | Action::ModalAnswer | Action::ModalNote
+        ));
         let rows = m["components"].as_array().unwrap();
         assert_eq!(rows.len(), 1);
         assert_eq!(rows[0]["type"], 1);
@@ -1045,7 +1201,7 @@ mod tests {
             let m = json(&modal(&q, &c, kind));
             check_modal(&m);
             let id = CustomId::parse(m["custom_id"].as_str().unwrap()).unwrap();
-            assert_eq!(id, CustomId::new(42, 3, action));
+            assert_eq!(id, CustomId::new("0123456789abcdef0123", 3, action));
             assert_eq!(m["title"].as_str().unwrap().chars().count(), 45);
             assert!(m["title"].as_str().unwrap().ends_with('…'));
         }

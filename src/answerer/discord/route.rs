@@ -20,12 +20,20 @@ pub struct ResolvedRoute {
     pub mention_role_ids: Vec<u64>,
     /// Unanswered requests end as `EXPIRED` after this long; none by default.
     pub expire_after: Option<std::time::Duration>,
+    /// Whether a person at a terminal (`askrelay answer`) may answer requests on this route.
+    pub terminal_answers: bool,
+    /// Nobody may answer: the route a request was posted through is gone from the config and
+    /// there is no default to fall back on.
+    pub closed: bool,
 }
 
 impl ResolvedRoute {
     /// A member may answer when either list names them; both lists empty lets anyone who can
     /// see the channel answer.
     pub fn allows(&self, user_id: u64, role_ids: &[u64]) -> bool {
+        if self.closed {
+            return false;
+        }
         if self.allowed_user_ids.is_empty() && self.allowed_role_ids.is_empty() {
             return true;
         }
@@ -48,6 +56,8 @@ fn from_route(config: &Config, r: &Route) -> ResolvedRoute {
         mention_user_ids: ids(r.mention_user_ids.as_deref().unwrap_or(&d.mention_user_ids)),
         mention_role_ids: ids(r.mention_role_ids.as_deref().unwrap_or(&d.mention_role_ids)),
         expire_after: r.expire_after_secs.map(std::time::Duration::from_secs),
+        terminal_answers: r.terminal_answers.unwrap_or(d.terminal_answers),
+        closed: false,
     }
 }
 
@@ -61,6 +71,8 @@ fn default_route(config: &Config) -> Option<ResolvedRoute> {
         mention_user_ids: ids(&d.mention_user_ids),
         mention_role_ids: ids(&d.mention_role_ids),
         expire_after: None,
+        terminal_answers: d.terminal_answers,
+        closed: false,
     })
 }
 
@@ -87,6 +99,22 @@ pub fn by_name(config: &Config, name: &str) -> Option<ResolvedRoute> {
         .find(|r| r.name == name)
         .map(|r| from_route(config, r))
         .or_else(|| default_route(config))
+}
+
+/// The route of a request whose route is gone and that has no default: nobody may answer
+/// there (an operator can still cancel the request).
+pub fn closed(config: &Config) -> ResolvedRoute {
+    ResolvedRoute {
+        name: "(removed)".to_owned(),
+        channel_id: 0,
+        allowed_user_ids: Vec::new(),
+        allowed_role_ids: Vec::new(),
+        mention_user_ids: Vec::new(),
+        mention_role_ids: Vec::new(),
+        expire_after: None,
+        terminal_answers: config.discord.terminal_answers,
+        closed: true,
+    }
 }
 
 /// Shell-style globs: `*` matches any run of characters, `?` one character.
@@ -145,6 +173,7 @@ mod tests {
             mention_user_ids: None,
             expire_after_secs: None,
             on_expire: Default::default(),
+            terminal_answers: None,
         });
         c
     }

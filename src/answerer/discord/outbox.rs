@@ -1,0 +1,300 @@
+//! The Discord outbox: posting questions, editing them to their final state, repairing what a
+//! crash or an outage cut short, and route expiry.
+//!
+//! Every message has an outbox row, written with its request before the first create, and a
+//! nonce that Discord de-duplicates on: a create repeated after a crash returns the message
+//! Discord already has. Edits are recorded once Discord confirmed them, so the edits still due
+//! can be found and finished at the next start.
+
+use super::render::{self, AnsweredView};
+use super::rest::Failure;
+use super::route::ResolvedRoute;
+use super::{Shared, NAME};
+use crate::core::request::{EditState, Post, Request};
+use crate::core::{AnswererContext, AskError, ErrorCode, Outcome};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// How many tries a question gets while the agent waits for `accepted`; after that, posting
+/// goes on in the background and the request stays pending until it is posted.
+pub(super) const DELIVER_ATTEMPTS: u32 = 3;
+/// Edits are retried this often, then again at the next start.
+const EDIT_ATTEMPTS: u32 = 8;
+
+impl Shared {
+    /// Posts every question of the request that is not posted yet, in order. `attempts`
+    /// bounds the tries per question (`None`: until it works, the request ends or the daemon
+    /// stops). Returns the message links.
+    pub(super) async fn post_outbox(
+        &self,
+        ctx: &AnswererContext,
+        req: &Request,
+        route: &ResolvedRoute,
+        posts: &[Post],
+        attempts: Option<u32>,
+    ) -> Result<Vec<String>, Failure> {
+        let mut links = Vec::new();
+        for post in posts {
+            let channel: u64 = post.channel.parse().map_err(|_| {
+                Failure::Permanent(format!("bad channel id {:?} in the outbox", post.channel))
+            })?;
+            if let Some(m) = post.message.as_deref().and_then(|m| m.parse().ok()) {
+                links.push(self.rest.link(channel, m));
+                continue;
+            }
+            let Some(q) = req.questions.get(post.idx) else {
+                continue;
+            };
+            let message = render::question_message(q, &self.render_ctx(req, route, post.idx))
+                .nonce(serenity::all::Nonce::String(post.nonce.clone()))
+                .enforce_nonce(true);
+            let mut attempt = 1u32;
+            loop {
+                // A request cancelled while Discord was down is not posted afterwards.
+                if !ctx.is_pending(&req.request_id) {
+                    return Err(Failure::Permanent("the request has ended".into()));
+                }
+                // The guild is recorded with the message: clicks must come from it.
+                let sent = match self.rest.check_channel(channel, 1).await {
+                    Ok(guild) => self
+                        .rest
+                        .send(channel, message.clone())
+                        .await
+                        .map(|m| (m, guild))
+                        .map_err(|e| super::rest::classify(&e)),
+                    Err(f) => Err(f),
+                };
+                match sent {
+                    Ok((m, guild)) => {
+                        crate::crash::point("posted");
+                        let guild = guild.map(|g| g.to_string());
+                        if let Err(e) = ctx
+                            .record_post(req, post.idx, &m.id.to_string(), guild.as_deref())
+                            .await
+                        {
+                            tracing::error!(error = %format!("{e:#}"), "cannot record a posted message");
+                        }
+                        links.push(self.rest.link(channel, m.id.get()));
+                        break;
+                    }
+                    Err(f) => {
+                        let _ = ctx.record_post_failure(req, post.idx, f.message()).await;
+                        match f {
+                            Failure::Transient(m) if attempts.is_none_or(|n| attempt < n) => {
+                                let wait = self.rest.backoff(attempt);
+                                tracing::warn!(request_id = %crate::core::text::Escaped(&req.request_id), question = post.idx, attempt, error = %m, retry_in_ms = wait.as_millis() as u64, "posting a question failed; retrying");
+                                if !self.rest.pause(wait).await {
+                                    return Err(Failure::Transient(m));
+                                }
+                                attempt += 1;
+                            }
+                            f => return Err(f),
+                        }
+                    }
+                }
+            }
+        }
+        Ok(links)
+    }
+
+    /// Keeps posting in the background until every question is up; a permanent failure ends
+    /// the request with `NO_ANSWERER` and the cause.
+    pub(super) fn spawn_poster(
+        self: &Arc<Self>,
+        ctx: &AnswererContext,
+        req: Request,
+        route: ResolvedRoute,
+        posts: Vec<Post>,
+    ) {
+        let me = self.clone();
+        let task_ctx = ctx.clone();
+        ctx.spawn(async move {
+            let ctx = task_ctx;
+            match me.post_outbox(&ctx, &req, &route, &posts, None).await {
+                Ok(_) => tracing::info!(
+                    request_id = %crate::core::text::Escaped(&req.request_id),
+                    "every question is posted"
+                ),
+                Err(Failure::Permanent(m)) => {
+                    let err = AskError::new(
+                        ErrorCode::NoAnswerer,
+                        format!(
+                            "posting to channel {} (route {:?}) failed: {m}",
+                            route.channel_id, route.name
+                        ),
+                    );
+                    ctx.fail(&req, err).await;
+                }
+                Err(Failure::Transient(_)) => {} // shutting down; resumed at the next start
+            }
+        });
+    }
+
+    /// Ends the request as `EXPIRED` when its route's `expire_after_secs` runs out, counted from
+    /// when it was asked (so the deadline survives restarts).
+    pub(super) fn schedule_expiry(
+        self: &Arc<Self>,
+        ctx: &AnswererContext,
+        req: &Request,
+        route: &ResolvedRoute,
+    ) {
+        let Some(after) = route.expire_after else {
+            return;
+        };
+        let deadline_ms = req.created_at_ms + after.as_millis() as i64;
+        let wait =
+            Duration::from_millis((deadline_ms - crate::core::request::now_ms()).max(0) as u64);
+        let me = self.clone();
+        let task_ctx = ctx.clone();
+        let req = req.clone();
+        let message = format!(
+            "nobody answered within {} s (route {:?}, expire_after_secs)",
+            after.as_secs(),
+            route.name
+        );
+        ctx.spawn(async move {
+            if me.rest.pause(wait).await
+                && task_ctx
+                    .expire(&req, AskError::new(ErrorCode::Expired, message))
+                    .await
+            {
+                tracing::info!(request_id = %crate::core::text::Escaped(&req.request_id), "request expired");
+            }
+        });
+    }
+
+    /// Edits the message of question `idx` in the background (never delays an ack), and
+    /// records the edit once Discord confirmed it.
+    pub(super) fn spawn_edit(
+        self: &Arc<Self>,
+        ctx: &AnswererContext,
+        req: &Request,
+        post: &Post,
+        outcome: render::Outcome,
+        state: EditState,
+    ) {
+        let (Ok(channel), Some(Ok(message))) = (
+            post.channel.parse::<u64>(),
+            post.message.as_deref().map(str::parse::<u64>),
+        ) else {
+            return;
+        };
+        let me = self.clone();
+        let task_ctx = ctx.clone();
+        let (key, idx) = (req.key, post.idx);
+        let request_id = req.request_id.clone();
+        ctx.spawn(async move {
+            match me
+                .rest
+                .edit(channel, message, &outcome.edit(), EDIT_ATTEMPTS)
+                .await
+            {
+                Ok(()) => {
+                    if let Err(e) = task_ctx.record_edit(key, idx, state).await {
+                        tracing::error!(error = %format!("{e:#}"), "cannot record an edit");
+                    }
+                }
+                Err(f) => tracing::warn!(
+                    request_id = %crate::core::text::Escaped(&request_id),
+                    question = idx,
+                    error = f.message(),
+                    "cannot edit the question message; it is retried at the next start"
+                ),
+            }
+        });
+    }
+
+    /// The final rendering of question `idx` of `req` as it stands, if it has one: its answer,
+    /// or why the request ended.
+    pub(super) fn outcome_of(
+        &self,
+        req: &Request,
+        route: &ResolvedRoute,
+        idx: usize,
+    ) -> Option<(render::Outcome, EditState)> {
+        let q = req.questions.get(idx)?;
+        let ctx = self.render_ctx(req, route, idx);
+        match (req.answers.get(idx), &req.outcome) {
+            (Some(Some(a)), _) => Some((
+                render::settled(q, &ctx, &answered_view(q, a)),
+                EditState::Settled,
+            )),
+            (Some(None), Some(Outcome::Error(err))) => Some((
+                render::ended(q, &ctx, ended_status(err), &err.message),
+                EditState::Ended,
+            )),
+            _ => None,
+        }
+    }
+
+    /// Edits every posted message of the request whose last confirmed edit is behind its
+    /// state: settled questions show their answer; if the request ended otherwise, open
+    /// questions show why.
+    pub(super) fn sync_edits(
+        self: &Arc<Self>,
+        ctx: &AnswererContext,
+        req: &Request,
+        posts: &[Post],
+    ) {
+        let route = self.route_of(req);
+        for post in posts.iter().filter(|p| p.message.is_some()) {
+            if let Some((outcome, state)) = self.outcome_of(req, &route, post.idx) {
+                if post.edited != state {
+                    self.spawn_edit(ctx, req, post, outcome, state);
+                }
+            }
+        }
+    }
+
+    /// At start-up: finish the edits that a crash or an outage cut short on requests that
+    /// have ended.
+    pub(super) async fn repair_ended(self: &Arc<Self>, ctx: &AnswererContext) {
+        match ctx.unfinished_edits().await {
+            Ok(found) => {
+                for (req, posts) in found {
+                    let mine: Vec<Post> =
+                        posts.into_iter().filter(|p| p.answerer == NAME).collect();
+                    self.sync_edits(ctx, &req, &mine);
+                }
+            }
+            Err(e) => {
+                tracing::error!(error = %format!("{e:#}"), "cannot look for unfinished edits")
+            }
+        }
+    }
+}
+
+pub(super) fn ended_status(err: &AskError) -> &'static str {
+    if err.code == ErrorCode::Expired {
+        "Expired"
+    } else {
+        "Cancelled"
+    }
+}
+
+/// Who answered, as the edited message shows it: a Discord member as a mention (of the real
+/// clicker), anyone else by the identity the platform vouched for.
+pub(super) fn answered_view(
+    q: &crate::core::Question,
+    a: &crate::core::request::Answered,
+) -> AnsweredView {
+    use crate::core::request::Via;
+    let answer = crate::core::QuestionAnswer::build(q, &a.settlement);
+    let by = match a.actor.via {
+        Via::Discord if a.actor.id.parse::<u64>().is_ok() => format!("<@{}>", a.actor.id),
+        Via::Discord => render::inert(&a.actor.name),
+        Via::Terminal => format!(
+            "{} (uid {}) via terminal",
+            render::inert(&a.actor.name),
+            render::inert(&a.actor.id)
+        ),
+        Via::Policy => "the expiry policy".to_owned(),
+    };
+    AnsweredView {
+        by,
+        note: a.actor.note.clone(),
+        labels: answer.selected,
+        custom: answer.custom,
+        at_unix: a.at_ms / 1000,
+    }
+}

@@ -1,0 +1,290 @@
+//! Discord REST: pacing, retries and what a failure means.
+//!
+//! serenity's rate limiter reacts to 429s per route but never paces, and lets every request
+//! through while it knows nothing of a bucket. So calls here take turns per channel (one create
+//! at a time, in the order asked) and, with the limiter on, a slot under Discord's global limit
+//! of 50 requests a second. Failures are sorted into transient (retry with backoff) and
+//! permanent (give up and say why).
+
+use serenity::all::{ChannelId, Message, MessageId};
+use serenity::builder::{CreateMessage, EditMessage};
+use serenity::http::{Http, HttpError};
+use std::collections::{HashMap, VecDeque};
+use std::future::Future;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio_util::sync::CancellationToken;
+
+/// A Discord failure, sorted by what to do about it.
+#[derive(Debug)]
+pub enum Failure {
+    /// Worth retrying: 429, 5xx, a network error.
+    Transient(String),
+    /// Retrying will not help: an unknown channel, a missing permission, a rejected body.
+    Permanent(String),
+}
+
+impl Failure {
+    pub fn message(&self) -> &str {
+        match self {
+            Failure::Transient(m) | Failure::Permanent(m) => m,
+        }
+    }
+}
+
+/// Sorts a serenity error. Messages name the status and Discord's code, never the token.
+pub fn classify(e: &serenity::Error) -> Failure {
+    match e {
+        serenity::Error::Http(HttpError::UnsuccessfulRequest(r)) => {
+            let status = r.status_code.as_u16();
+            let what = format!(
+                "Discord answered {} {} (code {}: {})",
+                status,
+                r.status_code.canonical_reason().unwrap_or(""),
+                r.error.code,
+                r.error.message
+            );
+            if status == 429 || status >= 500 {
+                Failure::Transient(what)
+            } else {
+                Failure::Permanent(what)
+            }
+        }
+        serenity::Error::Http(HttpError::Request(re)) => Failure::Transient(format!(
+            "cannot reach Discord ({})",
+            if re.is_timeout() {
+                "timed out"
+            } else if re.is_connect() {
+                "connection failed"
+            } else {
+                "the request failed"
+            }
+        )),
+        other => Failure::Permanent(format!("Discord request failed: {other}")),
+    }
+}
+
+/// Discord allows a bot 50 REST requests a second over all routes. The answerer's own calls
+/// (channel checks, posts, edits) take a slot here first, so that a burst over many channels
+/// stays under the global limit. Interaction responses, which Discord exempts, do not.
+struct GlobalPace {
+    sent: tokio::sync::Mutex<VecDeque<tokio::time::Instant>>,
+}
+
+const GLOBAL_REQUESTS: usize = 50;
+/// A little over Discord's second, for the skew between our clock and when Discord counts.
+const GLOBAL_WINDOW: Duration = Duration::from_millis(1050);
+
+/// The REST side of the Discord answerer.
+pub(crate) struct Rest {
+    pub http: Arc<Http>,
+    retry_max_delay_ms: u64,
+    /// The guild of each channel (`None` for a DM channel), learned by the channel check.
+    guilds: Mutex<HashMap<u64, Option<u64>>>,
+    /// One queue per channel: channel checks and message creates in a channel go one at a
+    /// time, each response telling serenity's limiter the bucket before the next request. It
+    /// also keeps questions in the order they were asked.
+    lanes: Mutex<HashMap<u64, Arc<tokio::sync::Mutex<()>>>>,
+    /// `Some` when serenity's rate limiter is on (no REST proxy).
+    pace: Option<GlobalPace>,
+    shutdown: CancellationToken,
+}
+
+impl Rest {
+    pub fn new(
+        http: Arc<Http>,
+        paced: bool,
+        retry_max_delay_ms: u64,
+        shutdown: CancellationToken,
+    ) -> Rest {
+        Rest {
+            http,
+            retry_max_delay_ms,
+            guilds: Mutex::new(HashMap::new()),
+            lanes: Mutex::new(HashMap::new()),
+            pace: paced.then(|| GlobalPace {
+                sent: tokio::sync::Mutex::new(VecDeque::new()),
+            }),
+            shutdown,
+        }
+    }
+
+    /// The queue of `channel` (see `lanes`).
+    fn lane(&self, channel: u64) -> Arc<tokio::sync::Mutex<()>> {
+        self.lanes
+            .lock()
+            .unwrap()
+            .entry(channel)
+            .or_default()
+            .clone()
+    }
+
+    /// Waits until serenity's bucket for creating messages in `channel` has room, so that the
+    /// global slot taken next is used at once.
+    async fn wait_for_channel_bucket(&self, channel: u64) {
+        let Some(limiter) = &self.http.ratelimiter else {
+            return;
+        };
+        let key = serenity::http::Route::ChannelMessages {
+            channel_id: ChannelId::new(channel),
+        }
+        .ratelimiting_bucket();
+        let bucket = limiter.routes().read().await.get(&key).cloned();
+        let Some(bucket) = bucket else { return };
+        let wait = {
+            let b = bucket.lock().await;
+            match b.reset() {
+                Some(reset) if b.remaining() == 0 => {
+                    reset.duration_since(std::time::SystemTime::now()).ok()
+                }
+                _ => None,
+            }
+        };
+        if let Some(d) = wait {
+            self.pause(d).await;
+        }
+    }
+
+    /// Waits for a slot under Discord's global limit; at once behind a REST proxy.
+    async fn global_slot(&self) {
+        let Some(pace) = &self.pace else { return };
+        let mut sent = pace.sent.lock().await;
+        loop {
+            let now = tokio::time::Instant::now();
+            while sent
+                .front()
+                .is_some_and(|t| now.duration_since(*t) >= GLOBAL_WINDOW)
+            {
+                sent.pop_front();
+            }
+            match sent.front() {
+                Some(&oldest) if sent.len() >= GLOBAL_REQUESTS => {
+                    tokio::time::sleep_until(oldest + GLOBAL_WINDOW).await;
+                }
+                _ => {
+                    sent.push_back(now);
+                    return;
+                }
+            }
+        }
+    }
+
+    /// The wait before retry number `attempt` (1-based): exponential from 250 ms up to
+    /// `discord.retry_max_delay_ms`, plus up to 50% jitter so that retries do not march in step.
+    pub fn backoff(&self, attempt: u32) -> Duration {
+        let max = self.retry_max_delay_ms.max(1);
+        let base = 250u64
+            .saturating_mul(1 << attempt.saturating_sub(1).min(16))
+            .min(max);
+        Duration::from_millis(base + rand_ms(base / 2 + 1))
+    }
+
+    /// Sleeps unless the daemon shuts down first; false on shutdown.
+    pub async fn pause(&self, d: Duration) -> bool {
+        tokio::select! {
+            _ = self.shutdown.cancelled() => false,
+            _ = tokio::time::sleep(d) => true,
+        }
+    }
+
+    /// Runs `op` until it succeeds, fails for good, or has failed `attempts` times, with
+    /// backoff in between.
+    pub async fn retry<T, F, Fut>(&self, what: &str, attempts: u32, mut op: F) -> Result<T, Failure>
+    where
+        F: FnMut() -> Fut,
+        Fut: Future<Output = serenity::Result<T>>,
+    {
+        let mut attempt = 1;
+        loop {
+            match op().await {
+                Ok(v) => return Ok(v),
+                Err(e) => match classify(&e) {
+                    Failure::Transient(m) if attempt < attempts => {
+                        let wait = self.backoff(attempt);
+                        tracing::warn!(attempt, error = %m, retry_in_ms = wait.as_millis() as u64, "{what} failed; retrying");
+                        if !self.pause(wait).await {
+                            return Err(Failure::Transient(m));
+                        }
+                        attempt += 1;
+                    }
+                    f => return Err(f),
+                },
+            }
+        }
+    }
+
+    /// The guild of a channel already checked.
+    pub fn known_guild(&self, channel: u64) -> Option<Option<u64>> {
+        self.guilds.lock().unwrap().get(&channel).copied()
+    }
+
+    /// Checks that the channel exists and the bot can see it, and learns its guild; once per
+    /// channel (one check at a time, the others wait for its answer).
+    pub async fn check_channel(&self, channel: u64, attempts: u32) -> Result<Option<u64>, Failure> {
+        if let Some(g) = self.known_guild(channel) {
+            return Ok(g);
+        }
+        let lane = self.lane(channel);
+        let _turn = lane.lock().await;
+        if let Some(g) = self.known_guild(channel) {
+            return Ok(g);
+        }
+        let found = self
+            .retry("checking the channel", attempts, || async move {
+                self.global_slot().await;
+                self.http.get_channel(ChannelId::new(channel)).await
+            })
+            .await?;
+        let guild = found.guild().map(|g| g.guild_id.get());
+        self.guilds.lock().unwrap().insert(channel, guild);
+        Ok(guild)
+    }
+
+    /// A link to a message.
+    pub fn link(&self, channel: u64, message: u64) -> String {
+        let guild = self.known_guild(channel).flatten();
+        let g = guild.map_or("@me".to_owned(), |g| g.to_string());
+        format!("https://discord.com/channels/{g}/{channel}/{message}")
+    }
+
+    /// Creates a message, in the channel's turn and under the global pace. One attempt.
+    pub async fn send(&self, channel: u64, message: CreateMessage) -> serenity::Result<Message> {
+        let lane = self.lane(channel);
+        let _turn = lane.lock().await;
+        self.wait_for_channel_bucket(channel).await;
+        self.global_slot().await;
+        ChannelId::new(channel)
+            .send_message(&self.http, message)
+            .await
+    }
+
+    /// Edits a message, retrying transient failures `attempts` times.
+    pub async fn edit(
+        &self,
+        channel: u64,
+        message: u64,
+        edit: &EditMessage,
+        attempts: u32,
+    ) -> Result<(), Failure> {
+        self.retry("editing the question message", attempts, || async move {
+            self.global_slot().await;
+            ChannelId::new(channel)
+                .edit_message(&self.http, MessageId::new(message), edit.clone())
+                .await
+        })
+        .await
+        .map(|_| ())
+    }
+}
+
+/// A small random number below `max`, for jitter; no need for a crypto RNG here.
+fn rand_ms(max: u64) -> u64 {
+    if max == 0 {
+        return 0;
+    }
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.subsec_nanos() as u64)
+        .unwrap_or(0);
+    nanos % max
+}

@@ -1,0 +1,466 @@
+//! A request as the daemon knows it: its lifecycle, who settled each question, how it ended, the
+//! outbox rows of the answerer that shows it, and the audit rows it leaves behind.
+//!
+//! These are plain values. A store backend persists and loads them (see [`super::store`]); the
+//! hub decides how they change.
+
+use super::answer::Settlement;
+use super::error::{AskError, ErrorCode};
+use super::model::{Caller, Question, Scope};
+use std::fmt;
+use std::sync::Arc;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+/// Milliseconds since the Unix epoch, the unit of every stored timestamp.
+pub fn now_ms() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis() as i64)
+        .unwrap_or(0)
+}
+
+/// The lifecycle of a request. Only `Pending` may change, and only once.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Status {
+    Pending,
+    Answered,
+    Cancelled,
+    Expired,
+    /// Ended with an error before anyone could answer (e.g. `NO_ANSWERER`).
+    Failed,
+}
+
+impl Status {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Status::Pending => "pending",
+            Status::Answered => "answered",
+            Status::Cancelled => "cancelled",
+            Status::Expired => "expired",
+            Status::Failed => "failed",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Status> {
+        Some(match s {
+            "pending" => Status::Pending,
+            "answered" => Status::Answered,
+            "cancelled" => Status::Cancelled,
+            "expired" => Status::Expired,
+            "failed" => Status::Failed,
+            _ => return None,
+        })
+    }
+}
+
+/// How a request ended: the exact final line's content.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome {
+    /// The §1 result JSON, stored once so that every re-attach gets the same bytes.
+    Answered(String),
+    Error(AskError),
+}
+
+/// The surface a settlement came through.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Via {
+    Discord,
+    Terminal,
+    /// An expiry policy chose the answer (no person did).
+    Policy,
+}
+
+impl Via {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Via::Discord => "discord",
+            Via::Terminal => "terminal",
+            Via::Policy => "policy",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Via> {
+        Some(match s {
+            "discord" => Via::Discord,
+            "terminal" => Via::Terminal,
+            "policy" => Via::Policy,
+            _ => return None,
+        })
+    }
+}
+
+/// Who settled a question. `id` and `name` come from the platform (a Discord user, or the
+/// peer credentials of a socket connection), never from text a client typed: that goes in
+/// `note`, which is shown quoted and has no authority.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Actor {
+    pub via: Via,
+    /// A Discord user id, or a local uid.
+    pub id: String,
+    /// A Discord user name, or the local user name from the passwd database.
+    pub name: String,
+    /// Free text the person added (`askrelay answer --as`).
+    pub note: Option<String>,
+}
+
+impl Actor {
+    /// A local user answering over the socket.
+    pub fn local(uid: Option<u32>, name: Option<String>, note: Option<String>) -> Actor {
+        let id = uid.map_or_else(|| "?".to_owned(), |u| u.to_string());
+        Actor {
+            via: Via::Terminal,
+            name: name.unwrap_or_else(|| format!("uid {id}")),
+            id,
+            note,
+        }
+    }
+
+    /// The expiry policy.
+    pub fn policy() -> Actor {
+        Actor {
+            via: Via::Policy,
+            id: "policy".into(),
+            name: "policy".into(),
+            note: None,
+        }
+    }
+
+    /// A one-line description for logs, the audit log and `CONFLICT` messages, e.g.
+    /// `alice (uid 1000) via terminal`. The note is left out: it is not who answered.
+    pub fn describe(&self) -> String {
+        match self.via {
+            Via::Terminal => format!("{} (uid {}) via terminal", self.name, self.id),
+            Via::Discord => format!("{} (Discord user {})", self.name, self.id),
+            Via::Policy => "the expiry policy".to_owned(),
+        }
+    }
+}
+
+impl fmt::Display for Actor {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.describe())
+    }
+}
+
+/// A settled question: who, when, what.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Answered {
+    pub actor: Actor,
+    pub at_ms: i64,
+    pub settlement: Settlement,
+}
+
+/// The local process that asked (SO_PEERCRED). Its uid owns the request id.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Peer {
+    pub uid: Option<u32>,
+    pub pid: Option<i32>,
+}
+
+impl fmt::Display for Peer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.uid {
+            Some(u) => write!(f, "uid={u}")?,
+            None => f.write_str("uid=?")?,
+        }
+        match self.pid {
+            Some(p) => write!(f, " pid={p}"),
+            None => f.write_str(" pid=?"),
+        }
+    }
+}
+
+/// A request to store, with the answerer that took it.
+#[derive(Debug, Clone)]
+pub struct NewRequest {
+    pub request_id: String,
+    /// The unguessable per-request token every platform control carries.
+    pub token: String,
+    pub questions: Arc<[Question]>,
+    pub caller: Caller,
+    pub scope: Scope,
+    pub peer: Peer,
+    pub answerer: String,
+    /// The answerer's route (Discord), if it has routes.
+    pub route: Option<String>,
+    pub created_at_ms: i64,
+}
+
+/// A request as stored, with the state of each question.
+#[derive(Debug, Clone)]
+pub struct Request {
+    pub key: i64,
+    pub request_id: String,
+    pub token: String,
+    pub questions: Arc<[Question]>,
+    pub caller: Caller,
+    pub scope: Scope,
+    pub status: Status,
+    pub answerer: Option<String>,
+    pub route: Option<String>,
+    pub peer: Peer,
+    pub created_at_ms: i64,
+    pub ended_at_ms: Option<i64>,
+    pub outcome: Option<Outcome>,
+    /// One entry per question, in order; `None` while unanswered.
+    pub answers: Vec<Option<Answered>>,
+}
+
+impl Request {
+    /// The request as it is right after `new` was stored.
+    pub fn created(key: i64, new: &NewRequest) -> Request {
+        Request {
+            key,
+            request_id: new.request_id.clone(),
+            token: new.token.clone(),
+            questions: new.questions.clone(),
+            caller: new.caller.clone(),
+            scope: new.scope.clone(),
+            status: Status::Pending,
+            answerer: Some(new.answerer.clone()),
+            route: new.route.clone(),
+            peer: new.peer,
+            created_at_ms: new.created_at_ms,
+            ended_at_ms: None,
+            outcome: None,
+            answers: vec![None; new.questions.len()],
+        }
+    }
+
+    /// The uid that owns the request id.
+    pub fn owner_uid(&self) -> Option<u32> {
+        self.peer.uid
+    }
+
+    /// The agent's name as shown to people: `caller.agent_id`, else `scope.agent`.
+    pub fn agent(&self) -> Option<&str> {
+        self.caller
+            .agent_id
+            .as_deref()
+            .or_else(|| self.scope.get("agent").map(String::as_str))
+    }
+
+    /// The error a request that ended without an answer carries.
+    pub fn error(&self) -> Option<&AskError> {
+        match &self.outcome {
+            Some(Outcome::Error(e)) => Some(e),
+            _ => None,
+        }
+    }
+}
+
+/// The result of storing a request under its id.
+#[derive(Debug)]
+pub enum Created {
+    New(Request),
+    /// The id was taken; this is the request stored under it.
+    Existing(Request),
+}
+
+/// The result of one attempt to settle a question.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SettleOutcome {
+    /// This settlement counted. `result` is set when it completed the request.
+    Won { result: Option<String> },
+    /// Someone else settled the question first.
+    AlreadyAnswered(Answered),
+    /// The request is no longer pending.
+    Ended(Status),
+    /// No such request or question.
+    Unknown,
+}
+
+/// Where an answerer shows one question: a row of its outbox, written before the platform call
+/// so that a crash at any step resumes without posting twice.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Post {
+    pub idx: usize,
+    pub answerer: String,
+    /// The platform's place (a Discord channel id).
+    pub channel: String,
+    /// The channel's guild, once known (`None` for a DM); interactions must come from it.
+    pub guild: Option<String>,
+    /// Sent with every create; the platform de-duplicates on it.
+    pub nonce: String,
+    /// Set once the platform confirmed the message.
+    pub message: Option<String>,
+    pub attempts: i64,
+    pub last_error: Option<String>,
+    pub edited: EditState,
+}
+
+/// A post to write in the same transaction as its request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PlannedPost {
+    pub idx: usize,
+    pub channel: String,
+    pub guild: Option<String>,
+    pub nonce: String,
+}
+
+/// The last edit of a posted message the platform confirmed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum EditState {
+    /// As posted.
+    #[default]
+    None,
+    /// Shows the question's answer.
+    Settled,
+    /// Shows why the request ended unanswered.
+    Ended,
+}
+
+impl EditState {
+    pub fn as_str(self) -> Option<&'static str> {
+        match self {
+            EditState::None => None,
+            EditState::Settled => Some("settled"),
+            EditState::Ended => Some("ended"),
+        }
+    }
+
+    pub fn parse(s: Option<&str>) -> EditState {
+        match s {
+            Some("settled") => EditState::Settled,
+            Some("ended") => EditState::Ended,
+            _ => EditState::None,
+        }
+    }
+}
+
+/// Where an audited event came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Source {
+    #[default]
+    Socket,
+    Terminal,
+    Discord,
+    Daemon,
+    Policy,
+}
+
+impl Source {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Source::Socket => "socket",
+            Source::Terminal => "terminal",
+            Source::Discord => "discord",
+            Source::Daemon => "daemon",
+            Source::Policy => "policy",
+        }
+    }
+}
+
+impl From<Via> for Source {
+    fn from(v: Via) -> Source {
+        match v {
+            Via::Discord => Source::Discord,
+            Via::Terminal => Source::Terminal,
+            Via::Policy => Source::Policy,
+        }
+    }
+}
+
+/// What an audit row records.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum AuditAction {
+    #[default]
+    Ask,
+    Reattach,
+    Answer,
+    Cancelled,
+    Expired,
+    Failed,
+    Connect,
+    /// An operation refused for who asked it (a foreign request id, an answer on a request its
+    /// owner answerer keeps to itself).
+    Forbidden,
+    /// A multi-select draft.
+    Draft,
+    OpenModal,
+    /// A control askrelay did not make, or one that does not fit its question.
+    Forged,
+    /// A control whose token, message, channel or guild is not the one recorded.
+    Stale,
+    /// A person not on the allowlists.
+    Denied,
+    /// A bot account.
+    Bot,
+    /// On a question already settled or a request that ended.
+    Late,
+    EmptyModal,
+    /// The answer could not be stored.
+    StoreError,
+    /// The daemon is starting and cannot take it yet.
+    NotReady,
+}
+
+impl AuditAction {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AuditAction::Ask => "ask",
+            AuditAction::Reattach => "reattach",
+            AuditAction::Answer => "answer",
+            AuditAction::Cancelled => "cancelled",
+            AuditAction::Expired => "expired",
+            AuditAction::Failed => "failed",
+            AuditAction::Connect => "connect",
+            AuditAction::Forbidden => "forbidden",
+            AuditAction::Draft => "draft",
+            AuditAction::OpenModal => "open_modal",
+            AuditAction::Forged => "forged",
+            AuditAction::Stale => "stale",
+            AuditAction::Denied => "denied",
+            AuditAction::Bot => "bot",
+            AuditAction::Late => "late",
+            AuditAction::EmptyModal => "empty_modal",
+            AuditAction::StoreError => "store_error",
+            AuditAction::NotReady => "not_ready",
+        }
+    }
+
+    /// The action that records a request ending with `status`.
+    pub fn ended(status: Status) -> AuditAction {
+        match status {
+            Status::Expired => AuditAction::Expired,
+            Status::Failed => AuditAction::Failed,
+            _ => AuditAction::Cancelled,
+        }
+    }
+}
+
+/// One row to append to the audit log.
+#[derive(Debug, Clone, Default)]
+pub struct AuditEntry {
+    pub request_key: Option<i64>,
+    pub question_idx: Option<usize>,
+    pub source: Source,
+    pub actor: Option<String>,
+    pub action: AuditAction,
+    pub detail: Option<String>,
+    pub accepted: bool,
+}
+
+/// A stored audit row.
+#[derive(Debug, Clone)]
+pub struct AuditRow {
+    pub id: i64,
+    pub at_ms: i64,
+    pub request_key: Option<i64>,
+    pub question_idx: Option<i64>,
+    pub source: String,
+    pub actor: Option<String>,
+    pub action: String,
+    pub detail: Option<String>,
+    pub accepted: bool,
+}
+
+/// The error of a request that ended with `status`.
+pub fn ended_error(status: Status, message: String) -> AskError {
+    let code = match status {
+        Status::Expired => ErrorCode::Expired,
+        Status::Failed => ErrorCode::NoAnswerer,
+        _ => ErrorCode::Aborted,
+    };
+    AskError::new(code, message)
+}

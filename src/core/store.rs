@@ -1,0 +1,155 @@
+//! The store interface: what the core needs persisted, and nothing about how.
+//!
+//! The hub is handed one `Arc<dyn Store>`; `crate::store` provides the backends. Every method is
+//! one transaction, and every state change is conditional on the state it changes from, so that
+//! two answerers (or two daemons sharing a database) racing on a question can never both win.
+//! A method that returns `Err` has changed nothing: a backend rolls back, and never lets a
+//! connection that failed mid-transaction serve anything else.
+
+use super::answer::Settlement;
+use super::error::AskError;
+use super::request::{
+    Actor, AuditEntry, AuditRow, Created, EditState, NewRequest, PlannedPost, Post, Request,
+    SettleOutcome, Status,
+};
+use anyhow::Result;
+use async_trait::async_trait;
+use std::collections::HashMap;
+
+/// Which requests a listing may show.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Visibility {
+    /// Every request (an operator).
+    All,
+    /// Only those asked by this uid.
+    Owner(u32),
+}
+
+/// One page of a listing: at most `limit` requests, after (for pending: newer than; for
+/// history: older than) the request with key `after`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Page {
+    pub limit: u32,
+    pub after: Option<i64>,
+}
+
+/// Who holds a database: the daemon that took its lease.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Holder {
+    pub pid: u32,
+    pub host: String,
+}
+
+/// Builds the §1 result from the settlements of every question, in order. Passed to
+/// [`Store::settle`] so that the result is written in the same transaction as the last answer,
+/// while its JSON stays the core's business.
+pub type Finish<'a> = &'a (dyn Fn(&[Settlement]) -> String + Send + Sync);
+
+#[async_trait]
+pub trait Store: Send + Sync + 'static {
+    /// Takes the database for this daemon, or fails naming the daemon that has it. Held until
+    /// [`Store::close`] or the process ends.
+    async fn acquire_lease(&self, me: &Holder) -> Result<()>;
+
+    /// Stores a new request with its questions, its outbox rows and its audit row, in one
+    /// transaction; or returns the request already stored under the id (then nothing is
+    /// written).
+    async fn create(
+        &self,
+        new: &NewRequest,
+        posts: &[PlannedPost],
+        audit: &AuditEntry,
+    ) -> Result<Created>;
+
+    async fn by_id(&self, request_id: &str) -> Result<Option<Request>>;
+
+    async fn by_key(&self, key: i64) -> Result<Option<Request>>;
+
+    /// A request by its token, with its outbox rows: what a click needs, in one read.
+    async fn by_token(&self, token: &str) -> Result<Option<(Request, Vec<Post>)>>;
+
+    /// Every pending request, oldest first, with its outbox rows (start-up).
+    async fn all_pending(&self) -> Result<Vec<(Request, Vec<Post>)>>;
+
+    /// Pending requests, oldest first.
+    async fn pending(&self, who: Visibility, page: Page) -> Result<Vec<Request>>;
+
+    /// Requests of any status, newest first.
+    async fn history(&self, who: Visibility, page: Page) -> Result<Vec<Request>>;
+
+    /// Settles question `idx` if it is open and its request pending: the one conditional write
+    /// that decides first-wins. `audit` is written in the same transaction, with `accepted`
+    /// set to whether it won. When the answer completes the request, `finish` builds the
+    /// result, which is stored with the request marked answered, in the same transaction.
+    #[allow(clippy::too_many_arguments)]
+    async fn settle(
+        &self,
+        key: i64,
+        idx: usize,
+        settlement: &Settlement,
+        actor: &Actor,
+        at_ms: i64,
+        audit: &AuditEntry,
+        finish: Finish<'_>,
+    ) -> Result<SettleOutcome>;
+
+    /// Ends a pending request with an error outcome, and audits it. False if it had already
+    /// ended (the audit row then says it was not accepted).
+    async fn end(
+        &self,
+        key: i64,
+        status: Status,
+        error: &AskError,
+        audit: &AuditEntry,
+    ) -> Result<bool>;
+
+    async fn audit(&self, entry: &AuditEntry) -> Result<()>;
+
+    /// Audit rows, oldest first; all of them, or those of one request.
+    async fn audit_rows(&self, request_key: Option<i64>) -> Result<Vec<AuditRow>>;
+
+    /// The outbox rows of the given requests.
+    async fn posts(&self, keys: &[i64]) -> Result<HashMap<i64, Vec<Post>>>;
+
+    /// Adds outbox rows for questions an earlier run never planned (a crash in between).
+    async fn plan_posts(&self, key: i64, answerer: &str, posts: &[PlannedPost]) -> Result<()>;
+
+    async fn record_post(
+        &self,
+        key: i64,
+        idx: usize,
+        answerer: &str,
+        message: &str,
+        guild: Option<&str>,
+    ) -> Result<()>;
+
+    async fn record_post_failure(
+        &self,
+        key: i64,
+        idx: usize,
+        answerer: &str,
+        error: &str,
+    ) -> Result<()>;
+
+    async fn record_edit(
+        &self,
+        key: i64,
+        idx: usize,
+        answerer: &str,
+        edit: EditState,
+    ) -> Result<()>;
+
+    /// Ended requests with a posted message whose final edit was never confirmed, with their
+    /// outbox rows.
+    async fn unfinished_edits(&self, answerer: &str) -> Result<Vec<(Request, Vec<Post>)>>;
+
+    async fn save_draft(&self, key: i64, idx: usize, user: &str, selected: &[usize]) -> Result<()>;
+
+    /// A person's draft for a question; empty when they picked nothing.
+    async fn draft(&self, key: i64, idx: usize, user: &str) -> Result<Vec<usize>>;
+
+    /// Whether a write goes through now (the health check).
+    async fn writable(&self) -> Result<()>;
+
+    async fn close(&self);
+}

@@ -1,0 +1,1005 @@
+//! The SQLite store: the embedded default, one file next to the daemon.
+//!
+//! WAL mode with foreign keys on; migrations from `migrations/` are embedded and run at
+//! start-up. Every state change is one transaction, and first-wins is a single conditional
+//! `UPDATE … WHERE answered_at IS NULL`, so two answerers racing on a question can never both
+//! win, whichever task they run in.
+//!
+//! Every write runs on a connection of its own from the pool. If anything in it fails (a full
+//! disk is the usual cause), the transaction is rolled back and the connection is closed instead
+//! of going back to the pool: a connection left inside a transaction would hold the write lock
+//! and turn later "commits" into savepoints that never reach the file.
+
+use crate::core::answer::Settlement;
+use crate::core::error::{AskError, ErrorCode};
+use crate::core::request::{
+    Actor, Answered, AuditEntry, AuditRow, Created, EditState, NewRequest, Outcome, Peer,
+    PlannedPost, Post, Request, SettleOutcome, Status, Via,
+};
+use crate::core::store::{Finish, Holder, Page, Store, Visibility};
+use anyhow::{bail, Context, Result};
+use async_trait::async_trait;
+use sqlx::sqlite::{
+    SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteRow, SqliteSynchronous,
+};
+use sqlx::{Connection, Row, SqliteConnection, SqlitePool};
+use std::collections::HashMap;
+use std::fs::File;
+use std::io::{Read, Seek, Write};
+use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+use std::str::FromStr;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+/// Test hook: the page budget of every connection (`PRAGMA max_page_count`), so that a test can
+/// fill the database up and free it again without a real full disk. 0 leaves SQLite's default.
+pub type PageLimit = Arc<AtomicU64>;
+
+/// Runs `$body` as one write transaction on a connection of its own (`$tx` is the
+/// transaction); on any error the transaction is rolled back and the connection is closed
+/// instead of going back to the pool (see the module comment). `$body` ends in `anyhow::Ok(..)`.
+macro_rules! write_tx {
+    ($store:expr, |$tx:ident| $body:block) => {{
+        let mut conn = $store.pool.acquire().await?;
+        let result: anyhow::Result<_> = async {
+            let mut $tx = conn.begin_with("BEGIN IMMEDIATE").await?;
+            let value = async { $body }.await?;
+            $tx.commit().await?;
+            anyhow::Ok(value)
+        }
+        .await;
+        if result.is_err() {
+            // Dropping the transaction queued a rollback; whatever state that left the
+            // connection in, it is not reused.
+            conn.close_on_drop();
+        }
+        result
+    }};
+}
+
+pub struct SqliteStore {
+    pool: SqlitePool,
+    path: Option<PathBuf>,
+    lease: Mutex<Option<nix::fcntl::Flock<File>>>,
+}
+
+const REQUEST_COLUMNS: &str = "key, request_id, token, questions_json, caller_json, scope_json, \
+     status, answerer, route, peer_uid, peer_pid, created_at, ended_at, result_json, error_code, \
+     error_message";
+
+const POST_COLUMNS: &str =
+    "request_key, idx, answerer, channel, guild, nonce, message, attempts, last_error, edited";
+
+impl SqliteStore {
+    /// Opens (creating if missing, owner-only) the database at `url` and applies the
+    /// migrations.
+    pub async fn open(url: &str, page_limit: Option<PageLimit>) -> Result<SqliteStore> {
+        let path = sqlite_file_path(url);
+        if let Some(path) = &path {
+            prepare_file(path)?;
+        }
+        let options = SqliteConnectOptions::from_str(url)
+            .context("database_url is not a valid SQLite URL")?
+            .create_if_missing(true)
+            .journal_mode(SqliteJournalMode::Wal)
+            .synchronous(SqliteSynchronous::Normal)
+            .foreign_keys(true)
+            .busy_timeout(Duration::from_secs(10));
+        let mut pool = SqlitePoolOptions::new().max_connections(4);
+        if let Some(limit) = page_limit {
+            // Applied on every checkout, so that a change reaches connections already open.
+            pool = pool.before_acquire(move |conn, _meta| {
+                let limit = limit.clone();
+                Box::pin(async move {
+                    let pages = limit.load(Ordering::SeqCst);
+                    if pages > 0 {
+                        sqlx::query(&format!("PRAGMA max_page_count = {pages}"))
+                            .execute(&mut *conn)
+                            .await?;
+                    }
+                    Ok(true)
+                })
+            });
+        }
+        let pool = pool
+            .connect_with(options)
+            .await
+            .with_context(|| match &path {
+                Some(p) => format!("cannot open the database {}", p.display()),
+                None => "cannot open the database".to_owned(),
+            })?;
+        sqlx::migrate!("./migrations")
+            .run(&pool)
+            .await
+            .context("cannot apply the database migrations")?;
+        if let Some(path) = &path {
+            restrict_sidecars(path);
+        }
+        Ok(SqliteStore {
+            pool,
+            path,
+            lease: Mutex::new(None),
+        })
+    }
+
+    async fn hydrate_all(&self, rows: Vec<SqliteRow>) -> Result<Vec<Request>> {
+        let keys: Vec<i64> = rows.iter().map(|r| r.get("key")).collect();
+        let mut answers = answers_of(&self.pool, &keys).await?;
+        rows.into_iter()
+            .map(|row| {
+                let key: i64 = row.get("key");
+                request_from_row(&row, answers.remove(&key).unwrap_or_default())
+            })
+            .collect()
+    }
+
+    async fn one(&self, clause: &str, bind: Bind<'_>) -> Result<Option<Request>> {
+        let sql = format!("SELECT {REQUEST_COLUMNS} FROM requests WHERE {clause}");
+        let q = sqlx::query(&sql);
+        let q = match bind {
+            Bind::Text(s) => q.bind(s),
+            Bind::Int(i) => q.bind(i),
+        };
+        match q.fetch_optional(&self.pool).await? {
+            Some(row) => Ok(self.hydrate_all(vec![row]).await?.pop()),
+            None => Ok(None),
+        }
+    }
+
+    async fn listing(
+        &self,
+        who: Visibility,
+        page: Page,
+        pending: bool,
+        newest_first: bool,
+    ) -> Result<Vec<Request>> {
+        let (cmp, order) = if newest_first {
+            ("<", "DESC")
+        } else {
+            (">", "ASC")
+        };
+        let sql = format!(
+            "SELECT {REQUEST_COLUMNS} FROM requests WHERE (?1 = 0 OR status = 'pending') \
+             AND (?2 IS NULL OR peer_uid = ?2) AND (?3 IS NULL OR key {cmp} ?3) \
+             ORDER BY key {order} LIMIT ?4"
+        );
+        let uid = match who {
+            Visibility::All => None,
+            Visibility::Owner(u) => Some(i64::from(u)),
+        };
+        let rows = sqlx::query(&sql)
+            .bind(pending)
+            .bind(uid)
+            .bind(page.after)
+            .bind(i64::from(page.limit))
+            .fetch_all(&self.pool)
+            .await?;
+        self.hydrate_all(rows).await
+    }
+
+    async fn with_posts(&self, reqs: Vec<Request>) -> Result<Vec<(Request, Vec<Post>)>> {
+        let keys: Vec<i64> = reqs.iter().map(|r| r.key).collect();
+        let mut posts = self.posts(&keys).await?;
+        Ok(reqs
+            .into_iter()
+            .map(|r| {
+                let p = posts.remove(&r.key).unwrap_or_default();
+                (r, p)
+            })
+            .collect())
+    }
+}
+
+enum Bind<'a> {
+    Text(&'a str),
+    Int(i64),
+}
+
+#[async_trait]
+impl Store for SqliteStore {
+    async fn acquire_lease(&self, me: &Holder) -> Result<()> {
+        let Some(path) = &self.path else {
+            return Ok(());
+        };
+        let lock_path = lock_path(path);
+        let file = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .mode(0o600)
+            .open(&lock_path)
+            .with_context(|| format!("cannot open the lock file {}", lock_path.display()))?;
+        let mut file =
+            match nix::fcntl::Flock::lock(file, nix::fcntl::FlockArg::LockExclusiveNonblock) {
+                Ok(f) => f,
+                Err((mut file, _)) => {
+                    let mut holder = String::new();
+                    let _ = file.read_to_string(&mut holder);
+                    let holder = holder.trim();
+                    bail!(
+                        "the database {} is in use by another askrelay daemon ({}); stop it \
+                         first, or give this daemon its own database_url",
+                        path.display(),
+                        if holder.is_empty() {
+                            "its pid and host are unknown".to_owned()
+                        } else {
+                            holder.to_owned()
+                        }
+                    );
+                }
+            };
+        file.set_len(0)?;
+        file.rewind()?;
+        writeln!(file, "pid {} on host {}", me.pid, me.host)?;
+        file.flush()?;
+        *self.lease.lock().unwrap() = Some(file);
+        Ok(())
+    }
+
+    async fn create(
+        &self,
+        new: &NewRequest,
+        posts: &[PlannedPost],
+        audit: &AuditEntry,
+    ) -> Result<Created> {
+        let questions_json = serde_json::to_string(&*new.questions)?;
+        let caller_json = serde_json::to_string(&new.caller)?;
+        let scope_json = serde_json::to_string(&new.scope)?;
+        let inserted = write_tx!(self, |tx| {
+            let key: Option<i64> = sqlx::query_scalar(
+                "INSERT INTO requests (request_id, token, questions_json, caller_json, \
+                         scope_json, answerer, route, peer_uid, peer_pid, created_at) \
+                         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) \
+                         ON CONFLICT (request_id) DO NOTHING RETURNING key",
+            )
+            .bind(&new.request_id)
+            .bind(&new.token)
+            .bind(&questions_json)
+            .bind(&caller_json)
+            .bind(&scope_json)
+            .bind(&new.answerer)
+            .bind(&new.route)
+            .bind(new.peer.uid.map(i64::from))
+            .bind(new.peer.pid)
+            .bind(new.created_at_ms)
+            .fetch_optional(&mut *tx)
+            .await?;
+            let Some(key) = key else {
+                return anyhow::Ok(None);
+            };
+            for (i, q) in new.questions.iter().enumerate() {
+                sqlx::query("INSERT INTO questions (request_key, idx, qid) VALUES (?, ?, ?)")
+                    .bind(key)
+                    .bind(i as i64)
+                    .bind(&q.id)
+                    .execute(&mut *tx)
+                    .await?;
+            }
+            insert_posts(&mut tx, key, &new.answerer, posts).await?;
+            let mut audit = audit.clone();
+            audit.request_key = Some(key);
+            insert_audit(&mut tx, &audit, new.created_at_ms).await?;
+            anyhow::Ok(Some(key))
+        })?;
+        match inserted {
+            Some(key) => Ok(Created::New(Request::created(key, new))),
+            None => {
+                let existing = self
+                    .by_id(&new.request_id)
+                    .await?
+                    .context("a conflicting request vanished")?;
+                Ok(Created::Existing(existing))
+            }
+        }
+    }
+
+    async fn by_id(&self, request_id: &str) -> Result<Option<Request>> {
+        self.one("request_id = ?", Bind::Text(request_id)).await
+    }
+
+    async fn by_key(&self, key: i64) -> Result<Option<Request>> {
+        self.one("key = ?", Bind::Int(key)).await
+    }
+
+    async fn by_token(&self, token: &str) -> Result<Option<(Request, Vec<Post>)>> {
+        let Some(req) = self.one("token = ?", Bind::Text(token)).await? else {
+            return Ok(None);
+        };
+        let posts = self.posts(&[req.key]).await?.remove(&req.key);
+        Ok(Some((req, posts.unwrap_or_default())))
+    }
+
+    async fn all_pending(&self) -> Result<Vec<(Request, Vec<Post>)>> {
+        let rows = sqlx::query(&format!(
+            "SELECT {REQUEST_COLUMNS} FROM requests WHERE status = 'pending' ORDER BY key"
+        ))
+        .fetch_all(&self.pool)
+        .await?;
+        let reqs = self.hydrate_all(rows).await?;
+        self.with_posts(reqs).await
+    }
+
+    async fn pending(&self, who: Visibility, page: Page) -> Result<Vec<Request>> {
+        self.listing(who, page, true, false).await
+    }
+
+    async fn history(&self, who: Visibility, page: Page) -> Result<Vec<Request>> {
+        self.listing(who, page, false, true).await
+    }
+
+    async fn settle(
+        &self,
+        key: i64,
+        idx: usize,
+        settlement: &Settlement,
+        actor: &Actor,
+        at_ms: i64,
+        audit: &AuditEntry,
+        finish: Finish<'_>,
+    ) -> Result<SettleOutcome> {
+        let selected_json = serde_json::to_string(&settlement.selected)?;
+        let outcome = write_tx!(self, |tx| {
+            let won = sqlx::query(
+                "UPDATE questions SET answered_at = ?, answered_by = ?, answered_via = ?, \
+                         answered_id = ?, answered_note = ?, selected_json = ?, custom = ? \
+                         WHERE request_key = ? AND idx = ? AND answered_at IS NULL \
+                         AND (SELECT status FROM requests WHERE key = ?) = 'pending'",
+            )
+            .bind(at_ms)
+            .bind(&actor.name)
+            .bind(actor.via.as_str())
+            .bind(&actor.id)
+            .bind(&actor.note)
+            .bind(&selected_json)
+            .bind(&settlement.custom)
+            .bind(key)
+            .bind(idx as i64)
+            .bind(key)
+            .execute(&mut *tx)
+            .await?
+            .rows_affected()
+                == 1;
+            let mut audit = audit.clone();
+            audit.accepted = won;
+            insert_audit(&mut tx, &audit, at_ms).await?;
+            if !won {
+                return anyhow::Ok(None);
+            }
+            let rows = sqlx::query(
+                "SELECT answered_at, selected_json, custom FROM questions \
+                         WHERE request_key = ? ORDER BY idx",
+            )
+            .bind(key)
+            .fetch_all(&mut *tx)
+            .await?;
+            if rows.iter().any(|r| r.get::<Option<i64>, _>(0).is_none()) {
+                return anyhow::Ok(Some(SettleOutcome::Won { result: None }));
+            }
+            let mut all = Vec::with_capacity(rows.len());
+            for r in &rows {
+                all.push(Settlement {
+                    selected: serde_json::from_str(r.get::<Option<&str>, _>(1).unwrap_or("[]"))?,
+                    custom: r.get(2),
+                });
+            }
+            let result = finish(&all);
+            sqlx::query(
+                "UPDATE requests SET status = 'answered', result_json = ?, ended_at = ? \
+                         WHERE key = ? AND status = 'pending'",
+            )
+            .bind(&result)
+            .bind(at_ms)
+            .bind(key)
+            .execute(&mut *tx)
+            .await?;
+            anyhow::Ok(Some(SettleOutcome::Won {
+                result: Some(result),
+            }))
+        })?;
+        if let Some(outcome) = outcome {
+            return Ok(outcome);
+        }
+        // Why it did not count, read after the fact (the rare path).
+        let Some(req) = self.by_key(key).await? else {
+            return Ok(SettleOutcome::Unknown);
+        };
+        Ok(match req.answers.get(idx) {
+            None => SettleOutcome::Unknown,
+            Some(Some(a)) => SettleOutcome::AlreadyAnswered(a.clone()),
+            Some(None) => SettleOutcome::Ended(req.status),
+        })
+    }
+
+    async fn end(
+        &self,
+        key: i64,
+        status: Status,
+        error: &AskError,
+        audit: &AuditEntry,
+    ) -> Result<bool> {
+        let at = crate::core::request::now_ms();
+        write_tx!(self, |tx| {
+            let ended = sqlx::query(
+                "UPDATE requests SET status = ?, error_code = ?, error_message = ?, \
+                     ended_at = ? WHERE key = ? AND status = 'pending'",
+            )
+            .bind(status.as_str())
+            .bind(error.code.as_str())
+            .bind(&error.message)
+            .bind(at)
+            .bind(key)
+            .execute(&mut *tx)
+            .await?
+            .rows_affected()
+                == 1;
+            let mut audit = audit.clone();
+            audit.accepted = ended;
+            insert_audit(&mut tx, &audit, at).await?;
+            anyhow::Ok(ended)
+        })
+    }
+
+    async fn audit(&self, entry: &AuditEntry) -> Result<()> {
+        let at = crate::core::request::now_ms();
+        write_tx!(self, |tx| { insert_audit(&mut tx, entry, at).await })
+    }
+
+    async fn audit_rows(&self, request_key: Option<i64>) -> Result<Vec<AuditRow>> {
+        let rows = sqlx::query(
+            "SELECT id, at, request_key, question_idx, source, actor, action, detail, accepted \
+             FROM audit WHERE (?1 IS NULL OR request_key = ?1) ORDER BY id",
+        )
+        .bind(request_key)
+        .fetch_all(&self.pool)
+        .await?;
+        Ok(rows
+            .into_iter()
+            .map(|r| AuditRow {
+                id: r.get(0),
+                at_ms: r.get(1),
+                request_key: r.get(2),
+                question_idx: r.get(3),
+                source: r.get(4),
+                actor: r.get(5),
+                action: r.get(6),
+                detail: r.get(7),
+                accepted: r.get(8),
+            })
+            .collect())
+    }
+
+    async fn posts(&self, keys: &[i64]) -> Result<HashMap<i64, Vec<Post>>> {
+        let mut out: HashMap<i64, Vec<Post>> = HashMap::new();
+        if keys.is_empty() {
+            return Ok(out);
+        }
+        let sql = if keys.len() == 1 {
+            format!("SELECT {POST_COLUMNS} FROM posts WHERE request_key = ?1 ORDER BY idx")
+        } else {
+            format!(
+                "SELECT {POST_COLUMNS} FROM posts WHERE request_key IN \
+                 (SELECT value FROM json_each(?1)) ORDER BY request_key, idx"
+            )
+        };
+        let q = sqlx::query(&sql);
+        let q = if keys.len() == 1 {
+            q.bind(keys[0].to_string())
+        } else {
+            q.bind(serde_json::to_string(keys)?)
+        };
+        for r in q.fetch_all(&self.pool).await? {
+            let key: i64 = r.get(0);
+            out.entry(key).or_default().push(post_from_row(&r));
+        }
+        Ok(out)
+    }
+
+    async fn plan_posts(&self, key: i64, answerer: &str, posts: &[PlannedPost]) -> Result<()> {
+        write_tx!(self, |tx| {
+            insert_posts(&mut tx, key, answerer, posts).await
+        })
+    }
+
+    async fn record_post(
+        &self,
+        key: i64,
+        idx: usize,
+        answerer: &str,
+        message: &str,
+        guild: Option<&str>,
+    ) -> Result<()> {
+        let at = crate::core::request::now_ms();
+        write_tx!(self, |tx| {
+            sqlx::query(
+                "UPDATE posts SET message = ?, posted_at = ?, attempts = attempts + 1, \
+                     last_error = NULL, guild = COALESCE(?, guild) \
+                     WHERE request_key = ? AND idx = ? AND answerer = ?",
+            )
+            .bind(message)
+            .bind(at)
+            .bind(guild)
+            .bind(key)
+            .bind(idx as i64)
+            .bind(answerer)
+            .execute(&mut *tx)
+            .await?;
+            anyhow::Ok(())
+        })
+    }
+
+    async fn record_post_failure(
+        &self,
+        key: i64,
+        idx: usize,
+        answerer: &str,
+        error: &str,
+    ) -> Result<()> {
+        write_tx!(self, |tx| {
+            sqlx::query(
+                "UPDATE posts SET attempts = attempts + 1, last_error = ? \
+                     WHERE request_key = ? AND idx = ? AND answerer = ?",
+            )
+            .bind(error)
+            .bind(key)
+            .bind(idx as i64)
+            .bind(answerer)
+            .execute(&mut *tx)
+            .await?;
+            anyhow::Ok(())
+        })
+    }
+
+    async fn record_edit(
+        &self,
+        key: i64,
+        idx: usize,
+        answerer: &str,
+        edit: EditState,
+    ) -> Result<()> {
+        write_tx!(self, |tx| {
+            sqlx::query(
+                "UPDATE posts SET edited = ? WHERE request_key = ? AND idx = ? AND answerer = ?",
+            )
+            .bind(edit.as_str())
+            .bind(key)
+            .bind(idx as i64)
+            .bind(answerer)
+            .execute(&mut *tx)
+            .await?;
+            anyhow::Ok(())
+        })
+    }
+
+    async fn unfinished_edits(&self, answerer: &str) -> Result<Vec<(Request, Vec<Post>)>> {
+        let rows = sqlx::query(&format!(
+            "SELECT {REQUEST_COLUMNS} FROM requests WHERE status != 'pending' AND key IN \
+             (SELECT p.request_key FROM posts p \
+              JOIN questions q ON q.request_key = p.request_key AND q.idx = p.idx \
+              WHERE p.answerer = ? AND p.message IS NOT NULL \
+              AND ((q.answered_at IS NOT NULL AND p.edited IS NULL) \
+                OR (q.answered_at IS NULL AND (p.edited IS NULL OR p.edited != 'ended')))) \
+             ORDER BY key"
+        ))
+        .bind(answerer)
+        .fetch_all(&self.pool)
+        .await?;
+        let reqs = self.hydrate_all(rows).await?;
+        self.with_posts(reqs).await
+    }
+
+    async fn save_draft(&self, key: i64, idx: usize, user: &str, selected: &[usize]) -> Result<()> {
+        let selected = serde_json::to_string(selected)?;
+        let at = crate::core::request::now_ms();
+        write_tx!(self, |tx| {
+            sqlx::query(
+                "INSERT INTO drafts (request_key, idx, user_id, selected_json, updated_at) \
+                     VALUES (?, ?, ?, ?, ?) ON CONFLICT (request_key, idx, user_id) \
+                     DO UPDATE SET selected_json = excluded.selected_json, \
+                     updated_at = excluded.updated_at",
+            )
+            .bind(key)
+            .bind(idx as i64)
+            .bind(user)
+            .bind(&selected)
+            .bind(at)
+            .execute(&mut *tx)
+            .await?;
+            anyhow::Ok(())
+        })
+    }
+
+    async fn draft(&self, key: i64, idx: usize, user: &str) -> Result<Vec<usize>> {
+        let json: Option<String> = sqlx::query_scalar(
+            "SELECT selected_json FROM drafts WHERE request_key = ? AND idx = ? AND user_id = ?",
+        )
+        .bind(key)
+        .bind(idx as i64)
+        .bind(user)
+        .fetch_optional(&self.pool)
+        .await?;
+        Ok(match json {
+            Some(j) => serde_json::from_str(&j)?,
+            None => Vec::new(),
+        })
+    }
+
+    async fn writable(&self) -> Result<()> {
+        // A write that changes nothing still needs the write lock and a page for the journal.
+        write_tx!(self, |tx| {
+            sqlx::query("UPDATE requests SET key = key WHERE key = -1")
+                .execute(&mut *tx)
+                .await?;
+            anyhow::Ok(())
+        })
+    }
+
+    async fn close(&self) {
+        self.pool.close().await;
+        self.lease.lock().unwrap().take();
+    }
+}
+
+async fn insert_posts(
+    tx: &mut SqliteConnection,
+    key: i64,
+    answerer: &str,
+    posts: &[PlannedPost],
+) -> Result<()> {
+    for p in posts {
+        sqlx::query(
+            "INSERT INTO posts (request_key, idx, answerer, channel, guild, nonce) \
+             VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
+        )
+        .bind(key)
+        .bind(p.idx as i64)
+        .bind(answerer)
+        .bind(&p.channel)
+        .bind(&p.guild)
+        .bind(&p.nonce)
+        .execute(&mut *tx)
+        .await?;
+    }
+    Ok(())
+}
+
+async fn insert_audit(tx: &mut SqliteConnection, e: &AuditEntry, at: i64) -> Result<()> {
+    sqlx::query(
+        "INSERT INTO audit (at, request_key, question_idx, source, actor, action, detail, \
+         accepted) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+    )
+    .bind(at)
+    .bind(e.request_key)
+    .bind(e.question_idx.map(|i| i as i64))
+    .bind(e.source.as_str())
+    .bind(&e.actor)
+    .bind(e.action.as_str())
+    .bind(&e.detail)
+    .bind(e.accepted)
+    .execute(&mut *tx)
+    .await?;
+    Ok(())
+}
+
+fn post_from_row(r: &SqliteRow) -> Post {
+    Post {
+        idx: r.get::<i64, _>(1) as usize,
+        answerer: r.get(2),
+        channel: r.get(3),
+        guild: r.get(4),
+        nonce: r.get(5),
+        message: r.get(6),
+        attempts: r.get(7),
+        last_error: r.get(8),
+        edited: EditState::parse(r.get::<Option<&str>, _>(9)),
+    }
+}
+
+/// The answer state of every question of the given requests, in question order.
+async fn answers_of(
+    pool: &SqlitePool,
+    keys: &[i64],
+) -> Result<HashMap<i64, Vec<Option<Answered>>>> {
+    let mut out: HashMap<i64, Vec<Option<Answered>>> = HashMap::with_capacity(keys.len());
+    if keys.is_empty() {
+        return Ok(out);
+    }
+    let cols = "request_key, answered_at, answered_by, answered_via, answered_id, answered_note, \
+                selected_json, custom";
+    let rows = if keys.len() == 1 {
+        sqlx::query(&format!(
+            "SELECT {cols} FROM questions WHERE request_key = ? ORDER BY idx"
+        ))
+        .bind(keys[0])
+        .fetch_all(pool)
+        .await?
+    } else {
+        sqlx::query(&format!(
+            "SELECT {cols} FROM questions WHERE request_key IN \
+             (SELECT value FROM json_each(?)) ORDER BY request_key, idx"
+        ))
+        .bind(serde_json::to_string(keys)?)
+        .fetch_all(pool)
+        .await?
+    };
+    for q in rows {
+        let key: i64 = q.get(0);
+        let answer = match q.get::<Option<i64>, _>(1) {
+            None => None,
+            Some(at_ms) => Some(Answered {
+                actor: Actor {
+                    via: q
+                        .get::<Option<&str>, _>(3)
+                        .and_then(Via::parse)
+                        .unwrap_or(Via::Terminal),
+                    name: q.get::<Option<String>, _>(2).unwrap_or_default(),
+                    id: q.get::<Option<String>, _>(4).unwrap_or_default(),
+                    note: q.get(5),
+                },
+                at_ms,
+                settlement: Settlement {
+                    selected: serde_json::from_str(q.get::<Option<&str>, _>(6).unwrap_or("[]"))?,
+                    custom: q.get(7),
+                },
+            }),
+        };
+        out.entry(key).or_default().push(answer);
+    }
+    Ok(out)
+}
+
+fn request_from_row(row: &SqliteRow, answers: Vec<Option<Answered>>) -> Result<Request> {
+    let status_text: &str = row.get("status");
+    let status = Status::parse(status_text)
+        .with_context(|| format!("unknown request status {status_text:?} in the database"))?;
+    let outcome = match status {
+        Status::Pending => None,
+        Status::Answered => Some(Outcome::Answered(row.get("result_json"))),
+        _ => {
+            let code: Option<String> = row.get("error_code");
+            let code = code
+                .as_deref()
+                .and_then(ErrorCode::parse)
+                .unwrap_or(ErrorCode::Internal);
+            let message: Option<String> = row.get("error_message");
+            Some(Outcome::Error(AskError::new(
+                code,
+                message.unwrap_or_default(),
+            )))
+        }
+    };
+    let peer_uid: Option<i64> = row.get("peer_uid");
+    let questions: Vec<crate::core::Question> = serde_json::from_str(row.get("questions_json"))?;
+    Ok(Request {
+        key: row.get("key"),
+        request_id: row.get("request_id"),
+        token: row.get::<Option<String>, _>("token").unwrap_or_default(),
+        questions: questions.into(),
+        caller: serde_json::from_str(row.get("caller_json"))?,
+        scope: serde_json::from_str(row.get("scope_json"))?,
+        status,
+        answerer: row.get("answerer"),
+        route: row.get("route"),
+        peer: Peer {
+            uid: peer_uid.and_then(|u| u32::try_from(u).ok()),
+            pid: row.get("peer_pid"),
+        },
+        created_at_ms: row.get("created_at"),
+        ended_at_ms: row.get("ended_at"),
+        outcome,
+        answers,
+    })
+}
+
+/// The file behind a `sqlite://` URL, if it is one.
+pub fn sqlite_file_path(url: &str) -> Option<PathBuf> {
+    let rest = url
+        .strip_prefix("sqlite://")
+        .or_else(|| url.strip_prefix("sqlite:"))?;
+    let path = rest.split('?').next().unwrap_or(rest);
+    if path.is_empty() || path == ":memory:" {
+        return None;
+    }
+    Some(Path::new(path).to_path_buf())
+}
+
+/// The lock file that marks which daemon holds the database.
+fn lock_path(db: &Path) -> PathBuf {
+    let mut name = db.file_name().unwrap_or_default().to_os_string();
+    name.push(".lock");
+    db.with_file_name(name)
+}
+
+/// Creates the directory and an owner-only database file before SQLite does, so that the file
+/// and the `-wal` and `-shm` files SQLite creates beside it (which copy its mode) are 0600.
+fn prepare_file(path: &Path) -> Result<()> {
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        if !dir.exists() {
+            std::fs::create_dir_all(dir).with_context(|| {
+                format!("cannot create the database directory {}", dir.display())
+            })?;
+            std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))?;
+        }
+    }
+    match std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(path)
+    {
+        Ok(_) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
+        Err(e) => Err(e).with_context(|| format!("cannot create the database {}", path.display())),
+    }
+}
+
+/// Makes the database and its sidecar files owner-only, for files created by an older
+/// version or by hand.
+fn restrict_sidecars(path: &Path) {
+    for suffix in ["", "-wal", "-shm"] {
+        let mut p = path.as_os_str().to_os_string();
+        p.push(suffix);
+        let p = PathBuf::from(p);
+        if let Ok(meta) = std::fs::metadata(&p) {
+            if meta.permissions().mode() & 0o077 != 0 {
+                tracing::warn!(path = %p.display(), "the database file was readable by others; making it owner-only (0600)");
+                let _ = std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o600));
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::core::model::{Caller, Question, QuestionOption, Scope};
+    use crate::core::request::{AuditAction, Source};
+
+    fn new_request(id: &str) -> NewRequest {
+        NewRequest {
+            request_id: id.into(),
+            token: format!("tok-{id}"),
+            questions: vec![Question {
+                id: "q".into(),
+                question: "Go?".into(),
+                header: None,
+                options: vec![
+                    QuestionOption {
+                        label: "Yes".into(),
+                        description: None,
+                    },
+                    QuestionOption {
+                        label: "No".into(),
+                        description: None,
+                    },
+                ],
+                multi_select: false,
+            }]
+            .into(),
+            caller: Caller::default(),
+            scope: Scope::new(),
+            peer: Peer {
+                uid: Some(1000),
+                pid: Some(42),
+            },
+            answerer: "terminal".into(),
+            route: None,
+            created_at_ms: 1,
+        }
+    }
+
+    fn finish(all: &[Settlement]) -> String {
+        format!("{all:?}")
+    }
+
+    fn person(name: &str) -> Actor {
+        Actor::local(Some(1000), Some(name.into()), None)
+    }
+
+    #[tokio::test]
+    async fn first_settlement_wins_and_completes_the_request() {
+        let dir = tempfile::tempdir().unwrap();
+        let url = format!("sqlite://{}", dir.path().join("a/b.db").display());
+        let store = SqliteStore::open(&url, None).await.unwrap();
+        let audit = AuditEntry {
+            action: AuditAction::Ask,
+            ..Default::default()
+        };
+        let Created::New(req) = store.create(&new_request("r1"), &[], &audit).await.unwrap() else {
+            panic!("expected a new request")
+        };
+        assert_eq!(req.peer.uid, Some(1000));
+        let answer = AuditEntry {
+            request_key: Some(req.key),
+            action: AuditAction::Answer,
+            ..Default::default()
+        };
+        let won = store
+            .settle(
+                req.key,
+                0,
+                &Settlement::choice(1),
+                &person("alice"),
+                5,
+                &answer,
+                &finish,
+            )
+            .await
+            .unwrap();
+        let expected = finish(&[Settlement::choice(1)]);
+        assert_eq!(
+            won,
+            SettleOutcome::Won {
+                result: Some(expected)
+            }
+        );
+        let lost = store
+            .settle(
+                req.key,
+                0,
+                &Settlement::choice(0),
+                &person("bob"),
+                6,
+                &answer,
+                &finish,
+            )
+            .await
+            .unwrap();
+        assert!(matches!(lost, SettleOutcome::AlreadyAnswered(a) if a.actor.name == "alice"));
+        assert!(matches!(
+            store.create(&new_request("r1"), &[], &audit).await.unwrap(),
+            Created::Existing(r) if r.status == Status::Answered
+        ));
+        let rows = store.audit_rows(Some(req.key)).await.unwrap();
+        let accepted: Vec<bool> = rows.iter().map(|r| r.accepted).collect();
+        assert_eq!(accepted, [false, true, false], "ask, won, lost");
+    }
+
+    #[tokio::test]
+    async fn the_audit_log_is_append_only() {
+        let dir = tempfile::tempdir().unwrap();
+        let url = format!("sqlite://{}", dir.path().join("x.db").display());
+        let store = SqliteStore::open(&url, None).await.unwrap();
+        store
+            .audit(&AuditEntry {
+                source: Source::Socket,
+                action: AuditAction::Ask,
+                accepted: true,
+                ..Default::default()
+            })
+            .await
+            .unwrap();
+        let err = sqlx::query("DELETE FROM audit")
+            .execute(&store.pool)
+            .await
+            .unwrap_err();
+        assert!(err.to_string().contains("append-only"), "{err}");
+        assert_eq!(store.audit_rows(None).await.unwrap().len(), 1);
+    }
+
+    #[tokio::test]
+    async fn files_are_owner_only_and_a_second_holder_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = dir.path().join("s/askrelay.db");
+        let url = format!("sqlite://{}", db.display());
+        let store = SqliteStore::open(&url, None).await.unwrap();
+        let me = Holder {
+            pid: 11,
+            host: "here".into(),
+        };
+        store.acquire_lease(&me).await.unwrap();
+        store.writable().await.unwrap();
+        for suffix in ["", "-wal", "-shm"] {
+            let p = format!("{}{suffix}", db.display());
+            let mode = std::fs::metadata(&p).unwrap().permissions().mode() & 0o777;
+            assert_eq!(mode, 0o600, "{p}");
+        }
+        let other = SqliteStore::open(&url, None).await.unwrap();
+        let err = other.acquire_lease(&me).await.unwrap_err().to_string();
+        assert!(err.contains("pid 11 on host here"), "{err}");
+        store.close().await;
+        other.acquire_lease(&me).await.unwrap();
+    }
+}
