@@ -319,6 +319,8 @@ fn describe_config_error(e: &config::ConfigError) -> String {
         ),
         E::At { error, key, .. } => {
             let inner = describe_config_error(error);
+            // The config crate writes `routes[0]on_expire`; people write `routes[0].on_expire`.
+            let key = key.as_deref().map(dotted);
             match key {
                 Some(k) if !inner.starts_with(k.as_str()) => format!("{k}: {inner}"),
                 _ => inner,
@@ -353,6 +355,9 @@ fn describe_config_error(e: &config::ConfigError) -> String {
 /// A serde message without the value it quotes: "unknown variant `x`, expected …" and
 /// "invalid value: string \"x\", expected …" keep only what was expected.
 fn redact(m: &str) -> String {
+    if let Some(at) = m.find(" does not have variant constructor") {
+        return format!("{}: not one of the allowed values", &m[..at]);
+    }
     for (start, end) in [("`", "`"), ("\"", "\"")] {
         if let Some(a) = m.find(start) {
             if let Some(len) = m[a + 1..].find(end) {
@@ -367,6 +372,23 @@ fn redact(m: &str) -> String {
         }
     }
     m.to_owned()
+}
+
+/// `routes[0]on_expire` → `routes[0].on_expire`.
+fn dotted(key: &str) -> String {
+    let mut out = String::with_capacity(key.len() + 2);
+    let mut chars = key.chars().peekable();
+    while let Some(c) = chars.next() {
+        out.push(c);
+        if c == ']'
+            && chars
+                .peek()
+                .is_some_and(|n| n.is_alphanumeric() || *n == '_')
+        {
+            out.push('.');
+        }
+    }
+    out
 }
 
 /// The kind of a wrong value, without the value (the config crate's type is unnameable, so it

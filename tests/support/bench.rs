@@ -589,15 +589,14 @@ async fn answer_floor(n: usize, warmup: usize) -> Latency {
     let mut samples = Vec::with_capacity(n);
     let mut line = String::new();
     for i in 0..warmup + n {
-        let mut payload = fixtures::component_click(
-            7_000_000 + i as u64,
-            1,
-            2,
-            CHANNEL,
-            3,
-            &clicker,
-            &format!("floor-{i}"),
-        );
+        let at = fixtures::At {
+            application_id: 1,
+            guild_id: Some(2),
+            channel_id: CHANNEL,
+            message_id: 3,
+        };
+        let mut payload =
+            fixtures::component_click(7_000_000 + i as u64, &at, &clicker, &format!("floor-{i}"));
         payload["message"]["content"] = json!("x".repeat(600));
         let frame = json!({"op": 0, "t": "INTERACTION_CREATE", "s": i + 2, "d": payload});
         let t0 = Instant::now();
@@ -692,15 +691,13 @@ async fn ask_and_answer_paths(n: usize, warmup: usize) -> (Latency, Latency, Lat
             .unwrap_or_else(|| panic!("bench: no button in {message}"))
             .to_owned();
         let iid = 8_000_000 + i as u64;
-        let payload = fixtures::component_click(
-            iid,
-            standin.application_id(),
-            standin.guild_id(),
-            CHANNEL,
-            mid,
-            &clicker,
-            &custom_id,
-        );
+        let at = fixtures::At {
+            application_id: standin.application_id(),
+            guild_id: Some(standin.guild_id()),
+            channel_id: CHANNEL,
+            message_id: mid,
+        };
+        let payload = fixtures::component_click(iid, &at, &clicker, &custom_id);
         let t1 = Instant::now();
         standin.send_interaction(payload).await;
         let answered = expect_event(&mut c, "answered").await;

@@ -1389,28 +1389,23 @@ impl ClickerTask {
         let app = self.standin.application_id();
         let guild = self.standin.guild_id();
         let t = self.targets.get_mut(&(r, q)).expect("a target");
+        let at = fixtures::At {
+            application_id: app,
+            guild_id: Some(guild),
+            channel_id: t.channel,
+            message_id: t.message,
+        };
         let payload = match (&t.kind, t.step) {
-            (Kind::Button(id), _) => {
-                fixtures::component_click(iid, app, guild, t.channel, t.message, &self.who, id)
+            (Kind::Button(id), _) => fixtures::component_click(iid, &at, &self.who, id),
+            (Kind::SelectOne(id, value), _) => {
+                fixtures::select_values(iid, &at, &self.who, id, &[value.as_str()])
             }
-            (Kind::SelectOne(id, value), _) => fixtures::select_values(
-                iid,
-                app,
-                guild,
-                t.channel,
-                t.message,
-                &self.who,
-                id,
-                &[value.as_str()],
-            ),
             (Kind::Multi { draft, values, .. }, Step::Draft) => {
                 let values: Vec<&str> = values.iter().map(String::as_str).collect();
-                fixtures::select_values(
-                    iid, app, guild, t.channel, t.message, &self.who, draft, &values,
-                )
+                fixtures::select_values(iid, &at, &self.who, draft, &values)
             }
             (Kind::Multi { submit, .. }, Step::Settle) => {
-                fixtures::component_click(iid, app, guild, t.channel, t.message, &self.who, submit)
+                fixtures::component_click(iid, &at, &self.who, submit)
             }
         };
         if t.step == Step::Settle {

@@ -18,12 +18,14 @@ pub const ATTACHMENT_SIZE_LIMIT: u64 = 10_485_760;
 pub const PERMISSIONS: &str = "2248473465835073";
 const FIXED_TIMESTAMP: &str = "2025-01-01T00:00:00.000000+00:00";
 
-/// The person who clicks.
+/// The person (or bot) who clicks.
 #[derive(Clone, Debug)]
 pub struct Clicker {
     pub user_id: u64,
     pub username: String,
     pub role_ids: Vec<u64>,
+    /// A bot account (`user.bot`).
+    pub bot: bool,
 }
 
 impl Clicker {
@@ -32,30 +34,55 @@ impl Clicker {
             user_id,
             username: username.to_string(),
             role_ids: role_ids.to_vec(),
+            bot: false,
         }
+    }
+
+    /// The same account, as a bot.
+    pub fn bot(mut self) -> Clicker {
+        self.bot = true;
+        self
     }
 }
 
-/// A user object as Discord sends it inside a member.
+/// Where an interaction happens: the application, the guild (`None` for a DM), the channel and
+/// the message whose component was used (for a modal, the one whose button opened it).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct At {
+    pub application_id: u64,
+    pub guild_id: Option<u64>,
+    pub channel_id: u64,
+    pub message_id: u64,
+}
+
+/// A user object as Discord sends it (inside a member, or alone in a DM).
 pub fn user_json(user_id: u64, username: &str) -> Value {
-    json!({
-        "id": user_id.to_string(),
-        "username": username,
-        "global_name": username,
+    user_json_of(&Clicker::new(user_id, username, &[]))
+}
+
+fn user_json_of(c: &Clicker) -> Value {
+    let mut u = json!({
+        "id": c.user_id.to_string(),
+        "username": c.username,
+        "global_name": c.username,
         "discriminator": "0",
         "avatar": null,
         "public_flags": 0,
         "avatar_decoration_data": null,
         "primary_guild": null,
         "collectibles": null,
-    })
+    });
+    if c.bot {
+        u["bot"] = json!(true);
+    }
+    u
 }
 
 /// A guild member object (with user, roles and permissions) for the clicker.
 pub fn member_json(clicker: &Clicker) -> Value {
     let roles: Vec<String> = clicker.role_ids.iter().map(u64::to_string).collect();
     json!({
-        "user": user_json(clicker.user_id, &clicker.username),
+        "user": user_json_of(clicker),
         "roles": roles,
         "premium_since": null,
         "permissions": PERMISSIONS,
@@ -110,80 +137,102 @@ pub fn message_json(
     })
 }
 
-#[allow(clippy::too_many_arguments)]
 fn interaction(
     kind: u8,
-    interaction_id: u64,
-    application_id: u64,
-    guild_id: u64,
-    channel_id: u64,
+    id: u64,
+    at: &At,
     clicker: &Clicker,
     data: Value,
     message: Value,
 ) -> Value {
-    json!({
+    let mut v = json!({
         "type": kind,
-        "id": interaction_id.to_string(),
-        "application_id": application_id.to_string(),
-        "token": format!("tok{interaction_id}"),
+        "id": id.to_string(),
+        "application_id": at.application_id.to_string(),
+        "token": format!("tok{id}"),
         "version": 1,
         "data": data,
-        "guild_id": guild_id.to_string(),
-        "guild": {"id": guild_id.to_string(), "locale": "en-US", "features": []},
-        "channel_id": channel_id.to_string(),
-        "channel": {
-            "id": channel_id.to_string(),
-            "type": 0,
-            "guild_id": guild_id.to_string(),
-            "name": "asks",
-            "position": 0,
-            "parent_id": null,
-            "topic": null,
-            "nsfw": false,
-            "flags": 0,
-            "rate_limit_per_user": 0,
-            "last_message_id": null,
-            "permissions": PERMISSIONS,
-        },
-        "member": member_json(clicker),
+        "channel_id": at.channel_id.to_string(),
         "message": message,
         "app_permissions": PERMISSIONS,
         "locale": "en-US",
-        "guild_locale": "en-US",
         "entitlements": [],
-        "authorizing_integration_owners": {"0": guild_id.to_string()},
-        "context": 0,
         "attachment_size_limit": ATTACHMENT_SIZE_LIMIT,
-    })
+    });
+    match at.guild_id {
+        Some(guild_id) => {
+            let o = v.as_object_mut().unwrap();
+            o.insert("guild_id".into(), json!(guild_id.to_string()));
+            o.insert(
+                "guild".into(),
+                json!({"id": guild_id.to_string(), "locale": "en-US", "features": []}),
+            );
+            o.insert("guild_locale".into(), json!("en-US"));
+            o.insert(
+                "channel".into(),
+                json!({
+                    "id": at.channel_id.to_string(),
+                    "type": 0,
+                    "guild_id": guild_id.to_string(),
+                    "name": "asks",
+                    "position": 0,
+                    "parent_id": null,
+                    "topic": null,
+                    "nsfw": false,
+                    "flags": 0,
+                    "rate_limit_per_user": 0,
+                    "last_message_id": null,
+                    "permissions": PERMISSIONS,
+                }),
+            );
+            o.insert("member".into(), member_json(clicker));
+            o.insert(
+                "authorizing_integration_owners".into(),
+                json!({"0": guild_id.to_string()}),
+            );
+            o.insert("context".into(), json!(0));
+        }
+        None => {
+            // A DM: `user` instead of `member`, and a DM channel.
+            let o = v.as_object_mut().unwrap();
+            o.insert("user".into(), user_json_of(clicker));
+            o.insert(
+                "channel".into(),
+                json!({
+                    "id": at.channel_id.to_string(),
+                    "type": 1,
+                    "flags": 0,
+                    "last_message_id": null,
+                    "recipients": [user_json_of(clicker)],
+                }),
+            );
+            o.insert(
+                "authorizing_integration_owners".into(),
+                json!({"1": clicker.user_id.to_string()}),
+            );
+            o.insert("context".into(), json!(1));
+        }
+    }
+    v
 }
 
 /// A button click (interaction type 3, component_type 2). The message carries one row with that
-/// button. The token is `tok{interaction_id}`.
-pub fn component_click(
-    interaction_id: u64,
-    application_id: u64,
-    guild_id: u64,
-    channel_id: u64,
-    message_id: u64,
-    clicker: &Clicker,
-    custom_id: &str,
-) -> Value {
+/// button. The token is `tok{id}`.
+pub fn component_click(id: u64, at: &At, clicker: &Clicker, custom_id: &str) -> Value {
     let components = json!([{
         "type": 1,
         "components": [{"type": 2, "style": 1, "label": "Answer", "custom_id": custom_id}],
     }]);
     interaction(
         3,
-        interaction_id,
-        application_id,
-        guild_id,
-        channel_id,
+        id,
+        at,
         clicker,
         json!({"custom_id": custom_id, "component_type": 2}),
         message_json(
-            application_id,
-            channel_id,
-            message_id,
+            at.application_id,
+            at.channel_id,
+            at.message_id,
             "A question",
             components,
         ),
@@ -192,13 +241,9 @@ pub fn component_click(
 
 /// A string-select choice (interaction type 3, component_type 3) with these values. The message
 /// carries one row with a select whose options are the values.
-#[allow(clippy::too_many_arguments)]
 pub fn select_values(
-    interaction_id: u64,
-    application_id: u64,
-    guild_id: u64,
-    channel_id: u64,
-    message_id: u64,
+    id: u64,
+    at: &At,
     clicker: &Clicker,
     custom_id: &str,
     values: &[&str],
@@ -219,32 +264,32 @@ pub fn select_values(
     }]);
     interaction(
         3,
-        interaction_id,
-        application_id,
-        guild_id,
-        channel_id,
+        id,
+        at,
         clicker,
         json!({"custom_id": custom_id, "component_type": 3, "values": values}),
         message_json(
-            application_id,
-            channel_id,
-            message_id,
+            at.application_id,
+            at.channel_id,
+            at.message_id,
             "A question",
             components,
         ),
     )
 }
 
-/// A modal submit (interaction type 5) with one text input, in the older form Discord still
-/// sends: `data.components[0]` is an action row holding the text input (type 4) with its
-/// `value`. The message is the one whose button opened the modal.
-#[allow(clippy::too_many_arguments)]
-pub fn modal_submit(
-    interaction_id: u64,
-    application_id: u64,
-    guild_id: u64,
-    channel_id: u64,
-    message_id: u64,
+/// A modal submit (interaction type 5) with one text input (custom_id `text`, as askrelay's
+/// modals have), in the older form Discord still sends: `data.components[0]` is an action row
+/// holding the text input (type 4) with its `value`. The message is the one whose button opened
+/// the modal.
+pub fn modal_submit(id: u64, at: &At, clicker: &Clicker, custom_id: &str, value: &str) -> Value {
+    modal_submit_with_input(id, at, clicker, custom_id, "text", value)
+}
+
+/// [`modal_submit`] with another text input id.
+pub fn modal_submit_with_input(
+    id: u64,
+    at: &At,
     clicker: &Clicker,
     custom_id: &str,
     text_input_id: &str,
@@ -259,16 +304,14 @@ pub fn modal_submit(
     });
     interaction(
         5,
-        interaction_id,
-        application_id,
-        guild_id,
-        channel_id,
+        id,
+        at,
         clicker,
         data,
         message_json(
-            application_id,
-            channel_id,
-            message_id,
+            at.application_id,
+            at.channel_id,
+            at.message_id,
             "A question",
             json!([]),
         ),

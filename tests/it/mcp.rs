@@ -2,10 +2,8 @@
 //! (`initialize`, `tools/list`, `tools/call`), forwarding to a real daemon started in-process.
 //! Every wait is on a line read or a daemon event, bounded by `WAIT` so a hang fails loudly.
 
-mod harness;
-
+use crate::harness::{yes_no, App};
 use askrelay::core::{Outcome, Status};
-use harness::{yes_no, App};
 use serde_json::{json, Value};
 use std::path::Path;
 use std::process::Stdio;

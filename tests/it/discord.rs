@@ -2,264 +2,18 @@
 //! and a real WebSocket, against the Discord stand-in. Every body "Discord" receives is checked
 //! against Discord's OpenAPI spec and the limits it misses.
 
-mod harness;
-mod support;
-
-use askrelay::client::Client;
-use askrelay::config::{Config, Route, Secret, Snowflake};
-use askrelay::daemon::Daemon;
-use harness::{ask_line, expect_event, test_config, yes_no};
+use crate::harness::*;
+use crate::support::fixtures::Clicker;
+use crate::support::standin::{Failure, Recorded, StandIn};
+use askrelay::config::{Route, Snowflake};
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicU64, Ordering};
-use support::discord_schema::Validator;
-use support::fixtures::{self, Clicker};
-use support::standin::{Failure, Recorded, StandIn};
 
-const CHANNEL: u64 = 100;
 const INFRA_CHANNEL: u64 = 200;
-
-static NEXT_INTERACTION: AtomicU64 = AtomicU64::new(900_000);
-
-struct App {
-    standin: StandIn,
-    dir: tempfile::TempDir,
-    config: Config,
-    daemon: Option<Daemon>,
-}
-
-impl App {
-    async fn start() -> App {
-        Self::start_with(|_| {}).await
-    }
-
-    async fn start_with(tweak: impl FnOnce(&mut Config)) -> App {
-        let standin = StandIn::start().await;
-        let dir = tempfile::tempdir().unwrap();
-        let mut config = test_config(dir.path());
-        config.terminal.enabled = Some(false);
-        config.discord.token = Some(Secret::new("test-bot-token"));
-        config.discord.api_base = standin.base_url.clone();
-        config.discord.channel_id = Some(Snowflake(CHANNEL));
-        tweak(&mut config);
-        let daemon = Daemon::start(config.clone()).await.unwrap();
-        standin.wait_ready().await;
-        App {
-            standin,
-            dir,
-            config,
-            daemon: Some(daemon),
-        }
-    }
-
-    async fn client(&self) -> Client {
-        Client::connect(&self.config.socket_path).await.unwrap()
-    }
-
-    async fn restart(&mut self) {
-        let identified = self.standin.identify_count();
-        self.daemon.take().unwrap().shutdown().await;
-        self.daemon = Some(Daemon::start(self.config.clone()).await.unwrap());
-        self.standin.wait_identify_count(identified + 1).await;
-    }
-
-    fn hub(&self) -> &askrelay::core::Hub {
-        &self.daemon.as_ref().unwrap().hub
-    }
-
-    fn store(&self) -> &std::sync::Arc<dyn askrelay::core::store::Store> {
-        self.daemon.as_ref().unwrap().store()
-    }
-
-    /// Asks and waits for `accepted`; returns the client and the event.
-    async fn ask(&self, request_id: &str, input: &Value) -> (Client, Value) {
-        let mut c = self.client().await;
-        c.send_json(&ask_line(request_id, input)).await.unwrap();
-        let ev = expect_event(&mut c, "accepted").await;
-        (c, ev)
-    }
-
-    /// The messages posted in `channel`, oldest first, as the stand-in holds them now.
-    fn messages(&self, channel: u64) -> Vec<Value> {
-        self.standin.messages_in(channel)
-    }
-
-    /// Sends an interaction and returns the callback body the daemon answered it with.
-    async fn interact(&self, payload: Value) -> Value {
-        let id = payload["id"].as_str().unwrap().to_owned();
-        fixtures::parse(&payload);
-        self.standin.send_interaction(payload).await;
-        let rec = self
-            .standin
-            .wait_for_request(|r| r.path.contains(&format!("/interactions/{id}/")))
-            .await;
-        rec.body.unwrap_or(Value::Null)
-    }
-
-    fn click_payload(&self, message: &Value, who: &Clicker, custom_id: &str) -> Value {
-        fixtures::component_click(
-            NEXT_INTERACTION.fetch_add(1, Ordering::SeqCst),
-            self.standin.application_id(),
-            self.standin.guild_id(),
-            channel_of(message),
-            id_of(message),
-            who,
-            custom_id,
-        )
-    }
-
-    async fn click(&self, message: &Value, who: &Clicker, custom_id: &str) -> Value {
-        self.interact(self.click_payload(message, who, custom_id))
-            .await
-    }
-
-    async fn select(
-        &self,
-        message: &Value,
-        who: &Clicker,
-        custom_id: &str,
-        values: &[&str],
-    ) -> Value {
-        self.interact(fixtures::select_values(
-            NEXT_INTERACTION.fetch_add(1, Ordering::SeqCst),
-            self.standin.application_id(),
-            self.standin.guild_id(),
-            channel_of(message),
-            id_of(message),
-            who,
-            custom_id,
-            values,
-        ))
-        .await
-    }
-
-    async fn submit_modal(
-        &self,
-        message: &Value,
-        who: &Clicker,
-        modal_custom_id: &str,
-        text: &str,
-    ) -> Value {
-        self.interact(fixtures::modal_submit(
-            NEXT_INTERACTION.fetch_add(1, Ordering::SeqCst),
-            self.standin.application_id(),
-            self.standin.guild_id(),
-            channel_of(message),
-            id_of(message),
-            who,
-            modal_custom_id,
-            "text",
-            text,
-        ))
-        .await
-    }
-
-    /// Waits for the PATCH that edits `message` and returns its body.
-    async fn edit_of(&self, message: &Value) -> Value {
-        let path = format!("/messages/{}", id_of(message));
-        self.standin
-            .wait_for_request(|r| r.method == "PATCH" && r.path.ends_with(&path))
-            .await
-            .body
-            .unwrap()
-    }
-
-    /// Every body Discord received validates against the OpenAPI spec and Discord's limits.
-    fn assert_payloads_valid(&self) {
-        let validator = Validator::load().unwrap_or_else(|e| panic!("{e}"));
-        let mut checked = 0;
-        for r in self.standin.requests() {
-            let Some(body) = &r.body else { continue };
-            if let Err(problems) = validator.check(&r.method, &r.path, body) {
-                panic!(
-                    "{} {} sent an invalid body:\n{}\n{body:#}",
-                    r.method,
-                    r.path,
-                    problems.join("\n")
-                );
-            }
-            checked += 1;
-        }
-        assert!(checked > 0, "no body was checked");
-    }
-}
-
-fn id_of(message: &Value) -> u64 {
-    message["id"].as_str().unwrap().parse().unwrap()
-}
-
-fn channel_of(message: &Value) -> u64 {
-    message["channel_id"].as_str().unwrap().parse().unwrap()
-}
-
-/// Every custom_id of a message's components, in order, with its label (or placeholder).
-fn controls(message: &Value) -> Vec<(String, String)> {
-    let mut out = Vec::new();
-    for row in message["components"].as_array().into_iter().flatten() {
-        for c in row["components"].as_array().into_iter().flatten() {
-            let label = c["label"]
-                .as_str()
-                .or(c["placeholder"].as_str())
-                .unwrap_or("");
-            out.push((
-                c["custom_id"].as_str().unwrap_or("").to_owned(),
-                label.to_owned(),
-            ));
-        }
-    }
-    out
-}
-
-fn control(message: &Value, label: &str) -> String {
-    controls(message)
-        .into_iter()
-        .find(|(_, l)| l == label)
-        .unwrap_or_else(|| panic!("no control labelled {label:?} in {:?}", controls(message)))
-        .0
-}
-
-fn select_id(message: &Value) -> String {
-    message["components"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .flat_map(|r| r["components"].as_array().unwrap().iter())
-        .find(|c| c["type"] == 3)
-        .expect("a select menu")["custom_id"]
-        .as_str()
-        .unwrap()
-        .to_owned()
-}
-
-fn alice() -> Clicker {
-    Clicker::new(4242, "alice", &[])
-}
-
-fn bob() -> Clicker {
-    Clicker::new(4343, "bob", &[])
-}
-
-/// The winning click's callback: type 7 (update message) with the message's final state, no
-/// components left. Returns that state.
-fn final_state(cb: &Value) -> &Value {
-    assert_eq!(cb["type"], 7, "the winning click updates the message: {cb}");
-    assert_eq!(cb["data"]["components"], json!([]), "{cb}");
-    &cb["data"]
-}
-
-fn is_ephemeral(cb: &Value) -> bool {
-    cb["type"] == 4 && cb["data"]["flags"].as_u64().unwrap_or(0) & 64 == 64
-}
-
-fn options(n: usize) -> Vec<Value> {
-    (0..n)
-        .map(|i| json!({"label": format!("Option {i}")}))
-        .collect()
-}
 
 #[tokio::test]
 async fn button_choice_settles_and_edits_the_message() {
-    let app = App::start().await;
+    let app = App::discord().await;
     let (mut c, accepted) = app.ask("btn", &yes_no("cleanup")).await;
     assert_eq!(accepted["answerer"], "discord");
     assert_eq!(accepted["channel_id"], CHANNEL.to_string());
@@ -298,10 +52,10 @@ async fn button_choice_settles_and_edits_the_message() {
     );
     // The update is the edit: the message now shows the answer, and no PATCH was needed.
     assert_eq!(
-        app.standin.message(id_of(&msg)).unwrap()["components"],
+        app.standin().message(id_of(&msg)).unwrap()["components"],
         json!([])
     );
-    assert!(!app.standin.requests().iter().any(|r| r.method == "PATCH"));
+    assert!(!app.standin().requests().iter().any(|r| r.method == "PATCH"));
     let audit = app.store().audit_rows(None).await.unwrap();
     assert!(audit
         .iter()
@@ -311,7 +65,7 @@ async fn button_choice_settles_and_edits_the_message() {
 
 #[tokio::test]
 async fn other_opens_a_modal_whose_text_replaces_the_choice() {
-    let app = App::start().await;
+    let app = App::discord().await;
     let (mut c, _) = app.ask("other", &yes_no("cleanup")).await;
     let msg = app.messages(CHANNEL).remove(0);
     let cb = app.click(&msg, &alice(), &control(&msg, "Other…")).await;
@@ -336,7 +90,7 @@ async fn other_opens_a_modal_whose_text_replaces_the_choice() {
 
 #[tokio::test]
 async fn eight_options_use_a_select_menu() {
-    let app = App::start().await;
+    let app = App::discord().await;
     let input =
         json!({"questions": [{"id": "pick", "question": "Which one?", "options": options(8)}]});
     let (mut c, _) = app.ask("sel", &input).await;
@@ -354,7 +108,7 @@ async fn eight_options_use_a_select_menu() {
 
 #[tokio::test]
 async fn multi_select_draft_then_submit_and_draft_then_note() {
-    let app = App::start().await;
+    let app = App::discord().await;
     let input = json!({"questions": [
         {"id": "plain", "question": "Which services?", "multiSelect": true, "options": options(4)},
         {"id": "noted", "question": "Which regions?", "multiSelect": true, "options": options(3)}
@@ -401,7 +155,7 @@ async fn multi_select_draft_then_submit_and_draft_then_note() {
 
 #[tokio::test]
 async fn free_text_question_answers_through_a_modal() {
-    let app = App::start().await;
+    let app = App::discord().await;
     let input = json!({"questions": [{"id": "name", "header": "Naming", "question": "What should the release be called?"}]});
     let (mut c, _) = app.ask("free", &input).await;
     let msg = app.messages(CHANNEL).remove(0);
@@ -421,7 +175,7 @@ async fn free_text_question_answers_through_a_modal() {
 
 #[tokio::test]
 async fn two_questions_in_one_request() {
-    let app = App::start().await;
+    let app = App::discord().await;
     let input = json!({"questions": [
         {"id": "a", "question": "First?", "options": [{"label": "A1"}, {"label": "A2"}]},
         {"id": "b", "question": "Second?", "options": [{"label": "B1"}, {"label": "B2"}]}
@@ -456,7 +210,7 @@ async fn two_questions_in_one_request() {
 
 #[tokio::test]
 async fn two_people_click_at_once_and_one_wins() {
-    let app = App::start().await;
+    let app = App::discord().await;
     let (mut c, _) = app.ask("race", &yes_no("q")).await;
     let msg = app.messages(CHANNEL).remove(0);
     let p1 = app.click_payload(
@@ -469,14 +223,14 @@ async fn two_people_click_at_once_and_one_wins() {
         p1["id"].as_str().unwrap().to_owned(),
         p2["id"].as_str().unwrap().to_owned(),
     );
-    app.standin.send_interaction(p1).await;
-    app.standin.send_interaction(p2).await;
+    app.standin().send_interaction(p1).await;
+    app.standin().send_interaction(p2).await;
     let cb1 = app
-        .standin
+        .standin()
         .wait_for_request(|r| r.path.contains(&format!("/interactions/{id1}/")))
         .await;
     let cb2 = app
-        .standin
+        .standin()
         .wait_for_request(|r| r.path.contains(&format!("/interactions/{id2}/")))
         .await;
     let (b1, b2) = (cb1.body.unwrap(), cb2.body.unwrap());
@@ -500,7 +254,7 @@ async fn two_people_click_at_once_and_one_wins() {
 
 #[tokio::test]
 async fn a_late_click_gets_an_ephemeral_reply() {
-    let app = App::start().await;
+    let app = App::discord().await;
     let (mut c, _) = app.ask("late", &yes_no("q")).await;
     let msg = app.messages(CHANNEL).remove(0);
     app.click(&msg, &alice(), &control(&msg, "No, keep them"))
@@ -530,7 +284,7 @@ async fn a_late_click_gets_an_ephemeral_reply() {
 
 #[tokio::test]
 async fn a_person_not_on_the_allowlist_then_an_allowed_one() {
-    let app = App::start_with(|c| {
+    let app = App::discord_with(|c| {
         c.discord.allowed_user_ids = vec![Snowflake(4242)];
         c.discord.allowed_role_ids = vec![Snowflake(77)];
     })
@@ -566,7 +320,7 @@ async fn a_person_not_on_the_allowlist_then_an_allowed_one() {
 
 #[tokio::test]
 async fn cancel_on_disconnect_edits_the_message() {
-    let app = App::start_with(|c| c.cancel_grace_secs = 0).await;
+    let app = App::discord_with(|c| c.cancel_grace_secs = 0).await;
     let (c, _) = app.ask("gone", &yes_no("q")).await;
     let msg = app.messages(CHANNEL).remove(0);
     drop(c);
@@ -589,7 +343,7 @@ async fn cancel_on_disconnect_edits_the_message() {
 
 #[tokio::test]
 async fn restart_then_a_click_on_the_old_message_settles_it() {
-    let mut app = App::start().await;
+    let mut app = App::discord().await;
     let (c, _) = app.ask("durable", &yes_no("q")).await;
     let msg = app.messages(CHANNEL).remove(0);
     drop(c);
@@ -612,7 +366,7 @@ async fn restart_then_a_click_on_the_old_message_settles_it() {
 
 #[tokio::test]
 async fn a_150_character_label_comes_back_whole() {
-    let app = App::start().await;
+    let app = App::discord().await;
     let long = format!("{} (Recommended)", "l".repeat(150 - " (Recommended)".len()));
     assert_eq!(long.chars().count(), 150);
     let input = json!({"questions": [{"id": "q", "question": "Long?", "options": [{"label": long}, {"label": "short"}]}]});
@@ -633,8 +387,8 @@ async fn a_150_character_label_comes_back_whole() {
 
 #[tokio::test]
 async fn a_429_on_posting_is_retried() {
-    let app = App::start().await;
-    app.standin.fail_next(
+    let app = App::discord().await;
+    app.standin().fail_next(
         "POST",
         &format!("/channels/{CHANNEL}/messages"),
         Failure::RateLimited {
@@ -643,7 +397,7 @@ async fn a_429_on_posting_is_retried() {
         },
         1,
     );
-    app.standin.fail_next(
+    app.standin().fail_next(
         "POST",
         &format!("/channels/{CHANNEL}/messages"),
         Failure::Status(502),
@@ -651,7 +405,7 @@ async fn a_429_on_posting_is_retried() {
     );
     let (mut c, _) = app.ask("limited", &yes_no("q")).await;
     let posts: Vec<Recorded> = app
-        .standin
+        .standin()
         .requests()
         .into_iter()
         .filter(|r| r.method == "POST" && r.path.ends_with("/messages"))
@@ -668,8 +422,8 @@ async fn a_429_on_posting_is_retried() {
 
 #[tokio::test]
 async fn an_unknown_channel_is_no_answerer_with_the_cause() {
-    let app = App::start().await;
-    app.standin.set_channel_missing(CHANNEL);
+    let app = App::discord().await;
+    app.standin().set_channel_missing(CHANNEL);
     let mut c = app.client().await;
     c.send_json(&ask_line("nowhere", &yes_no("q")))
         .await
@@ -686,8 +440,8 @@ async fn an_unknown_channel_is_no_answerer_with_the_cause() {
 
 #[tokio::test]
 async fn a_forbidden_channel_is_no_answerer_with_the_cause() {
-    let app = App::start().await;
-    app.standin.set_channel_forbidden(CHANNEL);
+    let app = App::discord().await;
+    app.standin().set_channel_forbidden(CHANNEL);
     let mut c = app.client().await;
     c.send_json(&ask_line("closed", &yes_no("q")))
         .await
@@ -702,7 +456,7 @@ async fn a_forbidden_channel_is_no_answerer_with_the_cause() {
 
 #[tokio::test]
 async fn the_route_is_chosen_by_scope_with_its_mentions_and_allowlist() {
-    let app = App::start_with(|c| {
+    let app = App::discord_with(|c| {
         c.routes.push(Route {
             name: "infra".into(),
             matches: BTreeMap::from([("project".into(), "infra-*".into())]),
@@ -726,7 +480,7 @@ async fn the_route_is_chosen_by_scope_with_its_mentions_and_allowlist() {
     let msg = app.messages(INFRA_CHANNEL).remove(0);
     assert_eq!(msg["content"], "<@&789> <@4242>");
     let post = app
-        .standin
+        .standin()
         .requests()
         .into_iter()
         .find(|r| {
@@ -760,7 +514,7 @@ async fn the_route_is_chosen_by_scope_with_its_mentions_and_allowlist() {
 
 #[tokio::test]
 async fn forged_and_garbage_custom_ids_get_an_ephemeral_reply() {
-    let app = App::start().await;
+    let app = App::discord().await;
     let (mut c, _) = app.ask("forged", &yes_no("q")).await;
     let msg = app.messages(CHANNEL).remove(0);
     for bad in [
@@ -780,7 +534,7 @@ async fn forged_and_garbage_custom_ids_get_an_ephemeral_reply() {
         .as_object_mut()
         .unwrap()
         .remove("attachment_size_limit");
-    app.standin.send_interaction(broken).await;
+    app.standin().send_interaction(broken).await;
     let cb = app
         .click(&msg, &alice(), &control(&msg, "No, keep them"))
         .await;
@@ -791,7 +545,7 @@ async fn forged_and_garbage_custom_ids_get_an_ephemeral_reply() {
 
 #[tokio::test]
 async fn a_terminal_answer_edits_the_discord_message() {
-    let app = App::start_with(|c| {
+    let app = App::discord_with(|c| {
         c.terminal.enabled = Some(true);
         c.discord.terminal_answers = true;
     })
@@ -826,7 +580,7 @@ async fn a_terminal_answer_edits_the_discord_message() {
 
 #[tokio::test]
 async fn a_route_expiry_ends_the_request_and_edits_the_message() {
-    let app = App::start_with(|c| {
+    let app = App::discord_with(|c| {
         c.routes.push(Route {
             name: "hurry".into(),
             matches: BTreeMap::from([("project".into(), "urgent".into())]),

@@ -4,11 +4,12 @@
 //! `Http` posts, edits and responds, and injected failures surface.
 //!
 //! Every wait is on an event (a channel or the stand-in's own notifications), never a sleep.
-mod support;
 
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::support::fixtures::{self, At, Clicker};
+use crate::support::standin::{Failure, StandIn};
 use serde_json::{json, Value};
 use serenity::all::{
     ActionRowComponent, ChannelId, ComponentInteractionDataKind, Context, CreateActionRow,
@@ -16,8 +17,6 @@ use serenity::all::{
     CreateMessage, EditInteractionResponse, EditMessage, EventHandler, GatewayIntents, Http,
     HttpBuilder, Interaction, Nonce, Ready,
 };
-use support::fixtures::{self, Clicker};
-use support::standin::{Failure, StandIn};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::sync::mpsc;
 
@@ -61,7 +60,13 @@ fn fixtures_deserialize_into_serenity_interactions() {
     let app = 1_200_000_000_000_000_001;
     let guild = 1_200_000_000_000_000_002;
 
-    let click = fixtures::component_click(11, app, guild, CHANNEL, MESSAGE, &who, "ask:1:yes");
+    let at = At {
+        application_id: app,
+        guild_id: Some(guild),
+        channel_id: CHANNEL,
+        message_id: MESSAGE,
+    };
+    let click = fixtures::component_click(11, &at, &who, "ask:1:yes");
     let Interaction::Component(c) = fixtures::parse(&click) else {
         panic!("component_click is not a component interaction");
     };
@@ -84,8 +89,7 @@ fn fixtures_deserialize_into_serenity_interactions() {
     assert_eq!(roles, who.role_ids);
     assert_eq!(c.user.name, "alice");
 
-    let select =
-        fixtures::select_values(12, app, guild, CHANNEL, MESSAGE, &who, "ask:2", &["a", "c"]);
+    let select = fixtures::select_values(12, &at, &who, "ask:2", &["a", "c"]);
     let Interaction::Component(s) = fixtures::parse(&select) else {
         panic!("select_values is not a component interaction");
     };
@@ -96,17 +100,8 @@ fn fixtures_deserialize_into_serenity_interactions() {
     }
     assert_eq!(s.token, "tok12");
 
-    let modal = fixtures::modal_submit(
-        13,
-        app,
-        guild,
-        CHANNEL,
-        MESSAGE,
-        &who,
-        "ask:3:modal",
-        "answer",
-        "free text",
-    );
+    let modal =
+        fixtures::modal_submit_with_input(13, &at, &who, "ask:3:modal", "answer", "free text");
     let Interaction::Modal(m) = fixtures::parse(&modal) else {
         panic!("modal_submit is not a modal interaction");
     };
@@ -124,7 +119,13 @@ fn fixtures_deserialize_into_serenity_interactions() {
 /// component interaction (and on the gateway would drop it silently).
 #[test]
 fn a_payload_without_attachment_size_limit_does_not_deserialize() {
-    let mut click = fixtures::component_click(14, 1, 2, CHANNEL, MESSAGE, &clicker(), "ask:1:yes");
+    let at = At {
+        application_id: 1,
+        guild_id: Some(2),
+        channel_id: CHANNEL,
+        message_id: MESSAGE,
+    };
+    let mut click = fixtures::component_click(14, &at, &clicker(), "ask:1:yes");
     click
         .as_object_mut()
         .unwrap()
@@ -207,15 +208,13 @@ async fn start_client(standin: &StandIn) -> RunningClient {
 }
 
 fn click(standin: &StandIn, interaction_id: u64, custom_id: &str) -> Value {
-    fixtures::component_click(
-        interaction_id,
-        standin.application_id(),
-        standin.guild_id(),
-        CHANNEL,
-        MESSAGE,
-        &clicker(),
-        custom_id,
-    )
+    let at = At {
+        application_id: standin.application_id(),
+        guild_id: Some(standin.guild_id()),
+        channel_id: CHANNEL,
+        message_id: MESSAGE,
+    };
+    fixtures::component_click(interaction_id, &at, &clicker(), custom_id)
 }
 
 fn custom_id_of(interaction: &Interaction) -> &str {

@@ -2,8 +2,8 @@
 //! fail: good bodies pass, and each broken body fails with a problem that names what is wrong.
 //! Needs Discord's OpenAPI spec at ../shared/discord-api-spec/openapi.json; without it every
 //! test here panics with a message that says so.
-mod support;
 
+use crate::support::discord_schema::{spec_path, Validator};
 use serde_json::{json, Value};
 use serenity::builder::{
     CreateActionRow, CreateAllowedMentions, CreateButton, CreateEmbed, CreateEmbedFooter,
@@ -11,7 +11,6 @@ use serenity::builder::{
     CreateModal, CreateSelectMenu, CreateSelectMenuKind, CreateSelectMenuOption, EditMessage,
 };
 use serenity::model::application::{ButtonStyle, InputTextStyle};
-use support::discord_schema::{spec_path, Validator};
 
 const MESSAGES: &str = "/api/v10/channels/111/messages";
 const MESSAGE: &str = "/api/v10/channels/111/messages/222";

@@ -1,11 +1,9 @@
 //! A tiny run of the benchmark (tests/support/bench.rs): it must complete and lose nothing.
 //! No figure is checked: timing belongs in docs/performance.md, not in assertions.
 
-mod support;
-
+use crate::support::bench::{self, BenchConfig};
+use crate::support::standin::RateLimits;
 use std::time::Duration;
-use support::bench::{self, BenchConfig};
-use support::standin::RateLimits;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_benchmark_completes_and_loses_nothing() {

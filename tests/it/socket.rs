@@ -1,11 +1,9 @@
 //! The socket front end against the real daemon (in-process): SPEC §1 and §2.
 
-mod harness;
-
+use crate::harness::*;
 use askrelay::core::store::{Page, Visibility};
 use askrelay::core::Outcome;
 use askrelay::core::Phase;
-use harness::{ask_line, expect_event, yes_no, App};
 use serde_json::{json, Value};
 use std::os::unix::fs::PermissionsExt;
 
@@ -375,11 +373,13 @@ async fn restart_keeps_pending_requests_and_the_client_reattaches() {
         !app.socket().exists(),
         "the socket file is removed on shutdown"
     );
-    assert!(c
-        .recv_json()
-        .await
-        .map(|e| e.is_none() || e.unwrap()["event"] == "error")
-        .unwrap_or(true));
+    // The waiting client is told, then the connection closes; the request stays pending.
+    let ev = recv(&mut c, "the shutdown notice").await;
+    assert_eq!(
+        ev,
+        json!({"event": "shutting_down", "request_id": "survivor"})
+    );
+    expect_eof(&mut c, "the connection to close after the notice").await;
     app.restart().await;
     let mut c = app.client().await;
     c.send_json(&ask_line("survivor", &yes_no("q")))
@@ -424,6 +424,10 @@ async fn first_wins_with_fifty_concurrent_answers() {
     c.send_json(&ask_line("race", &yes_no("q"))).await.unwrap();
     expect_event(&mut c, "accepted").await;
     let labels = ["Yes, delete them (Recommended)", "No, keep them"];
+    let me = nix::unistd::User::from_uid(nix::unistd::geteuid())
+        .unwrap()
+        .unwrap()
+        .name;
     let mut tasks = Vec::new();
     for i in 0..50 {
         let mut client = app.client().await;
@@ -446,10 +450,14 @@ async fn first_wins_with_fifty_concurrent_answers() {
             Some("answer_accepted") => winners.push((i, label)),
             Some("error") => {
                 assert_eq!(reply["code"], "CONFLICT", "{reply}");
-                assert!(reply["message"]
-                    .as_str()
-                    .unwrap()
-                    .contains("already answered by person"));
+                let m = reply["message"].as_str().unwrap();
+                assert!(
+                    m.contains(&format!(
+                        "already answered by {me} (uid {}) via terminal",
+                        own_uid()
+                    )),
+                    "{m}"
+                );
             }
             _ => panic!("unexpected {reply}"),
         }
@@ -568,10 +576,16 @@ async fn supervision_ops_report_state_and_peer_credentials() {
         .await
         .unwrap();
     assert_eq!(history["requests"][0]["status"], "answered");
-    assert!(history["requests"][0]["questions"][0]["answered"]["by"]
-        .as_str()
+    // Who answered is the connection's user; the line's `by` is only a note.
+    let answered = &history["requests"][0]["questions"][0]["answered"];
+    let me = nix::unistd::User::from_uid(nix::unistd::geteuid())
         .unwrap()
-        .starts_with("tester"));
+        .unwrap()
+        .name;
+    assert_eq!(answered["by"], me.as_str(), "{answered}");
+    assert_eq!(answered["id"], own_uid().to_string(), "{answered}");
+    assert_eq!(answered["via"], "terminal");
+    assert_eq!(answered["note"], "tester");
 }
 
 /// The uid of this test process, as the daemon sees it through SO_PEERCRED.
@@ -590,7 +604,9 @@ async fn the_socket_is_owner_only_and_a_live_daemon_is_not_replaced() {
         .mode()
         & 0o777;
     assert_eq!(mode, 0o600);
-    let err = askrelay::daemon::Daemon::start(app.config.clone())
+    let mut other = app.config.clone();
+    other.database_url = format!("sqlite://{}", app.dir.path().join("other.db").display());
+    let err = askrelay::daemon::Daemon::start(other)
         .await
         .err()
         .expect("a second daemon on the same socket must fail");
@@ -600,7 +616,7 @@ async fn the_socket_is_owner_only_and_a_live_daemon_is_not_replaced() {
 #[tokio::test]
 async fn a_stale_socket_file_is_replaced() {
     let dir = tempfile::tempdir().unwrap();
-    let config = harness::test_config(dir.path());
+    let config = crate::harness::test_config(dir.path());
     // A socket file nobody listens on, as a crashed daemon leaves it.
     drop(std::os::unix::net::UnixListener::bind(&config.socket_path).unwrap());
     assert!(config.socket_path.exists());

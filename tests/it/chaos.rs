@@ -3,11 +3,9 @@
 //! bursts and gateway drops. The full run is
 //! `cargo run --release --example chaos -- --requests 200 --kills 20`.
 
-mod support;
-
+use crate::support::chaos::{self, ChaosConfig};
 use std::path::Path;
 use std::time::Duration;
-use support::chaos::{self, ChaosConfig};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_small_chaos_run_loses_nothing_and_posts_nothing_twice() {

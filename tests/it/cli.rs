@@ -1,0 +1,508 @@
+//! The `askrelay` binary as people use it: `serve` in one terminal, `ask`, `answer`, `pending`,
+//! `cancel` in others.
+
+use crate::harness::*;
+use crate::support::standin::StandIn;
+use std::process::Stdio;
+use tokio::io::AsyncWriteExt;
+
+const QUESTION: &str = r#"{"questions":[{"id":"cleanup","question":"Proceed with the destructive cleanup?","header":"Confirm","options":[{"label":"Yes, delete them (Recommended)","description":"Removes the three stale files."},{"label":"No, keep them","description":"Aborts the cleanup."}],"multiSelect":false}]}"#;
+
+/// The local user name and uid of this process, as the daemon records who answered.
+fn me() -> (String, u32) {
+    let uid = nix::unistd::geteuid();
+    let name = nix::unistd::User::from_uid(uid).unwrap().unwrap().name;
+    (name, uid.as_raw())
+}
+
+impl Asker {
+    async fn finish_with_err(mut self) -> (i32, String, String) {
+        let mut err = String::new();
+        while let Ok(Some(l)) = self.err_lines().next_line().await {
+            err.push_str(&l);
+            err.push('\n');
+        }
+        let (code, out) = self.finish().await;
+        (code, out, err)
+    }
+}
+
+#[tokio::test]
+async fn walkthrough_ask_in_one_terminal_answer_in_another() {
+    let env = Bin::new().env("USER", "alice");
+    let daemon = env.serve().await;
+    let mut asker = env
+        .ask(&["--request-id", "walk-1", "--project", "infra"], QUESTION)
+        .await;
+    asker
+        .wait_stderr("waiting for an answer via terminal")
+        .await;
+
+    let (code, out, _) = env.run(&["pending"]).await;
+    assert_eq!(code, 0);
+    assert!(
+        out.contains("walk-1") && out.contains("No, keep them") && out.contains("project=infra"),
+        "{out}"
+    );
+    let (code, out, _) = env.run(&["pending", "--json"]).await;
+    assert_eq!(code, 0);
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v[0]["request_id"], "walk-1");
+
+    // One question: --question may be left out; an option may be given by its number.
+    let (code, out, err) = env.run(&["answer", "walk-1", "--select", "2"]).await;
+    assert_eq!(code, 0, "{out}{err}");
+    let (code, out) = asker.finish().await;
+    assert_eq!(code, 0);
+    assert_eq!(
+        out,
+        "{\"answers\":[{\"id\":\"cleanup\",\"selected\":[\"No, keep them\"]}]}\n"
+    );
+
+    // A second answer does not count, exits non-zero and says who answered: the login (peer
+    // credentials), not $USER.
+    let (code, _, err) = env
+        .run(&[
+            "answer",
+            "walk-1",
+            "--question",
+            "cleanup",
+            "--select",
+            "Yes, delete them (Recommended)",
+        ])
+        .await;
+    assert_eq!(code, 1);
+    let (name, uid) = me();
+    assert!(
+        err.contains(&format!(
+            "already answered by {name} (uid {uid}) via terminal"
+        )),
+        "{err}"
+    );
+    let (code, _, err) = env
+        .run(&["answer", "nope", "--question", "q", "--custom", "x"])
+        .await;
+    assert_eq!(code, 2);
+    assert!(err.contains("unknown request_id"), "{err}");
+
+    let (code, out, _) = env.run(&["history"]).await;
+    assert_eq!(code, 0);
+    assert!(out.contains("walk-1") && out.contains("answered"), "{out}");
+
+    let (status, log) = daemon.terminate().await;
+    assert!(status.success(), "{log}");
+    assert!(log.contains("SIGTERM"), "{log}");
+    assert!(
+        !env.socket().exists(),
+        "serve removes its socket on SIGTERM"
+    );
+}
+
+#[tokio::test]
+async fn ask_reattaches_across_a_daemon_restart() {
+    let env = Bin::new();
+    let daemon = env.serve().await;
+    let mut asker = env.ask(&["--request-id", "phoenix"], QUESTION).await;
+    asker.wait_stderr("waiting for an answer").await;
+    daemon.terminate().await;
+    asker.wait_stderr("lost the daemon").await;
+    let daemon = env.serve().await;
+    asker.wait_stderr("reconnected").await;
+    asker.wait_stderr("waiting for an answer").await;
+    let (code, _, err) = env
+        .run(&[
+            "answer",
+            "phoenix",
+            "--question",
+            "cleanup",
+            "--select",
+            "Yes, delete them (Recommended)",
+        ])
+        .await;
+    assert_eq!(code, 0, "{err}");
+    let (code, out) = asker.finish().await;
+    assert_eq!(code, 0);
+    assert!(out.contains("Yes, delete them (Recommended)"), "{out}");
+    daemon.terminate().await;
+}
+
+#[tokio::test]
+async fn exit_codes_per_error() {
+    let env = Bin::new();
+    // 7: no daemon.
+    let (code, _, err) = env.ask(&[], QUESTION).await.finish_with_err().await;
+    assert_eq!(code, 7, "{err}");
+    assert!(err.contains("askrelay serve"), "{err}");
+
+    let daemon = env.serve().await;
+    // 2: invalid.
+    let mut bad = env.cmd(&["ask"]).stdin(Stdio::piped()).spawn().unwrap();
+    bad.stdin
+        .take()
+        .unwrap()
+        .write_all(br#"{"questions":[]}"#)
+        .await
+        .unwrap();
+    let out = bad.wait_with_output().await.unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("INVALID_REQUEST: questions"));
+    // 3: delegated.
+    let (code, _, err) = env
+        .ask(&["--owner-agent-id", "root"], QUESTION)
+        .await
+        .finish_with_err()
+        .await;
+    assert_eq!(code, 3, "{err}");
+    // 5: cancelled by its owner from another terminal.
+    let mut asker = env.ask(&["--request-id", "doomed"], QUESTION).await;
+    asker.wait_stderr("waiting").await;
+    let (code, out, _) = env
+        .run(&["cancel", "doomed", "--reason", "not today"])
+        .await;
+    assert_eq!(code, 0, "{out}");
+    let (code, _, err) = asker.finish_with_err().await;
+    assert_eq!(code, 5);
+    assert!(
+        err.contains("ABORTED") && err.contains("not today"),
+        "{err}"
+    );
+    // 5: Ctrl-C cancels.
+    let mut asker = env.ask(&["--request-id", "interrupted"], QUESTION).await;
+    asker.wait_stderr("waiting").await;
+    signal(&asker.child, "-INT").await;
+    let (code, _, err) = asker.finish_with_err().await;
+    assert_eq!(code, 5, "{err}");
+    daemon.terminate().await;
+
+    // 4: nothing can answer.
+    let no_answerer = Bin::in_dir(env.dir()).env("ASKRELAY_TERMINAL__ENABLED", "false");
+    let daemon = no_answerer.serve().await;
+    let (code, _, err) = env.ask(&[], QUESTION).await.finish_with_err().await;
+    assert_eq!(code, 4, "{err}");
+    assert!(err.contains("NO_ANSWERER"), "{err}");
+    daemon.terminate().await;
+}
+
+#[tokio::test]
+async fn config_errors_stop_startup_and_name_the_key() {
+    let env = Bin::new();
+    let file = env.dir().join("bad.toml");
+    std::fs::write(&file, "[discord]\nchanel_id = 5\n").unwrap();
+    let (code, _, err) = env
+        .run(&["serve", "--config", file.to_str().unwrap()])
+        .await;
+    assert_eq!(code, 2);
+    assert!(err.contains("discord.chanel_id"), "{err}");
+    assert_eq!(err.trim().lines().count(), 1, "one clear line: {err}");
+
+    std::fs::write(&file, "[limits]\nmax_line_bytes = \"big\"\n").unwrap();
+    let (code, _, err) = env
+        .run(&["serve", "--config", file.to_str().unwrap()])
+        .await;
+    assert_eq!(code, 2);
+    assert!(err.contains("limits.max_line_bytes"), "{err}");
+
+    let mut cmd = env.cmd(&["serve"]);
+    cmd.env("ASKRELAY_CANCEL_GRACE", "5");
+    let out = cmd.output().await.unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("cancel_grace"));
+
+    let (code, _, err) = env.run(&["serve", "--config", "/nonexistent.toml"]).await;
+    assert_eq!(code, 2);
+    assert!(err.contains("does not exist"), "{err}");
+}
+
+/// A secret pasted into the wrong key must not be printed back: config errors name the key
+/// and what was expected, never the value.
+#[tokio::test]
+async fn config_errors_never_print_the_offending_value() {
+    let env = Bin::new();
+    let secret = "MTE4.sekrit-token-value";
+    let file = env.dir().join("c.toml");
+    let cases = [
+        format!("[discord]\nchannel_id = \"{secret}\"\n"),
+        format!("cancel_grace_secs = \"{secret}\"\n"),
+        format!("socket_mode = \"{secret}\"\n"),
+        format!("[discord]\napi_base = \"{secret}\"\n"),
+        format!("[discord]\nallowed_user_ids = [\"{secret}\"]\n"),
+        format!("[[routes]]\nname = \"r\"\nchannel_id = 1\non_expire = \"{secret}\"\n"),
+        // A TOML syntax error quotes the line; only its position may be shown.
+        format!("[discord]\ntoken = \"{secret}\nchannel_id = 1\n"),
+    ];
+    for case in &cases {
+        std::fs::write(&file, case).unwrap();
+        let (code, out, err) = env
+            .run(&["serve", "--config", file.to_str().unwrap()])
+            .await;
+        assert_eq!(code, 2, "{case}: {err}");
+        assert!(
+            !err.contains("sekrit") && !out.contains("sekrit"),
+            "{case}: {err}"
+        );
+        assert_eq!(err.trim().lines().count(), 1, "{case}: {err}");
+    }
+    // The environment, too.
+    let mut cmd = env.cmd(&["serve"]);
+    cmd.env("ASKRELAY_RESTART_GRACE_SECS", secret);
+    let out = cmd.output().await.unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        err.contains("restart_grace_secs") && !err.contains("sekrit"),
+        "{err}"
+    );
+}
+
+/// The token is used (connect, post, edit) at trace level, and appears nowhere: not in
+/// `serve`'s log, not in `check-config`, not in the `mcp` front end.
+#[tokio::test]
+async fn the_token_never_reaches_the_logs() {
+    let token = "MTE4MDAwMDAwMDAwMDAwMDAwMQ.Gx1234.super-secret-token-part";
+    let standin = StandIn::start().await;
+    let env = Bin::new()
+        .discord(&standin)
+        .env("ASKRELAY_DISCORD__TOKEN", token)
+        .env("ASKRELAY_DISCORD__TERMINAL_ANSWERS", "true");
+    let mut cmd = env.cmd(&["serve"]);
+    cmd.env("ASKRELAY_LOG", "trace");
+    let mut daemon = env.serve_cmd(cmd).await;
+    daemon.wait_log("connected to the Discord gateway").await;
+    let mut asker = env.ask(&["--request-id", "secret-1"], QUESTION).await;
+    asker.wait_stderr("waiting for an answer via discord").await;
+    // A terminal answer makes the daemon edit the Discord message.
+    let (code, _, err) = env.run(&["answer", "secret-1", "--select", "2"]).await;
+    assert_eq!(code, 0, "{err}");
+    within(
+        "the message edit",
+        standin.wait_for_request(|r| r.method == "PATCH"),
+    )
+    .await;
+    assert_eq!(asker.finish().await.0, 0);
+    // The stand-in saw the token, so it was really used.
+    let used = standin
+        .requests()
+        .iter()
+        .any(|r| r.header("authorization") == Some(&format!("Bot {token}")));
+    assert!(used, "the daemon used the token");
+    let (status, log) = daemon.terminate().await;
+    assert!(status.success());
+    assert!(
+        log.contains("TRACE") || log.contains("DEBUG"),
+        "trace level was on"
+    );
+    assert!(
+        !log.contains("super-secret"),
+        "the token is in the log:\n{log}"
+    );
+
+    let mut check = env.cmd(&["check-config"]);
+    check.env("ASKRELAY_LOG", "trace");
+    let out = check.output().await.unwrap();
+    let all = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(out.status.code(), Some(0), "{all}");
+    assert!(all.contains("token ok"), "{all}");
+    assert!(!all.contains("super-secret"), "{all}");
+
+    let mut mcp = env.cmd(&["mcp"]);
+    mcp.env("ASKRELAY_LOG", "trace");
+    let out = mcp.output().await.unwrap();
+    let all = String::from_utf8_lossy(&out.stderr);
+    assert!(!all.contains("super-secret"), "{all}");
+}
+
+#[tokio::test]
+async fn every_command_has_help_with_examples() {
+    let env = Bin::new();
+    for cmd in [
+        "serve",
+        "check-config",
+        "ask",
+        "pending",
+        "answer",
+        "cancel",
+        "history",
+        "mcp",
+    ] {
+        let (code, out, _) = env.run(&[cmd, "--help"]).await;
+        assert_eq!(code, 0);
+        assert!(
+            out.contains("Examples:"),
+            "{cmd} --help lacks examples:\n{out}"
+        );
+        // Every argument has a help line, on its line or indented on the next one.
+        let lines: Vec<&str> = out.lines().collect();
+        let mut in_args = false;
+        for (i, line) in lines.iter().enumerate() {
+            if line.starts_with("Arguments:") || line.starts_with("Options:") {
+                in_args = true;
+                continue;
+            }
+            if !line.starts_with(' ') {
+                in_args = false;
+            }
+            let t = line.trim_start();
+            let entry = t.starts_with('<') || t.starts_with('[') || t.starts_with('-');
+            if !in_args || !entry || line.len() - t.len() > 6 {
+                continue;
+            }
+            let same_line = t.trim_end().contains("  ");
+            let next = lines.get(i + 1).copied().unwrap_or("");
+            let next_line = next.len() - next.trim_start().len() > line.len() - t.len()
+                && !next.trim().is_empty();
+            assert!(
+                same_line || next_line,
+                "{cmd} --help: {t:?} has no help line:\n{out}"
+            );
+        }
+    }
+    let (_, out, _) = env.run(&["ask", "--help"]).await;
+    assert!(out.contains("4  NO_ANSWERER"), "{out}");
+    // The client commands say what they read from --config; serve does not claim it.
+    let (_, serve, _) = env.run(&["serve", "--help"]).await;
+    assert!(!serve.contains("read only socket_path"), "{serve}");
+    let (_, ask, _) = env.run(&["ask", "--help"]).await;
+    assert!(ask.contains("only socket_path and daemon_uid"), "{ask}");
+}
+
+/// The `ask --help` example is copy-pasteable: run it as a shell would.
+#[tokio::test]
+async fn the_ask_example_runs_as_printed() {
+    let env = Bin::new();
+    let daemon = env.serve().await;
+    let (_, help, _) = env.run(&["ask", "--help"]).await;
+    let start = help.find("  echo '").expect("an echo example");
+    let rest = &help[start..];
+    let end = rest
+        .find("| askrelay ask")
+        .expect("piped into askrelay ask")
+        + "| askrelay ask".len();
+    let example = rest[..end].replace("askrelay ask", &format!("{BIN} ask --request-id example"));
+    let mut sh = tokio::process::Command::new("sh");
+    sh.arg("-c")
+        .arg(&example)
+        .env("ASKRELAY_SOCKET_PATH", env.socket())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true);
+    let child = sh.spawn().unwrap();
+    let mut tries = 0;
+    loop {
+        let (_, out, _) = env.run(&["pending", "--json"]).await;
+        if out.contains("\"example\"") {
+            break;
+        }
+        tries += 1;
+        assert!(tries < 300, "the example never asked: {example}");
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    let (code, _, err) = env.run(&["answer", "example", "--select", "1"]).await;
+    assert_eq!(code, 0, "{err}");
+    let out = within("the example to finish", child.wait_with_output())
+        .await
+        .unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "{\"answers\":[{\"id\":\"go\",\"selected\":[\"Yes (Recommended)\"]}]}\n"
+    );
+    daemon.terminate().await;
+}
+
+const MULTI: &str = r#"{"questions":[
+    {"id":"env","question":"Where to?","multiSelect":true,
+     "options":[{"label":"staging"},{"label":"prod"},{"label":"canary"}]},
+    {"id":"one","question":"Which one?","options":[{"label":"a"},{"label":"b"}]}]}"#;
+
+/// `--select` and `--custom` together: a multi-select question takes both (the note comes in
+/// addition), a single-select one refuses them with the reason, in one line.
+#[tokio::test]
+async fn terminal_answers_with_a_note() {
+    let env = Bin::new();
+    let daemon = env.serve().await;
+    let run = |id: &'static str| {
+        let env = &env;
+        async move {
+            let mut a = env.ask(&["--request-id", id], MULTI).await;
+            a.wait_stderr("waiting").await;
+            a
+        }
+    };
+
+    // Multi-select with options and a note.
+    let a = run("m1").await;
+    let (code, _, err) = env
+        .run(&[
+            "answer",
+            "m1",
+            "--question",
+            "env",
+            "--select",
+            "staging",
+            "--select",
+            "prod",
+            "--custom",
+            "and canary",
+        ])
+        .await;
+    assert_eq!(code, 0, "{err}");
+    // Single-select with a note only.
+    let (code, _, err) = env
+        .run(&["answer", "m1", "--question", "one", "--custom", "neither"])
+        .await;
+    assert_eq!(code, 0, "{err}");
+    let (code, out) = a.finish().await;
+    assert_eq!(code, 0);
+    assert_eq!(
+        out.trim(),
+        r#"{"answers":[{"id":"env","selected":["staging","prod"],"custom":"and canary"},{"id":"one","selected":[],"custom":"neither"}]}"#
+    );
+
+    // Multi-select with a note only.
+    let a = run("m2").await;
+    let (code, _, err) = env
+        .run(&["answer", "m2", "--question", "env", "--text", "nowhere yet"])
+        .await;
+    assert_eq!(code, 0, "{err}");
+    // Single-select with both: refused, one line, nothing recorded.
+    let (code, _, err) = env
+        .run(&[
+            "answer",
+            "m2",
+            "--question",
+            "one",
+            "--select",
+            "a",
+            "--custom",
+            "or b",
+        ])
+        .await;
+    assert_eq!(code, 2, "{err}");
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    assert!(
+        err.contains("single-select") && err.contains("replace the selection"),
+        "{err}"
+    );
+    let (code, _, err) = env
+        .run(&["answer", "m2", "--question", "one", "--select", "b"])
+        .await;
+    assert_eq!(code, 0, "the refused answer recorded nothing: {err}");
+    let (code, out) = a.finish().await;
+    assert_eq!(code, 0);
+    assert_eq!(
+        out.trim(),
+        r#"{"answers":[{"id":"env","selected":[],"custom":"nowhere yet"},{"id":"one","selected":["b"]}]}"#
+    );
+    // Several questions and no --question: it says which there are.
+    let _a = run("m3").await;
+    let (code, _, err) = env.run(&["answer", "m3", "--select", "a"]).await;
+    assert_eq!(code, 2);
+    assert!(
+        err.contains("--question") && err.contains("env, one"),
+        "{err}"
+    );
+    daemon.terminate().await;
+}

@@ -1,0 +1,694 @@
+//! One harness for every integration test:
+//! - [`App`]: the real daemon in-process (socket and SQLite file in a temp dir), optionally with
+//!   the Discord stand-in, and helpers that click, select and submit modals the way Discord
+//!   does;
+//! - [`Bin`]: the real `askrelay` binary, for what only a process shows (signals, exit codes,
+//!   stderr, crashes, another uid).
+//!
+//! Every wait has a deadline and says what it waited for when it runs out, so a broken
+//! behaviour fails the test instead of hanging it.
+
+use crate::support::discord_schema::Validator;
+use crate::support::fixtures::{self, At, Clicker};
+use crate::support::standin::StandIn;
+use askrelay::client::Client;
+use askrelay::config::{Config, Secret, Snowflake};
+use askrelay::core::Phase;
+use askrelay::daemon::{Daemon, DaemonHooks};
+use serde_json::{json, Value};
+use std::future::Future;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+use tempfile::TempDir;
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader, Lines};
+use tokio::process::{Child, ChildStderr, Command};
+
+/// The default route's channel in the stand-in.
+pub const CHANNEL: u64 = 100;
+/// How long any single wait may take before the test fails.
+pub const WAIT: Duration = Duration::from_secs(30);
+
+static NEXT_INTERACTION: AtomicU64 = AtomicU64::new(900_000);
+
+/// Awaits `f`, failing the test with `what` if it takes longer than [`WAIT`].
+pub async fn within<T>(what: &str, f: impl Future<Output = T>) -> T {
+    match tokio::time::timeout(WAIT, f).await {
+        Ok(v) => v,
+        Err(_) => panic!("gave up after {} s waiting for {what}", WAIT.as_secs()),
+    }
+}
+
+/// A config rooted in `dir`, with the terminal answerer on and no Discord.
+pub fn test_config(dir: &Path) -> Config {
+    let mut config = Config {
+        socket_path: dir.join("askrelay.sock"),
+        database_url: format!("sqlite://{}", dir.join("state/askrelay.db").display()),
+        ..Config::default()
+    };
+    config.terminal.enabled = Some(true);
+    config
+}
+
+/// The daemon in this process.
+pub struct App {
+    pub dir: TempDir,
+    pub config: Config,
+    pub daemon: Option<Daemon>,
+    standin: Option<StandIn>,
+    hooks: DaemonHooks,
+}
+
+impl App {
+    /// The terminal answerer only.
+    pub async fn start() -> App {
+        Self::start_with(|_| {}).await
+    }
+
+    pub async fn start_with(tweak: impl FnOnce(&mut Config)) -> App {
+        Self::build(None, DaemonHooks::default(), tweak).await
+    }
+
+    /// Discord (the stand-in) only, on channel [`CHANNEL`].
+    pub async fn discord() -> App {
+        Self::discord_with(|_| {}).await
+    }
+
+    pub async fn discord_with(tweak: impl FnOnce(&mut Config)) -> App {
+        Self::build(Some(StandIn::start().await), DaemonHooks::default(), tweak).await
+    }
+
+    /// The general form: an optional stand-in, hooks, and a change to the config.
+    pub async fn build(
+        standin: Option<StandIn>,
+        hooks: DaemonHooks,
+        tweak: impl FnOnce(&mut Config),
+    ) -> App {
+        let dir = tempfile::tempdir().unwrap();
+        let mut config = test_config(dir.path());
+        if let Some(s) = &standin {
+            config.terminal.enabled = Some(false);
+            config.discord.token = Some(Secret::new("test-bot-token"));
+            config.discord.api_base = s.base_url.clone();
+            config.discord.channel_id = Some(Snowflake(CHANNEL));
+            config.discord.retry_max_delay_ms = 20;
+        }
+        tweak(&mut config);
+        let daemon = within(
+            "the daemon to start",
+            Daemon::start_with(config.clone(), hooks.clone()),
+        )
+        .await
+        .unwrap();
+        if let Some(s) = &standin {
+            within("the gateway session", s.wait_ready()).await;
+        }
+        App {
+            dir,
+            config,
+            daemon: Some(daemon),
+            standin,
+            hooks,
+        }
+    }
+
+    pub fn socket(&self) -> PathBuf {
+        self.config.socket_path.clone()
+    }
+
+    pub async fn client(&self) -> Client {
+        Client::connect(&self.config.socket_path).await.unwrap()
+    }
+
+    pub fn hub(&self) -> &askrelay::core::Hub {
+        &self.daemon.as_ref().unwrap().hub
+    }
+
+    pub fn store(&self) -> &std::sync::Arc<dyn askrelay::core::store::Store> {
+        self.daemon.as_ref().unwrap().store()
+    }
+
+    /// The Discord stand-in (only for an app started with Discord).
+    pub fn standin(&self) -> &StandIn {
+        self.standin
+            .as_ref()
+            .expect("this app runs without Discord")
+    }
+
+    pub async fn stop(&mut self) {
+        if let Some(d) = self.daemon.take() {
+            within("the daemon to shut down", d.shutdown()).await;
+        }
+    }
+
+    pub async fn restart(&mut self) {
+        let identified = self.standin.as_ref().map(|s| s.identify_count());
+        self.stop().await;
+        self.daemon = Some(
+            within(
+                "the daemon to start again",
+                Daemon::start_with(self.config.clone(), self.hooks.clone()),
+            )
+            .await
+            .unwrap(),
+        );
+        if let (Some(s), Some(n)) = (&self.standin, identified) {
+            within("a new gateway session", s.wait_identify_count(n + 1)).await;
+        }
+    }
+
+    /// Waits (on the hub's watch channel, not by polling) until the request has ended.
+    pub async fn wait_ended(&self, request_id: &str) {
+        if let Some(mut rx) = self.hub().observe(request_id) {
+            let _ = within(
+                &format!("request {request_id} to end"),
+                rx.wait_for(|p| matches!(p, Phase::Ended(_))),
+            )
+            .await;
+        }
+    }
+
+    /// Answers from the terminal over the socket and returns the reply.
+    pub async fn answer(&self, request_id: &str, question: &str, select: &[&str]) -> Value {
+        self.client()
+            .await
+            .call_json(&json!({"op": "answer", "request_id": request_id, "question": question, "select": select, "by": "tester"}))
+            .await
+            .unwrap()
+    }
+
+    /// Asks on a new connection and waits for `accepted`; returns the client and the event.
+    pub async fn ask(&self, request_id: &str, input: &Value) -> (Client, Value) {
+        let mut c = self.client().await;
+        c.send_json(&ask_line(request_id, input)).await.unwrap();
+        let ev = expect_event(&mut c, "accepted").await;
+        (c, ev)
+    }
+
+    /// The messages posted in `channel`, oldest first, as the stand-in holds them now.
+    pub fn messages(&self, channel: u64) -> Vec<Value> {
+        self.standin().messages_in(channel)
+    }
+
+    /// Where a message is, for an interaction on it.
+    pub fn at(&self, message: &Value) -> At {
+        At {
+            application_id: self.standin().application_id(),
+            guild_id: Some(self.standin().guild_id()),
+            channel_id: channel_of(message),
+            message_id: id_of(message),
+        }
+    }
+
+    /// Sends an interaction (checking first that serenity can parse it) and returns the
+    /// callback body the daemon answered it with.
+    pub async fn interact(&self, payload: Value) -> Value {
+        let id = payload["id"].as_str().unwrap().to_owned();
+        fixtures::parse(&payload);
+        self.standin().send_interaction(payload).await;
+        let rec = within(
+            &format!("the callback of interaction {id}"),
+            self.standin()
+                .wait_for_request(|r| r.path.contains(&format!("/interactions/{id}/"))),
+        )
+        .await;
+        rec.body.unwrap_or(Value::Null)
+    }
+
+    /// A fresh interaction id.
+    pub fn next_id(&self) -> u64 {
+        NEXT_INTERACTION.fetch_add(1, Ordering::SeqCst)
+    }
+
+    pub fn click_payload(&self, message: &Value, who: &Clicker, custom_id: &str) -> Value {
+        fixtures::component_click(self.next_id(), &self.at(message), who, custom_id)
+    }
+
+    /// Clicks the control with this custom_id.
+    pub async fn click(&self, message: &Value, who: &Clicker, custom_id: &str) -> Value {
+        self.interact(self.click_payload(message, who, custom_id))
+            .await
+    }
+
+    /// Clicks the button with this label.
+    pub async fn press(&self, message: &Value, who: &Clicker, label: &str) -> Value {
+        self.click(message, who, &control(message, label)).await
+    }
+
+    pub async fn select(
+        &self,
+        message: &Value,
+        who: &Clicker,
+        custom_id: &str,
+        values: &[&str],
+    ) -> Value {
+        self.interact(fixtures::select_values(
+            self.next_id(),
+            &self.at(message),
+            who,
+            custom_id,
+            values,
+        ))
+        .await
+    }
+
+    pub async fn submit_modal(
+        &self,
+        message: &Value,
+        who: &Clicker,
+        modal_custom_id: &str,
+        text: &str,
+    ) -> Value {
+        self.interact(fixtures::modal_submit(
+            self.next_id(),
+            &self.at(message),
+            who,
+            modal_custom_id,
+            text,
+        ))
+        .await
+    }
+
+    /// Waits for the PATCH that edits `message` and returns its body.
+    pub async fn edit_of(&self, message: &Value) -> Value {
+        let path = format!("/messages/{}", id_of(message));
+        within(
+            &format!("an edit of message {}", id_of(message)),
+            self.standin()
+                .wait_for_request(|r| r.method == "PATCH" && r.path.ends_with(&path)),
+        )
+        .await
+        .body
+        .unwrap()
+    }
+
+    /// Every body Discord received validates against the OpenAPI spec and Discord's limits.
+    pub fn assert_payloads_valid(&self) {
+        assert_bodies_valid(self.standin());
+    }
+}
+
+/// Every body the stand-in recorded validates against the OpenAPI spec and Discord's limits.
+pub fn assert_bodies_valid(standin: &StandIn) {
+    let validator = Validator::load().unwrap_or_else(|e| panic!("{e}"));
+    let mut checked = 0;
+    for r in standin.requests() {
+        let Some(body) = &r.body else { continue };
+        if let Err(problems) = validator.check(&r.method, &r.path, body) {
+            panic!(
+                "{} {} sent an invalid body:\n{}\n{body:#}",
+                r.method,
+                r.path,
+                problems.join("\n")
+            );
+        }
+        checked += 1;
+    }
+    assert!(checked > 0, "no body was checked");
+}
+
+pub fn id_of(message: &Value) -> u64 {
+    message["id"].as_str().unwrap().parse().unwrap()
+}
+
+pub fn channel_of(message: &Value) -> u64 {
+    message["channel_id"].as_str().unwrap().parse().unwrap()
+}
+
+/// Every custom_id of a message's components, in order, with its label (or placeholder).
+pub fn controls(message: &Value) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    for row in message["components"].as_array().into_iter().flatten() {
+        for c in row["components"].as_array().into_iter().flatten() {
+            let label = c["label"]
+                .as_str()
+                .or(c["placeholder"].as_str())
+                .unwrap_or("");
+            out.push((
+                c["custom_id"].as_str().unwrap_or("").to_owned(),
+                label.to_owned(),
+            ));
+        }
+    }
+    out
+}
+
+/// The custom_id of the control with this label.
+pub fn control(message: &Value, label: &str) -> String {
+    controls(message)
+        .into_iter()
+        .find(|(_, l)| l == label)
+        .unwrap_or_else(|| panic!("no control labelled {label:?} in {:?}", controls(message)))
+        .0
+}
+
+/// The custom_id of the message's select menu.
+pub fn select_id(message: &Value) -> String {
+    message["components"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|r| r["components"].as_array().unwrap().iter())
+        .find(|c| c["type"] == 3)
+        .expect("a select menu")["custom_id"]
+        .as_str()
+        .unwrap()
+        .to_owned()
+}
+
+/// The winning click's callback: type 7 (update message) with the message's final state, no
+/// components left. Returns that state.
+pub fn final_state(cb: &Value) -> &Value {
+    assert_eq!(cb["type"], 7, "the winning click updates the message: {cb}");
+    assert_eq!(cb["data"]["components"], json!([]), "{cb}");
+    &cb["data"]
+}
+
+/// An ephemeral reply (type 4, flag 64); returns its text.
+pub fn ephemeral(cb: &Value) -> &str {
+    assert_eq!(cb["type"], 4, "an ephemeral reply: {cb}");
+    assert_eq!(cb["data"]["flags"].as_u64().unwrap_or(0) & 64, 64, "{cb}");
+    cb["data"]["content"].as_str().unwrap()
+}
+
+pub fn is_ephemeral(cb: &Value) -> bool {
+    cb["type"] == 4 && cb["data"]["flags"].as_u64().unwrap_or(0) & 64 == 64
+}
+
+pub fn alice() -> Clicker {
+    Clicker::new(4242, "alice", &[])
+}
+
+pub fn bob() -> Clicker {
+    Clicker::new(4343, "bob", &[])
+}
+
+/// A one-question yes/no tool input.
+pub fn yes_no(id: &str) -> Value {
+    json!({"questions": [{
+        "id": id,
+        "question": "Proceed with the destructive cleanup?",
+        "header": "Confirm",
+        "options": [
+            {"label": "Yes, delete them (Recommended)", "description": "Removes the three stale files."},
+            {"label": "No, keep them", "description": "Aborts the cleanup."}
+        ],
+        "multiSelect": false
+    }]})
+}
+
+/// `n` options labelled "Option 0" …
+pub fn options(n: usize) -> Vec<Value> {
+    (0..n)
+        .map(|i| json!({"label": format!("Option {i}")}))
+        .collect()
+}
+
+/// An `ask` line for `input` with `request_id`.
+pub fn ask_line(request_id: &str, input: &Value) -> Value {
+    let mut v = input.clone();
+    v["op"] = json!("ask");
+    v["request_id"] = json!(request_id);
+    v
+}
+
+/// The next line, parsed; fails the test on EOF, a read error, or after [`WAIT`].
+pub async fn recv(c: &mut Client, what: &str) -> Value {
+    within(what, c.recv_json())
+        .await
+        .unwrap_or_else(|e| panic!("reading while waiting for {what}: {e:#}"))
+        .unwrap_or_else(|| panic!("the daemon closed the connection while waiting for {what}"))
+}
+
+/// Reads events until one with `event` == `name`; fails on EOF, on an error event (unless
+/// that is what is awaited) or after [`WAIT`].
+pub async fn expect_event(c: &mut Client, name: &str) -> Value {
+    within(&format!("a {name:?} event"), async {
+        loop {
+            let ev = c
+                .recv_json()
+                .await
+                .unwrap_or_else(|e| panic!("reading while waiting for {name}: {e:#}"))
+                .unwrap_or_else(|| panic!("connection closed while waiting for {name}"));
+            if ev["event"] == name {
+                return ev;
+            }
+            if ev["event"] == "error" && name != "error" {
+                panic!("expected {name}, got {ev}");
+            }
+        }
+    })
+    .await
+}
+
+/// Expects the daemon to close the connection next (EOF), with nothing before it.
+pub async fn expect_eof(c: &mut Client, why: &str) {
+    match within(why, c.recv_line()).await {
+        Ok(None) => {}
+        Ok(Some(line)) => panic!("{why}: expected the connection to close, got {line}"),
+        Err(e) => panic!("{why}: expected a clean close, got {e:#}"),
+    }
+}
+
+// --- the binary --------------------------------------------------------------------------------
+
+pub const BIN: &str = env!("CARGO_BIN_EXE_askrelay");
+
+/// The `askrelay` binary with a clean environment: a socket and a database in its directory.
+pub struct Bin {
+    dir: PathBuf,
+    _owned: Option<TempDir>,
+    env: Vec<(String, String)>,
+}
+
+impl Bin {
+    /// In a temp dir of its own.
+    pub fn new() -> Bin {
+        let t = tempfile::tempdir().unwrap();
+        let mut b = Bin::in_dir(t.path());
+        b._owned = Some(t);
+        b
+    }
+
+    /// In `dir` (which outlives it).
+    pub fn in_dir(dir: &Path) -> Bin {
+        Bin {
+            dir: dir.to_path_buf(),
+            _owned: None,
+            env: vec![
+                (
+                    "ASKRELAY_SOCKET_PATH".into(),
+                    dir.join("askrelay.sock").display().to_string(),
+                ),
+                (
+                    "ASKRELAY_DATABASE_URL".into(),
+                    format!("sqlite://{}", dir.join("askrelay.db").display()),
+                ),
+            ],
+        }
+    }
+
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    pub fn socket(&self) -> PathBuf {
+        self.dir.join("askrelay.sock")
+    }
+
+    /// Sets (or replaces) an environment variable of every command.
+    pub fn env(mut self, key: &str, value: impl ToString) -> Bin {
+        self.env.retain(|(k, _)| k != key);
+        self.env.push((key.to_owned(), value.to_string()));
+        self
+    }
+
+    /// Discord through the stand-in, on [`CHANNEL`].
+    pub fn discord(self, standin: &StandIn) -> Bin {
+        self.env("ASKRELAY_DISCORD__TOKEN", "test-bot-token")
+            .env("ASKRELAY_DISCORD__API_BASE", &standin.base_url)
+            .env("ASKRELAY_DISCORD__CHANNEL_ID", CHANNEL)
+            .env("ASKRELAY_DISCORD__RETRY_MAX_DELAY_MS", 20)
+    }
+
+    pub fn cmd(&self, args: &[&str]) -> Command {
+        let mut c = Command::new(BIN);
+        c.args(args)
+            .env_clear()
+            .env("PATH", std::env::var("PATH").unwrap_or_default())
+            .envs(self.env.iter().map(|(k, v)| (k, v)))
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true);
+        c
+    }
+
+    /// Starts `askrelay serve` and waits until its log says it listens.
+    pub async fn serve(&self) -> Served {
+        self.serve_cmd(self.cmd(&["serve"])).await
+    }
+
+    /// Starts `askrelay serve` from a prepared command (extra env, a crash point).
+    pub async fn serve_cmd(&self, mut cmd: Command) -> Served {
+        if !cmd.as_std().get_envs().any(|(k, _)| k == "ASKRELAY_LOG") {
+            cmd.env("ASKRELAY_LOG", "info");
+        }
+        let mut child = cmd.spawn().unwrap();
+        let mut log = BufReader::new(child.stderr.take().unwrap()).lines();
+        let seen = within("the daemon to listen", wait_line(&mut log, "listening")).await;
+        Served {
+            child,
+            log,
+            seen: vec![seen],
+        }
+    }
+
+    /// Runs a command to its end: exit code, stdout, stderr.
+    pub async fn run(&self, args: &[&str]) -> (i32, String, String) {
+        let out = within(
+            &format!("askrelay {}", args.join(" ")),
+            self.cmd(args).output(),
+        )
+        .await
+        .unwrap();
+        (
+            out.status.code().unwrap_or(-1),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    }
+
+    /// Starts `askrelay ask ARGS` with `input` on stdin.
+    pub async fn ask(&self, args: &[&str], input: &str) -> Asker {
+        let mut all = vec!["ask"];
+        all.extend_from_slice(args);
+        let mut child = self.cmd(&all).stdin(Stdio::piped()).spawn().unwrap();
+        let mut stdin = child.stdin.take().unwrap();
+        stdin.write_all(input.as_bytes()).await.unwrap();
+        drop(stdin);
+        let err = BufReader::new(child.stderr.take().unwrap()).lines();
+        Asker { child, err }
+    }
+}
+
+/// A running `askrelay serve`.
+pub struct Served {
+    pub child: Child,
+    log: Lines<BufReader<ChildStderr>>,
+    seen: Vec<String>,
+}
+
+impl Served {
+    /// Waits for a log line containing `needle`.
+    pub async fn wait_log(&mut self, needle: &str) -> String {
+        let line = within(
+            &format!("a log line with {needle:?}"),
+            wait_line(&mut self.log, needle),
+        )
+        .await;
+        self.seen.push(line.clone());
+        line
+    }
+
+    /// Keeps reading the log in the background (so the daemon never blocks on stderr).
+    pub fn drain(self) -> Child {
+        let mut log = self.log;
+        tokio::spawn(async move { while let Ok(Some(_)) = log.next_line().await {} });
+        self.child
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.id().unwrap()
+    }
+
+    /// Sends a signal (`-TERM`, `-INT`, `-KILL`).
+    pub async fn signal(&self, sig: &str) {
+        signal(&self.child, sig).await;
+    }
+
+    /// SIGTERM, then the rest of the log and the exit status.
+    pub async fn terminate(self) -> (std::process::ExitStatus, String) {
+        signal(&self.child, "-TERM").await;
+        self.finish().await
+    }
+
+    /// Waits for the process to exit; returns its status and the whole log.
+    pub async fn finish(mut self) -> (std::process::ExitStatus, String) {
+        let mut rest = self.seen.join("\n");
+        rest.push('\n');
+        let log = &mut self.log;
+        within("the daemon to exit", async {
+            while let Ok(Some(l)) = log.next_line().await {
+                rest.push_str(&l);
+                rest.push('\n');
+            }
+        })
+        .await;
+        let status = within("the daemon to exit", self.child.wait())
+            .await
+            .unwrap();
+        (status, rest)
+    }
+}
+
+/// A running `askrelay ask`.
+pub struct Asker {
+    pub child: Child,
+    err: Lines<BufReader<ChildStderr>>,
+}
+
+impl Asker {
+    /// Its stderr, line by line.
+    pub fn err_lines(&mut self) -> &mut Lines<BufReader<ChildStderr>> {
+        &mut self.err
+    }
+
+    pub async fn wait_stderr(&mut self, needle: &str) -> String {
+        within(
+            &format!("ask to print {needle:?}"),
+            wait_line(&mut self.err, needle),
+        )
+        .await
+    }
+
+    /// Exit code and stdout.
+    pub async fn finish(mut self) -> (i32, String) {
+        let status = within("ask to exit", self.child.wait()).await.unwrap();
+        let mut out = String::new();
+        self.child
+            .stdout
+            .take()
+            .unwrap()
+            .read_to_string(&mut out)
+            .await
+            .unwrap();
+        (status.code().unwrap_or(-1), out)
+    }
+}
+
+pub async fn signal(child: &Child, sig: &str) {
+    let pid = child.id().unwrap().to_string();
+    let ok = Command::new("kill")
+        .args([sig, &pid])
+        .status()
+        .await
+        .unwrap();
+    assert!(ok.success());
+}
+
+async fn wait_line<R: tokio::io::AsyncBufRead + Unpin>(
+    lines: &mut Lines<R>,
+    needle: &str,
+) -> String {
+    let mut seen = String::new();
+    while let Some(line) = lines.next_line().await.unwrap() {
+        if line.contains(needle) {
+            return line;
+        }
+        seen.push_str(&line);
+        seen.push('\n');
+    }
+    panic!("the stream ended without {needle:?}; it said:\n{seen}");
+}

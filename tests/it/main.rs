@@ -1,0 +1,19 @@
+//! The integration tests, as one test binary: the real daemon (in-process and as the
+//! `askrelay` binary), a real Unix socket, SQLite files in temp dirs, and the Discord stand-in
+//! on 127.0.0.1. One binary compiles the shared harness and support code once.
+#![allow(dead_code)]
+
+mod harness;
+#[path = "../support/mod.rs"]
+mod support;
+
+mod bench_smoke;
+mod chaos;
+mod cli;
+mod discord;
+mod discord_schema_selftest;
+mod faults;
+mod hostile;
+mod mcp;
+mod socket;
+mod standin_selftest;
