@@ -36,9 +36,11 @@ pub struct Config {
     pub restart_grace_secs: u64,
     /// Local users (uids) who may connect, checked with SO_PEERCRED; empty lets in everyone
     /// the socket's file mode lets in.
+    #[serde(deserialize_with = "uids")]
     pub allowed_uids: Vec<u32>,
     /// Local users who may see and cancel every request (root and the daemon's own uid always
     /// may); everyone else sees and cancels only the requests they asked.
+    #[serde(deserialize_with = "uids")]
     pub operator_uids: Vec<u32>,
     /// The uid the daemon runs as, when it is another user than the clients' (a system
     /// service): clients trust a socket owned by themselves, root, or this uid.
@@ -570,6 +572,33 @@ fn snowflakes<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<Snowflake>, D::Erro
             .map(|p| parse_snowflake(StringOrInt::S(p.to_owned())))
             .collect(),
         ListOrOne::One(i) => Ok(vec![parse_snowflake(i)?]),
+    }
+}
+
+/// A list of uids: an array, or (from the environment) one uid or a comma-separated string.
+fn uids<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<u32>, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum ListOrOne {
+        List(Vec<StringOrInt>),
+        One(StringOrInt),
+    }
+    let one = |v: StringOrInt| -> Result<u32, D::Error> {
+        let n = match v {
+            StringOrInt::I(i) => u32::try_from(i).ok(),
+            StringOrInt::S(s) => s.trim().parse().ok(),
+        };
+        n.ok_or_else(|| de::Error::custom("expected a uid (a number like 1000)"))
+    };
+    match ListOrOne::deserialize(d)? {
+        ListOrOne::List(v) => v.into_iter().map(one).collect(),
+        ListOrOne::One(StringOrInt::S(s)) => s
+            .split(',')
+            .map(str::trim)
+            .filter(|p| !p.is_empty())
+            .map(|p| one(StringOrInt::S(p.to_owned())))
+            .collect(),
+        ListOrOne::One(i) => Ok(vec![one(i)?]),
     }
 }
 

@@ -209,8 +209,9 @@ async fn handle_connection(stream: UnixStream, ctx: ServerContext) {
     }
     let (rd, mut wr) = stream.into_split();
     let (tx, mut rx) = outbox::outbox(ctx.config.limits.max_output_bytes);
-    // Cancelled when the client stops reading its replies: the connection is then closed.
-    let stalled = CancellationToken::new();
+    // Cancelled when the client stops reading its replies: the connection is then closed,
+    // even while a write to it is blocked on a full socket.
+    let stalled = tx.overflow();
     let writer = {
         let stalled = stalled.clone();
         tokio::spawn(async move {
@@ -218,16 +219,12 @@ async fn handle_connection(stream: UnixStream, ctx: ServerContext) {
                 match rx.recv().await {
                     outbox::Next::Line(mut line) => {
                         line.push('\n');
-                        if wr.write_all(line.as_bytes()).await.is_err() {
-                            break;
+                        tokio::select! {
+                            r = wr.write_all(line.as_bytes()) => if r.is_err() { break },
+                            _ = stalled.cancelled() => break,
                         }
                     }
-                    outbox::Next::Closed => break,
-                    outbox::Next::Overflowed => {
-                        tracing::warn!(%peer, "disconnecting a client that does not read its replies (limits.max_output_bytes)");
-                        stalled.cancel();
-                        break;
-                    }
+                    outbox::Next::Closed | outbox::Next::Overflowed => break,
                 }
             }
         })
@@ -239,7 +236,10 @@ async fn handle_connection(stream: UnixStream, ctx: ServerContext) {
     loop {
         let frame = tokio::select! {
             _ = ctx.shutdown.cancelled() => break,
-            _ = stalled.cancelled() => break,
+            _ = stalled.cancelled() => {
+                tracing::warn!(%peer, "disconnecting a client that does not read its replies (limits.max_output_bytes)");
+                break;
+            }
             Some(_) = asks.join_next(), if !asks.is_empty() => continue,
             f = reader.next() => f,
         };

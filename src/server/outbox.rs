@@ -12,10 +12,14 @@
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex, MutexGuard};
 use tokio::sync::Notify;
+use tokio_util::sync::CancellationToken;
 
 struct Shared {
     state: Mutex<State>,
     ready: Notify,
+    /// Cancelled when the budget overflows, so that a writer blocked on a full socket and the
+    /// connection's reader both stop at once.
+    overflow: CancellationToken,
 }
 
 struct State {
@@ -46,6 +50,7 @@ pub fn outbox(budget: usize) -> (LineTx, LineRx) {
             receiver_gone: false,
         }),
         ready: Notify::new(),
+        overflow: CancellationToken::new(),
     });
     (LineTx(shared.clone()), LineRx(shared))
 }
@@ -67,6 +72,7 @@ impl LineTx {
                 st.lines = VecDeque::new();
                 st.bytes = 0;
                 drop(st);
+                self.0.overflow.cancel();
                 self.0.ready.notify_one();
                 return Err(line);
             }
@@ -75,6 +81,13 @@ impl LineTx {
         }
         self.0.ready.notify_one();
         Ok(())
+    }
+}
+
+impl LineTx {
+    /// Cancelled once the client went over its budget.
+    pub fn overflow(&self) -> CancellationToken {
+        self.0.overflow.clone()
     }
 }
 

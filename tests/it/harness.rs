@@ -504,6 +504,12 @@ impl Bin {
         self
     }
 
+    /// Removes an environment variable from every command.
+    pub fn without(mut self, key: &str) -> Bin {
+        self.env.retain(|(k, _)| k != key);
+        self
+    }
+
     /// Discord through the stand-in, on [`CHANNEL`].
     pub fn discord(self, standin: &StandIn) -> Bin {
         self.env("ASKRELAY_DISCORD__TOKEN", "test-bot-token")

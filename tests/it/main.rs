@@ -17,3 +17,4 @@ mod hostile;
 mod mcp;
 mod socket;
 mod standin_selftest;
+mod trust;

@@ -243,6 +243,10 @@ struct St {
     channel_windows: HashMap<u64, Window>,
     global_window: Option<Window>,
     limited: RateLimitCounts,
+    /// While set, the gateway refuses every connection (503 to the upgrade).
+    gateway_down: bool,
+    /// Gateway upgrades refused while down.
+    refused_upgrades: usize,
 }
 
 /// A fixed rate-limit window: opens at the first request after the previous one closed.
@@ -577,6 +581,30 @@ impl StandIn {
         self.shared.bump();
     }
 
+    /// Takes the gateway down (every session dropped, every new connection refused) or
+    /// brings it back.
+    pub fn set_gateway_down(&self, down: bool) {
+        {
+            let mut st = self.shared.lock();
+            st.gateway_down = down;
+            if down {
+                for conn in st.conns.values_mut() {
+                    conn.live = false;
+                    let _ = conn.tx.send(ConnCmd::Drop);
+                }
+            }
+        }
+        self.shared.bump();
+    }
+
+    /// Waits until the gateway has refused `n` connections in all while down.
+    pub async fn wait_refused_upgrades(&self, n: usize) {
+        self.wait_until("refused gateway connections", |st| {
+            (st.refused_upgrades >= n).then_some(())
+        })
+        .await;
+    }
+
     /// Sends op 7 Reconnect to the live session(s); they stop counting as live.
     pub async fn send_reconnect(&self) {
         self.wait_until("a live gateway session to send op 7 to", |st| {
@@ -749,6 +777,18 @@ fn register_interaction_locked(st: &mut St, payload: &Value) {
 // Gateway
 
 async fn gateway_upgrade(State(shared): State<Arc<Shared>>, ws: WebSocketUpgrade) -> Response {
+    {
+        let mut st = shared.lock();
+        if st.gateway_down {
+            st.refused_upgrades += 1;
+            drop(st);
+            shared.bump();
+            return Response::builder()
+                .status(StatusCode::SERVICE_UNAVAILABLE)
+                .body(Body::from("the gateway is down"))
+                .unwrap();
+        }
+    }
     ws.on_upgrade(move |socket| gateway_connection(shared, socket))
 }
 

@@ -179,6 +179,26 @@ pub fn inert(s: &str) -> String {
     out
 }
 
+/// [`inert`] for places Discord shows as plain text (footers, where a backslash would show):
+/// a zero-width space goes between `<` and what would make a mention, and after the `@` of
+/// `@everyone` / `@here`, so that the text reads the same and cannot be taken for one.
+pub fn inert_plain(s: &str) -> String {
+    let chars: Vec<char> = s.chars().collect();
+    let mut out = String::with_capacity(s.len() + 8);
+    for (i, &c) in chars.iter().enumerate() {
+        out.push(c);
+        let next = chars.get(i + 1).copied();
+        let mention = c == '<' && matches!(next, Some('@' | '#' | '/' | ':' | 't' | 'a'));
+        let everyone = c == '@'
+            && (starts_with_at(&chars[i + 1..], "everyone")
+                || starts_with_at(&chars[i + 1..], "here"));
+        if mention || everyone {
+            out.push('\u{200B}');
+        }
+    }
+    out
+}
+
 fn starts_with_at(rest: &[char], word: &str) -> bool {
     let w: Vec<char> = word.chars().collect();
     rest.len() >= w.len()
@@ -477,7 +497,10 @@ struct EmbedText {
 
 fn embed_text(q: &Question, ctx: &RenderContext) -> EmbedText {
     let title = truncate(&inert(header(q).unwrap_or("Question")), EMBED_TITLE_MAX);
-    let footer = truncate(&footer_text(ctx), FOOTER_BUDGET.min(EMBED_FOOTER_MAX));
+    let footer = truncate(
+        &inert_plain(&footer_text(ctx)),
+        FOOTER_BUDGET.min(EMBED_FOOTER_MAX),
+    );
 
     let mut description = String::new();
     if ctx.question_count > 1 {
@@ -786,6 +809,10 @@ mod tests {
             "`<@1>` and ```\n[x](y)\n```"
         );
         assert_eq!(inert("\\<@1>"), "\\<@1>");
+        assert_eq!(
+            inert_plain("team=<@9> @everyone"),
+            "team=<\u{200B}@9> @\u{200B}everyone"
+        );
     }
 
     #[test]
