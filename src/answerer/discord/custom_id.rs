@@ -38,7 +38,7 @@ pub fn nonce(token: &str, question: usize) -> String {
     n
 }
 
-/// What a component (or a modal submission) does.
+/// What a component does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Action {
     /// The button for option `i` of a single-select question with 1–5 options.
@@ -49,47 +49,98 @@ pub enum Action {
     Draft,
     /// "Submit": settles a multi-select question with the clicker's draft.
     Submit,
-    /// "Submit with note…": opens the note modal.
+    /// "Submit with note…": opens the note form.
     SubmitWithNote,
-    /// "Other…": opens the modal for custom text.
+    /// "Other…": opens the form for custom text.
     Other,
-    /// "Answer…" on a free-text question: opens the modal.
+    /// "Answer…" on a free-text question: opens the form.
     Answer,
-    /// Submission of the modal opened by [`Action::Other`].
-    ModalOther,
-    /// Submission of the modal opened by [`Action::Answer`].
-    ModalAnswer,
-    /// Submission of the modal opened by [`Action::SubmitWithNote`].
-    ModalNote,
 }
 
-impl Action {
-    fn code(self) -> &'static str {
+/// Which modal form was submitted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Form {
+    /// Opened by [`Action::Other`]: custom text instead of the options.
+    Other,
+    /// Opened by [`Action::Answer`]: the answer to a free-text question.
+    Answer,
+    /// Opened by [`Action::SubmitWithNote`]: the clicker's draft plus a note.
+    Note,
+}
+
+/// What a custom_id can name: a component's action or a modal's form. Each has codes of its
+/// own, so a component id never parses as a modal's and the other way round.
+pub trait Kind: Sized + Copy {
+    /// The code, and for an option button the option (`b` and `:3`).
+    fn code(self) -> (&'static str, Option<usize>);
+    /// The value for a code, reading an option from `option` when the code has one.
+    fn from_code(code: &str, option: Option<&str>) -> Option<Self>;
+}
+
+impl Kind for Action {
+    fn code(self) -> (&'static str, Option<usize>) {
         match self {
-            Action::Choose(_) => "b",
-            Action::SelectOne => "s",
-            Action::Draft => "d",
-            Action::Submit => "S",
-            Action::SubmitWithNote => "N",
-            Action::Other => "O",
-            Action::Answer => "A",
-            Action::ModalOther => "mO",
-            Action::ModalAnswer => "mA",
-            Action::ModalNote => "mN",
+            Action::Choose(i) => ("b", Some(i)),
+            Action::SelectOne => ("s", None),
+            Action::Draft => ("d", None),
+            Action::Submit => ("S", None),
+            Action::SubmitWithNote => ("N", None),
+            Action::Other => ("O", None),
+            Action::Answer => ("A", None),
+        }
+    }
+
+    fn from_code(code: &str, option: Option<&str>) -> Option<Self> {
+        let plain = |a| option.is_none().then_some(a);
+        match code {
+            "b" => Some(Action::Choose(parse_canonical(option?)?)),
+            "s" => plain(Action::SelectOne),
+            "d" => plain(Action::Draft),
+            "S" => plain(Action::Submit),
+            "N" => plain(Action::SubmitWithNote),
+            "O" => plain(Action::Other),
+            "A" => plain(Action::Answer),
+            _ => None,
         }
     }
 }
 
-/// A decoded custom_id: which request (by its token), which question (0-based), what action.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct CustomId {
-    pub token: String,
-    pub question: usize,
-    pub action: Action,
+impl Kind for Form {
+    fn code(self) -> (&'static str, Option<usize>) {
+        match self {
+            Form::Other => ("mO", None),
+            Form::Answer => ("mA", None),
+            Form::Note => ("mN", None),
+        }
+    }
+
+    fn from_code(code: &str, option: Option<&str>) -> Option<Self> {
+        if option.is_some() {
+            return None;
+        }
+        match code {
+            "mO" => Some(Form::Other),
+            "mA" => Some(Form::Answer),
+            "mN" => Some(Form::Note),
+            _ => None,
+        }
+    }
 }
 
-impl CustomId {
-    pub fn new(token: &str, question: usize, action: Action) -> Self {
+/// A decoded custom_id: which request (by its token), which question (0-based), and what it
+/// does: a component [`Action`] (the default) or a modal [`Form`].
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct CustomId<K = Action> {
+    pub token: String,
+    pub question: usize,
+    pub action: K,
+}
+
+/// The custom_id of a modal.
+pub type ModalId = CustomId<Form>;
+
+impl<K: Kind> CustomId<K> {
+    pub fn new(token: &str, question: usize, action: K) -> Self {
         CustomId {
             token: token.to_owned(),
             question,
@@ -99,22 +150,18 @@ impl CustomId {
 
     /// The custom_id string; always 1 to 100 characters.
     pub fn encode(&self) -> String {
-        let mut s = format!(
-            "{PREFIX}:{}:{}:{}",
-            self.token,
-            self.question,
-            self.action.code()
-        );
-        if let Action::Choose(i) = self.action {
+        let (code, option) = self.action.code();
+        let mut s = format!("{PREFIX}:{}:{}:{code}", self.token, self.question);
+        if let Some(i) = option {
             s.push(':');
             s.push_str(&i.to_string());
         }
         s
     }
 
-    /// Decodes a custom_id. Returns `None` for anything [`CustomId::encode`] would not produce.
-    /// Never panics.
-    pub fn parse(s: &str) -> Option<CustomId> {
+    /// Decodes a custom_id. Returns `None` for anything [`CustomId::encode`] would not produce
+    /// for this kind. Never panics.
+    pub fn parse(s: &str) -> Option<Self> {
         if s.len() > MAX_CUSTOM_ID_CHARS {
             return None;
         }
@@ -127,31 +174,20 @@ impl CustomId {
             return None;
         }
         let question: usize = parse_canonical(parts.next()?)?;
-        let action = match parts.next()? {
-            "b" => Action::Choose(parse_canonical(parts.next()?)?),
-            "s" => Action::SelectOne,
-            "d" => Action::Draft,
-            "S" => Action::Submit,
-            "N" => Action::SubmitWithNote,
-            "O" => Action::Other,
-            "A" => Action::Answer,
-            "mO" => Action::ModalOther,
-            "mA" => Action::ModalAnswer,
-            "mN" => Action::ModalNote,
-            _ => return None,
-        };
+        let code = parts.next()?;
+        let option = parts.next();
         if parts.next().is_some() {
             return None;
         }
         Some(CustomId {
             token: token.to_owned(),
             question,
-            action,
+            action: K::from_code(code, option)?,
         })
     }
 }
 
-/// Free function form of [`CustomId::parse`].
+/// [`CustomId::parse`] for a component.
 pub fn parse(s: &str) -> Option<CustomId> {
     CustomId::parse(s)
 }
@@ -193,11 +229,10 @@ mod tests {
             Action::SubmitWithNote,
             Action::Other,
             Action::Answer,
-            Action::ModalOther,
-            Action::ModalAnswer,
-            Action::ModalNote,
         ]
     }
+
+    const FORMS: [Form; 3] = [Form::Other, Form::Answer, Form::Note];
 
     #[test]
     fn round_trips_every_action() {
@@ -211,7 +246,14 @@ mod tests {
                         assert!(s.starts_with("ar:"));
                         assert_eq!(CustomId::parse(&s), Some(id.clone()), "{s}");
                         assert_eq!(parse(&s), Some(id));
+                        assert_eq!(ModalId::parse(&s), None, "a component is not a form: {s}");
                     }
+                }
+                for form in FORMS {
+                    let id = ModalId::new(token, q, form);
+                    let s = id.encode();
+                    assert_eq!(ModalId::parse(&s), Some(id), "{s}");
+                    assert_eq!(parse(&s), None, "a form is not a component: {s}");
                 }
             }
         }
@@ -221,6 +263,7 @@ mod tests {
     fn longest_id_fits() {
         let s = CustomId::new(TOKEN, usize::MAX, Action::Choose(usize::MAX)).encode();
         assert!(s.len() <= 100, "{} chars: {s}", s.len());
+        assert!(ModalId::new(TOKEN, usize::MAX, Form::Note).encode().len() <= 100);
         assert_eq!(s.len(), 3 + 21 + 21 + 2 + 20, "{s}");
     }
 
@@ -235,7 +278,7 @@ mod tests {
             "ar:0123456789abcdef0123:1:O"
         );
         assert_eq!(
-            CustomId::new(TOKEN, 1, Action::ModalNote).encode(),
+            ModalId::new(TOKEN, 1, Form::Note).encode(),
             "ar:0123456789abcdef0123:1:mN"
         );
     }
@@ -279,6 +322,7 @@ mod tests {
             format!("AR:{t}:2:S"),
             format!("xr:{t}:2:S"),
             format!("ar:{t}:2:mX"),
+            format!("ar:{t}:2:O:1"),
             format!("ar:{t}:2:S\n"),
             // Tokens: the wrong length, upper case, not hex, the old integer keys.
             "ar:12:0:S".into(),
@@ -295,10 +339,13 @@ mod tests {
             long,
         ];
         for s in &bad {
-            assert_eq!(CustomId::parse(s), None, "{s:?}");
+            assert_eq!(CustomId::<Action>::parse(s), None, "{s:?}");
+            assert_eq!(ModalId::parse(s), None, "{s:?}");
         }
-        assert!(CustomId::parse(&format!("ar:{t}:0:S")).is_some());
-        assert!(CustomId::parse(&format!("ar:{t}:0:b:0")).is_some());
+        assert!(parse(&format!("ar:{t}:0:S")).is_some());
+        assert!(parse(&format!("ar:{t}:0:b:0")).is_some());
+        assert!(ModalId::parse(&format!("ar:{t}:0:mN")).is_some());
+        assert!(ModalId::parse(&format!("ar:{t}:0:mN:0")).is_none());
     }
 
     #[test]

@@ -9,9 +9,9 @@
 //! the question has; a person the route allows; a request still pending and a question still
 //! open. Only then does anything change, and nothing is acknowledged before it is stored.
 
-use super::custom_id::{self, Action, CustomId, TEXT_INPUT_ID};
+use super::custom_id::{self, Action, CustomId, Form, Kind, TEXT_INPUT_ID};
 use super::outbox::answered_view;
-use super::render::{self, ModalKind};
+use super::render;
 use super::route::ResolvedRoute;
 use super::{Shared, NAME};
 use crate::core::request::{
@@ -92,8 +92,8 @@ struct Origin<'a> {
 }
 
 /// An interaction that passed admission.
-struct Admitted {
-    id: CustomId,
+struct Admitted<K> {
+    id: CustomId<K>,
     req: Request,
     post: Post,
     route: ResolvedRoute,
@@ -199,14 +199,14 @@ impl Handler {
     }
 
     /// The checks every interaction goes through (see the module comment).
-    async fn admit(&self, o: &Origin<'_>) -> Result<Admitted, Refusal> {
+    async fn admit<K: Kind>(&self, o: &Origin<'_>) -> Result<Admitted<K>, Refusal> {
         if o.user.bot {
             return Err(Refusal::new(
                 AuditAction::Bot,
                 "Bot accounts cannot answer askrelay questions.",
             ));
         }
-        let id = CustomId::parse(o.custom_id).ok_or_else(|| {
+        let id = CustomId::<K>::parse(o.custom_id).ok_or_else(|| {
             Refusal::new(
                 AuditAction::Forged,
                 "This control is not one askrelay knows; nothing was recorded.",
@@ -241,7 +241,7 @@ impl Handler {
             })
             .ok_or_else(|| Refusal::new(AuditAction::Stale, UNKNOWN).about(key, idx))?;
         let q = &req.questions[idx];
-        if let Action::Choose(i) = id.action {
+        if let (_, Some(i)) = id.action.code() {
             if i >= q.options.len() {
                 return Err(Refusal::new(
                     AuditAction::Forged,
@@ -307,7 +307,7 @@ impl Handler {
         &self,
         origin: &Origin<'_>,
         ci: &ComponentInteraction,
-        a: Admitted,
+        a: Admitted<Action>,
     ) -> Reply {
         let (key, idx) = (a.req.key, a.id.question);
         let q = &a.req.questions[idx];
@@ -363,10 +363,10 @@ impl Handler {
                 custom: None,
             },
             (Action::Other | Action::Answer | Action::SubmitWithNote, _) => {
-                let kind = match a.id.action {
-                    Action::Other => ModalKind::Other,
-                    Action::Answer => ModalKind::Answer,
-                    _ => ModalKind::Note,
+                let form = match a.id.action {
+                    Action::Other => Form::Other,
+                    Action::Answer => Form::Answer,
+                    _ => Form::Note,
                 };
                 let ctx = self.shared.render_ctx(&a.req, &a.route, idx);
                 let opened = self
@@ -385,21 +385,9 @@ impl Handler {
                     })
                     .await;
                 return match opened {
-                    Ok(()) => Reply::Modal(render::modal(q, &ctx, kind)),
+                    Ok(()) => Reply::Modal(render::modal(q, &ctx, form)),
                     Err(_) => Reply::Tell(NOT_SAVED.into()),
                 };
-            }
-            (Action::ModalOther | Action::ModalAnswer | Action::ModalNote, _) => {
-                return self
-                    .refuse(
-                        origin,
-                        Refusal::new(
-                            AuditAction::Forged,
-                            "This control is not one askrelay knows.",
-                        )
-                        .about(key, idx),
-                    )
-                    .await;
             }
         };
         crate::crash::point("clicked");
@@ -423,7 +411,12 @@ impl Handler {
         self.respond(Responder::Modal(&mi), reply).await;
     }
 
-    async fn modal_action(&self, origin: &Origin<'_>, mi: &ModalInteraction, a: Admitted) -> Reply {
+    async fn modal_action(
+        &self,
+        origin: &Origin<'_>,
+        mi: &ModalInteraction,
+        a: Admitted<Form>,
+    ) -> Reply {
         let (key, idx) = (a.req.key, a.id.question);
         let text = mi
             .data
@@ -448,20 +441,11 @@ impl Handler {
                 .await;
         };
         let settlement = match a.id.action {
-            Action::ModalOther | Action::ModalAnswer => Settlement::text(text),
-            Action::ModalNote => Settlement {
+            Form::Other | Form::Answer => Settlement::text(text),
+            Form::Note => Settlement {
                 selected: self.draft(&a.req, idx, &mi.user.id.to_string()).await,
                 custom: Some(text),
             },
-            _ => {
-                return self
-                    .refuse(
-                        origin,
-                        Refusal::new(AuditAction::Forged, "This form is not one askrelay knows.")
-                            .about(key, idx),
-                    )
-                    .await;
-            }
         };
         crate::crash::point("clicked");
         self.settle(a, settlement).await
@@ -476,7 +460,7 @@ impl Handler {
 
     /// Settles through the core (first wins) and says what to answer the interaction with:
     /// the winner sees the message change to its final state.
-    async fn settle(&self, a: Admitted, settlement: Settlement) -> Reply {
+    async fn settle<K>(&self, a: Admitted<K>, settlement: Settlement) -> Reply {
         let (key, idx) = (a.req.key, a.id.question);
         let q = &a.req.questions[idx];
         match self

@@ -10,7 +10,7 @@
 //! and the option descriptions. So the message and its edits stay under Discord's 6000-character
 //! embed total whatever the input, and the edits keep the question's embed exactly as it was.
 
-use super::custom_id::{Action, CustomId, TEXT_INPUT_ID};
+use super::custom_id::{Action, CustomId, Form, ModalId, TEXT_INPUT_ID};
 use crate::core::model::{Question, QuestionKind};
 use crate::core::Scope;
 use serenity::builder::{
@@ -95,17 +95,6 @@ pub struct AnsweredView {
     /// The custom text (Other…, Answer…, or the note of Submit with note…).
     pub custom: Option<String>,
     pub at_unix: i64,
-}
-
-/// Which modal to open.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ModalKind {
-    /// From "Other…" on a single-select question.
-    Other,
-    /// From "Answer…" on a free-text question.
-    Answer,
-    /// From "Submit with note…" on a multi-select question.
-    Note,
 }
 
 /// Cuts `s` to at most `max_chars` characters (not bytes). A cut string ends in "…", which counts
@@ -301,15 +290,10 @@ pub fn ended(q: &Question, ctx: &RenderContext, status: &str, reason: &str) -> O
 }
 
 /// The modal for custom text: one required paragraph input with custom_id [`TEXT_INPUT_ID`].
-pub fn modal(q: &Question, ctx: &RenderContext, kind: ModalKind) -> CreateModal {
-    let (action, label, placeholder) = match kind {
-        ModalKind::Other => (Action::ModalOther, "Your answer", q.question.as_str()),
-        ModalKind::Answer => (Action::ModalAnswer, "Your answer", q.question.as_str()),
-        ModalKind::Note => (
-            Action::ModalNote,
-            "Note",
-            "A note to send with your selection",
-        ),
+pub fn modal(q: &Question, ctx: &RenderContext, form: Form) -> CreateModal {
+    let (label, placeholder) = match form {
+        Form::Other | Form::Answer => ("Your answer", q.question.as_str()),
+        Form::Note => ("Note", "A note to send with your selection"),
     };
     let title = match header(q) {
         Some(h) => truncate(h, MODAL_TITLE_MAX),
@@ -325,8 +309,11 @@ pub fn modal(q: &Question, ctx: &RenderContext, kind: ModalKind) -> CreateModal 
     if !placeholder.trim().is_empty() {
         input = input.placeholder(truncate(placeholder, TEXT_INPUT_PLACEHOLDER_MAX));
     }
-    CreateModal::new(ctx.custom_id(action), title)
-        .components(vec![CreateActionRow::InputText(input)])
+    CreateModal::new(
+        ModalId::new(ctx.token, ctx.question_index, form).encode(),
+        title,
+    )
+    .components(vec![CreateActionRow::InputText(input)])
 }
 
 /// The question's embed as posted (and kept by the edits).
@@ -1099,7 +1086,7 @@ mod tests {
                 assert_eq!(e2["description"], e["description"]);
                 assert_eq!(e2["footer"], e["footer"]);
             }
-            for kind in [ModalKind::Other, ModalKind::Answer, ModalKind::Note] {
+            for kind in [Form::Other, Form::Answer, Form::Note] {
                 check_modal(&json(&modal(&q, &c, kind)));
             }
         }
@@ -1194,10 +1181,8 @@ mod tests {
         assert!(title > 0 && title <= MODAL_TITLE_MAX);
         let id = m["custom_id"].as_str().unwrap();
         assert!(id.chars().count() <= 100);
-        assert!(matches!(
-            CustomId::parse(id).unwrap().action,
-            Action::ModalOther | Action::ModalAnswer | Action::ModalNote
-        ));
+        assert!(ModalId::parse(id).is_some(), "{id}");
+        assert!(CustomId::<Action>::parse(id).is_none(), "{id}");
         let rows = m["components"].as_array().unwrap();
         assert_eq!(rows.len(), 1);
         assert_eq!(rows[0]["type"], 1);
@@ -1220,24 +1205,20 @@ mod tests {
         let mut c = ctx(&s);
         c.question_index = 3;
         let q = question(Some(&"T".repeat(80)), vec![opt("A", None)], false);
-        for (kind, action) in [
-            (ModalKind::Other, Action::ModalOther),
-            (ModalKind::Answer, Action::ModalAnswer),
-            (ModalKind::Note, Action::ModalNote),
-        ] {
-            let m = json(&modal(&q, &c, kind));
+        for form in [Form::Other, Form::Answer, Form::Note] {
+            let m = json(&modal(&q, &c, form));
             check_modal(&m);
-            let id = CustomId::parse(m["custom_id"].as_str().unwrap()).unwrap();
-            assert_eq!(id, CustomId::new("0123456789abcdef0123", 3, action));
+            let id = ModalId::parse(m["custom_id"].as_str().unwrap()).unwrap();
+            assert_eq!(id, ModalId::new("0123456789abcdef0123", 3, form));
             assert_eq!(m["title"].as_str().unwrap().chars().count(), 45);
             assert!(m["title"].as_str().unwrap().ends_with('…'));
         }
         let q = question(None, Vec::new(), false);
-        let m = json(&modal(&q, &c, ModalKind::Answer));
+        let m = json(&modal(&q, &c, Form::Answer));
         check_modal(&m);
         assert_eq!(m["title"], "Your answer");
         assert_eq!(m["components"][0]["components"][0]["label"], "Your answer");
-        let m = json(&modal(&q, &c, ModalKind::Note));
+        let m = json(&modal(&q, &c, Form::Note));
         assert_eq!(m["components"][0]["components"][0]["label"], "Note");
     }
 }
