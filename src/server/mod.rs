@@ -215,16 +215,12 @@ async fn handle_connection(stream: UnixStream, ctx: ServerContext) {
     let writer = {
         let stalled = stalled.clone();
         tokio::spawn(async move {
-            loop {
-                match rx.recv().await {
-                    outbox::Next::Line(mut line) => {
-                        line.push('\n');
-                        tokio::select! {
-                            r = wr.write_all(line.as_bytes()) => if r.is_err() { break },
-                            _ = stalled.cancelled() => break,
-                        }
-                    }
-                    outbox::Next::Closed | outbox::Next::Overflowed => break,
+            // Ends when the connection closes or the client went over its budget.
+            while let outbox::Next::Line(mut line) = rx.recv().await {
+                line.push('\n');
+                tokio::select! {
+                    r = wr.write_all(line.as_bytes()) => if r.is_err() { break },
+                    _ = stalled.cancelled() => break,
                 }
             }
         })
