@@ -42,6 +42,12 @@ struct Args {
     /// Per-channel window of the stand-in's rate limit, in seconds (Discord: 5 messages per 5 s).
     #[arg(long, default_value_t = 5.0)]
     window_secs: f64,
+    /// Rounds of answered questions for the memory measurement.
+    #[arg(long, default_value_t = 100)]
+    memory_rounds: usize,
+    /// Questions per memory round.
+    #[arg(long, default_value_t = 1_000)]
+    memory_per_round: usize,
     /// The askrelay binary to run; by default target/<profile>/askrelay, built first.
     #[arg(long)]
     daemon: Option<PathBuf>,
@@ -81,6 +87,8 @@ async fn main() {
     cfg.burst = args.burst;
     cfg.burst_channels = args.channels;
     cfg.rate_limits.channel_window = Duration::from_secs_f64(args.window_secs);
+    cfg.memory_rounds = args.memory_rounds;
+    cfg.memory_per_round = args.memory_per_round;
     eprintln!("bench: {cfg:?}");
     let report = bench::run(&cfg).await;
     println!(

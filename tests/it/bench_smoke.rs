@@ -20,6 +20,8 @@ async fn the_benchmark_completes_and_loses_nothing() {
             channel_window: Duration::from_millis(300),
             global_per_second: 50,
         },
+        memory_rounds: 3,
+        memory_per_round: 20,
         daemon_bin: env!("CARGO_BIN_EXE_askrelay").into(),
     };
     let report = tokio::time::timeout(Duration::from_secs(120), bench::run(&cfg))
@@ -34,4 +36,7 @@ async fn the_benchmark_completes_and_loses_nothing() {
     );
     assert_eq!(report.ask.n, cfg.asks);
     assert_eq!(report.answer.n, cfg.asks);
+    assert_eq!(report.ask_mcp.n, cfg.asks);
+    assert_eq!(report.memory.series.len(), cfg.memory_rounds);
+    assert_eq!(report.memory.lost, 0, "answers lost in the memory rounds");
 }

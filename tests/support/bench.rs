@@ -55,7 +55,10 @@ pub struct BenchConfig {
     pub burst_channels: usize,
     /// The limits the stand-in enforces in item 5.
     pub rate_limits: RateLimits,
-    /// The `askrelay` binary for items 3 and 4.
+    /// Item 6: rounds of `memory_per_round` questions answered through Discord.
+    pub memory_rounds: usize,
+    pub memory_per_round: usize,
+    /// The `askrelay` binary for items 3, 4 and 6 and the MCP front end of items 1 and 2.
     pub daemon_bin: PathBuf,
 }
 
@@ -70,6 +73,8 @@ impl BenchConfig {
             burst: 500,
             burst_channels: 10,
             rate_limits: RateLimits::default(),
+            memory_rounds: 100,
+            memory_per_round: 1_000,
             daemon_bin,
         }
     }
@@ -158,9 +163,40 @@ impl RateReport {
     }
 }
 
+/// Item 6: the daemon's RSS after each round of answered questions.
+#[derive(Clone, Debug)]
+pub struct MemoryReport {
+    pub per_round: usize,
+    /// VmRSS in KiB after each round.
+    pub series: Vec<u64>,
+    pub lost: usize,
+}
+
+impl MemoryReport {
+    /// The round whose RSS is the reference: the 10th (or the first of a short run).
+    fn reference(&self) -> usize {
+        if self.series.len() >= 10 {
+            9
+        } else {
+            0
+        }
+    }
+
+    /// The last round's RSS over the reference round's.
+    pub fn growth(&self) -> f64 {
+        let r = self.series[self.reference()] as f64;
+        *self.series.last().unwrap() as f64 / r.max(1.0)
+    }
+}
+
 #[derive(Clone, Debug)]
 pub struct BenchReport {
     pub ask: Latency,
+    /// Item 1 through `askrelay mcp`: `tools/call` written → the create POST.
+    pub ask_mcp: Latency,
+    /// Item 2 through `askrelay mcp`: INTERACTION_CREATE → the tool result read.
+    pub answer_mcp: Latency,
+    pub memory: MemoryReport,
     pub ask_floor: Latency,
     /// For reference: the create-message POST alone, serenity's `send_message` → the stand-in
     /// has it (the same body, the same client settings as the daemon's).
@@ -177,6 +213,7 @@ impl BenchReport {
     pub fn lost(&self) -> usize {
         self.capacity.lost
             + self.rate.lost
+            + self.memory.lost
             + self.startup.backlog.abs_diff(self.startup.pending_reported)
     }
 
@@ -218,6 +255,26 @@ impl BenchReport {
                 ),
                 "–".into(),
                 "–".into(),
+            ]);
+            let (mcp, name) = if what.starts_with("1.") {
+                (&self.ask_mcp, "1. through MCP: `tools/call` → create POST")
+            } else {
+                (
+                    &self.answer_mcp,
+                    "2. through MCP: INTERACTION_CREATE → tool result",
+                )
+            };
+            let hop = mcp.p50.as_secs_f64() - l.p50.as_secs_f64();
+            rows.push([
+                format!("{name}, p50 (n = {})", mcp.n),
+                fmt_dur(mcp.p50),
+                format!(
+                    "the MCP hop adds {:.0} µs at p50 (p99 {})",
+                    hop * 1e6,
+                    fmt_dur(mcp.p99)
+                ),
+                "hop ≤ 150 µs".into(),
+                yes(hop <= 150e-6),
             ]);
             if what.starts_with("1.") {
                 let h = &self.ask_http;
@@ -312,6 +369,26 @@ impl BenchReport {
             "0".into(),
             yes(r.lost == 0),
         ]);
+        let m = &self.memory;
+        let series: Vec<String> = m
+            .series
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| (i + 1) % 10 == 0 || *i == 0 || *i + 1 == m.series.len())
+            .map(|(i, kib)| format!("{}: {:.1}", i + 1, *kib as f64 / 1024.0))
+            .collect();
+        rows.push([
+            format!(
+                "6. RSS after {} answered questions (rounds of {}) vs. after round {}",
+                m.per_round * m.series.len(),
+                m.per_round,
+                m.reference() + 1
+            ),
+            format!("{:+.1}%", (m.growth() - 1.0) * 100.0),
+            format!("MiB after round {}; {} lost", series.join(", "), m.lost),
+            "within 10%".into(),
+            yes(m.growth() <= 1.10 && m.lost == 0),
+        ]);
         let mut out = String::new();
         out.push_str("| measure | askrelay | detail | target | met |\n");
         out.push_str("|---|---|---|---|---|\n");
@@ -346,7 +423,7 @@ pub async fn run(cfg: &BenchConfig) -> BenchReport {
     let ask_floor = ask_floor(cfg.asks, cfg.warmup).await;
     let answer_floor = answer_floor(cfg.asks, cfg.warmup).await;
     eprintln!("bench: ask and answer paths ({} asks)", cfg.asks);
-    let (ask, answer, ask_http) = ask_and_answer_paths(cfg.asks, cfg.warmup).await;
+    let paths = ask_and_answer_paths(cfg.asks, cfg.warmup, &cfg.daemon_bin).await;
     eprintln!("bench: capacity ({} pending)", cfg.capacity);
     let capacity = capacity(&cfg.daemon_bin, cfg.capacity).await;
     eprintln!("bench: start-up with {} pending rows", cfg.backlog);
@@ -356,11 +433,19 @@ pub async fn run(cfg: &BenchConfig) -> BenchReport {
         cfg.burst, cfg.burst_channels
     );
     let rate = rate_limits(cfg.burst, cfg.burst_channels, &cfg.rate_limits).await;
+    eprintln!(
+        "bench: memory ({} rounds of {} questions answered through Discord)",
+        cfg.memory_rounds, cfg.memory_per_round
+    );
+    let memory = memory_rounds(&cfg.daemon_bin, cfg.memory_rounds, cfg.memory_per_round).await;
     BenchReport {
-        ask,
+        ask: paths.ask,
         ask_floor,
-        ask_http,
-        answer,
+        ask_http: paths.http,
+        answer: paths.answer,
+        ask_mcp: paths.ask_mcp,
+        answer_mcp: paths.answer_mcp,
+        memory,
         answer_floor,
         capacity,
         startup,
@@ -643,11 +728,21 @@ fn message_id_of_link(link: &str) -> u64 {
         .unwrap_or_else(|| panic!("bench: not a message link: {link}"))
 }
 
+/// The figures of items 1 and 2.
+struct Paths {
+    ask: Latency,
+    answer: Latency,
+    http: Latency,
+    ask_mcp: Latency,
+    answer_mcp: Latency,
+}
+
 /// Each iteration asks on a fresh connection (timed: write → the stand-in has the create
 /// POST), waits for `accepted`, clicks the first button (timed: INTERACTION_CREATE sent →
 /// `answered` read), then waits for the interaction callback, which carries the message's final
-/// state (type 7, update message), so that the next iteration starts quiet.
-async fn ask_and_answer_paths(n: usize, warmup: usize) -> (Latency, Latency, Latency) {
+/// state (type 7, update message), so that the next iteration starts quiet. Then the same
+/// through `askrelay mcp` (the `bin` given) on the same daemon.
+async fn ask_and_answer_paths(n: usize, warmup: usize, bin: &Path) -> Paths {
     let standin = StandIn::start().await;
     let dir = tempfile::tempdir().unwrap();
     let mut config = discord_config(dir.path());
@@ -686,41 +781,263 @@ async fn ask_and_answer_paths(n: usize, warmup: usize) -> (Latency, Latency, Lat
             })
             .await;
         let ask_time = post.at.saturating_duration_since(t0);
-        let custom_id = message["components"][0]["components"][0]["custom_id"]
-            .as_str()
-            .unwrap_or_else(|| panic!("bench: no button in {message}"))
-            .to_owned();
-        let iid = 8_000_000 + i as u64;
-        let at = fixtures::At {
-            application_id: standin.application_id(),
-            guild_id: Some(standin.guild_id()),
-            channel_id: CHANNEL,
-            message_id: mid,
-        };
-        let payload = fixtures::component_click(iid, &at, &clicker, &custom_id);
-        let t1 = Instant::now();
-        standin.send_interaction(payload).await;
+        let t1 = click_first_button(&standin, &message, mid, 8_000_000 + i as u64, &clicker).await;
         let answered = expect_event(&mut c, "answered").await;
         let answer_time = t1.elapsed();
         assert_eq!(answered["request_id"], request_id.as_str());
-        let callback = format!("/interactions/{iid}/");
-        let cb = standin
-            .wait_for_request(|r| r.path.contains(&callback))
-            .await;
-        let kind = cb.body.as_ref().and_then(|b| b["type"].as_u64());
-        assert_eq!(
-            kind,
-            Some(7),
-            "bench: the winning click updates the message"
-        );
+        wait_callback(&standin, 8_000_000 + i as u64).await;
         if i >= warmup {
             ask_samples.push(ask_time);
             answer_samples.push(answer_time);
         }
     }
+    eprintln!("bench: the same through askrelay mcp");
+    let (ask_mcp, answer_mcp) =
+        mcp_paths(&standin, &config.socket_path, bin, n, warmup, &clicker).await;
     daemon.shutdown().await;
     let http = http_alone(&standin, n, warmup).await;
-    (Latency::of(ask_samples), Latency::of(answer_samples), http)
+    Paths {
+        ask: Latency::of(ask_samples),
+        answer: Latency::of(answer_samples),
+        http,
+        ask_mcp,
+        answer_mcp,
+    }
+}
+
+/// Sends a click on the message's first button; returns when it was sent.
+async fn click_first_button(
+    standin: &StandIn,
+    message: &Value,
+    mid: u64,
+    iid: u64,
+    clicker: &Clicker,
+) -> Instant {
+    let custom_id = message["components"][0]["components"][0]["custom_id"]
+        .as_str()
+        .unwrap_or_else(|| panic!("bench: no button in {message}"))
+        .to_owned();
+    let at = fixtures::At {
+        application_id: standin.application_id(),
+        guild_id: Some(standin.guild_id()),
+        channel_id: message["channel_id"]
+            .as_str()
+            .and_then(|c| c.parse().ok())
+            .unwrap_or(CHANNEL),
+        message_id: mid,
+    };
+    let payload = fixtures::component_click(iid, &at, clicker, &custom_id);
+    let t = Instant::now();
+    standin.send_interaction(payload).await;
+    t
+}
+
+/// Waits for the callback of interaction `iid`, which must update the message (type 7).
+async fn wait_callback(standin: &StandIn, iid: u64) {
+    let callback = format!("/interactions/{iid}/");
+    let cb = bounded(
+        "an interaction callback",
+        STEP_LIMIT,
+        standin.wait_for_request(|r| r.path.contains(&callback)),
+    )
+    .await;
+    let kind = cb.body.as_ref().and_then(|b| b["type"].as_u64());
+    assert_eq!(
+        kind,
+        Some(7),
+        "bench: the winning click updates the message"
+    );
+}
+
+/// Items 1 and 2 through `askrelay mcp`: a `tools/call` written to its stdin → the create
+/// POST; the click → the tool result read from its stdout.
+async fn mcp_paths(
+    standin: &StandIn,
+    socket: &Path,
+    bin: &Path,
+    n: usize,
+    warmup: usize,
+    clicker: &Clicker,
+) -> (Latency, Latency) {
+    use tokio::io::{AsyncBufReadExt as _, AsyncWriteExt as _};
+    let mut child = tokio::process::Command::new(bin)
+        .arg("mcp")
+        .env_clear()
+        .env("ASKRELAY_SOCKET_PATH", socket)
+        .env("ASKRELAY_LOG", "warn")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap_or_else(|e| panic!("bench: cannot start {} mcp: {e}", bin.display()));
+    let mut stdin = child.stdin.take().unwrap();
+    let mut stdout = tokio::io::BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut rpc_id = 0u64;
+    let line = |v: Value| {
+        let mut l = v.to_string();
+        l.push('\n');
+        l
+    };
+    let init = line(
+        json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {},
+        "clientInfo": {"name": "bench", "version": "1"}}}),
+    );
+    stdin.write_all(init.as_bytes()).await.unwrap();
+    bounded("the MCP initialize reply", STEP_LIMIT, stdout.next_line())
+        .await
+        .unwrap();
+    let note = line(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+    stdin.write_all(note.as_bytes()).await.unwrap();
+    let mut asks = Vec::with_capacity(n);
+    let mut answers = Vec::with_capacity(n);
+    for i in 0..warmup + n {
+        rpc_id += 1;
+        let marker = format!("mcp-{i}");
+        let call = line(
+            json!({"jsonrpc": "2.0", "id": rpc_id, "method": "tools/call", "params": {
+            "name": "ask_user_question", "arguments": {"questions": [{
+                "id": "go", "question": format!("Proceed for {marker}?"), "header": "Confirm",
+                "options": [{"label": "Yes, delete them (Recommended)"}, {"label": "No, keep them"}]
+            }]}}}),
+        );
+        let t0 = Instant::now();
+        stdin.write_all(call.as_bytes()).await.unwrap();
+        let want = format!("Proceed for {marker}?");
+        let post = bounded(
+            "the create POST of an MCP call",
+            STEP_LIMIT,
+            standin.wait_for_request(|r| {
+                r.method == "POST"
+                    && r.status == 200
+                    && r.body
+                        .as_ref()
+                        .is_some_and(|b| b["embeds"][0]["description"] == want.as_str())
+            }),
+        )
+        .await;
+        let ask_time = post.at.saturating_duration_since(t0);
+        let message = standin
+            .created_messages_from(0)
+            .into_iter()
+            .rev()
+            .find(|m| m["embeds"][0]["description"] == want.as_str())
+            .expect("bench: the MCP call's message");
+        let mid: u64 = message["id"].as_str().unwrap().parse().unwrap();
+        let iid = 9_000_000 + i as u64;
+        let t1 = click_first_button(standin, &message, mid, iid, clicker).await;
+        let result = bounded("the MCP tool result", STEP_LIMIT, async {
+            loop {
+                let line = stdout
+                    .next_line()
+                    .await
+                    .unwrap()
+                    .expect("bench: askrelay mcp exited");
+                let v: Value = serde_json::from_str(&line).unwrap();
+                if v["id"] == rpc_id {
+                    return v;
+                }
+            }
+        })
+        .await;
+        let answer_time = t1.elapsed();
+        assert_eq!(result["result"]["isError"], false, "bench: {result}");
+        wait_callback(standin, iid).await;
+        if i >= warmup {
+            asks.push(ask_time);
+            answers.push(answer_time);
+        }
+    }
+    drop(stdin);
+    let _ = child.wait().await;
+    (Latency::of(asks), Latency::of(answers))
+}
+
+/// Item 6: the `askrelay` binary answers `rounds` × `per_round` questions through Discord
+/// (the stand-in, in this process): each round asks `per_round` questions pipelined over 10
+/// connections, clicks every message, and reads every `answered`; the daemon's RSS is read
+/// after each round. The stand-in forgets each round's messages so that it stays small.
+async fn memory_rounds(bin: &Path, rounds: usize, per_round: usize) -> MemoryReport {
+    let standin = StandIn::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let mut daemon = DaemonProc::spawn_with(
+        bin,
+        dir.path(),
+        &[
+            ("ASKRELAY_TERMINAL__ENABLED", "false".into()),
+            ("ASKRELAY_DISCORD__TOKEN", "bench-token".into()),
+            ("ASKRELAY_DISCORD__API_BASE", standin.base_url.clone()),
+            ("ASKRELAY_DISCORD__CHANNEL_ID", CHANNEL.to_string()),
+        ],
+    );
+    daemon.wait_serving().await;
+    bounded("the gateway session", STEP_LIMIT, standin.wait_ready()).await;
+    let clicker = Clicker::new(4242, "bench-person", &[]);
+    let connections = 10;
+    let mut series = Vec::with_capacity(rounds);
+    let mut lost = 0;
+    let mut iid = 10_000_000u64;
+    for round in 0..rounds {
+        let mut conns = Vec::with_capacity(connections);
+        for _ in 0..connections {
+            conns.push(connect(&daemon.socket).await);
+        }
+        let mut ids: Vec<Vec<String>> = vec![Vec::new(); connections];
+        for k in 0..per_round {
+            let id = format!("mem-{round}-{k}");
+            conns[k % connections]
+                .send_json(&ask_line(&id, None))
+                .await
+                .unwrap();
+            ids[k % connections].push(id);
+        }
+        let mut links = Vec::with_capacity(per_round);
+        for (c, ids) in conns.iter_mut().zip(&ids) {
+            for _ in ids {
+                let ev = expect_event(c, "accepted").await;
+                links.push(message_id_of_link(ev["message_links"][0].as_str().unwrap()));
+            }
+        }
+        for mid in &links {
+            let message = standin
+                .message(*mid)
+                .unwrap_or_else(|| panic!("bench: the stand-in has no message {mid}"));
+            click_first_button(&standin, &message, *mid, iid, &clicker).await;
+            iid += 1;
+        }
+        for (c, ids) in conns.iter_mut().zip(&ids) {
+            for _ in ids {
+                let ev = expect_event(c, "answered").await;
+                if ev["result"]["answers"][0]["selected"][0] != "Yes, delete them (Recommended)" {
+                    lost += 1;
+                }
+            }
+        }
+        bounded(
+            "every callback of the round",
+            STEP_LIMIT,
+            standin.wait_for_requests(per_round, |r| r.path.contains("/interactions/")),
+        )
+        .await;
+        drop(conns);
+        standin.forget_history();
+        let rss = daemon.rss_kib();
+        series.push(rss);
+        if (round + 1) % 10 == 0 || round == 0 {
+            eprintln!(
+                "bench: round {} of {rounds}: daemon RSS {:.1} MiB",
+                round + 1,
+                rss as f64 / 1024.0
+            );
+        }
+    }
+    daemon.terminate().await;
+    MemoryReport {
+        per_round,
+        series,
+        lost,
+    }
 }
 
 /// The create-message POST on its own: the body the daemon last sent, with a new nonce each
@@ -778,6 +1095,11 @@ struct DaemonProc {
 
 impl DaemonProc {
     fn spawn(bin: &Path, dir: &Path) -> DaemonProc {
+        Self::spawn_with(bin, dir, &[])
+    }
+
+    /// With more environment (or some replaced).
+    fn spawn_with(bin: &Path, dir: &Path, extra: &[(&str, String)]) -> DaemonProc {
         assert!(
             bin.exists(),
             "bench: the daemon binary {} does not exist (cargo build --release --bin askrelay)",
@@ -802,6 +1124,9 @@ impl DaemonProc {
             .env("ASKRELAY_CANCEL_GRACE_SECS", "3600")
             .env("ASKRELAY_RESTART_GRACE_SECS", "3600")
             .env("ASKRELAY_LOG", "warn")
+            // One local user asks everything here.
+            .env("ASKRELAY_LIMITS__MAX_PENDING_PER_UID", "1000000")
+            .envs(extra.iter().map(|(k, v)| (k, v)))
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(log)
