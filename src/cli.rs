@@ -3,7 +3,6 @@
 //! process exit code. Everything an agent wrote is printed with its control characters escaped.
 
 use crate::client::{AskSession, AskUpdate, Client, Target};
-use crate::config;
 use crate::core::model::{parse_ask, QuestionKind};
 use crate::core::text::Escaped;
 use crate::core::ErrorCode;
@@ -214,7 +213,7 @@ pub struct AnswerArgs {
 
 /// Runs a client command and returns the exit code.
 pub async fn run_client(cli: Cli) -> i32 {
-    let target = match config::client_target(cli.config.as_deref()) {
+    let target = match Target::from_config(cli.config.as_deref()) {
         Ok(t) => t,
         Err(e) => {
             eprintln!("askrelay: {e:#}");
@@ -808,7 +807,7 @@ async fn history(target: &Target, limit: u32, as_json: bool) -> Result<i32> {
 
 /// Runs `askrelay mcp` until the MCP client closes stdin, and returns the exit code.
 pub async fn run_mcp(config_file: Option<&Path>, args: McpArgs) -> i32 {
-    let target = match config::client_target(config_file) {
+    let target = match Target::from_config(config_file) {
         Ok(t) => t,
         Err(e) => {
             eprintln!("askrelay: {e:#}");

@@ -438,44 +438,25 @@ pub fn default_database_url() -> String {
     format!("sqlite://{}", dir.join("askrelay/askrelay.db").display())
 }
 
-/// Finds the daemon the way clients do: the socket from `--config FILE`, then
-/// `ASKRELAY_SOCKET_PATH`, then the default; `daemon_uid` from the file, then
-/// `ASKRELAY_DAEMON_UID`. Only those keys are read, so a client never fails on daemon-only
-/// settings.
-pub fn client_target(config_file: Option<&Path>) -> Result<crate::client::Target> {
-    #[derive(Deserialize, Default)]
-    struct ClientKeys {
-        socket_path: Option<PathBuf>,
-        daemon_uid: Option<u32>,
-    }
-    let mut keys = ClientKeys::default();
-    if let Some(f) = config_file {
-        let text = std::fs::read_to_string(f)
-            .with_context(|| format!("cannot read config file {}", f.display()))?;
-        keys = config::Config::builder()
+/// What a client reads of the config file: where the socket is, and the daemon's uid when it
+/// runs as another user. Only these keys are read, so a client never fails on daemon-only
+/// settings; a missing file is an error.
+#[derive(Debug, Default, Deserialize)]
+pub struct ClientKeys {
+    pub socket_path: Option<PathBuf>,
+    pub daemon_uid: Option<u32>,
+}
+
+impl ClientKeys {
+    pub fn load(file: &Path) -> Result<ClientKeys> {
+        let text = std::fs::read_to_string(file)
+            .with_context(|| format!("cannot read config file {}", file.display()))?;
+        config::Config::builder()
             .add_source(config::File::from_str(&text, config::FileFormat::Toml))
             .build()
             .and_then(|c| c.try_deserialize())
-            .map_err(|e| config_error(e, Some(f)))?;
+            .map_err(|e| config_error(e, Some(file)))
     }
-    let socket =
-        keys.socket_path
-            .unwrap_or_else(|| match std::env::var_os("ASKRELAY_SOCKET_PATH") {
-                Some(p) if !p.is_empty() => PathBuf::from(p),
-                _ => default_socket_path(),
-            });
-    let daemon_uid = match keys.daemon_uid {
-        Some(u) => Some(u),
-        None => match std::env::var("ASKRELAY_DAEMON_UID") {
-            Ok(v) if !v.trim().is_empty() => Some(
-                v.trim()
-                    .parse()
-                    .map_err(|_| anyhow!("ASKRELAY_DAEMON_UID: expected a number (a uid)"))?,
-            ),
-            _ => None,
-        },
-    };
-    Ok(crate::client::Target { socket, daemon_uid })
 }
 
 /// The bot token. It never appears in `Debug` output, logs or errors.

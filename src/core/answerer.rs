@@ -10,15 +10,16 @@
 
 use super::answer::Settlement;
 use super::error::AskError;
-use super::hub::Hub;
 use super::model::{Question, Scope};
-use super::request::{Actor, AuditEntry, EditState, PlannedPost, Post, Request, Source};
+use super::request::{Actor, AuditEntry, EditState, PlannedPost, Post, Request, Settled, Status};
+use super::store::Store;
 use anyhow::Result;
 use async_trait::async_trait;
 use serde_json::{Map, Value};
 use std::future::Future;
 use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
 
 /// What [`Answerer::claim`] is shown of a new request.
 #[derive(Debug, Clone)]
@@ -90,17 +91,50 @@ pub trait Answerer: Send + Sync + 'static {
     }
 }
 
+/// What the core does for answerers; the hub implements it. Answerers see it only through
+/// [`AnswererContext`], so the core depends on the answerer interface and not the other way.
+#[async_trait]
+pub trait Core: Send + Sync + 'static {
+    /// First-wins settlement of question `idx` of `req`, as loaded by the caller.
+    async fn settle(
+        &self,
+        req: &Request,
+        idx: usize,
+        settlement: Settlement,
+        actor: Actor,
+    ) -> Result<Settled, AskError>;
+
+    /// Ends a pending request with an error; false if it had already ended.
+    async fn end(&self, req: &Request, status: Status, error: AskError) -> bool;
+
+    /// Appends an audit row (a failure is logged).
+    async fn audit(&self, entry: AuditEntry);
+
+    /// Whether the request is still pending.
+    fn is_pending(&self, request_id: &str) -> bool;
+
+    fn store(&self) -> &Arc<dyn Store>;
+
+    fn shutdown(&self) -> &CancellationToken;
+
+    fn tasks(&self) -> &TaskTracker;
+}
+
 /// What an answerer may do: settle through first-wins, record refusals, and keep its own
 /// outbox. One per answerer; cheap to clone.
 #[derive(Clone)]
 pub struct AnswererContext {
-    pub(super) hub: Hub,
-    pub(super) name: &'static str,
+    core: Arc<dyn Core>,
+    name: &'static str,
 }
 
 impl AnswererContext {
-    fn store(&self) -> &Arc<dyn super::store::Store> {
-        self.hub.store_handle()
+    pub fn new(core: Arc<dyn Core>, name: &'static str) -> AnswererContext {
+        AnswererContext { core, name }
+    }
+
+    fn store(&self) -> &Arc<dyn Store> {
+        self.core.store()
     }
 
     /// Settles question `idx` of `req` (first wins). A storage failure is `Err` with the cause;
@@ -111,13 +145,13 @@ impl AnswererContext {
         idx: usize,
         settlement: Settlement,
         actor: Actor,
-    ) -> Result<super::hub::Settled, AskError> {
-        self.hub.settle(req, idx, settlement, actor).await
+    ) -> Result<Settled, AskError> {
+        self.core.settle(req, idx, settlement, actor).await
     }
 
     /// Records a refused interaction in the audit log.
     pub async fn refuse(&self, entry: AuditEntry) {
-        self.hub.audit(entry).await;
+        self.core.audit(entry).await;
     }
 
     /// Records an accepted interaction that changes no answer (a draft, opening a form).
@@ -186,26 +220,22 @@ impl AnswererContext {
 
     /// Whether the request is still pending (from memory).
     pub fn is_pending(&self, request_id: &str) -> bool {
-        self.hub.is_pending(request_id)
+        self.core.is_pending(request_id)
     }
 
     /// Ends a request it cannot show after all (`NO_ANSWERER` with the cause).
     pub async fn fail(&self, req: &Request, error: AskError) -> bool {
-        self.hub
-            .end_by(req, super::request::Status::Failed, error, Source::Daemon)
-            .await
+        self.core.end(req, Status::Failed, error).await
     }
 
     /// Ends a request whose expiry ran out.
     pub async fn expire(&self, req: &Request, error: AskError) -> bool {
-        self.hub
-            .end_by(req, super::request::Status::Expired, error, Source::Daemon)
-            .await
+        self.core.end(req, Status::Expired, error).await
     }
 
     /// Cancelled when the daemon shuts down.
     pub fn shutdown(&self) -> &CancellationToken {
-        self.hub.shutdown_token()
+        self.core.shutdown()
     }
 
     /// Runs `task` in the background; the daemon waits for it at shutdown.
@@ -213,6 +243,6 @@ impl AnswererContext {
     where
         F: Future<Output = ()> + Send + 'static,
     {
-        self.hub.spawn(task);
+        self.core.tasks().spawn(task);
     }
 }

@@ -11,18 +11,17 @@
 
 use super::access::LocalUser;
 use super::answer::{AskResult, Settlement};
-use super::answerer::{Answerer, AnswererContext, Claim, Delivery, Proposal};
+use super::answerer::{Answerer, AnswererContext, Claim, Core, Delivery, Proposal};
 use super::error::{AskError, ErrorCode};
 use super::model::{Ask, Question};
 use super::request::{
     now_ms, Actor, Answered, AuditAction, AuditEntry, Created, NewRequest, Outcome, Peer,
-    PlannedPost, Post, Request, SettleOutcome, Source, Status,
+    PlannedPost, Post, Request, SettleOutcome, Settled, Source, Status,
 };
 use super::store::{Page, Store, Visibility};
 use anyhow::Result;
 use serde_json::{Map, Value};
 use std::collections::HashMap;
-use std::future::Future;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::sync::watch;
@@ -150,14 +149,6 @@ impl Backlog {
     }
 }
 
-/// The result of a settlement attempt: what happened, and the request as it is now (with the
-/// answer when it counted), so that nobody needs to read it again.
-#[derive(Debug, Clone)]
-pub struct Settled {
-    pub outcome: SettleOutcome,
-    pub request: Request,
-}
-
 /// What a socket `answer` (a person at a terminal) asks for.
 #[derive(Debug, Clone)]
 pub struct TerminalAnswer {
@@ -216,10 +207,7 @@ impl Hub {
 
     /// The context an answerer acts through.
     pub fn context(&self, answerer: &'static str) -> AnswererContext {
-        AnswererContext {
-            hub: self.clone(),
-            name: answerer,
-        }
+        AnswererContext::new(Arc::new(self.clone()), answerer)
     }
 
     /// Starts every answerer with its context.
@@ -259,21 +247,6 @@ impl Hub {
                 }
             }
         }
-    }
-
-    pub(super) fn store_handle(&self) -> &Arc<dyn Store> {
-        &self.inner.store
-    }
-
-    pub(super) fn shutdown_token(&self) -> &CancellationToken {
-        &self.inner.shutdown
-    }
-
-    pub(super) fn spawn<F>(&self, task: F)
-    where
-        F: Future<Output = ()> + Send + 'static,
-    {
-        self.inner.tasks.spawn(task);
     }
 
     /// Number of requests pending in memory.
@@ -713,13 +686,7 @@ impl Hub {
 
     /// Ends a pending request with an error outcome on behalf of `source`; false if it had
     /// already ended.
-    pub(super) async fn end_by(
-        &self,
-        req: &Request,
-        status: Status,
-        err: AskError,
-        source: Source,
-    ) -> bool {
+    async fn end_by(&self, req: &Request, status: Status, err: AskError, source: Source) -> bool {
         let audit = AuditEntry {
             request_key: Some(req.key),
             source,
@@ -1027,6 +994,43 @@ impl Hub {
         if let Err(e) = self.inner.store.audit(&entry).await {
             tracing::error!(error = %format!("{e:#}"), action = entry.action.as_str(), "cannot write the audit log");
         }
+    }
+}
+
+#[async_trait::async_trait]
+impl Core for Hub {
+    async fn settle(
+        &self,
+        req: &Request,
+        idx: usize,
+        settlement: Settlement,
+        actor: Actor,
+    ) -> Result<Settled, AskError> {
+        Hub::settle(self, req, idx, settlement, actor).await
+    }
+
+    async fn end(&self, req: &Request, status: Status, error: AskError) -> bool {
+        self.end_by(req, status, error, Source::Daemon).await
+    }
+
+    async fn audit(&self, entry: AuditEntry) {
+        Hub::audit(self, entry).await
+    }
+
+    fn is_pending(&self, request_id: &str) -> bool {
+        Hub::is_pending(self, request_id)
+    }
+
+    fn store(&self) -> &Arc<dyn Store> {
+        &self.inner.store
+    }
+
+    fn shutdown(&self) -> &CancellationToken {
+        &self.inner.shutdown
+    }
+
+    fn tasks(&self) -> &TaskTracker {
+        &self.inner.tasks
     }
 }
 

@@ -16,8 +16,8 @@ pub mod text;
 
 pub use access::{LocalUser, Operators};
 pub use answer::{AskResult, QuestionAnswer, Settlement};
-pub use answerer::{Answerer, AnswererContext, Claim, Delivery, Proposal};
+pub use answerer::{Answerer, AnswererContext, Claim, Core, Delivery, Proposal};
 pub use error::{AskError, ErrorCode};
-pub use hub::{Attachment, Hub, HubSettings, Phase, Settled};
+pub use hub::{Attachment, Hub, HubSettings, Phase};
 pub use model::{Ask, Caller, Question, QuestionKind, QuestionOption, Scope};
-pub use request::{Actor, Outcome, Peer, Request, SettleOutcome, Status, Via};
+pub use request::{Actor, Outcome, Peer, Request, SettleOutcome, Settled, Status, Via};

@@ -270,6 +270,14 @@ pub enum SettleOutcome {
     Unknown,
 }
 
+/// The result of a settlement attempt: what happened, and the request as it is now (with the
+/// answer when it counted), so that nobody needs to read it again.
+#[derive(Debug, Clone)]
+pub struct Settled {
+    pub outcome: SettleOutcome,
+    pub request: Request,
+}
+
 /// Where an answerer shows one question: a row of its outbox, written before the platform call
 /// so that a crash at any step resumes without posting twice.
 #[derive(Debug, Clone, PartialEq, Eq)]
