@@ -89,19 +89,18 @@ impl SqliteStore {
             .busy_timeout(Duration::from_secs(10));
         let mut pool = SqlitePoolOptions::new().max_connections(4);
         if let Some(limit) = page_limit {
-            // Applied on every checkout, so that a change reaches connections already open.
-            pool = pool.before_acquire(move |conn, _meta| {
-                let limit = limit.clone();
-                Box::pin(async move {
-                    let pages = limit.load(Ordering::SeqCst);
-                    if pages > 0 {
-                        sqlx::query(&format!("PRAGMA max_page_count = {pages}"))
-                            .execute(&mut *conn)
-                            .await?;
-                    }
-                    Ok(true)
+            // Applied to every new connection and on every checkout, so that a change reaches
+            // connections already open.
+            let on_connect = limit.clone();
+            pool = pool
+                .after_connect(move |conn, _meta| {
+                    let pages = on_connect.load(Ordering::SeqCst);
+                    Box::pin(async move { apply_page_limit(conn, pages).await })
                 })
-            });
+                .before_acquire(move |conn, _meta| {
+                    let pages = limit.load(Ordering::SeqCst);
+                    Box::pin(async move { apply_page_limit(conn, pages).await.map(|()| true) })
+                });
         }
         let pool = pool
             .connect_with(options)
@@ -640,6 +639,16 @@ impl Store for SqliteStore {
         self.pool.close().await;
         self.lease.lock().unwrap().take();
     }
+}
+
+/// The test hook of [`PageLimit`]: 0 leaves the connection as it is.
+async fn apply_page_limit(conn: &mut SqliteConnection, pages: u64) -> Result<(), sqlx::Error> {
+    if pages > 0 {
+        sqlx::query(&format!("PRAGMA max_page_count = {pages}"))
+            .execute(&mut *conn)
+            .await?;
+    }
+    Ok(())
 }
 
 async fn insert_posts(

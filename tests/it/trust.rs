@@ -418,12 +418,12 @@ async fn a_full_disk_never_reports_an_answer_it_did_not_store() {
     .await;
     let (mut c, _) = app.ask("full", &yes_no("q")).await;
     let msg = app.messages(CHANNEL).remove(0);
+    let opened = app.press(&msg, &alice(), "Other…").await;
+    let modal = opened["data"]["custom_id"].as_str().unwrap().to_owned();
     // The disk is full: the database may not grow by a single page.
     limit.store(page_count(&app).await, Ordering::SeqCst);
     let long = "x".repeat(4000);
-    // A click that needs room: the clicker is told to try again, nothing is acknowledged.
-    let opened = app.press(&msg, &alice(), "Other…").await;
-    let modal = opened["data"]["custom_id"].as_str().unwrap().to_owned();
+    // An answer that needs room: the clicker is told to try again, nothing is acknowledged.
     let cb = app.submit_modal(&msg, &alice(), &modal, &long).await;
     assert!(
         ephemeral(&cb).contains("could not be saved, try again"),
