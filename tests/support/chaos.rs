@@ -1284,8 +1284,13 @@ impl ClickerTask {
             if t.confirmed || t.dead {
                 continue;
             }
+            // A draft is acknowledged (type 6); the winning click updates the message (type 7).
+            let acknowledged = match step {
+                Step::Draft => kind == Some(6),
+                Step::Settle => kind == Some(7),
+            };
             match kind {
-                Some(6) => match step {
+                Some(6 | 7) if acknowledged => match step {
                     Step::Draft => {
                         if t.step == Step::Draft {
                             t.step = Step::Settle;
