@@ -102,6 +102,7 @@ impl Daemon {
                 &config.operator_uids,
                 nix::unistd::geteuid().as_raw(),
             )),
+            names: Arc::default(),
             shutdown: shutdown.clone(),
             tasks: tasks.clone(),
         };

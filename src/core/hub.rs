@@ -764,10 +764,31 @@ impl Hub {
         };
         let questions = req.questions.clone();
         let finish = move |all: &[Settlement]| AskResult::build(&questions, all).to_json();
+        // When every other question was answered as the caller read the request, this answer
+        // completes it, and the result is known now (answers are never taken back).
+        let result_if_last = req
+            .answers
+            .iter()
+            .enumerate()
+            .map(|(i, a)| match (i == idx, a) {
+                (true, _) => Some(settlement.clone()),
+                (false, a) => a.as_ref().map(|a| a.settlement.clone()),
+            })
+            .collect::<Option<Vec<Settlement>>>()
+            .map(|all| finish(&all));
         let outcome = self
             .inner
             .store
-            .settle(req.key, idx, &settlement, &actor, at_ms, &audit, &finish)
+            .settle(
+                req.key,
+                idx,
+                &settlement,
+                &actor,
+                at_ms,
+                &audit,
+                result_if_last,
+                &finish,
+            )
             .await
             .map_err(|e| storage_error("the answer", &e))?;
         if matches!(outcome, SettleOutcome::Won { .. }) {

@@ -78,9 +78,11 @@ pub trait Store: Send + Sync + 'static {
     async fn history(&self, who: Visibility, page: Page) -> Result<Vec<Request>>;
 
     /// Settles question `idx` if it is open and its request pending: the one conditional write
-    /// that decides first-wins. `audit` is written in the same transaction, with `accepted`
-    /// set to whether it won. When the answer completes the request, `finish` builds the
-    /// result, which is stored with the request marked answered, in the same transaction.
+    /// that decides first-wins. `audit` is written with it (with `accepted` set to whether it
+    /// won). When the answer completes the request, the request is marked answered with its
+    /// result, atomically with the answer: `result_if_last` when the caller could build it (every
+    /// other question was answered when it read the request), else `finish` builds it from the
+    /// stored settlements.
     #[allow(clippy::too_many_arguments)]
     async fn settle(
         &self,
@@ -90,6 +92,7 @@ pub trait Store: Send + Sync + 'static {
         actor: &Actor,
         at_ms: i64,
         audit: &AuditEntry,
+        result_if_last: Option<String>,
         finish: Finish<'_>,
     ) -> Result<SettleOutcome>;
 

@@ -99,6 +99,7 @@ pub struct ServerContext {
     pub hub: Hub,
     pub config: Arc<Config>,
     pub operators: Arc<Operators>,
+    pub names: Arc<UserNames>,
     pub shutdown: CancellationToken,
     pub tasks: TaskTracker,
 }
@@ -155,8 +156,27 @@ async fn refuse(mut stream: UnixStream, error: AskError) {
     .await;
 }
 
+/// Local user names by uid: the passwd database is read once per uid, not once per connection
+/// (each agent opens one per question).
+#[derive(Default)]
+pub struct UserNames(std::sync::Mutex<std::collections::HashMap<u32, Option<String>>>);
+
+impl UserNames {
+    fn name(&self, uid: u32) -> Option<String> {
+        if let Some(n) = self.0.lock().unwrap().get(&uid) {
+            return n.clone();
+        }
+        let name = nix::unistd::User::from_uid(nix::unistd::Uid::from_raw(uid))
+            .ok()
+            .flatten()
+            .map(|u| u.name);
+        self.0.lock().unwrap().insert(uid, name.clone());
+        name
+    }
+}
+
 /// Who is on the other end, from SO_PEERCRED and the passwd database.
-fn local_user(stream: &UnixStream, operators: &Operators) -> LocalUser {
+fn local_user(stream: &UnixStream, operators: &Operators, names: &UserNames) -> LocalUser {
     let peer = match stream.peer_cred() {
         Ok(c) => Peer {
             uid: Some(c.uid()),
@@ -164,12 +184,7 @@ fn local_user(stream: &UnixStream, operators: &Operators) -> LocalUser {
         },
         Err(_) => Peer::default(),
     };
-    let name = peer.uid.and_then(|u| {
-        nix::unistd::User::from_uid(nix::unistd::Uid::from_raw(u))
-            .ok()
-            .flatten()
-            .map(|u| u.name)
-    });
+    let name = peer.uid.and_then(|u| names.name(u));
     LocalUser {
         peer,
         name,
@@ -178,7 +193,7 @@ fn local_user(stream: &UnixStream, operators: &Operators) -> LocalUser {
 }
 
 async fn handle_connection(stream: UnixStream, ctx: ServerContext) {
-    let user = local_user(&stream, &ctx.operators);
+    let user = local_user(&stream, &ctx.operators, &ctx.names);
     let peer = user.peer;
     tracing::debug!(%peer, "connection opened");
     let allowed = &ctx.config.allowed_uids;

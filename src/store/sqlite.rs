@@ -134,17 +134,29 @@ impl SqliteStore {
             .collect()
     }
 
-    async fn one(&self, clause: &str, bind: Bind<'_>) -> Result<Option<Request>> {
-        let sql = format!("SELECT {REQUEST_COLUMNS} FROM requests WHERE {clause}");
+    /// One request with the state of its questions and its outbox rows, in one query (each
+    /// query is a round trip to the connection's worker thread, and a click needs this one).
+    async fn one(&self, clause: &str, bind: Bind<'_>) -> Result<Option<(Request, Vec<Post>)>> {
+        let sql = format!(
+            "SELECT {REQUEST_COLUMNS}, \
+             (SELECT json_group_array(json_array(idx, answered_at, answered_by, answered_via, \
+                answered_id, answered_note, selected_json, custom)) \
+              FROM questions WHERE request_key = requests.key) AS answers_json, \
+             (SELECT json_group_array(json_array({POST_COLUMNS})) \
+              FROM posts WHERE request_key = requests.key) AS posts_json \
+             FROM requests WHERE {clause}"
+        );
         let q = sqlx::query(&sql);
         let q = match bind {
             Bind::Text(s) => q.bind(s),
             Bind::Int(i) => q.bind(i),
         };
-        match q.fetch_optional(&self.pool).await? {
-            Some(row) => Ok(self.hydrate_all(vec![row]).await?.pop()),
-            None => Ok(None),
-        }
+        let Some(row) = q.fetch_optional(&self.pool).await? else {
+            return Ok(None);
+        };
+        let answers = answers_from_json(row.get("answers_json"))?;
+        let posts = posts_from_json(row.get("posts_json"))?;
+        Ok(Some((request_from_row(&row, answers)?, posts)))
     }
 
     async fn listing(
@@ -247,42 +259,35 @@ impl Store for SqliteStore {
         let questions_json = serde_json::to_string(&*new.questions)?;
         let caller_json = serde_json::to_string(&new.caller)?;
         let scope_json = serde_json::to_string(&new.scope)?;
-        let inserted = write_tx!(self, |tx| {
-            let key: Option<i64> = sqlx::query_scalar(
-                "INSERT INTO requests (request_id, token, questions_json, caller_json, \
-                         scope_json, answerer, route, peer_uid, peer_pid, created_at) \
-                         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) \
-                         ON CONFLICT (request_id) DO NOTHING RETURNING key",
-            )
-            .bind(&new.request_id)
-            .bind(&new.token)
-            .bind(&questions_json)
-            .bind(&caller_json)
-            .bind(&scope_json)
-            .bind(&new.answerer)
-            .bind(&new.route)
-            .bind(new.peer.uid.map(i64::from))
-            .bind(new.peer.pid)
-            .bind(new.created_at_ms)
-            .fetch_optional(&mut *tx)
-            .await?;
-            let Some(key) = key else {
-                return anyhow::Ok(None);
-            };
-            for (i, q) in new.questions.iter().enumerate() {
-                sqlx::query("INSERT INTO questions (request_key, idx, qid) VALUES (?, ?, ?)")
-                    .bind(key)
-                    .bind(i as i64)
-                    .bind(&q.id)
-                    .execute(&mut *tx)
-                    .await?;
-            }
-            insert_posts(&mut tx, key, &new.answerer, posts).await?;
-            let mut audit = audit.clone();
-            audit.request_key = Some(key);
-            insert_audit(&mut tx, &audit, new.created_at_ms).await?;
-            anyhow::Ok(Some(key))
-        })?;
+        let planned: Vec<serde_json::Value> = posts
+            .iter()
+            .map(|p| {
+                serde_json::json!({"idx": p.idx, "channel": p.channel, "guild": p.guild,
+                                   "nonce": p.nonce})
+            })
+            .collect();
+        // One statement: the trigger `requests_created` writes the questions, the outbox rows
+        // and the audit row from the same row (see migrations/0004_one_statement.sql).
+        let inserted: Option<i64> = sqlx::query_scalar(
+            "INSERT INTO requests (request_id, token, questions_json, caller_json, scope_json, \
+             answerer, route, peer_uid, peer_pid, created_at, planned_json, audit_json) \
+             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) \
+             ON CONFLICT (request_id) DO NOTHING RETURNING key",
+        )
+        .bind(&new.request_id)
+        .bind(&new.token)
+        .bind(&questions_json)
+        .bind(&caller_json)
+        .bind(&scope_json)
+        .bind(&new.answerer)
+        .bind(&new.route)
+        .bind(new.peer.uid.map(i64::from))
+        .bind(new.peer.pid)
+        .bind(new.created_at_ms)
+        .bind(serde_json::to_string(&planned)?)
+        .bind(audit_json(audit, new.created_at_ms))
+        .fetch_optional(&self.pool)
+        .await?;
         match inserted {
             Some(key) => Ok(Created::New(Request::created(key, new))),
             None => {
@@ -296,19 +301,18 @@ impl Store for SqliteStore {
     }
 
     async fn by_id(&self, request_id: &str) -> Result<Option<Request>> {
-        self.one("request_id = ?", Bind::Text(request_id)).await
+        Ok(self
+            .one("request_id = ?", Bind::Text(request_id))
+            .await?
+            .map(|(r, _)| r))
     }
 
     async fn by_key(&self, key: i64) -> Result<Option<Request>> {
-        self.one("key = ?", Bind::Int(key)).await
+        Ok(self.one("key = ?", Bind::Int(key)).await?.map(|(r, _)| r))
     }
 
     async fn by_token(&self, token: &str) -> Result<Option<(Request, Vec<Post>)>> {
-        let Some(req) = self.one("token = ?", Bind::Text(token)).await? else {
-            return Ok(None);
-        };
-        let posts = self.posts(&[req.key]).await?.remove(&req.key);
-        Ok(Some((req, posts.unwrap_or_default())))
+        self.one("token = ?", Bind::Text(token)).await
     }
 
     async fn all_pending(&self) -> Result<Vec<(Request, Vec<Post>)>> {
@@ -337,79 +341,91 @@ impl Store for SqliteStore {
         actor: &Actor,
         at_ms: i64,
         audit: &AuditEntry,
+        result_if_last: Option<String>,
         finish: Finish<'_>,
     ) -> Result<SettleOutcome> {
         let selected_json = serde_json::to_string(&settlement.selected)?;
-        let outcome = write_tx!(self, |tx| {
-            let won = sqlx::query(
-                "UPDATE questions SET answered_at = ?, answered_by = ?, answered_via = ?, \
-                         answered_id = ?, answered_note = ?, selected_json = ?, custom = ? \
-                         WHERE request_key = ? AND idx = ? AND answered_at IS NULL \
-                         AND (SELECT status FROM requests WHERE key = ?) = 'pending'",
-            )
-            .bind(at_ms)
-            .bind(&actor.name)
-            .bind(actor.via.as_str())
-            .bind(&actor.id)
-            .bind(&actor.note)
-            .bind(&selected_json)
-            .bind(&settlement.custom)
-            .bind(key)
-            .bind(idx as i64)
-            .bind(key)
-            .execute(&mut *tx)
-            .await?
-            .rows_affected()
-                == 1;
-            let mut audit = audit.clone();
-            audit.accepted = won;
-            insert_audit(&mut tx, &audit, at_ms).await?;
-            if !won {
-                return anyhow::Ok(None);
-            }
-            let rows = sqlx::query(
-                "SELECT answered_at, selected_json, custom FROM questions \
-                         WHERE request_key = ? ORDER BY idx",
-            )
-            .bind(key)
-            .fetch_all(&mut *tx)
-            .await?;
-            if rows.iter().any(|r| r.get::<Option<i64>, _>(0).is_none()) {
-                return anyhow::Ok(Some(SettleOutcome::Won { result: None }));
-            }
-            let mut all = Vec::with_capacity(rows.len());
-            for r in &rows {
-                all.push(Settlement {
-                    selected: serde_json::from_str(r.get::<Option<&str>, _>(1).unwrap_or("[]"))?,
-                    custom: r.get(2),
-                });
-            }
-            let result = finish(&all);
-            sqlx::query(
-                "UPDATE requests SET status = 'answered', result_json = ?, ended_at = ? \
-                         WHERE key = ? AND status = 'pending'",
-            )
-            .bind(&result)
-            .bind(at_ms)
-            .bind(key)
-            .execute(&mut *tx)
-            .await?;
-            anyhow::Ok(Some(SettleOutcome::Won {
+        // One conditional UPDATE decides first-wins; its trigger writes the audit row and, when
+        // `result_if_last` is given and no question is left open, the request's final result.
+        let open_after: Option<i64> = sqlx::query_scalar(
+            "UPDATE questions SET answered_at = ?, answered_by = ?, answered_via = ?, \
+             answered_id = ?, answered_note = ?, selected_json = ?, custom = ?, \
+             audit_json = ?, result_if_last = ? \
+             WHERE request_key = ? AND idx = ? AND answered_at IS NULL \
+             AND (SELECT status FROM requests WHERE key = ?) = 'pending' \
+             RETURNING (SELECT count(*) FROM questions q WHERE q.request_key = questions.request_key \
+                        AND q.answered_at IS NULL)",
+        )
+        .bind(at_ms)
+        .bind(&actor.name)
+        .bind(actor.via.as_str())
+        .bind(&actor.id)
+        .bind(&actor.note)
+        .bind(&selected_json)
+        .bind(&settlement.custom)
+        .bind(audit_json(audit, at_ms))
+        .bind(&result_if_last)
+        .bind(key)
+        .bind(idx as i64)
+        .bind(key)
+        .fetch_optional(&self.pool)
+        .await?;
+        match (open_after, result_if_last) {
+            (Some(0), Some(result)) => Ok(SettleOutcome::Won {
                 result: Some(result),
-            }))
-        })?;
-        if let Some(outcome) = outcome {
-            return Ok(outcome);
+            }),
+            (Some(0), None) => {
+                // The other questions were answered since the caller read the request: finish
+                // it here. Only the last winner sees no open question, so this runs once.
+                let result = write_tx!(self, |tx| {
+                    let rows = sqlx::query(
+                        "SELECT selected_json, custom FROM questions WHERE request_key = ? \
+                         ORDER BY idx",
+                    )
+                    .bind(key)
+                    .fetch_all(&mut *tx)
+                    .await?;
+                    let mut all = Vec::with_capacity(rows.len());
+                    for r in &rows {
+                        all.push(Settlement {
+                            selected: serde_json::from_str(
+                                r.get::<Option<&str>, _>(0).unwrap_or("[]"),
+                            )?,
+                            custom: r.get(1),
+                        });
+                    }
+                    let result = finish(&all);
+                    sqlx::query(
+                        "UPDATE requests SET status = 'answered', result_json = ?, ended_at = ? \
+                         WHERE key = ? AND status = 'pending'",
+                    )
+                    .bind(&result)
+                    .bind(at_ms)
+                    .bind(key)
+                    .execute(&mut *tx)
+                    .await?;
+                    anyhow::Ok(result)
+                })?;
+                Ok(SettleOutcome::Won {
+                    result: Some(result),
+                })
+            }
+            (Some(_), _) => Ok(SettleOutcome::Won { result: None }),
+            (None, _) => {
+                // It did not count: audit that, and say why (the rare path).
+                let mut lost = audit.clone();
+                lost.accepted = false;
+                self.audit(&lost).await?;
+                let Some(req) = self.by_key(key).await? else {
+                    return Ok(SettleOutcome::Unknown);
+                };
+                Ok(match req.answers.get(idx) {
+                    None => SettleOutcome::Unknown,
+                    Some(Some(a)) => SettleOutcome::AlreadyAnswered(a.clone()),
+                    Some(None) => SettleOutcome::Ended(req.status),
+                })
+            }
         }
-        // Why it did not count, read after the fact (the rare path).
-        let Some(req) = self.by_key(key).await? else {
-            return Ok(SettleOutcome::Unknown);
-        };
-        Ok(match req.answers.get(idx) {
-            None => SettleOutcome::Unknown,
-            Some(Some(a)) => SettleOutcome::AlreadyAnswered(a.clone()),
-            Some(None) => SettleOutcome::Ended(req.status),
-        })
     }
 
     async fn end(
@@ -443,7 +459,8 @@ impl Store for SqliteStore {
 
     async fn audit(&self, entry: &AuditEntry) -> Result<()> {
         let at = crate::core::request::now_ms();
-        write_tx!(self, |tx| { insert_audit(&mut tx, entry, at).await })
+        let mut conn = self.pool.acquire().await?;
+        insert_audit(&mut conn, entry, at).await
     }
 
     async fn audit_rows(&self, request_key: Option<i64>) -> Result<Vec<AuditRow>> {
@@ -511,22 +528,21 @@ impl Store for SqliteStore {
         guild: Option<&str>,
     ) -> Result<()> {
         let at = crate::core::request::now_ms();
-        write_tx!(self, |tx| {
-            sqlx::query(
-                "UPDATE posts SET message = ?, posted_at = ?, attempts = attempts + 1, \
-                     last_error = NULL, guild = COALESCE(?, guild) \
-                     WHERE request_key = ? AND idx = ? AND answerer = ?",
-            )
-            .bind(message)
-            .bind(at)
-            .bind(guild)
-            .bind(key)
-            .bind(idx as i64)
-            .bind(answerer)
-            .execute(&mut *tx)
-            .await?;
-            anyhow::Ok(())
-        })
+        // One statement: atomic on its own, and no transaction is left open if it fails.
+        sqlx::query(
+            "UPDATE posts SET message = ?, posted_at = ?, attempts = attempts + 1, \
+                 last_error = NULL, guild = COALESCE(?, guild) \
+                 WHERE request_key = ? AND idx = ? AND answerer = ?",
+        )
+        .bind(message)
+        .bind(at)
+        .bind(guild)
+        .bind(key)
+        .bind(idx as i64)
+        .bind(answerer)
+        .execute(&self.pool)
+        .await?;
+        Ok(())
     }
 
     async fn record_post_failure(
@@ -536,19 +552,18 @@ impl Store for SqliteStore {
         answerer: &str,
         error: &str,
     ) -> Result<()> {
-        write_tx!(self, |tx| {
-            sqlx::query(
-                "UPDATE posts SET attempts = attempts + 1, last_error = ? \
-                     WHERE request_key = ? AND idx = ? AND answerer = ?",
-            )
-            .bind(error)
-            .bind(key)
-            .bind(idx as i64)
-            .bind(answerer)
-            .execute(&mut *tx)
-            .await?;
-            anyhow::Ok(())
-        })
+        // One statement: atomic on its own, and no transaction is left open if it fails.
+        sqlx::query(
+            "UPDATE posts SET attempts = attempts + 1, last_error = ? \
+                 WHERE request_key = ? AND idx = ? AND answerer = ?",
+        )
+        .bind(error)
+        .bind(key)
+        .bind(idx as i64)
+        .bind(answerer)
+        .execute(&self.pool)
+        .await?;
+        Ok(())
     }
 
     async fn record_edit(
@@ -558,18 +573,17 @@ impl Store for SqliteStore {
         answerer: &str,
         edit: EditState,
     ) -> Result<()> {
-        write_tx!(self, |tx| {
-            sqlx::query(
-                "UPDATE posts SET edited = ? WHERE request_key = ? AND idx = ? AND answerer = ?",
-            )
-            .bind(edit.as_str())
-            .bind(key)
-            .bind(idx as i64)
-            .bind(answerer)
-            .execute(&mut *tx)
-            .await?;
-            anyhow::Ok(())
-        })
+        // One statement: atomic on its own, and no transaction is left open if it fails.
+        sqlx::query(
+            "UPDATE posts SET edited = ? WHERE request_key = ? AND idx = ? AND answerer = ?",
+        )
+        .bind(edit.as_str())
+        .bind(key)
+        .bind(idx as i64)
+        .bind(answerer)
+        .execute(&self.pool)
+        .await?;
+        Ok(())
     }
 
     async fn unfinished_edits(&self, answerer: &str) -> Result<Vec<(Request, Vec<Post>)>> {
@@ -592,22 +606,21 @@ impl Store for SqliteStore {
     async fn save_draft(&self, key: i64, idx: usize, user: &str, selected: &[usize]) -> Result<()> {
         let selected = serde_json::to_string(selected)?;
         let at = crate::core::request::now_ms();
-        write_tx!(self, |tx| {
-            sqlx::query(
-                "INSERT INTO drafts (request_key, idx, user_id, selected_json, updated_at) \
-                     VALUES (?, ?, ?, ?, ?) ON CONFLICT (request_key, idx, user_id) \
-                     DO UPDATE SET selected_json = excluded.selected_json, \
-                     updated_at = excluded.updated_at",
-            )
-            .bind(key)
-            .bind(idx as i64)
-            .bind(user)
-            .bind(&selected)
-            .bind(at)
-            .execute(&mut *tx)
-            .await?;
-            anyhow::Ok(())
-        })
+        // One statement: atomic on its own, and no transaction is left open if it fails.
+        sqlx::query(
+            "INSERT INTO drafts (request_key, idx, user_id, selected_json, updated_at) \
+                 VALUES (?, ?, ?, ?, ?) ON CONFLICT (request_key, idx, user_id) \
+                 DO UPDATE SET selected_json = excluded.selected_json, \
+                 updated_at = excluded.updated_at",
+        )
+        .bind(key)
+        .bind(idx as i64)
+        .bind(user)
+        .bind(&selected)
+        .bind(at)
+        .execute(&self.pool)
+        .await?;
+        Ok(())
     }
 
     async fn draft(&self, key: i64, idx: usize, user: &str) -> Result<Vec<usize>> {
@@ -639,6 +652,20 @@ impl Store for SqliteStore {
         self.pool.close().await;
         self.lease.lock().unwrap().take();
     }
+}
+
+/// An audit entry as the JSON the triggers of migrations/0004 read.
+fn audit_json(e: &AuditEntry, at: i64) -> String {
+    serde_json::json!({
+        "at": at,
+        "question_idx": e.question_idx,
+        "source": e.source.as_str(),
+        "actor": e.actor,
+        "action": e.action.as_str(),
+        "detail": e.detail,
+        "accepted": e.accepted,
+    })
+    .to_string()
 }
 
 /// The test hook of [`PageLimit`]: 0 leaves the connection as it is.
@@ -690,6 +717,77 @@ async fn insert_audit(tx: &mut SqliteConnection, e: &AuditEntry, at: i64) -> Res
     .execute(&mut *tx)
     .await?;
     Ok(())
+}
+
+/// The answers of `one`'s `answers_json`: `[idx, answered_at, by, via, id, note, selected_json,
+/// custom]` per question, in any order.
+fn answers_from_json(json: &str) -> Result<Vec<Option<Answered>>> {
+    type Row = (
+        usize,
+        Option<i64>,
+        Option<String>,
+        Option<String>,
+        Option<String>,
+        Option<String>,
+        Option<String>,
+        Option<String>,
+    );
+    let mut rows: Vec<Row> = serde_json::from_str(json)?;
+    rows.sort_by_key(|r| r.0);
+    rows.into_iter()
+        .map(|(_, at, by, via, id, note, selected, custom)| {
+            let Some(at_ms) = at else { return Ok(None) };
+            Ok(Some(Answered {
+                actor: Actor {
+                    via: via.as_deref().and_then(Via::parse).unwrap_or(Via::Terminal),
+                    name: by.unwrap_or_default(),
+                    id: id.unwrap_or_default(),
+                    note,
+                },
+                at_ms,
+                settlement: Settlement {
+                    selected: serde_json::from_str(selected.as_deref().unwrap_or("[]"))?,
+                    custom,
+                },
+            }))
+        })
+        .collect()
+}
+
+/// The outbox rows of `one`'s `posts_json`, in question order.
+fn posts_from_json(json: &str) -> Result<Vec<Post>> {
+    type Row = (
+        i64,
+        usize,
+        String,
+        String,
+        Option<String>,
+        String,
+        Option<String>,
+        i64,
+        Option<String>,
+        Option<String>,
+    );
+    let mut rows: Vec<Row> = serde_json::from_str(json)?;
+    rows.sort_by_key(|r| r.1);
+    Ok(rows
+        .into_iter()
+        .map(
+            |(_, idx, answerer, channel, guild, nonce, message, attempts, last_error, edited)| {
+                Post {
+                    idx,
+                    answerer,
+                    channel,
+                    guild,
+                    nonce,
+                    message,
+                    attempts,
+                    last_error,
+                    edited: EditState::parse(edited.as_deref()),
+                }
+            },
+        )
+        .collect())
 }
 
 fn post_from_row(r: &SqliteRow) -> Post {
@@ -933,6 +1031,7 @@ mod tests {
                 &person("alice"),
                 5,
                 &answer,
+                None,
                 &finish,
             )
             .await
@@ -952,6 +1051,7 @@ mod tests {
                 &person("bob"),
                 6,
                 &answer,
+                None,
                 &finish,
             )
             .await
