@@ -470,6 +470,8 @@ impl Handler {
         {
             Ok(settled) => match settled.outcome {
                 SettleOutcome::Won { .. } => {
+                    // The agent's `answered` line goes first; the callback has 3 s.
+                    tokio::task::yield_now().await;
                     let answered: &Answered = settled.request.answers[idx]
                         .as_ref()
                         .expect("a won settlement is recorded");

@@ -4,7 +4,7 @@
 //! events to the live sessions.
 
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use axum::body::Body;
 use axum::extract::ws::{Message as WsMessage, WebSocket, WebSocketUpgrade};
@@ -91,6 +91,9 @@ async fn gateway_connection(shared: Arc<Shared>, mut socket: WebSocket) {
             tokio::select! {
                 cmd = rx.recv() => match cmd {
                     Some(ConnCmd::Send(frame)) => {
+                        if frame["op"] == 0 {
+                            *shared.last_dispatch.lock().unwrap() = Some(Instant::now());
+                        }
                         if !send_frame(&mut socket, &frame).await {
                             break 'conn;
                         }

@@ -171,6 +171,9 @@ struct Shared {
     ids: Ids,
     state: Mutex<St>,
     version: watch::Sender<u64>,
+    /// When the last dispatch (op 0) was handed to a gateway socket: where the benchmark's
+    /// answer path starts its clock.
+    last_dispatch: Mutex<Option<Instant>>,
 }
 
 impl Shared {
@@ -318,6 +321,7 @@ impl StandIn {
                 ..St::default()
             }),
             version,
+            last_dispatch: Mutex::new(None),
         });
         let app = Router::new()
             .route("/", get(gateway_upgrade))
@@ -495,6 +499,11 @@ impl StandIn {
         )
         .await;
         self.shared.bump();
+    }
+
+    /// When the last dispatch (op 0) was written to a gateway socket.
+    pub fn last_dispatch_at(&self) -> Option<Instant> {
+        *self.shared.last_dispatch.lock().unwrap()
     }
 
     /// Dispatches any op 0 event to the live session(s), waiting (up to 30 s) for one.
