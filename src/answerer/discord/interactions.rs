@@ -212,8 +212,19 @@ impl Handler {
                 "This control is not one askrelay knows; nothing was recorded.",
             )
         })?;
-        let (req, posts) = match self.ctx.by_token(&id.token).await {
-            Ok(Some(found)) => found,
+        let shown = match self.shared.shown.get(&id.token) {
+            Some(shown) => Ok(Some(shown)),
+            None => self.ctx.by_token(&id.token).await.map(|found| {
+                found.map(|(req, posts)| {
+                    if req.status == Status::Pending {
+                        self.shared.shown.insert(req.clone(), posts.clone());
+                    }
+                    Arc::new((req, posts))
+                })
+            }),
+        };
+        let (req, posts) = match shown {
+            Ok(Some(found)) => (found.0.clone(), found.1.clone()),
             Ok(None) => return Err(Refusal::new(AuditAction::Stale, UNKNOWN)),
             Err(e) => {
                 tracing::error!(error = %format!("{e:#}"), "cannot read a request for an interaction");
@@ -463,11 +474,14 @@ impl Handler {
     async fn settle<K>(&self, a: Admitted<K>, settlement: Settlement) -> Reply {
         let (key, idx) = (a.req.key, a.id.question);
         let q = &a.req.questions[idx];
-        match self
+        let settled = self
             .ctx
             .settle(&a.req, idx, settlement, a.actor.clone())
-            .await
-        {
+            .await;
+        // Whatever happened, what is shown of the request changed (or may have): read it again
+        // at the next click.
+        self.shared.shown.forget(&a.req.token);
+        match settled {
             Ok(settled) => match settled.outcome {
                 SettleOutcome::Won { .. } => {
                     // The agent's `answered` line goes first; the callback has 3 s.

@@ -33,10 +33,55 @@ pub use rest::classify;
 /// The answerer name stored with requests and posts.
 pub const NAME: &str = "discord";
 
-/// What the answerer's parts share: the config and the REST client.
+/// What the answerer's parts share: the config, the REST client, and what it shows.
 pub(crate) struct Shared {
     config: Arc<Config>,
     rest: Rest,
+    shown: Shown,
+}
+
+/// The pending requests this answerer shows, with their outbox rows as they stand: what a
+/// click needs, without reading the store. An entry is added when a request is shown (or
+/// resumed, or read after a miss), follows its messages as they are recorded, and leaves as
+/// soon as anything about the request's answers or status changes; the next click then reads
+/// it again. The store stays the judge: first-wins is its conditional write, so an entry that
+/// is behind can only let a late click reach that write and lose there.
+#[derive(Default)]
+pub(crate) struct Shown(std::sync::Mutex<std::collections::HashMap<String, Arc<(Request, Vec<Post>)>>>);
+
+impl Shown {
+    pub fn get(&self, token: &str) -> Option<Arc<(Request, Vec<Post>)>> {
+        self.0.lock().unwrap().get(token).cloned()
+    }
+
+    pub fn insert(&self, req: Request, posts: Vec<Post>) {
+        let token = req.token.clone();
+        self.0.lock().unwrap().insert(token, Arc::new((req, posts)));
+    }
+
+    /// Records a message Discord confirmed.
+    pub fn posted(&self, token: &str, idx: usize, message: &str, guild: Option<&str>) {
+        let mut map = self.0.lock().unwrap();
+        if let Some(entry) = map.get_mut(token) {
+            let (req, posts) = &**entry;
+            let mut posts = posts.clone();
+            for p in posts.iter_mut().filter(|p| p.idx == idx) {
+                p.message = Some(message.to_owned());
+                if guild.is_some() {
+                    p.guild = guild.map(str::to_owned);
+                }
+            }
+            *entry = Arc::new((req.clone(), posts));
+        }
+    }
+
+    pub fn forget(&self, token: &str) {
+        let mut map = self.0.lock().unwrap();
+        map.remove(token);
+        if map.is_empty() && map.capacity() > 1024 {
+            *map = Default::default();
+        }
+    }
 }
 
 pub struct DiscordAnswerer {
@@ -80,7 +125,11 @@ impl DiscordAnswerer {
         let paced = config.discord.api_base.trim_end_matches('/') == DEFAULT_API_BASE;
         let rest = Rest::new(http, paced, config.discord.retry_max_delay_ms, shutdown);
         Ok(DiscordAnswerer {
-            shared: Arc::new(Shared { config, rest }),
+            shared: Arc::new(Shared {
+                config,
+                rest,
+                shown: Shown::default(),
+            }),
             rest_client,
         })
     }
@@ -229,6 +278,7 @@ impl Answerer for DiscordAnswerer {
         let shared = &self.shared;
         let route = shared.route_of(req);
         let posts = planned_posts(shared.plan(&req.token, req.questions.len(), &route));
+        shared.shown.insert(req.clone(), posts.clone());
         // One try while Discord's state is unknown (the channel check failed), a few otherwise.
         let attempts = match shared.rest.known_guild(route.channel_id) {
             Some(_) => outbox::DELIVER_ATTEMPTS,
@@ -284,6 +334,7 @@ impl Answerer for DiscordAnswerer {
             posts.extend(planned_posts(missing));
             posts.sort_by_key(|p| p.idx);
         }
+        shared.shown.insert(req.clone(), posts.clone());
         if posts.iter().any(|p| p.message.is_none()) {
             tracing::info!(
                 request_id = %crate::core::text::Escaped(&req.request_id),
@@ -305,10 +356,12 @@ impl Answerer for DiscordAnswerer {
     }
 
     async fn settled(&self, ctx: &AnswererContext, req: &Request, idx: usize) {
+        self.shared.shown.forget(&req.token);
         self.edit_to_state(ctx, req, Some(idx)).await;
     }
 
     async fn ended(&self, ctx: &AnswererContext, req: &Request) {
+        self.shared.shown.forget(&req.token);
         self.edit_to_state(ctx, req, None).await;
     }
 

@@ -68,11 +68,13 @@ impl Shared {
                     Ok((m, guild)) => {
                         crate::crash::point("posted");
                         let guild = guild.map(|g| g.to_string());
-                        if let Err(e) = ctx
-                            .record_post(req, post.idx, &m.id.to_string(), guild.as_deref())
+                        let message = m.id.to_string();
+                        match ctx
+                            .record_post(req, post.idx, &message, guild.as_deref())
                             .await
                         {
-                            tracing::error!(error = %format!("{e:#}"), "cannot record a posted message");
+                            Ok(()) => self.shown.posted(&req.token, post.idx, &message, guild.as_deref()),
+                            Err(e) => tracing::error!(error = %format!("{e:#}"), "cannot record a posted message"),
                         }
                         links.push(self.rest.link(channel, m.id.get()));
                         break;
