@@ -411,28 +411,31 @@ async fn ask(target: &Target, args: AskArgs) -> Result<i32> {
     }
 }
 
-/// Every page of a listing.
-async fn all_pages(client: &mut Client, first: Op) -> Result<Result<Vec<RequestView>, Event>> {
+/// Every page of the pending list, and the outbox backlog the first page reported.
+async fn all_pending(
+    client: &mut Client,
+) -> Result<Result<(Vec<RequestView>, Option<crate::protocol::OutboxBacklog>), Event>> {
     let mut out = Vec::new();
-    let mut op = first;
+    let mut backlog = None;
+    let mut after = None;
     loop {
+        let op = Op::Pending {
+            request_id: None,
+            limit: None,
+            after: after.take(),
+        };
         match client.call(&op).await? {
-            Event::Pending { requests, next } => {
+            Event::Pending {
+                requests,
+                next,
+                outbox,
+            } => {
                 out.extend(requests);
+                backlog = backlog.or(outbox);
                 match next {
-                    Some(n) => {
-                        op = Op::Pending {
-                            request_id: None,
-                            limit: None,
-                            after: Some(n),
-                        }
-                    }
-                    None => return Ok(Ok(out)),
+                    Some(n) => after = Some(n),
+                    None => return Ok(Ok((out, backlog))),
                 }
-            }
-            Event::History { requests, .. } => {
-                out.extend(requests);
-                return Ok(Ok(out));
             }
             other => return Ok(Err(other)),
         }
@@ -444,15 +447,17 @@ async fn pending(target: &Target, as_json: bool) -> Result<i32> {
         Ok(c) => c,
         Err(code) => return Ok(code),
     };
-    let first = Op::Pending {
-        request_id: None,
-        limit: None,
-        after: None,
-    };
-    let requests = match all_pages(&mut client, first).await? {
+    let (requests, backlog) = match all_pending(&mut client).await? {
         Ok(r) => r,
         Err(other) => return Ok(unexpected(&other)),
     };
+    if let Some(b) = backlog.filter(|b| b.overdue > 0) {
+        eprintln!(
+            "askrelay: {} outbox item(s) overdue, the oldest for {} s: questions not posted or \
+             messages not edited yet (is Discord down?); they are retried",
+            b.overdue, b.oldest_secs
+        );
+    }
     if as_json {
         println!("{}", serde_json::to_string_pretty(&requests)?);
         return Ok(0);

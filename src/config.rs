@@ -48,6 +48,9 @@ pub struct Config {
     /// How long shutdown may take before the daemon exits anyway (a second signal exits at
     /// once).
     pub shutdown_timeout_secs: u64,
+    /// Outbox work (a question to post, a message to edit) due for longer than this is reported
+    /// as overdue by `askrelay pending` and `health`.
+    pub outbox_overdue_secs: u64,
     pub limits: Limits,
     pub discord: DiscordConfig,
     pub terminal: TerminalConfig,
@@ -100,6 +103,14 @@ pub struct DiscordConfig {
     pub mention_user_ids: Vec<Snowflake>,
     /// The longest wait between two retries of a failed Discord call (backoff doubles up to it).
     pub retry_max_delay_ms: u64,
+    /// The deadline of every Discord REST call; one that takes longer counts as a transient
+    /// failure (retried like a 5xx).
+    pub request_timeout_ms: u64,
+    /// The deadline of an interaction callback, which must land within Discord's 3 s.
+    pub callback_timeout_ms: u64,
+    /// How often the outbox is checked for posts and edits that are due (unposted questions,
+    /// messages still showing an old state); also right after the gateway reconnects.
+    pub repair_interval_secs: u64,
     /// Whether people at a terminal (`askrelay answer`) may answer requests on the default
     /// route; routes have their own `terminal_answers`. Off: only the allowlisted Discord
     /// members answer.
@@ -119,6 +130,9 @@ impl Default for DiscordConfig {
             mention_role_ids: Vec::new(),
             mention_user_ids: Vec::new(),
             retry_max_delay_ms: 8000,
+            request_timeout_ms: 10_000,
+            callback_timeout_ms: 2_500,
+            repair_interval_secs: 30,
             terminal_answers: false,
         }
     }
@@ -181,6 +195,7 @@ impl Default for Config {
             operator_uids: Vec::new(),
             daemon_uid: None,
             shutdown_timeout_secs: 10,
+            outbox_overdue_secs: 30,
             limits: Limits::default(),
             discord: DiscordConfig::default(),
             terminal: TerminalConfig::default(),
@@ -261,6 +276,15 @@ impl Config {
         }
         if self.limits.max_pending_per_uid == 0 {
             bail!("limits.max_pending_per_uid: must be at least 1");
+        }
+        if self.discord.request_timeout_ms < 100 {
+            bail!("discord.request_timeout_ms: must be at least 100");
+        }
+        if !(100..=2_900).contains(&self.discord.callback_timeout_ms) {
+            bail!("discord.callback_timeout_ms: must be from 100 to 2900 (Discord gives 3 s)");
+        }
+        if self.discord.repair_interval_secs == 0 {
+            bail!("discord.repair_interval_secs: must be at least 1");
         }
         if self.shutdown_timeout_secs == 0 {
             bail!("shutdown_timeout_secs: must be at least 1");

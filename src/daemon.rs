@@ -89,6 +89,7 @@ impl Daemon {
                 cancel_grace: Duration::from_secs(config.cancel_grace_secs),
                 restart_grace: Duration::from_secs(config.restart_grace_secs),
                 max_pending_per_uid: config.limits.max_pending_per_uid,
+                overdue_after: Duration::from_secs(config.outbox_overdue_secs),
             },
             tasks.clone(),
             shutdown.clone(),

@@ -285,6 +285,9 @@ pub enum Event {
         /// Pass as `after` for the next page; absent on the last page.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         next: Option<String>,
+        /// Outbox work overdue (questions not posted, messages not edited), when there is any.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        outbox: Option<OutboxBacklog>,
     },
     History {
         requests: Vec<RequestView>,
@@ -303,6 +306,16 @@ pub struct Health {
     pub answerers: Vec<String>,
     /// "ok", or why a write to the store fails.
     pub store: String,
+    pub outbox: OutboxBacklog,
+}
+
+/// Outbox work due for longer than it should take: questions not posted yet and messages not
+/// edited to their final state (Discord down or failing).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OutboxBacklog {
+    pub overdue: usize,
+    /// How long the oldest overdue item has been due, in seconds.
+    pub oldest_secs: u64,
 }
 
 /// The `answered` line as it is read, so that `result` stays the daemon's exact bytes.

@@ -11,7 +11,9 @@
 use super::answer::Settlement;
 use super::error::AskError;
 use super::model::{Question, Scope};
-use super::request::{Actor, AuditEntry, EditState, PlannedPost, Post, Request, Settled, Status};
+use super::request::{
+    Actor, AuditEntry, DuePost, EditState, PlannedPost, Post, Request, Settled, Status,
+};
 use super::store::Store;
 use anyhow::Result;
 use async_trait::async_trait;
@@ -199,9 +201,14 @@ impl AnswererContext {
         self.store().record_edit(key, idx, self.name, edit).await
     }
 
-    /// Ended requests of this answerer whose messages still show an old state.
-    pub async fn unfinished_edits(&self) -> Result<Vec<(Request, Vec<Post>)>> {
-        self.store().unfinished_edits(self.name).await
+    /// This answerer's outbox work that is due (questions to post, messages to edit).
+    pub async fn outbox_due(&self) -> Result<Vec<DuePost>> {
+        self.store().outbox_due(Some(self.name)).await
+    }
+
+    /// A request by key, with its outbox rows.
+    pub async fn with_posts(&self, key: i64) -> Result<Option<(Request, Vec<Post>)>> {
+        self.store().with_posts_by_key(key).await
     }
 
     pub async fn save_draft(

@@ -133,6 +133,8 @@ pub struct HubSettings {
     pub restart_grace: Duration,
     /// Pending requests one uid may have at once; `BUSY` past it.
     pub max_pending_per_uid: usize,
+    /// Outbox work due for longer than this is reported as overdue.
+    pub overdue_after: Duration,
 }
 
 /// The pending requests found at start-up, to hand back to their answerers once the daemon
@@ -990,6 +992,25 @@ impl Hub {
                 (r, p)
             })
             .collect())
+    }
+
+    /// Outbox work due for more than `overdue_after`: how many items, and how long the oldest
+    /// has been due.
+    pub async fn outbox_overdue(&self) -> Result<(usize, Duration), AskError> {
+        let due = self
+            .inner
+            .store
+            .outbox_due(None)
+            .await
+            .map_err(|e| AskError::internal(&e))?;
+        let now = now_ms();
+        let late: Vec<i64> = due
+            .iter()
+            .map(|d| now - d.due_since_ms)
+            .filter(|age| *age > self.inner.settings.overdue_after.as_millis() as i64)
+            .collect();
+        let oldest = late.iter().copied().max().unwrap_or(0).max(0) as u64;
+        Ok((late.len(), Duration::from_millis(oldest)))
     }
 
     /// Whether the store takes a write now (the health check).

@@ -297,6 +297,18 @@ pub struct Post {
     pub edited: EditState,
 }
 
+/// Outbox work that is due: a question to post, or a message to edit to its final state.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DuePost {
+    pub request_key: i64,
+    pub idx: usize,
+    pub answerer: String,
+    /// Whether the message still has to be posted (else edited).
+    pub unposted: bool,
+    /// Since when: the request's creation for a post, the answer or the end for an edit.
+    pub due_since_ms: i64,
+}
+
 /// A post to write in the same transaction as its request.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PlannedPost {

@@ -9,8 +9,8 @@
 use super::answer::Settlement;
 use super::error::AskError;
 use super::request::{
-    Actor, AuditEntry, AuditRow, Created, EditState, NewRequest, PlannedPost, Post, Request,
-    SettleOutcome, Status,
+    Actor, AuditEntry, AuditRow, Created, DuePost, EditState, NewRequest, PlannedPost, Post,
+    Request, SettleOutcome, Status,
 };
 use anyhow::Result;
 use async_trait::async_trait;
@@ -142,9 +142,12 @@ pub trait Store: Send + Sync + 'static {
         edit: EditState,
     ) -> Result<()>;
 
-    /// Ended requests with a posted message whose final edit was never confirmed, with their
-    /// outbox rows.
-    async fn unfinished_edits(&self, answerer: &str) -> Result<Vec<(Request, Vec<Post>)>>;
+    /// Outbox work that is due, of one answerer or of all: questions of pending requests not
+    /// posted yet, and posted messages whose confirmed edit is behind their question's state.
+    async fn outbox_due(&self, answerer: Option<&str>) -> Result<Vec<DuePost>>;
+
+    /// A request by key, with its outbox rows.
+    async fn with_posts_by_key(&self, key: i64) -> Result<Option<(Request, Vec<Post>)>>;
 
     async fn save_draft(&self, key: i64, idx: usize, user: &str, selected: &[usize]) -> Result<()>;
 

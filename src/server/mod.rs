@@ -390,6 +390,7 @@ async fn run_op(ctx: &ServerContext, op: Op, user: &LocalUser) -> Event {
                     Ok(posts) => Event::Pending {
                         requests: vec![RequestView::new(&req, &posts)],
                         next: None,
+                        outbox: None,
                     },
                     Err(e) => Event::error(None, e),
                 }
@@ -397,6 +398,7 @@ async fn run_op(ctx: &ServerContext, op: Op, user: &LocalUser) -> Event {
             Ok(_) => Event::Pending {
                 requests: Vec::new(),
                 next: None,
+                outbox: None,
             },
             Err(e) => Event::error(Some(id), e),
         },
@@ -412,9 +414,15 @@ async fn run_op(ctx: &ServerContext, op: Op, user: &LocalUser) -> Event {
             match hub.pending(user, page).await {
                 Ok(reqs) => {
                     let next = next_cursor(&reqs, page);
+                    // Said on the first page only.
+                    let outbox = match page.after {
+                        None => backlog(hub).await.filter(|b| b.overdue > 0),
+                        Some(_) => None,
+                    };
                     Event::Pending {
                         requests: reqs.iter().map(|(r, p)| RequestView::new(r, p)).collect(),
                         next,
+                        outbox,
                     }
                 }
                 Err(e) => Event::error(None, e),
@@ -448,6 +456,7 @@ async fn run_op(ctx: &ServerContext, op: Op, user: &LocalUser) -> Event {
                 Ok(()) => "ok".to_owned(),
                 Err(e) => e,
             },
+            outbox: backlog(hub).await.unwrap_or_default(),
         }),
         Op::Answer {
             request_id,
@@ -521,6 +530,20 @@ async fn run_op(ctx: &ServerContext, op: Op, user: &LocalUser) -> Event {
                 ),
                 Err(error) => Event::error(Some(request_id), error),
             }
+        }
+    }
+}
+
+/// The overdue outbox work, as the protocol reports it.
+async fn backlog(hub: &Hub) -> Option<protocol::OutboxBacklog> {
+    match hub.outbox_overdue().await {
+        Ok((overdue, oldest)) => Some(protocol::OutboxBacklog {
+            overdue,
+            oldest_secs: oldest.as_secs(),
+        }),
+        Err(e) => {
+            tracing::warn!(error = %e, "cannot read the outbox backlog");
+            None
         }
     }
 }

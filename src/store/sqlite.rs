@@ -13,7 +13,7 @@
 use crate::core::answer::Settlement;
 use crate::core::error::{AskError, ErrorCode};
 use crate::core::request::{
-    Actor, Answered, AuditEntry, AuditRow, Created, EditState, NewRequest, Outcome, Peer,
+    Actor, Answered, AuditEntry, AuditRow, Created, DuePost, EditState, NewRequest, Outcome, Peer,
     PlannedPost, Post, Request, SettleOutcome, Status, Via,
 };
 use crate::core::store::{Finish, Holder, Page, Store, Visibility};
@@ -586,21 +586,37 @@ impl Store for SqliteStore {
         Ok(())
     }
 
-    async fn unfinished_edits(&self, answerer: &str) -> Result<Vec<(Request, Vec<Post>)>> {
-        let rows = sqlx::query(&format!(
-            "SELECT {REQUEST_COLUMNS} FROM requests WHERE status != 'pending' AND key IN \
-             (SELECT p.request_key FROM posts p \
-              JOIN questions q ON q.request_key = p.request_key AND q.idx = p.idx \
-              WHERE p.answerer = ? AND p.message IS NOT NULL \
-              AND ((q.answered_at IS NOT NULL AND p.edited IS NULL) \
-                OR (q.answered_at IS NULL AND (p.edited IS NULL OR p.edited != 'ended')))) \
-             ORDER BY key"
-        ))
+    async fn outbox_due(&self, answerer: Option<&str>) -> Result<Vec<DuePost>> {
+        let rows = sqlx::query(
+            "SELECT p.request_key, p.idx, p.answerer, p.message IS NULL AS unposted, \
+             CASE WHEN p.message IS NULL THEN r.created_at \
+                  WHEN q.answered_at IS NOT NULL THEN q.answered_at \
+                  ELSE r.ended_at END AS due_since \
+             FROM posts p \
+             JOIN requests r ON r.key = p.request_key \
+             JOIN questions q ON q.request_key = p.request_key AND q.idx = p.idx \
+             WHERE p.edited IS NULL AND (?1 IS NULL OR p.answerer = ?1) \
+             AND ((p.message IS NULL AND r.status = 'pending') \
+               OR (p.message IS NOT NULL AND (q.answered_at IS NOT NULL OR r.status != 'pending'))) \
+             ORDER BY due_since",
+        )
         .bind(answerer)
         .fetch_all(&self.pool)
         .await?;
-        let reqs = self.hydrate_all(rows).await?;
-        self.with_posts(reqs).await
+        Ok(rows
+            .into_iter()
+            .map(|r| DuePost {
+                request_key: r.get(0),
+                idx: r.get::<i64, _>(1) as usize,
+                answerer: r.get(2),
+                unposted: r.get(3),
+                due_since_ms: r.get::<Option<i64>, _>(4).unwrap_or(0),
+            })
+            .collect())
+    }
+
+    async fn with_posts_by_key(&self, key: i64) -> Result<Option<(Request, Vec<Post>)>> {
+        self.one("key = ?", Bind::Int(key)).await
     }
 
     async fn save_draft(&self, key: i64, idx: usize, user: &str, selected: &[usize]) -> Result<()> {

@@ -15,6 +15,7 @@ mod discord_schema_selftest;
 mod faults;
 mod hostile;
 mod mcp;
+mod outbox;
 mod socket;
 mod standin_selftest;
 mod trust;

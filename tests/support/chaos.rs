@@ -30,7 +30,7 @@
 //! Used by `examples/chaos.rs` (the full run) and `tests/chaos.rs` (a small run).
 
 use super::fixtures::{self, Clicker};
-use super::standin::{Failure, StandIn};
+use super::standin::{Failure, Stall, StandIn};
 use askrelay::answerer::discord::custom_id::{self, Action};
 use askrelay::client::Client;
 use serde_json::{json, Value};
@@ -148,6 +148,8 @@ pub struct ChaosReport {
     /// 429 answers the stand-in served because of injection.
     pub injected_429: usize,
     pub gateway_drops: usize,
+    /// Calls held past the daemon's deadlines (hung calls).
+    pub stalls: usize,
     /// Connections a client made after its first one, each re-sending its ask.
     pub reattaches: usize,
     /// Interactions sent (clicks, selections).
@@ -236,6 +238,7 @@ impl ChaosReport {
         row("injected 5xx", self.injected_5xx.to_string(), "");
         row("injected 429", self.injected_429.to_string(), "");
         row("gateway drops", self.gateway_drops.to_string(), "");
+        row("hung calls (stalls)", self.stalls.to_string(), "");
         row("re-attaches", self.reattaches.to_string(), "");
         row("clicks", self.clicks.to_string(), "");
         row("clicks repeated", self.clicks_repeated.to_string(), "");
@@ -474,6 +477,7 @@ struct Shared {
     crash_aborts: AtomicUsize,
     restarts: AtomicUsize,
     gateway_drops: AtomicUsize,
+    stalls: AtomicUsize,
     clicks: AtomicUsize,
     clicks_repeated: AtomicUsize,
     daemon_error_lines: AtomicUsize,
@@ -573,6 +577,14 @@ impl DaemonCtl {
             .env("ASKRELAY_DISCORD__API_BASE", &self.base_url)
             .env("ASKRELAY_DISCORD__CHANNEL_ID", CHANNEL.to_string())
             .env("ASKRELAY_DISCORD__RETRY_MAX_DELAY_MS", "200")
+            // Short deadlines, so that the stall faults (longer than these) are met as
+            // hung calls.
+            .env(
+                "ASKRELAY_DISCORD__REQUEST_TIMEOUT_MS",
+                STALL_DEADLINE.as_millis().to_string(),
+            )
+            .env("ASKRELAY_DISCORD__CALLBACK_TIMEOUT_MS", "300")
+            .env("ASKRELAY_DISCORD__REPAIR_INTERVAL_SECS", "1")
             .env("ASKRELAY_CANCEL_GRACE_SECS", "600")
             .env("ASKRELAY_RESTART_GRACE_SECS", "3600")
             .env("ASKRELAY_TERMINAL__ENABLED", "false")
@@ -1442,6 +1454,11 @@ impl ClickerTask {
 // ---------------------------------------------------------------------------------------------
 // Faults: 5xx and 429 bursts, gateway drops
 
+/// The daemon's REST deadline in this harness; a stall fault holds a call longer than this.
+const STALL_DEADLINE: Duration = Duration::from_millis(500);
+/// How long a stall fault holds a call: past every deadline.
+const STALL: Duration = Duration::from_millis(900);
+
 /// The kinds of REST call the faults hit.
 #[derive(Clone, Copy, Debug)]
 enum FaultOn {
@@ -1568,11 +1585,13 @@ async fn faults(
             retry_after_secs: rng.between(20, 500) as f64 / 1000.0,
             global: rng.chance(1, 4),
         };
-        // The first fault is a gateway drop, so that every run has one.
+        // The first faults are a gateway drop and a hung post, so that every run has them.
         let pick = if std::mem::take(&mut first) {
+            14
+        } else if shared.stalls.load(Ordering::SeqCst) == 0 {
             11
         } else {
-            rng.below(12)
+            rng.below(15)
         };
         let times = rng.between(1, 4) as usize;
         match pick {
@@ -1583,6 +1602,13 @@ async fn faults(
             8 => queue.inject(&standin, FaultOn::Channel, status, 1),
             9 => queue.inject(&standin, FaultOn::Callback, status, 1),
             10 => queue.inject(&standin, FaultOn::Callback, limited, 1),
+            11..=13 => {
+                let on = [FaultOn::Post, FaultOn::Edit, FaultOn::Callback][pick as usize - 11];
+                let (method, path) = on.rule();
+                standin.stall_next(method, path, Stall::For(STALL), 1);
+                let n = shared.stalls.fetch_add(1, Ordering::SeqCst) + 1;
+                shared.log(format!("stall {n} ({on:?})"));
+            }
             _ => {
                 let drop = timeout(Duration::from_secs(20), standin.drop_gateway());
                 tokio::select! {
@@ -1659,6 +1685,7 @@ pub async fn run(cfg: ChaosConfig, daemon_bin: &Path) -> ChaosReport {
         crash_aborts: AtomicUsize::new(0),
         restarts: AtomicUsize::new(0),
         gateway_drops: AtomicUsize::new(0),
+        stalls: AtomicUsize::new(0),
         clicks: AtomicUsize::new(0),
         clicks_repeated: AtomicUsize::new(0),
         daemon_error_lines: AtomicUsize::new(0),
@@ -1884,6 +1911,7 @@ pub async fn run(cfg: ChaosConfig, daemon_bin: &Path) -> ChaosReport {
         crash_aborts: shared.crash_aborts.load(Ordering::SeqCst),
         restarts: shared.restarts.load(Ordering::SeqCst),
         gateway_drops: shared.gateway_drops.load(Ordering::SeqCst),
+        stalls: shared.stalls.load(Ordering::SeqCst),
         clicks: shared.clicks.load(Ordering::SeqCst),
         clicks_repeated: shared.clicks_repeated.load(Ordering::SeqCst),
         daemon_error_lines: shared.daemon_error_lines.load(Ordering::SeqCst),

@@ -35,13 +35,20 @@ pub(crate) struct Handler {
 impl RawEventHandler for Handler {
     async fn raw_event(&self, _ctx: Context, event: Event) {
         match event {
-            Event::Ready(r) => tracing::info!(
-                bot = %r.ready.user.name,
-                bot_id = %r.ready.user.id,
-                session = %r.ready.session_id,
-                "connected to the Discord gateway"
-            ),
-            Event::Resumed(_) => tracing::info!("resumed the Discord gateway session"),
+            Event::Ready(r) => {
+                tracing::info!(
+                    bot = %r.ready.user.name,
+                    bot_id = %r.ready.user.id,
+                    session = %r.ready.session_id,
+                    "connected to the Discord gateway"
+                );
+                // After an outage: whatever could not be posted or edited goes now.
+                self.shared.repair_now.notify_one();
+            }
+            Event::Resumed(_) => {
+                tracing::info!("resumed the Discord gateway session");
+                self.shared.repair_now.notify_one();
+            }
             Event::InteractionCreate(e) => match e.interaction {
                 Interaction::Component(ci) => self.on_component(ci).await,
                 Interaction::Modal(mi) => self.on_modal(mi).await,
@@ -150,9 +157,14 @@ impl Handler {
             Reply::Modal(m) => (CreateInteractionResponse::Modal(m), None),
         };
         let http = &self.shared.rest.http;
+        // A callback must land within Discord's 3 s: one that hangs is given up on in time for
+        // the fallback below.
+        let deadline =
+            std::time::Duration::from_millis(self.shared.config.discord.callback_timeout_ms);
+        let rest = &self.shared.rest;
         let sent = match ci_or_mi {
-            Responder::Component(ci) => ci.create_response(http, resp).await,
-            Responder::Modal(mi) => mi.create_response(http, resp).await,
+            Responder::Component(ci) => rest.call(deadline, ci.create_response(http, resp)).await,
+            Responder::Modal(mi) => rest.call(deadline, mi.create_response(http, resp)).await,
         };
         match (sent, edited) {
             (Ok(()), Some(won)) => {
@@ -165,8 +177,8 @@ impl Handler {
                     tracing::error!(error = %format!("{e:#}"), "cannot record an edit");
                 }
             }
-            (Err(e), edited) => {
-                tracing::warn!(error = %super::classify(&e).message(), update, "cannot answer the interaction");
+            (Err(f), edited) => {
+                tracing::warn!(error = %f.message(), update, "cannot answer the interaction");
                 // The answer is stored; the message still shows the question: edit it instead.
                 if let Some(won) = edited {
                     let (outcome, post, req) = *won;

@@ -38,6 +38,9 @@ pub(crate) struct Shared {
     config: Arc<Config>,
     rest: Rest,
     shown: Shown,
+    busy: outbox::Busy,
+    /// Wakes the repair loop (the gateway is back after a drop).
+    repair_now: tokio::sync::Notify,
 }
 
 /// The pending requests this answerer shows, with their outbox rows as they stand: what a
@@ -47,10 +50,13 @@ pub(crate) struct Shared {
 /// it again. The store stays the judge: first-wins is its conditional write, so an entry that
 /// is behind can only let a late click reach that write and lose there.
 #[derive(Default)]
-pub(crate) struct Shown(std::sync::Mutex<std::collections::HashMap<String, Arc<(Request, Vec<Post>)>>>);
+pub(crate) struct Shown(std::sync::Mutex<std::collections::HashMap<String, ShownRequest>>);
+
+/// A request as shown, with its outbox rows.
+type ShownRequest = Arc<(Request, Vec<Post>)>;
 
 impl Shown {
-    pub fn get(&self, token: &str) -> Option<Arc<(Request, Vec<Post>)>> {
+    pub fn get(&self, token: &str) -> Option<ShownRequest> {
         self.0.lock().unwrap().get(token).cloned()
     }
 
@@ -123,12 +129,20 @@ impl DiscordAnswerer {
     ) -> Result<DiscordAnswerer> {
         let http = Arc::new(build_http_with(&config, rest_client.clone())?);
         let paced = config.discord.api_base.trim_end_matches('/') == DEFAULT_API_BASE;
-        let rest = Rest::new(http, paced, config.discord.retry_max_delay_ms, shutdown);
+        let rest = Rest::new(
+            http,
+            paced,
+            config.discord.retry_max_delay_ms,
+            std::time::Duration::from_millis(config.discord.request_timeout_ms),
+            shutdown,
+        );
         Ok(DiscordAnswerer {
             shared: Arc::new(Shared {
                 config,
                 rest,
                 shown: Shown::default(),
+                busy: Default::default(),
+                repair_now: Default::default(),
             }),
             rest_client,
         })
@@ -249,7 +263,8 @@ impl Answerer for DiscordAnswerer {
     }
 
     async fn start(&self, ctx: AnswererContext) -> Result<()> {
-        self.shared.repair_ended(&ctx).await;
+        self.shared.repair(&ctx).await;
+        self.shared.spawn_repair_loop(&ctx);
         let http = build_http_with(&self.shared.config, self.rest_client.clone())?;
         let handler = interactions::Handler {
             shared: self.shared.clone(),

@@ -60,8 +60,7 @@ impl Shared {
                         .rest
                         .send(channel, message.clone())
                         .await
-                        .map(|m| (m, guild))
-                        .map_err(|e| super::rest::classify(&e)),
+                        .map(|m| (m, guild)),
                     Err(f) => Err(f),
                 };
                 match sent {
@@ -73,8 +72,13 @@ impl Shared {
                             .record_post(req, post.idx, &message, guild.as_deref())
                             .await
                         {
-                            Ok(()) => self.shown.posted(&req.token, post.idx, &message, guild.as_deref()),
-                            Err(e) => tracing::error!(error = %format!("{e:#}"), "cannot record a posted message"),
+                            Ok(()) => {
+                                self.shown
+                                    .posted(&req.token, post.idx, &message, guild.as_deref())
+                            }
+                            Err(e) => {
+                                tracing::error!(error = %format!("{e:#}"), "cannot record a posted message")
+                            }
                         }
                         links.push(self.rest.link(channel, m.id.get()));
                         break;
@@ -108,11 +112,16 @@ impl Shared {
         route: ResolvedRoute,
         posts: Vec<Post>,
     ) {
+        if !self.busy.start_posting(req.key) {
+            return;
+        }
         let me = self.clone();
         let task_ctx = ctx.clone();
         ctx.spawn(async move {
             let ctx = task_ctx;
-            match me.post_outbox(&ctx, &req, &route, &posts, None).await {
+            let posted = me.post_outbox(&ctx, &req, &route, &posts, None).await;
+            me.busy.done_posting(req.key);
+            match posted {
                 Ok(_) => tracing::info!(
                     request_id = %crate::core::text::Escaped(&req.request_id),
                     "every question is posted"
@@ -181,16 +190,20 @@ impl Shared {
         ) else {
             return;
         };
+        if !self.busy.start_editing(req.key, post.idx) {
+            return;
+        }
         let me = self.clone();
         let task_ctx = ctx.clone();
         let (key, idx) = (req.key, post.idx);
         let request_id = req.request_id.clone();
         ctx.spawn(async move {
-            match me
+            let edited = me
                 .rest
                 .edit(channel, message, &outcome.edit(), EDIT_ATTEMPTS)
-                .await
-            {
+                .await;
+            me.busy.done_editing(key, idx);
+            match edited {
                 Ok(()) => {
                     if let Err(e) = task_ctx.record_edit(key, idx, state).await {
                         tracing::error!(error = %format!("{e:#}"), "cannot record an edit");
@@ -200,7 +213,7 @@ impl Shared {
                     request_id = %crate::core::text::Escaped(&request_id),
                     question = idx,
                     error = f.message(),
-                    "cannot edit the question message; it is retried at the next start"
+                    "cannot edit the question message; the repair loop tries again"
                 ),
             }
         });
@@ -248,21 +261,85 @@ impl Shared {
         }
     }
 
-    /// At start-up: finish the edits that a crash or an outage cut short on requests that
-    /// have ended.
-    pub(super) async fn repair_ended(self: &Arc<Self>, ctx: &AnswererContext) {
-        match ctx.unfinished_edits().await {
-            Ok(found) => {
-                for (req, posts) in found {
-                    let mine: Vec<Post> =
-                        posts.into_iter().filter(|p| p.answerer == NAME).collect();
-                    self.sync_edits(ctx, &req, &mine);
-                }
-            }
+    /// One pass of the repair loop (and the start-up repair): every outbox row with work due
+    /// (a question not posted, a message showing an older state than its question's) gets a
+    /// poster or an edit again, unless one is already at work on it.
+    pub(super) async fn repair(self: &Arc<Self>, ctx: &AnswererContext) {
+        let due = match ctx.outbox_due().await {
+            Ok(d) => d,
             Err(e) => {
-                tracing::error!(error = %format!("{e:#}"), "cannot look for unfinished edits")
+                tracing::error!(error = %format!("{e:#}"), "cannot read the outbox");
+                return;
             }
+        };
+        let keys: std::collections::BTreeSet<i64> = due.iter().map(|d| d.request_key).collect();
+        if !keys.is_empty() {
+            tracing::info!(
+                requests = keys.len(),
+                rows = due.len(),
+                "repairing the outbox"
+            );
         }
+        for key in keys {
+            let Ok(Some((req, posts))) = ctx.with_posts(key).await else {
+                continue;
+            };
+            let mine: Vec<Post> = posts.into_iter().filter(|p| p.answerer == NAME).collect();
+            let route = self.route_of(&req);
+            if req.status == crate::core::Status::Pending
+                && mine.iter().any(|p| p.message.is_none())
+            {
+                self.spawn_poster(ctx, req.clone(), route, mine.clone());
+            }
+            self.sync_edits(ctx, &req, &mine);
+        }
+    }
+
+    /// Runs [`Shared::repair`] every `discord.repair_interval_secs`, and at once when the
+    /// gateway comes back after a drop, until shutdown.
+    pub(super) fn spawn_repair_loop(self: &Arc<Self>, ctx: &AnswererContext) {
+        let me = self.clone();
+        let task_ctx = ctx.clone();
+        let every = Duration::from_secs(self.config.discord.repair_interval_secs);
+        ctx.spawn(async move {
+            let ctx = task_ctx;
+            loop {
+                tokio::select! {
+                    _ = ctx.shutdown().cancelled() => return,
+                    _ = tokio::time::sleep(every) => {}
+                    _ = me.repair_now.notified() => {}
+                }
+                me.repair(&ctx).await;
+            }
+        });
+    }
+}
+
+/// What is being worked on now, so that a repair pass does not start a second poster for a
+/// request or a second edit of a message.
+#[derive(Default)]
+pub(crate) struct Busy {
+    posting: std::sync::Mutex<std::collections::HashSet<i64>>,
+    editing: std::sync::Mutex<std::collections::HashSet<(i64, usize)>>,
+}
+
+impl Busy {
+    /// Claims the posting of request `key`; false when a poster already has it.
+    fn start_posting(&self, key: i64) -> bool {
+        self.posting.lock().unwrap().insert(key)
+    }
+
+    fn done_posting(&self, key: i64) {
+        self.posting.lock().unwrap().remove(&key);
+    }
+
+    /// Claims the edit of question `idx` of request `key`; false when one is under way.
+    fn start_editing(&self, key: i64, idx: usize) -> bool {
+        self.editing.lock().unwrap().insert((key, idx))
+    }
+
+    fn done_editing(&self, key: i64, idx: usize) {
+        self.editing.lock().unwrap().remove(&(key, idx));
     }
 }
 

@@ -79,6 +79,8 @@ const GLOBAL_WINDOW: Duration = Duration::from_millis(1050);
 pub(crate) struct Rest {
     pub http: Arc<Http>,
     retry_max_delay_ms: u64,
+    /// Every call's deadline (`discord.request_timeout_ms`).
+    request_timeout: Duration,
     /// The guild of each channel (`None` for a DM channel), learned by the channel check.
     guilds: Mutex<HashMap<u64, Option<u64>>>,
     /// One queue per channel: channel checks and message creates in a channel go one at a
@@ -95,11 +97,13 @@ impl Rest {
         http: Arc<Http>,
         paced: bool,
         retry_max_delay_ms: u64,
+        request_timeout: Duration,
         shutdown: CancellationToken,
     ) -> Rest {
         Rest {
             http,
             retry_max_delay_ms,
+            request_timeout,
             guilds: Mutex::new(HashMap::new()),
             lanes: Mutex::new(HashMap::new()),
             pace: paced.then(|| GlobalPace {
@@ -187,18 +191,35 @@ impl Rest {
         }
     }
 
+    /// Runs one Discord call under its deadline: a call that hangs past it is a transient
+    /// failure, like a 5xx, so that it is retried and never holds anything up for good.
+    pub async fn call<T>(
+        &self,
+        deadline: Duration,
+        fut: impl Future<Output = serenity::Result<T>>,
+    ) -> Result<T, Failure> {
+        match tokio::time::timeout(deadline, fut).await {
+            Ok(Ok(v)) => Ok(v),
+            Ok(Err(e)) => Err(classify(&e)),
+            Err(_) => Err(Failure::Transient(format!(
+                "Discord did not answer within {} ms",
+                deadline.as_millis()
+            ))),
+        }
+    }
+
     /// Runs `op` until it succeeds, fails for good, or has failed `attempts` times, with
     /// backoff in between.
     pub async fn retry<T, F, Fut>(&self, what: &str, attempts: u32, mut op: F) -> Result<T, Failure>
     where
         F: FnMut() -> Fut,
-        Fut: Future<Output = serenity::Result<T>>,
+        Fut: Future<Output = Result<T, Failure>>,
     {
         let mut attempt = 1;
         loop {
             match op().await {
                 Ok(v) => return Ok(v),
-                Err(e) => match classify(&e) {
+                Err(f) => match f {
                     Failure::Transient(m) if attempt < attempts => {
                         let wait = self.backoff(attempt);
                         tracing::warn!(attempt, error = %m, retry_in_ms = wait.as_millis() as u64, "{what} failed; retrying");
@@ -232,7 +253,11 @@ impl Rest {
         let found = self
             .retry("checking the channel", attempts, || async move {
                 self.global_slot().await;
-                self.http.get_channel(ChannelId::new(channel)).await
+                self.call(
+                    self.request_timeout,
+                    self.http.get_channel(ChannelId::new(channel)),
+                )
+                .await
             })
             .await?;
         let guild = found.guild().map(|g| g.guild_id.get());
@@ -247,15 +272,18 @@ impl Rest {
         format!("https://discord.com/channels/{g}/{channel}/{message}")
     }
 
-    /// Creates a message, in the channel's turn and under the global pace. One attempt.
-    pub async fn send(&self, channel: u64, message: CreateMessage) -> serenity::Result<Message> {
+    /// Creates a message, in the channel's turn and under the global pace. One attempt,
+    /// under the deadline: a hung create holds up its own channel only, and only that long.
+    pub async fn send(&self, channel: u64, message: CreateMessage) -> Result<Message, Failure> {
         let lane = self.lane(channel);
         let _turn = lane.lock().await;
         self.wait_for_channel_bucket(channel).await;
         self.global_slot().await;
-        ChannelId::new(channel)
-            .send_message(&self.http, message)
-            .await
+        self.call(
+            self.request_timeout,
+            ChannelId::new(channel).send_message(&self.http, message),
+        )
+        .await
     }
 
     /// Edits a message, retrying transient failures `attempts` times.
@@ -268,9 +296,15 @@ impl Rest {
     ) -> Result<(), Failure> {
         self.retry("editing the question message", attempts, || async move {
             self.global_slot().await;
-            ChannelId::new(channel)
-                .edit_message(&self.http, MessageId::new(message), edit.clone())
-                .await
+            self.call(
+                self.request_timeout,
+                ChannelId::new(channel).edit_message(
+                    &self.http,
+                    MessageId::new(message),
+                    edit.clone(),
+                ),
+            )
+            .await
         })
         .await
         .map(|_| ())

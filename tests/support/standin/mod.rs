@@ -97,6 +97,14 @@ pub enum Failure {
     Status(u16),
 }
 
+/// How long [`StandIn::stall_next`] holds a request before handling it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Stall {
+    For(Duration),
+    /// Until [`StandIn::release_stalls`] (or the client gives up and closes the connection).
+    UntilReleased,
+}
+
 /// Discord-like rate limits for [`StandIn::start_with`]. A window opens with the first request
 /// after the previous one closed; requests over the limit get 429 with Discord's headers and body.
 #[derive(Clone, Debug)]
@@ -193,6 +201,13 @@ struct FailRule {
     remaining: usize,
 }
 
+struct StallRule {
+    method: String,
+    path_contains: String,
+    stall: Stall,
+    remaining: usize,
+}
+
 struct StoredMessage {
     channel_id: u64,
     id: u64,
@@ -242,6 +257,11 @@ struct St {
     channel_windows: HashMap<u64, Window>,
     global_window: Option<Window>,
     limited: RateLimitCounts,
+    /// Requests to hold before handling them (see `stall_next`).
+    stalls: Vec<StallRule>,
+    /// Requests held so far, and how many times held ones were released.
+    stalled_total: usize,
+    releases: u64,
     /// While set, the gateway refuses every connection (503 to the upgrade).
     gateway_down: bool,
     /// Gateway upgrades refused while down.
@@ -425,6 +445,35 @@ impl StandIn {
             failure,
             remaining: times,
         });
+    }
+
+    /// The next `times` requests whose method and path match (as for `fail_next`) are held
+    /// before they are handled: for a while, or until `release_stalls`. A held request counts
+    /// as received when it arrived; a client that gives up meanwhile gets nothing.
+    pub fn stall_next(&self, method: &str, path_contains: &str, stall: Stall, times: usize) {
+        if times == 0 {
+            return;
+        }
+        self.shared.lock().stalls.push(StallRule {
+            method: method.to_string(),
+            path_contains: path_contains.to_string(),
+            stall,
+            remaining: times,
+        });
+    }
+
+    /// Lets every request held until released go on.
+    pub fn release_stalls(&self) {
+        self.shared.lock().releases += 1;
+        self.shared.bump();
+    }
+
+    /// Waits until `n` requests have been held in all.
+    pub async fn wait_stalled(&self, n: usize) {
+        self.wait_until(&format!("{n} stalled requests"), |st| {
+            (st.stalled_total >= n).then_some(())
+        })
+        .await;
     }
 
     /// Drops every failure still queued by [`StandIn::fail_next`]: "Discord is back".

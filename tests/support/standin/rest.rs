@@ -15,7 +15,9 @@ use axum::response::Response;
 use serde_json::{json, Value};
 
 use super::ratelimit::{bucket_key, check_rate_limits, hash_hex, ratelimit_headers};
-use super::{now_secs_f64, parse_snowflake, Failure, Ids, Recorded, Shared, St, StoredMessage};
+use super::{
+    now_secs_f64, parse_snowflake, Failure, Ids, Recorded, Shared, St, Stall, StoredMessage,
+};
 
 const NONCE_WINDOW: Duration = Duration::from_secs(300);
 const BOT_USERNAME: &str = "askrelay-test";
@@ -93,6 +95,7 @@ pub(super) async fn rest(
         .unwrap_or_default()
         .to_string();
     let at = Instant::now();
+    hold(&shared, method.as_str(), &path).await;
     let body = parse_body(&body, &content_type);
     let recorded_headers = headers
         .iter()
@@ -119,6 +122,38 @@ pub(super) async fn rest(
     };
     shared.bump();
     reply.into_response()
+}
+
+/// Holds the request when a stall rule matches it (see `StandIn::stall_next`).
+async fn hold(shared: &Arc<Shared>, method: &str, path: &str) {
+    let (stall, releases) = {
+        let mut st = shared.lock();
+        let Some(i) = st.stalls.iter().position(|r| {
+            (r.method.is_empty() || r.method == "*" || r.method.eq_ignore_ascii_case(method))
+                && path.contains(&r.path_contains)
+        }) else {
+            return;
+        };
+        let stall = st.stalls[i].stall;
+        st.stalls[i].remaining -= 1;
+        if st.stalls[i].remaining == 0 {
+            st.stalls.remove(i);
+        }
+        st.stalled_total += 1;
+        (stall, st.releases)
+    };
+    shared.bump();
+    match stall {
+        Stall::For(d) => tokio::time::sleep(d).await,
+        Stall::UntilReleased => {
+            let mut version = shared.version.subscribe();
+            while shared.lock().releases == releases {
+                if version.changed().await.is_err() {
+                    return;
+                }
+            }
+        }
+    }
 }
 
 fn parse_body(bytes: &[u8], content_type: &str) -> Option<Value> {
