@@ -15,6 +15,8 @@ async fn a_small_chaos_run_loses_nothing_and_posts_nothing_twice() {
     cfg.click_spread = Duration::from_millis(1500);
     cfg.fault_every = Duration::from_millis(80);
     cfg.verbose = std::env::var_os("CHAOS_VERBOSE").is_some();
+    // A failed run keeps the daemon's log and database, and the report says where.
+    cfg.keep_dir_on_failure = true;
     let daemon = Path::new(env!("CARGO_BIN_EXE_askrelay"));
     let report = tokio::time::timeout(Duration::from_secs(150), chaos::run(cfg, daemon))
         .await
@@ -29,7 +31,7 @@ async fn a_small_chaos_run_loses_nothing_and_posts_nothing_twice() {
     assert_eq!(report.kills, 3);
     // Queued before the first ask, so these never depend on timing.
     assert!(
-        report.injected_5xx > 0 && report.injected_429 > 0,
+        report.injected_5xx > 0 && report.injected_429 > 0 && report.stalls > 0,
         "{report:?}"
     );
 }

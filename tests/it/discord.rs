@@ -208,47 +208,78 @@ async fn two_questions_in_one_request() {
     app.assert_payloads_valid();
 }
 
-#[tokio::test]
-async fn two_people_click_at_once_and_one_wins() {
+/// A real race: eight people click at once (eight INTERACTION_CREATE dispatches written back to
+/// back, so the daemon handles them concurrently), and one of the clicks is delivered twice.
+/// Exactly one click wins; every other one is told who won and what they picked.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn many_people_click_at_once_and_exactly_one_wins() {
     let app = App::discord().await;
     let (mut c, _) = app.ask("race", &yes_no("q")).await;
     let msg = app.messages(CHANNEL).remove(0);
-    let p1 = app.click_payload(
-        &msg,
-        &alice(),
-        &control(&msg, "Yes, delete them (Recommended)"),
-    );
-    let p2 = app.click_payload(&msg, &bob(), &control(&msg, "No, keep them"));
-    let (id1, id2) = (
-        p1["id"].as_str().unwrap().to_owned(),
-        p2["id"].as_str().unwrap().to_owned(),
-    );
-    app.standin().send_interaction(p1).await;
-    app.standin().send_interaction(p2).await;
-    let cb1 = app
-        .standin()
-        .wait_for_request(|r| r.path.contains(&format!("/interactions/{id1}/")))
-        .await;
-    let cb2 = app
-        .standin()
-        .wait_for_request(|r| r.path.contains(&format!("/interactions/{id2}/")))
-        .await;
-    let (b1, b2) = (cb1.body.unwrap(), cb2.body.unwrap());
-    let winners = [&b1, &b2].into_iter().filter(|b| b["type"] == 7).count();
-    let losers: Vec<&Value> = [&b1, &b2].into_iter().filter(|b| is_ephemeral(b)).collect();
-    assert_eq!((winners, losers.len()), (1, 1), "{b1} {b2}");
-    assert!(losers[0]["data"]["content"]
-        .as_str()
-        .unwrap()
-        .contains("Already answered"));
+    let labels = ["Yes, delete them (Recommended)", "No, keep them"];
+    let clickers: Vec<Clicker> = (0..8)
+        .map(|i| Clicker::new(7000 + i, &format!("racer{i}"), &[]))
+        .collect();
+    let payloads: Vec<Value> = clickers
+        .iter()
+        .enumerate()
+        .map(|(i, who)| app.click_payload(&msg, who, &control(&msg, labels[i % 2])))
+        .collect();
+    let mut deliveries = payloads.clone();
+    // The same interaction twice (a gateway resend): it must not win twice.
+    deliveries.push(payloads[3].clone());
+    let s = app.standin();
+    futures_util::future::join_all(deliveries.into_iter().map(|p| s.send_interaction(p))).await;
+    let callbacks = within(
+        "a callback for each of the 9 deliveries",
+        s.wait_for_requests(9, |r| r.path.ends_with("/callback")),
+    )
+    .await;
+    let bodies: Vec<Value> = callbacks.iter().map(|r| r.body.clone().unwrap()).collect();
+    let winners: Vec<&Recorded> = callbacks
+        .iter()
+        .filter(|r| r.body.as_ref().unwrap()["type"] == 7)
+        .collect();
+    assert_eq!(winners.len(), 1, "{bodies:#?}");
+    let winner_id = winners[0].path.split('/').nth_back(2).unwrap();
+    let w = payloads
+        .iter()
+        .position(|p| p["id"] == winner_id)
+        .expect("the winner is one of the clicks");
     let ev = expect_event(&mut c, "answered").await;
-    let picked = ev["result"]["answers"][0]["selected"][0].as_str().unwrap();
-    let expected = if b1["type"] == 7 {
-        "Yes, delete them (Recommended)"
-    } else {
-        "No, keep them"
-    };
-    assert_eq!(picked, expected);
+    assert_eq!(
+        ev["result"]["answers"][0]["selected"],
+        json!([labels[w % 2]]),
+        "the agent gets the winner's pick"
+    );
+    // Everyone else is told who won and what they picked.
+    for b in bodies.iter().filter(|b| b["type"] != 7) {
+        assert!(is_ephemeral(b), "{b}");
+        let text = b["data"]["content"].as_str().unwrap();
+        assert!(
+            text.starts_with(&format!("Already answered by <@{}>", 7000 + w)),
+            "{text}"
+        );
+        assert!(text.ends_with(&format!(": {}", labels[w % 2])), "{text}");
+    }
+    let audit = app.store().audit_rows(None).await.unwrap();
+    let accepted: Vec<_> = audit
+        .iter()
+        .filter(|r| r.action == "answer" && r.accepted)
+        .collect();
+    assert_eq!(accepted.len(), 1, "stored once: {audit:#?}");
+    assert!(accepted[0]
+        .actor
+        .as_deref()
+        .unwrap()
+        .contains(&format!("racer{w}")));
+    // A loser is refused at admission ("late") or by the store's first-wins ("answer", not
+    // accepted), depending on how far it got before the winner committed.
+    let lost = audit
+        .iter()
+        .filter(|r| (r.action == "late" || r.action == "answer") && !r.accepted)
+        .count();
+    assert_eq!(lost, 8, "every losing delivery is audited: {audit:#?}");
     app.assert_payloads_valid();
 }
 
@@ -268,13 +299,10 @@ async fn a_late_click_gets_an_ephemeral_reply() {
         )
         .await;
     assert!(is_ephemeral(&cb), "{cb}");
-    assert!(
-        cb["data"]["content"]
-            .as_str()
-            .unwrap()
-            .contains("already been answered"),
-        "{cb}"
-    );
+    // Who answered, when, and what: not only that it is over.
+    let text = cb["data"]["content"].as_str().unwrap();
+    assert!(text.starts_with("Already answered by <@"), "{cb}");
+    assert!(text.ends_with(": No, keep them"), "{cb}");
     let audit = app.store().audit_rows(None).await.unwrap();
     assert!(audit
         .iter()
@@ -428,7 +456,7 @@ async fn an_unknown_channel_is_no_answerer_with_the_cause() {
     c.send_json(&ask_line("nowhere", &yes_no("q")))
         .await
         .unwrap();
-    let ev = c.recv_json().await.unwrap().unwrap();
+    let ev = recv(&mut c, "the next line").await;
     assert_eq!(ev["code"], "NO_ANSWERER", "{ev}");
     let msg = ev["message"].as_str().unwrap();
     assert!(
@@ -446,7 +474,7 @@ async fn a_forbidden_channel_is_no_answerer_with_the_cause() {
     c.send_json(&ask_line("closed", &yes_no("q")))
         .await
         .unwrap();
-    let ev = c.recv_json().await.unwrap().unwrap();
+    let ev = recv(&mut c, "the next line").await;
     assert_eq!(ev["code"], "NO_ANSWERER", "{ev}");
     assert!(
         ev["message"].as_str().unwrap().contains("Missing Access"),
@@ -601,7 +629,7 @@ async fn a_route_expiry_ends_the_request_and_edits_the_message() {
     c.send_json(&line).await.unwrap();
     let acc = expect_event(&mut c, "accepted").await;
     assert_eq!(acc["expires_in_secs"], 1);
-    let ev = c.recv_json().await.unwrap().unwrap();
+    let ev = recv(&mut c, "the next line").await;
     assert_eq!(ev["code"], "EXPIRED", "{ev}");
     assert!(ev["message"]
         .as_str()
@@ -677,4 +705,57 @@ async fn check_config_and_serve_against_the_standin() {
     };
     assert!(line.contains("bot=askrelay-test"), "{line}");
     serve.kill().await.unwrap();
+}
+
+/// First-wins does not depend on timing: eight settlements made from one snapshot of the pending
+/// request (as eight clicks admitted from the same cached view would be), all at once, and
+/// exactly one counts; each of the others learns who won.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn settlements_from_one_stale_snapshot_count_once() {
+    use askrelay::core::{Actor, SettleOutcome, Settlement, Via};
+    let app = App::discord().await;
+    let (mut c, _) = app.ask("stale", &yes_no("q")).await;
+    let snapshot = app.hub().request("stale").await.unwrap();
+    let tries = (0..8).map(|i| {
+        let (hub, req) = (app.hub().clone(), snapshot.clone());
+        tokio::spawn(async move {
+            let actor = Actor {
+                via: Via::Discord,
+                id: (7000 + i).to_string(),
+                name: format!("racer{i}"),
+                note: None,
+            };
+            let pick = Settlement {
+                selected: vec![i % 2],
+                custom: None,
+            };
+            (i, hub.settle(&req, 0, pick, actor).await.unwrap())
+        })
+    });
+    let outcomes: Vec<_> = futures_util::future::join_all(tries)
+        .await
+        .into_iter()
+        .map(Result::unwrap)
+        .collect();
+    let won: Vec<usize> = outcomes
+        .iter()
+        .filter(|(_, s)| matches!(s.outcome, SettleOutcome::Won { .. }))
+        .map(|(i, _)| *i)
+        .collect();
+    assert_eq!(won.len(), 1, "{outcomes:#?}");
+    for (_, s) in outcomes.iter().filter(|(i, _)| *i != won[0]) {
+        match &s.outcome {
+            SettleOutcome::AlreadyAnswered(a) => {
+                assert_eq!(a.actor.id, (7000 + won[0]).to_string())
+            }
+            SettleOutcome::Ended(status) => assert_eq!(status.as_str(), "answered"),
+            other => panic!("a loser got {other:?}"),
+        }
+    }
+    let ev = expect_event(&mut c, "answered").await;
+    let labels = ["Yes, delete them (Recommended)", "No, keep them"];
+    assert_eq!(
+        ev["result"]["answers"][0]["selected"],
+        json!([labels[won[0] % 2]])
+    );
 }

@@ -18,20 +18,13 @@ fn own_uid() -> u32 {
 async fn a_peer_outside_allowed_uids_is_refused_and_audited() {
     let app = App::start_with(|c| c.allowed_uids = vec![own_uid() + 1]).await;
     let mut c = app.client().await;
-    let ev = c
-        .recv_json()
-        .await
-        .unwrap()
-        .expect("an error line before the close");
+    let ev = recv(&mut c, "an error line before the close").await;
     assert_eq!(ev["code"], "FORBIDDEN", "{ev}");
     assert!(
         ev["message"].as_str().unwrap().contains("allowed_uids"),
         "{ev}"
     );
-    assert!(
-        c.recv_json().await.unwrap().is_none(),
-        "then the connection closes"
-    );
+    expect_eof(&mut c, "the refused connection to close").await;
     let audit = app.store().audit_rows(None).await.unwrap();
     assert!(audit.iter().any(|r| r.action == "connect" && !r.accepted));
 
@@ -68,7 +61,7 @@ async fn a_slow_loris_is_cut_off_without_starving_others() {
     app.answer("quick", "q", &["No, keep them"]).await;
     expect_event(&mut c, "answered").await;
     // The half-written line times out with an error, then the connection closes.
-    let ev = slow.recv_json().await.unwrap().unwrap();
+    let ev = recv(&mut slow, "the next line").await;
     assert!(
         ev["message"]
             .as_str()
@@ -76,7 +69,7 @@ async fn a_slow_loris_is_cut_off_without_starving_others() {
             .contains("line_timeout_secs"),
         "{ev}"
     );
-    assert!(slow.recv_json().await.unwrap().is_none());
+    expect_eof(&mut slow, "the timed-out connection to close").await;
 }
 
 #[tokio::test]
@@ -108,7 +101,7 @@ async fn over_the_connection_cap_a_client_gets_a_clear_error() {
         held.push(c);
     }
     let mut extra = app.client().await;
-    let ev = extra.recv_json().await.unwrap().expect("an error line");
+    let ev = recv(&mut extra, "an error line").await;
     assert_eq!(ev["code"], "BUSY", "{ev}");
     assert!(ev["message"]
         .as_str()
@@ -131,7 +124,7 @@ async fn garbage_and_half_lines_never_stop_the_daemon() {
         b"1e999999\n",
     ] {
         c.send_raw(junk).await.unwrap();
-        let ev = c.recv_json().await.unwrap().unwrap();
+        let ev = recv(&mut c, "the next line").await;
         assert_eq!(ev["code"], "INVALID_REQUEST", "{ev}");
     }
     // A client that vanishes mid-line costs nothing.
@@ -237,7 +230,7 @@ async fn a_request_cancelled_while_discord_is_down_is_never_posted() {
         .await
         .unwrap();
     assert_eq!(r["event"], "cancelled");
-    assert_eq!(c.recv_json().await.unwrap().unwrap()["code"], "ABORTED");
+    assert_eq!(recv(&mut c, "the next line").await["code"], "ABORTED");
     d.standin().clear_failures();
     // The next request is posted; the cancelled one never is.
     let mut c2 = d.client().await;

@@ -190,7 +190,7 @@ async fn every_validation_rule_names_the_field() {
         let mut line = input.clone();
         line["op"] = json!("ask");
         c.send_json(&line).await.unwrap();
-        let ev = c.recv_json().await.unwrap().expect("a reply");
+        let ev = recv(&mut c, "a reply").await;
         assert_eq!(ev["event"], "error", "{input} gave {ev}");
         assert_eq!(ev["code"], "INVALID_REQUEST", "{input} gave {ev}");
         let msg = ev["message"].as_str().unwrap();
@@ -222,7 +222,7 @@ async fn a_reused_request_id_with_other_questions_is_invalid() {
     expect_event(&mut c, "accepted").await;
     let mut c2 = app.client().await;
     c2.send_json(&ask_line("dup", &yes_no("b"))).await.unwrap();
-    let ev = c2.recv_json().await.unwrap().unwrap();
+    let ev = recv(&mut c2, "the next line").await;
     assert_eq!(ev["code"], "INVALID_REQUEST");
     assert_eq!(ev["request_id"], "dup");
     assert!(
@@ -236,14 +236,14 @@ async fn a_bad_line_then_a_good_ask_on_the_same_connection() {
     let app = App::start_with(|c| c.limits.max_line_bytes = 4096).await;
     let mut c = app.client().await;
     c.send_raw(b"{this is not json\n").await.unwrap();
-    let ev = c.recv_json().await.unwrap().unwrap();
+    let ev = recv(&mut c, "the next line").await;
     assert_eq!(ev["code"], "INVALID_REQUEST");
     assert!(ev["message"].as_str().unwrap().contains("not valid JSON"));
 
     c.send_raw(b"{\"op\":\"launch\",\"request_id\":\"x\"}\n")
         .await
         .unwrap();
-    let ev = c.recv_json().await.unwrap().unwrap();
+    let ev = recv(&mut c, "the next line").await;
     assert_eq!(ev["request_id"], "x");
     assert!(ev["message"]
         .as_str()
@@ -253,7 +253,7 @@ async fn a_bad_line_then_a_good_ask_on_the_same_connection() {
     let mut huge = vec![b'a'; 10_000];
     huge.push(b'\n');
     c.send_raw(&huge).await.unwrap();
-    let ev = c.recv_json().await.unwrap().unwrap();
+    let ev = recv(&mut c, "the next line").await;
     assert!(
         ev["message"].as_str().unwrap().contains("max_line_bytes"),
         "{ev}"
@@ -290,11 +290,13 @@ async fn disconnect_cancels_after_the_grace_period() {
     expect_event(&mut c, "accepted").await;
     let mut phase = app.hub().observe("gone").unwrap();
     drop(c);
-    let ended = phase
-        .wait_for(|p| matches!(p, Phase::Ended(_)))
-        .await
-        .unwrap()
-        .clone();
+    let ended = within(
+        "the abandoned request to be cancelled",
+        phase.wait_for(|p| matches!(p, Phase::Ended(_))),
+    )
+    .await
+    .unwrap()
+    .clone();
     let Phase::Ended(Outcome::Error(e)) = ended else {
         panic!("expected an error outcome, got {ended:?}")
     };
@@ -303,7 +305,7 @@ async fn disconnect_cancels_after_the_grace_period() {
     // A re-attach after that gets only the same final line.
     let mut c = app.client().await;
     c.send_json(&ask_line("gone", &yes_no("q"))).await.unwrap();
-    let ev = c.recv_json().await.unwrap().unwrap();
+    let ev = recv(&mut c, "the next line").await;
     assert_eq!(ev["event"], "error");
     assert_eq!(ev["code"], "ABORTED");
     assert_eq!(ev["message"].as_str().unwrap(), e.message);
@@ -342,7 +344,7 @@ async fn idempotent_reattach_never_duplicates_the_request() {
     // After the end, the same id returns the stored answer at once, and only that line.
     let mut c = app.client().await;
     c.send_json(&ask_line("same", &yes_no("q"))).await.unwrap();
-    let first = c.recv_json().await.unwrap().unwrap();
+    let first = recv(&mut c, "the next line").await;
     assert_eq!(first, la);
     assert_eq!(
         app.store()
@@ -478,7 +480,7 @@ async fn no_answerer_configured_is_an_error_not_a_wait() {
     c.send_json(&ask_line("lonely", &yes_no("q")))
         .await
         .unwrap();
-    let ev = c.recv_json().await.unwrap().unwrap();
+    let ev = recv(&mut c, "the next line").await;
     assert_eq!(ev["event"], "error", "{ev}");
     assert_eq!(ev["code"], "NO_ANSWERER");
     assert!(
@@ -494,7 +496,7 @@ async fn delegated_callers_are_told_to_return_the_question() {
     let mut line = ask_line("child", &yes_no("q"));
     line["caller"] = json!({"agent_id": "sub-1", "owner_agent_id": "root-7"});
     c.send_json(&line).await.unwrap();
-    let ev = c.recv_json().await.unwrap().unwrap();
+    let ev = recv(&mut c, "the next line").await;
     assert_eq!(ev["code"], "DELEGATED_CALLER");
     assert_eq!(ev["request_id"], "child");
     assert!(ev["message"].as_str().unwrap().contains("final result"));
@@ -520,7 +522,7 @@ async fn cancel_from_another_connection() {
         .await
         .unwrap();
     assert_eq!(r, json!({"event": "cancelled", "request_id": "stop-me"}));
-    let ev = asker.recv_json().await.unwrap().unwrap();
+    let ev = recv(&mut asker, "the next line").await;
     assert_eq!(ev["code"], "ABORTED");
     assert!(ev["message"].as_str().unwrap().contains("wrong team"));
     let r = op

@@ -1508,7 +1508,12 @@ struct FaultQueue {
     served: [usize; 4],
     /// A request of the kind succeeded since its last burst was served.
     recovered: [bool; 4],
+    /// When the last stall of the kind began holding a request.
+    stall_taken: [Option<std::time::Instant>; 4],
+    /// A request of the kind succeeded after its last stall was taken.
+    stall_recovered: [bool; 4],
     cursor: usize,
+    held_cursor: usize,
 }
 
 impl FaultQueue {
@@ -1517,12 +1522,22 @@ impl FaultQueue {
             injected: [0; 4],
             served: [0; 4],
             recovered: [true; 4],
+            stall_taken: [None; 4],
+            stall_recovered: [true; 4],
             cursor: 0,
+            held_cursor: 0,
         }
     }
 
     /// Follows what the stand-in answered since the last look.
     fn refresh(&mut self, standin: &StandIn) {
+        let held = standin.held_from(self.held_cursor);
+        self.held_cursor += held.len();
+        for h in held {
+            if let Some(t) = FaultOn::of(&h.method, &h.path) {
+                self.stall_taken[t as usize] = Some(h.at);
+            }
+        }
         let new = standin.requests_from(self.cursor);
         self.cursor += new.len();
         for r in new {
@@ -1532,8 +1547,13 @@ impl FaultQueue {
             let t = t as usize;
             if r.status == 429 || r.status >= 500 {
                 self.served[t] += 1;
-            } else if r.status < 300 && self.served[t] >= self.injected[t] {
-                self.recovered[t] = true;
+            } else if r.status < 300 {
+                if self.served[t] >= self.injected[t] {
+                    self.recovered[t] = true;
+                }
+                if self.stall_taken[t].is_some_and(|taken| r.at > taken) {
+                    self.stall_recovered[t] = true;
+                }
             }
         }
     }
@@ -1549,6 +1569,22 @@ impl FaultQueue {
         standin.fail_next(method, path, failure, times);
         self.injected[t] += times;
         self.recovered[t] = false;
+    }
+
+    /// Holds the next request of `target` past the daemon's deadlines, unless a stall is still
+    /// waiting or the last one of the kind was not followed by a success yet (a lone click
+    /// retried every few seconds would otherwise meet a stall every time). Returns whether it
+    /// was queued.
+    fn stall(&mut self, standin: &StandIn, target: FaultOn) -> bool {
+        self.refresh(standin);
+        let t = target as usize;
+        if standin.stalls_waiting() > 0 || !self.stall_recovered[t] {
+            return false;
+        }
+        let (method, path) = target.rule();
+        standin.stall_next(method, path, Stall::For(STALL), 1);
+        self.stall_recovered[t] = false;
+        true
     }
 }
 
@@ -1604,10 +1640,10 @@ async fn faults(
             10 => queue.inject(&standin, FaultOn::Callback, limited, 1),
             11..=13 => {
                 let on = [FaultOn::Post, FaultOn::Edit, FaultOn::Callback][pick as usize - 11];
-                let (method, path) = on.rule();
-                standin.stall_next(method, path, Stall::For(STALL), 1);
-                let n = shared.stalls.fetch_add(1, Ordering::SeqCst) + 1;
-                shared.log(format!("stall {n} ({on:?})"));
+                if queue.stall(&standin, on) {
+                    let n = shared.stalls.fetch_add(1, Ordering::SeqCst) + 1;
+                    shared.log(format!("stall {n} ({on:?})"));
+                }
             }
             _ => {
                 let drop = timeout(Duration::from_secs(20), standin.drop_gateway());

@@ -281,6 +281,10 @@ impl Handler {
         if !route.allows(o.user.id.get(), &roles) {
             return Err(Refusal::new(AuditAction::Denied, "You are not allowed to answer this question. Ask an admin to add you (or one of your roles) to the route's allowed_user_ids or allowed_role_ids.").about(key, idx));
         }
+        // Who answered this question, and when, tells the late clicker more than "ended".
+        if let Some(Some(a)) = req.answers.get(idx) {
+            return Err(Refusal::new(AuditAction::Late, already(q, a)).about(key, idx));
+        }
         if req.status != Status::Pending {
             let why = match (req.status, req.error()) {
                 (Status::Answered, _) => "This request has already been answered.".to_owned(),
@@ -292,9 +296,6 @@ impl Handler {
                 (status, None) => format!("This request has ended ({}).", status.as_str()),
             };
             return Err(Refusal::new(AuditAction::Late, why).about(key, idx));
-        }
-        if let Some(Some(a)) = req.answers.get(idx) {
-            return Err(Refusal::new(AuditAction::Late, already(q, a)).about(key, idx));
         }
         Ok(Admitted {
             actor: Actor {

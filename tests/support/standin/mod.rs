@@ -208,6 +208,15 @@ struct StallRule {
     remaining: usize,
 }
 
+/// A request that a stall rule held (see [`StandIn::stall_next`]).
+#[derive(Clone, Debug)]
+pub struct Held {
+    pub method: String,
+    pub path: String,
+    /// When the hold began.
+    pub at: Instant,
+}
+
 struct StoredMessage {
     channel_id: u64,
     id: u64,
@@ -259,8 +268,8 @@ struct St {
     limited: RateLimitCounts,
     /// Requests to hold before handling them (see `stall_next`).
     stalls: Vec<StallRule>,
-    /// Requests held so far, and how many times held ones were released.
-    stalled_total: usize,
+    /// Requests held so far (oldest first), and how many times held ones were released.
+    held: Vec<Held>,
     releases: u64,
     /// While set, the gateway refuses every connection (503 to the upgrade).
     gateway_down: bool,
@@ -462,6 +471,21 @@ impl StandIn {
         });
     }
 
+    /// The requests held so far, from the `from`-th on (oldest first).
+    pub fn held_from(&self, from: usize) -> Vec<Held> {
+        self.shared
+            .lock()
+            .held
+            .get(from..)
+            .unwrap_or_default()
+            .to_vec()
+    }
+
+    /// Stall rules still waiting for a request to hold.
+    pub fn stalls_waiting(&self) -> usize {
+        self.shared.lock().stalls.iter().map(|r| r.remaining).sum()
+    }
+
     /// Lets every request held until released go on.
     pub fn release_stalls(&self) {
         self.shared.lock().releases += 1;
@@ -471,7 +495,7 @@ impl StandIn {
     /// Waits until `n` requests have been held in all.
     pub async fn wait_stalled(&self, n: usize) {
         self.wait_until(&format!("{n} stalled requests"), |st| {
-            (st.stalled_total >= n).then_some(())
+            (st.held.len() >= n).then_some(())
         })
         .await;
     }

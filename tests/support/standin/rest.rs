@@ -16,7 +16,7 @@ use serde_json::{json, Value};
 
 use super::ratelimit::{bucket_key, check_rate_limits, hash_hex, ratelimit_headers};
 use super::{
-    now_secs_f64, parse_snowflake, Failure, Ids, Recorded, Shared, St, Stall, StoredMessage,
+    now_secs_f64, parse_snowflake, Failure, Held, Ids, Recorded, Shared, St, Stall, StoredMessage,
 };
 
 const NONCE_WINDOW: Duration = Duration::from_secs(300);
@@ -139,7 +139,11 @@ async fn hold(shared: &Arc<Shared>, method: &str, path: &str) {
         if st.stalls[i].remaining == 0 {
             st.stalls.remove(i);
         }
-        st.stalled_total += 1;
+        st.held.push(Held {
+            method: method.to_owned(),
+            path: path.to_owned(),
+            at: Instant::now(),
+        });
         (stall, st.releases)
     };
     shared.bump();
