@@ -545,17 +545,98 @@ async fn forged_and_garbage_custom_ids_get_an_ephemeral_reply() {
     let app = App::discord().await;
     let (mut c, _) = app.ask("forged", &yes_no("q")).await;
     let msg = app.messages(CHANNEL).remove(0);
-    for bad in [
-        "garbage",
-        "ar:999999:0:b:0",
-        "ar:1:7:b:0",
-        "ar:1:0:b:99",
-        "",
-        "ar:-1:0:S",
-    ] {
+    let good = control(&msg, "No, keep them");
+    let token = good.split(':').nth(1).unwrap().to_owned();
+    let key = app.hub().request("forged").await.unwrap().key;
+    const NOT_OURS: &str = "This control is not one askrelay knows; nothing was recorded.";
+    const UNKNOWN: &str = "This question is no longer known to askrelay; nothing was recorded.";
+    const NO_OPTION: &str = "This button does not match any option.";
+    // (custom_id, the reply, the audit action, the request and question it is filed under)
+    type Case = (String, &'static str, &'static str, Option<i64>, Option<i64>);
+    let cases: Vec<Case> = vec![
+        ("garbage".into(), NOT_OURS, "forged", None, None),
+        (String::new(), NOT_OURS, "forged", None, None),
+        // The pre-token format, and tokens that are not 20 lower-case hex digits.
+        ("ar:999999:0:b:0".into(), NOT_OURS, "forged", None, None),
+        (
+            format!("ar:{}:0:b:0", token.to_uppercase()),
+            NOT_OURS,
+            "forged",
+            None,
+            None,
+        ),
+        (
+            format!("ar:{}0:0:b:0", token),
+            NOT_OURS,
+            "forged",
+            None,
+            None,
+        ),
+        // Non-canonical numbers, a modal's code on a button, trailing parts.
+        (format!("ar:{token}:00:b:0"), NOT_OURS, "forged", None, None),
+        (format!("ar:{token}:0:b:+1"), NOT_OURS, "forged", None, None),
+        (format!("ar:{token}:0:mA"), NOT_OURS, "forged", None, None),
+        (
+            format!("ar:{token}:0:b:0:1"),
+            NOT_OURS,
+            "forged",
+            None,
+            None,
+        ),
+        // Well formed, but no such request.
+        (
+            "ar:0123456789abcdef0123:0:b:0".into(),
+            UNKNOWN,
+            "stale",
+            None,
+            None,
+        ),
+        // This request, but a question or option it does not have.
+        (
+            format!("ar:{token}:7:b:0"),
+            UNKNOWN,
+            "stale",
+            Some(key),
+            Some(7),
+        ),
+        (
+            format!("ar:{token}:0:b:99"),
+            NO_OPTION,
+            "forged",
+            Some(key),
+            Some(0),
+        ),
+    ];
+    for (bad, reply, _, _, _) in &cases {
         let cb = app.click(&msg, &alice(), bad).await;
         assert!(is_ephemeral(&cb), "{bad}: {cb}");
+        assert_eq!(cb["data"]["content"], *reply, "{bad}");
     }
+    // One refused row per click, in order, naming who clicked and what they sent.
+    let audit = app.store().audit_rows(None).await.unwrap();
+    let refused: Vec<_> = audit.iter().filter(|r| r.source == "discord").collect();
+    assert_eq!(refused.len(), cases.len(), "{audit:#?}");
+    for (row, (bad, _, action, req, q)) in refused.iter().zip(&cases) {
+        assert_eq!(row.action, *action, "{bad}: {row:?}");
+        assert!(!row.accepted, "{bad}: {row:?}");
+        assert_eq!(
+            (row.request_key, row.question_idx),
+            (*req, *q),
+            "{bad}: {row:?}"
+        );
+        assert_eq!(
+            row.actor.as_deref(),
+            Some("alice (Discord user 4242)"),
+            "{bad}"
+        );
+        let detail = row.detail.as_deref().unwrap();
+        assert!(
+            detail.starts_with(&format!("custom_id {bad:?} in channel {CHANNEL} message ")),
+            "{bad}: {detail}"
+        );
+    }
+    // Nothing was settled by any of them.
+    assert!(app.hub().is_pending("forged"));
     // An interaction serenity cannot parse is logged, and the daemon keeps serving.
     let mut broken = app.click_payload(&msg, &alice(), "garbage");
     broken

@@ -97,31 +97,137 @@ fn valid_question(i: usize) -> impl Strategy<Value = Value> {
         })
 }
 
+/// The fields a message may start with: the ones of every op, plus `op` itself.
+const FIELDS: &[&str] = &[
+    "op",
+    "request_id",
+    "caller",
+    "scope",
+    "questions",
+    "question",
+    "select",
+    "custom",
+    "by",
+    "reason",
+    "limit",
+    "after",
+    "before",
+    "header",
+    "options",
+    "id",
+];
+
+/// Every refusal is `INVALID_REQUEST`, and its message starts with the path of the field it is
+/// about (`questions[1].options[0].label: …`, `scope.project: …`, `scope key "k": …`), or with
+/// "the line" when the line itself is the problem (not JSON, not an object). An unknown field
+/// is named as given.
+fn assert_names_a_field(bad: &askrelay::protocol::BadLine) -> Result<(), TestCaseError> {
+    let msg = &bad.error.message;
+    prop_assert_eq!(bad.error.code.as_str(), "INVALID_REQUEST", "{}", msg);
+    if msg.starts_with("the line ") {
+        return Ok(());
+    }
+    let Some((path, rule)) = msg.split_once(": ") else {
+        return Err(TestCaseError::fail(format!(
+            "no \"field: rule\" in {msg:?}"
+        )));
+    };
+    prop_assert!(!rule.trim().is_empty(), "no rule in {:?}", msg);
+    if rule.starts_with("unknown field") {
+        return Ok(());
+    }
+    let root = path
+        .strip_prefix("scope key ")
+        .map(|_| "scope")
+        .unwrap_or_else(|| path.split(['.', '[']).next().unwrap_or(""));
+    prop_assert!(
+        FIELDS.contains(&root),
+        "{:?} does not start with a field",
+        msg
+    );
+    // Indices are numbers: `questions[3]`, not `questions[x]`.
+    for part in path.split('[').skip(1) {
+        let n = part.split(']').next().unwrap_or("");
+        prop_assert!(
+            !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()),
+            "{:?}: a bad index in the path",
+            msg
+        );
+    }
+    Ok(())
+}
+
 proptest! {
     #![proptest_config(config())]
 
     #[test]
-    fn arbitrary_bytes_never_panic(bytes in prop::collection::vec(any::<u8>(), 0..2048)) {
-        let _ = parse_line(&bytes, 10);
+    fn arbitrary_bytes_never_panic_and_errors_name_the_cause(bytes in prop::collection::vec(any::<u8>(), 0..2048)) {
+        if let Err(bad) = parse_line(&bytes, 10) {
+            assert_names_a_field(&bad)?;
+        }
+    }
+
+    #[test]
+    fn json_ish_bytes_get_an_op_or_an_error_that_names_something(
+        s in r#"\{("(op|questions|request_id|id|label)"|[:,\[\]{}0-9"a-z ]){0,60}\}?"#
+    ) {
+        if let Err(bad) = parse_line(s.as_bytes(), 10) {
+            assert_names_a_field(&bad)?;
+        }
     }
 
     #[test]
     fn arbitrary_json_gets_an_op_or_an_error_that_names_something(v in any_json()) {
         let line = serde_json::to_vec(&v).unwrap();
         if let Err(bad) = parse_line(&line, 10) {
-            prop_assert_eq!(bad.error.code.as_str(), "INVALID_REQUEST");
-            // "field: rule" or a sentence about the line itself.
-            prop_assert!(bad.error.message.contains(':') || bad.error.message.starts_with("the line"),
-                "{}", bad.error.message);
+            assert_names_a_field(&bad)?;
         }
     }
 
     #[test]
-    fn arbitrary_asks_never_panic(mut v in any_json()) {
+    fn arbitrary_asks_get_an_error_that_names_the_field(mut v in any_json()) {
         if let Value::Object(m) = &mut v {
             m.insert("op".into(), json!("ask"));
         }
-        let _ = parse_line(&serde_json::to_vec(&v).unwrap(), 10);
+        if let Err(bad) = parse_line(&serde_json::to_vec(&v).unwrap(), 10) {
+            assert_names_a_field(&bad)?;
+        }
+    }
+
+    #[test]
+    fn arbitrary_answers_and_cancels_name_the_field(mut v in any_json(), op in prop_oneof![
+        Just("answer"), Just("cancel"), Just("pending"), Just("history"), Just("health")
+    ]) {
+        if let Value::Object(m) = &mut v {
+            m.insert("op".into(), json!(op));
+        }
+        if let Err(bad) = parse_line(&serde_json::to_vec(&v).unwrap(), 10) {
+            assert_names_a_field(&bad)?;
+        }
+    }
+
+    #[test]
+    fn broken_valid_inputs_name_the_broken_field(
+        qs in (1usize..4).prop_flat_map(|n| (0..n).map(valid_question).collect::<Vec<_>>()),
+        which in any::<prop::sample::Index>(),
+        breakage in 0usize..6,
+    ) {
+        // One field of a valid input made invalid: the message names exactly that field.
+        let mut v = json!({"op": "ask", "questions": qs});
+        let q = which.index(qs.len());
+        let (field, bad) = match breakage {
+            0 => (format!("questions[{q}].id"), json!("")),
+            1 => (format!("questions[{q}].question"), json!(7)),
+            2 => (format!("questions[{q}].header"), json!("h".repeat(81))),
+            3 => (format!("questions[{q}].multiSelect"), json!("yes")),
+            4 => (format!("questions[{q}].options"), json!({"label": "a"})),
+            _ => (format!("questions[{q}].bogus"), json!(1)),
+        };
+        let name = field.rsplit('.').next().unwrap().to_owned();
+        v["questions"][q][name] = bad;
+        let bad = parse_line(&serde_json::to_vec(&v).unwrap(), 10).unwrap_err();
+        assert_names_a_field(&bad)?;
+        prop_assert!(bad.error.message.starts_with(&format!("{field}: ")), "{}", bad.error.message);
     }
 
     #[test]

@@ -14,6 +14,7 @@ mod discord;
 mod discord_schema_selftest;
 mod faults;
 mod hostile;
+mod limits;
 mod mcp;
 mod outbox;
 mod socket;
