@@ -294,6 +294,17 @@ impl Answerer for DiscordAnswerer {
         let route = shared.route_of(req);
         let posts = planned_posts(shared.plan(&req.token, req.questions.len(), &route));
         shared.shown.insert(req.clone(), posts.clone());
+        // Held from the first try through the background poster, so that a repair pass that
+        // finds the request meanwhile does not post it a second time.
+        let Some(claim) = shared.busy.claim_posting(req.key) else {
+            let mut detail = shared.detail(&route, &[]);
+            detail.insert(
+                "posting".into(),
+                json!("the questions are being posted in the background"),
+            );
+            shared.schedule_expiry(ctx, req, &route);
+            return Delivery::Shown(detail);
+        };
         // One try while Discord's state is unknown (the channel check failed), a few otherwise.
         let attempts = match shared.rest.known_guild(route.channel_id) {
             Some(_) => outbox::DELIVER_ATTEMPTS,
@@ -301,7 +312,7 @@ impl Answerer for DiscordAnswerer {
         };
         let mut detail;
         match shared
-            .post_outbox(ctx, req, &route, &posts, Some(attempts))
+            .post_outbox(ctx, req, &route, &posts, outbox::Tries::at_most(attempts))
             .await
         {
             Ok(links) => detail = shared.detail(&route, &links),
@@ -318,7 +329,7 @@ impl Answerer for DiscordAnswerer {
                 detail = shared.detail(&route, &[]);
                 detail.insert("posting".into(), json!(format!("Discord is unavailable ({m}); the questions are posted as soon as it is back")));
                 let posts = ctx.outbox(req).await.unwrap_or(posts);
-                shared.spawn_poster(ctx, req.clone(), route.clone(), posts);
+                shared.spawn_poster(ctx, claim, req.clone(), route.clone(), posts, attempts);
             }
         }
         shared.schedule_expiry(ctx, req, &route);
@@ -355,7 +366,9 @@ impl Answerer for DiscordAnswerer {
                 request_id = %crate::core::text::Escaped(&req.request_id),
                 "resuming the posting of a request"
             );
-            shared.spawn_poster(ctx, req.clone(), route.clone(), posts.clone());
+            if let Some(claim) = shared.busy.claim_posting(req.key) {
+                shared.spawn_poster(ctx, claim, req.clone(), route.clone(), posts.clone(), 0);
+            }
         }
         shared.sync_edits(ctx, req, &posts);
         shared.schedule_expiry(ctx, req, &route);

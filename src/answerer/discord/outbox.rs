@@ -18,20 +18,48 @@ use std::time::Duration;
 /// How many tries a question gets while the agent waits for `accepted`; after that, posting
 /// goes on in the background and the request stays pending until it is posted.
 pub(super) const DELIVER_ATTEMPTS: u32 = 3;
+/// Which tries a posting run makes for each question.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Tries {
+    /// The number of the first try. A run that takes over from one that failed goes on
+    /// counting, so that it waits before its first try and its backoff keeps growing, instead
+    /// of meeting a 429 again at once.
+    pub first: u32,
+    /// The last try (`None`: until it works, the request ends or the daemon stops).
+    pub last: Option<u32>,
+}
+
+impl Tries {
+    /// A fresh run of at most `n` tries.
+    pub fn at_most(n: u32) -> Tries {
+        Tries {
+            first: 1,
+            last: Some(n),
+        }
+    }
+
+    /// Until it works: after `failed` tries that failed already (0 for a fresh run).
+    pub fn until_posted(failed: u32) -> Tries {
+        Tries {
+            first: failed + 1,
+            last: None,
+        }
+    }
+}
+
 /// Edits are retried this often, then again at the next start.
 const EDIT_ATTEMPTS: u32 = 8;
 
 impl Shared {
-    /// Posts every question of the request that is not posted yet, in order. `attempts`
-    /// bounds the tries per question (`None`: until it works, the request ends or the daemon
-    /// stops). Returns the message links.
+    /// Posts every question of the request that is not posted yet, in order, making `tries`
+    /// for each. Returns the message links.
     pub(super) async fn post_outbox(
         &self,
         ctx: &AnswererContext,
         req: &Request,
         route: &ResolvedRoute,
         posts: &[Post],
-        attempts: Option<u32>,
+        tries: Tries,
     ) -> Result<Vec<String>, Failure> {
         let mut links = Vec::new();
         for post in posts {
@@ -48,7 +76,10 @@ impl Shared {
             let message = render::question_message(q, &self.render_ctx(req, route, post.idx))
                 .nonce(serenity::all::Nonce::String(post.nonce.clone()))
                 .enforce_nonce(true);
-            let mut attempt = 1u32;
+            let mut attempt = tries.first;
+            if attempt > 1 && !self.rest.pause(self.rest.backoff(attempt - 1)).await {
+                return Err(Failure::Transient("the daemon is shutting down".into()));
+            }
             loop {
                 // A request cancelled while Discord was down is not posted afterwards.
                 if !ctx.is_pending(&req.request_id) {
@@ -86,7 +117,7 @@ impl Shared {
                     Err(f) => {
                         let _ = ctx.record_post_failure(req, post.idx, f.message()).await;
                         match f {
-                            Failure::Transient(m) if attempts.is_none_or(|n| attempt < n) => {
+                            Failure::Transient(m) if tries.last.is_none_or(|n| attempt < n) => {
                                 let wait = self.rest.backoff(attempt);
                                 tracing::warn!(request_id = %crate::core::text::Escaped(&req.request_id), question = post.idx, attempt, error = %m, retry_in_ms = wait.as_millis() as u64, "posting a question failed; retrying");
                                 if !self.rest.pause(wait).await {
@@ -103,24 +134,27 @@ impl Shared {
         Ok(links)
     }
 
-    /// Keeps posting in the background until every question is up; a permanent failure ends
-    /// the request with `NO_ANSWERER` and the cause.
+    /// Keeps posting in the background until every question is up, after `failed` tries that
+    /// failed already, under `claim`; a permanent failure ends the request with `NO_ANSWERER`
+    /// and the cause.
+    #[allow(clippy::too_many_arguments)] // each is a different piece of the one posting job
     pub(super) fn spawn_poster(
         self: &Arc<Self>,
         ctx: &AnswererContext,
+        claim: PostingClaim,
         req: Request,
         route: ResolvedRoute,
         posts: Vec<Post>,
+        failed: u32,
     ) {
-        if !self.busy.start_posting(req.key) {
-            return;
-        }
         let me = self.clone();
         let task_ctx = ctx.clone();
         ctx.spawn(async move {
             let ctx = task_ctx;
-            let posted = me.post_outbox(&ctx, &req, &route, &posts, None).await;
-            me.busy.done_posting(req.key);
+            let posted = me
+                .post_outbox(&ctx, &req, &route, &posts, Tries::until_posted(failed))
+                .await;
+            drop(claim);
             match posted {
                 Ok(_) => tracing::info!(
                     request_id = %crate::core::text::Escaped(&req.request_id),
@@ -289,7 +323,9 @@ impl Shared {
             if req.status == crate::core::Status::Pending
                 && mine.iter().any(|p| p.message.is_none())
             {
-                self.spawn_poster(ctx, req.clone(), route, mine.clone());
+                if let Some(claim) = self.busy.claim_posting(req.key) {
+                    self.spawn_poster(ctx, claim, req.clone(), route, mine.clone(), 0);
+                }
             }
             self.sync_edits(ctx, &req, &mine);
         }
@@ -319,18 +355,34 @@ impl Shared {
 /// request or a second edit of a message.
 #[derive(Default)]
 pub(crate) struct Busy {
-    posting: std::sync::Mutex<std::collections::HashSet<i64>>,
+    posting: Arc<std::sync::Mutex<std::collections::HashSet<i64>>>,
     editing: std::sync::Mutex<std::collections::HashSet<(i64, usize)>>,
 }
 
-impl Busy {
-    /// Claims the posting of request `key`; false when a poster already has it.
-    fn start_posting(&self, key: i64) -> bool {
-        self.posting.lock().unwrap().insert(key)
-    }
+/// The claim on posting one request's questions, from the first try at ask time through the
+/// background poster that takes over; released when dropped.
+pub(super) struct PostingClaim {
+    posting: Arc<std::sync::Mutex<std::collections::HashSet<i64>>>,
+    key: i64,
+}
 
-    fn done_posting(&self, key: i64) {
-        self.posting.lock().unwrap().remove(&key);
+impl Drop for PostingClaim {
+    fn drop(&mut self) {
+        self.posting.lock().unwrap().remove(&self.key);
+    }
+}
+
+impl Busy {
+    /// Claims the posting of request `key`; `None` when someone is posting it already.
+    pub(super) fn claim_posting(&self, key: i64) -> Option<PostingClaim> {
+        self.posting
+            .lock()
+            .unwrap()
+            .insert(key)
+            .then(|| PostingClaim {
+                posting: self.posting.clone(),
+                key,
+            })
     }
 
     /// Claims the edit of question `idx` of request `key`; false when one is under way.
