@@ -3,10 +3,12 @@
 
 use crate::harness::*;
 use crate::support::fixtures::{self, At, Clicker};
-use crate::support::standin::{Failure, StandIn};
+use crate::support::standin::{Failure, RateLimits, Recorded, StandIn, StandInOptions};
 use askrelay::client::Client;
+use askrelay::daemon::DaemonHooks;
 use serde_json::{json, Value};
 use std::os::unix::fs::PermissionsExt;
+use std::time::Duration;
 
 fn own_uid() -> u32 {
     std::os::unix::fs::MetadataExt::uid(&std::fs::metadata("/proc/self").unwrap())
@@ -190,29 +192,183 @@ async fn a_5xx_storm_leaves_the_request_pending_and_unposted_until_discord_is_ba
     expect_event(&mut c, "answered").await;
 }
 
+/// The recorded message creates in `channel`, in the order they arrived.
+fn creates_in(standin: &StandIn, channel: u64) -> Vec<Recorded> {
+    let path = format!("/channels/{channel}/messages");
+    standin
+        .requests()
+        .into_iter()
+        .filter(|r| r.method == "POST" && r.path.ends_with(&path))
+        .collect()
+}
+
+/// Asserts that the creates were `n` 429s and then exactly one 200, each try at least
+/// `min_gap` after the one before.
+fn assert_storm_then_one_post(creates: &[Recorded], n: usize, min_gap: Duration) {
+    let statuses: Vec<u16> = creates.iter().map(|r| r.status).collect();
+    let mut want = vec![429; n];
+    want.push(200);
+    let seen: Vec<String> = creates
+        .iter()
+        .map(|r| format!("{} at +{:?}", r.status, r.at.duration_since(creates[0].at)))
+        .collect();
+    assert_eq!(statuses, want, "the creates, in order: {seen:?}");
+    for (i, w) in creates.windows(2).enumerate() {
+        let gap = w[1].at.duration_since(w[0].at);
+        assert!(
+            gap >= min_gap,
+            "try {} came {gap:?} after a 429 that said retry after {min_gap:?}",
+            i + 2
+        );
+    }
+}
+
+/// Behind a REST proxy (serenity's limiter off) a 429 is retried by the daemon itself, with
+/// backoff: the same question is posted once, after the storm, never early.
 #[tokio::test]
 async fn a_429_storm_is_waited_out() {
+    const STORM: usize = 12;
+    // Below the harness's backoff floor (`retry_max_delay_ms = 20`): serenity does not hand
+    // the daemon a 429's `retry_after`, so its backoff is what keeps it from coming back early.
+    const RETRY_AFTER: f64 = 0.01;
     let d = App::discord().await;
     d.standin().fail_next(
         "POST",
         "/messages",
         Failure::RateLimited {
-            retry_after_secs: 0.01,
+            retry_after_secs: RETRY_AFTER,
             global: true,
         },
-        12,
+        STORM,
     );
     let mut c = d.client().await;
     c.send_json(&ask_line("limited", &yes_no("q")))
         .await
         .unwrap();
     expect_event(&mut c, "accepted").await;
-    d.standin()
-        .wait_for_request(|r| {
+    within(
+        "the question to be posted after the storm",
+        d.standin().wait_for_request(|r| {
             r.method == "POST" && r.path.ends_with("/messages") && r.status == 200
-        })
-        .await;
+        }),
+    )
+    .await;
+    assert_storm_then_one_post(
+        &creates_in(d.standin(), CHANNEL),
+        STORM,
+        Duration::from_secs_f64(RETRY_AFTER),
+    );
     assert_eq!(d.standin().messages_in(CHANNEL).len(), 1);
+    d.assert_payloads_valid();
+}
+
+/// Discord REST over TLS with serenity's own rate limiter on: the production path.
+async fn rate_limited_app(limits: Option<RateLimits>) -> App {
+    let standin = StandIn::start_with(StandInOptions {
+        tls: true,
+        rate_limits: limits,
+    })
+    .await;
+    let hooks = DaemonHooks {
+        discord_client: Some(standin.tls_client()),
+        ..Default::default()
+    };
+    App::build(Some(standin), hooks, |c| {
+        c.discord.api_base = askrelay::config::DEFAULT_API_BASE.to_owned()
+    })
+    .await
+}
+
+/// With the limiter on, a 429 is waited out for exactly as long as it says (`Retry-After`),
+/// and the question is still posted once.
+#[tokio::test]
+async fn with_the_rate_limiter_on_a_429_is_retried_after_its_retry_after() {
+    const STORM: usize = 2;
+    const RETRY_AFTER: f64 = 0.3;
+    let d = rate_limited_app(None).await;
+    d.standin().fail_next(
+        "POST",
+        "/messages",
+        Failure::RateLimited {
+            retry_after_secs: RETRY_AFTER,
+            global: false,
+        },
+        STORM,
+    );
+    let (_c, _) = d.ask("limited", &yes_no("q")).await;
+    within(
+        "the question to be posted after the 429s",
+        d.standin().wait_for_request(|r| {
+            r.method == "POST" && r.path.ends_with("/messages") && r.status == 200
+        }),
+    )
+    .await;
+    assert_storm_then_one_post(
+        &creates_in(d.standin(), CHANNEL),
+        STORM,
+        Duration::from_secs_f64(RETRY_AFTER),
+    );
+    d.assert_payloads_valid();
+}
+
+/// With the limiter on, a burst in one channel keeps to the channel's bucket: no create is
+/// turned away, no window holds more than the bucket allows, and the questions appear in the
+/// order they were asked.
+#[tokio::test]
+async fn with_the_rate_limiter_on_a_burst_keeps_to_the_bucket() {
+    const BURST: usize = 7;
+    let limits = RateLimits {
+        channel_messages: 3,
+        channel_window: Duration::from_millis(400),
+        global_per_second: 50,
+    };
+    let d = rate_limited_app(Some(limits.clone())).await;
+    let mut agents = Vec::new();
+    for i in 0..BURST {
+        let mut c = d.client().await;
+        c.send_json(&ask_line(&format!("burst-{i}"), &yes_no("q")))
+            .await
+            .unwrap();
+        agents.push(c);
+    }
+    for c in &mut agents {
+        expect_event(c, "accepted").await;
+    }
+    let creates = creates_in(d.standin(), CHANNEL);
+    let limited = d.standin().rate_limited();
+    assert_eq!(
+        (limited.channel, limited.global),
+        (0, 0),
+        "the daemon ran into the limits"
+    );
+    assert_eq!(creates.len(), BURST, "one create per question");
+    // Discord's windows are fixed: the first create opens one, and each later window opens
+    // at the first create after the one before closed. So BURST creates need at least
+    // ceil(BURST / per) windows, and the last comes that many windows, less one, after the first.
+    let per = limits.channel_messages as usize;
+    let windows = BURST.div_ceil(per) as u32;
+    let span = creates[BURST - 1].at.duration_since(creates[0].at);
+    assert!(
+        span >= limits.channel_window * (windows - 1),
+        "{BURST} creates within {span:?}, over {per} per {:?}",
+        limits.channel_window
+    );
+    let order: Vec<String> = d
+        .standin()
+        .messages_in(CHANNEL)
+        .iter()
+        .map(|m| {
+            let footer = m["embeds"][0]["footer"]["text"].as_str().unwrap();
+            footer
+                .split_whitespace()
+                .find(|w| w.starts_with("burst-"))
+                .unwrap()
+                .to_owned()
+        })
+        .collect();
+    let asked: Vec<String> = (0..BURST).map(|i| format!("burst-{i}")).collect();
+    assert_eq!(order, asked, "the questions' order in the channel");
+    d.assert_payloads_valid();
 }
 
 #[tokio::test]

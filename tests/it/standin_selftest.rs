@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::support::fixtures::{self, At, Clicker};
-use crate::support::standin::{Failure, StandIn};
+use crate::support::standin::{check_bodies, Failure, StandIn};
 use serde_json::{json, Value};
 use serenity::all::{
     ActionRowComponent, ChannelId, ComponentInteractionDataKind, Context, CreateActionRow,
@@ -519,6 +519,76 @@ async fn discord_limits_are_enforced() {
         .expect_err("duplicate custom_ids must be refused");
     assert_eq!(status_of(&err), Some((400, 50035)), "{err:?}");
     assert!(standin.messages_in(CHANNEL).is_empty());
+    // Invalid on purpose.
+    standin.allow_invalid_bodies();
+}
+
+/// POSTs a multipart body (a `payload_json` part and one file) the way Discord takes a message
+/// with a file.
+async fn post_multipart(standin: &StandIn, payload_json: &Value) -> u16 {
+    const B: &str = "askrelay-test-boundary";
+    let body = format!(
+        "--{B}\r\nContent-Disposition: form-data; name=\"payload_json\"\r\n\
+         Content-Type: application/json\r\n\r\n{payload_json}\r\n\
+         --{B}\r\nContent-Disposition: form-data; name=\"files[0]\"; filename=\"plan.txt\"\r\n\
+         Content-Type: text/plain\r\n\r\nstep 3 of 7: rm -rf build/\r\n--{B}--\r\n"
+    );
+    reqwest::Client::new()
+        .post(format!(
+            "{}/api/v10/channels/{CHANNEL}/messages",
+            standin.base_url
+        ))
+        .header("authorization", format!("Bot {TOKEN}"))
+        .header("content-type", format!("multipart/form-data; boundary={B}"))
+        .body(body)
+        .send()
+        .await
+        .expect("a multipart POST")
+        .status()
+        .as_u16()
+}
+
+/// A multipart body (a message with a file, as attachments will send) is recorded by its
+/// `payload_json` part and checked like any JSON body: a valid one passes, one that breaks a
+/// limit is caught.
+#[tokio::test]
+async fn a_multipart_body_is_checked_by_its_payload_json() {
+    let standin = StandIn::start().await;
+    let attachment = json!([{"id": "0", "filename": "plan.txt"}]);
+    let ok = json!({"content": "the plan is attached", "attachments": attachment});
+    assert_eq!(post_multipart(&standin, &ok).await, 200);
+    let sent = standin.requests();
+    assert_eq!(sent[0].body.as_ref(), Some(&ok), "the payload_json part");
+    assert_eq!(check_bodies(&sent), Ok(1));
+
+    let long = json!({"content": "x".repeat(2001), "attachments": attachment});
+    post_multipart(&standin, &long).await;
+    let err = check_bodies(&standin.requests()).expect_err("2001 characters of content");
+    assert!(err.contains("at /content"), "{err}");
+
+    // serenity 0.12.5 writes an attachment's id as a number, where Discord's spec has a
+    // string: sending files through serenity as it is would break the rule that every body
+    // validates (a finding for when attachments land).
+    let fresh = StandIn::start().await;
+    ChannelId::new(CHANNEL)
+        .send_message(
+            &http_for(&fresh),
+            CreateMessage::new()
+                .content("the plan is attached")
+                .add_file(serenity::all::CreateAttachment::bytes(
+                    b"step 3 of 7".to_vec(),
+                    "plan.txt",
+                )),
+        )
+        .await
+        .expect("serenity's multipart create");
+    let err = check_bodies(&fresh.requests()).expect_err("a numeric attachment id");
+    assert!(
+        err.contains("at /attachments/0/id: 0 is not of type \"string\""),
+        "{err}"
+    );
+    standin.allow_invalid_bodies();
+    fresh.allow_invalid_bodies();
 }
 
 // --- (d) injected failures ---------------------------------------------------------------------

@@ -1407,14 +1407,7 @@ async fn rate_limits(n: usize, channels: usize, limits: &RateLimits) -> RateRepo
         rate_limits: Some(limits.clone()),
     })
     .await;
-    let client = reqwest::Client::builder()
-        .use_rustls_tls()
-        .resolve("discord.com", standin.tls_addr())
-        .add_root_certificate(
-            reqwest::Certificate::from_pem(standin.tls_root_cert_pem().as_bytes()).unwrap(),
-        )
-        .build()
-        .expect("bench: the TLS client");
+    let client = standin.tls_client();
     let dir = tempfile::tempdir().unwrap();
     let mut config = discord_config(dir.path());
     for c in 0..channels {

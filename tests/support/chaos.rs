@@ -29,6 +29,7 @@
 //!
 //! Used by `examples/chaos.rs` (the full run) and `tests/chaos.rs` (a small run).
 
+use super::discord_schema::Validator;
 use super::fixtures::{self, Clicker};
 use super::standin::{Failure, Stall, StandIn};
 use askrelay::answerer::discord::custom_id::{self, Action};
@@ -156,6 +157,11 @@ pub struct ChaosReport {
     pub clicks: usize,
     /// Clicks sent again because the first got no callback in time or the daemon restarted.
     pub clicks_repeated: usize,
+    /// Request bodies Discord received, each checked against the OpenAPI spec and Discord's
+    /// limits.
+    pub bodies_checked: usize,
+    /// Bodies that failed that check (each is also a problem).
+    pub bodies_invalid: usize,
     /// Messages still showing their buttons at the end, after one graceful restart if needed
     /// (informational).
     pub messages_not_edited: usize,
@@ -182,6 +188,7 @@ impl ChaosReport {
             && self.unfinished == 0
             && self.questions_posted == self.questions
             && self.kills >= self.kills_planned
+            && self.bodies_invalid == 0
             && self.problems.is_empty()
     }
 
@@ -224,6 +231,11 @@ impl ChaosReport {
             "wrong answers",
             self.wrong_answers.to_string(),
             zero(self.wrong_answers),
+        );
+        row(
+            "invalid bodies",
+            format!("{}/{}", self.bodies_invalid, self.bodies_checked),
+            zero(self.bodies_invalid),
         );
         row("answered", self.answered.to_string(), "");
         row("unfinished", self.unfinished.to_string(), "");
@@ -1954,11 +1966,28 @@ pub async fn run(cfg: ChaosConfig, daemon_bin: &Path) -> ChaosReport {
         peak_pending,
         ..ChaosReport::default()
     };
+    let validator = Validator::load();
+    if let Err(e) = &validator {
+        shared.problem(format!("cannot check the bodies Discord received: {e}"));
+    }
     for r in standin.requests_from(0) {
         match r.status {
             500..=599 => report.injected_5xx += 1,
             429 => report.injected_429 += 1,
             _ => {}
+        }
+        // Every body, also those of retries, reposts after a kill and edits at start-up.
+        if let (Ok(v), Some(body)) = (&validator, &r.body) {
+            report.bodies_checked += 1;
+            if let Err(why) = v.check(&r.method, &r.path, body) {
+                report.bodies_invalid += 1;
+                shared.problem(format!(
+                    "{} {} sent an invalid body: {}",
+                    r.method,
+                    r.path,
+                    why.join("; ")
+                ));
+            }
         }
     }
 

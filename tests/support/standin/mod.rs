@@ -159,12 +159,60 @@ pub struct StandIn {
     tls: Option<TlsInfo>,
 }
 
-struct ServerTask(tokio::task::JoinHandle<()>);
+/// The server, stopped when the last clone of the stand-in is dropped. Then, unless the test
+/// is already failing or opted out, every body the stand-in still holds is checked against
+/// Discord's OpenAPI spec and limits: no test that talks to the stand-in can send an invalid
+/// body unnoticed, whatever it asserts itself.
+struct ServerTask {
+    handle: tokio::task::JoinHandle<()>,
+    shared: Arc<Shared>,
+}
 
 impl Drop for ServerTask {
     fn drop(&mut self) {
+        self.handle.abort();
+        if std::thread::panicking() {
+            return;
+        }
+        let (requests, check) = {
+            let mut st = self.shared.lock();
+            (std::mem::take(&mut st.requests), !st.skip_body_check)
+        };
+        if check {
+            if let Err(e) = check_bodies(&requests) {
+                panic!("{e}");
+            }
+        }
+    }
+}
+
+/// A task stopped when dropped.
+struct AbortOnDrop(tokio::task::JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
         self.0.abort();
     }
+}
+
+/// Checks every recorded body (a multipart body by its `payload_json` part); the number
+/// checked, or what was wrong.
+pub fn check_bodies(requests: &[Recorded]) -> Result<usize, String> {
+    let validator = super::discord_schema::Validator::load()?;
+    let mut checked = 0;
+    for r in requests {
+        let Some(body) = &r.body else { continue };
+        if let Err(problems) = validator.check(&r.method, &r.path, body) {
+            return Err(format!(
+                "{} {} sent an invalid body:\n{}\n{body:#}",
+                r.method,
+                r.path,
+                problems.join("\n")
+            ));
+        }
+        checked += 1;
+    }
+    Ok(checked)
 }
 
 #[derive(Clone)]
@@ -275,6 +323,8 @@ struct St {
     gateway_down: bool,
     /// Gateway upgrades refused while down.
     refused_upgrades: usize,
+    /// Set by [`StandIn::allow_invalid_bodies`]: the bodies are not checked at the end.
+    skip_body_check: bool,
 }
 
 impl St {
@@ -367,8 +417,11 @@ impl StandIn {
         StandIn {
             base_url,
             gateway_url,
+            _server: Arc::new(ServerTask {
+                handle: server,
+                shared: shared.clone(),
+            }),
             shared,
-            _server: Arc::new(ServerTask(server)),
             tls,
         }
     }
@@ -388,6 +441,25 @@ impl StandIn {
             .expect("stand-in: started without tls")
             .root_pem
             .clone()
+    }
+
+    /// A reqwest client that reaches this stand-in's TLS port as `https://discord.com`, for
+    /// serenity with its rate limiter on; panics unless started with `tls`.
+    pub fn tls_client(&self) -> reqwest::Client {
+        reqwest::Client::builder()
+            .use_rustls_tls()
+            .resolve("discord.com", self.tls_addr())
+            .add_root_certificate(
+                reqwest::Certificate::from_pem(self.tls_root_cert_pem().as_bytes())
+                    .expect("stand-in: the CA certificate"),
+            )
+            .build()
+            .expect("stand-in: the TLS client")
+    }
+
+    /// For a test that sends invalid bodies on purpose: skip the check of every body at the end.
+    pub fn allow_invalid_bodies(&self) {
+        self.shared.lock().skip_body_check = true;
     }
 
     /// How many requests the rate limits turned away so far.

@@ -9,13 +9,13 @@ use std::time::Duration;
 use axum::Router;
 use tokio::sync::mpsc;
 
-use super::{ServerTask, WAIT_LIMIT};
+use super::{AbortOnDrop, WAIT_LIMIT};
 
 #[derive(Clone)]
 pub(super) struct TlsInfo {
     pub(super) addr: std::net::SocketAddr,
     pub(super) root_pem: String,
-    _server: Arc<ServerTask>,
+    _server: Arc<AbortOnDrop>,
 }
 
 /// Serves `app` over TLS on 127.0.0.1:0 with a certificate for discord.com.
@@ -81,7 +81,7 @@ pub(super) async fn start_tls(app: Router) -> TlsInfo {
     TlsInfo {
         addr,
         root_pem: ca.pem(),
-        _server: Arc::new(ServerTask(server)),
+        _server: Arc::new(AbortOnDrop(server)),
     }
 }
 
