@@ -211,4 +211,28 @@ mod tests {
         assert!(Settlement::text("  ").normalise(&q(false, 0)).is_err());
         assert!(Settlement::text("ok").normalise(&q(false, 0)).is_ok());
     }
+
+    #[test]
+    fn custom_text_is_one_to_4000_characters() {
+        let free = q(false, 0);
+        let at = "語".repeat(MAX_CUSTOM_CHARS);
+        assert_eq!(
+            Settlement::text(at.clone()).normalise(&free).unwrap(),
+            Settlement::text(at)
+        );
+        assert_eq!(
+            Settlement::text("語".repeat(MAX_CUSTOM_CHARS + 1))
+                .normalise(&free)
+                .unwrap_err()
+                .message,
+            "custom: at most 4000 characters, got 4001"
+        );
+        assert_eq!(
+            Settlement::text(" \n")
+                .normalise(&free)
+                .unwrap_err()
+                .message,
+            "custom: must not be empty"
+        );
+    }
 }
