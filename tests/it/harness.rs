@@ -534,11 +534,7 @@ impl Bin {
         let mut child = cmd.spawn().unwrap();
         let mut log = BufReader::new(child.stderr.take().unwrap()).lines();
         let seen = within("the daemon to listen", wait_line(&mut log, "listening")).await;
-        Served {
-            child,
-            log,
-            seen: vec![seen],
-        }
+        Served { child, log, seen }
     }
 
     /// Runs a command to its end: exit code, stdout, stderr.
@@ -573,18 +569,20 @@ impl Bin {
 pub struct Served {
     pub child: Child,
     log: Lines<BufReader<ChildStderr>>,
+    /// Every log line read so far (the waits keep what they read past).
     seen: Vec<String>,
 }
 
 impl Served {
     /// Waits for a log line containing `needle`.
     pub async fn wait_log(&mut self, needle: &str) -> String {
-        let line = within(
+        let read = within(
             &format!("a log line with {needle:?}"),
             wait_line(&mut self.log, needle),
         )
         .await;
-        self.seen.push(line.clone());
+        let line = read.last().cloned().unwrap_or_default();
+        self.seen.extend(read);
         line
     }
 
@@ -647,6 +645,8 @@ impl Asker {
             wait_line(&mut self.err, needle),
         )
         .await
+        .pop()
+        .unwrap_or_default()
     }
 
     /// Exit code and stdout.
@@ -674,17 +674,22 @@ pub async fn signal(child: &Child, sig: &str) {
     assert!(ok.success());
 }
 
+/// Reads lines until one contains `needle`; every line read, the match last, so that a caller
+/// keeping a log loses none of it.
 async fn wait_line<R: tokio::io::AsyncBufRead + Unpin>(
     lines: &mut Lines<R>,
     needle: &str,
-) -> String {
-    let mut seen = String::new();
+) -> Vec<String> {
+    let mut read = Vec::new();
     while let Some(line) = lines.next_line().await.unwrap() {
-        if line.contains(needle) {
-            return line;
+        let found = line.contains(needle);
+        read.push(line);
+        if found {
+            return read;
         }
-        seen.push_str(&line);
-        seen.push('\n');
     }
-    panic!("the stream ended without {needle:?}; it said:\n{seen}");
+    panic!(
+        "the stream ended without {needle:?}; it said:\n{}",
+        read.join("\n")
+    );
 }
