@@ -202,9 +202,18 @@ fn creates_in(standin: &StandIn, channel: u64) -> Vec<Recorded> {
         .collect()
 }
 
-/// Asserts that the creates were `n` 429s and then exactly one 200, each try at least
-/// `min_gap` after the one before.
-fn assert_storm_then_one_post(creates: &[Recorded], n: usize, min_gap: Duration) {
+/// Waits for the question to be posted, then asserts that the creates in [`CHANNEL`] were `n`
+/// 429s and then exactly one 200, each try at least `retry_after_secs` after the one before.
+async fn expect_storm_then_one_post(d: &App, n: usize, retry_after_secs: f64) {
+    within(
+        "the question to be posted after the 429s",
+        d.standin().wait_for_request(|r| {
+            r.method == "POST" && r.path.ends_with("/messages") && r.status == 200
+        }),
+    )
+    .await;
+    let creates = creates_in(d.standin(), CHANNEL);
+    let min_gap = Duration::from_secs_f64(retry_after_secs);
     let statuses: Vec<u16> = creates.iter().map(|r| r.status).collect();
     let mut want = vec![429; n];
     want.push(200);
@@ -246,18 +255,7 @@ async fn a_429_storm_is_waited_out() {
         .await
         .unwrap();
     expect_event(&mut c, "accepted").await;
-    within(
-        "the question to be posted after the storm",
-        d.standin().wait_for_request(|r| {
-            r.method == "POST" && r.path.ends_with("/messages") && r.status == 200
-        }),
-    )
-    .await;
-    assert_storm_then_one_post(
-        &creates_in(d.standin(), CHANNEL),
-        STORM,
-        Duration::from_secs_f64(RETRY_AFTER),
-    );
+    expect_storm_then_one_post(&d, STORM, RETRY_AFTER).await;
     assert_eq!(d.standin().messages_in(CHANNEL).len(), 1);
     d.assert_payloads_valid();
 }
@@ -296,18 +294,7 @@ async fn with_the_rate_limiter_on_a_429_is_retried_after_its_retry_after() {
         STORM,
     );
     let (_c, _) = d.ask("limited", &yes_no("q")).await;
-    within(
-        "the question to be posted after the 429s",
-        d.standin().wait_for_request(|r| {
-            r.method == "POST" && r.path.ends_with("/messages") && r.status == 200
-        }),
-    )
-    .await;
-    assert_storm_then_one_post(
-        &creates_in(d.standin(), CHANNEL),
-        STORM,
-        Duration::from_secs_f64(RETRY_AFTER),
-    );
+    expect_storm_then_one_post(&d, STORM, RETRY_AFTER).await;
     d.assert_payloads_valid();
 }
 
