@@ -61,6 +61,13 @@ impl Shared {
         posts: &[Post],
         tries: Tries,
     ) -> Result<Vec<String>, Failure> {
+        // A run that takes over from failed tries waits first, once (not before every question).
+        if tries.first > 1
+            && posts.iter().any(|p| p.message.is_none())
+            && !self.rest.pause(self.rest.backoff(tries.first - 1)).await
+        {
+            return Err(Failure::Transient("the daemon is shutting down".into()));
+        }
         let mut links = Vec::new();
         for post in posts {
             let channel: u64 = post.channel.parse().map_err(|_| {
@@ -77,9 +84,6 @@ impl Shared {
                 .nonce(serenity::all::Nonce::String(post.nonce.clone()))
                 .enforce_nonce(true);
             let mut attempt = tries.first;
-            if attempt > 1 && !self.rest.pause(self.rest.backoff(attempt - 1)).await {
-                return Err(Failure::Transient("the daemon is shutting down".into()));
-            }
             loop {
                 // A request cancelled while Discord was down is not posted afterwards.
                 if !ctx.is_pending(&req.request_id) {
