@@ -296,7 +296,7 @@ impl Answerer for DiscordAnswerer {
         shared.shown.insert(req.clone(), posts.clone());
         // Held from the first try through the background poster, so that a repair pass that
         // finds the request meanwhile does not post it a second time.
-        let Some(claim) = shared.busy.claim_posting(req.key) else {
+        let Some(claim) = shared.busy.posting.claim(req.key) else {
             let mut detail = shared.detail(&route, &[]);
             detail.insert(
                 "posting".into(),
@@ -366,7 +366,7 @@ impl Answerer for DiscordAnswerer {
                 request_id = %crate::core::text::Escaped(&req.request_id),
                 "resuming the posting of a request"
             );
-            if let Some(claim) = shared.busy.claim_posting(req.key) {
+            if let Some(claim) = shared.busy.posting.claim(req.key) {
                 shared.spawn_poster(ctx, claim, req.clone(), route.clone(), posts.clone(), 0);
             }
         }

@@ -145,7 +145,7 @@ impl Shared {
     pub(super) fn spawn_poster(
         self: &Arc<Self>,
         ctx: &AnswererContext,
-        claim: PostingClaim,
+        claim: Claim<i64>,
         req: Request,
         route: ResolvedRoute,
         posts: Vec<Post>,
@@ -228,9 +228,9 @@ impl Shared {
         ) else {
             return;
         };
-        if !self.busy.start_editing(req.key, post.idx) {
+        let Some(claim) = self.busy.editing.claim((req.key, post.idx)) else {
             return;
-        }
+        };
         let me = self.clone();
         let task_ctx = ctx.clone();
         let (key, idx) = (req.key, post.idx);
@@ -240,7 +240,7 @@ impl Shared {
                 .rest
                 .edit(channel, message, &outcome.edit(), EDIT_ATTEMPTS)
                 .await;
-            me.busy.done_editing(key, idx);
+            drop(claim);
             match edited {
                 Ok(()) => {
                     if let Err(e) = task_ctx.record_edit(key, idx, state).await {
@@ -327,7 +327,7 @@ impl Shared {
             if req.status == crate::core::Status::Pending
                 && mine.iter().any(|p| p.message.is_none())
             {
-                if let Some(claim) = self.busy.claim_posting(req.key) {
+                if let Some(claim) = self.busy.posting.claim(req.key) {
                     self.spawn_poster(ctx, claim, req.clone(), route, mine.clone(), 0);
                 }
             }
@@ -359,43 +359,42 @@ impl Shared {
 /// request or a second edit of a message.
 #[derive(Default)]
 pub(crate) struct Busy {
-    posting: Arc<std::sync::Mutex<std::collections::HashSet<i64>>>,
-    editing: std::sync::Mutex<std::collections::HashSet<(i64, usize)>>,
+    /// Requests whose questions are being posted.
+    pub posting: Claims<i64>,
+    /// Messages (request key, question) being edited.
+    pub editing: Claims<(i64, usize)>,
 }
 
-/// The claim on posting one request's questions, from the first try at ask time through the
-/// background poster that takes over; released when dropped.
-pub(super) struct PostingClaim {
-    posting: Arc<std::sync::Mutex<std::collections::HashSet<i64>>>,
-    key: i64,
+/// A set of things someone is working on; each is held by a [`Claim`].
+pub(crate) struct Claims<K>(Arc<std::sync::Mutex<std::collections::HashSet<K>>>);
+
+impl<K> Default for Claims<K> {
+    fn default() -> Self {
+        Claims(Default::default())
+    }
 }
 
-impl Drop for PostingClaim {
+impl<K: std::hash::Hash + Eq + Copy> Claims<K> {
+    /// Claims `k`; `None` when someone holds it already.
+    pub fn claim(&self, k: K) -> Option<Claim<K>> {
+        self.0.lock().unwrap().insert(k).then(|| Claim {
+            set: self.0.clone(),
+            k,
+        })
+    }
+}
+
+/// The claim on one thing, from the first try through whichever task takes over (the first
+/// post at ask time hands it to the background poster); released when dropped, also when that
+/// task panics.
+pub(crate) struct Claim<K: std::hash::Hash + Eq> {
+    set: Arc<std::sync::Mutex<std::collections::HashSet<K>>>,
+    k: K,
+}
+
+impl<K: std::hash::Hash + Eq> Drop for Claim<K> {
     fn drop(&mut self) {
-        self.posting.lock().unwrap().remove(&self.key);
-    }
-}
-
-impl Busy {
-    /// Claims the posting of request `key`; `None` when someone is posting it already.
-    pub(super) fn claim_posting(&self, key: i64) -> Option<PostingClaim> {
-        self.posting
-            .lock()
-            .unwrap()
-            .insert(key)
-            .then(|| PostingClaim {
-                posting: self.posting.clone(),
-                key,
-            })
-    }
-
-    /// Claims the edit of question `idx` of request `key`; false when one is under way.
-    fn start_editing(&self, key: i64, idx: usize) -> bool {
-        self.editing.lock().unwrap().insert((key, idx))
-    }
-
-    fn done_editing(&self, key: i64, idx: usize) {
-        self.editing.lock().unwrap().remove(&(key, idx));
+        self.set.lock().unwrap().remove(&self.k);
     }
 }
 
