@@ -10,6 +10,8 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::path::{Path, PathBuf};
 
+pub use crate::core::expiry::{ExpiryRule, OnExpire};
+
 /// The prefix of every environment variable the daemon reads as configuration.
 pub const ENV_PREFIX: &str = "ASKRELAY";
 
@@ -55,6 +57,8 @@ pub struct Config {
     pub discord: DiscordConfig,
     pub terminal: TerminalConfig,
     pub routes: Vec<Route>,
+    /// How long any request may wait, and what then; routes override it with `expiry`.
+    pub expiry: ExpiryRule,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -162,25 +166,36 @@ pub struct Route {
     pub mention_role_ids: Option<Vec<Snowflake>>,
     #[serde(default, deserialize_with = "opt_snowflakes")]
     pub mention_user_ids: Option<Vec<Snowflake>>,
-    /// Ends requests on this route that nobody answered within this many seconds, as
-    /// `on_expire` says. No expiry when unset (the default).
+    /// This route's expiry; overrides `[expiry]`.
+    #[serde(default)]
+    pub expiry: Option<ExpiryRule>,
+    /// The older spelling of `expiry.after_secs`, still accepted (with `on_expire`); not
+    /// together with `expiry`.
     #[serde(default)]
     pub expire_after_secs: Option<u64>,
     #[serde(default)]
-    pub on_expire: OnExpire,
+    pub on_expire: Option<OnExpire>,
     /// Whether people at a terminal may answer requests on this route (default: as
     /// `discord.terminal_answers`).
     #[serde(default)]
     pub terminal_answers: Option<bool>,
 }
 
-/// What happens when a route's `expire_after_secs` runs out.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum OnExpire {
-    /// The agent gets `EXPIRED` and the messages say so.
-    #[default]
-    Fail,
+impl Route {
+    /// The route's own expiry rule, from `expiry` or the older `expire_after_secs` and
+    /// `on_expire`; `None` leaves it to `[expiry]`.
+    pub fn expiry_rule(&self) -> Option<ExpiryRule> {
+        if let Some(rule) = &self.expiry {
+            return Some(rule.clone());
+        }
+        if self.expire_after_secs.is_none() && self.on_expire.is_none() {
+            return None;
+        }
+        Some(ExpiryRule {
+            after_secs: self.expire_after_secs,
+            on_expire: self.on_expire.clone().unwrap_or_default(),
+        })
+    }
 }
 
 impl Default for Config {
@@ -200,6 +215,7 @@ impl Default for Config {
             discord: DiscordConfig::default(),
             terminal: TerminalConfig::default(),
             routes: Vec::new(),
+            expiry: ExpiryRule::default(),
         }
     }
 }
@@ -301,15 +317,34 @@ impl Config {
         {
             bail!("discord.api_base: must be a scheme and host only, like \"https://discord.com\"");
         }
+        check_expiry(&self.expiry, "expiry")?;
         for (i, r) in self.routes.iter().enumerate() {
             if r.name.trim().is_empty() {
                 bail!("routes[{i}].name: must not be empty");
             }
+            if r.expiry.is_some() && (r.expire_after_secs.is_some() || r.on_expire.is_some()) {
+                bail!("routes[{i}].expire_after_secs: give either expiry = {{ after_secs, on_expire }} or the older expire_after_secs and on_expire, not both");
+            }
             if r.expire_after_secs == Some(0) {
                 bail!("routes[{i}].expire_after_secs: must be at least 1 (leave it out for no expiry)");
             }
+            if let Some(rule) = &r.expiry {
+                check_expiry(rule, &format!("routes[{i}].expiry"))?;
+            }
+            if let Some(OnExpire::Select(l)) = &r.on_expire {
+                if l.trim().is_empty() {
+                    bail!("routes[{i}].on_expire.select: must name an option label");
+                }
+            }
         }
         Ok(())
+    }
+
+    /// The expiry rule of requests on `route` (a route's own, else `[expiry]`).
+    pub fn expiry_for(&self, route: Option<&Route>) -> ExpiryRule {
+        route
+            .and_then(Route::expiry_rule)
+            .unwrap_or_else(|| self.expiry.clone())
     }
 
     /// Whether the terminal answerer takes requests (see [`TerminalConfig::enabled`]).
@@ -318,6 +353,22 @@ impl Config {
             .enabled
             .unwrap_or(self.discord.token.is_none())
     }
+}
+
+/// An expiry rule at `key` (`expiry`, `routes[0].expiry`) must say something usable.
+fn check_expiry(rule: &ExpiryRule, key: &str) -> Result<()> {
+    if rule.after_secs == Some(0) {
+        bail!("{key}.after_secs: must be at least 1 (leave it out for no expiry)");
+    }
+    if let OnExpire::Select(l) = &rule.on_expire {
+        if l.trim().is_empty() {
+            bail!("{key}.on_expire.select: must name an option label");
+        }
+    }
+    if rule.after_secs.is_none() && rule.on_expire != OnExpire::Fail {
+        bail!("{key}.on_expire: has no effect without {key}.after_secs");
+    }
+    Ok(())
 }
 
 /// A config error that names the key and what was expected, and never the offending value:
@@ -655,6 +706,50 @@ mod tests {
         );
         assert!(!cfg.terminal_enabled());
         assert!(!format!("{cfg:?}").contains("sekrit"));
+    }
+
+    #[test]
+    fn expiry_policies_read_in_each_spelling() {
+        let f = file(
+            "[expiry]\nafter_secs = 7200\non_expire = \"recommended\"\n\
+             [[routes]]\nname = \"a\"\nchannel_id = 1\nexpiry = { after_secs = 60, on_expire = { select = \"No, keep them\" } }\n\
+             [[routes]]\nname = \"b\"\nchannel_id = 2\nexpire_after_secs = 5\n\
+             [[routes]]\nname = \"c\"\nchannel_id = 3\n",
+        );
+        let cfg = Config::load_from(Some(f.path()), env(&[])).unwrap();
+        assert_eq!(cfg.expiry.after_secs, Some(7200));
+        assert_eq!(cfg.expiry.on_expire, OnExpire::Recommended);
+        let rule = |i: usize| cfg.expiry_for(Some(&cfg.routes[i]));
+        assert_eq!(
+            rule(0),
+            ExpiryRule {
+                after_secs: Some(60),
+                on_expire: OnExpire::Select("No, keep them".into())
+            }
+        );
+        assert_eq!(
+            rule(1),
+            ExpiryRule {
+                after_secs: Some(5),
+                on_expire: OnExpire::Fail
+            }
+        );
+        assert_eq!(rule(2), cfg.expiry);
+
+        for (toml, key) in [
+            ("[expiry]\nafter_secs = 0\n", "expiry.after_secs"),
+            ("[expiry]\non_expire = \"recommended\"\n", "expiry.on_expire"),
+            ("[expiry]\nafter_secs = 1\non_expire = \"sometimes\"\n", "on_expire"),
+            ("[expiry]\nafter_secs = 1\non_expire = { select = \"\" }\n", "expiry.on_expire.select"),
+            (
+                "[[routes]]\nname = \"a\"\nchannel_id = 1\nexpire_after_secs = 5\nexpiry = { after_secs = 5 }\n",
+                "routes[0].expire_after_secs",
+            ),
+        ] {
+            let f = file(toml);
+            let err = format!("{:#}", Config::load_from(Some(f.path()), env(&[])).unwrap_err());
+            assert!(err.contains(key), "{toml}: {err}");
+        }
     }
 
     #[test]

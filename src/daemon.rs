@@ -90,6 +90,7 @@ impl Daemon {
                 restart_grace: Duration::from_secs(config.restart_grace_secs),
                 max_pending_per_uid: config.limits.max_pending_per_uid,
                 overdue_after: Duration::from_secs(config.outbox_overdue_secs),
+                expiry: config.expiry.clone(),
             },
             tasks.clone(),
             shutdown.clone(),

@@ -35,6 +35,7 @@ impl Answerer for TerminalAnswerer {
         Claim::Take {
             route: None,
             posts: Vec::new(),
+            expiry: None,
         }
     }
 

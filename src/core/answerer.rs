@@ -10,6 +10,7 @@
 
 use super::answer::Settlement;
 use super::error::AskError;
+use super::expiry::ExpiryRule;
 use super::model::{Question, Scope};
 use super::request::{
     Actor, AuditEntry, DuePost, EditState, PlannedPost, Post, Request, Settled, Status,
@@ -34,10 +35,12 @@ pub struct Proposal<'a> {
 /// An answerer's reply to a new request.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Claim {
-    /// It takes the request: its route (if it has routes) and the outbox rows to store with it.
+    /// It takes the request: its route (if it has routes), the outbox rows to store with it,
+    /// and the route's own expiry rule, which overrides the daemon's `[expiry]`.
     Take {
         route: Option<String>,
         posts: Vec<PlannedPost>,
+        expiry: Option<ExpiryRule>,
     },
     /// It does not, and why; the reasons end up in `NO_ANSWERER` when nobody takes it.
     Decline(String),

@@ -13,6 +13,7 @@ use super::access::LocalUser;
 use super::answer::{AskResult, Settlement};
 use super::answerer::{Answerer, AnswererContext, Claim, Core, Delivery, Proposal};
 use super::error::{AskError, ErrorCode};
+use super::expiry::{Deadlines, ExpiryRule, OnExpire};
 use super::model::{Ask, Question};
 use super::request::{
     now_ms, Actor, Answered, AuditAction, AuditEntry, Created, NewRequest, Outcome, Peer,
@@ -73,6 +74,8 @@ struct Live {
     attached: usize,
     /// Bumped on every attach and detach, so a grace timer knows whether it is still current.
     epoch: u64,
+    /// Its place in the expiry queue (deadline, key), if it expires.
+    expires: Option<(i64, i64)>,
 }
 
 #[derive(Clone)]
@@ -89,6 +92,8 @@ struct Inner {
     settings: HubSettings,
     tasks: TaskTracker,
     shutdown: CancellationToken,
+    /// The expiry deadlines of pending requests, by key.
+    deadlines: Deadlines<i64>,
 }
 
 #[derive(Default)]
@@ -135,6 +140,8 @@ pub struct HubSettings {
     pub max_pending_per_uid: usize,
     /// Outbox work due for longer than this is reported as overdue.
     pub overdue_after: Duration,
+    /// `[expiry]`: the rule of every request whose answerer (route) sets none.
+    pub expiry: ExpiryRule,
 }
 
 /// The pending requests found at start-up, to hand back to their answerers once the daemon
@@ -183,6 +190,7 @@ impl Hub {
                 settings,
                 tasks,
                 shutdown,
+                deadlines: Deadlines::default(),
             }),
         };
         let pending = hub.inner.store.all_pending().await?;
@@ -220,13 +228,23 @@ impl Hub {
         Ok(())
     }
 
-    /// Hands the requests left pending by an earlier run back to the answerers that own them.
-    /// One whose answerer is no longer configured ends with `NO_ANSWERER`.
+    /// Hands the requests left pending by an earlier run back to the answerers that own them,
+    /// and starts the expiry timer (a deadline that passed while the daemon was down comes due
+    /// at once). One whose answerer is no longer configured ends with `NO_ANSWERER`.
     pub async fn resume(&self, backlog: Backlog) {
+        let hub = self.clone();
+        self.inner.tasks.spawn(async move {
+            let inner = hub.inner.clone();
+            inner
+                .deadlines
+                .run(&inner.shutdown, now_ms, |key| hub.expire_now(key))
+                .await;
+        });
         for (req, posts) in backlog.0 {
             match self.answerer_for(&req) {
                 Some(a) => {
-                    let detail = a.resume(&self.context(a.name()), &req, &posts).await;
+                    let mut detail = a.resume(&self.context(a.name()), &req, &posts).await;
+                    add_expiry(&mut detail, &req);
                     if !detail.is_empty() {
                         self.set_phase(
                             &req.request_id,
@@ -334,30 +352,32 @@ impl Hub {
         }
         let token = new_token();
         let questions: Arc<[Question]> = ask.questions.clone().into();
-        let (answerer, route, posts) = match self.claim(&token, &questions, &ask.scope).await {
-            Ok(taken) => taken,
-            Err(reasons) => {
-                // An ended request under this id still gets its stored final line.
-                if let Ok(Some(req)) = self.inner.store.by_id(&request_id).await {
-                    return self.existing(req, &ask, peer).await;
+        let (answerer, route, posts, expiry) =
+            match self.claim(&token, &questions, &ask.scope).await {
+                Ok(taken) => taken,
+                Err(reasons) => {
+                    // An ended request under this id still gets its stored final line.
+                    if let Ok(Some(req)) = self.inner.store.by_id(&request_id).await {
+                        return self.existing(req, &ask, peer).await;
+                    }
+                    self.audit(AuditEntry {
+                        source: Source::Socket,
+                        actor: Some(peer.to_string()),
+                        action: AuditAction::Ask,
+                        detail: Some(format!("NO_ANSWERER: {reasons}")),
+                        accepted: false,
+                        ..Default::default()
+                    })
+                    .await;
+                    return Err(AskError::new(ErrorCode::NoAnswerer, reasons));
                 }
-                self.audit(AuditEntry {
-                    source: Source::Socket,
-                    actor: Some(peer.to_string()),
-                    action: AuditAction::Ask,
-                    detail: Some(format!("NO_ANSWERER: {reasons}")),
-                    accepted: false,
-                    ..Default::default()
-                })
-                .await;
-                return Err(AskError::new(ErrorCode::NoAnswerer, reasons));
-            }
-        };
+            };
         let register = self.inner.register.lock().await;
         if let Some(att) = self.attach_live(&request_id, &ask.questions, peer)? {
             return Ok(att);
         }
         self.check_pending_cap(peer)?;
+        let created_at_ms = now_ms();
         let new = NewRequest {
             request_id: request_id.clone(),
             token,
@@ -367,7 +387,11 @@ impl Hub {
             peer,
             answerer: answerer.name().to_owned(),
             route,
-            created_at_ms: now_ms(),
+            created_at_ms,
+            expiry: expiry
+                .as_ref()
+                .unwrap_or(&self.inner.settings.expiry)
+                .for_request(created_at_ms),
         };
         let audit = AuditEntry {
             source: Source::Socket,
@@ -448,7 +472,7 @@ impl Hub {
         token: &str,
         questions: &[Question],
         scope: &super::model::Scope,
-    ) -> Result<(Arc<dyn Answerer>, Option<String>, Vec<PlannedPost>), String> {
+    ) -> Result<Taken, String> {
         let proposal = Proposal {
             token,
             questions,
@@ -457,7 +481,11 @@ impl Hub {
         let mut declines = Vec::new();
         for a in &self.inner.answerers {
             match a.claim(&proposal).await {
-                Claim::Take { route, posts } => return Ok((a.clone(), route, posts)),
+                Claim::Take {
+                    route,
+                    posts,
+                    expiry,
+                } => return Ok((a.clone(), route, posts, expiry)),
                 Claim::Decline(reason) => {
                     tracing::debug!(answerer = a.name(), %reason, "answerer declined");
                     declines.push(format!("{}: {reason}", a.name()));
@@ -501,7 +529,8 @@ impl Hub {
     async fn deliver(&self, answerer: Arc<dyn Answerer>, req: Request) {
         let ctx = self.context(answerer.name());
         match answerer.deliver(&ctx, &req).await {
-            Delivery::Shown(detail) => {
+            Delivery::Shown(mut detail) => {
+                add_expiry(&mut detail, &req);
                 tracing::info!(
                     request_id = %crate::core::text::Escaped(&req.request_id),
                     answerer = answerer.name(),
@@ -537,6 +566,10 @@ impl Hub {
 
     fn insert_live(&self, req: &Request, phase: Phase) {
         let (tx, _rx) = watch::channel(phase);
+        let expires = req.expiry.as_ref().map(|e| (e.at_ms, req.key));
+        if let Some((at, key)) = expires {
+            self.inner.deadlines.insert(at, key);
+        }
         self.inner.live.lock().unwrap().insert(
             req.request_id.clone(),
             Live {
@@ -545,6 +578,7 @@ impl Hub {
                 phase: tx,
                 attached: 0,
                 epoch: 0,
+                expires,
             },
         );
     }
@@ -732,6 +766,9 @@ impl Hub {
     fn publish_end(&self, request_id: &str, outcome: Outcome) {
         let entry = self.inner.live.lock().unwrap().remove(request_id);
         if let Some(entry) = entry {
+            if let Some((at, key)) = entry.expires {
+                self.inner.deadlines.remove(at, &key);
+            }
             entry.phase.send_replace(Phase::Ended(outcome));
         }
     }
@@ -1022,6 +1059,74 @@ impl Hub {
             .map_err(|e| format!("{e:#}"))
     }
 
+    /// A request's expiry came due: its policy answers every open question, or it ends as
+    /// `EXPIRED` (the policy `fail`, or a question the policy has no answer for).
+    async fn expire_now(&self, key: i64) {
+        let req = match self.inner.store.by_key(key).await {
+            Ok(Some(r)) if r.status == Status::Pending => r,
+            Ok(_) => return,
+            Err(e) => {
+                // Retried in a while: the deadline is stored, the queue only forgot it.
+                tracing::error!(key, error = %format!("{e:#}"), "cannot read a request whose expiry came due; retrying in 10 s");
+                self.inner.deadlines.insert(now_ms() + 10_000, key);
+                return;
+            }
+        };
+        let Some(expiry) = req.expiry.clone() else {
+            return;
+        };
+        let waited = Duration::from_millis((expiry.at_ms - req.created_at_ms).max(0) as u64);
+        let open = req
+            .answers
+            .iter()
+            .enumerate()
+            .filter(|(_, a)| a.is_none())
+            .map(|(i, _)| i);
+        match expiry.on_expire.answers(&req.questions, open) {
+            Some(answers) => {
+                tracing::info!(request_id = %crate::core::text::Escaped(&req.request_id), policy = %expiry.on_expire.describe(), "nobody answered in time; the expiry policy answers");
+                let mut cur = req;
+                for (idx, settlement) in answers {
+                    match self
+                        .settle(&cur, idx, settlement, Actor::policy(waited))
+                        .await
+                    {
+                        Ok(s) if s.request.status != Status::Pending => return,
+                        Ok(s) if matches!(s.outcome, SettleOutcome::Won { .. }) => cur = s.request,
+                        Ok(s) if matches!(s.outcome, SettleOutcome::AlreadyAnswered(_)) => {}
+                        Ok(_) => return,
+                        Err(e) => {
+                            tracing::error!(request_id = %crate::core::text::Escaped(&cur.request_id), error = %e, "the expiry policy's answer could not be stored");
+                            return;
+                        }
+                    }
+                }
+            }
+            None => {
+                let why = match expiry.on_expire {
+                    OnExpire::Fail => String::new(),
+                    ref p => format!(
+                        "; the expiry policy ({}) has no answer for every open question",
+                        p.describe()
+                    ),
+                };
+                let err = AskError::new(
+                    ErrorCode::Expired,
+                    format!(
+                        "nobody answered within {}{why}",
+                        super::expiry::human(waited)
+                    ),
+                );
+                if self
+                    .end_by(&req, Status::Expired, err, Source::Policy)
+                    .await
+                {
+                    tracing::info!(request_id = %crate::core::text::Escaped(&req.request_id), "request expired");
+                }
+            }
+        }
+    }
+
     fn answerer_for(&self, req: &Request) -> Option<Arc<dyn Answerer>> {
         let name = req.answerer.as_deref()?;
         self.inner
@@ -1073,6 +1178,23 @@ impl Core for Hub {
 
     fn tasks(&self) -> &TaskTracker {
         &self.inner.tasks
+    }
+}
+
+/// What the waterfall gave a request: its answerer, route, outbox rows and the route's expiry.
+type Taken = (
+    Arc<dyn Answerer>,
+    Option<String>,
+    Vec<PlannedPost>,
+    Option<ExpiryRule>,
+);
+
+/// Tells the clients of a request that expires when it does (`expires_in_secs`, from now).
+fn add_expiry(detail: &mut Map<String, Value>, req: &Request) {
+    if let Some(e) = &req.expiry {
+        let left = ((e.at_ms - now_ms()).max(0) as u64).div_ceil(1000);
+        detail.insert("expires_in_secs".into(), Value::from(left));
+        detail.insert("on_expire".into(), Value::from(e.on_expire.describe()));
     }
 }
 

@@ -6,6 +6,7 @@
 
 use super::answer::Settlement;
 use super::error::{AskError, ErrorCode};
+use super::expiry::Expiry;
 use super::model::{Caller, Question, Scope};
 use std::fmt;
 use std::sync::Arc;
@@ -115,12 +116,13 @@ impl Actor {
         }
     }
 
-    /// The expiry policy.
-    pub fn policy() -> Actor {
+    /// The expiry policy, after nobody answered for `waited`; its name says so, as the
+    /// answered message shows it ("No answer within 2h").
+    pub fn policy(waited: std::time::Duration) -> Actor {
         Actor {
             via: Via::Policy,
             id: "policy".into(),
-            name: "policy".into(),
+            name: format!("No answer within {}", super::expiry::human(waited)),
             note: None,
         }
     }
@@ -184,6 +186,8 @@ pub struct NewRequest {
     /// The answerer's route (Discord), if it has routes.
     pub route: Option<String>,
     pub created_at_ms: i64,
+    /// When and how it expires, if it does.
+    pub expiry: Option<Expiry>,
 }
 
 /// A request as stored, with the state of each question.
@@ -204,6 +208,8 @@ pub struct Request {
     pub outcome: Option<Outcome>,
     /// One entry per question, in order; `None` while unanswered.
     pub answers: Vec<Option<Answered>>,
+    /// When and how it expires, if it does.
+    pub expiry: Option<Expiry>,
 }
 
 impl Request {
@@ -224,6 +230,7 @@ impl Request {
             ended_at_ms: None,
             outcome: None,
             answers: vec![None; new.questions.len()],
+            expiry: new.expiry.clone(),
         }
     }
 

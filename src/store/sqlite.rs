@@ -12,6 +12,7 @@
 
 use crate::core::answer::Settlement;
 use crate::core::error::{AskError, ErrorCode};
+use crate::core::expiry::{Expiry, OnExpire};
 use crate::core::request::{
     Actor, Answered, AuditEntry, AuditRow, Created, DuePost, EditState, NewRequest, Outcome, Peer,
     PlannedPost, Post, Request, SettleOutcome, Status, Via,
@@ -67,7 +68,7 @@ pub struct SqliteStore {
 
 const REQUEST_COLUMNS: &str = "key, request_id, token, questions_json, caller_json, scope_json, \
      status, answerer, route, peer_uid, peer_pid, created_at, ended_at, result_json, error_code, \
-     error_message";
+     error_message, expire_at, on_expire";
 
 const POST_COLUMNS: &str =
     "request_key, idx, answerer, channel, guild, nonce, message, attempts, last_error, edited";
@@ -270,8 +271,9 @@ impl Store for SqliteStore {
         // and the audit row from the same row (see migrations/0004_one_statement.sql).
         let inserted: Option<i64> = sqlx::query_scalar(
             "INSERT INTO requests (request_id, token, questions_json, caller_json, scope_json, \
-             answerer, route, peer_uid, peer_pid, created_at, planned_json, audit_json) \
-             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) \
+             answerer, route, peer_uid, peer_pid, created_at, planned_json, audit_json, \
+             expire_at, on_expire) \
+             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) \
              ON CONFLICT (request_id) DO NOTHING RETURNING key",
         )
         .bind(&new.request_id)
@@ -286,6 +288,13 @@ impl Store for SqliteStore {
         .bind(new.created_at_ms)
         .bind(serde_json::to_string(&planned)?)
         .bind(audit_json(audit, new.created_at_ms))
+        .bind(new.expiry.as_ref().map(|e| e.at_ms))
+        .bind(
+            new.expiry
+                .as_ref()
+                .map(|e| serde_json::to_string(&e.on_expire))
+                .transpose()?,
+        )
         .fetch_optional(&self.pool)
         .await?;
         match inserted {
@@ -913,7 +922,20 @@ fn request_from_row(row: &SqliteRow, answers: Vec<Option<Answered>>) -> Result<R
         ended_at_ms: row.get("ended_at"),
         outcome,
         answers,
+        expiry: expiry_from_row(row)?,
     })
+}
+
+/// The stored expiry: its deadline and policy (see migrations/0007_oncall.sql).
+fn expiry_from_row(row: &SqliteRow) -> Result<Option<Expiry>> {
+    let Some(at_ms) = row.get::<Option<i64>, _>("expire_at") else {
+        return Ok(None);
+    };
+    let on_expire = match row.get::<Option<String>, _>("on_expire") {
+        Some(j) => serde_json::from_str(&j).context("a bad on_expire in the database")?,
+        None => OnExpire::Fail,
+    };
+    Ok(Some(Expiry { at_ms, on_expire }))
 }
 
 /// The file behind a `sqlite://` URL, if it is one.
@@ -1010,6 +1032,7 @@ mod tests {
             answerer: "terminal".into(),
             route: None,
             created_at_ms: 1,
+            expiry: None,
         }
     }
 

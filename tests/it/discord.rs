@@ -493,8 +493,9 @@ async fn the_route_is_chosen_by_scope_with_its_mentions_and_allowlist() {
             allowed_role_ids: Some(vec![Snowflake(789)]),
             mention_role_ids: Some(vec![Snowflake(789)]),
             mention_user_ids: Some(vec![Snowflake(4242)]),
+            expiry: None,
             expire_after_secs: None,
-            on_expire: Default::default(),
+            on_expire: None,
             terminal_answers: None,
         });
     })
@@ -698,8 +699,9 @@ async fn a_route_expiry_ends_the_request_and_edits_the_message() {
             allowed_role_ids: None,
             mention_role_ids: None,
             mention_user_ids: None,
+            expiry: None,
             expire_after_secs: Some(1),
-            on_expire: Default::default(),
+            on_expire: None,
             terminal_answers: None,
         });
     })
@@ -715,7 +717,7 @@ async fn a_route_expiry_ends_the_request_and_edits_the_message() {
     assert!(ev["message"]
         .as_str()
         .unwrap()
-        .contains("expire_after_secs"));
+        .contains("nobody answered within 1s"));
     let msg = app.messages(CHANNEL).remove(0);
     let edit = app.edit_of(&msg).await;
     assert!(edit.to_string().contains("Expired"), "{edit}");

@@ -16,6 +16,7 @@ mod faults;
 mod hostile;
 mod limits;
 mod mcp;
+mod oncall;
 mod outbox;
 mod socket;
 mod standin_selftest;

@@ -24,8 +24,9 @@ async fn a_hung_post_holds_up_only_its_own_channel() {
             allowed_role_ids: None,
             mention_role_ids: None,
             mention_user_ids: None,
+            expiry: None,
             expire_after_secs: None,
-            on_expire: Default::default(),
+            on_expire: None,
             terminal_answers: None,
         });
     })

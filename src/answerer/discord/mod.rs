@@ -201,9 +201,6 @@ impl Shared {
         detail.insert("route".into(), json!(route.name));
         detail.insert("channel_id".into(), json!(route.channel_id.to_string()));
         detail.insert("message_links".into(), json!(links));
-        if let Some(after) = route.expire_after {
-            detail.insert("expires_in_secs".into(), json!(after.as_secs()));
-        }
         detail
     }
 }
@@ -258,6 +255,7 @@ impl Answerer for DiscordAnswerer {
         }
         Claim::Take {
             posts: shared.plan(proposal.token, proposal.questions.len(), &route),
+            expiry: route.expiry,
             route: Some(route.name),
         }
     }
@@ -302,7 +300,6 @@ impl Answerer for DiscordAnswerer {
                 "posting".into(),
                 json!("the questions are being posted in the background"),
             );
-            shared.schedule_expiry(ctx, req, &route);
             return Delivery::Shown(detail);
         };
         // One try while Discord's state is unknown (the channel check failed), a few otherwise.
@@ -332,7 +329,6 @@ impl Answerer for DiscordAnswerer {
                 shared.spawn_poster(ctx, claim, req.clone(), route.clone(), posts, attempts);
             }
         }
-        shared.schedule_expiry(ctx, req, &route);
         Delivery::Shown(detail)
     }
 
@@ -371,7 +367,6 @@ impl Answerer for DiscordAnswerer {
             }
         }
         shared.sync_edits(ctx, req, &posts);
-        shared.schedule_expiry(ctx, req, &route);
         let links: Vec<String> = posts
             .iter()
             .filter_map(|p| {

@@ -1,5 +1,5 @@
 //! The Discord outbox: posting questions, editing them to their final state, repairing what a
-//! crash or an outage cut short, and route expiry.
+//! crash or an outage cut short.
 //!
 //! Every message has an outbox row, written with its request before the first create, and a
 //! nonce that Discord de-duplicates on: a create repeated after a crash returns the message
@@ -175,39 +175,6 @@ impl Shared {
                     ctx.fail(&req, err).await;
                 }
                 Err(Failure::Transient(_)) => {} // shutting down; resumed at the next start
-            }
-        });
-    }
-
-    /// Ends the request as `EXPIRED` when its route's `expire_after_secs` runs out, counted from
-    /// when it was asked (so the deadline survives restarts).
-    pub(super) fn schedule_expiry(
-        self: &Arc<Self>,
-        ctx: &AnswererContext,
-        req: &Request,
-        route: &ResolvedRoute,
-    ) {
-        let Some(after) = route.expire_after else {
-            return;
-        };
-        let deadline_ms = req.created_at_ms + after.as_millis() as i64;
-        let wait =
-            Duration::from_millis((deadline_ms - crate::core::request::now_ms()).max(0) as u64);
-        let me = self.clone();
-        let task_ctx = ctx.clone();
-        let req = req.clone();
-        let message = format!(
-            "nobody answered within {} s (route {:?}, expire_after_secs)",
-            after.as_secs(),
-            route.name
-        );
-        ctx.spawn(async move {
-            if me.rest.pause(wait).await
-                && task_ctx
-                    .expire(&req, AskError::new(ErrorCode::Expired, message))
-                    .await
-            {
-                tracing::info!(request_id = %crate::core::text::Escaped(&req.request_id), "request expired");
             }
         });
     }
@@ -422,7 +389,12 @@ pub(super) fn answered_view(
             render::inert(&a.actor.name),
             render::inert(&a.actor.id)
         ),
-        Via::Policy => "the expiry policy".to_owned(),
+        // "No answer within 2h: defaulted to “No, keep them”".
+        Via::Policy => format!(
+            "{}: defaulted to “{}”",
+            render::inert(&a.actor.name),
+            render::inert(&answer.selected.join("”, “"))
+        ),
     };
     AnsweredView {
         by,

@@ -18,8 +18,8 @@ pub struct ResolvedRoute {
     pub allowed_role_ids: Vec<u64>,
     pub mention_user_ids: Vec<u64>,
     pub mention_role_ids: Vec<u64>,
-    /// Unanswered requests end as `EXPIRED` after this long; none by default.
-    pub expire_after: Option<std::time::Duration>,
+    /// The route's own expiry rule (else the daemon's `[expiry]` applies).
+    pub expiry: Option<crate::core::ExpiryRule>,
     /// Whether a person at a terminal (`askrelay answer`) may answer requests on this route.
     pub terminal_answers: bool,
     /// Nobody may answer: the route a request was posted through is gone from the config and
@@ -55,7 +55,7 @@ fn from_route(config: &Config, r: &Route) -> ResolvedRoute {
         allowed_role_ids: ids(r.allowed_role_ids.as_deref().unwrap_or(&d.allowed_role_ids)),
         mention_user_ids: ids(r.mention_user_ids.as_deref().unwrap_or(&d.mention_user_ids)),
         mention_role_ids: ids(r.mention_role_ids.as_deref().unwrap_or(&d.mention_role_ids)),
-        expire_after: r.expire_after_secs.map(std::time::Duration::from_secs),
+        expiry: r.expiry_rule(),
         terminal_answers: r.terminal_answers.unwrap_or(d.terminal_answers),
         closed: false,
     }
@@ -70,7 +70,7 @@ fn default_route(config: &Config) -> Option<ResolvedRoute> {
         allowed_role_ids: ids(&d.allowed_role_ids),
         mention_user_ids: ids(&d.mention_user_ids),
         mention_role_ids: ids(&d.mention_role_ids),
-        expire_after: None,
+        expiry: None,
         terminal_answers: d.terminal_answers,
         closed: false,
     })
@@ -111,7 +111,7 @@ pub fn closed(config: &Config) -> ResolvedRoute {
         allowed_role_ids: Vec::new(),
         mention_user_ids: Vec::new(),
         mention_role_ids: Vec::new(),
-        expire_after: None,
+        expiry: None,
         terminal_answers: config.discord.terminal_answers,
         closed: true,
     }
@@ -171,8 +171,9 @@ mod tests {
             allowed_role_ids: Some(vec![Snowflake(7)]),
             mention_role_ids: Some(vec![Snowflake(7)]),
             mention_user_ids: None,
+            expiry: None,
             expire_after_secs: None,
-            on_expire: Default::default(),
+            on_expire: None,
             terminal_answers: None,
         });
         c
