@@ -119,6 +119,40 @@ pub struct DiscordConfig {
     /// route; routes have their own `terminal_answers`. Off: only the allowlisted Discord
     /// members answer.
     pub terminal_answers: bool,
+    /// Reminders on the default route (and routes that set none): a reply to the question
+    /// after `remind_after_secs`, then every `remind_every_secs` (default: the same), at most
+    /// `remind_max` times (default 3). None when `remind_after_secs` is unset.
+    pub remind_after_secs: Option<u64>,
+    pub remind_every_secs: Option<u64>,
+    pub remind_max: Option<u32>,
+    /// Users who get each question of the default route in a DM too.
+    #[serde(deserialize_with = "snowflakes")]
+    pub dm_user_ids: Vec<Snowflake>,
+    /// The default route's escalation steps.
+    pub escalate: Vec<EscalationStep>,
+}
+
+/// An escalation step (`[[routes.escalate]]`, `[[discord.escalate]]`): when nobody answered
+/// within `after_secs` of the ask, mention more people, post a linked copy in another channel
+/// or DMs, and let more people answer from then on.
+#[derive(Debug, Clone, Deserialize)]
+pub struct EscalationStep {
+    pub after_secs: u64,
+    #[serde(default, deserialize_with = "snowflakes")]
+    pub mention_role_ids: Vec<Snowflake>,
+    #[serde(default, deserialize_with = "snowflakes")]
+    pub mention_user_ids: Vec<Snowflake>,
+    /// A channel that gets a copy of each open question, with the same controls.
+    #[serde(default)]
+    pub channel_id: Option<Snowflake>,
+    /// Users who get a copy of each open question in a DM.
+    #[serde(default, deserialize_with = "snowflakes")]
+    pub dm_user_ids: Vec<Snowflake>,
+    /// Who else may answer from this step on.
+    #[serde(default, deserialize_with = "snowflakes")]
+    pub allowed_role_ids: Vec<Snowflake>,
+    #[serde(default, deserialize_with = "snowflakes")]
+    pub allowed_user_ids: Vec<Snowflake>,
 }
 
 pub const DEFAULT_API_BASE: &str = "https://discord.com";
@@ -138,6 +172,11 @@ impl Default for DiscordConfig {
             callback_timeout_ms: 2_500,
             repair_interval_secs: 30,
             terminal_answers: false,
+            remind_after_secs: None,
+            remind_every_secs: None,
+            remind_max: None,
+            dm_user_ids: Vec::new(),
+            escalate: Vec::new(),
         }
     }
 }
@@ -179,9 +218,45 @@ pub struct Route {
     /// `discord.terminal_answers`).
     #[serde(default)]
     pub terminal_answers: Option<bool>,
+    /// Reminders (default: as under `[discord]`).
+    #[serde(default)]
+    pub remind_after_secs: Option<u64>,
+    #[serde(default)]
+    pub remind_every_secs: Option<u64>,
+    #[serde(default)]
+    pub remind_max: Option<u32>,
+    /// Users who get each question in a DM too (default: as `discord.dm_user_ids`).
+    #[serde(default, deserialize_with = "opt_snowflakes")]
+    pub dm_user_ids: Option<Vec<Snowflake>>,
+    /// Escalation steps (default: as `[[discord.escalate]]`).
+    #[serde(default)]
+    pub escalate: Option<Vec<EscalationStep>>,
 }
 
 impl Route {
+    /// A route to `channel_id` that matches every scope, with every other key left to the
+    /// `[discord]` defaults.
+    pub fn new(name: &str, channel_id: u64) -> Route {
+        Route {
+            name: name.to_owned(),
+            matches: BTreeMap::new(),
+            channel_id: Snowflake(channel_id),
+            allowed_user_ids: None,
+            allowed_role_ids: None,
+            mention_role_ids: None,
+            mention_user_ids: None,
+            expiry: None,
+            expire_after_secs: None,
+            on_expire: None,
+            terminal_answers: None,
+            remind_after_secs: None,
+            remind_every_secs: None,
+            remind_max: None,
+            dm_user_ids: None,
+            escalate: None,
+        }
+    }
+
     /// The route's own expiry rule, from `expiry` or the older `expire_after_secs` and
     /// `on_expire`; `None` leaves it to `[expiry]`.
     pub fn expiry_rule(&self) -> Option<ExpiryRule> {
@@ -318,6 +393,13 @@ impl Config {
             bail!("discord.api_base: must be a scheme and host only, like \"https://discord.com\"");
         }
         check_expiry(&self.expiry, "expiry")?;
+        check_oncall(
+            "discord",
+            self.discord.remind_after_secs,
+            self.discord.remind_every_secs,
+            self.discord.remind_max,
+            &self.discord.escalate,
+        )?;
         for (i, r) in self.routes.iter().enumerate() {
             if r.name.trim().is_empty() {
                 bail!("routes[{i}].name: must not be empty");
@@ -331,6 +413,13 @@ impl Config {
             if let Some(rule) = &r.expiry {
                 check_expiry(rule, &format!("routes[{i}].expiry"))?;
             }
+            check_oncall(
+                &format!("routes[{i}]"),
+                r.remind_after_secs,
+                r.remind_every_secs,
+                r.remind_max,
+                r.escalate.as_deref().unwrap_or_default(),
+            )?;
             if let Some(OnExpire::Select(l)) = &r.on_expire {
                 if l.trim().is_empty() {
                     bail!("routes[{i}].on_expire.select: must name an option label");
@@ -353,6 +442,38 @@ impl Config {
             .enabled
             .unwrap_or(self.discord.token.is_none())
     }
+}
+
+/// Reminders and escalation steps under `at` (`discord`, `routes[0]`) must be usable.
+fn check_oncall(
+    at: &str,
+    after: Option<u64>,
+    every: Option<u64>,
+    max: Option<u32>,
+    steps: &[EscalationStep],
+) -> Result<()> {
+    if after == Some(0) {
+        bail!("{at}.remind_after_secs: must be at least 1 (leave it out for no reminders)");
+    }
+    if every == Some(0) {
+        bail!("{at}.remind_every_secs: must be at least 1");
+    }
+    if max == Some(0) {
+        bail!("{at}.remind_max: must be at least 1 (leave out remind_after_secs for no reminders)");
+    }
+    let mut last = 0;
+    for (k, step) in steps.iter().enumerate() {
+        if step.after_secs == 0 || step.after_secs <= last {
+            bail!(
+                "{at}.escalate[{k}].after_secs: must be at least 1 and later than the step before"
+            );
+        }
+        last = step.after_secs;
+    }
+    if steps.len() > 10 {
+        bail!("{at}.escalate: at most 10 steps");
+    }
+    Ok(())
 }
 
 /// An expiry rule at `key` (`expiry`, `routes[0].expiry`) must say something usable.

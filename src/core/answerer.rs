@@ -13,7 +13,7 @@ use super::error::AskError;
 use super::expiry::ExpiryRule;
 use super::model::{Question, Scope};
 use super::request::{
-    Actor, AuditEntry, DuePost, EditState, PlannedPost, Post, Request, Settled, Status,
+    Actor, AuditEntry, DuePost, EditState, PlannedPost, Post, Request, Settled, Status, Timer,
 };
 use super::store::Store;
 use anyhow::Result;
@@ -182,26 +182,52 @@ impl AnswererContext {
         self.store().plan_posts(req.key, self.name, posts).await
     }
 
+    /// Records the message the platform confirmed for `post` (in `channel` when the post only
+    /// learned it then, e.g. a DM it opened).
     pub async fn record_post(
         &self,
         req: &Request,
-        idx: usize,
+        post: &Post,
         message: &str,
+        channel: Option<&str>,
         guild: Option<&str>,
     ) -> Result<()> {
         self.store()
-            .record_post(req.key, idx, self.name, message, guild)
+            .record_post(
+                req.key, post.idx, self.name, &post.slot, message, channel, guild,
+            )
             .await
     }
 
-    pub async fn record_post_failure(&self, req: &Request, idx: usize, error: &str) -> Result<()> {
+    pub async fn record_post_failure(&self, req: &Request, post: &Post, error: &str) -> Result<()> {
         self.store()
-            .record_post_failure(req.key, idx, self.name, error)
+            .record_post_failure(req.key, post.idx, self.name, &post.slot, error)
             .await
     }
 
-    pub async fn record_edit(&self, key: i64, idx: usize, edit: EditState) -> Result<()> {
-        self.store().record_edit(key, idx, self.name, edit).await
+    pub async fn record_edit(&self, key: i64, post: &Post, edit: EditState) -> Result<()> {
+        self.store()
+            .record_edit(key, post.idx, self.name, &post.slot, edit)
+            .await
+    }
+
+    /// This answerer's timers that are still due, on pending requests (start-up).
+    pub async fn timers(&self) -> Result<Vec<Timer>> {
+        self.store().timers(self.name).await
+    }
+
+    /// Takes one step of a timer (see [`Store::advance_timer`]): false when another run took
+    /// it, or the request ended.
+    pub async fn advance_timer(
+        &self,
+        req: &Request,
+        from: Option<u32>,
+        to: &Timer,
+        posts: &[PlannedPost],
+    ) -> Result<bool> {
+        self.store()
+            .advance_timer(req.key, self.name, from, to, posts)
+            .await
     }
 
     /// This answerer's outbox work that is due (questions to post, messages to edit).

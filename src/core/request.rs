@@ -291,6 +291,10 @@ pub struct Settled {
 pub struct Post {
     pub idx: usize,
     pub answerer: String,
+    /// Which of the question's places: `""` for its message in its route's channel, another
+    /// name for a copy (a DM, an escalation step) or, starting `note:`, a reply without
+    /// components (a reminder). Only the answerer reads the name.
+    pub slot: String,
     /// The platform's place (a Discord channel id).
     pub channel: String,
     /// The channel's guild, once known (`None` for a DM); interactions must come from it.
@@ -320,9 +324,56 @@ pub struct DuePost {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PlannedPost {
     pub idx: usize,
+    /// See [`Post::slot`].
+    pub slot: String,
     pub channel: String,
     pub guild: Option<String>,
     pub nonce: String,
+}
+
+impl Post {
+    /// The slot of a question's own message.
+    pub const MAIN: &'static str = "";
+
+    /// A note is a reply that carries no components, so it is never edited to a final state.
+    pub fn is_note(&self) -> bool {
+        is_note(&self.slot)
+    }
+
+    pub fn is_main(&self) -> bool {
+        self.slot.is_empty()
+    }
+
+    /// The row of a post just planned.
+    pub fn planned(p: PlannedPost, answerer: &str) -> Post {
+        Post {
+            idx: p.idx,
+            answerer: answerer.to_owned(),
+            slot: p.slot,
+            channel: p.channel,
+            guild: p.guild,
+            nonce: p.nonce,
+            message: None,
+            attempts: 0,
+            last_error: None,
+            edited: EditState::None,
+        }
+    }
+}
+
+/// Whether `slot` names a note (see [`Post::slot`]).
+pub fn is_note(slot: &str) -> bool {
+    slot.starts_with("note:")
+}
+
+/// One of an answerer's timers for a request (reminders, escalation steps): how many times it
+/// fired, and when it is due next (`None`: done).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Timer {
+    pub request_key: i64,
+    pub name: String,
+    pub fired: u32,
+    pub due_at_ms: Option<i64>,
 }
 
 /// The last edit of a posted message the platform confirmed.

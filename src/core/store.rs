@@ -10,7 +10,7 @@ use super::answer::Settlement;
 use super::error::AskError;
 use super::request::{
     Actor, AuditEntry, AuditRow, Created, DuePost, EditState, NewRequest, PlannedPost, Post,
-    Request, SettleOutcome, Status,
+    Request, SettleOutcome, Status, Timer,
 };
 use anyhow::Result;
 use async_trait::async_trait;
@@ -117,12 +117,17 @@ pub trait Store: Send + Sync + 'static {
     /// Adds outbox rows for questions an earlier run never planned (a crash in between).
     async fn plan_posts(&self, key: i64, answerer: &str, posts: &[PlannedPost]) -> Result<()>;
 
+    /// Records a message the platform confirmed; `channel` when it was only known then (a DM
+    /// opened for it).
+    #[allow(clippy::too_many_arguments)]
     async fn record_post(
         &self,
         key: i64,
         idx: usize,
         answerer: &str,
+        slot: &str,
         message: &str,
+        channel: Option<&str>,
         guild: Option<&str>,
     ) -> Result<()>;
 
@@ -131,6 +136,7 @@ pub trait Store: Send + Sync + 'static {
         key: i64,
         idx: usize,
         answerer: &str,
+        slot: &str,
         error: &str,
     ) -> Result<()>;
 
@@ -139,8 +145,25 @@ pub trait Store: Send + Sync + 'static {
         key: i64,
         idx: usize,
         answerer: &str,
+        slot: &str,
         edit: EditState,
     ) -> Result<()>;
+
+    /// The timers of one answerer on pending requests that are still due at some point.
+    async fn timers(&self, answerer: &str) -> Result<Vec<Timer>>;
+
+    /// Moves a timer of a pending request from having fired `from` times (`None`: it has no
+    /// row yet) to `to`, and adds the outbox rows that step posts, in one transaction. False,
+    /// with nothing written, when the timer is not where the caller read it (another run took
+    /// the step) or the request has ended.
+    async fn advance_timer(
+        &self,
+        key: i64,
+        answerer: &str,
+        from: Option<u32>,
+        to: &Timer,
+        posts: &[PlannedPost],
+    ) -> Result<bool>;
 
     /// Outbox work that is due, of one answerer or of all: questions of pending requests not
     /// posted yet, and posted messages whose confirmed edit is behind their question's state.

@@ -15,7 +15,7 @@ use crate::core::error::{AskError, ErrorCode};
 use crate::core::expiry::{Expiry, OnExpire};
 use crate::core::request::{
     Actor, Answered, AuditEntry, AuditRow, Created, DuePost, EditState, NewRequest, Outcome, Peer,
-    PlannedPost, Post, Request, SettleOutcome, Status, Via,
+    PlannedPost, Post, Request, SettleOutcome, Status, Timer, Via,
 };
 use crate::core::store::{Finish, Holder, Page, Store, Visibility};
 use anyhow::{bail, Context, Result};
@@ -71,7 +71,7 @@ const REQUEST_COLUMNS: &str = "key, request_id, token, questions_json, caller_js
      error_message, expire_at, on_expire";
 
 const POST_COLUMNS: &str =
-    "request_key, idx, answerer, channel, guild, nonce, message, attempts, last_error, edited";
+    "request_key, idx, answerer, channel, guild, nonce, message, attempts, last_error, edited, slot";
 
 impl SqliteStore {
     /// Opens (creating if missing, owner-only) the database at `url` and applies the
@@ -263,8 +263,8 @@ impl Store for SqliteStore {
         let planned: Vec<serde_json::Value> = posts
             .iter()
             .map(|p| {
-                serde_json::json!({"idx": p.idx, "channel": p.channel, "guild": p.guild,
-                                   "nonce": p.nonce})
+                serde_json::json!({"idx": p.idx, "slot": p.slot, "channel": p.channel,
+                                   "guild": p.guild, "nonce": p.nonce})
             })
             .collect();
         // One statement: the trigger `requests_created` writes the questions, the outbox rows
@@ -502,11 +502,11 @@ impl Store for SqliteStore {
             return Ok(out);
         }
         let sql = if keys.len() == 1 {
-            format!("SELECT {POST_COLUMNS} FROM posts WHERE request_key = ?1 ORDER BY idx")
+            format!("SELECT {POST_COLUMNS} FROM posts WHERE request_key = ?1 ORDER BY idx, slot")
         } else {
             format!(
                 "SELECT {POST_COLUMNS} FROM posts WHERE request_key IN \
-                 (SELECT value FROM json_each(?1)) ORDER BY request_key, idx"
+                 (SELECT value FROM json_each(?1)) ORDER BY request_key, idx, slot"
             )
         };
         let q = sqlx::query(&sql);
@@ -533,22 +533,26 @@ impl Store for SqliteStore {
         key: i64,
         idx: usize,
         answerer: &str,
+        slot: &str,
         message: &str,
+        channel: Option<&str>,
         guild: Option<&str>,
     ) -> Result<()> {
         let at = crate::core::request::now_ms();
         // One statement: atomic on its own, and no transaction is left open if it fails.
         sqlx::query(
             "UPDATE posts SET message = ?, posted_at = ?, attempts = attempts + 1, \
-                 last_error = NULL, guild = COALESCE(?, guild) \
-                 WHERE request_key = ? AND idx = ? AND answerer = ?",
+                 last_error = NULL, guild = COALESCE(?, guild), channel = COALESCE(?, channel) \
+                 WHERE request_key = ? AND idx = ? AND answerer = ? AND slot = ?",
         )
         .bind(message)
         .bind(at)
         .bind(guild)
+        .bind(channel)
         .bind(key)
         .bind(idx as i64)
         .bind(answerer)
+        .bind(slot)
         .execute(&self.pool)
         .await?;
         Ok(())
@@ -559,17 +563,19 @@ impl Store for SqliteStore {
         key: i64,
         idx: usize,
         answerer: &str,
+        slot: &str,
         error: &str,
     ) -> Result<()> {
         // One statement: atomic on its own, and no transaction is left open if it fails.
         sqlx::query(
             "UPDATE posts SET attempts = attempts + 1, last_error = ? \
-                 WHERE request_key = ? AND idx = ? AND answerer = ?",
+                 WHERE request_key = ? AND idx = ? AND answerer = ? AND slot = ?",
         )
         .bind(error)
         .bind(key)
         .bind(idx as i64)
         .bind(answerer)
+        .bind(slot)
         .execute(&self.pool)
         .await?;
         Ok(())
@@ -580,16 +586,19 @@ impl Store for SqliteStore {
         key: i64,
         idx: usize,
         answerer: &str,
+        slot: &str,
         edit: EditState,
     ) -> Result<()> {
         // One statement: atomic on its own, and no transaction is left open if it fails.
         sqlx::query(
-            "UPDATE posts SET edited = ? WHERE request_key = ? AND idx = ? AND answerer = ?",
+            "UPDATE posts SET edited = ? \
+             WHERE request_key = ? AND idx = ? AND answerer = ? AND slot = ?",
         )
         .bind(edit.as_str())
         .bind(key)
         .bind(idx as i64)
         .bind(answerer)
+        .bind(slot)
         .execute(&self.pool)
         .await?;
         Ok(())
@@ -606,7 +615,8 @@ impl Store for SqliteStore {
              JOIN questions q ON q.request_key = p.request_key AND q.idx = p.idx \
              WHERE p.edited IS NULL AND (?1 IS NULL OR p.answerer = ?1) \
              AND ((p.message IS NULL AND r.status = 'pending') \
-               OR (p.message IS NOT NULL AND (q.answered_at IS NOT NULL OR r.status != 'pending'))) \
+               OR (p.message IS NOT NULL AND p.slot NOT LIKE 'note:%' \
+                   AND (q.answered_at IS NOT NULL OR r.status != 'pending'))) \
              ORDER BY due_since",
         )
         .bind(answerer)
@@ -622,6 +632,78 @@ impl Store for SqliteStore {
                 due_since_ms: r.get::<Option<i64>, _>(4).unwrap_or(0),
             })
             .collect())
+    }
+
+    async fn timers(&self, answerer: &str) -> Result<Vec<Timer>> {
+        let rows = sqlx::query(
+            "SELECT t.request_key, t.name, t.fired, t.due_at FROM timers t \
+             JOIN requests r ON r.key = t.request_key \
+             WHERE t.answerer = ? AND t.due_at IS NOT NULL AND r.status = 'pending'",
+        )
+        .bind(answerer)
+        .fetch_all(&self.pool)
+        .await?;
+        Ok(rows
+            .into_iter()
+            .map(|r| Timer {
+                request_key: r.get(0),
+                name: r.get(1),
+                fired: r.get::<i64, _>(2) as u32,
+                due_at_ms: r.get(3),
+            })
+            .collect())
+    }
+
+    async fn advance_timer(
+        &self,
+        key: i64,
+        answerer: &str,
+        from: Option<u32>,
+        to: &Timer,
+        posts: &[PlannedPost],
+    ) -> Result<bool> {
+        write_tx!(self, |tx| {
+            let pending: Option<i64> =
+                sqlx::query_scalar("SELECT 1 FROM requests WHERE key = ? AND status = 'pending'")
+                    .bind(key)
+                    .fetch_optional(&mut *tx)
+                    .await?;
+            if pending.is_none() {
+                return anyhow::Ok(false);
+            }
+            let moved = match from {
+                None => sqlx::query(
+                    "INSERT INTO timers (request_key, answerer, name, fired, due_at) \
+                     VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
+                )
+                .bind(key)
+                .bind(answerer)
+                .bind(&to.name)
+                .bind(i64::from(to.fired))
+                .bind(to.due_at_ms)
+                .execute(&mut *tx)
+                .await?
+                .rows_affected(),
+                Some(fired) => sqlx::query(
+                    "UPDATE timers SET fired = ?, due_at = ? \
+                     WHERE request_key = ? AND answerer = ? AND name = ? AND fired = ?",
+                )
+                .bind(i64::from(to.fired))
+                .bind(to.due_at_ms)
+                .bind(key)
+                .bind(answerer)
+                .bind(&to.name)
+                .bind(i64::from(fired))
+                .execute(&mut *tx)
+                .await?
+                .rows_affected(),
+            };
+            if moved == 0 {
+                return anyhow::Ok(false);
+            }
+            insert_posts(&mut tx, key, answerer, posts).await?;
+            anyhow::Ok(true)
+        })
     }
 
     async fn with_posts_by_key(&self, key: i64) -> Result<Option<(Request, Vec<Post>)>> {
@@ -711,12 +793,13 @@ async fn insert_posts(
 ) -> Result<()> {
     for p in posts {
         sqlx::query(
-            "INSERT INTO posts (request_key, idx, answerer, channel, guild, nonce) \
-             VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
+            "INSERT INTO posts (request_key, idx, answerer, slot, channel, guild, nonce) \
+             VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
         )
         .bind(key)
         .bind(p.idx as i64)
         .bind(answerer)
+        .bind(&p.slot)
         .bind(&p.channel)
         .bind(&p.guild)
         .bind(&p.nonce)
@@ -792,16 +875,30 @@ fn posts_from_json(json: &str) -> Result<Vec<Post>> {
         i64,
         Option<String>,
         Option<String>,
+        String,
     );
     let mut rows: Vec<Row> = serde_json::from_str(json)?;
-    rows.sort_by_key(|r| r.1);
+    rows.sort_by(|a, b| (a.1, &a.10).cmp(&(b.1, &b.10)));
     Ok(rows
         .into_iter()
         .map(
-            |(_, idx, answerer, channel, guild, nonce, message, attempts, last_error, edited)| {
+            |(
+                _,
+                idx,
+                answerer,
+                channel,
+                guild,
+                nonce,
+                message,
+                attempts,
+                last_error,
+                edited,
+                slot,
+            )| {
                 Post {
                     idx,
                     answerer,
+                    slot,
                     channel,
                     guild,
                     nonce,
@@ -819,6 +916,7 @@ fn post_from_row(r: &SqliteRow) -> Post {
     Post {
         idx: r.get::<i64, _>(1) as usize,
         answerer: r.get(2),
+        slot: r.get(10),
         channel: r.get(3),
         guild: r.get(4),
         nonce: r.get(5),

@@ -486,17 +486,11 @@ async fn a_forbidden_channel_is_no_answerer_with_the_cause() {
 async fn the_route_is_chosen_by_scope_with_its_mentions_and_allowlist() {
     let app = App::discord_with(|c| {
         c.routes.push(Route {
-            name: "infra".into(),
             matches: BTreeMap::from([("project".into(), "infra-*".into())]),
-            channel_id: Snowflake(INFRA_CHANNEL),
-            allowed_user_ids: None,
             allowed_role_ids: Some(vec![Snowflake(789)]),
             mention_role_ids: Some(vec![Snowflake(789)]),
             mention_user_ids: Some(vec![Snowflake(4242)]),
-            expiry: None,
-            expire_after_secs: None,
-            on_expire: None,
-            terminal_answers: None,
+            ..Route::new("infra", INFRA_CHANNEL)
         });
     })
     .await;
@@ -692,17 +686,9 @@ async fn a_terminal_answer_edits_the_discord_message() {
 async fn a_route_expiry_ends_the_request_and_edits_the_message() {
     let app = App::discord_with(|c| {
         c.routes.push(Route {
-            name: "hurry".into(),
             matches: BTreeMap::from([("project".into(), "urgent".into())]),
-            channel_id: Snowflake(CHANNEL),
-            allowed_user_ids: None,
-            allowed_role_ids: None,
-            mention_role_ids: None,
-            mention_user_ids: None,
-            expiry: None,
             expire_after_secs: Some(1),
-            on_expire: None,
-            terminal_answers: None,
+            ..Route::new("hurry", CHANNEL)
         });
     })
     .await;

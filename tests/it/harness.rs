@@ -194,7 +194,8 @@ impl App {
     pub fn at(&self, message: &Value) -> At {
         At {
             application_id: self.standin().application_id(),
-            guild_id: Some(self.standin().guild_id()),
+            guild_id: (!self.standin().is_dm(channel_of(message)))
+                .then(|| self.standin().guild_id()),
             channel_id: channel_of(message),
             message_id: id_of(message),
         }

@@ -2,7 +2,7 @@
 //! Deadlines are a second or two, and every test waits on the event that follows them.
 
 use crate::harness::*;
-use askrelay::config::{ExpiryRule, OnExpire, Route, Snowflake};
+use askrelay::config::{EscalationStep, ExpiryRule, OnExpire, Route, Snowflake};
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 
@@ -15,17 +15,8 @@ fn expire_after(secs: u64, on_expire: OnExpire) -> ExpiryRule {
 
 fn route(name: &str, project: &str, channel: u64) -> Route {
     Route {
-        name: name.into(),
         matches: BTreeMap::from([("project".into(), project.into())]),
-        channel_id: Snowflake(channel),
-        allowed_user_ids: None,
-        allowed_role_ids: None,
-        mention_role_ids: None,
-        mention_user_ids: None,
-        expiry: None,
-        expire_after_secs: None,
-        on_expire: None,
-        terminal_answers: None,
+        ..Route::new(name, channel)
     }
 }
 
@@ -193,4 +184,286 @@ async fn a_person_who_answers_first_beats_the_policy() {
         req.answers[0].as_ref().unwrap().actor.via,
         askrelay::core::Via::Terminal
     );
+}
+
+const COPIES: u64 = 555;
+const LEAD: u64 = 7777;
+
+fn lead() -> crate::support::fixtures::Clicker {
+    crate::support::fixtures::Clicker::new(LEAD, "lead", &[])
+}
+
+/// The POSTs that created messages in `channel` (waits for `n` of them).
+async fn posts_in(app: &App, channel: u64, n: usize) -> Vec<Value> {
+    let path = format!("/channels/{channel}/messages");
+    within(
+        &format!("{n} message(s) in channel {channel}"),
+        app.standin()
+            .wait_for_requests(n, |r| r.method == "POST" && r.path.ends_with(&path)),
+    )
+    .await
+    .into_iter()
+    .map(|r| r.body.unwrap())
+    .collect()
+}
+
+#[tokio::test]
+async fn reminders_reply_with_the_mentions_are_counted_and_stop() {
+    let app = App::discord_with(|c| {
+        c.discord.mention_role_ids = vec![Snowflake(789)];
+        c.discord.remind_after_secs = Some(1);
+        c.discord.remind_every_secs = Some(1);
+        c.discord.remind_max = Some(2);
+    })
+    .await;
+    let (_c, _) = app.ask("remind", &yes_no("q")).await;
+    let question = app.messages(CHANNEL).remove(0);
+    let bodies = posts_in(&app, CHANNEL, 3).await;
+    for (n, reminder) in bodies[1..].iter().enumerate() {
+        let text = reminder["content"].as_str().unwrap();
+        assert!(
+            text.starts_with("Reminder: this question has waited"),
+            "{reminder}"
+        );
+        assert!(text.ends_with("<@&789>"), "{reminder}");
+        assert_eq!(
+            reminder["allowed_mentions"]["roles"],
+            json!(["789"]),
+            "{reminder}"
+        );
+        assert_eq!(
+            reminder["allowed_mentions"]["users"],
+            json!([]),
+            "{reminder}"
+        );
+        assert_eq!(
+            reminder["message_reference"]["message_id"], question["id"],
+            "reminder {n} replies to the question: {reminder}"
+        );
+        assert!(
+            reminder.get("components").is_none_or(|c| c == &json!([])),
+            "{reminder}"
+        );
+    }
+    // Two sent, and nothing more is due: the count and the end are stored.
+    let req = app.hub().request("remind").await.unwrap();
+    let posts = app
+        .store()
+        .posts(&[req.key])
+        .await
+        .unwrap()
+        .remove(&req.key)
+        .unwrap();
+    let notes: Vec<&str> = posts
+        .iter()
+        .filter(|p| p.is_note())
+        .map(|p| p.slot.as_str())
+        .collect();
+    assert_eq!(notes, ["note:r1", "note:r2"]);
+    assert!(app.store().timers("discord").await.unwrap().is_empty());
+    app.assert_payloads_valid();
+}
+
+#[tokio::test]
+async fn reminders_stop_when_the_request_is_answered() {
+    let app = App::discord_with(|c| {
+        c.discord.remind_after_secs = Some(1);
+        c.discord.remind_max = Some(100);
+    })
+    .await;
+    let (mut c, _) = app.ask("stop", &yes_no("q")).await;
+    posts_in(&app, CHANNEL, 2).await;
+    let timers = app.store().timers("discord").await.unwrap();
+    assert_eq!(timers.len(), 1, "{timers:?}");
+    assert!(
+        timers[0].fired >= 1 && timers[0].due_at_ms.is_some(),
+        "{timers:?}"
+    );
+    let question = app.messages(CHANNEL).remove(0);
+    app.press(&question, &alice(), "No, keep them").await;
+    expect_event(&mut c, "answered").await;
+    // An ended request has no timer due: nothing is scheduled for it any more.
+    assert!(app.store().timers("discord").await.unwrap().is_empty());
+}
+
+#[tokio::test]
+async fn a_two_step_escalation_copies_to_a_channel_and_a_dm_and_any_copy_settles_all() {
+    let app = App::discord_with(|c| {
+        c.discord.allowed_user_ids = vec![Snowflake(4242)];
+        c.discord.escalate = vec![
+            EscalationStep {
+                after_secs: 1,
+                mention_user_ids: vec![Snowflake(4343)],
+                channel_id: Some(Snowflake(COPIES)),
+                ..step()
+            },
+            EscalationStep {
+                after_secs: 2,
+                dm_user_ids: vec![Snowflake(LEAD)],
+                ..step()
+            },
+        ];
+    })
+    .await;
+    let (mut c, _) = app.ask("esc", &yes_no("q")).await;
+    let question = app.messages(CHANNEL).remove(0);
+    // Step 1: a linked copy with the same controls in the second channel, mentioning bob.
+    let copy_body = posts_in(&app, COPIES, 1).await.remove(0);
+    let text = copy_body["content"].as_str().unwrap();
+    assert!(text.starts_with("Escalated: no answer after"), "{text}");
+    assert!(
+        text.contains(&format!("/{CHANNEL}/{}", question["id"].as_str().unwrap())),
+        "{text}"
+    );
+    assert!(text.ends_with("<@4343>"), "{text}");
+    assert_eq!(copy_body["allowed_mentions"]["users"], json!(["4343"]));
+    let copy = app.messages(COPIES).remove(0);
+    assert_eq!(controls(&copy), controls(&question));
+    // Bob is mentioned, not allowed: the step widens nothing for him.
+    let refused = app.press(&copy, &bob(), "No, keep them").await;
+    assert!(is_ephemeral(&refused), "{refused}");
+    // Step 2: a DM to the lead, who may answer from then on.
+    let dm = within("the DM channel", async {
+        loop {
+            if let Some(ch) = app.standin().dm_channel(LEAD) {
+                if !app.messages(ch).is_empty() {
+                    return ch;
+                }
+            }
+            app.standin()
+                .wait_for_request(|r| {
+                    r.method == "POST"
+                        && r.path.contains("/messages")
+                        && !r.path.contains(&format!("/{CHANNEL}/"))
+                        && !r.path.contains(&format!("/{COPIES}/"))
+                })
+                .await;
+        }
+    })
+    .await;
+    let dm_copy = app.messages(dm).remove(0);
+    let cb = app.press(&dm_copy, &lead(), "No, keep them").await;
+    assert_eq!(
+        cb["type"], 7,
+        "the winning click updates its own message: {cb}"
+    );
+    let ev = expect_event(&mut c, "answered").await;
+    assert_eq!(
+        ev["result"]["answers"][0]["selected"],
+        json!(["No, keep them"])
+    );
+    // Every other copy is edited to the final state.
+    for msg in [&question, &copy] {
+        let edit = app.edit_of(msg).await;
+        assert_eq!(edit["components"], json!([]), "{edit}");
+        assert!(edit.to_string().contains("No, keep them"), "{edit}");
+    }
+    // A late click on any copy gets the usual note.
+    let late = app
+        .press(&copy, &alice(), "Yes, delete them (Recommended)")
+        .await;
+    assert!(ephemeral(&late).contains("Already answered"), "{late}");
+    app.assert_payloads_valid();
+}
+
+#[tokio::test]
+async fn a_restart_between_steps_resumes_the_schedule_without_repeating_a_step() {
+    let mut app = App::discord_with(|c| {
+        c.discord.escalate = vec![
+            EscalationStep {
+                after_secs: 1,
+                mention_role_ids: vec![Snowflake(789)],
+                ..step()
+            },
+            EscalationStep {
+                after_secs: 3,
+                channel_id: Some(Snowflake(COPIES)),
+                ..step()
+            },
+        ];
+    })
+    .await;
+    let (c, _) = app.ask("resume", &yes_no("q")).await;
+    let question = app.messages(CHANNEL).remove(0);
+    let note = posts_in(&app, CHANNEL, 2).await.remove(1);
+    assert!(
+        note["content"].as_str().unwrap().ends_with("<@&789>"),
+        "{note}"
+    );
+    assert_eq!(note["message_reference"]["message_id"], question["id"]);
+    drop(c);
+    app.restart().await;
+    let mut c = app.client().await;
+    c.send_json(&ask_line("resume", &yes_no("q")))
+        .await
+        .unwrap();
+    expect_event(&mut c, "accepted").await;
+    // Step 2 comes after the restart, and step 1 is not taken again.
+    posts_in(&app, COPIES, 1).await;
+    let in_channel = app
+        .standin()
+        .requests()
+        .into_iter()
+        .filter(|r| {
+            r.method == "POST" && r.path.ends_with(&format!("/channels/{CHANNEL}/messages"))
+        })
+        .count();
+    assert_eq!(in_channel, 2, "the question and one escalation note");
+    let copy = app.messages(COPIES).remove(0);
+    app.press(&copy, &alice(), "Yes, delete them (Recommended)")
+        .await;
+    expect_event(&mut c, "answered").await;
+    app.assert_payloads_valid();
+}
+
+#[tokio::test]
+async fn a_route_posts_to_dms_and_a_dm_answer_settles_the_channel_message() {
+    let app = App::discord_with(|c| {
+        c.discord.allowed_role_ids = vec![Snowflake(1)];
+        c.discord.dm_user_ids = vec![Snowflake(LEAD)];
+    })
+    .await;
+    let (mut c, acc) = app.ask("dm", &yes_no("q")).await;
+    // The agent's links are the channel's message; the DM is a copy.
+    assert_eq!(acc["message_links"].as_array().unwrap().len(), 1, "{acc}");
+    let question = app.messages(CHANNEL).remove(0);
+    let dm = within("the DM", async {
+        loop {
+            if let Some(ch) = app.standin().dm_channel(LEAD) {
+                if !app.messages(ch).is_empty() {
+                    return ch;
+                }
+            }
+            app.standin()
+                .wait_for_request(|r| r.method == "POST" && r.path.ends_with("/users/@me/channels"))
+                .await;
+        }
+    })
+    .await;
+    let dm_msg = app.messages(dm).remove(0);
+    assert_eq!(controls(&dm_msg), controls(&question));
+    // In a DM there is no member and no roles: the lead answers as a DM recipient.
+    let cb = app
+        .press(&dm_msg, &lead(), "Yes, delete them (Recommended)")
+        .await;
+    assert_eq!(cb["type"], 7, "{cb}");
+    expect_event(&mut c, "answered").await;
+    let edit = app.edit_of(&question).await;
+    assert_eq!(edit["components"], json!([]));
+    // Someone else in the DM channel (a forged payload) is refused.
+    let late = app.press(&dm_msg, &bob(), "No, keep them").await;
+    assert!(is_ephemeral(&late), "{late}");
+    app.assert_payloads_valid();
+}
+
+fn step() -> EscalationStep {
+    EscalationStep {
+        after_secs: 1,
+        mention_role_ids: vec![],
+        mention_user_ids: vec![],
+        channel_id: None,
+        dm_user_ids: vec![],
+        allowed_role_ids: vec![],
+        allowed_user_ids: vec![],
+    }
 }

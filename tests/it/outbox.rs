@@ -5,7 +5,7 @@
 
 use crate::harness::*;
 use crate::support::standin::{Failure, Stall};
-use askrelay::config::{Route, Snowflake};
+use askrelay::config::Route;
 use serde_json::json;
 use std::collections::BTreeMap;
 
@@ -17,17 +17,8 @@ async fn a_hung_post_holds_up_only_its_own_channel() {
         // Long enough that channel B's whole round trip fits inside A's hang.
         c.discord.request_timeout_ms = 10_000;
         c.routes.push(Route {
-            name: "other".into(),
             matches: BTreeMap::from([("project".into(), "other".into())]),
-            channel_id: Snowflake(OTHER_CHANNEL),
-            allowed_user_ids: None,
-            allowed_role_ids: None,
-            mention_role_ids: None,
-            mention_user_ids: None,
-            expiry: None,
-            expire_after_secs: None,
-            on_expire: None,
-            terminal_answers: None,
+            ..Route::new("other", OTHER_CHANNEL)
         });
     })
     .await;

@@ -38,6 +38,21 @@ pub fn nonce(token: &str, question: usize) -> String {
     n
 }
 
+/// The nonce of a copy or a note of a question (a DM, an escalation step, a reminder): the
+/// start of the request's token and random digits. It is stored with its outbox row when the
+/// row is planned, so every retry sends the same one; it is random so that two rows planned at
+/// once can never share it.
+pub fn extra_nonce(token: &str) -> String {
+    let mut bytes = [0u8; 7];
+    if getrandom::fill(&mut bytes).is_err() {
+        bytes.copy_from_slice(&uuid::Uuid::new_v4().as_bytes()[..7]);
+    }
+    let random: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+    let n = format!("{}{random}", &token[..token.len().min(11)]);
+    debug_assert!(n.len() <= MAX_NONCE_CHARS);
+    n
+}
+
 /// What a component does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Action {
@@ -285,6 +300,10 @@ mod tests {
         assert_eq!(nonce(TOKEN, 0), "0123456789abcdef012300");
         assert_eq!(nonce(TOKEN, 10), "0123456789abcdef01230a");
         assert!(nonce(TOKEN, usize::MAX).len() <= MAX_NONCE_CHARS);
+        let (a, b) = (extra_nonce(TOKEN), extra_nonce(TOKEN));
+        assert_eq!(a.len(), MAX_NONCE_CHARS);
+        assert_ne!(a, b);
+        assert!(a.starts_with(&TOKEN[..11]));
         assert_ne!(nonce(TOKEN, 1), nonce("0123456789abcdef0124", 1));
     }
 

@@ -102,7 +102,10 @@ struct Origin<'a> {
 struct Admitted<K> {
     id: CustomId<K>,
     req: Request,
+    /// The message (of the question's own or one of its copies) that was used.
     post: Post,
+    /// The request's other outbox rows: copies to edit when this one wins.
+    others: Vec<Post>,
     route: ResolvedRoute,
     actor: Actor,
 }
@@ -171,7 +174,7 @@ impl Handler {
                 let (_, post, req) = *won;
                 if let Err(e) = self
                     .ctx
-                    .record_edit(req.key, post.idx, EditState::Settled)
+                    .record_edit(req.key, &post, EditState::Settled)
                     .await
                 {
                     tracing::error!(error = %format!("{e:#}"), "cannot record an edit");
@@ -247,22 +250,29 @@ impl Handler {
             }
         };
         let (key, idx) = (req.key, id.question);
-        let post = posts
-            .into_iter()
-            .find(|p| p.idx == idx && p.answerer == NAME)
-            .filter(|p| {
-                // A message Discord confirmed a moment ago may not be recorded yet: then the
-                // channel and guild must match, and the token already binds it to this request.
-                let message = match (&p.message, o.message) {
-                    (Some(m), Some(clicked)) => *m == clicked.to_string(),
-                    (None, Some(_)) => true,
-                    (_, None) => false,
-                };
-                message
-                    && p.channel == o.channel.to_string()
-                    && p.guild.as_deref() == o.guild.map(|g| g.to_string()).as_deref()
-            })
-            .ok_or_else(|| Refusal::new(AuditAction::Stale, UNKNOWN).about(key, idx))?;
+        // The question's message or one of its copies (never a note, which has no controls).
+        let (mut mine, others): (Vec<Post>, Vec<Post>) = posts.into_iter().partition(|p| {
+            if p.idx != idx || p.answerer != NAME || p.is_note() {
+                return false;
+            }
+            // A message Discord confirmed a moment ago may not be recorded yet: then the
+            // channel and guild must match, and the token already binds it to this request.
+            let message = match (&p.message, o.message) {
+                (Some(m), Some(clicked)) => *m == clicked.to_string(),
+                (None, Some(_)) => true,
+                (_, None) => false,
+            };
+            message
+                && p.channel == o.channel.to_string()
+                && p.guild.as_deref() == o.guild.map(|g| g.to_string()).as_deref()
+        });
+        if mine.len() > 1 {
+            // Two rows in one channel, one not recorded yet: the recorded one is the match.
+            mine.sort_by_key(|p| p.message.is_none());
+        }
+        let Some(post) = mine.into_iter().next() else {
+            return Err(Refusal::new(AuditAction::Stale, UNKNOWN).about(key, idx));
+        };
         let q = &req.questions[idx];
         if let (_, Some(i)) = id.action.code() {
             if i >= q.options.len() {
@@ -278,7 +288,8 @@ impl Handler {
             .member
             .map(|m| m.roles.iter().map(|r| r.get()).collect())
             .unwrap_or_default();
-        if !route.allows(o.user.id.get(), &roles) {
+        let now = crate::core::request::now_ms();
+        if !route.allows_at(o.user.id.get(), &roles, req.created_at_ms, now) {
             return Err(Refusal::new(AuditAction::Denied, "You are not allowed to answer this question. Ask an admin to add you (or one of your roles) to the route's allowed_user_ids or allowed_role_ids.").about(key, idx));
         }
         // Who answered this question, and when, tells the late clicker more than "ended".
@@ -307,6 +318,7 @@ impl Handler {
             id,
             req,
             post,
+            others,
             route,
         })
     }
@@ -504,6 +516,14 @@ impl Handler {
                         .expect("a won settlement is recorded");
                     let ctx = self.shared.render_ctx(&settled.request, &a.route, idx);
                     let outcome = render::settled(q, &ctx, &answered_view(q, answered));
+                    // Its copies elsewhere (DMs, escalation) show the answer too.
+                    let copies: Vec<Post> = a
+                        .others
+                        .iter()
+                        .filter(|p| p.idx == idx && !p.is_note() && p.message.is_some())
+                        .cloned()
+                        .collect();
+                    self.shared.sync_edits(&self.ctx, &settled.request, &copies);
                     Reply::Update(Box::new((outcome, a.post, settled.request)))
                 }
                 SettleOutcome::AlreadyAnswered(prev) => Reply::Tell(already(q, &prev)),

@@ -13,8 +13,10 @@ mod outbox;
 pub mod render;
 mod rest;
 pub mod route;
+mod schedule;
 
 use crate::config::{Config, DEFAULT_API_BASE};
+use crate::core::expiry::Deadlines;
 use crate::core::request::{PlannedPost, Post, Request};
 use crate::core::{Answerer, AnswererContext, AskError, Claim, Delivery, ErrorCode, Proposal};
 use anyhow::{Context, Result};
@@ -41,6 +43,11 @@ pub(crate) struct Shared {
     busy: outbox::Busy,
     /// Wakes the repair loop (the gateway is back after a drop).
     repair_now: tokio::sync::Notify,
+    /// When each pending request's next reminder or escalation step is due (stored in its
+    /// timers; this is the index).
+    schedule: Deadlines<schedule::Due>,
+    /// The requests whose timers were loaded at start-up.
+    armed: std::sync::Mutex<std::collections::HashSet<i64>>,
 }
 
 /// The pending requests this answerer shows, with their outbox rows as they stand: what a
@@ -66,13 +73,24 @@ impl Shown {
     }
 
     /// Records a message Discord confirmed.
-    pub fn posted(&self, token: &str, idx: usize, message: &str, guild: Option<&str>) {
+    pub fn posted(
+        &self,
+        token: &str,
+        post: &Post,
+        message: &str,
+        channel: &str,
+        guild: Option<&str>,
+    ) {
         let mut map = self.0.lock().unwrap();
         if let Some(entry) = map.get_mut(token) {
             let (req, posts) = &**entry;
             let mut posts = posts.clone();
-            for p in posts.iter_mut().filter(|p| p.idx == idx) {
+            for p in posts
+                .iter_mut()
+                .filter(|p| p.idx == post.idx && p.slot == post.slot)
+            {
                 p.message = Some(message.to_owned());
+                p.channel = channel.to_owned();
                 if guild.is_some() {
                     p.guild = guild.map(str::to_owned);
                 }
@@ -143,6 +161,8 @@ impl DiscordAnswerer {
                 shown: Shown::default(),
                 busy: Default::default(),
                 repair_now: Default::default(),
+                schedule: Default::default(),
+                armed: Default::default(),
             }),
             rest_client,
         })
@@ -178,21 +198,32 @@ impl Shared {
         }
     }
 
-    /// The outbox rows of a request on `route`, as planned when it is stored.
+    /// The outbox rows of a request on `route`, as planned when it is stored: each question's
+    /// message, and its DM copies.
     fn plan(&self, token: &str, count: usize, route: &ResolvedRoute) -> Vec<PlannedPost> {
         let guild = self
             .rest
             .known_guild(route.channel_id)
             .flatten()
             .map(|g| g.to_string());
-        (0..count)
+        let mut planned: Vec<PlannedPost> = (0..count)
             .map(|idx| PlannedPost {
                 idx,
+                slot: Post::MAIN.to_owned(),
                 channel: route.channel_id.to_string(),
                 guild: guild.clone(),
                 nonce: custom_id::nonce(token, idx),
             })
-            .collect()
+            .collect();
+        for idx in 0..count {
+            planned.extend(
+                route
+                    .dm_user_ids
+                    .iter()
+                    .map(|&u| schedule::dm_copy(token, idx, format!("dm:{u}"), u)),
+            );
+        }
+        planned
     }
 
     /// The `accepted` detail of a request on `route` whose messages are `links`.
@@ -209,17 +240,7 @@ impl Shared {
 fn planned_posts(planned: Vec<PlannedPost>) -> Vec<Post> {
     planned
         .into_iter()
-        .map(|p| Post {
-            idx: p.idx,
-            answerer: NAME.to_owned(),
-            channel: p.channel,
-            guild: p.guild,
-            nonce: p.nonce,
-            message: None,
-            attempts: 0,
-            last_error: None,
-            edited: Default::default(),
-        })
+        .map(|p| Post::planned(p, NAME))
         .collect()
 }
 
@@ -263,6 +284,7 @@ impl Answerer for DiscordAnswerer {
     async fn start(&self, ctx: AnswererContext) -> Result<()> {
         self.shared.repair(&ctx).await;
         self.shared.spawn_repair_loop(&ctx);
+        self.shared.load_schedule(&ctx).await?;
         let http = build_http_with(&self.shared.config, self.rest_client.clone())?;
         let handler = interactions::Handler {
             shared: self.shared.clone(),
@@ -300,6 +322,7 @@ impl Answerer for DiscordAnswerer {
                 "posting".into(),
                 json!("the questions are being posted in the background"),
             );
+            shared.arm(ctx, req, &route).await;
             return Delivery::Shown(detail);
         };
         // One try while Discord's state is unknown (the channel check failed), a few otherwise.
@@ -329,6 +352,7 @@ impl Answerer for DiscordAnswerer {
                 shared.spawn_poster(ctx, claim, req.clone(), route.clone(), posts, attempts);
             }
         }
+        shared.arm(ctx, req, &route).await;
         Delivery::Shown(detail)
     }
 
@@ -345,16 +369,16 @@ impl Answerer for DiscordAnswerer {
             .filter(|p| p.answerer == NAME)
             .cloned()
             .collect();
-        if posts.len() < req.questions.len() {
+        if posts.iter().filter(|p| p.is_main()).count() < req.questions.len() {
             // A crash between storing and planning (an older version): plan the rest now.
             let missing: Vec<PlannedPost> = shared
                 .plan(&req.token, req.questions.len(), &route)
                 .into_iter()
-                .filter(|p| !posts.iter().any(|q| q.idx == p.idx))
+                .filter(|p| p.slot.is_empty() && !posts.iter().any(|q| q.idx == p.idx))
                 .collect();
             let _ = ctx.plan_posts(req, &missing).await;
             posts.extend(planned_posts(missing));
-            posts.sort_by_key(|p| p.idx);
+            posts.sort_by(|a, b| (a.idx, &a.slot).cmp(&(b.idx, &b.slot)));
         }
         shared.shown.insert(req.clone(), posts.clone());
         if posts.iter().any(|p| p.message.is_none()) {
@@ -367,8 +391,10 @@ impl Answerer for DiscordAnswerer {
             }
         }
         shared.sync_edits(ctx, req, &posts);
+        shared.arm(ctx, req, &route).await;
         let links: Vec<String> = posts
             .iter()
+            .filter(|p| p.is_main())
             .filter_map(|p| {
                 let c = p.channel.parse().ok()?;
                 let m = p.message.as_deref()?.parse().ok()?;
@@ -405,7 +431,7 @@ impl DiscordAnswerer {
             }
         };
         let route = shared.route_of(req);
-        for post in posts.iter().filter(|p| p.message.is_some()) {
+        for post in posts.iter().filter(|p| p.message.is_some() && !p.is_note()) {
             if only.is_some_and(|i| i != post.idx) {
                 continue;
             }

@@ -51,6 +51,30 @@ impl Tries {
 const EDIT_ATTEMPTS: u32 = 8;
 
 impl Shared {
+    /// The message of one outbox row: the question, a copy of it, or a note. `main` is where
+    /// the question's own message is, once known.
+    fn render_post(
+        &self,
+        req: &Request,
+        route: &ResolvedRoute,
+        q: &crate::core::Question,
+        post: &Post,
+        main: Option<(u64, u64)>,
+    ) -> serenity::builder::CreateMessage {
+        let mut ctx = self.render_ctx(req, route, post.idx);
+        if post.is_main() {
+            return render::question_message(q, &ctx);
+        }
+        (ctx.mention_user_ids, ctx.mention_role_ids) = self.mentions_of(route, post);
+        let link = main.map(|(c, m)| self.rest.link(c, m));
+        let lead = self.lead(req, post, link);
+        if post.is_note() {
+            render::note(&lead, &ctx, main)
+        } else {
+            render::copy_message(q, &ctx, &lead)
+        }
+    }
+
     /// Posts every question of the request that is not posted yet, in order, making `tries`
     /// for each. Returns the message links.
     pub(super) async fn post_outbox(
@@ -69,18 +93,44 @@ impl Shared {
             return Err(Failure::Transient("the daemon is shutting down".into()));
         }
         let mut links = Vec::new();
-        for post in posts {
-            let channel: u64 = post.channel.parse().map_err(|_| {
-                Failure::Permanent(format!("bad channel id {:?} in the outbox", post.channel))
-            })?;
+        // The question's own messages go first: copies link to them and notes reply to them.
+        let mut posted: Vec<Post> = posts.to_vec();
+        let order: Vec<usize> = {
+            let mut o: Vec<usize> = (0..posted.len()).collect();
+            o.sort_by_key(|&i| (!posted[i].is_main(), posted[i].idx));
+            o
+        };
+        for i in order {
+            let post = posted[i].clone();
+            let dm = super::schedule::dm_user(&post.channel);
             if let Some(m) = post.message.as_deref().and_then(|m| m.parse().ok()) {
-                links.push(self.rest.link(channel, m));
+                if post.is_main() {
+                    if let Ok(channel) = post.channel.parse() {
+                        links.push(self.rest.link(channel, m));
+                    }
+                }
                 continue;
+            }
+            if dm.is_none() && post.channel.parse::<u64>().is_err() {
+                return Err(Failure::Permanent(format!(
+                    "bad channel id {:?} in the outbox",
+                    post.channel
+                )));
             }
             let Some(q) = req.questions.get(post.idx) else {
                 continue;
             };
-            let message = render::question_message(q, &self.render_ctx(req, route, post.idx))
+            let main = posted
+                .iter()
+                .find(|p| p.idx == post.idx && p.is_main())
+                .and_then(|p| {
+                    Some((
+                        p.channel.parse::<u64>().ok()?,
+                        p.message.as_deref()?.parse::<u64>().ok()?,
+                    ))
+                });
+            let message = self
+                .render_post(req, route, q, &post, main)
                 .nonce(serenity::all::Nonce::String(post.nonce.clone()))
                 .enforce_nonce(true);
             let mut attempt = tries.first;
@@ -89,37 +139,53 @@ impl Shared {
                 if !ctx.is_pending(&req.request_id) {
                     return Err(Failure::Permanent("the request has ended".into()));
                 }
-                // The guild is recorded with the message: clicks must come from it.
-                let sent = match self.rest.check_channel(channel, 1).await {
-                    Ok(guild) => self
-                        .rest
-                        .send(channel, message.clone())
-                        .await
-                        .map(|m| (m, guild)),
+                // A DM is opened first; the guild is recorded with the message: clicks must
+                // come from it.
+                let channel = match dm {
+                    Some(user) => self.rest.open_dm(user).await,
+                    None => Ok(post.channel.parse().unwrap_or_default()),
+                };
+                let sent = match channel {
+                    Ok(channel) => match self.rest.check_channel(channel, 1).await {
+                        Ok(guild) => self
+                            .rest
+                            .send(channel, message.clone())
+                            .await
+                            .map(|m| (m, channel, guild)),
+                        Err(f) => Err(f),
+                    },
                     Err(f) => Err(f),
                 };
                 match sent {
-                    Ok((m, guild)) => {
+                    Ok((m, channel, guild)) => {
                         crate::crash::point("posted");
                         let guild = guild.map(|g| g.to_string());
                         let message = m.id.to_string();
+                        let opened = dm.map(|_| channel.to_string());
                         match ctx
-                            .record_post(req, post.idx, &message, guild.as_deref())
+                            .record_post(req, &post, &message, opened.as_deref(), guild.as_deref())
                             .await
                         {
-                            Ok(()) => {
-                                self.shown
-                                    .posted(&req.token, post.idx, &message, guild.as_deref())
-                            }
+                            Ok(()) => self.shown.posted(
+                                &req.token,
+                                &post,
+                                &message,
+                                &channel.to_string(),
+                                guild.as_deref(),
+                            ),
                             Err(e) => {
                                 tracing::error!(error = %format!("{e:#}"), "cannot record a posted message")
                             }
                         }
-                        links.push(self.rest.link(channel, m.id.get()));
+                        posted[i].message = Some(message);
+                        posted[i].channel = channel.to_string();
+                        if post.is_main() {
+                            links.push(self.rest.link(channel, m.id.get()));
+                        }
                         break;
                     }
                     Err(f) => {
-                        let _ = ctx.record_post_failure(req, post.idx, f.message()).await;
+                        let _ = ctx.record_post_failure(req, &post, f.message()).await;
                         match f {
                             Failure::Transient(m) if tries.last.is_none_or(|n| attempt < n) => {
                                 let wait = self.rest.backoff(attempt);
@@ -195,12 +261,17 @@ impl Shared {
         ) else {
             return;
         };
-        let Some(claim) = self.busy.editing.claim((req.key, post.idx)) else {
+        let Some(claim) = self
+            .busy
+            .editing
+            .claim((req.key, post.idx, post.slot.clone()))
+        else {
             return;
         };
         let me = self.clone();
         let task_ctx = ctx.clone();
         let (key, idx) = (req.key, post.idx);
+        let edited_post = post.clone();
         let request_id = req.request_id.clone();
         ctx.spawn(async move {
             let edited = me
@@ -210,7 +281,7 @@ impl Shared {
             drop(claim);
             match edited {
                 Ok(()) => {
-                    if let Err(e) = task_ctx.record_edit(key, idx, state).await {
+                    if let Err(e) = task_ctx.record_edit(key, &edited_post, state).await {
                         tracing::error!(error = %format!("{e:#}"), "cannot record an edit");
                     }
                 }
@@ -257,7 +328,7 @@ impl Shared {
         posts: &[Post],
     ) {
         let route = self.route_of(req);
-        for post in posts.iter().filter(|p| p.message.is_some()) {
+        for post in posts.iter().filter(|p| p.message.is_some() && !p.is_note()) {
             if let Some((outcome, state)) = self.outcome_of(req, &route, post.idx) {
                 if post.edited != state {
                     self.spawn_edit(ctx, req, post, outcome, state);
@@ -328,8 +399,8 @@ impl Shared {
 pub(crate) struct Busy {
     /// Requests whose questions are being posted.
     pub posting: Claims<i64>,
-    /// Messages (request key, question) being edited.
-    pub editing: Claims<(i64, usize)>,
+    /// Messages (request key, question, slot) being edited.
+    pub editing: Claims<(i64, usize, String)>,
 }
 
 /// A set of things someone is working on; each is held by a [`Claim`].
@@ -341,10 +412,10 @@ impl<K> Default for Claims<K> {
     }
 }
 
-impl<K: std::hash::Hash + Eq + Copy> Claims<K> {
+impl<K: std::hash::Hash + Eq + Clone> Claims<K> {
     /// Claims `k`; `None` when someone holds it already.
     pub fn claim(&self, k: K) -> Option<Claim<K>> {
-        self.0.lock().unwrap().insert(k).then(|| Claim {
+        self.0.lock().unwrap().insert(k.clone()).then(|| Claim {
             set: self.0.clone(),
             k,
         })

@@ -210,6 +210,38 @@ pub fn question_message(q: &Question, ctx: &RenderContext) -> CreateMessage {
     msg
 }
 
+/// A copy of the question (a DM, an escalation step's channel): the same embed and controls,
+/// with `lead` (why it is here) before the copy's mentions.
+pub fn copy_message(q: &Question, ctx: &RenderContext, lead: &str) -> CreateMessage {
+    let (mentions, _) = mentions(ctx);
+    let content = match mentions {
+        Some(m) => format!("{lead} {m}"),
+        None => lead.to_owned(),
+    };
+    question_message(q, ctx).content(truncate(&content, CONTENT_MAX))
+}
+
+/// A note about a question (a reminder, an escalation step's mentions): `text` and the
+/// mentions, as a reply to the question's message when it is known; no components, so it is
+/// never a new question. Only the mentioned ids are pinged, not the replied-to author.
+pub fn note(text: &str, ctx: &RenderContext, reply_to: Option<(u64, u64)>) -> CreateMessage {
+    let (mentions, allowed) = mentions(ctx);
+    let content = match mentions {
+        Some(m) => format!("{text} {m}"),
+        None => text.to_owned(),
+    };
+    let mut msg = CreateMessage::new()
+        .content(truncate(&content, CONTENT_MAX))
+        .allowed_mentions(allowed.replied_user(false));
+    if let Some((channel, message)) = reply_to {
+        msg = msg.reference_message((
+            serenity::model::id::ChannelId::new(channel),
+            serenity::model::id::MessageId::new(message),
+        ));
+    }
+    msg
+}
+
 /// A message's final state: the question's embed with its outcome fields, no components.
 #[derive(Debug, Clone)]
 pub struct Outcome {

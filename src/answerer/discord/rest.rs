@@ -83,6 +83,8 @@ pub(crate) struct Rest {
     request_timeout: Duration,
     /// The guild of each channel (`None` for a DM channel), learned by the channel check.
     guilds: Mutex<HashMap<u64, Option<u64>>>,
+    /// The DM channel of each user askrelay opened one with.
+    dms: Mutex<HashMap<u64, u64>>,
     /// One queue per channel: channel checks and message creates in a channel go one at a
     /// time, each response telling serenity's limiter the bucket before the next request. It
     /// also keeps questions in the order they were asked.
@@ -105,6 +107,7 @@ impl Rest {
             retry_max_delay_ms,
             request_timeout,
             guilds: Mutex::new(HashMap::new()),
+            dms: Mutex::new(HashMap::new()),
             lanes: Mutex::new(HashMap::new()),
             pace: paced.then(|| GlobalPace {
                 sent: tokio::sync::Mutex::new(VecDeque::new()),
@@ -263,6 +266,27 @@ impl Rest {
         let guild = found.guild().map(|g| g.guild_id.get());
         self.guilds.lock().unwrap().insert(channel, guild);
         Ok(guild)
+    }
+
+    /// The DM channel with `user`, opened (create DM) once per user and then remembered, with
+    /// its guild known to be none.
+    pub async fn open_dm(&self, user: u64) -> Result<u64, Failure> {
+        if let Some(c) = self.dms.lock().unwrap().get(&user) {
+            return Ok(*c);
+        }
+        self.global_slot().await;
+        let body = serde_json::json!({ "recipient_id": user.to_string() });
+        let channel = self
+            .call(
+                self.request_timeout,
+                self.http.create_private_channel(&body),
+            )
+            .await?
+            .id
+            .get();
+        self.dms.lock().unwrap().insert(user, channel);
+        self.guilds.lock().unwrap().insert(channel, None);
+        Ok(channel)
     }
 
     /// A link to a message.

@@ -3,7 +3,7 @@
 //! Routes are tried in order; the first whose globs all match the request's scope wins, else
 //! the default route (`discord.channel_id`) if it is set.
 
-use crate::config::{Config, Route, Snowflake};
+use crate::config::{Config, EscalationStep, Route, Snowflake};
 use crate::core::Scope;
 
 /// The name of the route built from the `[discord]` section.
@@ -25,6 +25,31 @@ pub struct ResolvedRoute {
     /// Nobody may answer: the route a request was posted through is gone from the config and
     /// there is no default to fall back on.
     pub closed: bool,
+    /// Users who get each question in a DM too; they may answer there.
+    pub dm_user_ids: Vec<u64>,
+    pub remind: Option<Remind>,
+    /// Escalation steps, in order of `after_secs`.
+    pub escalate: Vec<Step>,
+}
+
+/// Reminders: a reply after `after_secs`, then every `every_secs`, at most `max` in all.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Remind {
+    pub after_secs: u64,
+    pub every_secs: u64,
+    pub max: u32,
+}
+
+/// An escalation step with the ids as numbers (see [`crate::config::EscalationStep`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Step {
+    pub after_secs: u64,
+    pub mention_role_ids: Vec<u64>,
+    pub mention_user_ids: Vec<u64>,
+    pub channel_id: Option<u64>,
+    pub dm_user_ids: Vec<u64>,
+    pub allowed_role_ids: Vec<u64>,
+    pub allowed_user_ids: Vec<u64>,
 }
 
 impl ResolvedRoute {
@@ -40,6 +65,53 @@ impl ResolvedRoute {
         self.allowed_user_ids.contains(&user_id)
             || role_ids.iter().any(|r| self.allowed_role_ids.contains(r))
     }
+
+    /// [`ResolvedRoute::allows`], widened by what a request asked at `asked_at_ms` has reached
+    /// by `now_ms`: the people it was sent to by DM (in a DM Discord sends no roles, so they
+    /// are known by user id), and the allowlists of every escalation step that has begun.
+    pub fn allows_at(&self, user_id: u64, role_ids: &[u64], asked_at_ms: i64, now_ms: i64) -> bool {
+        if self.allows(user_id, role_ids) {
+            return true;
+        }
+        if self.closed {
+            return false;
+        }
+        if self.dm_user_ids.contains(&user_id) {
+            return true;
+        }
+        self.escalate
+            .iter()
+            .take_while(|s| asked_at_ms.saturating_add(s.after_secs as i64 * 1000) <= now_ms)
+            .any(|s| {
+                s.allowed_user_ids.contains(&user_id)
+                    || s.dm_user_ids.contains(&user_id)
+                    || role_ids.iter().any(|r| s.allowed_role_ids.contains(r))
+            })
+    }
+}
+
+fn remind(after: Option<u64>, every: Option<u64>, max: Option<u32>) -> Option<Remind> {
+    let after_secs = after?;
+    Some(Remind {
+        after_secs,
+        every_secs: every.unwrap_or(after_secs),
+        max: max.unwrap_or(3),
+    })
+}
+
+fn steps(steps: &[EscalationStep]) -> Vec<Step> {
+    steps
+        .iter()
+        .map(|s| Step {
+            after_secs: s.after_secs,
+            mention_role_ids: ids(&s.mention_role_ids),
+            mention_user_ids: ids(&s.mention_user_ids),
+            channel_id: s.channel_id.map(|c| c.0),
+            dm_user_ids: ids(&s.dm_user_ids),
+            allowed_role_ids: ids(&s.allowed_role_ids),
+            allowed_user_ids: ids(&s.allowed_user_ids),
+        })
+        .collect()
 }
 
 fn ids(v: &[Snowflake]) -> Vec<u64> {
@@ -58,6 +130,17 @@ fn from_route(config: &Config, r: &Route) -> ResolvedRoute {
         expiry: r.expiry_rule(),
         terminal_answers: r.terminal_answers.unwrap_or(d.terminal_answers),
         closed: false,
+        dm_user_ids: ids(r.dm_user_ids.as_deref().unwrap_or(&d.dm_user_ids)),
+        remind: if r.remind_after_secs.is_some() {
+            remind(r.remind_after_secs, r.remind_every_secs, r.remind_max)
+        } else {
+            remind(
+                d.remind_after_secs,
+                r.remind_every_secs.or(d.remind_every_secs),
+                r.remind_max.or(d.remind_max),
+            )
+        },
+        escalate: steps(r.escalate.as_deref().unwrap_or(&d.escalate)),
     }
 }
 
@@ -73,6 +156,9 @@ fn default_route(config: &Config) -> Option<ResolvedRoute> {
         expiry: None,
         terminal_answers: d.terminal_answers,
         closed: false,
+        dm_user_ids: ids(&d.dm_user_ids),
+        remind: remind(d.remind_after_secs, d.remind_every_secs, d.remind_max),
+        escalate: steps(&d.escalate),
     })
 }
 
@@ -114,6 +200,9 @@ pub fn closed(config: &Config) -> ResolvedRoute {
         expiry: None,
         terminal_answers: config.discord.terminal_answers,
         closed: true,
+        dm_user_ids: Vec::new(),
+        remind: None,
+        escalate: Vec::new(),
     }
 }
 
@@ -164,17 +253,10 @@ mod tests {
         c.discord.channel_id = Some(Snowflake(1));
         c.discord.allowed_user_ids = vec![Snowflake(10)];
         c.routes.push(Route {
-            name: "infra".into(),
             matches: BTreeMap::from([("project".into(), "infra-*".into())]),
-            channel_id: Snowflake(2),
-            allowed_user_ids: None,
             allowed_role_ids: Some(vec![Snowflake(7)]),
             mention_role_ids: Some(vec![Snowflake(7)]),
-            mention_user_ids: None,
-            expiry: None,
-            expire_after_secs: None,
-            on_expire: None,
-            terminal_answers: None,
+            ..Route::new("infra", 2)
         });
         c
     }

@@ -325,6 +325,8 @@ struct St {
     refused_upgrades: usize,
     /// Set by [`StandIn::allow_invalid_bodies`]: the bodies are not checked at the end.
     skip_body_check: bool,
+    /// DM channels opened with `POST /users/@me/channels`: user → channel.
+    dms: HashMap<u64, u64>,
 }
 
 impl St {
@@ -777,6 +779,16 @@ impl StandIn {
 
     /// Messages in the channel as they are now (after edits), oldest first. Includes interaction
     /// replies and followups (ephemeral ones too, with flag 64).
+    /// The DM channel opened with `user`, if the bot opened one.
+    pub fn dm_channel(&self, user: u64) -> Option<u64> {
+        self.shared.lock().dms.get(&user).copied()
+    }
+
+    /// Whether `channel` is a DM channel.
+    pub fn is_dm(&self, channel: u64) -> bool {
+        self.shared.lock().dms.values().any(|&c| c == channel)
+    }
+
     pub fn messages_in(&self, channel_id: u64) -> Vec<Value> {
         self.shared
             .lock()

@@ -242,6 +242,42 @@ fn handle_rest(st: &mut St, ids: &Ids, method: &str, path: &str, body: Option<&V
         ("GET", ["oauth2", "applications", "@me"]) | ("GET", ["applications", "@me"]) => {
             Reply::json(200, application_json(ids))
         }
+        ("POST", ["users", "@me", "channels"]) => {
+            let user = body
+                .and_then(|b| b.get("recipient_id"))
+                .and_then(|r| match r {
+                    Value::String(s) => parse_snowflake(s),
+                    other => other.as_u64(),
+                });
+            match user {
+                None => form_error(
+                    &["recipient_id"],
+                    "BASE_TYPE_REQUIRED",
+                    "This field is required",
+                ),
+                Some(user) => {
+                    let cid = match st.dms.get(&user) {
+                        Some(&c) => c,
+                        None => {
+                            let c = st.next_snowflake();
+                            st.dms.insert(user, c);
+                            c
+                        }
+                    };
+                    Reply::json(200, dm_channel_json(cid, user))
+                }
+            }
+        }
+        ("GET", ["channels", cid]) if st.dms.values().any(|&c| Some(c) == parse_snowflake(cid)) => {
+            let cid = parse_snowflake(cid).unwrap_or_default();
+            let user = st
+                .dms
+                .iter()
+                .find(|(_, &c)| c == cid)
+                .map(|(&u, _)| u)
+                .unwrap_or_default();
+            Reply::json(200, dm_channel_json(cid, user))
+        }
         ("GET", ["channels", cid]) => {
             let cid = parse_snowflake(cid).unwrap_or_default();
             let last = st
@@ -822,6 +858,17 @@ fn channel_json(ids: &Ids, cid: u64, last_message_id: Option<u64>) -> Value {
         "last_message_id": last_message_id.map(|m| m.to_string()),
         "rate_limit_per_user": 0,
         "flags": 0,
+    })
+}
+
+/// A DM channel with `user`, as Discord returns it (type 1, no guild).
+fn dm_channel_json(cid: u64, user: u64) -> Value {
+    json!({
+        "id": cid.to_string(),
+        "type": 1,
+        "last_message_id": null,
+        "flags": 0,
+        "recipients": [crate::support::fixtures::user_json(user, &format!("user-{user}"))],
     })
 }
 
