@@ -924,4 +924,48 @@ mod tests {
         let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("config/askrelay.example.toml");
         Config::load_from(Some(&path), env(&[])).unwrap();
     }
+
+    /// The README's "On-call approvals" config, as written there.
+    #[test]
+    fn the_readme_on_call_config_reads_as_it_says() {
+        let readme = include_str!("../README.md");
+        let start = readme.find("## On-call approvals").unwrap();
+        let block = &readme[start..];
+        let toml = &block[block.find("```toml\n").unwrap() + 8..];
+        let toml = &toml[..toml.find("```").unwrap()];
+        let f = file(toml);
+        let cfg = Config::load_from(Some(f.path()), env(&[])).unwrap();
+        let r = &cfg.routes[0];
+        assert_eq!(r.remind_after_secs, Some(900));
+        assert_eq!(r.remind_max, Some(3));
+        let steps = r.escalate.as_ref().unwrap();
+        assert_eq!(steps.len(), 1);
+        assert_eq!(steps[0].after_secs, 1800);
+        assert_eq!(steps[0].dm_user_ids, vec![Snowflake(333333333333333333)]);
+        assert_eq!(
+            cfg.expiry_for(Some(r)),
+            ExpiryRule {
+                after_secs: Some(7200),
+                on_expire: OnExpire::Select("Deny".into())
+            }
+        );
+    }
+
+    #[test]
+    fn escalation_steps_must_come_in_order() {
+        let f = file(
+            "[discord]\nchannel_id = 1\n[[discord.escalate]]\nafter_secs = 60\n[[discord.escalate]]\nafter_secs = 30\n",
+        );
+        let err = format!(
+            "{:#}",
+            Config::load_from(Some(f.path()), env(&[])).unwrap_err()
+        );
+        assert!(err.contains("discord.escalate[1].after_secs"), "{err}");
+        let f = file("[discord]\nremind_after_secs = 0\n");
+        let err = format!(
+            "{:#}",
+            Config::load_from(Some(f.path()), env(&[])).unwrap_err()
+        );
+        assert!(err.contains("discord.remind_after_secs"), "{err}");
+    }
 }

@@ -410,8 +410,13 @@ async fn a_restart_between_steps_resumes_the_schedule_without_repeating_a_step()
         .count();
     assert_eq!(in_channel, 2, "the question and one escalation note");
     let copy = app.messages(COPIES).remove(0);
-    app.press(&copy, &alice(), "Yes, delete them (Recommended)")
+    let cb = app
+        .press(&copy, &alice(), "Yes, delete them (Recommended)")
         .await;
+    assert_eq!(
+        cb["type"], 7,
+        "a copy clicked as soon as it shows counts: {cb}"
+    );
     expect_event(&mut c, "answered").await;
     app.assert_payloads_valid();
 }

@@ -49,6 +49,12 @@ use tokio::time::{sleep, sleep_until, timeout, timeout_at, Instant};
 
 /// The channel every question goes to.
 const CHANNEL: u64 = 7_700;
+/// Where the escalating route posts its copies (every third request escalates).
+const COPIES: u64 = 7_701;
+/// The config file of every instance: a route that escalates one second after the ask with a
+/// linked copy of each open question in [`COPIES`].
+const CONFIG: &str = "[[routes]]\nname = \"escalating\"\nmatch = { escalate = \"yes\" }\n\
+    channel_id = 7700\n[[routes.escalate]]\nafter_secs = 1\nchannel_id = 7701\n";
 /// The crash points of `src/crash.rs`, those of posting first.
 const CRASH_POINTS: [&str; 4] = ["stored", "posted", "clicked", "answered"];
 /// How long a daemon gets to say "listening".
@@ -122,8 +128,11 @@ pub struct ChaosReport {
     pub questions: usize,
     /// Distinct (request key, question) among the messages created in the channel.
     pub questions_posted: usize,
-    /// Messages created beyond one per (request key, question).
+    /// Messages created beyond one per (request key, question, channel): the question's own
+    /// message, and its escalation copy.
     pub duplicates_posted: usize,
+    /// Escalation copies posted (in the copies channel).
+    pub copies_posted: usize,
     /// Requests whose client never got `answered` though every question was clicked.
     pub answers_lost: usize,
     /// Requests with two different final lines (a replay of the same line is fine).
@@ -212,6 +221,7 @@ impl ChaosReport {
         row("requests", self.requests.to_string(), "");
         row("questions", self.questions.to_string(), "");
         row("questions posted", self.questions_posted.to_string(), "");
+        row("escalation copies", self.copies_posted.to_string(), "");
         row(
             "duplicates posted",
             self.duplicates_posted.to_string(),
@@ -427,7 +437,11 @@ fn make_plan(cfg: &ChaosConfig, rng: &mut Rng) -> Vec<PlannedRequest> {
                 "op": "ask",
                 "request_id": request_id,
                 "caller": {"agent_id": "chaos-agent", "owner_agent_id": null},
-                "scope": {"project": "chaos"},
+                "scope": if i % 3 == 0 {
+                    json!({"project": "chaos", "escalate": "yes"})
+                } else {
+                    json!({"project": "chaos"})
+                },
                 "questions": qs,
             });
             let answers: Vec<Value> = questions
@@ -581,6 +595,8 @@ impl DaemonCtl {
         self.shared.epoch.store(n, Ordering::SeqCst);
         let mut cmd = Command::new(&self.bin);
         cmd.arg("serve")
+            .arg("--config")
+            .arg(self.socket.with_file_name("chaos.toml"))
             .env_clear()
             .env("PATH", std::env::var_os("PATH").unwrap_or_default())
             .env("ASKRELAY_SOCKET_PATH", &self.socket)
@@ -1714,6 +1730,7 @@ pub async fn run(cfg: ChaosConfig, daemon_bin: &Path) -> ChaosReport {
         .tempdir()
         .expect("chaos: cannot create a temp dir");
     let socket = dir.path().join("askrelay.sock");
+    std::fs::write(dir.path().join("chaos.toml"), CONFIG).expect("chaos: cannot write chaos.toml");
     let (finished, _) = watch::channel(0usize);
     let (progress, _) = watch::channel((0usize, 0usize));
     let (all_done, _) = watch::channel(false);
@@ -1993,27 +2010,32 @@ pub async fn run(cfg: ChaosConfig, daemon_bin: &Path) -> ChaosReport {
 
     // Posted messages: one per (request key, question), never more.
     let created = standin.created_messages_from(0);
-    let mut per_question: BTreeMap<(String, usize), Vec<u64>> = BTreeMap::new();
+    let mut per_question: BTreeMap<(String, usize, u64), Vec<u64>> = BTreeMap::new();
     for m in &created {
         let id: u64 = m["id"].as_str().and_then(|s| s.parse().ok()).unwrap_or(0);
+        let channel: u64 = m["channel_id"]
+            .as_str()
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(0);
         let key = m["components"]
             .as_array()
             .into_iter()
             .flatten()
             .flat_map(|row| row["components"].as_array().into_iter().flatten())
             .find_map(|c| c["custom_id"].as_str().and_then(custom_id::parse))
-            .map(|c| (c.token, c.question));
+            .map(|c| (c.token, c.question, channel));
         match key {
             Some(k) => per_question.entry(k).or_default().push(id),
             None => shared.problem(format!("message {id} was created without any custom_id")),
         }
     }
-    report.questions_posted = per_question.len();
-    for ((key, q), ids) in &per_question {
+    report.questions_posted = per_question.keys().filter(|k| k.2 == CHANNEL).count();
+    report.copies_posted = per_question.keys().filter(|k| k.2 == COPIES).count();
+    for ((key, q, channel), ids) in &per_question {
         if ids.len() > 1 {
             report.duplicates_posted += ids.len() - 1;
             shared.problem(format!(
-                "request key {key} question {q} was posted {} times: messages {ids:?}",
+                "request key {key} question {q} was posted {} times in channel {channel}: messages {ids:?}",
                 ids.len()
             ));
         }

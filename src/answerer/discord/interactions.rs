@@ -255,16 +255,26 @@ impl Handler {
             if p.idx != idx || p.answerer != NAME || p.is_note() {
                 return false;
             }
-            // A message Discord confirmed a moment ago may not be recorded yet: then the
-            // channel and guild must match, and the token already binds it to this request.
-            let message = match (&p.message, o.message) {
-                (Some(m), Some(clicked)) => *m == clicked.to_string(),
-                (None, Some(_)) => true,
+            let guild = o.guild.map(|g| g.to_string());
+            match (&p.message, o.message) {
+                (Some(m), Some(clicked)) => {
+                    *m == clicked.to_string()
+                        && p.channel == o.channel.to_string()
+                        && p.guild == guild
+                }
+                // A message Discord confirmed a moment ago may not be recorded yet; the token
+                // already binds it to this request. A DM not recorded yet: a DM (no guild) with
+                // the very user it was sent to. Otherwise the channel, and the guild once known
+                // (a channel belongs to one guild).
+                (None, Some(_)) => match super::schedule::dm_user(&p.channel) {
+                    Some(user) => o.guild.is_none() && o.user.id.get() == user,
+                    None => {
+                        p.channel == o.channel.to_string()
+                            && (p.guild.is_none() || p.guild == guild)
+                    }
+                },
                 (_, None) => false,
-            };
-            message
-                && p.channel == o.channel.to_string()
-                && p.guild.as_deref() == o.guild.map(|g| g.to_string()).as_deref()
+            }
         });
         if mine.len() > 1 {
             // Two rows in one channel, one not recorded yet: the recorded one is the match.
