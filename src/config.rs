@@ -59,6 +59,7 @@ pub struct Config {
     pub routes: Vec<Route>,
     /// How long any request may wait, and what then; routes override it with `expiry`.
     pub expiry: ExpiryRule,
+    pub digest: DigestConfig,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -130,6 +131,29 @@ pub struct DiscordConfig {
     pub dm_user_ids: Vec<Snowflake>,
     /// The default route's escalation steps.
     pub escalate: Vec<EscalationStep>,
+    /// Guilds to register the `/askrelay` command in (visible at once); empty registers it
+    /// globally (Discord may take a while to show it everywhere).
+    #[serde(deserialize_with = "snowflakes")]
+    pub guild_ids: Vec<Snowflake>,
+    /// Who may run `/askrelay cancel` (a member on either list).
+    #[serde(deserialize_with = "snowflakes")]
+    pub operator_role_ids: Vec<Snowflake>,
+    #[serde(deserialize_with = "snowflakes")]
+    pub operator_user_ids: Vec<Snowflake>,
+}
+
+/// `[digest]`: a summary of unanswered questions, posted on a schedule.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
+pub struct DigestConfig {
+    /// Where to post it; no digest when unset.
+    pub channel_id: Option<Snowflake>,
+    /// How often (default: daily).
+    pub every_secs: Option<u64>,
+    /// A time of day ("09:00") the schedule is anchored to, in `timezone` (default UTC).
+    pub at: Option<String>,
+    /// An IANA time zone name, e.g. "Europe/Berlin".
+    pub timezone: Option<String>,
 }
 
 /// An escalation step (`[[routes.escalate]]`, `[[discord.escalate]]`): when nobody answered
@@ -177,6 +201,9 @@ impl Default for DiscordConfig {
             remind_max: None,
             dm_user_ids: Vec::new(),
             escalate: Vec::new(),
+            guild_ids: Vec::new(),
+            operator_role_ids: Vec::new(),
+            operator_user_ids: Vec::new(),
         }
     }
 }
@@ -291,6 +318,7 @@ impl Default for Config {
             terminal: TerminalConfig::default(),
             routes: Vec::new(),
             expiry: ExpiryRule::default(),
+            digest: DigestConfig::default(),
         }
     }
 }
@@ -393,6 +421,20 @@ impl Config {
             bail!("discord.api_base: must be a scheme and host only, like \"https://discord.com\"");
         }
         check_expiry(&self.expiry, "expiry")?;
+        if self.digest.every_secs == Some(0) {
+            bail!("digest.every_secs: must be at least 1");
+        }
+        if let Some(at) = &self.digest.at {
+            crate::core::calendar::parse_time_of_day(at).map_err(|e| anyhow!("digest.at: {e}"))?;
+        }
+        if let Some(tz) = &self.digest.timezone {
+            crate::core::calendar::zone(tz).map_err(|e| anyhow!("digest.timezone: {e}"))?;
+        }
+        if self.digest.channel_id.is_none()
+            && (self.digest.every_secs.is_some() || self.digest.at.is_some())
+        {
+            bail!("digest.channel_id: the digest needs a channel");
+        }
         check_oncall(
             "discord",
             self.discord.remind_after_secs,

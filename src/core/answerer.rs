@@ -12,10 +12,11 @@ use super::answer::Settlement;
 use super::error::AskError;
 use super::expiry::ExpiryRule;
 use super::model::{Question, Scope};
+use super::request::Source;
 use super::request::{
     Actor, AuditEntry, DuePost, EditState, PlannedPost, Post, Request, Settled, Status, Timer,
 };
-use super::store::Store;
+use super::store::{Page, Store, Visibility};
 use anyhow::Result;
 use async_trait::async_trait;
 use serde_json::{Map, Value};
@@ -112,6 +113,11 @@ pub trait Core: Send + Sync + 'static {
     /// Ends a pending request with an error; false if it had already ended.
     async fn end(&self, req: &Request, status: Status, error: AskError) -> bool;
 
+    /// Cancels a pending request on behalf of a person the platform vouches for (`actor`, as
+    /// the audit log names them); its clients get `ABORTED` with `reason`. False if it had
+    /// already ended.
+    async fn cancel_as(&self, req: &Request, reason: &str, source: Source, actor: String) -> bool;
+
     /// Appends an audit row (a failure is logged).
     async fn audit(&self, entry: AuditEntry);
 
@@ -162,6 +168,11 @@ impl AnswererContext {
     /// Records an accepted interaction that changes no answer (a draft, opening a form).
     pub async fn record(&self, entry: AuditEntry) -> Result<()> {
         self.store().audit(&entry).await
+    }
+
+    /// A request by its id.
+    pub async fn by_id(&self, request_id: &str) -> Result<Option<Request>> {
+        self.store().by_id(request_id).await
     }
 
     /// A request by the token its controls carry, with its outbox rows.
@@ -264,9 +275,40 @@ impl AnswererContext {
         self.core.end(req, Status::Failed, error).await
     }
 
-    /// Ends a request whose expiry ran out.
-    pub async fn expire(&self, req: &Request, error: AskError) -> bool {
-        self.core.end(req, Status::Expired, error).await
+    /// Cancels a request for a person the platform vouches for (an operator's slash command).
+    pub async fn cancel(&self, req: &Request, reason: &str, source: Source, actor: String) -> bool {
+        self.core.cancel_as(req, reason, source, actor).await
+    }
+
+    /// Pending requests of every owner, oldest first (at most `limit`), with their outbox rows:
+    /// what a platform's own listing shows to the people it lets see them.
+    pub async fn pending_all(&self, limit: u32) -> Result<Vec<(Request, Vec<Post>)>> {
+        let reqs = self
+            .store()
+            .pending(Visibility::All, Page { limit, after: None })
+            .await?;
+        self.attach_posts(reqs).await
+    }
+
+    /// Requests of every owner, newest first (at most `limit`), with their outbox rows.
+    pub async fn history_all(&self, limit: u32) -> Result<Vec<(Request, Vec<Post>)>> {
+        let reqs = self
+            .store()
+            .history(Visibility::All, Page { limit, after: None })
+            .await?;
+        self.attach_posts(reqs).await
+    }
+
+    async fn attach_posts(&self, reqs: Vec<Request>) -> Result<Vec<(Request, Vec<Post>)>> {
+        let keys: Vec<i64> = reqs.iter().map(|r| r.key).collect();
+        let mut posts = self.store().posts(&keys).await?;
+        Ok(reqs
+            .into_iter()
+            .map(|r| {
+                let p = posts.remove(&r.key).unwrap_or_default();
+                (r, p)
+            })
+            .collect())
     }
 
     /// Cancelled when the daemon shuts down.

@@ -1160,6 +1160,19 @@ impl Core for Hub {
         self.end_by(req, status, error, Source::Daemon).await
     }
 
+    async fn cancel_as(&self, req: &Request, reason: &str, source: Source, actor: String) -> bool {
+        let err = AskError::aborted(format!("the request was cancelled: {reason}"));
+        let audit = AuditEntry {
+            request_key: Some(req.key),
+            source,
+            actor: Some(actor),
+            action: AuditAction::Cancelled,
+            detail: Some(err.to_string()),
+            ..Default::default()
+        };
+        self.end_with(req, Status::Cancelled, err, audit).await
+    }
+
     async fn audit(&self, entry: AuditEntry) {
         Hub::audit(self, entry).await
     }

@@ -7,6 +7,7 @@
 pub mod access;
 pub mod answer;
 pub mod answerer;
+pub mod calendar;
 pub mod error;
 pub mod expiry;
 pub mod hub;

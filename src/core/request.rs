@@ -471,6 +471,8 @@ pub enum AuditAction {
     StoreError,
     /// The daemon is starting and cannot take it yet.
     NotReady,
+    /// A platform command (Discord's `/askrelay`): what was asked, and whether it was allowed.
+    Command,
 }
 
 impl AuditAction {
@@ -494,6 +496,7 @@ impl AuditAction {
             AuditAction::EmptyModal => "empty_modal",
             AuditAction::StoreError => "store_error",
             AuditAction::NotReady => "not_ready",
+            AuditAction::Command => "command",
         }
     }
 

@@ -216,6 +216,30 @@ fn interaction(
     v
 }
 
+/// A slash command (interaction type 2): `/name sub` with these sub-options (each
+/// `{"name", "type", "value"}`), used in the channel of `at` (no message).
+pub fn slash_command(
+    id: u64,
+    at: &At,
+    clicker: &Clicker,
+    name: &str,
+    sub: &str,
+    options: Value,
+) -> Value {
+    let mut data = json!({
+        "id": "1400000000000000001",
+        "name": name,
+        "type": 1,
+        "options": [{"name": sub, "type": 1, "options": options}],
+    });
+    if let Some(g) = at.guild_id {
+        data["guild_id"] = json!(g.to_string());
+    }
+    let mut v = interaction(2, id, at, clicker, data, Value::Null);
+    v.as_object_mut().unwrap().remove("message");
+    v
+}
+
 /// A button click (interaction type 3, component_type 2). The message carries one row with that
 /// button. The token is `tok{id}`.
 pub fn component_click(id: u64, at: &At, clicker: &Clicker, custom_id: &str) -> Value {

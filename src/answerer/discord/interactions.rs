@@ -44,6 +44,16 @@ impl RawEventHandler for Handler {
                 );
                 // After an outage: whatever could not be posted or edited goes now.
                 self.shared.repair_now.notify_one();
+                if !self
+                    .shared
+                    .commands_registered
+                    .swap(true, std::sync::atomic::Ordering::SeqCst)
+                {
+                    let shared = self.shared.clone();
+                    let app = r.ready.application.id;
+                    self.ctx
+                        .spawn(async move { shared.register_commands(app).await });
+                }
             }
             Event::Resumed(_) => {
                 tracing::info!("resumed the Discord gateway session");
@@ -52,6 +62,7 @@ impl RawEventHandler for Handler {
             Event::InteractionCreate(e) => match e.interaction {
                 Interaction::Component(ci) => self.on_component(ci).await,
                 Interaction::Modal(mi) => self.on_modal(mi).await,
+                Interaction::Command(ci) => self.on_command(ci).await,
                 other => {
                     tracing::debug!(kind = ?other.kind(), "ignoring an interaction askrelay does not use")
                 }

@@ -7,6 +7,7 @@
 //! control's custom_id, so buttons keep working after a restart and never answer anything else.
 //! [`outbox`] posts, edits and repairs messages.
 
+mod commands;
 pub mod custom_id;
 mod interactions;
 mod outbox;
@@ -48,6 +49,8 @@ pub(crate) struct Shared {
     schedule: Deadlines<schedule::Due>,
     /// The requests whose timers were loaded at start-up.
     armed: std::sync::Mutex<std::collections::HashSet<i64>>,
+    /// Set once `/askrelay` is registered (at the first READY of the run).
+    commands_registered: std::sync::atomic::AtomicBool,
 }
 
 /// The pending requests this answerer shows, with their outbox rows as they stand: what a
@@ -163,6 +166,7 @@ impl DiscordAnswerer {
                 repair_now: Default::default(),
                 schedule: Default::default(),
                 armed: Default::default(),
+                commands_registered: Default::default(),
             }),
             rest_client,
         })

@@ -490,7 +490,7 @@ fn outcome_edit(q: &Question, ctx: &RenderContext, outcome: Vec<(String, String)
     }
 }
 
-fn one_line(s: &str) -> String {
+pub fn one_line(s: &str) -> String {
     s.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 

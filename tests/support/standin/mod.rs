@@ -327,6 +327,8 @@ struct St {
     skip_body_check: bool,
     /// DM channels opened with `POST /users/@me/channels`: user → channel.
     dms: HashMap<u64, u64>,
+    /// Application command ids by (guild or global, name).
+    commands: HashMap<(Option<u64>, String), u64>,
 }
 
 impl St {

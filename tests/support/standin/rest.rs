@@ -268,6 +268,16 @@ fn handle_rest(st: &mut St, ids: &Ids, method: &str, path: &str, body: Option<&V
                 }
             }
         }
+        ("PUT", ["applications", app, "commands"])
+            if parse_snowflake(app) == Some(ids.application_id) =>
+        {
+            overwrite_commands(st, ids, None, body)
+        }
+        ("PUT", ["applications", app, "guilds", guild, "commands"])
+            if parse_snowflake(app) == Some(ids.application_id) =>
+        {
+            overwrite_commands(st, ids, parse_snowflake(guild), body)
+        }
         ("GET", ["channels", cid]) if st.dms.values().any(|&c| Some(c) == parse_snowflake(cid)) => {
             let cid = parse_snowflake(cid).unwrap_or_default();
             let user = st
@@ -859,6 +869,45 @@ fn channel_json(ids: &Ids, cid: u64, last_message_id: Option<u64>) -> Value {
         "rate_limit_per_user": 0,
         "flags": 0,
     })
+}
+
+/// Bulk-overwrites the application's commands (globally, or in one guild): answers them with
+/// ids, as Discord does, keeping the ids of commands that keep their name.
+fn overwrite_commands(st: &mut St, ids: &Ids, guild: Option<u64>, body: Option<&Value>) -> Reply {
+    let Some(list) = body.and_then(Value::as_array) else {
+        return form_error(
+            &[],
+            "ARRAY_TYPE_CONVERT",
+            "Only iterables may be used in a ListType",
+        );
+    };
+    let mut out = Vec::new();
+    for c in list {
+        let name = c["name"].as_str().unwrap_or_default().to_owned();
+        let id = match st.commands.get(&(guild, name.clone())) {
+            Some(id) => *id,
+            None => {
+                let id = st.next_snowflake();
+                st.commands.insert((guild, name.clone()), id);
+                id
+            }
+        };
+        let mut cmd = c.clone();
+        cmd["id"] = json!(id.to_string());
+        cmd["application_id"] = json!(ids.application_id.to_string());
+        cmd["version"] = json!(id.to_string());
+        if cmd.get("type").is_none() {
+            cmd["type"] = json!(1);
+        }
+        if let Some(g) = guild {
+            cmd["guild_id"] = json!(g.to_string());
+        }
+        if cmd.get("default_member_permissions").is_none() {
+            cmd["default_member_permissions"] = Value::Null;
+        }
+        out.push(cmd);
+    }
+    Reply::json(200, Value::Array(out))
 }
 
 /// A DM channel with `user`, as Discord returns it (type 1, no guild).

@@ -1,0 +1,530 @@
+//! The `/askrelay` slash command, so that a team can supervise its agents from the chat where
+//! the questions arrive: `pending [all]`, `cancel request [reason]` and `history [n]`.
+//!
+//! - It is registered once per run, when the gateway is first ready, with the bulk-overwrite
+//!   endpoint (so registering again changes nothing): in each of `discord.guild_ids` (visible at
+//!   once), else globally.
+//! - `pending` and `history` are for anyone allowed to answer in the channel they are used in;
+//!   they list the requests of the channels (routes) that person may answer in, and `pending`
+//!   without `all` only those shown in this channel. `cancel` is for `discord.operator_role_ids`
+//!   and `discord.operator_user_ids`.
+//! - Every use is audited (`command`, with whether it was allowed). The reply is private
+//!   (ephemeral). It is sent within Discord's 3 s: when the answer takes longer than 1.5 s the
+//!   interaction is deferred first and the answer edited in.
+
+use super::interactions::Handler;
+use super::render::{inert, one_line, truncate};
+use super::route::{self, ResolvedRoute};
+use super::schedule::step_of;
+use super::{Shared, NAME};
+use crate::core::expiry::human;
+use crate::core::request::{now_ms, AuditAction, AuditEntry, Post, Request, Source};
+use crate::core::{QuestionAnswer, Status};
+use serenity::all::{
+    ApplicationId, Command, CommandInteraction, CommandOptionType, CreateCommand,
+    CreateCommandOption, CreateEmbed, CreateInteractionResponse, CreateInteractionResponseMessage,
+    EditInteractionResponse, GuildId, ResolvedValue,
+};
+use std::time::Duration;
+
+/// The command's name.
+pub const COMMAND: &str = "askrelay";
+/// An embed description holds at most 4096 characters.
+const LIST_MAX: usize = 4000;
+/// How long the answer may take before the interaction is deferred.
+const DEFER_AFTER: Duration = Duration::from_millis(1500);
+
+/// The command as registered.
+pub fn definition() -> CreateCommand {
+    CreateCommand::new(COMMAND)
+        .description("Supervise the questions agents ask through askrelay")
+        .dm_permission(false)
+        .add_option(
+            CreateCommandOption::new(
+                CommandOptionType::SubCommand,
+                "pending",
+                "The questions waiting for an answer in this channel",
+            )
+            .add_sub_option(CreateCommandOption::new(
+                CommandOptionType::Boolean,
+                "all",
+                "Every channel you may answer in, not only this one",
+            )),
+        )
+        .add_option(
+            CreateCommandOption::new(
+                CommandOptionType::SubCommand,
+                "cancel",
+                "Cancel a pending request; its agent gets ABORTED (operators only)",
+            )
+            .add_sub_option(
+                CreateCommandOption::new(
+                    CommandOptionType::String,
+                    "request",
+                    "The request id (see /askrelay pending)",
+                )
+                .required(true)
+                .max_length(200),
+            )
+            .add_sub_option(
+                CreateCommandOption::new(
+                    CommandOptionType::String,
+                    "reason",
+                    "Why; the agent is told",
+                )
+                .max_length(500),
+            ),
+        )
+        .add_option(
+            CreateCommandOption::new(
+                CommandOptionType::SubCommand,
+                "history",
+                "The last requests that ended",
+            )
+            .add_sub_option(
+                CreateCommandOption::new(CommandOptionType::Integer, "n", "How many (default 10)")
+                    .min_int_value(1)
+                    .max_int_value(25),
+            ),
+        )
+}
+
+/// What was asked.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Sub {
+    Pending {
+        all: bool,
+    },
+    Cancel {
+        request: String,
+        reason: Option<String>,
+    },
+    History {
+        n: u32,
+    },
+}
+
+impl Sub {
+    fn describe(&self) -> String {
+        match self {
+            Sub::Pending { all } => format!("/askrelay pending all={all}"),
+            Sub::Cancel { request, .. } => {
+                format!(
+                    "/askrelay cancel request={:?}",
+                    crate::core::text::Escaped(request)
+                )
+            }
+            Sub::History { n } => format!("/askrelay history n={n}"),
+        }
+    }
+}
+
+fn parse(ci: &CommandInteraction) -> Option<Sub> {
+    let options = ci.data.options();
+    let first = options.first()?;
+    let ResolvedValue::SubCommand(args) = &first.value else {
+        return None;
+    };
+    let string = |name: &str| {
+        args.iter()
+            .find(|o| o.name == name)
+            .and_then(|o| match o.value {
+                ResolvedValue::String(s) => Some(s.to_owned()),
+                _ => None,
+            })
+    };
+    Some(match first.name {
+        "pending" => Sub::Pending {
+            all: args
+                .iter()
+                .any(|o| o.name == "all" && matches!(o.value, ResolvedValue::Boolean(true))),
+        },
+        "cancel" => Sub::Cancel {
+            request: string("request")?,
+            reason: string("reason").filter(|r| !r.trim().is_empty()),
+        },
+        "history" => Sub::History {
+            n: args
+                .iter()
+                .find_map(|o| match (o.name, &o.value) {
+                    ("n", ResolvedValue::Integer(n)) => Some((*n).clamp(1, 25) as u32),
+                    _ => None,
+                })
+                .unwrap_or(10),
+        },
+        _ => return None,
+    })
+}
+
+impl Shared {
+    /// Registers `/askrelay` (bulk overwrite: idempotent) in the configured guilds, else
+    /// globally. A failure is logged; questions work without the command.
+    pub(super) async fn register_commands(&self, app: ApplicationId) {
+        self.rest.http.set_application_id(app);
+        let http = &self.rest.http;
+        let guilds = &self.config.discord.guild_ids;
+        let done = if guilds.is_empty() {
+            Command::set_global_commands(http, vec![definition()])
+                .await
+                .map(|_| "globally".to_owned())
+        } else {
+            let mut result = Ok(format!("in {} guild(s)", guilds.len()));
+            for g in guilds {
+                if let Err(e) = GuildId::new(g.0)
+                    .set_commands(http, vec![definition()])
+                    .await
+                {
+                    result = Err(e);
+                    break;
+                }
+            }
+            result
+        };
+        match done {
+            Ok(where_) => tracing::info!("registered the /askrelay command {where_}"),
+            Err(e) => {
+                tracing::warn!(error = %super::classify(&e).message(), "cannot register the /askrelay command; questions still work")
+            }
+        }
+    }
+
+    /// Every route a request can have now: the default and each `[[routes]]`.
+    fn all_routes(&self) -> Vec<ResolvedRoute> {
+        let c = &self.config;
+        let mut routes: Vec<ResolvedRoute> = c
+            .routes
+            .iter()
+            .filter_map(|r| route::by_name(c, &r.name))
+            .collect();
+        if let Some(d) =
+            route::resolve(c, &Default::default()).filter(|r| r.name == route::DEFAULT_ROUTE)
+        {
+            routes.insert(0, d);
+        }
+        routes
+    }
+}
+
+/// Who ran the command, as the checks need them.
+struct Caller {
+    user: u64,
+    roles: Vec<u64>,
+    operator: bool,
+}
+
+impl Handler {
+    pub(super) async fn on_command(&self, ci: CommandInteraction) {
+        if ci.data.name != COMMAND {
+            return;
+        }
+        let roles: Vec<u64> = ci
+            .member
+            .as_ref()
+            .map(|m| m.roles.iter().map(|r| r.get()).collect())
+            .unwrap_or_default();
+        let d = &self.shared.config.discord;
+        let user = ci.user.id.get();
+        let caller = Caller {
+            user,
+            operator: !ci.user.bot
+                && (d.operator_user_ids.iter().any(|u| u.0 == user)
+                    || roles
+                        .iter()
+                        .any(|r| d.operator_role_ids.iter().any(|o| o.0 == *r))),
+            roles,
+        };
+        let sub = parse(&ci);
+        let work = self.command_reply(&ci, &caller, sub.clone());
+        tokio::pin!(work);
+        let http = &self.shared.rest.http;
+        let timeout = Duration::from_millis(self.shared.config.discord.callback_timeout_ms);
+        let sent = tokio::select! {
+            reply = &mut work => {
+                let (embed, _) = reply;
+                let msg = CreateInteractionResponseMessage::new()
+                    .embed(embed)
+                    .ephemeral(true)
+                    .allowed_mentions(serenity::builder::CreateAllowedMentions::new());
+                self.shared.rest.call(timeout, ci.create_response(http, CreateInteractionResponse::Message(msg))).await
+            }
+            _ = tokio::time::sleep(DEFER_AFTER) => {
+                let defer = CreateInteractionResponse::Defer(
+                    CreateInteractionResponseMessage::new().ephemeral(true),
+                );
+                match self.shared.rest.call(timeout, ci.create_response(http, defer)).await {
+                    Ok(()) => {
+                        let (embed, _) = work.await;
+                        let edit = EditInteractionResponse::new().embed(embed);
+                        self.shared
+                            .rest
+                            .retry("answering /askrelay", 3, || async {
+                                self.shared.rest.call(timeout * 4, ci.edit_response(http, edit.clone())).await
+                            })
+                            .await
+                            .map(|_| ())
+                    }
+                    Err(f) => Err(f),
+                }
+            }
+        };
+        if let Err(f) = sent {
+            tracing::warn!(error = %f.message(), "cannot answer /askrelay");
+        }
+    }
+
+    /// The reply to a command, audited, and whether it was allowed.
+    async fn command_reply(
+        &self,
+        ci: &CommandInteraction,
+        caller: &Caller,
+        sub: Option<Sub>,
+    ) -> (CreateEmbed, bool) {
+        let (text, allowed, title) = match &sub {
+            None => (
+                "This command is not one askrelay knows.".to_owned(),
+                false,
+                "askrelay",
+            ),
+            Some(_) if ci.user.bot => (
+                "Bot accounts cannot use askrelay's commands.".to_owned(),
+                false,
+                "askrelay",
+            ),
+            Some(sub) => match self.run_command(ci, caller, sub).await {
+                Ok((title, text)) => (text, true, title),
+                Err(text) => (text, false, "askrelay"),
+            },
+        };
+        let detail = sub.as_ref().map_or_else(
+            || format!("{:?}", crate::core::text::Escaped(&ci.data.name)),
+            Sub::describe,
+        );
+        self.ctx
+            .refuse(AuditEntry {
+                source: Source::Discord,
+                actor: Some(format!("{} (Discord user {})", ci.user.name, ci.user.id)),
+                action: AuditAction::Command,
+                detail: Some(format!("{detail} in channel {}", ci.channel_id)),
+                accepted: allowed,
+                ..Default::default()
+            })
+            .await;
+        (
+            CreateEmbed::new()
+                .title(title)
+                .description(truncate(&text, LIST_MAX)),
+            allowed,
+        )
+    }
+
+    async fn run_command(
+        &self,
+        ci: &CommandInteraction,
+        caller: &Caller,
+        sub: &Sub,
+    ) -> Result<(&'static str, String), String> {
+        let routes = self.shared.all_routes();
+        let channel = ci.channel_id.get();
+        let here: Vec<&ResolvedRoute> = routes.iter().filter(|r| r.channel_id == channel).collect();
+        let may_see_here =
+            caller.operator || here.iter().any(|r| r.allows(caller.user, &caller.roles));
+        // The routes whose requests this person may see: those they may answer on.
+        let visible = |req: &Request| {
+            caller.operator || self.shared.route_of(req).allows(caller.user, &caller.roles)
+        };
+        let store_error = |e: anyhow::Error| {
+            tracing::error!(error = %format!("{e:#}"), "cannot read requests for /askrelay");
+            "askrelay could not read its requests; try again.".to_owned()
+        };
+        match sub {
+            Sub::Cancel { request, reason } => {
+                if !caller.operator {
+                    return Err("Only askrelay operators (discord.operator_role_ids, discord.operator_user_ids) may cancel requests.".into());
+                }
+                let req = self
+                    .ctx
+                    .by_id(request)
+                    .await
+                    .map_err(store_error)?
+                    .ok_or_else(|| format!("No request {:?} is known.", inert(request)))?;
+                if req.status != Status::Pending {
+                    return Err(format!("Request {:?} has already ended ({}).", inert(request), req.status.as_str()));
+                }
+                let who = format!("{} (Discord user {})", ci.user.name, ci.user.id);
+                let reason = reason.clone().unwrap_or_else(|| format!("cancelled by {who} from Discord"));
+                if self.ctx.cancel(&req, &reason, Source::Discord, who).await {
+                    Ok(("Cancelled", format!("Request {:?} is cancelled; its agent got ABORTED: {}", inert(request), inert(&reason))))
+                } else {
+                    Err(format!("Request {:?} has already ended.", inert(request)))
+                }
+            }
+            _ if !may_see_here => Err("You are not allowed to answer questions in this channel, so askrelay shows you none here.".into()),
+            Sub::Pending { all } => {
+                let pending = self.ctx.pending_all(500).await.map_err(store_error)?;
+                let now = now_ms();
+                let shown: Vec<String> = pending
+                    .iter()
+                    .filter(|(req, posts)| {
+                        visible(req)
+                            && (*all
+                                || posts.iter().any(|p| {
+                                    p.answerer == NAME && !p.is_note() && p.channel == channel.to_string()
+                                }))
+                    })
+                    .map(|(req, posts)| self.pending_line(req, posts, now))
+                    .collect();
+                let title = if *all { "Pending questions (all channels)" } else { "Pending questions (this channel)" };
+                Ok((title, listing(&shown, "Nothing is waiting for an answer.")))
+            }
+            Sub::History { n } => {
+                let recent = self.ctx.history_all(200).await.map_err(store_error)?;
+                let shown: Vec<String> = recent
+                    .iter()
+                    .filter(|(req, _)| req.status != Status::Pending && visible(req))
+                    .take(*n as usize)
+                    .map(|(req, _)| history_line(req))
+                    .collect();
+                Ok(("Recent requests", listing(&shown, "No request has ended yet.")))
+            }
+        }
+    }
+
+    /// "12m · agent (project=infra) · Confirm: Proceed…? · jump · escalation step 1".
+    fn pending_line(&self, req: &Request, posts: &[Post], now: i64) -> String {
+        let age = human(Duration::from_secs(
+            ((now - req.created_at_ms).max(0) / 1000) as u64,
+        ));
+        let open =
+            (0..req.questions.len()).find(|&i| req.answers.get(i).is_some_and(Option::is_none));
+        let q = &req.questions[open.unwrap_or(0)];
+        let mut line = format!("**{age}** · `{}`", inert(&one_line(&req.request_id)));
+        line.push_str(&format!(" · {}", who_asked(req)));
+        let header = q
+            .header
+            .as_deref()
+            .map(|h| format!("{}: ", inert(h)))
+            .unwrap_or_default();
+        line.push_str(&format!(
+            " · {header}{}",
+            inert(&truncate(&one_line(&q.question), 80))
+        ));
+        if req.questions.len() > 1 {
+            line.push_str(&format!(
+                " (question {} of {})",
+                open.unwrap_or(0) + 1,
+                req.questions.len()
+            ));
+        }
+        let main = posts
+            .iter()
+            .find(|p| p.is_main() && Some(p.idx) == open && p.answerer == NAME);
+        if let Some((c, m)) = main.and_then(|p| {
+            Some((
+                p.channel.parse::<u64>().ok()?,
+                p.message.as_deref()?.parse::<u64>().ok()?,
+            ))
+        }) {
+            line.push_str(&format!(" · [jump]({})", self.shared.rest.link(c, m)));
+        } else if main.is_some() {
+            line.push_str(" · not posted yet");
+        }
+        if let Some(step) = posts.iter().filter_map(|p| step_of(&p.slot)).max() {
+            line.push_str(&format!(" · escalation step {step}"));
+        }
+        line
+    }
+}
+
+/// "agent-7 (project=infra, session=…)".
+fn who_asked(req: &Request) -> String {
+    let agent = req.agent().map_or("an agent".to_owned(), |a| {
+        format!("`{}`", inert(&one_line(a)))
+    });
+    let scope: Vec<String> = req
+        .scope
+        .iter()
+        .filter(|(k, _)| k.as_str() != "agent")
+        .map(|(k, v)| format!("{}={}", inert(k), inert(&truncate(&one_line(v), 40))))
+        .collect();
+    if scope.is_empty() {
+        agent
+    } else {
+        format!("{agent} ({})", scope.join(", "))
+    }
+}
+
+/// "answered · Confirm: Proceed…? · by @alice: No, keep them · after 3m".
+fn history_line(req: &Request) -> String {
+    let q = &req.questions[0];
+    let header = q
+        .header
+        .as_deref()
+        .map(|h| format!("{}: ", inert(h)))
+        .unwrap_or_default();
+    let mut line = format!(
+        "**{}** · `{}` · {header}{}",
+        req.status.as_str(),
+        inert(&one_line(&req.request_id)),
+        inert(&truncate(&one_line(&q.question), 60))
+    );
+    match (req.status, req.answers.first().and_then(Option::as_ref)) {
+        (Status::Answered, Some(a)) => {
+            let qa = QuestionAnswer::build(q, &a.settlement);
+            let mut what = qa.selected.join(", ");
+            if let Some(c) = qa.custom {
+                what = if what.is_empty() {
+                    c
+                } else {
+                    format!("{what}; {c}")
+                };
+            }
+            let by = match a.actor.via {
+                crate::core::Via::Discord => format!("<@{}>", inert(&a.actor.id)),
+                _ => inert(&a.actor.describe()),
+            };
+            line.push_str(&format!(
+                " · by {by}: {}",
+                inert(&truncate(&one_line(&what), 80))
+            ));
+        }
+        _ => {
+            if let Some(e) = req.error() {
+                line.push_str(&format!(
+                    " · {}",
+                    inert(&truncate(&one_line(&e.message), 80))
+                ));
+            }
+        }
+    }
+    if req.questions.len() > 1 {
+        line.push_str(&format!(" (+{} more)", req.questions.len() - 1));
+    }
+    if let Some(end) = req.ended_at_ms {
+        let took = human(Duration::from_secs(
+            ((end - req.created_at_ms).max(0) / 1000) as u64,
+        ));
+        line.push_str(&format!(" · after {took}"));
+    }
+    line
+}
+
+/// Lines that fit one embed description, with how many more there are.
+fn listing(lines: &[String], empty: &str) -> String {
+    if lines.is_empty() {
+        return empty.to_owned();
+    }
+    let mut out = String::new();
+    for (i, l) in lines.iter().enumerate() {
+        let more = format!("\n… and {} more", lines.len() - i);
+        if out.chars().count() + l.chars().count() + 3 + more.len() > LIST_MAX {
+            out.push_str(&more);
+            break;
+        }
+        if !out.is_empty() {
+            out.push('\n');
+        }
+        out.push_str("• ");
+        out.push_str(l);
+    }
+    out
+}

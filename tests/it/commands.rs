@@ -1,0 +1,244 @@
+//! The `/askrelay` slash command against the stand-in: registration (bulk overwrite, per guild or
+//! global, the body checked against Discord's spec), and `pending`, `history` and `cancel`, each
+//! with who may use it.
+
+use crate::harness::*;
+use crate::support::fixtures::{self, At, Clicker};
+use askrelay::config::{Route, Snowflake};
+use serde_json::{json, Value};
+use std::collections::BTreeMap;
+
+const INFRA: u64 = 321;
+const OPERATOR_ROLE: u64 = 9_000;
+
+fn operator() -> Clicker {
+    Clicker::new(5_151, "olivia", &[OPERATOR_ROLE])
+}
+
+/// Runs `/askrelay sub` in `channel` as `who`; returns the callback body.
+async fn slash(app: &App, channel: u64, who: &Clicker, sub: &str, options: Value) -> Value {
+    let at = At {
+        application_id: app.standin().application_id(),
+        guild_id: Some(app.standin().guild_id()),
+        channel_id: channel,
+        message_id: 0,
+    };
+    let payload = fixtures::slash_command(app.next_id(), &at, who, "askrelay", sub, options);
+    app.interact(payload).await
+}
+
+fn text(cb: &Value) -> String {
+    cb["data"]["embeds"][0]["description"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned()
+}
+
+async fn app() -> App {
+    App::discord_with(|c| {
+        c.discord.allowed_user_ids = vec![Snowflake(4242)];
+        c.discord.guild_ids = vec![Snowflake(999)];
+        c.discord.operator_role_ids = vec![Snowflake(OPERATOR_ROLE)];
+        c.routes.push(Route {
+            matches: BTreeMap::from([("project".into(), "infra".into())]),
+            allowed_user_ids: Some(vec![Snowflake(4343)]),
+            ..Route::new("infra", INFRA)
+        });
+    })
+    .await
+}
+
+#[tokio::test]
+async fn the_command_is_registered_per_guild_by_bulk_overwrite() {
+    let mut app = app().await;
+    let put = within(
+        "the command registration",
+        app.standin()
+            .wait_for_request(|r| r.method == "PUT" && r.path.ends_with("/guilds/999/commands")),
+    )
+    .await;
+    assert_eq!(put.status, 200);
+    let body = put.body.unwrap();
+    assert_eq!(body[0]["name"], "askrelay");
+    let subs: Vec<&str> = body[0]["options"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| o["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(subs, ["pending", "cancel", "history"]);
+    // A restart registers the same body again: idempotent.
+    app.restart().await;
+    let puts = within(
+        "the second registration",
+        app.standin()
+            .wait_for_requests(2, |r| r.method == "PUT" && r.path.ends_with("/commands")),
+    )
+    .await;
+    assert_eq!(puts[0].body, puts[1].body);
+    app.assert_payloads_valid();
+}
+
+#[tokio::test]
+async fn without_guild_ids_it_is_registered_globally() {
+    let app = App::discord().await;
+    let put = within(
+        "the command registration",
+        app.standin().wait_for_request(|r| r.method == "PUT"),
+    )
+    .await;
+    let app_id = app.standin().application_id();
+    assert!(
+        put.path
+            .ends_with(&format!("/applications/{app_id}/commands")),
+        "{}",
+        put.path
+    );
+    app.assert_payloads_valid();
+}
+
+#[tokio::test]
+async fn pending_lists_this_channel_or_every_channel_its_user_may_answer_in() {
+    let app = app().await;
+    let (_a, _) = app.ask("here-1", &yes_no("q")).await;
+    let mut infra = ask_line("infra-1", &yes_no("q"));
+    infra["scope"] = json!({"project": "infra"});
+    let mut c = app.client().await;
+    c.send_json(&infra).await.unwrap();
+    expect_event(&mut c, "accepted").await;
+
+    let cb = slash(&app, CHANNEL, &alice(), "pending", json!([])).await;
+    assert_eq!(cb["type"], 4, "{cb}");
+    assert_eq!(cb["data"]["flags"], 64, "private: {cb}");
+    let list = text(&cb);
+    assert!(list.contains("here-1"), "{list}");
+    assert!(
+        list.contains("Confirm: Proceed with the destructive cleanup?"),
+        "{list}"
+    );
+    assert!(
+        list.contains("[jump](https://discord.com/channels/"),
+        "{list}"
+    );
+    assert!(
+        !list.contains("infra-1"),
+        "another channel's request: {list}"
+    );
+    // all: alice may not answer on infra, so she still does not see it; an operator does.
+    let list = text(
+        &slash(
+            &app,
+            CHANNEL,
+            &alice(),
+            "pending",
+            json!([{"name": "all", "type": 5, "value": true}]),
+        )
+        .await,
+    );
+    assert!(!list.contains("infra-1"), "{list}");
+    let list = text(
+        &slash(
+            &app,
+            CHANNEL,
+            &operator(),
+            "pending",
+            json!([{"name": "all", "type": 5, "value": true}]),
+        )
+        .await,
+    );
+    assert!(
+        list.contains("here-1") && list.contains("infra-1"),
+        "{list}"
+    );
+    // Someone who may not answer here sees nothing, and it is audited.
+    let cb = slash(
+        &app,
+        CHANNEL,
+        &Clicker::new(1, "mallory", &[]),
+        "pending",
+        json!([]),
+    )
+    .await;
+    assert!(text(&cb).contains("not allowed"), "{cb}");
+    let audit = app.store().audit_rows(None).await.unwrap();
+    let commands: Vec<_> = audit.iter().filter(|r| r.action == "command").collect();
+    assert_eq!(commands.len(), 4, "{commands:?}");
+    assert!(!commands[3].accepted && commands[3].actor.as_deref().unwrap().contains("mallory"));
+    app.assert_payloads_valid();
+}
+
+#[tokio::test]
+async fn cancel_is_for_operators_and_ends_the_request_with_the_reason() {
+    let app = app().await;
+    let (mut c, _) = app.ask("stuck", &yes_no("q")).await;
+    let args = json!([
+        {"name": "request", "type": 3, "value": "stuck"},
+        {"name": "reason", "type": 3, "value": "the deploy window closed"}
+    ]);
+    // Allowed to answer is not allowed to cancel.
+    let refused = slash(&app, CHANNEL, &alice(), "cancel", args.clone()).await;
+    assert!(
+        text(&refused).contains("Only askrelay operators"),
+        "{refused}"
+    );
+    let done = slash(&app, CHANNEL, &operator(), "cancel", args).await;
+    assert!(text(&done).contains("cancelled"), "{done}");
+    let ev = recv(&mut c, "the cancellation").await;
+    assert_eq!(ev["code"], "ABORTED", "{ev}");
+    assert!(
+        ev["message"]
+            .as_str()
+            .unwrap()
+            .contains("the deploy window closed"),
+        "{ev}"
+    );
+    let msg = app.messages(CHANNEL).remove(0);
+    let edit = app.edit_of(&msg).await;
+    assert_eq!(edit["components"], json!([]));
+    assert!(edit.to_string().contains("Cancelled"), "{edit}");
+    // Cancelling again says it has ended.
+    let again = slash(
+        &app,
+        CHANNEL,
+        &operator(),
+        "cancel",
+        json!([{"name": "request", "type": 3, "value": "stuck"}]),
+    )
+    .await;
+    assert!(text(&again).contains("already ended"), "{again}");
+    let audit = app.store().audit_rows(None).await.unwrap();
+    assert!(
+        audit.iter().any(|r| r.action == "cancelled"
+            && r.source == "discord"
+            && r.actor.as_deref().unwrap().contains("olivia")),
+        "{audit:?}"
+    );
+    app.assert_payloads_valid();
+}
+
+#[tokio::test]
+async fn history_shows_who_answered_what_and_how_long_it_took() {
+    let app = app().await;
+    for id in ["h1", "h2", "h3"] {
+        let (mut c, _) = app.ask(id, &yes_no("q")).await;
+        let msg = app.messages(CHANNEL).pop().unwrap();
+        app.press(&msg, &alice(), "No, keep them").await;
+        expect_event(&mut c, "answered").await;
+    }
+    let cb = slash(
+        &app,
+        CHANNEL,
+        &alice(),
+        "history",
+        json!([{"name": "n", "type": 4, "value": 2}]),
+    )
+    .await;
+    let list = text(&cb);
+    assert!(
+        list.contains("h3") && list.contains("h2") && !list.contains("h1"),
+        "{list}"
+    );
+    assert!(list.contains("by <@4242>: No, keep them"), "{list}");
+    assert!(list.contains("after "), "{list}");
+    app.assert_payloads_valid();
+}
