@@ -280,6 +280,16 @@ impl AnswererContext {
         self.core.cancel_as(req, reason, source, actor).await
     }
 
+    /// When the schedule `name` is due next (see [`Store::schedule_due`]).
+    pub async fn schedule_due(&self, name: &str) -> Result<Option<i64>> {
+        self.store().schedule_due(name).await
+    }
+
+    /// Takes a turn of schedule `name` (see [`Store::advance_schedule`]).
+    pub async fn advance_schedule(&self, name: &str, from: Option<i64>, to: i64) -> Result<bool> {
+        self.store().advance_schedule(name, from, to).await
+    }
+
     /// Pending requests of every owner, oldest first (at most `limit`), with their outbox rows:
     /// what a platform's own listing shows to the people it lets see them.
     pub async fn pending_all(&self, limit: u32) -> Result<Vec<(Request, Vec<Post>)>> {

@@ -177,6 +177,13 @@ pub trait Store: Send + Sync + 'static {
     /// A person's draft for a question; empty when they picked nothing.
     async fn draft(&self, key: i64, idx: usize, user: &str) -> Result<Vec<usize>>;
 
+    /// When the schedule `name` (the digest) is due next, if it was ever started.
+    async fn schedule_due(&self, name: &str) -> Result<Option<i64>>;
+
+    /// Moves schedule `name` from due at `from` (`None`: not started) to `to`. False, with
+    /// nothing written, when it is not where the caller read it (another run took the turn).
+    async fn advance_schedule(&self, name: &str, from: Option<i64>, to: i64) -> Result<bool>;
+
     /// Whether a write goes through now (the health check).
     async fn writable(&self) -> Result<()>;
 

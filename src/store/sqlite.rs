@@ -745,6 +745,36 @@ impl Store for SqliteStore {
         })
     }
 
+    async fn schedule_due(&self, name: &str) -> Result<Option<i64>> {
+        Ok(
+            sqlx::query_scalar("SELECT due_at FROM schedules WHERE name = ?")
+                .bind(name)
+                .fetch_optional(&self.pool)
+                .await?,
+        )
+    }
+
+    async fn advance_schedule(&self, name: &str, from: Option<i64>, to: i64) -> Result<bool> {
+        // One statement: atomic on its own, and no transaction is left open if it fails.
+        let moved = match from {
+            None => sqlx::query(
+                "INSERT INTO schedules (name, due_at) VALUES (?, ?) ON CONFLICT DO NOTHING",
+            )
+            .bind(name)
+            .bind(to),
+            Some(from) => {
+                sqlx::query("UPDATE schedules SET due_at = ? WHERE name = ? AND due_at = ?")
+                    .bind(to)
+                    .bind(name)
+                    .bind(from)
+            }
+        }
+        .execute(&self.pool)
+        .await?
+        .rows_affected();
+        Ok(moved == 1)
+    }
+
     async fn writable(&self) -> Result<()> {
         // A write that changes nothing still needs the write lock and a page for the journal.
         write_tx!(self, |tx| {

@@ -11,6 +11,7 @@ mod bench_smoke;
 mod chaos;
 mod cli;
 mod commands;
+mod digest;
 mod discord;
 mod discord_schema_selftest;
 mod faults;

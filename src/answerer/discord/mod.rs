@@ -9,6 +9,7 @@
 
 mod commands;
 pub mod custom_id;
+mod digest;
 mod interactions;
 mod outbox;
 pub mod render;
@@ -289,6 +290,7 @@ impl Answerer for DiscordAnswerer {
         self.shared.repair(&ctx).await;
         self.shared.spawn_repair_loop(&ctx);
         self.shared.load_schedule(&ctx).await?;
+        self.shared.spawn_digest(&ctx);
         let http = build_http_with(&self.shared.config, self.rest_client.clone())?;
         let handler = interactions::Handler {
             shared: self.shared.clone(),

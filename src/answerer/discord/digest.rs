@@ -1,0 +1,198 @@
+//! The digest (`[digest]`): a summary of the questions still waiting, posted on a schedule to
+//! a channel, so that a team lead gets a daily picture without asking.
+//!
+//! It lists the unanswered questions oldest first, with their ages and jump links, and the
+//! median time to an answer over the last day. Nothing is posted when nothing is pending. The
+//! next due time is stored (`schedules`, name `digest`): a restart resumes the schedule, and a
+//! turn is taken by a conditional update from the due time that was read, so it is never taken
+//! twice. A turn is taken before its post; a crash between the two skips that one digest (the
+//! next comes on schedule), and the post's nonce (from the due time) keeps a retry from posting
+//! it twice.
+
+use super::render::{inert, one_line, truncate};
+use super::{Shared, NAME};
+use crate::core::calendar::{self, Schedule};
+use crate::core::expiry::human;
+use crate::core::request::now_ms;
+use crate::core::{AnswererContext, Status};
+use serenity::all::{CreateAllowedMentions, CreateEmbed, CreateMessage, Nonce};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// The schedule's name in the store.
+pub(super) const DIGEST: &str = "digest";
+const DAY_MS: i64 = 86_400_000;
+
+impl Shared {
+    /// The digest's schedule from the config, if a digest is configured.
+    fn digest_schedule(&self) -> Option<(u64, Schedule)> {
+        let d = &self.config.digest;
+        let channel = d.channel_id?.0;
+        let zone = match d.timezone.as_deref() {
+            Some(tz) => calendar::zone(tz).ok()?,
+            None => jiff::tz::TimeZone::UTC,
+        };
+        Some((
+            channel,
+            Schedule {
+                every_secs: d.every_secs.unwrap_or(86_400),
+                at: d
+                    .at
+                    .as_deref()
+                    .and_then(|a| calendar::parse_time_of_day(a).ok()),
+                zone,
+            },
+        ))
+    }
+
+    /// Runs the digest until shutdown, resuming the stored schedule.
+    pub(super) fn spawn_digest(self: &Arc<Self>, ctx: &AnswererContext) {
+        let Some((channel, schedule)) = self.digest_schedule() else {
+            return;
+        };
+        let me = self.clone();
+        let task_ctx = ctx.clone();
+        ctx.spawn(async move {
+            let ctx = task_ctx;
+            loop {
+                let due = match ctx.schedule_due(DIGEST).await {
+                    Ok(Some(due)) => due,
+                    Ok(None) => {
+                        let first = schedule.next_after(now_ms());
+                        match ctx.advance_schedule(DIGEST, None, first).await {
+                            Ok(_) => continue,
+                            Err(e) => {
+                                tracing::error!(error = %format!("{e:#}"), "cannot start the digest schedule; retrying in a minute");
+                                first.min(now_ms() + 60_000)
+                            }
+                        }
+                    }
+                    Err(e) => {
+                        tracing::error!(error = %format!("{e:#}"), "cannot read the digest schedule; retrying in a minute");
+                        now_ms() + 60_000
+                    }
+                };
+                let wait = Duration::from_millis((due - now_ms()).clamp(0, 60_000) as u64);
+                tokio::select! {
+                    _ = ctx.shutdown().cancelled() => return,
+                    _ = tokio::time::sleep(wait) => {}
+                }
+                if now_ms() < due {
+                    continue;
+                }
+                match ctx
+                    .advance_schedule(DIGEST, Some(due), schedule.next_after(now_ms()))
+                    .await
+                {
+                    Ok(true) => me.post_digest(&ctx, channel, due).await,
+                    Ok(false) => {} // another run took this turn
+                    Err(e) => {
+                        tracing::error!(error = %format!("{e:#}"), "cannot take the digest's turn");
+                        tokio::select! {
+                            _ = ctx.shutdown().cancelled() => return,
+                            _ = tokio::time::sleep(Duration::from_secs(60)) => {}
+                        }
+                    }
+                }
+            }
+        });
+    }
+
+    /// Posts one digest (due at `due`), unless nothing is pending.
+    async fn post_digest(&self, ctx: &AnswererContext, channel: u64, due: i64) {
+        let (pending, recent) = match (ctx.pending_all(1000).await, ctx.history_all(1000).await) {
+            (Ok(p), Ok(h)) => (p, h),
+            (Err(e), _) | (_, Err(e)) => {
+                tracing::error!(error = %format!("{e:#}"), "cannot read the requests for the digest");
+                return;
+            }
+        };
+        if pending.is_empty() {
+            tracing::debug!("nothing is pending; no digest");
+            return;
+        }
+        let now = now_ms();
+        let mut lines = Vec::new();
+        for (req, posts) in &pending {
+            let age = human(Duration::from_secs(
+                ((now - req.created_at_ms).max(0) / 1000) as u64,
+            ));
+            let q = &req.questions[0];
+            let link = posts
+                .iter()
+                .find(|p| p.is_main() && p.answerer == NAME)
+                .and_then(|p| {
+                    Some((
+                        p.channel.parse::<u64>().ok()?,
+                        p.message.as_deref()?.parse::<u64>().ok()?,
+                    ))
+                })
+                .map(|(c, m)| format!(" · [jump]({})", self.rest.link(c, m)))
+                .unwrap_or_default();
+            let header = q
+                .header
+                .as_deref()
+                .map(|h| format!("{}: ", inert(h)))
+                .unwrap_or_default();
+            lines.push(format!(
+                "**{age}** · {header}{}{link}",
+                inert(&truncate(&one_line(&q.question), 80))
+            ));
+        }
+        let mut took: Vec<i64> = recent
+            .iter()
+            .filter(|(r, _)| r.status == Status::Answered)
+            .filter_map(|(r, _)| {
+                r.ended_at_ms
+                    .filter(|&end| end >= now - DAY_MS)
+                    .map(|end| end - r.created_at_ms)
+            })
+            .collect();
+        took.sort_unstable();
+        let median = match took.len() {
+            0 => "no question was answered in the last day".to_owned(),
+            n => format!(
+                "median time to an answer over the last day: {} ({n} answered)",
+                human(Duration::from_secs((took[n / 2].max(0) / 1000) as u64))
+            ),
+        };
+        let mut description = String::new();
+        for (i, l) in lines.iter().enumerate() {
+            if description.chars().count() + l.chars().count() + 40 > 3900 {
+                description.push_str(&format!("\n… and {} more", lines.len() - i));
+                break;
+            }
+            if !description.is_empty() {
+                description.push('\n');
+            }
+            description.push_str("• ");
+            description.push_str(l);
+        }
+        let message = CreateMessage::new()
+            .embed(
+                CreateEmbed::new()
+                    .title(format!(
+                        "{} question(s) waiting for an answer",
+                        pending.len()
+                    ))
+                    .description(description)
+                    .footer(serenity::all::CreateEmbedFooter::new(truncate(
+                        &median, 200,
+                    ))),
+            )
+            .allowed_mentions(CreateAllowedMentions::new())
+            .nonce(Nonce::String(format!("digest{due}")))
+            .enforce_nonce(true);
+        let sent = self
+            .rest
+            .retry("posting the digest", 5, || async {
+                self.rest.check_channel(channel, 1).await?;
+                self.rest.send(channel, message.clone()).await
+            })
+            .await;
+        match sent {
+            Ok(_) => tracing::info!(channel, pending = pending.len(), "posted the digest"),
+            Err(f) => tracing::warn!(channel, error = %f.message(), "cannot post the digest"),
+        }
+    }
+}
