@@ -10,6 +10,7 @@ mod support;
 mod bench_smoke;
 mod chaos;
 mod cli;
+mod context;
 mod discord;
 mod discord_schema_selftest;
 mod faults;

@@ -80,9 +80,16 @@ impl Shared {
             let Some(q) = req.questions.get(post.idx) else {
                 continue;
             };
-            let message = render::question_message(q, &self.render_ctx(req, route, post.idx))
+            // The request's context goes with its first question only; a repost after a crash
+            // renders it again from the stored context, so the same files go with the nonce.
+            let context = req.context.as_deref().filter(|_| post.idx == 0);
+            let rendered =
+                render::question_post(q, &self.render_ctx(req, route, post.idx), context);
+            let message = rendered
+                .message
                 .nonce(serenity::all::Nonce::String(post.nonce.clone()))
                 .enforce_nonce(true);
+            let files = rendered.files;
             let mut attempt = tries.first;
             loop {
                 // A request cancelled while Discord was down is not posted afterwards.
@@ -91,9 +98,14 @@ impl Shared {
                 }
                 // The guild is recorded with the message: clicks must come from it.
                 let sent = match self.rest.check_channel(channel, 1).await {
-                    Ok(guild) => self
+                    Ok(guild) if files.is_empty() => self
                         .rest
                         .send(channel, message.clone())
+                        .await
+                        .map(|m| (m, guild)),
+                    Ok(guild) => self
+                        .rest
+                        .send_with_files(channel, &message, &files)
                         .await
                         .map(|m| (m, guild)),
                     Err(f) => Err(f),
