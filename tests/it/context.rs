@@ -342,3 +342,65 @@ async fn a_crash_after_posting_reposts_the_same_attachments() {
     assert_eq!(msgs[0]["attachments"].as_array().unwrap().len(), 2);
     assert_bodies_valid(&standin);
 }
+
+#[tokio::test]
+async fn ask_flags_set_the_context() {
+    let app = App::discord().await;
+    let bin = Bin::new().env("ASKRELAY_SOCKET_PATH", app.socket().display());
+    let diff = bin.dir().join("my change.diff");
+    std::fs::write(&diff, "+x\n").unwrap();
+    let question = bin.dir().join("q.json");
+    std::fs::write(&question, yes_no("q").to_string()).unwrap();
+    // A file that is not UTF-8 text is refused, named, before anything is sent.
+    let blob = bin.dir().join("blob.bin");
+    std::fs::write(&blob, [0xff, 0xfe, 0x00]).unwrap();
+    let (code, _, err) = bin
+        .run(&[
+            "ask",
+            question.to_str().unwrap(),
+            "--context-file",
+            blob.to_str().unwrap(),
+        ])
+        .await;
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("blob.bin: is not UTF-8 text"), "{err}");
+    assert!(creates(app.standin()).is_empty());
+
+    let asker = bin
+        .ask(
+            &[
+                "--request-id",
+                "ctx-cli",
+                "--context",
+                "Deploys 4.2",
+                "--context-file",
+                diff.to_str().unwrap(),
+            ],
+            &yes_no("q").to_string(),
+        )
+        .await;
+    let create = within(
+        "the question to be posted",
+        app.standin().wait_for_request(|r| {
+            r.method == "POST" && r.path.ends_with("/messages") && r.status == 200
+        }),
+    )
+    .await;
+    assert_eq!(
+        create.body.as_ref().unwrap()["content"],
+        "**Context**\n```\nDeploys 4.2\n```\nAttached: `my_change.diff`"
+    );
+    assert_eq!(
+        names_and_data(&create),
+        vec![("files[0]".into(), "my_change.diff".into(), "+x\n".into())]
+    );
+    let m = app.messages(CHANNEL).remove(0);
+    app.press(&m, &alice(), "No, keep them").await;
+    let (code, out) = asker.finish().await;
+    assert_eq!(code, 0);
+    assert_eq!(
+        out.trim(),
+        r#"{"answers":[{"id":"q","selected":["No, keep them"]}]}"#
+    );
+    app.assert_payloads_valid();
+}
