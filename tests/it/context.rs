@@ -329,14 +329,16 @@ async fn a_crash_after_posting_reposts_the_same_attachments() {
         }
     })
     .await;
+    // One post before the crash and at least one after (a start-up repair pass may post it
+    // once more, as faults::crash_after_posting_before_recording_the_message_id allows): every
+    // one the same files and the same payload_json, nonce included.
     let posts = creates(&standin);
-    assert_eq!(posts.len(), 2, "one post before the crash, one after");
-    assert_eq!(names_and_data(&posts[0]), names_and_data(&posts[1]));
-    assert_eq!(
-        posts[0].body, posts[1].body,
-        "the same payload_json, nonce included"
-    );
+    assert!(posts.len() >= 2, "{}", posts.len());
     assert_eq!(names_and_data(&posts[0]).len(), 2);
+    for p in &posts[1..] {
+        assert_eq!(names_and_data(&posts[0]), names_and_data(p));
+        assert_eq!(posts[0].body, p.body);
+    }
     let msgs = standin.messages_in(CHANNEL);
     assert_eq!(msgs.len(), 1, "de-duplicated by the nonce");
     assert_eq!(msgs[0]["attachments"].as_array().unwrap().len(), 2);
