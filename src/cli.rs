@@ -28,6 +28,7 @@ Examples:
   echo '{\"questions\":[{\"id\":\"go\",\"question\":\"Deploy now?\",
     \"options\":[{\"label\":\"Yes (Recommended)\"},{\"label\":\"No\"}]}]}' | askrelay ask
   askrelay ask question.json --request-id deploy-42 --project infra-prod
+  askrelay ask question.json --context 'Deploys 4.2 to prod' --context-file change.diff
 Progress goes to stderr; only the result goes to stdout. Ctrl-C cancels the request.
 Client commands read only socket_path and daemon_uid from --config FILE.";
 
@@ -43,6 +44,8 @@ Client commands read only socket_path and daemon_uid from --config FILE.";
   askrelay pending
   askrelay answer deploy-42 --select 'No, keep them'
   askrelay history --limit 5
+  askrelay approve -- ./deploy.sh --env prod
+  askrelay hook claude-code < pre-tool-use.json
 
 Client commands find the socket from --config FILE, then ASKRELAY_SOCKET_PATH, then
 $XDG_RUNTIME_DIR/askrelay.sock, else /tmp/askrelay-$UID/askrelay.sock."
@@ -125,6 +128,12 @@ You may cancel the requests you asked; operators may cancel any.")]
     /// Serve ask_user_question over MCP on stdio, for Claude Code, Codex, Cursor and others.
     #[command(after_help = MCP_EXAMPLES)]
     Mcp(McpArgs),
+    /// Hook commands for agents: `askrelay hook claude-code` asks people whether a tool call
+    /// may run.
+    Hook(crate::front::hook::HookArgs),
+    /// Ask whether to run a command, and run it only when a person approves.
+    #[command(after_help = crate::front::approve::APPROVE_EXAMPLES)]
+    Approve(crate::front::approve::ApproveArgs),
 }
 
 const MCP_EXAMPLES: &str = "\
@@ -189,6 +198,12 @@ pub struct AskArgs {
     /// How long to keep trying to re-attach when the daemon goes away.
     #[arg(long, default_value_t = 300, value_name = "SECS")]
     pub reconnect_secs: u64,
+    /// context.text: what is being approved, shown with the question (markdown, up to 16 KiB).
+    #[arg(long = "context", value_name = "TEXT")]
+    pub context: Option<String>,
+    /// A text file for context.files (a diff, a plan); repeatable, up to 9, 1 MiB each.
+    #[arg(long = "context-file", value_name = "PATH")]
+    pub context_files: Vec<PathBuf>,
 }
 
 #[derive(Debug, Args)]
@@ -221,8 +236,12 @@ pub async fn run_client(cli: Cli) -> i32 {
         }
     };
     let result = match cli.command {
-        Command::Serve | Command::CheckConfig | Command::Mcp(_) => {
-            unreachable!("not a client command")
+        Command::Serve
+        | Command::CheckConfig
+        | Command::Mcp(_)
+        | Command::Hook(_)
+        | Command::Approve(_) => {
+            unreachable!("run by main on its own")
         }
         Command::Ask(args) => ask(&target, args).await,
         Command::Pending { json } => pending(&target, json).await,
@@ -328,6 +347,32 @@ fn build_ask(args: &AskArgs) -> Result<crate::core::Ask, String> {
     }
     if !scope.is_empty() {
         obj.insert("scope".into(), Value::Object(scope));
+    }
+    // The flags' context replaces the input's text and adds to its files.
+    if let Some(flags) =
+        crate::front::context_from_flags(args.context.clone(), &args.context_files)?
+    {
+        let mut context = match obj.remove("context") {
+            Some(Value::Object(c)) => c,
+            _ => Map::new(),
+        };
+        if let Some(text) = flags.text {
+            context.insert("text".into(), json!(text));
+        }
+        let mut files = match context.remove("files") {
+            Some(Value::Array(f)) => f,
+            _ => Vec::new(),
+        };
+        files.extend(
+            flags
+                .files
+                .iter()
+                .map(|f| json!({"name": f.name, "content": f.content})),
+        );
+        if !files.is_empty() {
+            context.insert("files".into(), Value::Array(files));
+        }
+        obj.insert("context".into(), Value::Object(context));
     }
     parse_ask(&obj, usize::MAX).map_err(|e| e.message)
 }

@@ -11,6 +11,7 @@ pub mod config;
 pub mod core;
 pub mod crash;
 pub mod daemon;
+pub mod front;
 pub mod mcp;
 pub mod protocol;
 pub mod server;

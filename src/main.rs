@@ -22,6 +22,12 @@ fn main() {
             init_logs("askrelay=info,rmcp=warn");
             runtime.block_on(cli::run_mcp(cli.config.as_deref(), args))
         }
+        Command::Hook(args) => {
+            runtime.block_on(askrelay::front::hook::run(cli.config.as_deref(), args))
+        }
+        Command::Approve(args) => {
+            runtime.block_on(askrelay::front::approve::run(cli.config.as_deref(), args))
+        }
         _ => runtime.block_on(cli::run_client(cli)),
     };
     std::process::exit(code);

@@ -14,7 +14,7 @@ use super::answer::{AskResult, Settlement};
 use super::answerer::{Answerer, AnswererContext, Claim, Core, Delivery, Proposal};
 use super::error::{AskError, ErrorCode};
 use super::expiry::{Deadlines, ExpiryRule, OnExpire};
-use super::model::{Ask, Question};
+use super::model::{Ask, Context, Question};
 use super::request::{
     now_ms, Actor, Answered, AuditAction, AuditEntry, Created, NewRequest, Outcome, Peer,
     PlannedPost, Post, Request, SettleOutcome, Settled, Source, Status,
@@ -69,6 +69,8 @@ struct Live {
     /// The uid that owns the request id.
     uid: Option<u32>,
     questions: Arc<[Question]>,
+    /// Part of the idempotency check, like the questions.
+    context: Option<Arc<Context>>,
     phase: watch::Sender<Phase>,
     /// Open client attachments; at zero a grace timer runs.
     attached: usize,
@@ -347,7 +349,9 @@ impl Hub {
             .clone()
             .unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
         // A live request is attached to without touching the database.
-        if let Some(att) = self.attach_live(&request_id, &ask.questions, peer)? {
+        if let Some(att) =
+            self.attach_live(&request_id, &ask.questions, ask.context.as_ref(), peer)?
+        {
             return Ok(att);
         }
         let token = new_token();
@@ -373,7 +377,9 @@ impl Hub {
                 }
             };
         let register = self.inner.register.lock().await;
-        if let Some(att) = self.attach_live(&request_id, &ask.questions, peer)? {
+        if let Some(att) =
+            self.attach_live(&request_id, &ask.questions, ask.context.as_ref(), peer)?
+        {
             return Ok(att);
         }
         self.check_pending_cap(peer)?;
@@ -382,6 +388,7 @@ impl Hub {
             request_id: request_id.clone(),
             token,
             questions,
+            context: ask.context.clone().map(Arc::new),
             caller: ask.caller.clone(),
             scope: ask.scope.clone(),
             peer,
@@ -420,7 +427,7 @@ impl Hub {
                 crate::crash::point("stored");
                 self.insert_live(&req, Phase::Offering);
                 let att = self
-                    .attach_live(&request_id, &ask.questions, peer)?
+                    .attach_live(&request_id, &ask.questions, ask.context.as_ref(), peer)?
                     .expect("a request just registered is live");
                 drop(register);
                 let hub = self.clone();
@@ -440,6 +447,9 @@ impl Hub {
         }
         if req.questions.as_ref() != ask.questions.as_slice() {
             return Err(same_id_other_questions(&req.request_id));
+        }
+        if req.context.as_deref() != ask.context.as_ref() {
+            return Err(same_id_other_context(&req.request_id));
         }
         let outcome = req.outcome.clone().unwrap_or_else(|| {
             Outcome::Error(AskError::new(
@@ -575,6 +585,7 @@ impl Hub {
             Live {
                 uid: req.owner_uid(),
                 questions: req.questions.clone(),
+                context: req.context.clone(),
                 phase: tx,
                 attached: 0,
                 epoch: 0,
@@ -589,6 +600,7 @@ impl Hub {
         &self,
         request_id: &str,
         questions: &[Question],
+        context: Option<&Context>,
         peer: Peer,
     ) -> Result<Option<Attachment>, AskError> {
         let mut live = self.inner.live.lock().unwrap();
@@ -601,6 +613,9 @@ impl Hub {
         }
         if entry.questions.as_ref() != questions {
             return Err(same_id_other_questions(request_id));
+        }
+        if entry.context.as_deref() != context {
+            return Err(same_id_other_context(request_id));
         }
         entry.attached += 1;
         entry.epoch += 1;
@@ -1256,6 +1271,14 @@ fn foreign_error(request_id: &str) -> AskError {
             crate::core::text::Escaped(request_id)
         ),
     )
+}
+
+fn same_id_other_context(request_id: &str) -> AskError {
+    AskError::invalid(format!(
+        "context: request_id {:?} is already used with another context; use a new request_id \
+         or send the same context to re-attach",
+        crate::core::text::Escaped(request_id)
+    ))
 }
 
 fn same_id_other_questions(request_id: &str) -> AskError {

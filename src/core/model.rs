@@ -29,6 +29,15 @@ pub const MAX_AGENT_ID_CHARS: usize = 128;
 pub const MAX_NOTE_CHARS: usize = 200;
 /// A cancel's `reason`.
 pub const MAX_REASON_CHARS: usize = 500;
+/// `context.text`, in bytes of UTF-8 (16 KiB).
+pub const MAX_CONTEXT_TEXT_BYTES: usize = 16 * 1024;
+/// `context.files`: Discord takes at most 10 attachments per message, and one is kept for
+/// `context.text` when it is too long to show inline.
+pub const MAX_CONTEXT_FILES: usize = 9;
+/// `context.files[].content`, in bytes of UTF-8 (1 MiB).
+pub const MAX_CONTEXT_FILE_BYTES: usize = 1024 * 1024;
+/// `context.files[].name`.
+pub const MAX_CONTEXT_FILE_NAME_CHARS: usize = 100;
 
 /// The suffix that marks the recommended option (SPEC §1 convention).
 pub const RECOMMENDED_SUFFIX: &str = " (Recommended)";
@@ -98,6 +107,31 @@ pub struct Caller {
 /// Free-form labels (`project`, `agent`, `session`, …) that routes match on.
 pub type Scope = BTreeMap<String, String>;
 
+/// What exactly is being approved, shown with the question: a text (markdown) and files (a
+/// diff, a plan). An addition to SPEC §2 on the socket only; the tool input has no such field.
+/// How it is shown is the answerer's business.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Context {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub text: Option<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub files: Vec<ContextFile>,
+}
+
+/// One file of a [`Context`]: always text (UTF-8).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ContextFile {
+    pub name: String,
+    pub content: String,
+}
+
+impl Context {
+    /// Neither text nor files.
+    pub fn is_empty(&self) -> bool {
+        self.text.is_none() && self.files.is_empty()
+    }
+}
+
 /// A validated `ask` operation. Clients build it with [`parse_ask`] too, so what they send is
 /// what the daemon will accept (the daemon validates again, with its own limits).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -109,6 +143,8 @@ pub struct Ask {
     #[serde(default, skip_serializing_if = "Scope::is_empty")]
     pub scope: Scope,
     pub questions: Vec<Question>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub context: Option<Context>,
 }
 
 impl Caller {
@@ -121,7 +157,14 @@ impl Caller {
 /// Parses and validates the fields of an `ask` line (or a bare tool input `{"questions":[...]}`).
 /// Keys other than the ask fields are rejected.
 pub fn parse_ask(obj: &Map<String, Value>, max_questions: usize) -> Result<Ask, AskError> {
-    const KEYS: &[&str] = &["op", "request_id", "caller", "scope", "questions"];
+    const KEYS: &[&str] = &[
+        "op",
+        "request_id",
+        "caller",
+        "scope",
+        "questions",
+        "context",
+    ];
     reject_unknown(obj, "", KEYS)?;
     let request_id = match obj.get("request_id") {
         None | Some(Value::Null) => None,
@@ -136,12 +179,123 @@ pub fn parse_ask(obj: &Map<String, Value>, max_questions: usize) -> Result<Ask, 
         Some(v) => parse_scope(v)?,
     };
     let questions = parse_questions(obj.get("questions"), max_questions)?;
+    let context = match obj.get("context") {
+        None | Some(Value::Null) => None,
+        Some(v) => Some(parse_context(v)?).filter(|c| !c.is_empty()),
+    };
     Ok(Ask {
         request_id,
         caller,
         scope,
         questions,
+        context,
     })
+}
+
+/// Validates `context`: `{"text": "...", "files": [{"name": "...", "content": "..."}]}`.
+/// Sizes are counted in bytes of UTF-8, the way files are measured.
+pub fn parse_context(v: &Value) -> Result<Context, AskError> {
+    let obj = v.as_object().ok_or_else(|| {
+        AskError::invalid("context: must be an object like {\"text\": \"...\", \"files\": [...]}")
+    })?;
+    reject_unknown(obj, "context", &["text", "files"])?;
+    let text = match obj.get("text") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(s)) => {
+            if s.trim().is_empty() {
+                return Err(AskError::invalid(
+                    "context.text: must not be empty (leave it out instead)",
+                ));
+            }
+            check_bytes(s, "context.text", MAX_CONTEXT_TEXT_BYTES)?;
+            Some(s.clone())
+        }
+        Some(_) => return Err(AskError::invalid("context.text: must be a string")),
+    };
+    let files = match obj.get("files") {
+        None | Some(Value::Null) => Vec::new(),
+        Some(Value::Array(a)) => {
+            if a.len() > MAX_CONTEXT_FILES {
+                return Err(AskError::invalid(format!(
+                    "context.files: at most {MAX_CONTEXT_FILES} files, got {}",
+                    a.len()
+                )));
+            }
+            let mut names = HashSet::new();
+            let mut files = Vec::with_capacity(a.len());
+            for (i, f) in a.iter().enumerate() {
+                let path = format!("context.files[{i}]");
+                let fobj = f
+                    .as_object()
+                    .ok_or_else(|| AskError::invalid(format!("{path}: must be an object")))?;
+                reject_unknown(fobj, &path, &["name", "content"])?;
+                let name = required_text(fobj, &path, "name", MAX_CONTEXT_FILE_NAME_CHARS)?;
+                check_file_name(&name, &format!("{path}.name"))?;
+                // Discord shows names case-insensitively alike as one; so do we.
+                if !names.insert(name.to_ascii_lowercase()) {
+                    return Err(AskError::invalid(format!(
+                        "{path}.name: \"{name}\" is used twice; file names must be unique \
+                         within a context"
+                    )));
+                }
+                let content = match fobj.get("content") {
+                    None | Some(Value::Null) => {
+                        return Err(AskError::invalid(format!("{path}.content: is required")))
+                    }
+                    Some(Value::String(s)) => s,
+                    Some(_) => {
+                        return Err(AskError::invalid(format!(
+                            "{path}.content: must be a string (UTF-8 text)"
+                        )))
+                    }
+                };
+                if content.is_empty() {
+                    return Err(AskError::invalid(format!(
+                        "{path}.content: must not be empty"
+                    )));
+                }
+                check_bytes(content, &format!("{path}.content"), MAX_CONTEXT_FILE_BYTES)?;
+                files.push(ContextFile {
+                    name,
+                    content: content.clone(),
+                });
+            }
+            files
+        }
+        Some(_) => return Err(AskError::invalid("context.files: must be an array")),
+    };
+    Ok(Context { text, files })
+}
+
+fn check_bytes(s: &str, field: &str, max: usize) -> Result<(), AskError> {
+    if s.len() > max {
+        return Err(AskError::invalid(format!(
+            "{field}: at most {max} bytes, got {}",
+            s.len()
+        )));
+    }
+    Ok(())
+}
+
+/// A file name shows in Discord and in terminals: letters, digits, `.`, `_`, `-` and `+`,
+/// not starting with a dot, so that it is never a path, never hidden, and never markup.
+fn check_file_name(name: &str, field: &str) -> Result<(), AskError> {
+    if let Some(c) = name
+        .chars()
+        .find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-' | '+')))
+    {
+        return Err(AskError::invalid(format!(
+            "{field}: {:?} is not allowed in a file name; use letters, digits, '.', '_', '-' \
+             and '+'",
+            c
+        )));
+    }
+    if name.starts_with('.') {
+        return Err(AskError::invalid(format!(
+            "{field}: must not start with '.'"
+        )));
+    }
+    Ok(())
 }
 
 /// Validates a request id given by a client.
@@ -571,6 +725,7 @@ mod tests {
                     multi_select: false,
                 },
             ],
+            context: None,
         };
         assert_eq!(ask, want);
         assert!(ask.questions[0].options[0].is_recommended());
@@ -876,6 +1031,115 @@ mod tests {
         assert_eq!(
             check_line(" ", "f", 5).unwrap_err().message,
             "f: must not be empty"
+        );
+    }
+
+    #[test]
+    fn context_comes_back_exactly_and_an_empty_one_is_none() {
+        let c = |v: Value| json!({"questions": [{"id": "q", "question": "?"}], "context": v});
+        let got = accepted(c(json!({
+            "text": "rm -rf build/",
+            "files": [{"name": "change.diff", "content": "+a\n"}, {"name": "PLAN+v2.md", "content": "x"}]
+        })))
+        .context
+        .unwrap();
+        assert_eq!(got.text.as_deref(), Some("rm -rf build/"));
+        assert_eq!(got.files.len(), 2);
+        assert_eq!(got.files[0].name, "change.diff");
+        assert_eq!(got.files[0].content, "+a\n");
+        assert_eq!(accepted(c(json!({}))).context, None);
+        assert_eq!(accepted(c(json!({"files": []}))).context, None);
+        assert_eq!(accepted(c(json!(null))).context, None);
+    }
+
+    #[test]
+    fn context_has_its_limits_and_names_the_field() {
+        let c = |v: Value| json!({"questions": [{"id": "q", "question": "?"}], "context": v});
+        let file = |name: &str, content: &str| json!({"name": name, "content": content});
+        accepted(c(json!({ "text": "a".repeat(MAX_CONTEXT_TEXT_BYTES) })));
+        refused(
+            c(json!({ "text": "a".repeat(MAX_CONTEXT_TEXT_BYTES + 1) })),
+            "context.text: at most 16384 bytes, got 16385",
+        );
+        // Bytes, not characters: 'é' is two.
+        refused(
+            c(json!({ "text": "é".repeat(MAX_CONTEXT_TEXT_BYTES / 2 + 1) })),
+            "context.text: at most 16384 bytes",
+        );
+        refused(c(json!({"text": " "})), "context.text: must not be empty");
+        refused(c(json!({"text": 1})), "context.text: must be a string");
+        refused(c(json!("x")), "context: must be an object");
+        refused(c(json!({"txt": "x"})), "context.txt: unknown field");
+        let nine: Vec<Value> = (0..9).map(|i| file(&format!("f{i}"), "x")).collect();
+        assert_eq!(
+            accepted(c(json!({ "files": nine })))
+                .context
+                .unwrap()
+                .files
+                .len(),
+            9
+        );
+        let ten: Vec<Value> = (0..10).map(|i| file(&format!("f{i}"), "x")).collect();
+        refused(
+            c(json!({ "files": ten })),
+            "context.files: at most 9 files, got 10",
+        );
+        refused(c(json!({"files": {}})), "context.files: must be an array");
+        refused(
+            c(json!({"files": [1]})),
+            "context.files[0]: must be an object",
+        );
+        refused(
+            c(json!({"files": [file("a", "x"), file("", "x")]})),
+            "context.files[1].name: must not be empty",
+        );
+        refused(
+            c(json!({"files": [file("a", "x"), {"content": "x"}]})),
+            "context.files[1].name: is required",
+        );
+        refused(
+            c(json!({"files": [file("a.txt", "x"), file("A.TXT", "y")]})),
+            "context.files[1].name: \"A.TXT\" is used twice",
+        );
+        for bad in ["../etc/passwd", "a b", "a\u{1b}", "`x`", "é.txt"] {
+            refused(
+                c(json!({"files": [file(bad, "x")]})),
+                "context.files[0].name: ",
+            );
+        }
+        refused(
+            c(json!({"files": [file(".hidden", "x")]})),
+            "context.files[0].name: must not start with '.'",
+        );
+        accepted(c(
+            json!({"files": [file(&"a".repeat(MAX_CONTEXT_FILE_NAME_CHARS), "x")]}),
+        ));
+        refused(
+            c(json!({"files": [file(&"a".repeat(MAX_CONTEXT_FILE_NAME_CHARS + 1), "x")]})),
+            "context.files[0].name: at most 100 characters, got 101",
+        );
+        accepted(c(
+            json!({"files": [file("a", &"x".repeat(MAX_CONTEXT_FILE_BYTES))]}),
+        ));
+        refused(
+            c(json!({"files": [file("a", &"x".repeat(MAX_CONTEXT_FILE_BYTES + 1))]})),
+            "context.files[0].content: at most 1048576 bytes, got 1048577",
+        );
+        refused(
+            c(json!({"files": [file("a", "")]})),
+            "context.files[0].content: must not be empty",
+        );
+        refused(
+            c(json!({"files": [{"name": "a", "content": [1]}]})),
+            "context.files[0].content: must be a string",
+        );
+        refused(
+            c(json!({"files": [{"name": "a"}]})),
+            "context.files[0].content: is required",
+        );
+        refused(
+            c(json!({"files": [{"name": "a", "content": "x", "mode": 1}]})),
+            "context.files[0].mode: unknown field",
         );
     }
 }

@@ -7,7 +7,7 @@
 use super::answer::Settlement;
 use super::error::{AskError, ErrorCode};
 use super::expiry::Expiry;
-use super::model::{Caller, Question, Scope};
+use super::model::{Caller, Context, Question, Scope};
 use std::fmt;
 use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -179,6 +179,8 @@ pub struct NewRequest {
     /// The unguessable per-request token every platform control carries.
     pub token: String,
     pub questions: Arc<[Question]>,
+    /// What is being approved, shown with the questions (`None`: nothing).
+    pub context: Option<Arc<Context>>,
     pub caller: Caller,
     pub scope: Scope,
     pub peer: Peer,
@@ -197,6 +199,9 @@ pub struct Request {
     pub request_id: String,
     pub token: String,
     pub questions: Arc<[Question]>,
+    /// Loaded with a single request and with the pending ones (what answerers show); left out
+    /// of `pending` and `history` pages, where it would only weigh.
+    pub context: Option<Arc<Context>>,
     pub caller: Caller,
     pub scope: Scope,
     pub status: Status,
@@ -220,6 +225,7 @@ impl Request {
             request_id: new.request_id.clone(),
             token: new.token.clone(),
             questions: new.questions.clone(),
+            context: new.context.clone(),
             caller: new.caller.clone(),
             scope: new.scope.clone(),
             status: Status::Pending,

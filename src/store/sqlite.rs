@@ -70,6 +70,11 @@ const REQUEST_COLUMNS: &str = "key, request_id, token, questions_json, caller_js
      status, answerer, route, peer_uid, peer_pid, created_at, ended_at, result_json, error_code, \
      error_message, expire_at, on_expire";
 
+/// [`REQUEST_COLUMNS`] with the context, for the reads that answerers show from.
+const REQUEST_COLUMNS_WITH_CONTEXT: &str = "key, request_id, token, questions_json, caller_json, \
+     scope_json, status, answerer, route, peer_uid, peer_pid, created_at, ended_at, result_json, \
+     error_code, error_message, context_json";
+
 const POST_COLUMNS: &str =
     "request_key, idx, answerer, channel, guild, nonce, message, attempts, last_error, edited, slot";
 
@@ -139,7 +144,7 @@ impl SqliteStore {
     /// query is a round trip to the connection's worker thread, and a click needs this one).
     async fn one(&self, clause: &str, bind: Bind<'_>) -> Result<Option<(Request, Vec<Post>)>> {
         let sql = format!(
-            "SELECT {REQUEST_COLUMNS}, \
+            "SELECT {REQUEST_COLUMNS_WITH_CONTEXT}, \
              (SELECT json_group_array(json_array(idx, answered_at, answered_by, answered_via, \
                 answered_id, answered_note, selected_json, custom)) \
               FROM questions WHERE request_key = requests.key) AS answers_json, \
@@ -260,6 +265,10 @@ impl Store for SqliteStore {
         let questions_json = serde_json::to_string(&*new.questions)?;
         let caller_json = serde_json::to_string(&new.caller)?;
         let scope_json = serde_json::to_string(&new.scope)?;
+        let context_json = match &new.context {
+            Some(c) => Some(serde_json::to_string(&**c)?),
+            None => None,
+        };
         let planned: Vec<serde_json::Value> = posts
             .iter()
             .map(|p| {
@@ -272,8 +281,8 @@ impl Store for SqliteStore {
         let inserted: Option<i64> = sqlx::query_scalar(
             "INSERT INTO requests (request_id, token, questions_json, caller_json, scope_json, \
              answerer, route, peer_uid, peer_pid, created_at, planned_json, audit_json, \
-             expire_at, on_expire) \
-             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) \
+             expire_at, on_expire, context_json) \
+             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) \
              ON CONFLICT (request_id) DO NOTHING RETURNING key",
         )
         .bind(&new.request_id)
@@ -295,6 +304,7 @@ impl Store for SqliteStore {
                 .map(|e| serde_json::to_string(&e.on_expire))
                 .transpose()?,
         )
+        .bind(&context_json)
         .fetch_optional(&self.pool)
         .await?;
         match inserted {
@@ -326,7 +336,8 @@ impl Store for SqliteStore {
 
     async fn all_pending(&self) -> Result<Vec<(Request, Vec<Post>)>> {
         let rows = sqlx::query(&format!(
-            "SELECT {REQUEST_COLUMNS} FROM requests WHERE status = 'pending' ORDER BY key"
+            "SELECT {REQUEST_COLUMNS_WITH_CONTEXT} FROM requests WHERE status = 'pending' \
+             ORDER BY key"
         ))
         .fetch_all(&self.pool)
         .await?;
@@ -1032,11 +1043,17 @@ fn request_from_row(row: &SqliteRow, answers: Vec<Option<Answered>>) -> Result<R
     };
     let peer_uid: Option<i64> = row.get("peer_uid");
     let questions: Vec<crate::core::Question> = serde_json::from_str(row.get("questions_json"))?;
+    // Only the reads that select it have the column (see REQUEST_COLUMNS_WITH_CONTEXT).
+    let context = match row.try_get::<Option<&str>, _>("context_json") {
+        Ok(Some(json)) => Some(Arc::new(serde_json::from_str(json)?)),
+        _ => None,
+    };
     Ok(Request {
         key: row.get("key"),
         request_id: row.get("request_id"),
         token: row.get::<Option<String>, _>("token").unwrap_or_default(),
         questions: questions.into(),
+        context,
         caller: serde_json::from_str(row.get("caller_json"))?,
         scope: serde_json::from_str(row.get("scope_json"))?,
         status,
@@ -1151,6 +1168,7 @@ mod tests {
                 multi_select: false,
             }]
             .into(),
+            context: None,
             caller: Caller::default(),
             scope: Scope::new(),
             peer: Peer {

@@ -75,7 +75,7 @@ async fn the_digest_lists_what_waits_and_is_silent_when_nothing_does() {
         "{list}"
     );
     assert!(
-        list.contains(&format!("[jump](https://discord.com/channels/")),
+        list.contains("[jump](https://discord.com/channels/"),
         "{list}"
     );
     let footer = embed["footer"]["text"].as_str().unwrap();

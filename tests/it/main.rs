@@ -7,10 +7,12 @@ mod harness;
 #[path = "../support/mod.rs"]
 mod support;
 
+mod approvals;
 mod bench_smoke;
 mod chaos;
 mod cli;
 mod commands;
+mod context;
 mod digest;
 mod discord;
 mod discord_schema_selftest;

@@ -148,6 +148,19 @@ impl Refusal {
 }
 
 const UNKNOWN: &str = "This question is no longer known to askrelay; nothing was recorded.";
+/// An update-message callback (type 7) as JSON without `data.attachments`, so that the message
+/// keeps the attachments it was posted with (the request's context).
+fn update_keeping_attachments(resp: &CreateInteractionResponse) -> serde_json::Value {
+    let mut body = serde_json::to_value(resp).unwrap_or_default();
+    if let Some(data) = body
+        .get_mut("data")
+        .and_then(serde_json::Value::as_object_mut)
+    {
+        data.remove("attachments");
+    }
+    body
+}
+
 const NOT_SAVED: &str = "Your answer could not be saved, try again. Nothing was recorded.";
 
 impl Handler {
@@ -176,9 +189,31 @@ impl Handler {
         let deadline =
             std::time::Duration::from_millis(self.shared.config.discord.callback_timeout_ms);
         let rest = &self.shared.rest;
-        let sent = match ci_or_mi {
-            Responder::Component(ci) => rest.call(deadline, ci.create_response(http, resp)).await,
-            Responder::Modal(mi) => rest.call(deadline, mi.create_response(http, resp)).await,
+        let sent = match (ci_or_mi, update) {
+            // serenity writes `"attachments": []` into every update, which would strip the
+            // context files off the message; left out, Discord keeps them.
+            (Responder::Component(ci), true) => {
+                let body = update_keeping_attachments(&resp);
+                rest.call(
+                    deadline,
+                    http.create_interaction_response(ci.id, &ci.token, &body, Vec::new()),
+                )
+                .await
+            }
+            (Responder::Modal(mi), true) => {
+                let body = update_keeping_attachments(&resp);
+                rest.call(
+                    deadline,
+                    http.create_interaction_response(mi.id, &mi.token, &body, Vec::new()),
+                )
+                .await
+            }
+            (Responder::Component(ci), false) => {
+                rest.call(deadline, ci.create_response(http, resp)).await
+            }
+            (Responder::Modal(mi), false) => {
+                rest.call(deadline, mi.create_response(http, resp)).await
+            }
         };
         match (sent, edited) {
             (Ok(()), Some(won)) => {

@@ -151,8 +151,17 @@ impl DiscordAnswerer {
     ) -> Result<DiscordAnswerer> {
         let http = Arc::new(build_http_with(&config, rest_client.clone())?);
         let paced = config.discord.api_base.trim_end_matches('/') == DEFAULT_API_BASE;
+        // The client serenity was given, or one like serenity's own (rustls).
+        let client = match &rest_client {
+            Some(c) => c.clone(),
+            None => reqwest::Client::builder()
+                .use_rustls_tls()
+                .build()
+                .context("cannot build the Discord REST client")?,
+        };
         let rest = Rest::new(
             http,
+            client,
             paced,
             config.discord.retry_max_delay_ms,
             std::time::Duration::from_millis(config.discord.request_timeout_ms),

@@ -53,6 +53,9 @@ const EDIT_ATTEMPTS: u32 = 8;
 impl Shared {
     /// The message of one outbox row: the question, a copy of it, or a note. `main` is where
     /// the question's own message is, once known.
+    /// The request's context goes with its first question (and that question's copies) only;
+    /// a repost after a crash renders it again from the stored context, so the same files go
+    /// with the same nonce.
     fn render_post(
         &self,
         req: &Request,
@@ -60,18 +63,22 @@ impl Shared {
         q: &crate::core::Question,
         post: &Post,
         main: Option<(u64, u64)>,
-    ) -> serenity::builder::CreateMessage {
+    ) -> render::QuestionPost {
         let mut ctx = self.render_ctx(req, route, post.idx);
+        let context = req.context.as_deref().filter(|_| post.idx == 0);
         if post.is_main() {
-            return render::question_message(q, &ctx);
+            return render::question_post(q, &ctx, context);
         }
         (ctx.mention_user_ids, ctx.mention_role_ids) = self.mentions_of(route, post);
         let link = main.map(|(c, m)| self.rest.link(c, m));
         let lead = self.lead(req, post, link);
         if post.is_note() {
-            render::note(&lead, &ctx, main)
+            render::QuestionPost {
+                message: render::note(&lead, &ctx, main),
+                files: Vec::new(),
+            }
         } else {
-            render::copy_message(q, &ctx, &lead)
+            render::copy_post(q, &ctx, &lead, context)
         }
     }
 
@@ -129,10 +136,12 @@ impl Shared {
                         p.message.as_deref()?.parse::<u64>().ok()?,
                     ))
                 });
-            let message = self
-                .render_post(req, route, q, &post, main)
+            let rendered = self.render_post(req, route, q, &post, main);
+            let message = rendered
+                .message
                 .nonce(serenity::all::Nonce::String(post.nonce.clone()))
                 .enforce_nonce(true);
+            let files = rendered.files;
             let mut attempt = tries.first;
             loop {
                 // A request cancelled while Discord was down is not posted afterwards.
@@ -147,9 +156,14 @@ impl Shared {
                 };
                 let sent = match channel {
                     Ok(channel) => match self.rest.check_channel(channel, 1).await {
-                        Ok(guild) => self
+                        Ok(guild) if files.is_empty() => self
                             .rest
                             .send(channel, message.clone())
+                            .await
+                            .map(|m| (m, channel, guild)),
+                        Ok(guild) => self
+                            .rest
+                            .send_with_files(channel, &message, &files)
                             .await
                             .map(|m| (m, channel, guild)),
                         Err(f) => Err(f),

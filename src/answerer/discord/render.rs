@@ -11,7 +11,7 @@
 //! embed total whatever the input, and the edits keep the question's embed exactly as it was.
 
 use super::custom_id::{Action, CustomId, Form, ModalId, TEXT_INPUT_ID};
-use crate::core::model::{Question, QuestionKind};
+use crate::core::model::{Context, Question, QuestionKind};
 use crate::core::Scope;
 use serenity::builder::{
     CreateActionRow, CreateAllowedMentions, CreateButton, CreateEmbed, CreateEmbedFooter,
@@ -39,6 +39,14 @@ pub const MODAL_TITLE_MAX: usize = 45;
 pub const TEXT_INPUT_LABEL_MAX: usize = 45;
 pub const TEXT_INPUT_PLACEHOLDER_MAX: usize = 100;
 pub const TEXT_INPUT_VALUE_MAX: u16 = 4000;
+
+/// Discord's most attachments per message.
+pub const ATTACHMENTS_MAX: usize = 10;
+/// A context text of more lines than this goes as a file even when it would fit the content:
+/// a tall message pushes the question's buttons out of sight.
+pub const CONTEXT_INLINE_LINES_MAX: usize = 40;
+/// The file a context text goes in when it does not fit the message content.
+pub const CONTEXT_TEXT_FILE: &str = "context.md";
 
 /// Button texts (SPEC §3), exactly.
 pub const OTHER_LABEL: &str = "Other…";
@@ -211,14 +219,33 @@ pub fn question_message(q: &Question, ctx: &RenderContext) -> CreateMessage {
 }
 
 /// A copy of the question (a DM, an escalation step's channel): the same embed and controls,
-/// with `lead` (why it is here) before the copy's mentions.
-pub fn copy_message(q: &Question, ctx: &RenderContext, lead: &str) -> CreateMessage {
+/// with `lead` (why it is here) before the copy's mentions, and the request's context as the
+/// question's own message shows it.
+pub fn copy_post(
+    q: &Question,
+    ctx: &RenderContext,
+    lead: &str,
+    context: Option<&Context>,
+) -> QuestionPost {
     let (mentions, _) = mentions(ctx);
-    let content = match mentions {
+    let head = match mentions {
         Some(m) => format!("{lead} {m}"),
         None => lead.to_owned(),
     };
-    question_message(q, ctx).content(truncate(&content, CONTENT_MAX))
+    let message = question_message(q, ctx);
+    match context.filter(|c| !c.is_empty()) {
+        None => QuestionPost {
+            message: message.content(truncate(&head, CONTENT_MAX)),
+            files: Vec::new(),
+        },
+        Some(c) => {
+            let (content, files) = context_content(Some(&truncate(&head, 1000)), c);
+            QuestionPost {
+                message: message.content(content),
+                files,
+            }
+        }
+    }
 }
 
 /// A note about a question (a reminder, an escalation step's mentions): `text` and the
@@ -240,6 +267,93 @@ pub fn note(text: &str, ctx: &RenderContext, reply_to: Option<(u64, u64)>) -> Cr
         ));
     }
     msg
+}
+
+/// A question's message with the request's context: the message to create, and the files to
+/// upload with it (name, bytes), in order.
+#[derive(Debug, Clone)]
+pub struct QuestionPost {
+    pub message: CreateMessage,
+    pub files: Vec<(String, Vec<u8>)>,
+}
+
+/// [`question_message`], with `context` (the request's, on its first question's message only)
+/// shown in the message content: the text in a code block under the mentions when it fits
+/// (2000 characters with them, and [`CONTEXT_INLINE_LINES_MAX`] lines), otherwise as the file
+/// [`CONTEXT_TEXT_FILE`]; every context file always as an attachment, named in the content.
+/// The edits that follow set no content and no attachments, so both stay as posted.
+pub fn question_post(q: &Question, ctx: &RenderContext, context: Option<&Context>) -> QuestionPost {
+    let mut message = question_message(q, ctx);
+    let Some(context) = context.filter(|c| !c.is_empty()) else {
+        return QuestionPost {
+            message,
+            files: Vec::new(),
+        };
+    };
+    let (mentions, _) = mentions(ctx);
+    let (content, files) = context_content(mentions.as_deref(), context);
+    message = message.content(content);
+    QuestionPost { message, files }
+}
+
+/// The message content for a context under `mentions`, and the files to attach.
+fn context_content(mentions: Option<&str>, context: &Context) -> (String, Vec<(String, Vec<u8>)>) {
+    let mut content = mentions.unwrap_or_default().to_owned();
+    let push = |content: &mut String, line: &str| -> bool {
+        let sep = usize::from(!content.is_empty());
+        if content.chars().count() + sep + line.chars().count() > CONTENT_MAX {
+            return false;
+        }
+        if sep == 1 {
+            content.push('\n');
+        }
+        content.push_str(line);
+        true
+    };
+    push(&mut content, "**Context**");
+    let mut files = Vec::new();
+    if let Some(text) = &context.text {
+        let block = format!("```\n{}\n```", fence_safe(text));
+        let inline = text.lines().count() <= CONTEXT_INLINE_LINES_MAX && push(&mut content, &block);
+        if !inline {
+            files.push((text_file_name(context), text.as_bytes().to_vec()));
+        }
+    }
+    files.extend(
+        context
+            .files
+            .iter()
+            .map(|f| (f.name.clone(), f.content.as_bytes().to_vec())),
+    );
+    files.truncate(ATTACHMENTS_MAX);
+    if !files.is_empty() {
+        // Names are letters, digits and `._-+` (core validation), so a code span shows them
+        // as they are.
+        let names: Vec<String> = files.iter().map(|(n, _)| format!("`{n}`")).collect();
+        let line = format!("Attached: {}", names.join(", "));
+        if !push(&mut content, &line) {
+            push(&mut content, "Attached below.");
+        }
+    }
+    (content, files)
+}
+
+/// Text that cannot close the code block it is shown in: no run of three backticks (a
+/// zero-width space goes between two).
+fn fence_safe(text: &str) -> String {
+    text.replace("``", "`\u{200B}`")
+}
+
+/// [`CONTEXT_TEXT_FILE`], or a name no context file has.
+fn text_file_name(context: &Context) -> String {
+    let taken = |n: &str| context.files.iter().any(|f| f.name.eq_ignore_ascii_case(n));
+    if !taken(CONTEXT_TEXT_FILE) {
+        return CONTEXT_TEXT_FILE.to_owned();
+    }
+    (2..)
+        .map(|i| format!("context-{i}.md"))
+        .find(|n| !taken(n))
+        .unwrap_or_else(|| CONTEXT_TEXT_FILE.to_owned())
 }
 
 /// A message's final state: the question's embed with its outcome fields, no components.

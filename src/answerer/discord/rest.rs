@@ -78,6 +78,9 @@ const GLOBAL_WINDOW: Duration = Duration::from_millis(1050);
 /// The REST side of the Discord answerer.
 pub(crate) struct Rest {
     pub http: Arc<Http>,
+    /// The client behind `http`, for the one call serenity cannot make right (see
+    /// [`Rest::send_with_files`]).
+    client: reqwest::Client,
     retry_max_delay_ms: u64,
     /// Every call's deadline (`discord.request_timeout_ms`).
     request_timeout: Duration,
@@ -97,6 +100,7 @@ pub(crate) struct Rest {
 impl Rest {
     pub fn new(
         http: Arc<Http>,
+        client: reqwest::Client,
         paced: bool,
         retry_max_delay_ms: u64,
         request_timeout: Duration,
@@ -104,6 +108,7 @@ impl Rest {
     ) -> Rest {
         Rest {
             http,
+            client,
             retry_max_delay_ms,
             request_timeout,
             guilds: Mutex::new(HashMap::new()),
@@ -308,6 +313,119 @@ impl Rest {
             ChannelId::new(channel).send_message(&self.http, message),
         )
         .await
+    }
+
+    /// Creates a message with files attached (`files`: name and bytes, in order), in the
+    /// channel's turn and under the global pace, like [`Rest::send`].
+    ///
+    /// serenity 0.12 cannot send this body as Discord's spec has it: it writes each new
+    /// attachment's placeholder id in `attachments` as a number where the spec has a snowflake
+    /// string, and gives no way to set it. So this call builds the multipart body itself:
+    /// `payload_json` (the message, with `attachments` of `{"id": "N", "filename": ...}`) and one
+    /// `files[N]` part per file, sent with the same reqwest client, base URL and token as
+    /// serenity's calls. Failures are sorted as [`classify`] sorts serenity's.
+    pub async fn send_with_files(
+        &self,
+        channel: u64,
+        message: &CreateMessage,
+        files: &[(String, Vec<u8>)],
+    ) -> Result<Message, Failure> {
+        let mut payload = serde_json::to_value(message)
+            .map_err(|e| Failure::Permanent(format!("cannot encode the message: {e}")))?;
+        payload["attachments"] = files
+            .iter()
+            .enumerate()
+            .map(|(i, (name, _))| serde_json::json!({"id": i.to_string(), "filename": name}))
+            .collect();
+        let lane = self.lane(channel);
+        let _turn = lane.lock().await;
+        self.wait_for_channel_bucket(channel).await;
+        self.global_slot().await;
+        let mut form = reqwest::multipart::Form::new().text("payload_json", payload.to_string());
+        for (i, (name, data)) in files.iter().enumerate() {
+            let part = reqwest::multipart::Part::bytes(data.clone())
+                .file_name(name.clone())
+                .mime_str("text/plain; charset=utf-8")
+                .map_err(|e| Failure::Permanent(format!("cannot attach {name}: {e}")))?;
+            form = form.part(format!("files[{i}]"), part);
+        }
+        let base = self
+            .http
+            .proxy
+            .as_deref()
+            .unwrap_or(crate::config::DEFAULT_API_BASE)
+            .trim_end_matches('/');
+        let request = self
+            .client
+            .post(format!("{base}/api/v10/channels/{channel}/messages"))
+            .header(reqwest::header::AUTHORIZATION, self.http.token())
+            .header(reqwest::header::USER_AGENT, serenity::constants::USER_AGENT)
+            .multipart(form)
+            .send();
+        let response = match tokio::time::timeout(self.request_timeout, request).await {
+            Ok(Ok(r)) => r,
+            Ok(Err(e)) => {
+                return Err(Failure::Transient(format!(
+                    "cannot reach Discord ({})",
+                    if e.is_timeout() {
+                        "timed out"
+                    } else if e.is_connect() {
+                        "connection failed"
+                    } else {
+                        "the request failed"
+                    }
+                )))
+            }
+            Err(_) => {
+                return Err(Failure::Transient(format!(
+                    "Discord did not answer within {} ms",
+                    self.request_timeout.as_millis()
+                )))
+            }
+        };
+        let status = response.status();
+        let retry_after = response
+            .headers()
+            .get("retry-after")
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.parse::<f64>().ok());
+        let body = tokio::time::timeout(self.request_timeout, response.bytes())
+            .await
+            .map_err(|_| Failure::Transient("Discord stalled while answering".into()))?
+            .map_err(|_| Failure::Transient("cannot read Discord's answer".into()))?;
+        if status.is_success() {
+            return serde_json::from_slice(&body).map_err(|e| {
+                Failure::Permanent(format!(
+                    "Discord answered with a message askrelay cannot read: {e}"
+                ))
+            });
+        }
+        #[derive(serde::Deserialize, Default)]
+        struct DiscordError {
+            #[serde(default)]
+            code: i64,
+            #[serde(default)]
+            message: String,
+        }
+        let err: DiscordError = serde_json::from_slice(&body).unwrap_or_default();
+        let what = format!(
+            "Discord answered {} {} (code {}: {})",
+            status.as_u16(),
+            status.canonical_reason().unwrap_or(""),
+            err.code,
+            err.message
+        );
+        if status.as_u16() == 429 {
+            // serenity's limiter never saw this call: keep to what Discord said here.
+            if let Some(secs) = retry_after.filter(|s| s.is_finite() && *s > 0.0) {
+                self.pause(Duration::from_secs_f64(secs.min(60.0))).await;
+            }
+            return Err(Failure::Transient(what));
+        }
+        if status.is_server_error() {
+            return Err(Failure::Transient(what));
+        }
+        Err(Failure::Permanent(what))
     }
 
     /// Edits a message, retrying transient failures `attempts` times.

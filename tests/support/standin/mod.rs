@@ -70,12 +70,24 @@ pub struct Recorded {
     /// The body parsed as JSON (for multipart, the `payload_json` part); a non-JSON body is kept
     /// as a JSON string; `None` when the body was empty.
     pub body: Option<Value>,
+    /// The file parts of a multipart body, in order (empty for any other body).
+    pub files: Vec<RecordedFile>,
     /// The status the stand-in answered with.
     pub status: u16,
     /// Request headers, names in lower case.
     pub headers: Vec<(String, String)>,
     /// When the stand-in received the whole request, before handling it.
     pub at: Instant,
+}
+
+/// One file part of a multipart body.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RecordedFile {
+    /// The form field, e.g. `files[0]`.
+    pub field: String,
+    pub filename: Option<String>,
+    pub content_type: Option<String>,
+    pub data: Vec<u8>,
 }
 
 impl Recorded {

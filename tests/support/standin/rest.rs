@@ -16,7 +16,8 @@ use serde_json::{json, Value};
 
 use super::ratelimit::{bucket_key, check_rate_limits, hash_hex, ratelimit_headers};
 use super::{
-    now_secs_f64, parse_snowflake, Failure, Held, Ids, Recorded, Shared, St, Stall, StoredMessage,
+    now_secs_f64, parse_snowflake, Failure, Held, Ids, Recorded, RecordedFile, Shared, St, Stall,
+    StoredMessage,
 };
 
 const NONCE_WINDOW: Duration = Duration::from_secs(300);
@@ -96,6 +97,7 @@ pub(super) async fn rest(
         .to_string();
     let at = Instant::now();
     hold(&shared, method.as_str(), &path).await;
+    let files = multipart_files(&body, &content_type);
     let body = parse_body(&body, &content_type);
     let recorded_headers = headers
         .iter()
@@ -108,12 +110,20 @@ pub(super) async fn rest(
         .collect();
     let reply = {
         let mut st = shared.lock();
-        let reply = handle_rest(&mut st, &shared.ids, method.as_str(), &path, body.as_ref());
+        let reply = handle_rest(
+            &mut st,
+            &shared.ids,
+            method.as_str(),
+            &path,
+            body.as_ref(),
+            &files,
+        );
         st.requests.push(Recorded {
             method: method.as_str().to_string(),
             path,
             query,
             body,
+            files,
             status: reply.status,
             headers: recorded_headers,
             at,
@@ -185,6 +195,65 @@ fn multipart_payload_json(text: &str) -> Option<Value> {
     serde_json::from_str(&rest[..end]).ok()
 }
 
+/// The file parts of a multipart body (every part with a filename), split on the boundary of
+/// its content type; empty for any other body.
+fn multipart_files(bytes: &[u8], content_type: &str) -> Vec<RecordedFile> {
+    let Some(boundary) = content_type
+        .strip_prefix("multipart/form-data")
+        .and_then(|rest| {
+            rest.split(';')
+                .find_map(|p| p.trim().strip_prefix("boundary="))
+        })
+        .map(|b| b.trim_matches('"'))
+    else {
+        return Vec::new();
+    };
+    let delimiter = format!("--{boundary}").into_bytes();
+    let mut parts = Vec::new();
+    let mut rest = bytes;
+    while let Some(at) = find(rest, &delimiter) {
+        rest = &rest[at + delimiter.len()..];
+        if rest.starts_with(b"--") {
+            break;
+        }
+        let rest_part = rest.strip_prefix(b"\r\n").unwrap_or(rest);
+        let Some(head_end) = find(rest_part, b"\r\n\r\n") else {
+            break;
+        };
+        let head = String::from_utf8_lossy(&rest_part[..head_end]).into_owned();
+        let after = &rest_part[head_end + 4..];
+        let end = find(after, &[b"\r\n".as_slice(), &delimiter].concat()).unwrap_or(after.len());
+        let data = after[..end].to_vec();
+        rest = &after[end..];
+        let param = |name: &str| {
+            let key = format!("{name}=\"");
+            head.find(&key).and_then(|i| {
+                let v = &head[i + key.len()..];
+                v.find('"').map(|j| v[..j].to_owned())
+            })
+        };
+        let content_type = head.lines().find_map(|l| {
+            let (k, v) = l.split_once(':')?;
+            k.trim()
+                .eq_ignore_ascii_case("content-type")
+                .then(|| v.trim().to_owned())
+        });
+        if let (Some(field), Some(filename)) = (param(" name"), param("filename")) {
+            parts.push(RecordedFile {
+                field,
+                filename: Some(filename),
+                content_type,
+                data,
+            });
+        }
+    }
+    parts
+}
+
+fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
+    hay.windows(needle.len()).position(|w| w == needle)
+}
+
 fn strip_api_prefix(path: &str) -> &str {
     if let Some(rest) = path.strip_prefix("/api/v") {
         let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
@@ -195,7 +264,14 @@ fn strip_api_prefix(path: &str) -> &str {
     path.strip_prefix("/api").unwrap_or(path)
 }
 
-fn handle_rest(st: &mut St, ids: &Ids, method: &str, path: &str, body: Option<&Value>) -> Reply {
+fn handle_rest(
+    st: &mut St,
+    ids: &Ids,
+    method: &str,
+    path: &str,
+    body: Option<&Value>,
+    files: &[RecordedFile],
+) -> Reply {
     if let Some(failure) = take_failure(st, method, path) {
         return failure_reply(&failure, path);
     }
@@ -301,7 +377,7 @@ fn handle_rest(st: &mut St, ids: &Ids, method: &str, path: &str, body: Option<&V
         ("POST", ["channels", _, "typing"]) => Reply::no_content(),
         ("POST", ["channels", cid, "messages"]) => {
             let cid = parse_snowflake(cid).unwrap_or_default();
-            create_channel_message(st, ids, cid, body)
+            create_channel_message(st, ids, cid, body, files)
         }
         ("GET", ["channels", cid, "messages"]) => {
             let cid = parse_snowflake(cid).unwrap_or_default();
@@ -412,13 +488,23 @@ fn failure_reply(failure: &Failure, path: &str) -> Reply {
     }
 }
 
-fn create_channel_message(st: &mut St, ids: &Ids, cid: u64, body: Option<&Value>) -> Reply {
+fn create_channel_message(
+    st: &mut St,
+    ids: &Ids,
+    cid: u64,
+    body: Option<&Value>,
+    files: &[RecordedFile],
+) -> Reply {
     let Some(body) = body.filter(|b| b.is_object()) else {
         return Reply::error(400, 50006, "Cannot send an empty message");
     };
     if let Some(err) = validate_message(body) {
         return err;
     }
+    let attachments = match uploaded_attachments(st, body, files) {
+        Ok(a) => a,
+        Err(reply) => return reply,
+    };
     if is_empty_message(body) {
         return Reply::error(400, 50006, "Cannot send an empty message");
     }
@@ -442,7 +528,23 @@ fn create_channel_message(st: &mut St, ids: &Ids, cid: u64, body: Option<&Value>
         }
     }
     let id = st.next_snowflake();
-    let msg = build_message(ids, id, cid, body, None);
+    let mut msg = build_message(ids, id, cid, body, None);
+    if !attachments.is_empty() {
+        msg["attachments"] = Value::Array(
+            attachments
+                .into_iter()
+                .map(|mut a| {
+                    let aid = a["id"].as_str().unwrap_or_default().to_owned();
+                    let name = a["filename"].as_str().unwrap_or_default().to_owned();
+                    let url = format!("https://cdn.discordapp.com/attachments/{cid}/{aid}/{name}");
+                    a["url"] = json!(url);
+                    a["proxy_url"] =
+                        json!(url.replace("cdn.discordapp.com", "media.discordapp.net"));
+                    a
+                })
+                .collect(),
+        );
+    }
     st.messages.push(StoredMessage {
         channel_id: cid,
         id,
@@ -453,6 +555,74 @@ fn create_channel_message(st: &mut St, ids: &Ids, cid: u64, body: Option<&Value>
         st.nonces.insert(key, (id, Instant::now()));
     }
     Reply::json(200, msg)
+}
+
+/// The attachments of a create, as Discord builds them: each entry of the body's
+/// `attachments` must name a `files[N]` part by its id N (as Discord's spec has it, a
+/// snowflake string), at most 10; every file part must be named by one. A mismatch is 400
+/// `Invalid Form Body`, as Discord answers it.
+fn uploaded_attachments(
+    st: &mut St,
+    body: &Value,
+    files: &[RecordedFile],
+) -> Result<Vec<Value>, Reply> {
+    let meta = body
+        .get("attachments")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    let bad = |message: &str| {
+        invalid_form_body(json!({"attachments": {"_errors": [
+            {"code": "ATTACHMENT_NOT_FOUND", "message": message}
+        ]}}))
+    };
+    if meta.len() > 10 || files.len() > 10 {
+        return Err(bad("Must be 10 or fewer in length."));
+    }
+    let mut out = Vec::new();
+    let mut used = HashSet::new();
+    for m in &meta {
+        let id = match m.get("id") {
+            Some(Value::String(s)) => s.clone(),
+            Some(Value::Number(n)) => n.to_string(),
+            _ => return Err(bad("Attachment id is required.")),
+        };
+        let field = format!("files[{id}]");
+        let Some(file) = files.iter().find(|f| f.field == field) else {
+            return Err(bad(&format!("No file part {field} for this attachment.")));
+        };
+        used.insert(field);
+        let filename = m
+            .get("filename")
+            .and_then(Value::as_str)
+            .map(str::to_owned)
+            .or_else(|| file.filename.clone())
+            .unwrap_or_default();
+        out.push(json!({
+            "id": st.next_snowflake().to_string(),
+            "filename": filename,
+            "size": file.data.len(),
+            "content_type": file.content_type,
+        }));
+    }
+    if let Some(extra) = files.iter().find(|f| !used.contains(&f.field)) {
+        if !meta.is_empty() {
+            return Err(bad(&format!(
+                "The file part {} has no attachment.",
+                extra.field
+            )));
+        }
+        // Without `attachments` Discord takes the parts as they come.
+        for f in files {
+            out.push(json!({
+                "id": st.next_snowflake().to_string(),
+                "filename": f.filename.clone().unwrap_or_default(),
+                "size": f.data.len(),
+                "content_type": f.content_type,
+            }));
+        }
+    }
+    Ok(out)
 }
 
 fn channel_message_op(

@@ -1,0 +1,297 @@
+//! Front doors for approvals: `askrelay hook claude-code` ([`hook`]) and `askrelay approve`
+//! ([`approve`]). Each turns something that wants permission (a Claude Code tool call, a
+//! command line) into one ask with two options and a context that shows exactly what is being
+//! approved, follows it to its end through [`crate::client::AskSession`] like `askrelay ask`,
+//! and reads the answer as a [`Verdict`]. They are socket clients with the same trust as `ask`.
+//!
+//! This module also builds a [`Context`] from command-line flags (`--context`,
+//! `--context-file`), for `ask` and `approve`.
+
+pub mod approve;
+pub mod hook;
+
+use crate::client::{AskSession, AskUpdate, Client, Target};
+use crate::core::model::{MAX_CONTEXT_FILE_BYTES, MAX_CONTEXT_TEXT_BYTES};
+use crate::core::{Ask, AskError, Context, ContextFile, ErrorCode};
+use crate::protocol::{AnsweredView, Event, Op};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// How an approval ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Verdict {
+    /// The allowing option was chosen; `by` describes who (best effort).
+    Allowed { by: String },
+    /// The other option, or free text (`Other…`), which is the reason.
+    Denied { by: String, reason: Option<String> },
+    /// The request ended with an error: `EXPIRED`, `ABORTED`, `NO_ANSWERER`, …
+    Failed(AskError),
+    /// The daemon cannot be reached, or went away and did not come back.
+    Unreachable(String),
+    /// Nobody answered within the front door's own time limit; the request was cancelled.
+    TimedOut(Duration),
+}
+
+/// Asks and waits for the answer to the first question: `allow` (an option label) allows,
+/// anything else denies. `timeout` cancels the request when it runs out; Ctrl-C cancels it too.
+/// `on_accepted` hears each `accepted` event (answerer and its detail), for progress on stderr.
+pub async fn decide(
+    target: &Target,
+    ask: Ask,
+    allow: &str,
+    reconnect: Duration,
+    timeout: Option<Duration>,
+    mut on_accepted: impl FnMut(&str, &serde_json::Map<String, serde_json::Value>),
+) -> Verdict {
+    let mut session = match AskSession::start(target.clone(), ask, reconnect).await {
+        Ok(s) => s,
+        Err(e) => {
+            return Verdict::Unreachable(format!(
+                "cannot reach the askrelay daemon at {}: {e}",
+                target.socket.display()
+            ))
+        }
+    };
+    let deadline = timeout.map(|t| tokio::time::Instant::now() + t);
+    let mut cancelled_for_time = false;
+    let mut cancelling = false;
+    let ctrl_c = tokio::signal::ctrl_c();
+    tokio::pin!(ctrl_c);
+    loop {
+        let update = tokio::select! {
+            _ = sleep_until(deadline), if !cancelled_for_time && !cancelling => {
+                cancelled_for_time = true;
+                let why = format!(
+                    "nobody answered within {} s (the front door's --timeout)",
+                    timeout.unwrap_or_default().as_secs()
+                );
+                if let Err(e) = session.cancel(&why).await {
+                    tracing::warn!(error = %format!("{e:#}"), "could not cancel the request");
+                }
+                continue;
+            }
+            r = &mut ctrl_c, if !cancelling => {
+                cancelling = true;
+                if r.is_ok() {
+                    if let Err(e) = session.cancel("the asker pressed Ctrl-C").await {
+                        tracing::warn!(error = %format!("{e:#}"), "could not cancel the request");
+                    }
+                }
+                continue;
+            }
+            u = session.next() => u,
+        };
+        match update {
+            AskUpdate::Accepted { answerer, detail } => on_accepted(&answerer, &detail),
+            AskUpdate::Lost { .. } | AskUpdate::Reattached => {}
+            AskUpdate::Answered(result) => {
+                let by = who_answered(target, session.request_id())
+                    .await
+                    .unwrap_or_else(|| "someone".to_owned());
+                return read_answer(result.get(), allow, by);
+            }
+            AskUpdate::Failed(_) if cancelled_for_time => {
+                return Verdict::TimedOut(timeout.unwrap_or_default())
+            }
+            AskUpdate::Failed(e)
+                if e.code == ErrorCode::Internal
+                    && e.message.starts_with("lost the askrelay daemon") =>
+            {
+                return Verdict::Unreachable(e.message)
+            }
+            AskUpdate::Failed(e) => return Verdict::Failed(e),
+        }
+    }
+}
+
+async fn sleep_until(deadline: Option<tokio::time::Instant>) {
+    match deadline {
+        Some(d) => tokio::time::sleep_until(d).await,
+        None => std::future::pending().await,
+    }
+}
+
+/// The verdict in the §1 result of a one-question approval.
+fn read_answer(result: &str, allow: &str, by: String) -> Verdict {
+    let parsed: serde_json::Value = serde_json::from_str(result).unwrap_or_default();
+    let first = &parsed["answers"][0];
+    let selected: Vec<&str> = first["selected"]
+        .as_array()
+        .map(|a| a.iter().filter_map(|v| v.as_str()).collect())
+        .unwrap_or_default();
+    let custom = first["custom"].as_str().map(str::to_owned);
+    if custom.is_none() && selected == [allow] {
+        Verdict::Allowed { by }
+    } else {
+        Verdict::Denied { by, reason: custom }
+    }
+}
+
+/// Who answered the first question of an ended request, from the newest pages of `history`
+/// (the answer does not say; the request just ended, so it is near the top). `None` when it
+/// cannot be told.
+pub async fn who_answered(target: &Target, request_id: &str) -> Option<String> {
+    let mut client = Client::connect_to(target).await.ok()?;
+    let mut before = None;
+    for _ in 0..5 {
+        let reply = client
+            .call(&Op::History {
+                limit: Some(50),
+                before,
+            })
+            .await
+            .ok()?;
+        let Event::History { requests, next } = reply else {
+            return None;
+        };
+        if let Some(r) = requests.iter().find(|r| r.request_id == request_id) {
+            return r.questions.first()?.answered.as_ref().map(describe);
+        }
+        before = Some(next?);
+    }
+    None
+}
+
+/// Who answered, in one line: `alice (Discord user 42)`, `bob (uid 1000) via terminal`.
+fn describe(a: &AnsweredView) -> String {
+    let name = crate::core::text::Escaped(&a.by).to_string();
+    let id = crate::core::text::Escaped(&a.id).to_string();
+    match a.via.as_str() {
+        "terminal" => format!("{name} (uid {id}) via terminal"),
+        "discord" => format!("{name} (Discord user {id})"),
+        "policy" => "the expiry policy".to_owned(),
+        via => format!("{name} via {}", crate::core::text::Escaped(via)),
+    }
+}
+
+/// A context from `--context TEXT` and `--context-file PATH` (repeatable), or `None` when
+/// neither is given. A file's name in the context is its own name, with anything but letters,
+/// digits and `._-+` made `_`; a file that is not UTF-8 text is refused.
+pub fn context_from_flags(
+    text: Option<String>,
+    files: &[PathBuf],
+) -> Result<Option<Context>, String> {
+    let mut context = Context {
+        text: text.filter(|t| !t.trim().is_empty()),
+        files: Vec::with_capacity(files.len()),
+    };
+    for path in files {
+        let bytes = std::fs::read(path)
+            .map_err(|e| format!("--context-file {}: cannot read it: {e}", path.display()))?;
+        let content = String::from_utf8(bytes).map_err(|_| {
+            format!(
+                "--context-file {}: is not UTF-8 text; only text files can be attached",
+                path.display()
+            )
+        })?;
+        context.files.push(ContextFile {
+            name: file_name(path),
+            content,
+        });
+    }
+    Ok((!context.is_empty()).then_some(context))
+}
+
+/// A context file name for `path`: its last component, made to pass validation.
+pub fn file_name(path: &Path) -> String {
+    let raw = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    safe_name(&raw)
+}
+
+/// `raw` with anything but letters, digits and `._-+` made `_`, no leading dot, at most 100
+/// characters; `file` when nothing is left.
+pub fn safe_name(raw: &str) -> String {
+    let mut name: String = raw
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-' | '+') {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    while name.starts_with('.') {
+        name.remove(0);
+    }
+    if name.len() > crate::core::model::MAX_CONTEXT_FILE_NAME_CHARS {
+        let cut = name.len() - crate::core::model::MAX_CONTEXT_FILE_NAME_CHARS;
+        name.drain(..cut);
+    }
+    if name.is_empty() {
+        "file".to_owned()
+    } else {
+        name
+    }
+}
+
+/// `s` cut to at most `max` bytes at a character boundary, with a note of what was cut.
+pub fn cap_bytes(s: &str, max: usize) -> String {
+    if s.len() <= max {
+        return s.to_owned();
+    }
+    let note = format!("\n… (cut here: {} bytes in all)\n", s.len());
+    let mut end = max.saturating_sub(note.len());
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}{note}", &s[..end])
+}
+
+/// A context text that may be too long for `context.text`: as the text when it fits, else as
+/// a file named `name` (cut to what a file may hold).
+pub fn text_or_file(text: String, name: &str, context: &mut Context) {
+    if text.len() <= MAX_CONTEXT_TEXT_BYTES {
+        context.text = Some(text);
+    } else {
+        context.files.push(ContextFile {
+            name: name.to_owned(),
+            content: cap_bytes(&text, MAX_CONTEXT_FILE_BYTES),
+        });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn answers_read_as_verdicts() {
+        let r = |s: &str| read_answer(s, "Allow", "alice".into());
+        assert_eq!(
+            r(r#"{"answers":[{"id":"a","selected":["Allow"]}]}"#),
+            Verdict::Allowed { by: "alice".into() }
+        );
+        assert_eq!(
+            r(r#"{"answers":[{"id":"a","selected":["Deny"]}]}"#),
+            Verdict::Denied {
+                by: "alice".into(),
+                reason: None
+            }
+        );
+        assert_eq!(
+            r(r#"{"answers":[{"id":"a","selected":[],"custom":"not on a Friday"}]}"#),
+            Verdict::Denied {
+                by: "alice".into(),
+                reason: Some("not on a Friday".into())
+            }
+        );
+        // Anything unexpected denies.
+        assert!(matches!(r("{}"), Verdict::Denied { .. }));
+    }
+
+    #[test]
+    fn names_are_made_safe_and_text_is_cut_at_a_boundary() {
+        assert_eq!(safe_name("my file (1).txt"), "my_file__1_.txt");
+        assert_eq!(safe_name(".env"), "env");
+        assert_eq!(safe_name("..."), "file");
+        assert_eq!(safe_name(&"a".repeat(150)).len(), 100);
+        let cut = cap_bytes(&"é".repeat(100), 120);
+        assert!(cut.len() <= 120, "{}", cut.len());
+        assert!(cut.ends_with("(cut here: 200 bytes in all)\n"), "{cut}");
+        assert_eq!(cap_bytes("short", 120), "short");
+    }
+}
