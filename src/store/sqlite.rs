@@ -66,14 +66,20 @@ pub struct SqliteStore {
     lease: Mutex<Option<nix::fcntl::Flock<File>>>,
 }
 
-const REQUEST_COLUMNS: &str = "key, request_id, token, questions_json, caller_json, scope_json, \
-     status, answerer, route, peer_uid, peer_pid, created_at, ended_at, result_json, error_code, \
-     error_message, expire_at, on_expire";
+/// The columns every read of a request takes (a macro, so the context variant below is the
+/// same list and one more).
+macro_rules! request_columns {
+    () => {
+        "key, request_id, token, questions_json, caller_json, scope_json, status, answerer, \
+         route, peer_uid, peer_pid, created_at, ended_at, result_json, error_code, error_message, \
+         expire_at, on_expire"
+    };
+}
+
+const REQUEST_COLUMNS: &str = request_columns!();
 
 /// [`REQUEST_COLUMNS`] with the context, for the reads that answerers show from.
-const REQUEST_COLUMNS_WITH_CONTEXT: &str = "key, request_id, token, questions_json, caller_json, \
-     scope_json, status, answerer, route, peer_uid, peer_pid, created_at, ended_at, result_json, \
-     error_code, error_message, context_json";
+const REQUEST_COLUMNS_WITH_CONTEXT: &str = concat!(request_columns!(), ", context_json");
 
 const POST_COLUMNS: &str =
     "request_key, idx, answerer, channel, guild, nonce, message, attempts, last_error, edited, slot";
@@ -1071,7 +1077,7 @@ fn request_from_row(row: &SqliteRow, answers: Vec<Option<Answered>>) -> Result<R
     })
 }
 
-/// The stored expiry: its deadline and policy (see migrations/0007_oncall.sql).
+/// The stored expiry: its deadline and policy (see migrations/0007_expiry.sql).
 fn expiry_from_row(row: &SqliteRow) -> Result<Option<Expiry>> {
     let Some(at_ms) = row.get::<Option<i64>, _>("expire_at") else {
         return Ok(None);
