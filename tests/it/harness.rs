@@ -533,9 +533,14 @@ impl Bin {
             cmd.env("ASKRELAY_LOG", "info");
         }
         let mut child = cmd.spawn().unwrap();
-        let mut log = BufReader::new(child.stderr.take().unwrap()).lines();
-        let seen = within("the daemon to listen", wait_line(&mut log, "listening")).await;
-        Served { child, log, seen }
+        let log = ServedLog::pump(child.stderr.take().unwrap());
+        let mut served = Served {
+            child,
+            log,
+            cursor: 0,
+        };
+        served.wait_log("listening").await;
+        served
     }
 
     /// Runs a command to its end: exit code, stdout, stderr.
@@ -569,28 +574,91 @@ impl Bin {
 /// A running `askrelay serve`.
 pub struct Served {
     pub child: Child,
-    log: Lines<BufReader<ChildStderr>>,
-    /// Every log line read so far (the waits keep what they read past).
-    seen: Vec<String>,
+    log: ServedLog,
+    /// How many log lines the waits have looked at.
+    cursor: usize,
+}
+
+/// The daemon's log, read in the background from the start, so that the daemon never blocks
+/// on a full stderr pipe however much it logs (trace level) while a test waits for something
+/// else.
+#[derive(Clone)]
+struct ServedLog {
+    lines: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+    /// Set once stderr is closed (the process exited).
+    closed: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    more: std::sync::Arc<tokio::sync::Notify>,
+}
+
+impl ServedLog {
+    fn pump(stderr: ChildStderr) -> ServedLog {
+        let log = ServedLog {
+            lines: Default::default(),
+            closed: Default::default(),
+            more: Default::default(),
+        };
+        let l = log.clone();
+        tokio::spawn(async move {
+            let mut lines = BufReader::new(stderr).lines();
+            while let Ok(Some(line)) = lines.next_line().await {
+                l.lines.lock().unwrap().push(line);
+                l.more.notify_waiters();
+            }
+            l.closed.store(true, std::sync::atomic::Ordering::SeqCst);
+            l.more.notify_waiters();
+        });
+        log
+    }
+
+    /// Waits until a line at or after `from` contains `needle` (its index), or `None` once the
+    /// log ended without one.
+    async fn find(&self, from: usize, needle: &str) -> Option<usize> {
+        loop {
+            let more = self.more.notified();
+            tokio::pin!(more);
+            more.as_mut().enable();
+            {
+                let lines = self.lines.lock().unwrap();
+                if let Some(i) = lines.iter().skip(from).position(|l| l.contains(needle)) {
+                    return Some(from + i);
+                }
+            }
+            if self.closed.load(std::sync::atomic::Ordering::SeqCst) {
+                return None;
+            }
+            more.await;
+        }
+    }
+
+    fn text(&self) -> String {
+        let mut all = self.lines.lock().unwrap().join("\n");
+        all.push('\n');
+        all
+    }
 }
 
 impl Served {
-    /// Waits for a log line containing `needle`.
+    /// Waits for a log line (after the last one a wait found) containing `needle`.
     pub async fn wait_log(&mut self, needle: &str) -> String {
-        let read = within(
+        let found = within(
             &format!("a log line with {needle:?}"),
-            wait_line(&mut self.log, needle),
+            self.log.find(self.cursor, needle),
         )
         .await;
-        let line = read.last().cloned().unwrap_or_default();
-        self.seen.extend(read);
-        line
+        match found {
+            Some(i) => {
+                self.cursor = i + 1;
+                self.log.lines.lock().unwrap()[i].clone()
+            }
+            None => panic!(
+                "the daemon's log ended without {needle:?}; it said:\n{}",
+                self.log.text()
+            ),
+        }
     }
 
-    /// Keeps reading the log in the background (so the daemon never blocks on stderr).
+    /// The daemon keeps running with its log read in the background.
     pub fn drain(self) -> Child {
-        let mut log = self.log;
-        tokio::spawn(async move { while let Ok(Some(_)) = log.next_line().await {} });
         self.child
     }
 
@@ -611,20 +679,12 @@ impl Served {
 
     /// Waits for the process to exit; returns its status and the whole log.
     pub async fn finish(mut self) -> (std::process::ExitStatus, String) {
-        let mut rest = self.seen.join("\n");
-        rest.push('\n');
-        let log = &mut self.log;
-        within("the daemon to exit", async {
-            while let Ok(Some(l)) = log.next_line().await {
-                rest.push_str(&l);
-                rest.push('\n');
-            }
-        })
-        .await;
         let status = within("the daemon to exit", self.child.wait())
             .await
             .unwrap();
-        (status, rest)
+        // No line is looked for past the end: this waits until stderr is closed.
+        within("the end of the daemon's log", self.log.find(usize::MAX, "")).await;
+        (status, self.log.text())
     }
 }
 
