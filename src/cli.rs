@@ -134,6 +134,45 @@ You may cancel the requests you asked; operators may cancel any.")]
     /// Ask whether to run a command, and run it only when a person approves.
     #[command(after_help = crate::front::approve::APPROVE_EXAMPLES)]
     Approve(crate::front::approve::ApproveArgs),
+    /// Print a shell completion script.
+    #[command(after_help = "Examples:
+  askrelay completions bash > ~/.local/share/bash-completion/completions/askrelay
+  askrelay completions zsh > \"${fpath[1]}/_askrelay\"
+  askrelay completions fish > ~/.config/fish/completions/askrelay.fish")]
+    Completions {
+        /// bash, zsh, fish, elvish or powershell.
+        shell: clap_complete::Shell,
+    },
+    /// Print the manual page (roff), for `man`.
+    #[command(after_help = "Examples:
+  askrelay man > /usr/local/share/man/man1/askrelay.1 && man askrelay
+  askrelay man | man -l -")]
+    Man,
+}
+
+/// `askrelay completions SHELL`: the script on stdout.
+pub fn completions(shell: clap_complete::Shell) -> i32 {
+    let mut cmd = <Cli as clap::CommandFactory>::command();
+    clap_complete::generate(shell, &mut cmd, "askrelay", &mut std::io::stdout());
+    0
+}
+
+/// `askrelay man`: the manual page of askrelay and each of its commands, on stdout.
+pub fn man() -> i32 {
+    let cmd = <Cli as clap::CommandFactory>::command();
+    let mut out = std::io::stdout().lock();
+    let mut render = |c: &clap::Command| clap_mangen::Man::new(c.clone()).render(&mut out);
+    let mut result = render(&cmd);
+    for sub in cmd.get_subcommands().filter(|s| s.get_name() != "help") {
+        result = result.and_then(|()| render(sub));
+    }
+    match result {
+        Ok(()) => 0,
+        Err(e) => {
+            eprintln!("askrelay: cannot write the manual page: {e}");
+            1
+        }
+    }
 }
 
 const MCP_EXAMPLES: &str = "\
@@ -240,7 +279,9 @@ pub async fn run_client(cli: Cli) -> i32 {
         | Command::CheckConfig
         | Command::Mcp(_)
         | Command::Hook(_)
-        | Command::Approve(_) => {
+        | Command::Approve(_)
+        | Command::Completions { .. }
+        | Command::Man => {
             unreachable!("run by main on its own")
         }
         Command::Ask(args) => ask(&target, args).await,

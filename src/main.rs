@@ -25,6 +25,8 @@ fn main() {
         Command::Hook(args) => {
             runtime.block_on(askrelay::front::hook::run(cli.config.as_deref(), args))
         }
+        Command::Completions { shell } => cli::completions(shell),
+        Command::Man => cli::man(),
         Command::Approve(args) => {
             runtime.block_on(askrelay::front::approve::run(cli.config.as_deref(), args))
         }

@@ -16,7 +16,8 @@ with a progress callback, and prints one line per step on stdout:
 
 tests/mcp.rs runs it against a daemon it starts and answers from the terminal after the first
 `progress` line. A person can run it by hand against `askrelay serve` and answer with
-`askrelay answer`. Needs `python3 -m pip install 'mcp>=1,<2'` (CI's pin; 2.x works too).
+`askrelay answer`. Needs the `mcp` package: tests/setup-python.sh makes a venv with 1.x and
+one with 2.x under target/mcp-sdk/, and the tests run this script with each.
 """
 
 import asyncio

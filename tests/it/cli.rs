@@ -327,6 +327,8 @@ async fn every_command_has_help_with_examples() {
         "cancel",
         "history",
         "mcp",
+        "completions",
+        "man",
     ] {
         let (code, out, _) = env.run(&[cmd, "--help"]).await;
         assert_eq!(code, 0);
@@ -505,4 +507,78 @@ async fn terminal_answers_with_a_note() {
         "{err}"
     );
     daemon.terminate().await;
+}
+
+/// `check-config` tells a malformed token, a missing channel and an unreachable Discord apart,
+/// one line each, and never prints the token.
+#[tokio::test]
+async fn check_config_says_which_part_is_wrong() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = |token: &str, channel: Option<&str>| {
+        let mut c = tokio::process::Command::new(BIN);
+        c.arg("check-config")
+            .env_clear()
+            .env("ASKRELAY_DISCORD__TOKEN", token)
+            // Nothing listens on port 1: Discord cannot be reached.
+            .env("ASKRELAY_DISCORD__API_BASE", "http://127.0.0.1:1")
+            .env("ASKRELAY_DISCORD__REQUEST_TIMEOUT_MS", "2000")
+            .env("ASKRELAY_SOCKET_PATH", dir.path().join("s.sock"));
+        if let Some(ch) = channel {
+            c.env("ASKRELAY_DISCORD__CHANNEL_ID", ch);
+        }
+        c
+    };
+    let good = "MTE4MDAwMDAwMDAwMDAwMDAwMQ.Gx1234.secret-part";
+    let out = within("check-config", run(good, Some("5")).output())
+        .await
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("cannot reach Discord at http://127.0.0.1:1"),
+        "{err}"
+    );
+    assert!(
+        !err.contains("rejected") && !err.contains("secret-part"),
+        "{err}"
+    );
+
+    let out = within("check-config", run("Bot secret-part", None).output())
+        .await
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("discord.token does not look like a bot token: give the token alone"),
+        "{err}"
+    );
+    assert!(err.contains("discord.channel_id is not set"), "{err}");
+    assert!(!err.contains("secret-part"), "{err}");
+}
+
+#[tokio::test]
+async fn completions_and_the_manual_page_are_generated() {
+    let env = Bin::new();
+    for (shell, needle) in [
+        ("bash", "_askrelay()"),
+        ("zsh", "#compdef askrelay"),
+        ("fish", "complete -c askrelay"),
+    ] {
+        let (code, out, err) = env.run(&["completions", shell]).await;
+        assert_eq!(code, 0, "{err}");
+        assert!(out.contains(needle), "{shell}: {out}");
+        assert!(
+            out.contains("check-config"),
+            "{shell} completes the commands"
+        );
+    }
+    let (code, out, _) = env.run(&["man"]).await;
+    assert_eq!(code, 0);
+    assert!(
+        out.starts_with(".ie") || out.contains(".TH askrelay"),
+        "{out}"
+    );
+    assert!(
+        out.contains(".TH askrelay-ask") || out.contains("askrelay\\-ask"),
+        "every command has a page"
+    );
 }

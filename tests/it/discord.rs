@@ -722,7 +722,10 @@ async fn check_config_and_serve_against_the_standin() {
         let mut c = tokio::process::Command::new(env!("CARGO_BIN_EXE_askrelay"));
         c.args(args)
             .env_clear()
-            .env("ASKRELAY_DISCORD__TOKEN", "test-bot-token")
+            .env(
+                "ASKRELAY_DISCORD__TOKEN",
+                "MTE4MDAwMDAwMDAwMDAwMDAwMQ.Gx1234.test-bot-token",
+            )
             .env("ASKRELAY_DISCORD__API_BASE", &standin.base_url)
             .env("ASKRELAY_DISCORD__CHANNEL_ID", CHANNEL.to_string())
             .env("ASKRELAY_SOCKET_PATH", dir.path().join("s.sock"))

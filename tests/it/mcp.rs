@@ -559,22 +559,48 @@ async fn mcp_help_has_examples() {
 }
 
 /// Compatibility with an MCP client someone else wrote: the official Python SDK (`mcp` on
-/// PyPI) drives `askrelay mcp` through tests/mcp_python_client.py.
+/// PyPI), 1.x and 2.x, drives `askrelay mcp` through tests/mcp_python_client.py.
 #[tokio::test]
-async fn the_official_python_sdk_client_calls_the_tool() {
-    let probe = std::process::Command::new("python3")
-        .args(["-c", "import mcp"])
+async fn the_official_python_sdk_1_client_calls_the_tool() {
+    python_sdk_client_calls_the_tool("v1", "1.").await;
+}
+
+#[tokio::test]
+async fn the_official_python_sdk_2_client_calls_the_tool() {
+    python_sdk_client_calls_the_tool("v2", "2.").await;
+}
+
+/// The Python of the virtual environment `name` that tests/setup-python.sh made under the
+/// target directory (the parent of this test's temporary directory), with SDK `version`.
+fn sdk_python(name: &str, version: &str) -> std::path::PathBuf {
+    let python = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .parent()
+        .unwrap()
+        .join("mcp-sdk")
+        .join(name)
+        .join("bin/python");
+    let probe = std::process::Command::new(&python)
+        .args([
+            "-c",
+            "import importlib.metadata as m; print(m.version('mcp'))",
+        ])
         .output();
     match probe {
-        Ok(o) if o.status.success() => {}
+        Ok(o) if o.status.success() && String::from_utf8_lossy(&o.stdout).starts_with(version) => {}
         other => panic!(
-            "the official MCP Python SDK is not installed ({other:?}); run \
-             `python3 -m pip install 'mcp>=1,<2'` (.ci/run does)"
+            "the official MCP Python SDK {version}x is not in {} ({other:?}); run \
+             tests/setup-python.sh (the README's test command does)",
+            python.display()
         ),
     }
+    python
+}
+
+async fn python_sdk_client_calls_the_tool(venv: &str, version: &str) {
+    let python = sdk_python(venv, version);
     let app = App::start().await;
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/mcp_python_client.py");
-    let mut child = Command::new("python3")
+    let mut child = Command::new(&python)
         .args([script, BIN, "--project", "pyclient"])
         .env("ASKRELAY_SOCKET_PATH", app.socket())
         .env("ASKRELAY_LOG", "error")

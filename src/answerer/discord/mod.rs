@@ -459,22 +459,16 @@ impl DiscordAnswerer {
     }
 }
 
-/// `askrelay check-config`: verifies the token and every configured channel; one line per
-/// problem. Returns the problems found.
+/// `askrelay check-config`: checks the token's shape and that a channel is configured, then
+/// verifies the token and every configured channel with Discord; one line per problem. Returns
+/// the problems found. The token is never printed.
 pub async fn check(config: &Config) -> Vec<String> {
     let mut problems = Vec::new();
-    let http = match build_http(config) {
-        Ok(h) => h,
-        Err(e) => return vec![format!("{e:#}")],
-    };
-    match http.get_current_user().await {
-        Ok(u) => println!("token ok: the bot is {} ({})", u.name, u.id),
-        Err(e) => {
+    if let Some(token) = &config.discord.token {
+        if let Err(why) = token_shape(token.expose()) {
             problems.push(format!(
-                "the token was rejected: {}",
-                classify(&e).message()
+                "discord.token does not look like a bot token: {why}"
             ));
-            return problems;
         }
     }
     let mut channels: Vec<(String, u64)> = config
@@ -485,17 +479,107 @@ pub async fn check(config: &Config) -> Vec<String> {
     if let Some(c) = config.discord.channel_id {
         channels.insert(0, ("discord.channel_id".into(), c.0));
     }
-    if channels.is_empty() {
-        problems.push("no channel is configured: set discord.channel_id or add [[routes]]".into());
+    if config.discord.channel_id.is_none() {
+        problems.push(if channels.is_empty() {
+            "discord.channel_id is not set: no channel is configured (set discord.channel_id or add [[routes]])".to_owned()
+        } else {
+            "discord.channel_id is not set: requests that match no route get NO_ANSWERER".to_owned()
+        });
+    }
+    let http = match build_http(config) {
+        Ok(h) => h,
+        Err(e) => {
+            problems.push(format!("{e:#}"));
+            return problems;
+        }
+    };
+    let base = config.discord.api_base.trim_end_matches('/');
+    match http.get_current_user().await {
+        Ok(u) => println!("token ok: the bot is {} ({})", u.name, u.id),
+        Err(e) => {
+            problems.push(reach_problem(&e, base, "the token was rejected"));
+            return problems;
+        }
     }
     for (what, id) in channels {
         match http.get_channel(ChannelId::new(id)).await {
             Ok(_) => println!("channel ok: {what} = {id}"),
-            Err(e) => problems.push(format!(
-                "{what} = {id} cannot be used: {}",
-                classify(&e).message()
+            Err(e) => problems.push(reach_problem(
+                &e,
+                base,
+                &format!("{what} = {id} cannot be used"),
             )),
         }
     }
     problems
+}
+
+/// What a failed check says: Discord's refusal after `what`, or that Discord could not be
+/// reached at all (a network error is not a rejected token).
+fn reach_problem(e: &serenity::Error, base: &str, what: &str) -> String {
+    use serenity::http::HttpError;
+    match e {
+        serenity::Error::Http(HttpError::UnsuccessfulRequest(_)) => {
+            format!("{what}: {}", classify(e).message())
+        }
+        _ => {
+            let m = classify(e).message().to_owned();
+            match m.strip_prefix("cannot reach Discord ") {
+                Some(detail) => format!("cannot reach Discord at {base} {detail}"),
+                None => format!("cannot reach Discord at {base}: {m}"),
+            }
+        }
+    }
+}
+
+/// A bot token is three dot-separated parts of URL-safe base64 (as the Bot page shows it,
+/// without a "Bot " prefix); says what is wrong without showing the token.
+fn token_shape(token: &str) -> Result<(), &'static str> {
+    if token.starts_with("Bot ") || token.starts_with("Bearer ") {
+        return Err("give the token alone, without \"Bot \"");
+    }
+    if token.trim() != token || token.chars().any(char::is_whitespace) {
+        return Err("it contains spaces or line breaks");
+    }
+    if token.starts_with('"') || token.starts_with('\'') {
+        return Err("it is quoted");
+    }
+    let parts: Vec<&str> = token.split('.').collect();
+    if parts.len() != 3 {
+        return Err("it should have three parts separated by dots");
+    }
+    let b64 = |p: &str| {
+        !p.is_empty()
+            && p.chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == '=')
+    };
+    if !parts.iter().all(|p| b64(p)) || parts[0].len() < 16 {
+        return Err("its parts should be letters, digits, '-' and '_'");
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::token_shape;
+
+    #[test]
+    fn token_shapes_say_what_is_wrong() {
+        assert!(token_shape("MTE4MDAwMDAwMDAwMDAwMDAwMQ.Gx1234.super-secret_part").is_ok());
+        assert!(token_shape("Bot MTE4MDAwMDAwMDAwMDAwMDAwMQ.Gx1234.x")
+            .unwrap_err()
+            .contains("without"));
+        assert!(token_shape("MTE4MDAwMDAwMDAwMDAwMDAwMQ.Gx1234.x\n")
+            .unwrap_err()
+            .contains("spaces"));
+        assert!(token_shape("\"MTE4MDAwMDAwMDAwMDAwMDAwMQ.Gx1234.x\"")
+            .unwrap_err()
+            .contains("quoted"));
+        assert!(token_shape("test-bot-token")
+            .unwrap_err()
+            .contains("three parts"));
+        assert!(token_shape("MTE4MDAwMDAwMDAwMDAwMDAwMQ.Gx1234.a/b")
+            .unwrap_err()
+            .contains("letters"));
+    }
 }
