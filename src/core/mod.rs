@@ -10,6 +10,7 @@ pub mod answerer;
 pub mod error;
 pub mod expiry;
 pub mod hub;
+pub mod metrics;
 pub mod model;
 pub mod request;
 pub mod store;
