@@ -8,6 +8,7 @@
 //! [`outbox`] posts, edits and repairs messages.
 
 pub mod custom_id;
+mod gateway;
 mod interactions;
 mod outbox;
 pub mod render;
@@ -48,6 +49,10 @@ pub(crate) struct Shared {
     schedule: Deadlines<schedule::Due>,
     /// The requests whose timers were loaded at start-up.
     armed: std::sync::Mutex<std::collections::HashSet<i64>>,
+    /// Whether the gateway session is connected now (see [`gateway`]).
+    gateway: Arc<gateway::Gateway>,
+    /// Whether a first Ready was logged (later ones are reconnects, summarised instead).
+    connected_once: std::sync::atomic::AtomicBool,
 }
 
 /// The pending requests this answerer shows, with their outbox rows as they stand: what a
@@ -144,6 +149,7 @@ impl DiscordAnswerer {
         config: Arc<Config>,
         rest_client: Option<reqwest::Client>,
         shutdown: CancellationToken,
+        metrics: Arc<crate::metrics::Metrics>,
     ) -> Result<DiscordAnswerer> {
         let http = Arc::new(build_http_with(&config, rest_client.clone())?);
         let paced = config.discord.api_base.trim_end_matches('/') == DEFAULT_API_BASE;
@@ -153,6 +159,7 @@ impl DiscordAnswerer {
             config.discord.retry_max_delay_ms,
             std::time::Duration::from_millis(config.discord.request_timeout_ms),
             shutdown,
+            metrics,
         );
         Ok(DiscordAnswerer {
             shared: Arc::new(Shared {
@@ -163,6 +170,8 @@ impl DiscordAnswerer {
                 repair_now: Default::default(),
                 schedule: Default::default(),
                 armed: Default::default(),
+                gateway: Default::default(),
+                connected_once: Default::default(),
             }),
             rest_client,
         })
@@ -296,6 +305,11 @@ impl Answerer for DiscordAnswerer {
             .context("cannot build the Discord client")?;
         let shards = client.shard_manager.clone();
         let shutdown = ctx.shutdown().clone();
+        ctx.spawn(gateway::watch(
+            shards.runners.clone(),
+            self.shared.gateway.clone(),
+            shutdown.clone(),
+        ));
         ctx.spawn(async move {
             shutdown.cancelled().await;
             shards.shutdown_all().await;
@@ -416,6 +430,10 @@ impl Answerer for DiscordAnswerer {
 
     fn terminal_may_answer(&self, req: &Request) -> bool {
         self.shared.route_of(req).terminal_answers
+    }
+
+    fn connection(&self) -> Option<tokio::sync::watch::Receiver<bool>> {
+        Some(self.shared.gateway.subscribe())
     }
 }
 
