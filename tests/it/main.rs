@@ -17,6 +17,7 @@ mod hostile;
 mod limits;
 mod mcp;
 mod oncall;
+mod ops;
 mod outbox;
 mod socket;
 mod standin_selftest;
