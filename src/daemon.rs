@@ -75,6 +75,22 @@ impl Daemon {
                 return Err(e);
             }
         };
+        let http = match config.http.addr() {
+            Ok(Some(addr)) => match crate::http::bind(addr).await {
+                Ok(l) => Some(l),
+                Err(e) => {
+                    let _ = std::fs::remove_file(&config.socket_path);
+                    store.close().await;
+                    return Err(e);
+                }
+            },
+            Ok(None) => None,
+            Err(e) => {
+                let _ = std::fs::remove_file(&config.socket_path);
+                store.close().await;
+                return Err(e);
+            }
+        };
         let shutdown = CancellationToken::new();
         let tasks = TaskTracker::new();
         let answerers = build_answerers(&config, &hooks, &shutdown, &metrics)?;
@@ -122,13 +138,9 @@ impl Daemon {
         tasks.spawn(server::serve(listener, ctx, config.socket_path.clone()));
         hub.start_answerers().await?;
         hub.resume(backlog).await;
-        let http_addr = match config.http.addr()? {
-            Some(addr) => Some(
-                crate::http::start(addr, hub.clone(), metrics.clone(), &tasks, shutdown.clone())
-                    .await?,
-            ),
-            None => None,
-        };
+        let http_addr = http
+            .map(|l| crate::http::serve(l, hub.clone(), metrics.clone(), &tasks, shutdown.clone()))
+            .transpose()?;
         let pruned =
             crate::retention::spawn(&config.retention, store.clone(), &tasks, shutdown.clone());
         log_summary(&config, &hub);

@@ -15,6 +15,7 @@ use axum::routing::get;
 use axum::Router;
 use std::net::SocketAddr;
 use std::sync::Arc;
+use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
@@ -24,18 +25,22 @@ struct Ctx {
     metrics: Arc<Metrics>,
 }
 
-/// Binds `addr` and serves until `shutdown`; returns the address bound (the port, when 0 was
+/// Binds `addr` (before anything else starts, so that a taken port stops start-up cleanly).
+pub async fn bind(addr: SocketAddr) -> Result<TcpListener> {
+    TcpListener::bind(addr)
+        .await
+        .with_context(|| format!("http.listen: cannot listen on {addr}"))
+}
+
+/// Serves on `listener` until `shutdown`; returns the address bound (the port, when 0 was
 /// asked for).
-pub async fn start(
-    addr: SocketAddr,
+pub fn serve(
+    listener: TcpListener,
     hub: Hub,
     metrics: Arc<Metrics>,
     tasks: &TaskTracker,
     shutdown: CancellationToken,
 ) -> Result<SocketAddr> {
-    let listener = tokio::net::TcpListener::bind(addr)
-        .await
-        .with_context(|| format!("http.listen: cannot listen on {addr}"))?;
     let bound = listener.local_addr()?;
     let app = Router::new()
         .route("/metrics", get(metrics_page))

@@ -548,3 +548,29 @@ async fn history_since_exports_json_lines_page_by_page() {
     assert_eq!(code, 2);
     assert!(err.contains("--since"), "{err}");
 }
+
+#[tokio::test]
+async fn a_taken_http_port_stops_start_up_naming_the_key() {
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = test_config(dir.path());
+    config.http.listen = Some(taken.local_addr().unwrap().to_string());
+    let err = askrelay::daemon::Daemon::start(config.clone())
+        .await
+        .err()
+        .expect("start-up fails");
+    assert!(format!("{err:#}").contains("http.listen"), "{err:#}");
+    assert!(
+        !config.socket_path.exists(),
+        "the socket file is not left behind"
+    );
+    // Nothing else holds the database: a daemon without the listener starts.
+    config.http.listen = None;
+    let d = within(
+        "the daemon to start",
+        askrelay::daemon::Daemon::start(config),
+    )
+    .await
+    .unwrap();
+    d.shutdown().await;
+}
