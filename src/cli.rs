@@ -46,6 +46,7 @@ Client commands read only socket_path and daemon_uid from --config FILE.";
   askrelay history --limit 5
   askrelay approve -- ./deploy.sh --env prod
   askrelay hook claude-code < pre-tool-use.json
+  askrelay health
 
 Client commands find the socket from --config FILE, then ASKRELAY_SOCKET_PATH, then
 $XDG_RUNTIME_DIR/askrelay.sock, else /tmp/askrelay-$UID/askrelay.sock."
@@ -113,15 +114,36 @@ You may cancel the requests you asked; operators may cancel any.")]
         #[arg(long)]
         reason: Option<String>,
     },
-    /// Show recent requests, answered or not.
+    /// Show recent requests, answered or not; or export them as JSON Lines.
     #[command(after_help = "Examples:
   askrelay history
-  askrelay history --limit 100 --json")]
+  askrelay history --limit 100 --json
+  askrelay history --json --since 2026-11-01 > requests.jsonl
+With --since, --json prints one request per line (JSON Lines), newest first, every request
+asked since DATE (no limit unless --limit is given), fetched page by page.")]
     History {
-        /// How many requests to show, newest first.
-        #[arg(long, default_value_t = 20)]
-        limit: u32,
+        /// How many requests to show, newest first (default 20; no limit with --since).
+        #[arg(long)]
+        limit: Option<u32>,
         /// Print JSON instead of a table.
+        #[arg(long)]
+        json: bool,
+        /// Only requests asked at or after DATE (YYYY-MM-DD, or an RFC 3339 time such as
+        /// 2026-11-01T12:00:00Z), in UTC.
+        #[arg(long, value_name = "DATE")]
+        since: Option<String>,
+    },
+    /// Ask the daemon whether it is healthy: its store, its Discord gateway, its backlog.
+    #[command(
+        after_help = "Exit codes: 0 healthy, 1 degraded (the failing part is named), 7 the
+daemon cannot be reached. Suits a container HEALTHCHECK or a monitoring probe.
+
+Examples:
+  askrelay health
+  askrelay health --json"
+    )]
+    Health {
+        /// Print the daemon's JSON reply instead of lines.
         #[arg(long)]
         json: bool,
     },
@@ -288,7 +310,11 @@ pub async fn run_client(cli: Cli) -> i32 {
         Command::Pending { json } => pending(&target, json).await,
         Command::Answer(args) => answer(&target, args).await,
         Command::Cancel { request_id, reason } => cancel(&target, request_id, reason).await,
-        Command::History { limit, json } => history(&target, limit, json).await,
+        Command::History { limit, json, since } => match since {
+            Some(since) => export_history(&target, &since, limit, json).await,
+            None => history(&target, limit.unwrap_or(20), json).await,
+        },
+        Command::Health { json } => health(&target, json).await,
     };
     match result {
         Ok(code) => code,
@@ -860,12 +886,18 @@ async fn history(target: &Target, limit: u32, as_json: bool) -> Result<i32> {
         println!("{}", serde_json::to_string_pretty(&requests)?);
         return Ok(0);
     }
+    print_history(&requests)?;
+    Ok(0)
+}
+
+/// The history table.
+fn print_history(requests: &[RequestView]) -> Result<()> {
     if requests.is_empty() {
         println!("No requests yet.");
-        return Ok(0);
+        return Ok(());
     }
     println!("{:<38} {:<10} {:<21} OUTCOME", "REQUEST", "STATUS", "ASKED");
-    for r in &requests {
+    for r in requests {
         let outcome = if let Some(result) = &r.result {
             Escaped(&serde_json::to_string(result)?).to_string()
         } else if let Some(e) = &r.error {
@@ -892,6 +924,118 @@ async fn history(target: &Target, limit: u32, as_json: bool) -> Result<i32> {
                 );
             }
         }
+    }
+    Ok(())
+}
+
+/// `askrelay health`: the daemon's `health` reply as lines (or JSON); 0 when healthy, 1 when
+/// degraded, 7 when the daemon cannot be reached.
+async fn health(target: &Target, as_json: bool) -> Result<i32> {
+    let mut client = match connect(target).await {
+        Ok(c) => c,
+        Err(code) => return Ok(code),
+    };
+    let h = match client.call(&Op::Health).await {
+        Ok(Event::Health(h)) => h,
+        Ok(other) => return Ok(unexpected(&other)),
+        Err(e) => {
+            eprintln!(
+                "askrelay: cannot reach the daemon at {}: {e:#}",
+                target.socket.display()
+            );
+            return Ok(EXIT_UNREACHABLE);
+        }
+    };
+    if as_json {
+        println!("{}", serde_json::to_string(&h)?);
+    } else {
+        println!("status: {}", h.status);
+        println!("store: {}", Escaped(&h.store));
+        println!("gateway: {}", h.gateway);
+        println!("answerers: {}", h.answerers.join(", "));
+        println!("pending: {}", h.pending);
+        println!(
+            "outbox overdue: {} (oldest {} s)",
+            h.outbox.overdue, h.outbox.oldest_secs
+        );
+        println!("version: {}", h.version);
+    }
+    if h.failing.is_empty() {
+        Ok(0)
+    } else {
+        eprintln!("askrelay: degraded: {} failing", h.failing.join(", "));
+        Ok(1)
+    }
+}
+
+/// The start of `DATE` (`YYYY-MM-DD`, or RFC 3339), UTC.
+fn parse_since(date: &str) -> Result<std::time::SystemTime, String> {
+    let d = date.trim();
+    let full = if d.len() == 10 {
+        format!("{d}T00:00:00Z")
+    } else {
+        d.to_owned()
+    };
+    humantime::parse_rfc3339_weak(full.trim_end_matches('Z')).map_err(|_| {
+        format!("--since {d:?}: expected a date like 2026-11-01 or 2026-11-01T12:00:00Z (UTC)")
+    })
+}
+
+/// `askrelay history --since DATE`: every request asked since DATE, newest first, page by page;
+/// with `--json` one JSON object per line (JSON Lines), for backups and analysis.
+async fn export_history(
+    target: &Target,
+    since: &str,
+    limit: Option<u32>,
+    as_json: bool,
+) -> Result<i32> {
+    let since = match parse_since(since) {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("askrelay: {e}");
+            return Ok(2);
+        }
+    };
+    let mut client = match connect(target).await {
+        Ok(c) => c,
+        Err(code) => return Ok(code),
+    };
+    let limit = limit.map_or(usize::MAX, |l| l as usize);
+    let mut shown = 0usize;
+    let mut before = None;
+    let mut table = Vec::new();
+    'pages: loop {
+        let page = match client
+            .call(&Op::History {
+                limit: Some(crate::protocol::PAGE_MAX),
+                before: before.take(),
+            })
+            .await?
+        {
+            Event::History { requests, next } => (requests, next),
+            other => return Ok(unexpected(&other)),
+        };
+        for r in page.0 {
+            // Newest first: the first one older than DATE ends the export.
+            let asked = humantime::parse_rfc3339_weak(r.created_at.trim_end_matches('Z'))
+                .unwrap_or(std::time::UNIX_EPOCH);
+            if asked < since || shown >= limit {
+                break 'pages;
+            }
+            shown += 1;
+            if as_json {
+                println!("{}", serde_json::to_string(&r)?);
+            } else {
+                table.push(r);
+            }
+        }
+        match page.1 {
+            Some(n) => before = Some(n),
+            None => break,
+        }
+    }
+    if !as_json {
+        print_history(&table)?;
     }
     Ok(0)
 }

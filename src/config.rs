@@ -60,6 +60,75 @@ pub struct Config {
     /// How long any request may wait, and what then; routes override it with `expiry`.
     pub expiry: ExpiryRule,
     pub digest: DigestConfig,
+    /// How the daemon's logs are written to stderr.
+    pub log_format: LogFormat,
+    /// The optional HTTP listener for `/metrics` and `/healthz`.
+    pub http: HttpConfig,
+    /// How long ended requests and audit rows are kept.
+    pub retention: RetentionConfig,
+}
+
+/// `log_format`: human-readable lines, or one JSON object per line for a log collector.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LogFormat {
+    #[default]
+    Text,
+    Json,
+}
+
+/// `[http]`: off unless `listen` is set.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
+pub struct HttpConfig {
+    /// "IP:PORT" to serve `/metrics` and `/healthz` on, e.g. "127.0.0.1:9464". It has no
+    /// authentication: keep it on localhost or a private network.
+    pub listen: Option<String>,
+}
+
+impl HttpConfig {
+    /// The address to listen on, if any.
+    pub fn addr(&self) -> Result<Option<std::net::SocketAddr>> {
+        self.listen
+            .as_deref()
+            .map(|l| {
+                l.trim()
+                    .parse()
+                    .map_err(|_| anyhow!("http.listen: expected IP:PORT, like \"127.0.0.1:9464\""))
+            })
+            .transpose()
+    }
+}
+
+/// `[retention]`: nothing is deleted unless a key is set. Days may be fractional (0.5 is 12
+/// hours; tests use a few seconds' worth).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default)]
+pub struct RetentionConfig {
+    /// Ended requests (answered, cancelled, expired, failed) are deleted this many days after
+    /// they ended, with their questions, answers, drafts, outbox rows and timers.
+    pub ended_after_days: Option<f64>,
+    /// Audit rows are deleted this many days after they were written.
+    pub audit_after_days: Option<f64>,
+    /// How often the pruning runs (also once at start-up).
+    pub interval_secs: u64,
+}
+
+impl Default for RetentionConfig {
+    fn default() -> Self {
+        RetentionConfig {
+            ended_after_days: None,
+            audit_after_days: None,
+            interval_secs: 3600,
+        }
+    }
+}
+
+impl RetentionConfig {
+    /// Whether anything is ever pruned.
+    pub fn enabled(&self) -> bool {
+        self.ended_after_days.is_some() || self.audit_after_days.is_some()
+    }
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -319,6 +388,9 @@ impl Default for Config {
             routes: Vec::new(),
             expiry: ExpiryRule::default(),
             digest: DigestConfig::default(),
+            log_format: LogFormat::Text,
+            http: HttpConfig::default(),
+            retention: RetentionConfig::default(),
         }
     }
 }
@@ -348,7 +420,17 @@ impl Config {
         let env: config::Map<String, String> = env
             .into_iter()
             .filter(|(k, _)| k.starts_with(&format!("{ENV_PREFIX}_")))
-            .filter(|(k, _)| !NOT_CONFIG_ENV.iter().any(|p| k.starts_with(p)))
+            // An entry ending in '_' is a prefix; the others are whole names (ASKRELAY_LOG is
+            // not configuration, ASKRELAY_LOG_FORMAT is).
+            .filter(|(k, _)| {
+                !NOT_CONFIG_ENV.iter().any(|p| {
+                    if p.ends_with('_') {
+                        k.starts_with(p)
+                    } else {
+                        k == p
+                    }
+                })
+            })
             .collect();
         builder = builder.add_source(
             config::Environment::with_prefix(ENV_PREFIX)
@@ -419,6 +501,24 @@ impl Config {
                 || self.discord.api_base.starts_with("https://"))
         {
             bail!("discord.api_base: must be a scheme and host only, like \"https://discord.com\"");
+        }
+        self.http.addr()?;
+        for (key, days) in [
+            (
+                "retention.ended_after_days",
+                self.retention.ended_after_days,
+            ),
+            (
+                "retention.audit_after_days",
+                self.retention.audit_after_days,
+            ),
+        ] {
+            if days.is_some_and(|d| !(d.is_finite() && d > 0.0 && d <= 36_500.0)) {
+                bail!("{key}: must be a number of days above 0 (leave it out to keep everything)");
+            }
+        }
+        if self.retention.interval_secs == 0 {
+            bail!("retention.interval_secs: must be at least 1");
         }
         check_expiry(&self.expiry, "expiry")?;
         if self.digest.every_secs == Some(0) {
@@ -945,6 +1045,58 @@ mod tests {
             Config::load_from(Some(f.path()), env(&[])).unwrap_err()
         );
         assert!(err.contains("limits.max_questions"), "{err}");
+    }
+
+    #[test]
+    fn operations_keys_are_read_and_checked() {
+        let f = file(
+            "log_format = \"json\"\n[http]\nlisten = \"127.0.0.1:9464\"\n\
+             [retention]\nended_after_days = 30\naudit_after_days = 0.5\n",
+        );
+        let cfg = Config::load_from(Some(f.path()), env(&[])).unwrap();
+        assert_eq!(cfg.log_format, LogFormat::Json);
+        assert_eq!(
+            cfg.http.addr().unwrap(),
+            Some("127.0.0.1:9464".parse().unwrap())
+        );
+        assert_eq!(cfg.retention.ended_after_days, Some(30.0));
+        assert_eq!(cfg.retention.audit_after_days, Some(0.5));
+        assert_eq!(cfg.retention.interval_secs, 3600);
+        let cfg = Config::load_from(None, env(&[])).unwrap();
+        assert_eq!(cfg.http.addr().unwrap(), None);
+        assert!(!cfg.retention.enabled());
+
+        for (toml, key) in [
+            ("log_format = \"xml\"\n", "log_format"),
+            ("[http]\nlisten = \"localhost\"\n", "http.listen"),
+            (
+                "[retention]\nended_after_days = 0\n",
+                "retention.ended_after_days",
+            ),
+            (
+                "[retention]\naudit_after_days = -1\n",
+                "retention.audit_after_days",
+            ),
+            (
+                "[retention]\ninterval_secs = 0\n",
+                "retention.interval_secs",
+            ),
+            (
+                "[retention]\nended_after_days = \"soon\"\n",
+                "retention.ended_after_days",
+            ),
+        ] {
+            let f = file(toml);
+            let err = format!(
+                "{:#}",
+                Config::load_from(Some(f.path()), env(&[])).unwrap_err()
+            );
+            assert!(err.contains(key), "{toml}: {err}");
+        }
+        let err = Config::load_from(None, env(&[("ASKRELAY_HTTP__LISTEN", "nowhere")]))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("http.listen"), "{err}");
     }
 
     #[test]

@@ -5,8 +5,9 @@
 use crate::answerer::discord::DiscordAnswerer;
 use crate::answerer::terminal::TerminalAnswerer;
 use crate::config::Config;
-use crate::core::store::{Holder, Store};
+use crate::core::store::{Holder, Pruned, Store};
 use crate::core::{Answerer, Hub, HubSettings, Operators};
+use crate::metrics::Metrics;
 use crate::server::{self, ServerContext};
 use crate::store::StoreHooks;
 use anyhow::Result;
@@ -24,6 +25,12 @@ pub struct Daemon {
     tasks: TaskTracker,
     store: Arc<dyn Store>,
     shutdown_timeout: Duration,
+    /// This daemon's metrics (each daemon has its own registry).
+    pub metrics: Arc<Metrics>,
+    /// Where `/metrics` and `/healthz` are served, when `[http] listen` is set.
+    pub http_addr: Option<std::net::SocketAddr>,
+    /// What retention has pruned since start-up.
+    pub pruned: tokio::sync::watch::Receiver<Pruned>,
 }
 
 /// Ways for tests and the benchmark to reach into start-up; the default is what
@@ -46,7 +53,10 @@ impl Daemon {
     pub async fn start_with(config: Config, hooks: DaemonHooks) -> Result<Daemon> {
         let config = Arc::new(config);
         raise_fd_limit(config.limits.max_connections);
+        let metrics = Arc::new(Metrics::new(config.discord.token.is_some()));
         let store = crate::store::open(&config.database_url, &hooks.store).await?;
+        let store: Arc<dyn Store> =
+            Arc::new(crate::store::metered::Metered::new(store, metrics.clone()));
         let me = Holder {
             pid: std::process::id(),
             host: nix::unistd::gethostname()
@@ -65,9 +75,25 @@ impl Daemon {
                 return Err(e);
             }
         };
+        let http = match config.http.addr() {
+            Ok(Some(addr)) => match crate::http::bind(addr).await {
+                Ok(l) => Some(l),
+                Err(e) => {
+                    let _ = std::fs::remove_file(&config.socket_path);
+                    store.close().await;
+                    return Err(e);
+                }
+            },
+            Ok(None) => None,
+            Err(e) => {
+                let _ = std::fs::remove_file(&config.socket_path);
+                store.close().await;
+                return Err(e);
+            }
+        };
         let shutdown = CancellationToken::new();
         let tasks = TaskTracker::new();
-        let answerers = build_answerers(&config, &hooks, &shutdown)?;
+        let answerers = build_answerers(&config, &hooks, &shutdown, &metrics)?;
         if answerers.is_empty() {
             tracing::warn!(
                 "no answerer is configured: every ask will get NO_ANSWERER; set discord.token and \
@@ -91,6 +117,7 @@ impl Daemon {
                 max_pending_per_uid: config.limits.max_pending_per_uid,
                 overdue_after: Duration::from_secs(config.outbox_overdue_secs),
                 expiry: config.expiry.clone(),
+                recorder: metrics.clone(),
             },
             tasks.clone(),
             shutdown.clone(),
@@ -111,6 +138,12 @@ impl Daemon {
         tasks.spawn(server::serve(listener, ctx, config.socket_path.clone()));
         hub.start_answerers().await?;
         hub.resume(backlog).await;
+        let http_addr = http
+            .map(|l| crate::http::serve(l, hub.clone(), metrics.clone(), &tasks, shutdown.clone()))
+            .transpose()?;
+        let pruned =
+            crate::retention::spawn(&config.retention, store.clone(), &tasks, shutdown.clone());
+        log_summary(&config, &hub);
         Ok(Daemon {
             socket_path: config.socket_path.clone(),
             hub,
@@ -118,7 +151,24 @@ impl Daemon {
             tasks,
             store,
             shutdown_timeout: Duration::from_secs(config.shutdown_timeout_secs),
+            metrics,
+            http_addr,
+            pruned,
         })
+    }
+
+    /// Waits until every platform connection (the Discord gateway) is up, at most `limit`;
+    /// returns the answerers still not connected.
+    pub async fn wait_connected(&self, limit: Duration) -> Vec<&'static str> {
+        let deadline = tokio::time::Instant::now() + limit;
+        let mut down = Vec::new();
+        for (name, mut rx) in self.hub.connections() {
+            let up = tokio::time::timeout_at(deadline, rx.wait_for(|up| *up)).await;
+            if !matches!(up, Ok(Ok(_))) {
+                down.push(name);
+            }
+        }
+        down
     }
 
     /// The store, for tests that check what was recorded.
@@ -169,6 +219,7 @@ fn build_answerers(
     config: &Arc<Config>,
     hooks: &DaemonHooks,
     shutdown: &CancellationToken,
+    metrics: &Arc<Metrics>,
 ) -> Result<Vec<Arc<dyn Answerer>>> {
     let mut answerers: Vec<Arc<dyn Answerer>> = Vec::new();
     if config.discord.token.is_some() {
@@ -176,12 +227,45 @@ fn build_answerers(
             config.clone(),
             hooks.discord_client.clone(),
             shutdown.clone(),
+            metrics.clone(),
         )?));
     }
     if config.terminal_enabled() {
         answerers.push(Arc::new(TerminalAnswerer));
     }
     Ok(answerers)
+}
+
+/// One line at start-up that says what this daemon is: its database, its socket and who may
+/// connect, its answerers and routes (never the token).
+fn log_summary(config: &Config, hub: &Hub) {
+    let database = crate::store::sqlite::sqlite_file_path(&config.database_url)
+        .map(|p| p.display().to_string())
+        .unwrap_or_else(|| config.database_url.clone());
+    let mut routes: Vec<String> = config
+        .routes
+        .iter()
+        .map(|r| {
+            let matches: Vec<String> = r.matches.iter().map(|(k, v)| format!("{k}={v}")).collect();
+            format!("{}→{} ({})", r.name, r.channel_id, matches.join(" "))
+        })
+        .collect();
+    if let Some(c) = config
+        .discord
+        .channel_id
+        .filter(|_| config.discord.token.is_some())
+    {
+        routes.push(format!("default→{c}"));
+    }
+    tracing::info!(
+        database = %database,
+        socket = %config.socket_path.display(),
+        socket_mode = %format!("{:04o}", config.socket_mode.0),
+        answerers = %hub.answerer_names().join(","),
+        routes = %if routes.is_empty() { "none".to_owned() } else { routes.join(", ") },
+        "askrelay {} started",
+        env!("CARGO_PKG_VERSION")
+    );
 }
 
 /// Each waiting agent holds a connection: raise the soft file-descriptor limit to the hard one
@@ -198,18 +282,46 @@ fn raise_fd_limit(max_connections: usize) {
     }
 }
 
+/// How long `READY=1` waits for the Discord gateway before it is sent anyway (with a status
+/// saying the gateway is not connected): a Discord outage must not make systemd kill a daemon
+/// that serves the terminal and queues its posts.
+const READY_WAIT: Duration = Duration::from_secs(30);
+
 /// Runs the daemon until the first signal arrives on `signals`, then shuts down gracefully; a
-/// second signal stops waiting and returns at once (the socket file is still removed).
+/// second signal stops waiting and returns at once (the socket file is still removed). Under
+/// systemd (`$NOTIFY_SOCKET`) it reports readiness, watchdog pings and stopping.
 pub async fn run(
     config: Config,
     mut signals: tokio::sync::mpsc::UnboundedReceiver<&'static str>,
 ) -> Result<()> {
+    let notifier = crate::systemd::Notifier::from_env();
     let daemon = Daemon::start(config).await?;
-    let first = signals.recv().await.unwrap_or("the signal channel closed");
+    let watchdog = notifier.watchdog_interval().map(|every| {
+        let notifier = notifier.clone();
+        tokio::spawn(async move {
+            let mut tick = tokio::time::interval(every);
+            loop {
+                tick.tick().await;
+                notifier.notify("WATCHDOG=1");
+            }
+        })
+    });
+    let first = {
+        let ready = announce_ready(&daemon, &notifier);
+        tokio::pin!(ready);
+        let mut announced = false;
+        loop {
+            tokio::select! {
+                s = signals.recv() => break s.unwrap_or("the signal channel closed"),
+                () = &mut ready, if !announced => announced = true,
+            }
+        }
+    };
     tracing::info!(
         signal = first,
         "shutting down; pending requests stay pending (a second signal stops at once)"
     );
+    notifier.notify("STOPPING=1");
     let socket_path = daemon.socket_path.clone();
     tokio::select! {
         _ = daemon.shutdown() => {}
@@ -218,5 +330,30 @@ pub async fn run(
             let _ = std::fs::remove_file(&socket_path);
         }
     }
+    if let Some(w) = watchdog {
+        w.abort();
+    }
     Ok(())
+}
+
+/// `READY=1` once the socket and the store serve (they do when [`Daemon::start`] returns) and
+/// the gateway, if configured, is connected (or [`READY_WAIT`] ran out).
+async fn announce_ready(daemon: &Daemon, notifier: &crate::systemd::Notifier) {
+    if !notifier.enabled() {
+        return;
+    }
+    let down = daemon.wait_connected(READY_WAIT).await;
+    if down.is_empty() {
+        notifier.notify("READY=1\nSTATUS=serving");
+    } else {
+        tracing::warn!(
+            answerers = %down.join(","),
+            wait_secs = READY_WAIT.as_secs(),
+            "telling systemd the daemon is ready although a gateway is not connected yet"
+        );
+        notifier.notify(&format!(
+            "READY=1\nSTATUS=serving; not connected yet: {}",
+            down.join(", ")
+        ));
+    }
 }

@@ -2,7 +2,8 @@
 //!
 //! Layout: [`core`] holds the rules and knows no platform; [`store`] is the only code that
 //! touches SQL; [`server`] and [`protocol`] are the socket front end; [`answerer`] holds the
-//! platforms; [`client`] and [`cli`] are the command line; [`daemon`] wires it all together.
+//! platforms; [`client`] and [`cli`] are the command line; [`http`], [`metrics`], [`systemd`]
+//! and [`retention`] serve operators; [`daemon`] wires it all together.
 
 pub mod answerer;
 pub mod cli;
@@ -12,7 +13,11 @@ pub mod core;
 pub mod crash;
 pub mod daemon;
 pub mod front;
+pub mod http;
 pub mod mcp;
+pub mod metrics;
 pub mod protocol;
+pub mod retention;
 pub mod server;
 pub mod store;
+pub mod systemd;

@@ -1,7 +1,7 @@
 //! `askrelay`: parse the command line, start the logs, and hand over to the library.
 
 use askrelay::cli::{self, Cli, Command};
-use askrelay::config::Config;
+use askrelay::config::{Config, LogFormat};
 use clap::Parser;
 use tracing_subscriber::EnvFilter;
 
@@ -19,7 +19,7 @@ fn main() {
         Command::CheckConfig => runtime.block_on(check_config(cli.config)),
         Command::Mcp(args) => {
             // stdout carries the protocol: logs go to stderr, quiet by default.
-            init_logs("askrelay=info,rmcp=warn");
+            init_logs("askrelay=info,rmcp=warn", LogFormat::Text);
             runtime.block_on(cli::run_mcp(cli.config.as_deref(), args))
         }
         Command::Hook(args) => {
@@ -35,23 +35,35 @@ fn main() {
     std::process::exit(code);
 }
 
-/// Logs go to stderr, filtered by ASKRELAY_LOG, then RUST_LOG, then `default`.
-fn init_logs(default: &str) {
+/// The daemon's default filter: serenity logs every failed reconnect attempt, so only its
+/// errors pass; the gateway watcher says once that the gateway dropped and once that it is
+/// back. `ASKRELAY_LOG=debug` shows everything.
+const SERVE_LOGS: &str = "info,serenity=error";
+
+/// Logs go to stderr, filtered by ASKRELAY_LOG, then RUST_LOG, then `default`; as text (in
+/// colour on a terminal, unless NO_COLOR is set) or as one JSON object per line.
+fn init_logs(default: &str, format: LogFormat) {
     let filter = std::env::var("ASKRELAY_LOG")
         .ok()
         .and_then(|f| EnvFilter::try_new(f).ok())
         .unwrap_or_else(|| {
             EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(default))
         });
-    tracing_subscriber::fmt()
+    // https://no-color.org: set and not empty means no colour.
+    let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
+    let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .init();
+        .with_writer(std::io::stderr);
+    match format {
+        LogFormat::Text => builder
+            .with_ansi(!no_color && std::io::IsTerminal::is_terminal(&std::io::stderr()))
+            .init(),
+        LogFormat::Json => builder.json().with_ansi(false).init(),
+    }
 }
 
 async fn serve(config_file: Option<std::path::PathBuf>) -> i32 {
-    init_logs("info");
+    // The config says how to log, so it is read first; its errors go to stderr as they are.
     let config = match Config::load(config_file.as_deref()) {
         Ok(c) => c,
         Err(e) => {
@@ -59,11 +71,16 @@ async fn serve(config_file: Option<std::path::PathBuf>) -> i32 {
             return 2;
         }
     };
+    let format = config.log_format;
+    init_logs(SERVE_LOGS, format);
     match askrelay::daemon::run(config, signals()).await {
         Ok(()) => 0,
         Err(e) => {
-            // Once, to stderr (where the logs go too).
-            eprintln!("askrelay: {e:#}");
+            // Said once: as a log line in JSON (so a collector sees it), else on stderr.
+            match format {
+                LogFormat::Json => tracing::error!(error = %format!("{e:#}"), "askrelay stopped"),
+                LogFormat::Text => eprintln!("askrelay: {e:#}"),
+            }
             1
         }
     }

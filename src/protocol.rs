@@ -298,10 +298,19 @@ pub enum Event {
     Health(Health),
 }
 
-/// The reply to `health`.
+/// The reply to `health` (also the body of the HTTP `/healthz`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Health {
     pub version: String,
+    /// "ok", or "degraded" when a part named in `failing` is down.
+    #[serde(default)]
+    pub status: String,
+    /// The parts that are down: "store", "gateway".
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub failing: Vec<String>,
+    /// The Discord gateway: "connected", "disconnected", or "not configured".
+    #[serde(default)]
+    pub gateway: String,
     pub pending: usize,
     pub answerers: Vec<String>,
     /// "ok", or why a write to the store fails.
@@ -860,6 +869,9 @@ mod tests {
             },
             Event::Health(Health {
                 version: "1".into(),
+                status: "ok".into(),
+                failing: vec![],
+                gateway: "not configured".into(),
                 pending: 0,
                 answerers: vec![],
                 store: "ok".into(),

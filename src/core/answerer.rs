@@ -95,6 +95,12 @@ pub trait Answerer: Send + Sync + 'static {
     fn terminal_may_answer(&self, _req: &Request) -> bool {
         false
     }
+
+    /// Whether its platform connection is up now, for answerers that keep one (a gateway);
+    /// `None` for those that do not. Health checks and readiness wait on it.
+    fn connection(&self) -> Option<tokio::sync::watch::Receiver<bool>> {
+        None
+    }
 }
 
 /// What the core does for answerers; the hub implements it. Answerers see it only through

@@ -14,6 +14,7 @@ use super::answer::{AskResult, Settlement};
 use super::answerer::{Answerer, AnswererContext, Claim, Core, Delivery, Proposal};
 use super::error::{AskError, ErrorCode};
 use super::expiry::{Deadlines, ExpiryRule, OnExpire};
+use super::metrics::Recorder;
 use super::model::{Ask, Context, Question};
 use super::request::{
     now_ms, Actor, Answered, AuditAction, AuditEntry, Created, NewRequest, Outcome, Peer,
@@ -78,6 +79,9 @@ struct Live {
     epoch: u64,
     /// Its place in the expiry queue (deadline, key), if it expires.
     expires: Option<(i64, i64)>,
+    /// Its answerer and route, for the pending gauge.
+    answerer: Option<String>,
+    route: Option<String>,
 }
 
 #[derive(Clone)]
@@ -144,6 +148,8 @@ pub struct HubSettings {
     pub overdue_after: Duration,
     /// `[expiry]`: the rule of every request whose answerer (route) sets none.
     pub expiry: ExpiryRule,
+    /// Where the hub reports what it counts (asks, answers, errors).
+    pub recorder: Arc<dyn Recorder>,
 }
 
 /// The pending requests found at start-up, to hand back to their answerers once the daemon
@@ -302,6 +308,35 @@ impl Hub {
         self.inner.answerers.iter().map(|a| a.name()).collect()
     }
 
+    /// Pending requests by (answerer, route), from memory; "none" where there is none.
+    pub fn pending_by_route(&self) -> std::collections::BTreeMap<(String, String), usize> {
+        let live = self.inner.live.lock().unwrap();
+        let mut out = std::collections::BTreeMap::new();
+        for e in live.by_id.values() {
+            let key = (
+                e.answerer.clone().unwrap_or_else(|| "none".into()),
+                e.route.clone().unwrap_or_else(|| "none".into()),
+            );
+            *out.entry(key).or_insert(0) += 1;
+        }
+        out
+    }
+
+    /// The platform connections of the answerers that keep one (Discord's gateway): each
+    /// answerer's name and whether it is connected now.
+    pub fn connections(&self) -> Vec<(&'static str, watch::Receiver<bool>)> {
+        self.inner
+            .answerers
+            .iter()
+            .filter_map(|a| a.connection().map(|c| (a.name(), c)))
+            .collect()
+    }
+
+    /// Where the hub reports its counts; front ends report what they refuse through it too.
+    pub fn recorder(&self) -> &Arc<dyn Recorder> {
+        &self.inner.settings.recorder
+    }
+
     /// Tells every waiting client that the daemon is going away (their requests stay pending).
     pub fn announce_shutdown(&self) {
         let live = self.inner.live.lock().unwrap();
@@ -317,11 +352,17 @@ impl Hub {
     /// leave a request stored but unregistered or half-shown.
     pub async fn ask(&self, ask: Ask, peer: Peer) -> Result<Attachment, AskError> {
         let hub = self.clone();
-        self.inner
+        let attached = self
+            .inner
             .tasks
             .spawn(async move { hub.ask_inner(ask, peer).await })
             .await
-            .map_err(|e| AskError::new(ErrorCode::Internal, format!("the ask task failed: {e}")))?
+            .map_err(|e| AskError::new(ErrorCode::Internal, format!("the ask task failed: {e}")))
+            .and_then(|r| r);
+        if let Err(e) = &attached {
+            self.inner.settings.recorder.failed(e.code);
+        }
+        attached
     }
 
     async fn ask_inner(&self, ask: Ask, peer: Peer) -> Result<Attachment, AskError> {
@@ -425,6 +466,7 @@ impl Hub {
             }
             Created::New(req) => {
                 crate::crash::point("stored");
+                self.inner.settings.recorder.asked(answerer.name());
                 self.insert_live(&req, Phase::Offering);
                 let att = self
                     .attach_live(&request_id, &ask.questions, ask.context.as_ref(), peer)?
@@ -590,6 +632,8 @@ impl Hub {
                 attached: 0,
                 epoch: 0,
                 expires,
+                answerer: req.answerer.clone(),
+                route: req.route.clone(),
             },
         );
     }
@@ -764,6 +808,7 @@ impl Hub {
             }
         };
         if ended {
+            self.inner.settings.recorder.failed(err.code);
             let outcome = Outcome::Error(err);
             self.publish_end(&req.request_id, outcome.clone());
             let mut ended_req = req.clone();
@@ -862,6 +907,11 @@ impl Hub {
                 settlement,
             });
             if let Some(result) = result {
+                let waited = Duration::from_millis((at_ms - req.created_at_ms).max(0) as u64);
+                self.inner
+                    .settings
+                    .recorder
+                    .answered(req.answerer.as_deref().unwrap_or("none"), waited);
                 settled.status = Status::Answered;
                 settled.ended_at_ms = Some(at_ms);
                 settled.outcome = Some(Outcome::Answered(result.clone()));

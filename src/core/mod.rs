@@ -11,6 +11,7 @@ pub mod calendar;
 pub mod error;
 pub mod expiry;
 pub mod hub;
+pub mod metrics;
 pub mod model;
 pub mod request;
 pub mod store;

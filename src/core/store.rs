@@ -40,6 +40,13 @@ pub struct Holder {
     pub host: String,
 }
 
+/// What [`Store::prune`] deleted.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Pruned {
+    pub requests: u64,
+    pub audit: u64,
+}
+
 /// Builds the §1 result from the settlements of every question, in order. Passed to
 /// [`Store::settle`] so that the result is written in the same transaction as the last answer,
 /// while its JSON stays the core's business.
@@ -186,6 +193,16 @@ pub trait Store: Send + Sync + 'static {
 
     /// Whether a write goes through now (the health check).
     async fn writable(&self) -> Result<()>;
+
+    /// Retention: deletes the requests that ended before `ended_before_ms` with everything
+    /// stored about them but their audit rows (questions, answers, drafts, outbox rows,
+    /// timers), and the audit rows written before `audit_before_ms`. Pending requests are never
+    /// touched. Each part is one transaction.
+    async fn prune(
+        &self,
+        ended_before_ms: Option<i64>,
+        audit_before_ms: Option<i64>,
+    ) -> Result<Pruned>;
 
     async fn close(&self);
 }

@@ -269,6 +269,7 @@ async fn handle_connection(stream: UnixStream, ctx: ServerContext) {
                     }
                     Err(bad) => {
                         tracing::debug!(error = %Escaped(&bad.error.message), "bad line");
+                        ctx.hub.recorder().failed(bad.error.code);
                         let _ = tx.send(Event::error(bad.request_id, bad.error).to_line());
                     }
                 }
@@ -372,6 +373,44 @@ async fn run_ask(hub: Hub, ask: crate::core::Ask, peer: Peer, tx: outbox::LineTx
     }
 }
 
+/// What `health` and the HTTP `/healthz` say: healthy when the store takes a write and every
+/// platform connection (the Discord gateway) is up, or none is configured.
+pub async fn health(hub: &Hub) -> Health {
+    let store = match hub.store_writable().await {
+        Ok(()) => "ok".to_owned(),
+        Err(e) => e,
+    };
+    let connections = hub.connections();
+    let gateway = if connections.is_empty() {
+        "not configured"
+    } else if connections.iter().all(|(_, c)| *c.borrow()) {
+        "connected"
+    } else {
+        "disconnected"
+    };
+    let mut failing = Vec::new();
+    if store != "ok" {
+        failing.push("store".to_owned());
+    }
+    if gateway == "disconnected" {
+        failing.push("gateway".to_owned());
+    }
+    Health {
+        version: env!("CARGO_PKG_VERSION").to_owned(),
+        status: if failing.is_empty() { "ok" } else { "degraded" }.to_owned(),
+        failing,
+        gateway: gateway.to_owned(),
+        pending: hub.pending_count(),
+        answerers: hub
+            .answerer_names()
+            .into_iter()
+            .map(str::to_owned)
+            .collect(),
+        store,
+        outbox: backlog(hub).await.unwrap_or_default(),
+    }
+}
+
 /// Runs a supervision operation and returns its one reply.
 async fn run_op(ctx: &ServerContext, op: Op, user: &LocalUser) -> Event {
     let hub = &ctx.hub;
@@ -444,20 +483,7 @@ async fn run_op(ctx: &ServerContext, op: Op, user: &LocalUser) -> Event {
                 Err(e) => Event::error(None, e),
             }
         }
-        Op::Health => Event::Health(Health {
-            version: env!("CARGO_PKG_VERSION").to_owned(),
-            pending: hub.pending_count(),
-            answerers: hub
-                .answerer_names()
-                .into_iter()
-                .map(str::to_owned)
-                .collect(),
-            store: match hub.store_writable().await {
-                Ok(()) => "ok".to_owned(),
-                Err(e) => e,
-            },
-            outbox: backlog(hub).await.unwrap_or_default(),
-        }),
+        Op::Health => Event::Health(health(hub).await),
         Op::Answer {
             request_id,
             question,

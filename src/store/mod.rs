@@ -1,6 +1,7 @@
 //! The store backends: the only code that touches SQL. Each implements
 //! [`crate::core::store::Store`]; [`open`] picks one by the URL's scheme.
 
+pub mod metered;
 pub mod sqlite;
 
 use crate::core::store::Store;

@@ -17,7 +17,7 @@ use crate::core::request::{
     Actor, Answered, AuditEntry, AuditRow, Created, DuePost, EditState, NewRequest, Outcome, Peer,
     PlannedPost, Post, Request, SettleOutcome, Status, Timer, Via,
 };
-use crate::core::store::{Finish, Holder, Page, Store, Visibility};
+use crate::core::store::{Finish, Holder, Page, Pruned, Store, Visibility};
 use anyhow::{bail, Context, Result};
 use async_trait::async_trait;
 use sqlx::sqlite::{
@@ -802,6 +802,58 @@ impl Store for SqliteStore {
         })
     }
 
+    async fn prune(
+        &self,
+        ended_before_ms: Option<i64>,
+        audit_before_ms: Option<i64>,
+    ) -> Result<Pruned> {
+        let mut pruned = Pruned::default();
+        if let Some(before) = ended_before_ms {
+            pruned.requests = write_tx!(self, |tx| {
+                // Children first (foreign keys); the requests last, by the same condition.
+                let ended = "SELECT key FROM requests WHERE status != 'pending' AND ended_at < ?";
+                for table in ["drafts", "timers", "posts", "questions"] {
+                    sqlx::query(&format!(
+                        "DELETE FROM {table} WHERE request_key IN ({ended})"
+                    ))
+                    .bind(before)
+                    .execute(&mut *tx)
+                    .await?;
+                }
+                let gone =
+                    sqlx::query("DELETE FROM requests WHERE status != 'pending' AND ended_at < ?")
+                        .bind(before)
+                        .execute(&mut *tx)
+                        .await?
+                        .rows_affected();
+                anyhow::Ok(gone)
+            })?;
+        }
+        if let Some(before) = audit_before_ms {
+            // The one way past the audit log's DELETE trigger (migrations/0010_retention.sql):
+            // the cutoff exists only inside this transaction.
+            pruned.audit = write_tx!(self, |tx| {
+                sqlx::query(
+                    "INSERT INTO settings (name, value) VALUES ('audit_prune_before', ?) \
+                     ON CONFLICT (name) DO UPDATE SET value = excluded.value",
+                )
+                .bind(before)
+                .execute(&mut *tx)
+                .await?;
+                let gone = sqlx::query("DELETE FROM audit WHERE at < ?")
+                    .bind(before)
+                    .execute(&mut *tx)
+                    .await?
+                    .rows_affected();
+                sqlx::query("DELETE FROM settings WHERE name = 'audit_prune_before'")
+                    .execute(&mut *tx)
+                    .await?;
+                anyhow::Ok(gone)
+            })?;
+        }
+        Ok(pruned)
+    }
+
     async fn close(&self) {
         self.pool.close().await;
         self.lease.lock().unwrap().take();
@@ -1277,6 +1329,64 @@ mod tests {
             .unwrap_err();
         assert!(err.to_string().contains("append-only"), "{err}");
         assert_eq!(store.audit_rows(None).await.unwrap().len(), 1);
+    }
+
+    #[tokio::test]
+    async fn pruning_deletes_only_what_ended_and_audit_rows_older_than_the_cutoff() {
+        let dir = tempfile::tempdir().unwrap();
+        let url = format!("sqlite://{}", dir.path().join("p.db").display());
+        let store = SqliteStore::open(&url, None).await.unwrap();
+        let audit = AuditEntry {
+            action: AuditAction::Ask,
+            ..Default::default()
+        };
+        let mut keys = Vec::new();
+        for id in ["ended", "open"] {
+            let Created::New(req) = store.create(&new_request(id), &[], &audit).await.unwrap()
+            else {
+                panic!("expected a new request")
+            };
+            keys.push(req.key);
+        }
+        let err = AskError::aborted("gone");
+        assert!(store
+            .end(keys[0], Status::Cancelled, &err, &audit)
+            .await
+            .unwrap());
+        store.save_draft(keys[0], 0, "u", &[1]).await.unwrap();
+        let far = i64::MAX;
+        let pruned = store.prune(Some(far), None).await.unwrap();
+        assert_eq!(
+            pruned,
+            Pruned {
+                requests: 1,
+                audit: 0
+            }
+        );
+        assert!(store.by_id("ended").await.unwrap().is_none());
+        assert!(
+            store.by_id("open").await.unwrap().is_some(),
+            "pending stays"
+        );
+        let before = store.audit_rows(None).await.unwrap();
+        assert_eq!(before.len(), 3, "the audit rows outlive their request");
+        // Only rows older than the cutoff go, and the window closes with the transaction.
+        let cutoff = before[2].at_ms;
+        let pruned = store.prune(None, Some(cutoff)).await.unwrap();
+        assert_eq!(
+            pruned.audit,
+            before.iter().filter(|r| r.at_ms < cutoff).count() as u64
+        );
+        let err = sqlx::query("DELETE FROM audit")
+            .execute(&store.pool)
+            .await
+            .unwrap_err();
+        assert!(err.to_string().contains("append-only"), "{err}");
+        let err = sqlx::query("UPDATE audit SET detail = 'x'")
+            .execute(&store.pool)
+            .await
+            .unwrap_err();
+        assert!(err.to_string().contains("append-only"), "{err}");
     }
 
     #[tokio::test]

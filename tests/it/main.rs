@@ -21,6 +21,7 @@ mod hostile;
 mod limits;
 mod mcp;
 mod oncall;
+mod ops;
 mod outbox;
 mod socket;
 mod standin_selftest;

@@ -36,27 +36,35 @@ impl RawEventHandler for Handler {
     async fn raw_event(&self, _ctx: Context, event: Event) {
         match event {
             Event::Ready(r) => {
-                tracing::info!(
-                    bot = %r.ready.user.name,
-                    bot_id = %r.ready.user.id,
-                    session = %r.ready.session_id,
-                    "connected to the Discord gateway"
-                );
-                // After an outage: whatever could not be posted or edited goes now.
-                self.shared.repair_now.notify_one();
+                // Said once at the default level; a reconnect is summarised by the gateway
+                // watcher (one WARN when it drops, one INFO with the downtime when it is back).
                 if !self
                     .shared
-                    .commands_registered
+                    .connected_once
                     .swap(true, std::sync::atomic::Ordering::SeqCst)
                 {
+                    tracing::info!(
+                        bot = %r.ready.user.name,
+                        bot_id = %r.ready.user.id,
+                        session = %r.ready.session_id,
+                        "connected to the Discord gateway"
+                    );
+                    // Once per run: the bulk overwrite is idempotent, so a restart repeats it
+                    // harmlessly, but a reconnect need not.
                     let shared = self.shared.clone();
                     let app = r.ready.application.id;
                     self.ctx
                         .spawn(async move { shared.register_commands(app).await });
+                } else {
+                    tracing::debug!(session = %r.ready.session_id, "identified to the Discord gateway again");
                 }
+                self.shared.gateway.up();
+                // After an outage: whatever could not be posted or edited goes now.
+                self.shared.repair_now.notify_one();
             }
             Event::Resumed(_) => {
-                tracing::info!("resumed the Discord gateway session");
+                tracing::debug!("resumed the Discord gateway session");
+                self.shared.gateway.up();
                 self.shared.repair_now.notify_one();
             }
             Event::InteractionCreate(e) => match e.interaction {

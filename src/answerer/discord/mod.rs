@@ -10,6 +10,7 @@
 mod commands;
 pub mod custom_id;
 mod digest;
+mod gateway;
 mod interactions;
 mod outbox;
 pub mod render;
@@ -50,8 +51,11 @@ pub(crate) struct Shared {
     schedule: Deadlines<schedule::Due>,
     /// The requests whose timers were loaded at start-up.
     armed: std::sync::Mutex<std::collections::HashSet<i64>>,
-    /// Set once `/askrelay` is registered (at the first READY of the run).
-    commands_registered: std::sync::atomic::AtomicBool,
+    /// Whether the gateway session is connected now (see [`gateway`]).
+    gateway: Arc<gateway::Gateway>,
+    /// Whether a first Ready was seen: it is logged and registers `/askrelay`; later ones are
+    /// reconnects, summarised instead.
+    connected_once: std::sync::atomic::AtomicBool,
 }
 
 /// The pending requests this answerer shows, with their outbox rows as they stand: what a
@@ -148,6 +152,7 @@ impl DiscordAnswerer {
         config: Arc<Config>,
         rest_client: Option<reqwest::Client>,
         shutdown: CancellationToken,
+        metrics: Arc<crate::metrics::Metrics>,
     ) -> Result<DiscordAnswerer> {
         let http = Arc::new(build_http_with(&config, rest_client.clone())?);
         let paced = config.discord.api_base.trim_end_matches('/') == DEFAULT_API_BASE;
@@ -166,6 +171,7 @@ impl DiscordAnswerer {
             config.discord.retry_max_delay_ms,
             std::time::Duration::from_millis(config.discord.request_timeout_ms),
             shutdown,
+            metrics,
         );
         Ok(DiscordAnswerer {
             shared: Arc::new(Shared {
@@ -176,7 +182,8 @@ impl DiscordAnswerer {
                 repair_now: Default::default(),
                 schedule: Default::default(),
                 armed: Default::default(),
-                commands_registered: Default::default(),
+                gateway: Default::default(),
+                connected_once: Default::default(),
             }),
             rest_client,
         })
@@ -311,6 +318,11 @@ impl Answerer for DiscordAnswerer {
             .context("cannot build the Discord client")?;
         let shards = client.shard_manager.clone();
         let shutdown = ctx.shutdown().clone();
+        ctx.spawn(gateway::watch(
+            shards.runners.clone(),
+            self.shared.gateway.clone(),
+            shutdown.clone(),
+        ));
         ctx.spawn(async move {
             shutdown.cancelled().await;
             shards.shutdown_all().await;
@@ -431,6 +443,10 @@ impl Answerer for DiscordAnswerer {
 
     fn terminal_may_answer(&self, req: &Request) -> bool {
         self.shared.route_of(req).terminal_answers
+    }
+
+    fn connection(&self) -> Option<tokio::sync::watch::Receiver<bool>> {
+        Some(self.shared.gateway.subscribe())
     }
 }
 

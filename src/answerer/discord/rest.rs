@@ -95,6 +95,8 @@ pub(crate) struct Rest {
     /// `Some` when serenity's rate limiter is on (no REST proxy).
     pace: Option<GlobalPace>,
     shutdown: CancellationToken,
+    /// Counts every call's outcome (`askrelay_discord_rest_responses_total`).
+    metrics: Arc<crate::metrics::Metrics>,
 }
 
 impl Rest {
@@ -105,6 +107,7 @@ impl Rest {
         retry_max_delay_ms: u64,
         request_timeout: Duration,
         shutdown: CancellationToken,
+        metrics: Arc<crate::metrics::Metrics>,
     ) -> Rest {
         Rest {
             http,
@@ -118,6 +121,7 @@ impl Rest {
                 sent: tokio::sync::Mutex::new(VecDeque::new()),
             }),
             shutdown,
+            metrics,
         }
     }
 
@@ -206,7 +210,17 @@ impl Rest {
         deadline: Duration,
         fut: impl Future<Output = serenity::Result<T>>,
     ) -> Result<T, Failure> {
-        match tokio::time::timeout(deadline, fut).await {
+        let outcome = tokio::time::timeout(deadline, fut).await;
+        self.metrics.discord_rest(&match &outcome {
+            Ok(Ok(_)) => "2xx".to_owned(),
+            Ok(Err(serenity::Error::Http(HttpError::UnsuccessfulRequest(r)))) => {
+                r.status_code.as_u16().to_string()
+            }
+            Ok(Err(serenity::Error::Http(HttpError::Request(_)))) => "network".to_owned(),
+            Ok(Err(_)) => "other".to_owned(),
+            Err(_) => "timeout".to_owned(),
+        });
+        match outcome {
             Ok(Ok(v)) => Ok(v),
             Ok(Err(e)) => Err(classify(&e)),
             Err(_) => Err(Failure::Transient(format!(

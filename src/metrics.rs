@@ -1,0 +1,169 @@
+//! The daemon's metrics: one Prometheus registry per daemon (never a global one, so several
+//! daemons in one process keep their own numbers), fed by the core through
+//! [`crate::core::metrics::Recorder`], by the Discord answerer's REST client, and, for the
+//! gauges, read from the hub when scraped. Only counts and durations: never question text,
+//! labels, names or ids.
+//!
+//! Served as OpenMetrics text on `GET /metrics` by [`crate::http`].
+
+use crate::core::metrics::Recorder;
+use crate::core::{ErrorCode, Hub};
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::Histogram;
+use prometheus_client::registry::Registry;
+use std::time::Duration;
+
+type Labels = Vec<(&'static str, String)>;
+
+/// The content type of [`Metrics::render`].
+pub const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
+
+/// Seconds from asked to answered: people answer in seconds to hours.
+const LATENCY_BUCKETS: [f64; 14] = [
+    1.0, 5.0, 15.0, 30.0, 60.0, 120.0, 300.0, 600.0, 1800.0, 3600.0, 7200.0, 14400.0, 43200.0,
+    86400.0,
+];
+
+#[derive(Debug)]
+pub struct Metrics {
+    registry: Registry,
+    pending: Family<Labels, Gauge>,
+    asks: Family<Labels, Counter>,
+    answers: Family<Labels, Counter>,
+    errors: Family<Labels, Counter>,
+    latency: Histogram,
+    rest: Family<Labels, Counter>,
+    /// Registered only when Discord is configured.
+    gateway: Option<Gauge>,
+    store_errors: Counter,
+    /// One scrape at a time: the gauges are reset and filled from the hub while encoding.
+    scrape: tokio::sync::Mutex<()>,
+}
+
+impl Metrics {
+    /// The registry of one daemon; the Discord series only `with_discord`.
+    pub fn new(with_discord: bool) -> Metrics {
+        let mut registry = Registry::default();
+        let pending = Family::<Labels, Gauge>::default();
+        let asks = Family::<Labels, Counter>::default();
+        let answers = Family::<Labels, Counter>::default();
+        let errors = Family::<Labels, Counter>::default();
+        let latency = Histogram::new(LATENCY_BUCKETS);
+        let rest = Family::<Labels, Counter>::default();
+        let gateway = with_discord.then(Gauge::default);
+        let store_errors = Counter::default();
+        registry.register(
+            "askrelay_pending_requests",
+            "Requests waiting for an answer, by answerer and route",
+            pending.clone(),
+        );
+        // The encoder adds `_total` to counters.
+        registry.register(
+            "askrelay_asks",
+            "Requests stored and handed to an answerer, by answerer",
+            asks.clone(),
+        );
+        registry.register(
+            "askrelay_answers",
+            "Requests answered (every question settled), by answerer",
+            answers.clone(),
+        );
+        registry.register(
+            "askrelay_errors",
+            "Asks that got an error, by code: refused, or ended without an answer",
+            errors.clone(),
+        );
+        registry.register(
+            "askrelay_answer_latency_seconds",
+            "Time from asked to answered, per answered request",
+            latency.clone(),
+        );
+        if let Some(gateway) = &gateway {
+            registry.register(
+                "askrelay_discord_rest_responses",
+                "Discord REST calls by outcome: the HTTP status of a failure, 2xx for a \
+                 success, timeout or network for no answer",
+                rest.clone(),
+            );
+            registry.register(
+                "askrelay_discord_gateway_connected",
+                "1 while the Discord gateway session is connected",
+                gateway.clone(),
+            );
+        }
+        registry.register(
+            "askrelay_store_errors",
+            "Store (database) calls that failed",
+            store_errors.clone(),
+        );
+        Metrics {
+            registry,
+            pending,
+            asks,
+            answers,
+            errors,
+            latency,
+            rest,
+            gateway,
+            store_errors,
+            scrape: tokio::sync::Mutex::new(()),
+        }
+    }
+
+    /// A Discord REST call ended: `status` is the HTTP status of a failure, "2xx" for a
+    /// success (serenity does not say which), "timeout" or "network".
+    pub fn discord_rest(&self, status: &str) {
+        self.rest
+            .get_or_create(&vec![("status", status.to_owned())])
+            .inc();
+    }
+
+    /// The OpenMetrics text of every series, with the gauges read from `hub` now.
+    pub async fn render(&self, hub: &Hub) -> String {
+        let _one = self.scrape.lock().await;
+        self.pending.clear();
+        for ((answerer, route), n) in hub.pending_by_route() {
+            self.pending
+                .get_or_create(&vec![("answerer", answerer), ("route", route)])
+                .set(n as i64);
+        }
+        if let Some(gateway) = &self.gateway {
+            let up = hub
+                .connections()
+                .iter()
+                .any(|(name, c)| *name == crate::answerer::discord::NAME && *c.borrow());
+            gateway.set(i64::from(up));
+        }
+        let mut out = String::new();
+        // Writing to a String cannot fail.
+        let _ = prometheus_client::encoding::text::encode(&mut out, &self.registry);
+        out
+    }
+}
+
+impl Recorder for Metrics {
+    fn asked(&self, answerer: &str) {
+        self.asks
+            .get_or_create(&vec![("answerer", answerer.to_owned())])
+            .inc();
+    }
+
+    fn answered(&self, answerer: &str, waited: Duration) {
+        self.answers
+            .get_or_create(&vec![("answerer", answerer.to_owned())])
+            .inc();
+        self.latency.observe(waited.as_secs_f64());
+    }
+
+    fn failed(&self, code: ErrorCode) {
+        self.errors
+            .get_or_create(&vec![("code", code.as_str().to_owned())])
+            .inc();
+    }
+
+    fn store_failed(&self) {
+        self.store_errors.inc();
+    }
+}

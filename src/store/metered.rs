@@ -1,0 +1,229 @@
+//! A store that counts its failures: it wraps a backend and reports every call that returns an
+//! error to the daemon's [`Recorder`] (`askrelay_store_errors_total`), whoever made the call
+//! (the hub, an answerer's outbox, the health check). It changes nothing else.
+
+use crate::core::answer::Settlement;
+use crate::core::error::AskError;
+use crate::core::metrics::Recorder;
+use crate::core::request::{
+    Actor, AuditEntry, AuditRow, Created, DuePost, EditState, NewRequest, PlannedPost, Post,
+    Request, SettleOutcome, Status, Timer,
+};
+use crate::core::store::{Finish, Holder, Page, Pruned, Store, Visibility};
+use anyhow::Result;
+use async_trait::async_trait;
+use std::collections::HashMap;
+use std::sync::Arc;
+
+pub struct Metered {
+    inner: Arc<dyn Store>,
+    recorder: Arc<dyn Recorder>,
+}
+
+impl Metered {
+    pub fn new(inner: Arc<dyn Store>, recorder: Arc<dyn Recorder>) -> Metered {
+        Metered { inner, recorder }
+    }
+
+    fn count<T>(&self, r: Result<T>) -> Result<T> {
+        if r.is_err() {
+            self.recorder.store_failed();
+        }
+        r
+    }
+}
+
+#[async_trait]
+impl Store for Metered {
+    async fn acquire_lease(&self, me: &Holder) -> Result<()> {
+        self.count(self.inner.acquire_lease(me).await)
+    }
+
+    async fn create(
+        &self,
+        new: &NewRequest,
+        posts: &[PlannedPost],
+        audit: &AuditEntry,
+    ) -> Result<Created> {
+        self.count(self.inner.create(new, posts, audit).await)
+    }
+
+    async fn by_id(&self, request_id: &str) -> Result<Option<Request>> {
+        self.count(self.inner.by_id(request_id).await)
+    }
+
+    async fn by_key(&self, key: i64) -> Result<Option<Request>> {
+        self.count(self.inner.by_key(key).await)
+    }
+
+    async fn by_token(&self, token: &str) -> Result<Option<(Request, Vec<Post>)>> {
+        self.count(self.inner.by_token(token).await)
+    }
+
+    async fn all_pending(&self) -> Result<Vec<(Request, Vec<Post>)>> {
+        self.count(self.inner.all_pending().await)
+    }
+
+    async fn pending(&self, who: Visibility, page: Page) -> Result<Vec<Request>> {
+        self.count(self.inner.pending(who, page).await)
+    }
+
+    async fn history(&self, who: Visibility, page: Page) -> Result<Vec<Request>> {
+        self.count(self.inner.history(who, page).await)
+    }
+
+    async fn settle(
+        &self,
+        key: i64,
+        idx: usize,
+        settlement: &Settlement,
+        actor: &Actor,
+        at_ms: i64,
+        audit: &AuditEntry,
+        result_if_last: Option<String>,
+        finish: Finish<'_>,
+    ) -> Result<SettleOutcome> {
+        let r = self
+            .inner
+            .settle(
+                key,
+                idx,
+                settlement,
+                actor,
+                at_ms,
+                audit,
+                result_if_last,
+                finish,
+            )
+            .await;
+        self.count(r)
+    }
+
+    async fn end(
+        &self,
+        key: i64,
+        status: Status,
+        error: &AskError,
+        audit: &AuditEntry,
+    ) -> Result<bool> {
+        self.count(self.inner.end(key, status, error, audit).await)
+    }
+
+    async fn audit(&self, entry: &AuditEntry) -> Result<()> {
+        self.count(self.inner.audit(entry).await)
+    }
+
+    async fn audit_rows(&self, request_key: Option<i64>) -> Result<Vec<AuditRow>> {
+        self.count(self.inner.audit_rows(request_key).await)
+    }
+
+    async fn posts(&self, keys: &[i64]) -> Result<HashMap<i64, Vec<Post>>> {
+        self.count(self.inner.posts(keys).await)
+    }
+
+    async fn plan_posts(&self, key: i64, answerer: &str, posts: &[PlannedPost]) -> Result<()> {
+        self.count(self.inner.plan_posts(key, answerer, posts).await)
+    }
+
+    async fn record_post(
+        &self,
+        key: i64,
+        idx: usize,
+        answerer: &str,
+        slot: &str,
+        message: &str,
+        channel: Option<&str>,
+        guild: Option<&str>,
+    ) -> Result<()> {
+        let r = self
+            .inner
+            .record_post(key, idx, answerer, slot, message, channel, guild)
+            .await;
+        self.count(r)
+    }
+
+    async fn record_post_failure(
+        &self,
+        key: i64,
+        idx: usize,
+        answerer: &str,
+        slot: &str,
+        error: &str,
+    ) -> Result<()> {
+        let r = self
+            .inner
+            .record_post_failure(key, idx, answerer, slot, error)
+            .await;
+        self.count(r)
+    }
+
+    async fn record_edit(
+        &self,
+        key: i64,
+        idx: usize,
+        answerer: &str,
+        slot: &str,
+        edit: EditState,
+    ) -> Result<()> {
+        self.count(self.inner.record_edit(key, idx, answerer, slot, edit).await)
+    }
+
+    async fn timers(&self, answerer: &str) -> Result<Vec<Timer>> {
+        self.count(self.inner.timers(answerer).await)
+    }
+
+    async fn schedule_due(&self, name: &str) -> Result<Option<i64>> {
+        self.count(self.inner.schedule_due(name).await)
+    }
+
+    async fn advance_schedule(&self, name: &str, from: Option<i64>, to: i64) -> Result<bool> {
+        self.count(self.inner.advance_schedule(name, from, to).await)
+    }
+
+    async fn advance_timer(
+        &self,
+        key: i64,
+        answerer: &str,
+        from: Option<u32>,
+        to: &Timer,
+        posts: &[PlannedPost],
+    ) -> Result<bool> {
+        let r = self
+            .inner
+            .advance_timer(key, answerer, from, to, posts)
+            .await;
+        self.count(r)
+    }
+
+    async fn outbox_due(&self, answerer: Option<&str>) -> Result<Vec<DuePost>> {
+        self.count(self.inner.outbox_due(answerer).await)
+    }
+
+    async fn with_posts_by_key(&self, key: i64) -> Result<Option<(Request, Vec<Post>)>> {
+        self.count(self.inner.with_posts_by_key(key).await)
+    }
+
+    async fn save_draft(&self, key: i64, idx: usize, user: &str, selected: &[usize]) -> Result<()> {
+        self.count(self.inner.save_draft(key, idx, user, selected).await)
+    }
+
+    async fn draft(&self, key: i64, idx: usize, user: &str) -> Result<Vec<usize>> {
+        self.count(self.inner.draft(key, idx, user).await)
+    }
+
+    async fn writable(&self) -> Result<()> {
+        self.count(self.inner.writable().await)
+    }
+
+    async fn prune(
+        &self,
+        ended_before_ms: Option<i64>,
+        audit_before_ms: Option<i64>,
+    ) -> Result<Pruned> {
+        self.count(self.inner.prune(ended_before_ms, audit_before_ms).await)
+    }
+
+    async fn close(&self) {
+        self.inner.close().await
+    }
+}
