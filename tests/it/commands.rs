@@ -242,3 +242,59 @@ async fn history_shows_who_answered_what_and_how_long_it_took() {
     assert!(list.contains("after "), "{list}");
     app.assert_payloads_valid();
 }
+
+/// An answer that takes longer than 1.5 s (here: another connection holds the database's write
+/// lock, which the command's audit row waits for) is deferred first, within Discord's 3 s, and
+/// edited in once it is ready.
+#[tokio::test]
+async fn a_slow_answer_is_deferred_then_edited_in() {
+    use sqlx::{Connection, Executor};
+    let app = app().await;
+    let (_c, _) = app.ask("slow", &yes_no("q")).await;
+    // Another connection holds the write lock: the command's audit row waits (busy_timeout).
+    let mut other = sqlx::SqliteConnection::connect(&app.config.database_url)
+        .await
+        .unwrap();
+    other.execute("BEGIN IMMEDIATE").await.unwrap();
+    let at = At {
+        application_id: app.standin().application_id(),
+        guild_id: Some(app.standin().guild_id()),
+        channel_id: CHANNEL,
+        message_id: 0,
+    };
+    let id = app.next_id();
+    let payload = fixtures::slash_command(id, &at, &alice(), "askrelay", "pending", json!([]));
+    fixtures::parse(&payload);
+    app.standin().send_interaction(payload).await;
+    let deferred = within(
+        "the deferral",
+        app.standin()
+            .wait_for_request(|r| r.path.contains(&format!("/interactions/{id}/"))),
+    )
+    .await;
+    assert_eq!(
+        deferred.body.as_ref().unwrap()["type"],
+        5,
+        "{:?}",
+        deferred.body
+    );
+    assert_eq!(deferred.body.as_ref().unwrap()["data"]["flags"], 64);
+    other.execute("COMMIT").await.unwrap();
+    drop(other);
+    let edit = within(
+        "the answer edited in",
+        app.standin().wait_for_request(|r| {
+            r.method == "PATCH" && r.path.ends_with(&format!("/tok{id}/messages/@original"))
+        }),
+    )
+    .await;
+    let body = edit.body.unwrap();
+    assert!(
+        body["embeds"][0]["description"]
+            .as_str()
+            .unwrap()
+            .contains("slow"),
+        "{body}"
+    );
+    app.assert_payloads_valid();
+}

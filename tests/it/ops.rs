@@ -54,6 +54,13 @@ async fn metrics_count_a_known_sequence_of_asks_and_answers() {
     .await;
     app.standin().set_channel_missing(GONE);
     let base = http_base(&app);
+    // The /askrelay registration is one of the REST calls counted below: wait until it is done.
+    within(
+        "the command registration",
+        app.standin()
+            .wait_for_request(|r| r.method == "PUT" && r.path.ends_with("/commands")),
+    )
+    .await;
 
     // 1: answered in Discord.
     let (mut c1, _) = app.ask("m1", &yes_no("q")).await;

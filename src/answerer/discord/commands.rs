@@ -163,18 +163,21 @@ impl Shared {
         self.rest.http.set_application_id(app);
         let http = &self.rest.http;
         let guilds = &self.config.discord.guild_ids;
+        let timeout = Duration::from_millis(self.config.discord.request_timeout_ms);
         let done = if guilds.is_empty() {
-            Command::set_global_commands(http, vec![definition()])
+            self.rest
+                .call(
+                    timeout,
+                    Command::set_global_commands(http, vec![definition()]),
+                )
                 .await
                 .map(|_| "globally".to_owned())
         } else {
             let mut result = Ok(format!("in {} guild(s)", guilds.len()));
             for g in guilds {
-                if let Err(e) = GuildId::new(g.0)
-                    .set_commands(http, vec![definition()])
-                    .await
-                {
-                    result = Err(e);
+                let set = GuildId::new(g.0).set_commands(http, vec![definition()]);
+                if let Err(f) = self.rest.call(timeout, set).await {
+                    result = Err(f);
                     break;
                 }
             }
@@ -182,8 +185,8 @@ impl Shared {
         };
         match done {
             Ok(where_) => tracing::info!("registered the /askrelay command {where_}"),
-            Err(e) => {
-                tracing::warn!(error = %super::classify(&e).message(), "cannot register the /askrelay command; questions still work")
+            Err(f) => {
+                tracing::warn!(error = %f.message(), "cannot register the /askrelay command; questions still work")
             }
         }
     }
