@@ -130,7 +130,9 @@ impl Shared {
                 due_at_ms: Some(at),
             };
             match ctx.advance_timer(req, None, &timer, &[]).await {
-                Ok(_) => self.schedule.insert(
+                // A timer stored already is either in the queue (loaded at start-up) or done.
+                Ok(false) => {}
+                Ok(true) => self.schedule.insert(
                     at,
                     Due {
                         key: req.key,
