@@ -303,7 +303,7 @@ impl AnswererContext {
             .store()
             .pending(Visibility::All, Page { limit, after: None })
             .await?;
-        self.attach_posts(reqs).await
+        self.store().with_posts(reqs).await
     }
 
     /// Requests of every owner, newest first (at most `limit`), with their outbox rows.
@@ -312,19 +312,7 @@ impl AnswererContext {
             .store()
             .history(Visibility::All, Page { limit, after: None })
             .await?;
-        self.attach_posts(reqs).await
-    }
-
-    async fn attach_posts(&self, reqs: Vec<Request>) -> Result<Vec<(Request, Vec<Post>)>> {
-        let keys: Vec<i64> = reqs.iter().map(|r| r.key).collect();
-        let mut posts = self.store().posts(&keys).await?;
-        Ok(reqs
-            .into_iter()
-            .map(|r| {
-                let p = posts.remove(&r.key).unwrap_or_default();
-                (r, p)
-            })
-            .collect())
+        self.store().with_posts(reqs).await
     }
 
     /// Cancelled when the daemon shuts down.

@@ -1080,20 +1080,11 @@ impl Hub {
     }
 
     async fn with_posts(&self, reqs: Vec<Request>) -> Result<Vec<(Request, Vec<Post>)>, AskError> {
-        let keys: Vec<i64> = reqs.iter().map(|r| r.key).collect();
-        let mut posts = self
-            .inner
+        self.inner
             .store
-            .posts(&keys)
+            .with_posts(reqs)
             .await
-            .map_err(|e| AskError::internal(&e))?;
-        Ok(reqs
-            .into_iter()
-            .map(|r| {
-                let p = posts.remove(&r.key).unwrap_or_default();
-                (r, p)
-            })
-            .collect())
+            .map_err(|e| AskError::internal(&e))
     }
 
     /// Outbox work due for more than `overdue_after`: how many items, and how long the oldest

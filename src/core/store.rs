@@ -121,6 +121,19 @@ pub trait Store: Send + Sync + 'static {
     /// The outbox rows of the given requests.
     async fn posts(&self, keys: &[i64]) -> Result<HashMap<i64, Vec<Post>>>;
 
+    /// `reqs`, each with its outbox rows (one read for all of them).
+    async fn with_posts(&self, reqs: Vec<Request>) -> Result<Vec<(Request, Vec<Post>)>> {
+        let keys: Vec<i64> = reqs.iter().map(|r| r.key).collect();
+        let mut posts = self.posts(&keys).await?;
+        Ok(reqs
+            .into_iter()
+            .map(|r| {
+                let p = posts.remove(&r.key).unwrap_or_default();
+                (r, p)
+            })
+            .collect())
+    }
+
     /// Adds outbox rows for questions an earlier run never planned (a crash in between).
     async fn plan_posts(&self, key: i64, answerer: &str, posts: &[PlannedPost]) -> Result<()>;
 

@@ -201,18 +201,6 @@ impl SqliteStore {
             .await?;
         self.hydrate_all(rows).await
     }
-
-    async fn with_posts(&self, reqs: Vec<Request>) -> Result<Vec<(Request, Vec<Post>)>> {
-        let keys: Vec<i64> = reqs.iter().map(|r| r.key).collect();
-        let mut posts = self.posts(&keys).await?;
-        Ok(reqs
-            .into_iter()
-            .map(|r| {
-                let p = posts.remove(&r.key).unwrap_or_default();
-                (r, p)
-            })
-            .collect())
-    }
 }
 
 enum Bind<'a> {

@@ -191,6 +191,46 @@ impl Shared {
         }
     }
 
+    /// "12m · agent (project=infra) · Confirm: Proceed…? · jump · escalation step 1".
+    pub(super) fn pending_line(&self, req: &Request, posts: &[Post], now: i64) -> String {
+        let age = human(Duration::from_secs(
+            ((now - req.created_at_ms).max(0) / 1000) as u64,
+        ));
+        let open =
+            (0..req.questions.len()).find(|&i| req.answers.get(i).is_some_and(Option::is_none));
+        let q = &req.questions[open.unwrap_or(0)];
+        let mut line = format!("**{age}** · `{}`", inert(&one_line(&req.request_id)));
+        line.push_str(&format!(" · {}", who_asked(req)));
+        let header = q
+            .header
+            .as_deref()
+            .map(|h| format!("{}: ", inert(h)))
+            .unwrap_or_default();
+        line.push_str(&format!(
+            " · {header}{}",
+            inert(&truncate(&one_line(&q.question), 80))
+        ));
+        if req.questions.len() > 1 {
+            line.push_str(&format!(
+                " (question {} of {})",
+                open.unwrap_or(0) + 1,
+                req.questions.len()
+            ));
+        }
+        let main = posts
+            .iter()
+            .find(|p| p.is_main() && Some(p.idx) == open && p.answerer == NAME);
+        if let Some((c, m)) = main.and_then(super::placed) {
+            line.push_str(&format!(" · [jump]({})", self.rest.link(c, m)));
+        } else if main.is_some() {
+            line.push_str(" · not posted yet");
+        }
+        if let Some(step) = posts.iter().filter_map(|p| step_of(&p.slot)).max() {
+            line.push_str(&format!(" · escalation step {step}"));
+        }
+        line
+    }
+
     /// Every route a request can have now: the default and each `[[routes]]`.
     fn all_routes(&self) -> Vec<ResolvedRoute> {
         let c = &self.config;
@@ -374,7 +414,7 @@ impl Handler {
                                     p.answerer == NAME && !p.is_note() && p.channel == channel.to_string()
                                 }))
                     })
-                    .map(|(req, posts)| self.pending_line(req, posts, now))
+                    .map(|(req, posts)| self.shared.pending_line(req, posts, now))
                     .collect();
                 let title = if *all { "Pending questions (all channels)" } else { "Pending questions (this channel)" };
                 Ok((title, listing(&shown, "Nothing is waiting for an answer.")))
@@ -390,51 +430,6 @@ impl Handler {
                 Ok(("Recent requests", listing(&shown, "No request has ended yet.")))
             }
         }
-    }
-
-    /// "12m · agent (project=infra) · Confirm: Proceed…? · jump · escalation step 1".
-    fn pending_line(&self, req: &Request, posts: &[Post], now: i64) -> String {
-        let age = human(Duration::from_secs(
-            ((now - req.created_at_ms).max(0) / 1000) as u64,
-        ));
-        let open =
-            (0..req.questions.len()).find(|&i| req.answers.get(i).is_some_and(Option::is_none));
-        let q = &req.questions[open.unwrap_or(0)];
-        let mut line = format!("**{age}** · `{}`", inert(&one_line(&req.request_id)));
-        line.push_str(&format!(" · {}", who_asked(req)));
-        let header = q
-            .header
-            .as_deref()
-            .map(|h| format!("{}: ", inert(h)))
-            .unwrap_or_default();
-        line.push_str(&format!(
-            " · {header}{}",
-            inert(&truncate(&one_line(&q.question), 80))
-        ));
-        if req.questions.len() > 1 {
-            line.push_str(&format!(
-                " (question {} of {})",
-                open.unwrap_or(0) + 1,
-                req.questions.len()
-            ));
-        }
-        let main = posts
-            .iter()
-            .find(|p| p.is_main() && Some(p.idx) == open && p.answerer == NAME);
-        if let Some((c, m)) = main.and_then(|p| {
-            Some((
-                p.channel.parse::<u64>().ok()?,
-                p.message.as_deref()?.parse::<u64>().ok()?,
-            ))
-        }) {
-            line.push_str(&format!(" · [jump]({})", self.shared.rest.link(c, m)));
-        } else if main.is_some() {
-            line.push_str(" · not posted yet");
-        }
-        if let Some(step) = posts.iter().filter_map(|p| step_of(&p.slot)).max() {
-            line.push_str(&format!(" · escalation step {step}"));
-        }
-        line
     }
 }
 
@@ -512,7 +507,7 @@ fn history_line(req: &Request) -> String {
 }
 
 /// Lines that fit one embed description, with how many more there are.
-fn listing(lines: &[String], empty: &str) -> String {
+pub(super) fn listing(lines: &[String], empty: &str) -> String {
     if lines.is_empty() {
         return empty.to_owned();
     }

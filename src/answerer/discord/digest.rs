@@ -9,8 +9,8 @@
 //! next comes on schedule), and the post's nonce (from the due time) keeps a retry from posting
 //! it twice.
 
-use super::render::{inert, one_line, truncate};
-use super::{Shared, NAME};
+use super::render::truncate;
+use super::Shared;
 use crate::core::calendar::{self, Schedule};
 use crate::core::expiry::human;
 use crate::core::request::now_ms;
@@ -112,33 +112,10 @@ impl Shared {
             return;
         }
         let now = now_ms();
-        let mut lines = Vec::new();
-        for (req, posts) in &pending {
-            let age = human(Duration::from_secs(
-                ((now - req.created_at_ms).max(0) / 1000) as u64,
-            ));
-            let q = &req.questions[0];
-            let link = posts
-                .iter()
-                .find(|p| p.is_main() && p.answerer == NAME)
-                .and_then(|p| {
-                    Some((
-                        p.channel.parse::<u64>().ok()?,
-                        p.message.as_deref()?.parse::<u64>().ok()?,
-                    ))
-                })
-                .map(|(c, m)| format!(" · [jump]({})", self.rest.link(c, m)))
-                .unwrap_or_default();
-            let header = q
-                .header
-                .as_deref()
-                .map(|h| format!("{}: ", inert(h)))
-                .unwrap_or_default();
-            lines.push(format!(
-                "**{age}** · {header}{}{link}",
-                inert(&truncate(&one_line(&q.question), 80))
-            ));
-        }
+        let lines: Vec<String> = pending
+            .iter()
+            .map(|(req, posts)| self.pending_line(req, posts, now))
+            .collect();
         let mut took: Vec<i64> = recent
             .iter()
             .filter(|(r, _)| r.status == Status::Answered)
@@ -156,18 +133,7 @@ impl Shared {
                 human(Duration::from_secs((took[n / 2].max(0) / 1000) as u64))
             ),
         };
-        let mut description = String::new();
-        for (i, l) in lines.iter().enumerate() {
-            if description.chars().count() + l.chars().count() + 40 > 3900 {
-                description.push_str(&format!("\n… and {} more", lines.len() - i));
-                break;
-            }
-            if !description.is_empty() {
-                description.push('\n');
-            }
-            description.push_str("• ");
-            description.push_str(l);
-        }
+        let description = super::commands::listing(&lines, "");
         let message = CreateMessage::new()
             .embed(
                 CreateEmbed::new()

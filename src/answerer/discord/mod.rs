@@ -257,6 +257,11 @@ impl Shared {
     }
 }
 
+/// Where an outbox row's message is (channel, message), once it is posted.
+fn placed(p: &Post) -> Option<(u64, u64)> {
+    Some((p.channel.parse().ok()?, p.message.as_deref()?.parse().ok()?))
+}
+
 /// The outbox of a request just stored, without reading it back.
 fn planned_posts(planned: Vec<PlannedPost>) -> Vec<Post> {
     planned
@@ -422,11 +427,8 @@ impl Answerer for DiscordAnswerer {
         let links: Vec<String> = posts
             .iter()
             .filter(|p| p.is_main())
-            .filter_map(|p| {
-                let c = p.channel.parse().ok()?;
-                let m = p.message.as_deref()?.parse().ok()?;
-                Some(shared.rest.link(c, m))
-            })
+            .filter_map(placed)
+            .map(|(c, m)| shared.rest.link(c, m))
             .collect();
         shared.detail(&route, &links)
     }

@@ -130,12 +130,7 @@ impl Shared {
             let main = posted
                 .iter()
                 .find(|p| p.idx == post.idx && p.is_main())
-                .and_then(|p| {
-                    Some((
-                        p.channel.parse::<u64>().ok()?,
-                        p.message.as_deref()?.parse::<u64>().ok()?,
-                    ))
-                });
+                .and_then(super::placed);
             let rendered = self.render_post(req, route, q, &post, main);
             let message = rendered
                 .message
