@@ -66,6 +66,79 @@ pub struct Config {
     pub http: HttpConfig,
     /// How long ended requests and audit rows are kept.
     pub retention: RetentionConfig,
+    /// The PostgreSQL store's connections (when `database_url` is `postgres://`).
+    pub postgres: PostgresConfig,
+    /// Cluster mode: daemons sharing one PostgreSQL database.
+    pub cluster: ClusterConfig,
+}
+
+/// `[postgres]`: the pool of the PostgreSQL store. The password belongs in `database_url` (or
+/// `ASKRELAY_DATABASE_URL`) and is never logged or echoed in an error.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default)]
+pub struct PostgresConfig {
+    /// Connections in the pool (the lead and the notice listener have one each besides).
+    pub max_connections: u32,
+    /// How long connecting, or waiting for a free connection, may take.
+    pub connect_timeout_secs: u64,
+    /// How long one statement may run before the server cancels it.
+    pub statement_timeout_secs: u64,
+    /// TLS: "disable", "prefer", "require", "verify-ca" or "verify-full"; overrides the URL's
+    /// `sslmode`.
+    pub sslmode: Option<String>,
+    /// A PEM file of the certificate authority that signed the server's certificate
+    /// (`verify-ca`, `verify-full`).
+    pub ssl_root_cert: Option<PathBuf>,
+}
+
+impl Default for PostgresConfig {
+    fn default() -> Self {
+        PostgresConfig {
+            max_connections: 8,
+            connect_timeout_secs: 10,
+            statement_timeout_secs: 30,
+            sslmode: None,
+            ssl_root_cert: None,
+        }
+    }
+}
+
+/// `[cluster]`: used when `database_url` is `postgres://`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default)]
+pub struct ClusterConfig {
+    /// This daemon's name in the cluster; it owns the requests asked here and must stay the
+    /// same across restarts (clients re-attach to it). Default: the host name.
+    pub node_id: Option<String>,
+    /// The longest a cluster goes without a leader after the leader dies: followers try to take
+    /// the lead every quarter of it, and a leader that cannot confirm its lead for this long
+    /// steps down.
+    pub failover_secs: u64,
+    /// How often a node looks for what a lost notice would have told it (answers to its
+    /// requests, outbox work); notices make this rarely matter.
+    pub poll_interval_ms: u64,
+}
+
+impl Default for ClusterConfig {
+    fn default() -> Self {
+        ClusterConfig {
+            node_id: None,
+            failover_secs: 10,
+            poll_interval_ms: 2000,
+        }
+    }
+}
+
+impl ClusterConfig {
+    /// This node's id: `node_id`, else the host name.
+    pub fn node(&self) -> String {
+        self.node_id.clone().unwrap_or_else(|| {
+            nix::unistd::gethostname()
+                .ok()
+                .and_then(|h| h.into_string().ok())
+                .unwrap_or_else(|| "unknown".into())
+        })
+    }
 }
 
 /// `log_format`: human-readable lines, or one JSON object per line for a log collector.
@@ -391,6 +464,8 @@ impl Default for Config {
             log_format: LogFormat::Text,
             http: HttpConfig::default(),
             retention: RetentionConfig::default(),
+            postgres: PostgresConfig::default(),
+            cluster: ClusterConfig::default(),
         }
     }
 }
@@ -515,6 +590,33 @@ impl Config {
         ] {
             if days.is_some_and(|d| !(d.is_finite() && d > 0.0 && d <= 36_500.0)) {
                 bail!("{key}: must be a number of days above 0 (leave it out to keep everything)");
+            }
+        }
+        if self.postgres.max_connections == 0 {
+            bail!("postgres.max_connections: must be at least 1");
+        }
+        if self.postgres.connect_timeout_secs == 0 {
+            bail!("postgres.connect_timeout_secs: must be at least 1");
+        }
+        if let Some(m) = &self.postgres.sslmode {
+            if !["disable", "prefer", "require", "verify-ca", "verify-full"].contains(&m.as_str()) {
+                bail!(
+                    "postgres.sslmode: {m:?} is not one of disable, prefer, require, verify-ca, \
+                     verify-full"
+                );
+            }
+        }
+        if self.cluster.failover_secs < 2 {
+            bail!("cluster.failover_secs: must be at least 2");
+        }
+        if self.cluster.poll_interval_ms < 50 {
+            bail!("cluster.poll_interval_ms: must be at least 50");
+        }
+        if let Some(n) = &self.cluster.node_id {
+            if n.is_empty() || n.len() > 64 || n.chars().any(|c| c.is_control()) {
+                bail!(
+                    "cluster.node_id: must be 1 to 64 characters, none of them control characters"
+                );
             }
         }
         if self.retention.interval_secs == 0 {

@@ -63,6 +63,7 @@ impl Daemon {
                 .ok()
                 .and_then(|h| h.into_string().ok())
                 .unwrap_or_else(|| "unknown".into()),
+            node: config.cluster.node(),
         };
         if let Err(e) = store.acquire_lease(&me).await {
             store.close().await;

@@ -100,6 +100,8 @@ struct Inner {
     shutdown: CancellationToken,
     /// The expiry deadlines of pending requests, by key.
     deadlines: Deadlines<i64>,
+    /// The store's cluster, when it is shared (then this hub owns only its node's requests).
+    cluster: Option<crate::core::cluster::ClusterHandle>,
 }
 
 #[derive(Default)]
@@ -191,7 +193,6 @@ impl Hub {
         let restart_grace = settings.restart_grace;
         let hub = Hub {
             inner: Arc::new(Inner {
-                store,
                 answerers,
                 live: Mutex::new(LiveMap::default()),
                 register: tokio::sync::Mutex::new(()),
@@ -199,6 +200,8 @@ impl Hub {
                 tasks,
                 shutdown,
                 deadlines: Deadlines::default(),
+                cluster: store.cluster(),
+                store,
             }),
         };
         let pending = hub.inner.store.all_pending().await?;
@@ -221,6 +224,11 @@ impl Hub {
             hub.schedule_grace(&req.request_id, restart_grace, "restart_grace_secs");
         }
         Ok((hub, Backlog(pending)))
+    }
+
+    /// This daemon's node id in a cluster.
+    pub fn node(&self) -> Option<&str> {
+        self.inner.cluster.as_ref().map(|c| c.node())
     }
 
     /// The context an answerer acts through.
@@ -440,6 +448,7 @@ impl Hub {
                 .as_ref()
                 .unwrap_or(&self.inner.settings.expiry)
                 .for_request(created_at_ms),
+            node: self.node().map(str::to_owned),
         };
         let audit = AuditEntry {
             source: Source::Socket,

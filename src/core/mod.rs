@@ -8,6 +8,7 @@ pub mod access;
 pub mod answer;
 pub mod answerer;
 pub mod calendar;
+pub mod cluster;
 pub mod error;
 pub mod expiry;
 pub mod hub;

@@ -190,6 +190,8 @@ pub struct NewRequest {
     pub created_at_ms: i64,
     /// When and how it expires, if it does.
     pub expiry: Option<Expiry>,
+    /// The cluster node that stored it and serves its client (`None`: no cluster).
+    pub node: Option<String>,
 }
 
 /// A request as stored, with the state of each question.
@@ -215,6 +217,8 @@ pub struct Request {
     pub answers: Vec<Option<Answered>>,
     /// When and how it expires, if it does.
     pub expiry: Option<Expiry>,
+    /// The cluster node that owns it (`None`: no cluster).
+    pub node: Option<String>,
 }
 
 impl Request {
@@ -237,6 +241,7 @@ impl Request {
             outcome: None,
             answers: vec![None; new.questions.len()],
             expiry: new.expiry.clone(),
+            node: new.node.clone(),
         }
     }
 

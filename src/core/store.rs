@@ -7,6 +7,7 @@
 //! connection that failed mid-transaction serve anything else.
 
 use super::answer::Settlement;
+use super::cluster::ClusterHandle;
 use super::error::AskError;
 use super::request::{
     Actor, AuditEntry, AuditRow, Created, DuePost, EditState, NewRequest, PlannedPost, Post,
@@ -19,9 +20,9 @@ use std::collections::HashMap;
 /// Which requests a listing may show.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Visibility {
-    /// Every request (an operator).
+    /// Every request (an operator), of every node.
     All,
-    /// Only those asked by this uid.
+    /// Only those asked by this uid on this node (a uid means someone else on another host).
     Owner(u32),
 }
 
@@ -38,6 +39,8 @@ pub struct Page {
 pub struct Holder {
     pub pid: u32,
     pub host: String,
+    /// Its node id in a cluster (`cluster.node_id`); a backend one daemon holds ignores it.
+    pub node: String,
 }
 
 /// What [`Store::prune`] deleted.
@@ -55,8 +58,16 @@ pub type Finish<'a> = &'a (dyn Fn(&[Settlement]) -> String + Send + Sync);
 #[async_trait]
 pub trait Store: Send + Sync + 'static {
     /// Takes the database for this daemon, or fails naming the daemon that has it. Held until
-    /// [`Store::close`] or the process ends.
+    /// [`Store::close`] or the process ends. A shared backend registers the node instead, and
+    /// refuses a second daemon with the same node id.
     async fn acquire_lease(&self, me: &Holder) -> Result<()>;
+
+    /// The cluster this store is shared in, for a backend that can be shared; `None` when one
+    /// daemon holds it alone. Requests stored through it are owned by this node: `all_pending`
+    /// and `Visibility::Owner` see this node's requests only.
+    fn cluster(&self) -> Option<ClusterHandle> {
+        None
+    }
 
     /// Stores a new request with its questions, its outbox rows and its audit row, in one
     /// transaction; or returns the request already stored under the id (then nothing is

@@ -39,6 +39,10 @@ impl Store for Metered {
         self.count(self.inner.acquire_lease(me).await)
     }
 
+    fn cluster(&self) -> Option<crate::core::cluster::ClusterHandle> {
+        self.inner.cluster()
+    }
+
     async fn create(
         &self,
         new: &NewRequest,

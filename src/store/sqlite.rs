@@ -1114,6 +1114,7 @@ fn request_from_row(row: &SqliteRow, answers: Vec<Option<Answered>>) -> Result<R
         outcome,
         answers,
         expiry: expiry_from_row(row)?,
+        node: None,
     })
 }
 
@@ -1225,6 +1226,7 @@ mod tests {
             route: None,
             created_at_ms: 1,
             expiry: None,
+            node: None,
         }
     }
 
@@ -1386,6 +1388,7 @@ mod tests {
         let me = Holder {
             pid: 11,
             host: "here".into(),
+            node: "here".into(),
         };
         store.acquire_lease(&me).await.unwrap();
         store.writable().await.unwrap();
