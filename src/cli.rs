@@ -585,6 +585,9 @@ async fn pending(target: &Target, as_json: bool) -> Result<i32> {
     let pad = "";
     for r in &requests {
         let id = Escaped(&r.request_id).to_string();
+        if let Some(node) = &r.node {
+            println!("{id} (node {})", Escaped(node));
+        }
         let answerer = r.answerer.as_deref().unwrap_or("(not yet)");
         let n = r.questions.len();
         for (i, q) in r.questions.iter().enumerate() {
@@ -913,6 +916,9 @@ fn print_history(requests: &[RequestView]) -> Result<()> {
             r.created_at,
             outcome
         );
+        if let Some(node) = &r.node {
+            println!("{:<38}   on node {}", "", Escaped(node));
+        }
         for q in &r.questions {
             if let Some(a) = &q.answered {
                 println!(
@@ -954,6 +960,16 @@ async fn health(target: &Target, as_json: bool) -> Result<i32> {
         println!("gateway: {}", h.gateway);
         println!("answerers: {}", h.answerers.join(", "));
         println!("pending: {}", h.pending);
+        if let Some(c) = &h.cluster {
+            println!(
+                "cluster: node {} is {}; leader: {}",
+                Escaped(&c.node),
+                c.role,
+                c.leader
+                    .as_deref()
+                    .map_or("none yet".into(), |l| Escaped(l).to_string())
+            );
+        }
         println!(
             "outbox overdue: {} (oldest {} s)",
             h.outbox.overdue, h.outbox.oldest_secs

@@ -139,6 +139,15 @@ impl Daemon {
         tasks.spawn(server::serve(listener, ctx, config.socket_path.clone()));
         hub.start_answerers().await?;
         hub.resume(backlog).await;
+        if let Some(cluster) = store.cluster() {
+            crate::cluster::spawn(
+                cluster,
+                hub.clone(),
+                &config.cluster,
+                &tasks,
+                shutdown.clone(),
+            );
+        }
         let http_addr = http
             .map(|l| crate::http::serve(l, hub.clone(), metrics.clone(), &tasks, shutdown.clone()))
             .transpose()?;
@@ -159,8 +168,11 @@ impl Daemon {
     }
 
     /// Waits until every platform connection (the Discord gateway) is up, at most `limit`;
-    /// returns the answerers still not connected.
+    /// returns the answerers still not connected. A cluster's follower has none to wait for.
     pub async fn wait_connected(&self, limit: Duration) -> Vec<&'static str> {
+        if !self.hub.role().leads() {
+            return Vec::new();
+        }
         let deadline = tokio::time::Instant::now() + limit;
         let mut down = Vec::new();
         for (name, mut rx) in self.hub.connections() {

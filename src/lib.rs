@@ -8,6 +8,7 @@
 pub mod answerer;
 pub mod cli;
 pub mod client;
+pub mod cluster;
 pub mod config;
 pub mod core;
 pub mod crash;

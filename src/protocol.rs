@@ -316,6 +316,20 @@ pub struct Health {
     /// "ok", or why a write to the store fails.
     pub store: String,
     pub outbox: OutboxBacklog,
+    /// In cluster mode: this node, its role and who leads.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cluster: Option<ClusterHealth>,
+}
+
+/// A node's place in its cluster, as `health` reports it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ClusterHealth {
+    pub node: String,
+    /// "leader" or "follower".
+    pub role: String,
+    /// The leader's node id, when known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub leader: Option<String>,
 }
 
 /// Outbox work due for longer than it should take: questions not posted yet and messages not
@@ -414,6 +428,9 @@ pub struct RequestView {
     pub questions: Vec<QuestionView>,
     pub result: Option<Value>,
     pub error: Option<ErrorView>,
+    /// The cluster node that owns the request (cluster mode only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -525,6 +542,7 @@ impl RequestView {
             questions,
             result,
             error,
+            node: req.node.clone(),
         }
     }
 }
@@ -876,6 +894,7 @@ mod tests {
                 answerers: vec![],
                 store: "ok".into(),
                 outbox: OutboxBacklog::default(),
+                cluster: None,
             }),
         ];
         for e in &unnamed {

@@ -9,6 +9,7 @@
 //! [`Answerer::ended`]) so it can update what people see.
 
 use super::answer::Settlement;
+use super::cluster::Role;
 use super::error::AskError;
 use super::expiry::ExpiryRule;
 use super::model::{Question, Scope};
@@ -101,6 +102,10 @@ pub trait Answerer: Send + Sync + 'static {
     fn connection(&self) -> Option<tokio::sync::watch::Receiver<bool>> {
         None
     }
+
+    /// Outbox work may be due that another cluster node stored: look now rather than at the
+    /// next periodic pass.
+    fn wake(&self) {}
 }
 
 /// What the core does for answerers; the hub implements it. Answerers see it only through
@@ -128,13 +133,19 @@ pub trait Core: Send + Sync + 'static {
     async fn audit(&self, entry: AuditEntry);
 
     /// Whether the request is still pending.
-    fn is_pending(&self, request_id: &str) -> bool;
+    async fn is_pending(&self, req: &Request) -> bool;
 
     fn store(&self) -> &Arc<dyn Store>;
 
     fn shutdown(&self) -> &CancellationToken;
 
     fn tasks(&self) -> &TaskTracker;
+
+    /// This daemon's role in its cluster, as it changes.
+    fn roles(&self) -> tokio::sync::watch::Receiver<Role>;
+
+    /// Pending requests of every cluster node, with their outbox rows.
+    async fn pending_everywhere(&self) -> Result<Vec<(Request, Vec<Post>)>>;
 }
 
 /// What an answerer may do: settle through first-wins, record refusals, and keep its own
@@ -143,11 +154,40 @@ pub trait Core: Send + Sync + 'static {
 pub struct AnswererContext {
     core: Arc<dyn Core>,
     name: &'static str,
+    /// Cancelled when the work this context was handed for stops: the daemon's shutdown, or a
+    /// narrower token (a leader's term, see [`AnswererContext::for_term`]).
+    shutdown: CancellationToken,
 }
 
 impl AnswererContext {
     pub fn new(core: Arc<dyn Core>, name: &'static str) -> AnswererContext {
-        AnswererContext { core, name }
+        let shutdown = core.shutdown().clone();
+        AnswererContext {
+            core,
+            name,
+            shutdown,
+        }
+    }
+
+    /// A context whose [`AnswererContext::shutdown`] is cancelled when `term` ends as well as
+    /// at shutdown: what a leader's platform work runs under, so that stepping down stops it.
+    pub fn for_term(&self, term: CancellationToken) -> AnswererContext {
+        AnswererContext {
+            core: self.core.clone(),
+            name: self.name,
+            shutdown: term,
+        }
+    }
+
+    /// This daemon's role in its cluster (`Solo` without one), as it changes.
+    pub fn roles(&self) -> tokio::sync::watch::Receiver<Role> {
+        self.core.roles()
+    }
+
+    /// Pending requests of every cluster node (of this daemon without a cluster), oldest first,
+    /// with their outbox rows: what a new leader takes over.
+    pub async fn pending_everywhere(&self) -> Result<Vec<(Request, Vec<Post>)>> {
+        self.core.pending_everywhere().await
     }
 
     fn store(&self) -> &Arc<dyn Store> {
@@ -272,8 +312,8 @@ impl AnswererContext {
     }
 
     /// Whether the request is still pending (from memory).
-    pub fn is_pending(&self, request_id: &str) -> bool {
-        self.core.is_pending(request_id)
+    pub async fn is_pending(&self, req: &Request) -> bool {
+        self.core.is_pending(req).await
     }
 
     /// Ends a request it cannot show after all (`NO_ANSWERER` with the cause).
@@ -315,9 +355,9 @@ impl AnswererContext {
         self.store().with_posts(reqs).await
     }
 
-    /// Cancelled when the daemon shuts down.
+    /// Cancelled when the daemon shuts down (or the term this context was made for ends).
     pub fn shutdown(&self) -> &CancellationToken {
-        self.core.shutdown()
+        &self.shutdown
     }
 
     /// Runs `task` in the background; the daemon waits for it at shutdown.

@@ -132,6 +132,12 @@ impl<K: Ord + Clone + Send + 'static> Deadlines<K> {
         q.remove(&(at_ms, k.clone()));
     }
 
+    /// Forgets every deadline (their owner stopped acting on them).
+    pub fn clear(&self) {
+        self.queue.lock().unwrap().clear();
+        self.changed.notify_one();
+    }
+
     pub fn len(&self) -> usize {
         self.queue.lock().unwrap().len()
     }

@@ -12,6 +12,7 @@
 use super::access::LocalUser;
 use super::answer::{AskResult, Settlement};
 use super::answerer::{Answerer, AnswererContext, Claim, Core, Delivery, Proposal};
+use super::cluster::Role;
 use super::error::{AskError, ErrorCode};
 use super::expiry::{Deadlines, ExpiryRule, OnExpire};
 use super::metrics::Recorder;
@@ -67,6 +68,8 @@ impl Drop for AttachGuard {
 
 /// In-memory state of one pending request.
 struct Live {
+    /// The request's key in the store.
+    key: i64,
     /// The uid that owns the request id.
     uid: Option<u32>,
     questions: Arc<[Question]>,
@@ -102,6 +105,8 @@ struct Inner {
     deadlines: Deadlines<i64>,
     /// The store's cluster, when it is shared (then this hub owns only its node's requests).
     cluster: Option<crate::core::cluster::ClusterHandle>,
+    /// This daemon's role: `Solo` without a cluster; in one, the cluster driver sets it.
+    role: watch::Sender<Role>,
 }
 
 #[derive(Default)]
@@ -200,6 +205,11 @@ impl Hub {
                 tasks,
                 shutdown,
                 deadlines: Deadlines::default(),
+                role: watch::Sender::new(if store.cluster().is_some() {
+                    Role::Follower { leader: None }
+                } else {
+                    Role::Solo
+                }),
                 cluster: store.cluster(),
                 store,
             }),
@@ -229,6 +239,131 @@ impl Hub {
     /// This daemon's node id in a cluster.
     pub fn node(&self) -> Option<&str> {
         self.inner.cluster.as_ref().map(|c| c.node())
+    }
+
+    /// Whether `req` was asked through this daemon (always, without a cluster): a uid on
+    /// another node is somebody else.
+    fn owned_here(&self, req: &Request) -> bool {
+        req.node.as_deref() == self.node()
+    }
+
+    /// What this daemon does in its cluster.
+    pub fn role(&self) -> Role {
+        self.inner.role.borrow().clone()
+    }
+
+    /// Watches [`Hub::role`].
+    pub fn roles(&self) -> watch::Receiver<Role> {
+        self.inner.role.subscribe()
+    }
+
+    /// Records a change of role (the cluster driver); answerers watching it start or stop their
+    /// platform work.
+    pub fn set_role(&self, role: Role) {
+        self.inner.role.send_if_modified(|r| {
+            if *r == role {
+                false
+            } else {
+                tracing::info!(from = r.as_str(), to = role.as_str(), leader = ?match &role { Role::Follower { leader } => leader.clone(), _ => self.node().map(str::to_owned) }, "cluster role changed");
+                *r = role;
+                true
+            }
+        });
+    }
+
+    /// Tells every answerer that outbox work may be due (another node stored or changed
+    /// something).
+    pub fn wake_answerers(&self) {
+        for a in &self.inner.answerers {
+            a.wake();
+        }
+    }
+
+    /// Another node answered or ended a request of this one: its waiting clients get the final
+    /// line as stored.
+    pub async fn ended_elsewhere(&self, key: i64) {
+        match self.inner.store.by_key(key).await {
+            Ok(Some(req)) => self.publish_stored_end(req),
+            Ok(None) => {}
+            Err(e) => {
+                tracing::warn!(key, error = %format!("{e:#}"), "cannot read a request another node ended; the next poll looks again")
+            }
+        }
+    }
+
+    /// The poll behind notices: every live request that has ended in the store meanwhile
+    /// (answered or ended by another node) gets its final line.
+    pub async fn catch_up(&self) {
+        let Some(cluster) = &self.inner.cluster else {
+            return;
+        };
+        let keys: Vec<i64> = self
+            .inner
+            .live
+            .lock()
+            .unwrap()
+            .by_id
+            .values()
+            .map(|l| l.key)
+            .collect();
+        if keys.is_empty() {
+            return;
+        }
+        match cluster.ended_among(&keys).await {
+            Ok(ended) => ended.into_iter().for_each(|r| self.publish_stored_end(r)),
+            Err(e) => {
+                tracing::warn!(error = %format!("{e:#}"), "cannot poll for requests other nodes ended")
+            }
+        }
+    }
+
+    fn publish_stored_end(&self, req: Request) {
+        if req.status == Status::Pending {
+            return;
+        }
+        if let Some(outcome) = req.outcome {
+            if self.is_pending(&req.request_id) {
+                tracing::info!(request_id = %crate::core::text::Escaped(&req.request_id), status = req.status.as_str(), "request ended on another node");
+            }
+            self.publish_end(&req.request_id, outcome);
+        }
+    }
+
+    /// The leader's sweep: requests of nodes that stopped heartbeating more than
+    /// `restart_grace_secs` ago end as a restart would have ended them (their clients are gone
+    /// with their node).
+    pub async fn reap_orphans(&self) {
+        let Some(cluster) = &self.inner.cluster else {
+            return;
+        };
+        let grace = self.inner.settings.restart_grace;
+        let before = now_ms() - grace.as_millis() as i64;
+        let orphans = match cluster.orphans(before).await {
+            Ok(o) => o,
+            Err(e) => {
+                tracing::warn!(error = %format!("{e:#}"), "cannot look for requests of nodes that stopped");
+                return;
+            }
+        };
+        for req in orphans {
+            let node = req.node.clone().unwrap_or_else(|| "unknown".into());
+            let err = AskError::aborted(format!(
+                "the request was cancelled: its node {node:?} stopped and did not come back \
+                 within restart_grace_secs ({} s)",
+                grace.as_secs()
+            ));
+            tracing::info!(request_id = %crate::core::text::Escaped(&req.request_id), %node, "cancelling a request of a node that stopped");
+            self.end_by(&req, Status::Cancelled, err, Source::Daemon)
+                .await;
+        }
+    }
+
+    /// Pending requests of every node, with their outbox rows: what a new leader takes over.
+    pub async fn pending_everywhere(&self) -> Result<Vec<(Request, Vec<Post>)>> {
+        match &self.inner.cluster {
+            Some(c) => c.all_pending_everywhere().await,
+            None => self.inner.store.all_pending().await,
+        }
     }
 
     /// The context an answerer acts through.
@@ -493,7 +628,7 @@ impl Hub {
     /// An ask whose id is stored but not live: the request has ended, and its owner gets its
     /// stored final line.
     async fn existing(&self, req: Request, ask: &Ask, peer: Peer) -> Result<Attachment, AskError> {
-        if req.owner_uid() != peer.uid {
+        if req.owner_uid() != peer.uid || !self.owned_here(&req) {
             return Err(self.foreign(&req.request_id, peer).await);
         }
         if req.questions.as_ref() != ask.questions.as_slice() {
@@ -634,6 +769,7 @@ impl Hub {
         self.inner.live.lock().unwrap().insert(
             req.request_id.clone(),
             Live {
+                key: req.key,
                 uid: req.owner_uid(),
                 questions: req.questions.clone(),
                 context: req.context.clone(),
@@ -1026,7 +1162,7 @@ impl Hub {
         who: &LocalUser,
     ) -> Result<Request, AskError> {
         let req = self.request(request_id).await?;
-        if !who.may_touch(&req) {
+        if !(who.operator || who.owns(&req) && self.owned_here(&req)) {
             return Err(self.foreign(request_id, who.peer).await);
         }
         Ok(req)
@@ -1242,8 +1378,16 @@ impl Core for Hub {
         Hub::audit(self, entry).await
     }
 
-    fn is_pending(&self, request_id: &str) -> bool {
-        Hub::is_pending(self, request_id)
+    async fn is_pending(&self, req: &Request) -> bool {
+        if self.owned_here(req) {
+            return Hub::is_pending(self, &req.request_id);
+        }
+        // Another node's request (this one leads): the store knows, memory does not.
+        match self.inner.store.by_key(req.key).await {
+            Ok(Some(r)) => r.status == Status::Pending,
+            Ok(None) => false,
+            Err(_) => req.status == Status::Pending,
+        }
     }
 
     fn store(&self) -> &Arc<dyn Store> {
@@ -1256,6 +1400,14 @@ impl Core for Hub {
 
     fn tasks(&self) -> &TaskTracker {
         &self.inner.tasks
+    }
+
+    fn roles(&self) -> watch::Receiver<Role> {
+        Hub::roles(self)
+    }
+
+    async fn pending_everywhere(&self) -> Result<Vec<(Request, Vec<Post>)>> {
+        Hub::pending_everywhere(self).await
     }
 }
 

@@ -10,6 +10,7 @@ pub mod framing;
 mod outbox;
 
 use crate::config::Config;
+use crate::core::cluster::Role;
 use crate::core::hub::TerminalAnswer;
 use crate::core::request::{AuditAction, AuditEntry, Source};
 use crate::core::store::Page;
@@ -374,15 +375,20 @@ async fn run_ask(hub: Hub, ask: crate::core::Ask, peer: Peer, tx: outbox::LineTx
 }
 
 /// What `health` and the HTTP `/healthz` say: healthy when the store takes a write and every
-/// platform connection (the Discord gateway) is up, or none is configured.
+/// platform connection (the Discord gateway) is up, or none is configured, or (a cluster's
+/// follower) another node holds it.
 pub async fn health(hub: &Hub) -> Health {
     let store = match hub.store_writable().await {
         Ok(()) => "ok".to_owned(),
         Err(e) => e,
     };
     let connections = hub.connections();
+    let role = hub.role();
     let gateway = if connections.is_empty() {
         "not configured"
+    } else if !role.leads() {
+        // The leader holds the session; a follower has none by design.
+        "held by the leader"
     } else if connections.iter().all(|(_, c)| *c.borrow()) {
         "connected"
     } else {
@@ -408,6 +414,14 @@ pub async fn health(hub: &Hub) -> Health {
             .collect(),
         store,
         outbox: backlog(hub).await.unwrap_or_default(),
+        cluster: hub.node().map(|node| crate::protocol::ClusterHealth {
+            node: node.to_owned(),
+            role: role.as_str().to_owned(),
+            leader: match &role {
+                Role::Follower { leader } => leader.clone(),
+                _ => Some(node.to_owned()),
+            },
+        }),
     }
 }
 

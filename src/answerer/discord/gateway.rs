@@ -56,6 +56,12 @@ impl Gateway {
         }
     }
 
+    /// This daemon closed the session (it stepped down as its cluster's leader): not an outage.
+    pub fn closed(&self) {
+        self.connected.send_replace(false);
+        *self.down_since.lock().unwrap() = None;
+    }
+
     /// The session is gone; said once per outage.
     fn down(&self) {
         if !self.connected.send_replace(false) {

@@ -19,6 +19,7 @@ pub mod route;
 mod schedule;
 
 use crate::config::{Config, DEFAULT_API_BASE};
+use crate::core::cluster::Role;
 use crate::core::expiry::Deadlines;
 use crate::core::request::{PlannedPost, Post, Request};
 use crate::core::{Answerer, AnswererContext, AskError, Claim, Delivery, ErrorCode, Proposal};
@@ -30,6 +31,7 @@ use route::ResolvedRoute;
 use serde_json::{json, Map, Value};
 use serenity::all::{ChannelId, GatewayIntents, HttpBuilder};
 use serenity::http::Http;
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 
@@ -56,6 +58,9 @@ pub(crate) struct Shared {
     /// Whether a first Ready was seen: it is logged and registers `/askrelay`; later ones are
     /// reconnects, summarised instead.
     connected_once: std::sync::atomic::AtomicBool,
+    /// Whether this daemon does Discord's work now: always alone, and while it leads its
+    /// cluster. A follower stores and shows nothing itself; the leader posts what it stored.
+    leading: std::sync::atomic::AtomicBool,
 }
 
 /// The pending requests this answerer shows, with their outbox rows as they stand: what a
@@ -184,6 +189,7 @@ impl DiscordAnswerer {
                 armed: Default::default(),
                 gateway: Default::default(),
                 connected_once: Default::default(),
+                leading: Default::default(),
             }),
             rest_client,
         })
@@ -247,6 +253,72 @@ impl Shared {
         planned
     }
 
+    /// Takes a request left pending (by an earlier run, or by another node when this one took
+    /// the lead) back into the outbox: posts what is not posted, edits what is behind, and
+    /// starts its timers.
+    async fn resume_request(
+        self: &Arc<Self>,
+        ctx: &AnswererContext,
+        req: &Request,
+        posts: &[Post],
+    ) -> Map<String, Value> {
+        let shared = self;
+        let route = shared.route_of(req);
+        let mut posts: Vec<Post> = posts
+            .iter()
+            .filter(|p| p.answerer == NAME)
+            .cloned()
+            .collect();
+        if posts.iter().filter(|p| p.is_main()).count() < req.questions.len() {
+            // A crash between storing and planning (an older version): plan the rest now.
+            let missing: Vec<PlannedPost> = shared
+                .plan(&req.token, req.questions.len(), &route)
+                .into_iter()
+                .filter(|p| p.slot.is_empty() && !posts.iter().any(|q| q.idx == p.idx))
+                .collect();
+            let _ = ctx.plan_posts(req, &missing).await;
+            posts.extend(planned_posts(missing));
+            posts.sort_by(|a, b| (a.idx, &a.slot).cmp(&(b.idx, &b.slot)));
+        }
+        shared.shown.insert(req.clone(), posts.clone());
+        if posts.iter().any(|p| p.message.is_none()) {
+            tracing::info!(
+                request_id = %crate::core::text::Escaped(&req.request_id),
+                "resuming the posting of a request"
+            );
+            if let Some(claim) = shared.busy.posting.claim(req.key) {
+                shared.spawn_poster(ctx, claim, req.clone(), route.clone(), posts.clone(), 0);
+            }
+        }
+        shared.sync_edits(ctx, req, &posts);
+        shared.arm(ctx, req, &route).await;
+        let links: Vec<String> = posts
+            .iter()
+            .filter(|p| p.is_main())
+            .filter_map(placed)
+            .map(|(c, m)| shared.rest.link(c, m))
+            .collect();
+        shared.detail(&route, &links)
+    }
+
+    /// The `accepted` detail of a request a follower stored: the leader posts it.
+    fn follower_detail(&self, route: &ResolvedRoute) -> Map<String, Value> {
+        let mut detail = self.detail(route, &[]);
+        detail.insert(
+            "posting".into(),
+            json!("the cluster's leader posts the questions"),
+        );
+        detail
+    }
+
+    /// Forgets what this daemon showed and scheduled (it stopped leading): the next leader
+    /// works from the store.
+    fn forget_all(&self) {
+        self.shown.0.lock().unwrap().clear();
+        self.armed.lock().unwrap().clear();
+        self.schedule.clear();
+    }
+
     /// The `accepted` detail of a request on `route` whose messages are `links`.
     fn detail(&self, route: &ResolvedRoute, links: &[String]) -> Map<String, Value> {
         let mut detail = Map::new();
@@ -308,34 +380,44 @@ impl Answerer for DiscordAnswerer {
     }
 
     async fn start(&self, ctx: AnswererContext) -> Result<()> {
-        self.shared.repair(&ctx).await;
-        self.shared.spawn_repair_loop(&ctx);
-        self.shared.load_schedule(&ctx).await?;
-        self.shared.spawn_digest(&ctx);
-        let http = build_http_with(&self.shared.config, self.rest_client.clone())?;
-        let handler = interactions::Handler {
+        let mut roles = ctx.roles();
+        if *roles.borrow() == Role::Solo {
+            return self.lead(&ctx, false).await;
+        }
+        // In a cluster, Discord's work follows the lead: it starts when this node takes the
+        // lead (taking over every node's pending requests) and stops when it loses it.
+        let me = DiscordAnswerer {
             shared: self.shared.clone(),
-            ctx: ctx.clone(),
+            rest_client: self.rest_client.clone(),
         };
-        let mut client = serenity::all::ClientBuilder::new_with_http(http, GatewayIntents::empty())
-            .raw_event_handler(handler)
-            .await
-            .context("cannot build the Discord client")?;
-        let shards = client.shard_manager.clone();
-        let shutdown = ctx.shutdown().clone();
-        ctx.spawn(gateway::watch(
-            shards.runners.clone(),
-            self.shared.gateway.clone(),
-            shutdown.clone(),
-        ));
+        let daemon_ctx = ctx.clone();
         ctx.spawn(async move {
-            shutdown.cancelled().await;
-            shards.shutdown_all().await;
-        });
-        ctx.spawn(async move {
-            tracing::info!("connecting to the Discord gateway");
-            if let Err(e) = client.start().await {
-                tracing::error!(error = %e, "the Discord gateway client stopped");
+            let ctx = daemon_ctx;
+            let mut term: Option<CancellationToken> = None;
+            loop {
+                let leads = roles.borrow_and_update().leads();
+                match (leads, &term) {
+                    (true, None) => {
+                        let t = ctx.shutdown().child_token();
+                        if let Err(e) = me.lead(&ctx.for_term(t.clone()), true).await {
+                            tracing::error!(error = %format!("{e:#}"), "cannot start Discord as the cluster's leader; trying again at the next change of role");
+                            t.cancel();
+                        }
+                        term = Some(t);
+                    }
+                    (false, Some(t)) => {
+                        tracing::info!("stepping down: closing the Discord gateway session");
+                        me.shared.leading.store(false, Ordering::SeqCst);
+                        t.cancel();
+                        me.shared.forget_all();
+                        term = None;
+                    }
+                    _ => {}
+                }
+                tokio::select! {
+                    _ = ctx.shutdown().cancelled() => return,
+                    r = roles.changed() => if r.is_err() { return },
+                }
             }
         });
         Ok(())
@@ -344,6 +426,9 @@ impl Answerer for DiscordAnswerer {
     async fn deliver(&self, ctx: &AnswererContext, req: &Request) -> Delivery {
         let shared = &self.shared;
         let route = shared.route_of(req);
+        if !shared.leading.load(Ordering::SeqCst) {
+            return Delivery::Shown(shared.follower_detail(&route));
+        }
         let posts = planned_posts(shared.plan(&req.token, req.questions.len(), &route));
         shared.shown.insert(req.clone(), posts.clone());
         // Held from the first try through the background poster, so that a repair pass that
@@ -394,53 +479,31 @@ impl Answerer for DiscordAnswerer {
         req: &Request,
         posts: &[Post],
     ) -> Map<String, Value> {
-        let shared = &self.shared;
-        let route = shared.route_of(req);
-        let mut posts: Vec<Post> = posts
-            .iter()
-            .filter(|p| p.answerer == NAME)
-            .cloned()
-            .collect();
-        if posts.iter().filter(|p| p.is_main()).count() < req.questions.len() {
-            // A crash between storing and planning (an older version): plan the rest now.
-            let missing: Vec<PlannedPost> = shared
-                .plan(&req.token, req.questions.len(), &route)
-                .into_iter()
-                .filter(|p| p.slot.is_empty() && !posts.iter().any(|q| q.idx == p.idx))
-                .collect();
-            let _ = ctx.plan_posts(req, &missing).await;
-            posts.extend(planned_posts(missing));
-            posts.sort_by(|a, b| (a.idx, &a.slot).cmp(&(b.idx, &b.slot)));
+        if !self.shared.leading.load(Ordering::SeqCst) {
+            return self.shared.follower_detail(&self.shared.route_of(req));
         }
-        shared.shown.insert(req.clone(), posts.clone());
-        if posts.iter().any(|p| p.message.is_none()) {
-            tracing::info!(
-                request_id = %crate::core::text::Escaped(&req.request_id),
-                "resuming the posting of a request"
-            );
-            if let Some(claim) = shared.busy.posting.claim(req.key) {
-                shared.spawn_poster(ctx, claim, req.clone(), route.clone(), posts.clone(), 0);
-            }
-        }
-        shared.sync_edits(ctx, req, &posts);
-        shared.arm(ctx, req, &route).await;
-        let links: Vec<String> = posts
-            .iter()
-            .filter(|p| p.is_main())
-            .filter_map(placed)
-            .map(|(c, m)| shared.rest.link(c, m))
-            .collect();
-        shared.detail(&route, &links)
+        self.shared.resume_request(ctx, req, posts).await
     }
 
     async fn settled(&self, ctx: &AnswererContext, req: &Request, idx: usize) {
         self.shared.shown.forget(&req.token);
-        self.edit_to_state(ctx, req, Some(idx)).await;
+        // A follower's change reaches the leader through the store (it is outbox work there).
+        if self.shared.leading.load(Ordering::SeqCst) {
+            self.edit_to_state(ctx, req, Some(idx)).await;
+        }
     }
 
     async fn ended(&self, ctx: &AnswererContext, req: &Request) {
         self.shared.shown.forget(&req.token);
-        self.edit_to_state(ctx, req, None).await;
+        if self.shared.leading.load(Ordering::SeqCst) {
+            self.edit_to_state(ctx, req, None).await;
+        }
+    }
+
+    fn wake(&self) {
+        if self.shared.leading.load(Ordering::SeqCst) {
+            self.shared.repair_now.notify_one();
+        }
     }
 
     fn terminal_may_answer(&self, req: &Request) -> bool {
@@ -453,6 +516,56 @@ impl Answerer for DiscordAnswerer {
 }
 
 impl DiscordAnswerer {
+    /// Starts Discord's work under `ctx` (whose shutdown ends it): the outbox repair, the
+    /// timers, the digest and the gateway session. A new leader (`takeover`) first takes over
+    /// the pending requests of every node.
+    async fn lead(&self, ctx: &AnswererContext, takeover: bool) -> Result<()> {
+        self.shared.leading.store(true, Ordering::SeqCst);
+        self.shared.load_schedule(ctx).await?;
+        if takeover {
+            let pending = ctx.pending_everywhere().await?;
+            tracing::info!(
+                pending = pending.len(),
+                "leading the cluster: taking over the outbox and the Discord gateway"
+            );
+            for (req, posts) in &pending {
+                self.shared.resume_request(ctx, req, posts).await;
+            }
+        }
+        self.shared.repair(ctx).await;
+        self.shared.spawn_repair_loop(ctx);
+        self.shared.spawn_digest(ctx);
+        let http = build_http_with(&self.shared.config, self.rest_client.clone())?;
+        let handler = interactions::Handler {
+            shared: self.shared.clone(),
+            ctx: ctx.clone(),
+        };
+        let mut client = serenity::all::ClientBuilder::new_with_http(http, GatewayIntents::empty())
+            .raw_event_handler(handler)
+            .await
+            .context("cannot build the Discord client")?;
+        let shards = client.shard_manager.clone();
+        let shutdown = ctx.shutdown().clone();
+        ctx.spawn(gateway::watch(
+            shards.runners.clone(),
+            self.shared.gateway.clone(),
+            shutdown.clone(),
+        ));
+        let gateway = self.shared.gateway.clone();
+        ctx.spawn(async move {
+            shutdown.cancelled().await;
+            shards.shutdown_all().await;
+            gateway.closed();
+        });
+        ctx.spawn(async move {
+            tracing::info!("connecting to the Discord gateway");
+            if let Err(e) = client.start().await {
+                tracing::error!(error = %e, "the Discord gateway client stopped");
+            }
+        });
+        Ok(())
+    }
+
     /// Edits the messages of `req` (question `only`, or all of them) to their final state.
     async fn edit_to_state(&self, ctx: &AnswererContext, req: &Request, only: Option<usize>) {
         let shared = &self.shared;

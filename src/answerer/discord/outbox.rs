@@ -140,7 +140,7 @@ impl Shared {
             let mut attempt = tries.first;
             loop {
                 // A request cancelled while Discord was down is not posted afterwards.
-                if !ctx.is_pending(&req.request_id) {
+                if !ctx.is_pending(req).await {
                     return Err(Failure::Permanent("the request has ended".into()));
                 }
                 // A DM is opened first; the guild is recorded with the message: clicks must
@@ -374,6 +374,9 @@ impl Shared {
             if req.status == crate::core::Status::Pending
                 && mine.iter().any(|p| p.message.is_none())
             {
+                // A request another cluster node stored starts its timers here, on the leader
+                // (a no-op for one already armed).
+                self.arm(ctx, &req, &route).await;
                 if let Some(claim) = self.busy.posting.claim(req.key) {
                     self.spawn_poster(ctx, claim, req.clone(), route, mine.clone(), 0);
                 }
