@@ -192,28 +192,13 @@ impl App {
 
     /// Where a message is, for an interaction on it.
     pub fn at(&self, message: &Value) -> At {
-        At {
-            application_id: self.standin().application_id(),
-            guild_id: (!self.standin().is_dm(channel_of(message)))
-                .then(|| self.standin().guild_id()),
-            channel_id: channel_of(message),
-            message_id: id_of(message),
-        }
+        at_on(self.standin(), message)
     }
 
     /// Sends an interaction (checking first that serenity can parse it) and returns the
     /// callback body the daemon answered it with.
     pub async fn interact(&self, payload: Value) -> Value {
-        let id = payload["id"].as_str().unwrap().to_owned();
-        fixtures::parse(&payload);
-        self.standin().send_interaction(payload).await;
-        let rec = within(
-            &format!("the callback of interaction {id}"),
-            self.standin()
-                .wait_for_request(|r| r.path.contains(&format!("/interactions/{id}/"))),
-        )
-        .await;
-        rec.body.unwrap_or(Value::Null)
+        interact_on(self.standin(), payload).await
     }
 
     /// A fresh interaction id.
@@ -291,6 +276,38 @@ impl App {
 
 /// Every body the stand-in recorded validates against the OpenAPI spec and Discord's limits,
 /// and there was at least one.
+/// Where a message of `standin` is, for an interaction on it.
+pub fn at_on(standin: &StandIn, message: &Value) -> At {
+    At {
+        application_id: standin.application_id(),
+        guild_id: (!standin.is_dm(channel_of(message))).then(|| standin.guild_id()),
+        channel_id: channel_of(message),
+        message_id: id_of(message),
+    }
+}
+
+/// Sends an interaction through `standin`'s gateway (checking first that serenity can parse it)
+/// and returns the callback body a daemon answered it with.
+pub async fn interact_on(standin: &StandIn, payload: Value) -> Value {
+    let id = payload["id"].as_str().unwrap().to_owned();
+    fixtures::parse(&payload);
+    standin.send_interaction(payload).await;
+    let rec = within(
+        &format!("the callback of interaction {id}"),
+        standin.wait_for_request(|r| r.path.contains(&format!("/interactions/{id}/"))),
+    )
+    .await;
+    rec.body.unwrap_or(Value::Null)
+}
+
+/// Presses the button labelled `label` on `message`, as `who`, through `standin`.
+pub async fn press_on(standin: &StandIn, message: &Value, who: &Clicker, label: &str) -> Value {
+    let id = NEXT_INTERACTION.fetch_add(1, Ordering::SeqCst);
+    let payload =
+        fixtures::component_click(id, &at_on(standin, message), who, &control(message, label));
+    interact_on(standin, payload).await
+}
+
 pub fn assert_bodies_valid(standin: &StandIn) {
     match crate::support::standin::check_bodies(&standin.requests()) {
         Ok(0) => panic!("no body was checked"),

@@ -612,6 +612,11 @@ impl StandIn {
         .await
     }
 
+    /// How many gateway sessions are live now.
+    pub fn live_sessions(&self) -> usize {
+        self.shared.lock().live_count()
+    }
+
     /// Waits until at least `n` IDENTIFYs have been received.
     pub async fn wait_identify_count(&self, n: usize) {
         self.wait_until(&format!("{n} gateway IDENTIFY(s)"), |st| {
