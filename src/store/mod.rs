@@ -2,6 +2,7 @@
 //! [`crate::core::store::Store`]; [`open`] picks one by the URL's scheme.
 
 pub mod metered;
+mod rows;
 pub mod sqlite;
 
 use crate::core::store::Store;
