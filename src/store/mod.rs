@@ -6,6 +6,8 @@ pub mod metered;
 pub mod postgres;
 mod rows;
 pub mod sqlite;
+#[cfg(test)]
+mod tests;
 
 use crate::config::PostgresConfig;
 use crate::core::store::Store;

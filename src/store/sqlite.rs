@@ -134,6 +134,12 @@ impl SqliteStore {
         })
     }
 
+    /// The pool, for tests that need to reach past the store (the audit log's triggers).
+    #[cfg(test)]
+    pub(crate) fn raw_pool(&self) -> &SqlitePool {
+        &self.pool
+    }
+
     async fn hydrate_all(&self, rows: Vec<SqliteRow>) -> Result<Vec<Request>> {
         let rows = rows
             .iter()
@@ -1014,195 +1020,9 @@ fn restrict_sidecars(path: &Path) {
 
 #[cfg(test)]
 mod tests {
+    //! The SQLite-only part of the store's tests; the contract is checked for every backend in
+    //! `store/tests.rs`.
     use super::*;
-    use crate::core::model::{Caller, Question, QuestionOption, Scope};
-    use crate::core::request::Peer;
-    use crate::core::request::{AuditAction, Source};
-
-    fn new_request(id: &str) -> NewRequest {
-        NewRequest {
-            request_id: id.into(),
-            token: format!("tok-{id}"),
-            questions: vec![Question {
-                id: "q".into(),
-                question: "Go?".into(),
-                header: None,
-                options: vec![
-                    QuestionOption {
-                        label: "Yes".into(),
-                        description: None,
-                    },
-                    QuestionOption {
-                        label: "No".into(),
-                        description: None,
-                    },
-                ],
-                multi_select: false,
-            }]
-            .into(),
-            context: None,
-            caller: Caller::default(),
-            scope: Scope::new(),
-            peer: Peer {
-                uid: Some(1000),
-                pid: Some(42),
-            },
-            answerer: "terminal".into(),
-            route: None,
-            created_at_ms: 1,
-            expiry: None,
-            node: None,
-        }
-    }
-
-    fn finish(all: &[Settlement]) -> String {
-        format!("{all:?}")
-    }
-
-    fn person(name: &str) -> Actor {
-        Actor::local(Some(1000), Some(name.into()), None)
-    }
-
-    #[tokio::test]
-    async fn first_settlement_wins_and_completes_the_request() {
-        let dir = tempfile::tempdir().unwrap();
-        let url = format!("sqlite://{}", dir.path().join("a/b.db").display());
-        let store = SqliteStore::open(&url, None).await.unwrap();
-        let audit = AuditEntry {
-            action: AuditAction::Ask,
-            ..Default::default()
-        };
-        let Created::New(req) = store.create(&new_request("r1"), &[], &audit).await.unwrap() else {
-            panic!("expected a new request")
-        };
-        assert_eq!(req.peer.uid, Some(1000));
-        let answer = AuditEntry {
-            request_key: Some(req.key),
-            action: AuditAction::Answer,
-            ..Default::default()
-        };
-        let won = store
-            .settle(
-                req.key,
-                0,
-                &Settlement::choice(1),
-                &person("alice"),
-                5,
-                &answer,
-                None,
-                &finish,
-            )
-            .await
-            .unwrap();
-        let expected = finish(&[Settlement::choice(1)]);
-        assert_eq!(
-            won,
-            SettleOutcome::Won {
-                result: Some(expected)
-            }
-        );
-        let lost = store
-            .settle(
-                req.key,
-                0,
-                &Settlement::choice(0),
-                &person("bob"),
-                6,
-                &answer,
-                None,
-                &finish,
-            )
-            .await
-            .unwrap();
-        assert!(matches!(lost, SettleOutcome::AlreadyAnswered(a) if a.actor.name == "alice"));
-        assert!(matches!(
-            store.create(&new_request("r1"), &[], &audit).await.unwrap(),
-            Created::Existing(r) if r.status == Status::Answered
-        ));
-        let rows = store.audit_rows(Some(req.key)).await.unwrap();
-        let accepted: Vec<bool> = rows.iter().map(|r| r.accepted).collect();
-        assert_eq!(accepted, [false, true, false], "ask, won, lost");
-    }
-
-    #[tokio::test]
-    async fn the_audit_log_is_append_only() {
-        let dir = tempfile::tempdir().unwrap();
-        let url = format!("sqlite://{}", dir.path().join("x.db").display());
-        let store = SqliteStore::open(&url, None).await.unwrap();
-        store
-            .audit(&AuditEntry {
-                source: Source::Socket,
-                action: AuditAction::Ask,
-                accepted: true,
-                ..Default::default()
-            })
-            .await
-            .unwrap();
-        let err = sqlx::query("DELETE FROM audit")
-            .execute(&store.pool)
-            .await
-            .unwrap_err();
-        assert!(err.to_string().contains("append-only"), "{err}");
-        assert_eq!(store.audit_rows(None).await.unwrap().len(), 1);
-    }
-
-    #[tokio::test]
-    async fn pruning_deletes_only_what_ended_and_audit_rows_older_than_the_cutoff() {
-        let dir = tempfile::tempdir().unwrap();
-        let url = format!("sqlite://{}", dir.path().join("p.db").display());
-        let store = SqliteStore::open(&url, None).await.unwrap();
-        let audit = AuditEntry {
-            action: AuditAction::Ask,
-            ..Default::default()
-        };
-        let mut keys = Vec::new();
-        for id in ["ended", "open"] {
-            let Created::New(req) = store.create(&new_request(id), &[], &audit).await.unwrap()
-            else {
-                panic!("expected a new request")
-            };
-            keys.push(req.key);
-        }
-        let err = AskError::aborted("gone");
-        assert!(store
-            .end(keys[0], Status::Cancelled, &err, &audit)
-            .await
-            .unwrap());
-        store.save_draft(keys[0], 0, "u", &[1]).await.unwrap();
-        let far = i64::MAX;
-        let pruned = store.prune(Some(far), None).await.unwrap();
-        assert_eq!(
-            pruned,
-            Pruned {
-                requests: 1,
-                audit: 0
-            }
-        );
-        assert!(store.by_id("ended").await.unwrap().is_none());
-        assert!(
-            store.by_id("open").await.unwrap().is_some(),
-            "pending stays"
-        );
-        let before = store.audit_rows(None).await.unwrap();
-        assert_eq!(before.len(), 3, "the audit rows outlive their request");
-        // Only rows older than the cutoff go, and the window closes with the transaction.
-        let cutoff = before[2].at_ms;
-        let pruned = store.prune(None, Some(cutoff)).await.unwrap();
-        assert_eq!(
-            pruned.audit,
-            before.iter().filter(|r| r.at_ms < cutoff).count() as u64
-        );
-        let err = sqlx::query("DELETE FROM audit")
-            .execute(&store.pool)
-            .await
-            .unwrap_err();
-        assert!(err.to_string().contains("append-only"), "{err}");
-        let err = sqlx::query("UPDATE audit SET detail = 'x'")
-            .execute(&store.pool)
-            .await
-            .unwrap_err();
-        assert!(err.to_string().contains("append-only"), "{err}");
-    }
 
     #[tokio::test]
     async fn files_are_owner_only_and_a_second_holder_is_refused() {

@@ -20,6 +20,7 @@
 
 mod cluster;
 mod connect;
+pub mod scratch;
 
 use super::rows::{answers_from_json, posts_from_json, PostRow, RequestRow, POST_COLUMNS};
 use crate::config::PostgresConfig;
@@ -194,6 +195,12 @@ impl PgStore {
 
     fn node(&self) -> Option<&str> {
         self.shared.node()
+    }
+
+    /// The pool, for tests that need to reach past the store (the audit log's triggers).
+    #[cfg(test)]
+    pub(crate) fn raw_pool(&self) -> &PgPool {
+        &self.shared.pool
     }
 
     async fn one(&self, with: With, clause: &str, bind: Bind<'_>) -> Result<Option<PgRow>> {
