@@ -21,6 +21,8 @@
 mod cluster;
 mod connect;
 pub mod scratch;
+#[cfg(test)]
+mod tests;
 
 use super::rows::{answers_from_json, posts_from_json, PostRow, RequestRow, POST_COLUMNS};
 use crate::config::PostgresConfig;
