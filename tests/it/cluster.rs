@@ -336,6 +336,57 @@ async fn dropped_database_connections_lose_no_answer() {
     cluster.db.drop_now().await.unwrap();
 }
 
+#[tokio::test]
+async fn the_leader_ends_the_requests_of_a_node_that_stopped_heartbeating() {
+    let cluster = Cluster::new().await;
+    let b = cluster
+        .node("b")
+        .env("ASKRELAY_RESTART_GRACE_SECS", 1)
+        .env("ASKRELAY_CLUSTER__FAILOVER_SECS", 2);
+    let mut leader = b.serve().await;
+    leader.wait_log("leading the cluster").await;
+    let a = cluster.node("a");
+    let mut follower = a.serve().await;
+    let mut asker = a.ask(&["--request-id", "orphan"], QUESTION).await;
+    asker.wait_stderr("waiting for an answer").await;
+    let posted = cluster.posted(1).await;
+    follower.child.start_kill().unwrap();
+    follower.child.wait().await.unwrap();
+
+    // A's heartbeat stops; once it is older than restart_grace_secs the leader cancels A's
+    // request as a restart would, and edits its message.
+    leader
+        .wait_log("cancelling a request of a node that stopped")
+        .await;
+    let id = id_of(&posted[0]);
+    within("the leader to edit the orphan's message", async {
+        let mut seen = cluster.standin.subscribe();
+        loop {
+            if controls(&cluster.standin.message(id).unwrap()).is_empty() {
+                return;
+            }
+            seen.changed().await.unwrap();
+        }
+    })
+    .await;
+    let (code, out, err) = b.run(&["history", "--json"]).await;
+    assert_eq!(code, 0, "{err}");
+    let rows: Value = serde_json::from_str(&out).unwrap();
+    let row = &rows[0];
+    assert_eq!(row["request_id"], "orphan", "{out}");
+    assert_eq!(row["status"], "cancelled", "{out}");
+    assert_eq!(row["node"], "a", "{out}");
+    assert!(
+        row["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("its node \"a\" stopped"),
+        "{out}"
+    );
+    leader.terminate().await;
+    cluster.db.drop_now().await.unwrap();
+}
+
 /// The request a burst question belongs to: its text says "Proceed with ID?".
 fn request_of(message: &Value) -> String {
     let text = message.to_string();
