@@ -89,6 +89,12 @@ pub struct Client {
     writer: OwnedWriteHalf,
 }
 
+impl std::fmt::Debug for Client {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Client")
+    }
+}
+
 impl Client {
     /// Connects to a socket owned by this user or root.
     pub async fn connect(path: &Path) -> std::io::Result<Client> {
@@ -207,13 +213,34 @@ pub struct AskSession {
 impl AskSession {
     /// Connects and sends the ask. The ask must carry its request id (re-attaching needs it).
     pub async fn start(target: Target, ask: Ask, reconnect: Duration) -> std::io::Result<Self> {
+        Self::start_on(None, target, ask, reconnect).await
+    }
+
+    /// [`AskSession::start`] on a connection made ahead of time, when there is one and it still
+    /// takes the ask (a daemon restarted since leaves it closed); on a new one otherwise.
+    pub async fn start_on(
+        spare: Option<Client>,
+        target: Target,
+        ask: Ask,
+        reconnect: Duration,
+    ) -> std::io::Result<Self> {
         let request_id = ask
             .request_id
             .clone()
             .expect("an AskSession's ask carries its request id");
         let op = Op::Ask(ask);
-        let mut client = Client::connect_to(&target).await?;
-        client.send(&op).await?;
+        let sent = match spare {
+            Some(mut c) => c.send(&op).await.ok().map(|()| c),
+            None => None,
+        };
+        let client = match sent {
+            Some(c) => c,
+            None => {
+                let mut c = Client::connect_to(&target).await?;
+                c.send(&op).await?;
+                c
+            }
+        };
         Ok(AskSession {
             target,
             op,

@@ -264,6 +264,9 @@ pub struct McpServer {
     gone: CancellationToken,
     /// The calls in progress.
     calls: TaskTracker,
+    /// A connection to the daemon made ahead of the next call, so that the call does not wait
+    /// for connect and accept (the daemon keeps an idle connection without cost to it).
+    spare: Arc<std::sync::Mutex<Option<Client>>>,
 }
 
 impl McpServer {
@@ -272,7 +275,21 @@ impl McpServer {
             options: Arc::new(options),
             gone,
             calls: TaskTracker::new(),
+            spare: Arc::default(),
         }
+    }
+
+    /// The spare connection, if there is one, and a new spare made in the background for the
+    /// call after this one.
+    fn take_spare(&self) -> Option<Client> {
+        let taken = self.spare.lock().unwrap().take();
+        let (spare, target) = (self.spare.clone(), self.options.target.clone());
+        tokio::spawn(async move {
+            if let Ok(c) = Client::connect_to(&target).await {
+                *spare.lock().unwrap() = Some(c);
+            }
+        });
+        taken
     }
 
     /// Why a call is being cancelled. Closing stdin cancels every call, and the session then
@@ -320,17 +337,18 @@ impl McpServer {
             Err(text) => return tool_error(text),
         };
         let target = &self.options.target;
-        let mut session = match AskSession::start(target.clone(), ask, self.options.reconnect).await
-        {
-            Ok(s) => s,
-            Err(e) => {
-                return tool_error(format!(
-                    "INTERNAL: cannot reach the askrelay daemon at {} ({e}); start it with \
+        let spare = self.take_spare();
+        let mut session =
+            match AskSession::start_on(spare, target.clone(), ask, self.options.reconnect).await {
+                Ok(s) => s,
+                Err(e) => {
+                    return tool_error(format!(
+                        "INTERNAL: cannot reach the askrelay daemon at {} ({e}); start it with \
                      `askrelay serve` (or point ASKRELAY_SOCKET_PATH or --config at its socket)",
-                    target.socket.display()
-                ))
-            }
-        };
+                        target.socket.display()
+                    ))
+                }
+            };
         let mut accepted = false;
         let mut heartbeat = heartbeat(self.options.heartbeat);
         let started = Instant::now();

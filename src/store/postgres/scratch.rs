@@ -52,7 +52,8 @@ impl ScratchDb {
     pub async fn create() -> Result<ScratchDb> {
         let admin = Self::admin_url();
         let mut random = [0u8; 4];
-        getrandom::fill(&mut random).context("cannot draw a random database name")?;
+        getrandom::fill(&mut random)
+            .map_err(|e| anyhow::anyhow!("cannot draw a random database name: {e}"))?;
         let random: String = random.iter().map(|b| format!("{b:02x}")).collect();
         let name = format!(
             "askrelay_t_{}_{}_{random}",
