@@ -262,12 +262,23 @@ impl Hub {
     pub fn set_role(&self, role: Role) {
         self.inner.role.send_if_modified(|r| {
             if *r == role {
-                false
-            } else {
-                tracing::info!(from = r.as_str(), to = role.as_str(), leader = ?match &role { Role::Follower { leader } => leader.clone(), _ => self.node().map(str::to_owned) }, "cluster role changed");
-                *r = role;
-                true
+                return false;
             }
+            if r.as_str() != role.as_str() {
+                tracing::info!(
+                    from = r.as_str(),
+                    to = role.as_str(),
+                    "cluster role changed"
+                );
+            }
+            if let Role::Follower {
+                leader: Some(leader),
+            } = &role
+            {
+                tracing::info!(%leader, "following the cluster's leader");
+            }
+            *r = role;
+            true
         });
     }
 
