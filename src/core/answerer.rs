@@ -135,6 +135,10 @@ pub trait Core: Send + Sync + 'static {
     /// Whether the request is still pending.
     async fn is_pending(&self, req: &Request) -> bool;
 
+    /// Whether the request was stored here and its answerer is still being handed it
+    /// ([`Answerer::deliver`] has not returned): that call does its first posting.
+    fn is_being_delivered(&self, request_id: &str) -> bool;
+
     fn store(&self) -> &Arc<dyn Store>;
 
     fn shutdown(&self) -> &CancellationToken;
@@ -353,6 +357,11 @@ impl AnswererContext {
             .history(Visibility::All, Page { limit, after: None })
             .await?;
         self.store().with_posts(reqs).await
+    }
+
+    /// Whether [`Answerer::deliver`] is still at work on the request (it posts it itself).
+    pub fn is_being_delivered(&self, request_id: &str) -> bool {
+        self.core.is_being_delivered(request_id)
     }
 
     /// Cancelled when the daemon shuts down (or the term this context was made for ends).

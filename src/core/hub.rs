@@ -1389,6 +1389,16 @@ impl Core for Hub {
         Hub::audit(self, entry).await
     }
 
+    fn is_being_delivered(&self, request_id: &str) -> bool {
+        self.inner
+            .live
+            .lock()
+            .unwrap()
+            .by_id
+            .get(request_id)
+            .is_some_and(|l| matches!(*l.phase.borrow(), Phase::Offering))
+    }
+
     async fn is_pending(&self, req: &Request) -> bool {
         if Hub::is_pending(self, &req.request_id) {
             return true;

@@ -371,8 +371,11 @@ impl Shared {
             };
             let mine: Vec<Post> = posts.into_iter().filter(|p| p.answerer == NAME).collect();
             let route = self.route_of(&req);
+            // A request just stored here is posted by the delivery under way (which reports its
+            // links to the agent), not by a repair pass that happened to run first.
             if req.status == crate::core::Status::Pending
                 && mine.iter().any(|p| p.message.is_none())
+                && !ctx.is_being_delivered(&req.request_id)
             {
                 // A request another cluster node stored starts its timers here, on the leader
                 // (a no-op for one already armed).
