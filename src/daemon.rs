@@ -54,7 +54,8 @@ impl Daemon {
         let config = Arc::new(config);
         raise_fd_limit(config.limits.max_connections);
         let metrics = Arc::new(Metrics::new(config.discord.token.is_some()));
-        let store = crate::store::open(&config.database_url, &hooks.store).await?;
+        let store =
+            crate::store::open(&config.database_url, &config.postgres, &hooks.store).await?;
         let store: Arc<dyn Store> =
             Arc::new(crate::store::metered::Metered::new(store, metrics.clone()));
         let me = Holder {
@@ -252,9 +253,10 @@ fn build_answerers(
 /// One line at start-up that says what this daemon is: its database, its socket and who may
 /// connect, its answerers and routes (never the token).
 fn log_summary(config: &Config, hub: &Hub) {
+    // Never the password of a database_url.
     let database = crate::store::sqlite::sqlite_file_path(&config.database_url)
         .map(|p| p.display().to_string())
-        .unwrap_or_else(|| config.database_url.clone());
+        .unwrap_or_else(|| crate::store::redact_url(&config.database_url));
     let mut routes: Vec<String> = config
         .routes
         .iter()

@@ -10,12 +10,14 @@
 //! of going back to the pool: a connection left inside a transaction would hold the write lock
 //! and turn later "commits" into savepoints that never reach the file.
 
+use super::rows::{
+    answers_from_json, posts_from_json, AnswerRow, PostRow, RequestRow, POST_COLUMNS,
+};
 use crate::core::answer::Settlement;
-use crate::core::error::{AskError, ErrorCode};
-use crate::core::expiry::{Expiry, OnExpire};
+use crate::core::error::AskError;
 use crate::core::request::{
-    Actor, Answered, AuditEntry, AuditRow, Created, DuePost, EditState, NewRequest, Outcome, Peer,
-    PlannedPost, Post, Request, SettleOutcome, Status, Timer, Via,
+    Actor, Answered, AuditEntry, AuditRow, Created, DuePost, EditState, NewRequest, PlannedPost,
+    Post, Request, SettleOutcome, Status, Timer,
 };
 use crate::core::store::{Finish, Holder, Page, Pruned, Store, Visibility};
 use anyhow::{bail, Context, Result};
@@ -23,7 +25,7 @@ use async_trait::async_trait;
 use sqlx::sqlite::{
     SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteRow, SqliteSynchronous,
 };
-use sqlx::{Connection, Row, SqliteConnection, SqlitePool};
+use sqlx::{Connection, FromRow, Row, SqliteConnection, SqlitePool};
 use std::collections::HashMap;
 use std::fs::File;
 use std::io::{Read, Seek, Write};
@@ -81,9 +83,6 @@ const REQUEST_COLUMNS: &str = request_columns!();
 /// [`REQUEST_COLUMNS`] with the context, for the reads that answerers show from.
 const REQUEST_COLUMNS_WITH_CONTEXT: &str = concat!(request_columns!(), ", context_json");
 
-const POST_COLUMNS: &str =
-    "request_key, idx, answerer, channel, guild, nonce, message, attempts, last_error, edited, slot";
-
 impl SqliteStore {
     /// Opens (creating if missing, owner-only) the database at `url` and applies the
     /// migrations.
@@ -135,13 +134,23 @@ impl SqliteStore {
         })
     }
 
+    /// The pool, for tests that need to reach past the store (the audit log's triggers).
+    #[cfg(test)]
+    pub(crate) fn raw_pool(&self) -> &SqlitePool {
+        &self.pool
+    }
+
     async fn hydrate_all(&self, rows: Vec<SqliteRow>) -> Result<Vec<Request>> {
-        let keys: Vec<i64> = rows.iter().map(|r| r.get("key")).collect();
+        let rows = rows
+            .iter()
+            .map(RequestRow::from_row)
+            .collect::<Result<Vec<_>, _>>()?;
+        let keys: Vec<i64> = rows.iter().map(RequestRow::key).collect();
         let mut answers = answers_of(&self.pool, &keys).await?;
         rows.into_iter()
             .map(|row| {
-                let key: i64 = row.get("key");
-                request_from_row(&row, answers.remove(&key).unwrap_or_default())
+                let key = row.key();
+                row.into_request(answers.remove(&key).unwrap_or_default())
             })
             .collect()
     }
@@ -168,7 +177,10 @@ impl SqliteStore {
         };
         let answers = answers_from_json(row.get("answers_json"))?;
         let posts = posts_from_json(row.get("posts_json"))?;
-        Ok(Some((request_from_row(&row, answers)?, posts)))
+        Ok(Some((
+            RequestRow::from_row(&row)?.into_request(answers)?,
+            posts,
+        )))
     }
 
     async fn listing(
@@ -521,8 +533,8 @@ impl Store for SqliteStore {
             q.bind(serde_json::to_string(keys)?)
         };
         for r in q.fetch_all(&self.pool).await? {
-            let key: i64 = r.get(0);
-            out.entry(key).or_default().push(post_from_row(&r));
+            let r = PostRow::from_row(&r)?;
+            out.entry(r.request_key).or_default().push(r.into_post());
         }
         Ok(out)
     }
@@ -914,106 +926,6 @@ async fn insert_audit(tx: &mut SqliteConnection, e: &AuditEntry, at: i64) -> Res
     Ok(())
 }
 
-/// The answers of `one`'s `answers_json`: `[idx, answered_at, by, via, id, note, selected_json,
-/// custom]` per question, in any order.
-fn answers_from_json(json: &str) -> Result<Vec<Option<Answered>>> {
-    type Row = (
-        usize,
-        Option<i64>,
-        Option<String>,
-        Option<String>,
-        Option<String>,
-        Option<String>,
-        Option<String>,
-        Option<String>,
-    );
-    let mut rows: Vec<Row> = serde_json::from_str(json)?;
-    rows.sort_by_key(|r| r.0);
-    rows.into_iter()
-        .map(|(_, at, by, via, id, note, selected, custom)| {
-            let Some(at_ms) = at else { return Ok(None) };
-            Ok(Some(Answered {
-                actor: Actor {
-                    via: via.as_deref().and_then(Via::parse).unwrap_or(Via::Terminal),
-                    name: by.unwrap_or_default(),
-                    id: id.unwrap_or_default(),
-                    note,
-                },
-                at_ms,
-                settlement: Settlement {
-                    selected: serde_json::from_str(selected.as_deref().unwrap_or("[]"))?,
-                    custom,
-                },
-            }))
-        })
-        .collect()
-}
-
-/// The outbox rows of `one`'s `posts_json`, in question order.
-fn posts_from_json(json: &str) -> Result<Vec<Post>> {
-    type Row = (
-        i64,
-        usize,
-        String,
-        String,
-        Option<String>,
-        String,
-        Option<String>,
-        i64,
-        Option<String>,
-        Option<String>,
-        String,
-    );
-    let mut rows: Vec<Row> = serde_json::from_str(json)?;
-    rows.sort_by(|a, b| (a.1, &a.10).cmp(&(b.1, &b.10)));
-    Ok(rows
-        .into_iter()
-        .map(
-            |(
-                _,
-                idx,
-                answerer,
-                channel,
-                guild,
-                nonce,
-                message,
-                attempts,
-                last_error,
-                edited,
-                slot,
-            )| {
-                Post {
-                    idx,
-                    answerer,
-                    slot,
-                    channel,
-                    guild,
-                    nonce,
-                    message,
-                    attempts,
-                    last_error,
-                    edited: EditState::parse(edited.as_deref()),
-                }
-            },
-        )
-        .collect())
-}
-
-fn post_from_row(r: &SqliteRow) -> Post {
-    Post {
-        idx: r.get::<i64, _>(1) as usize,
-        answerer: r.get(2),
-        slot: r.get(10),
-        channel: r.get(3),
-        guild: r.get(4),
-        nonce: r.get(5),
-        message: r.get(6),
-        attempts: r.get(7),
-        last_error: r.get(8),
-        edited: EditState::parse(r.get::<Option<&str>, _>(9)),
-    }
-}
-
 /// The answer state of every question of the given requests, in question order.
 async fn answers_of(
     pool: &SqlitePool,
@@ -1025,15 +937,15 @@ async fn answers_of(
     }
     let cols = "request_key, answered_at, answered_by, answered_via, answered_id, answered_note, \
                 selected_json, custom";
-    let rows = if keys.len() == 1 {
-        sqlx::query(&format!(
+    let rows: Vec<AnswerRow> = if keys.len() == 1 {
+        sqlx::query_as(&format!(
             "SELECT {cols} FROM questions WHERE request_key = ? ORDER BY idx"
         ))
         .bind(keys[0])
         .fetch_all(pool)
         .await?
     } else {
-        sqlx::query(&format!(
+        sqlx::query_as(&format!(
             "SELECT {cols} FROM questions WHERE request_key IN \
              (SELECT value FROM json_each(?)) ORDER BY request_key, idx"
         ))
@@ -1042,92 +954,10 @@ async fn answers_of(
         .await?
     };
     for q in rows {
-        let key: i64 = q.get(0);
-        let answer = match q.get::<Option<i64>, _>(1) {
-            None => None,
-            Some(at_ms) => Some(Answered {
-                actor: Actor {
-                    via: q
-                        .get::<Option<&str>, _>(3)
-                        .and_then(Via::parse)
-                        .unwrap_or(Via::Terminal),
-                    name: q.get::<Option<String>, _>(2).unwrap_or_default(),
-                    id: q.get::<Option<String>, _>(4).unwrap_or_default(),
-                    note: q.get(5),
-                },
-                at_ms,
-                settlement: Settlement {
-                    selected: serde_json::from_str(q.get::<Option<&str>, _>(6).unwrap_or("[]"))?,
-                    custom: q.get(7),
-                },
-            }),
-        };
-        out.entry(key).or_default().push(answer);
+        let key = q.request_key;
+        out.entry(key).or_default().push(q.into_answer()?);
     }
     Ok(out)
-}
-
-fn request_from_row(row: &SqliteRow, answers: Vec<Option<Answered>>) -> Result<Request> {
-    let status_text: &str = row.get("status");
-    let status = Status::parse(status_text)
-        .with_context(|| format!("unknown request status {status_text:?} in the database"))?;
-    let outcome = match status {
-        Status::Pending => None,
-        Status::Answered => Some(Outcome::Answered(row.get("result_json"))),
-        _ => {
-            let code: Option<String> = row.get("error_code");
-            let code = code
-                .as_deref()
-                .and_then(ErrorCode::parse)
-                .unwrap_or(ErrorCode::Internal);
-            let message: Option<String> = row.get("error_message");
-            Some(Outcome::Error(AskError::new(
-                code,
-                message.unwrap_or_default(),
-            )))
-        }
-    };
-    let peer_uid: Option<i64> = row.get("peer_uid");
-    let questions: Vec<crate::core::Question> = serde_json::from_str(row.get("questions_json"))?;
-    // Only the reads that select it have the column (see REQUEST_COLUMNS_WITH_CONTEXT).
-    let context = match row.try_get::<Option<&str>, _>("context_json") {
-        Ok(Some(json)) => Some(Arc::new(serde_json::from_str(json)?)),
-        _ => None,
-    };
-    Ok(Request {
-        key: row.get("key"),
-        request_id: row.get("request_id"),
-        token: row.get::<Option<String>, _>("token").unwrap_or_default(),
-        questions: questions.into(),
-        context,
-        caller: serde_json::from_str(row.get("caller_json"))?,
-        scope: serde_json::from_str(row.get("scope_json"))?,
-        status,
-        answerer: row.get("answerer"),
-        route: row.get("route"),
-        peer: Peer {
-            uid: peer_uid.and_then(|u| u32::try_from(u).ok()),
-            pid: row.get("peer_pid"),
-        },
-        created_at_ms: row.get("created_at"),
-        ended_at_ms: row.get("ended_at"),
-        outcome,
-        answers,
-        expiry: expiry_from_row(row)?,
-        node: None,
-    })
-}
-
-/// The stored expiry: its deadline and policy (see migrations/0007_expiry.sql).
-fn expiry_from_row(row: &SqliteRow) -> Result<Option<Expiry>> {
-    let Some(at_ms) = row.get::<Option<i64>, _>("expire_at") else {
-        return Ok(None);
-    };
-    let on_expire = match row.get::<Option<String>, _>("on_expire") {
-        Some(j) => serde_json::from_str(&j).context("a bad on_expire in the database")?,
-        None => OnExpire::Fail,
-    };
-    Ok(Some(Expiry { at_ms, on_expire }))
 }
 
 /// The file behind a `sqlite://` URL, if it is one.
@@ -1190,194 +1020,9 @@ fn restrict_sidecars(path: &Path) {
 
 #[cfg(test)]
 mod tests {
+    //! The SQLite-only part of the store's tests; the contract is checked for every backend in
+    //! `store/tests.rs`.
     use super::*;
-    use crate::core::model::{Caller, Question, QuestionOption, Scope};
-    use crate::core::request::{AuditAction, Source};
-
-    fn new_request(id: &str) -> NewRequest {
-        NewRequest {
-            request_id: id.into(),
-            token: format!("tok-{id}"),
-            questions: vec![Question {
-                id: "q".into(),
-                question: "Go?".into(),
-                header: None,
-                options: vec![
-                    QuestionOption {
-                        label: "Yes".into(),
-                        description: None,
-                    },
-                    QuestionOption {
-                        label: "No".into(),
-                        description: None,
-                    },
-                ],
-                multi_select: false,
-            }]
-            .into(),
-            context: None,
-            caller: Caller::default(),
-            scope: Scope::new(),
-            peer: Peer {
-                uid: Some(1000),
-                pid: Some(42),
-            },
-            answerer: "terminal".into(),
-            route: None,
-            created_at_ms: 1,
-            expiry: None,
-            node: None,
-        }
-    }
-
-    fn finish(all: &[Settlement]) -> String {
-        format!("{all:?}")
-    }
-
-    fn person(name: &str) -> Actor {
-        Actor::local(Some(1000), Some(name.into()), None)
-    }
-
-    #[tokio::test]
-    async fn first_settlement_wins_and_completes_the_request() {
-        let dir = tempfile::tempdir().unwrap();
-        let url = format!("sqlite://{}", dir.path().join("a/b.db").display());
-        let store = SqliteStore::open(&url, None).await.unwrap();
-        let audit = AuditEntry {
-            action: AuditAction::Ask,
-            ..Default::default()
-        };
-        let Created::New(req) = store.create(&new_request("r1"), &[], &audit).await.unwrap() else {
-            panic!("expected a new request")
-        };
-        assert_eq!(req.peer.uid, Some(1000));
-        let answer = AuditEntry {
-            request_key: Some(req.key),
-            action: AuditAction::Answer,
-            ..Default::default()
-        };
-        let won = store
-            .settle(
-                req.key,
-                0,
-                &Settlement::choice(1),
-                &person("alice"),
-                5,
-                &answer,
-                None,
-                &finish,
-            )
-            .await
-            .unwrap();
-        let expected = finish(&[Settlement::choice(1)]);
-        assert_eq!(
-            won,
-            SettleOutcome::Won {
-                result: Some(expected)
-            }
-        );
-        let lost = store
-            .settle(
-                req.key,
-                0,
-                &Settlement::choice(0),
-                &person("bob"),
-                6,
-                &answer,
-                None,
-                &finish,
-            )
-            .await
-            .unwrap();
-        assert!(matches!(lost, SettleOutcome::AlreadyAnswered(a) if a.actor.name == "alice"));
-        assert!(matches!(
-            store.create(&new_request("r1"), &[], &audit).await.unwrap(),
-            Created::Existing(r) if r.status == Status::Answered
-        ));
-        let rows = store.audit_rows(Some(req.key)).await.unwrap();
-        let accepted: Vec<bool> = rows.iter().map(|r| r.accepted).collect();
-        assert_eq!(accepted, [false, true, false], "ask, won, lost");
-    }
-
-    #[tokio::test]
-    async fn the_audit_log_is_append_only() {
-        let dir = tempfile::tempdir().unwrap();
-        let url = format!("sqlite://{}", dir.path().join("x.db").display());
-        let store = SqliteStore::open(&url, None).await.unwrap();
-        store
-            .audit(&AuditEntry {
-                source: Source::Socket,
-                action: AuditAction::Ask,
-                accepted: true,
-                ..Default::default()
-            })
-            .await
-            .unwrap();
-        let err = sqlx::query("DELETE FROM audit")
-            .execute(&store.pool)
-            .await
-            .unwrap_err();
-        assert!(err.to_string().contains("append-only"), "{err}");
-        assert_eq!(store.audit_rows(None).await.unwrap().len(), 1);
-    }
-
-    #[tokio::test]
-    async fn pruning_deletes_only_what_ended_and_audit_rows_older_than_the_cutoff() {
-        let dir = tempfile::tempdir().unwrap();
-        let url = format!("sqlite://{}", dir.path().join("p.db").display());
-        let store = SqliteStore::open(&url, None).await.unwrap();
-        let audit = AuditEntry {
-            action: AuditAction::Ask,
-            ..Default::default()
-        };
-        let mut keys = Vec::new();
-        for id in ["ended", "open"] {
-            let Created::New(req) = store.create(&new_request(id), &[], &audit).await.unwrap()
-            else {
-                panic!("expected a new request")
-            };
-            keys.push(req.key);
-        }
-        let err = AskError::aborted("gone");
-        assert!(store
-            .end(keys[0], Status::Cancelled, &err, &audit)
-            .await
-            .unwrap());
-        store.save_draft(keys[0], 0, "u", &[1]).await.unwrap();
-        let far = i64::MAX;
-        let pruned = store.prune(Some(far), None).await.unwrap();
-        assert_eq!(
-            pruned,
-            Pruned {
-                requests: 1,
-                audit: 0
-            }
-        );
-        assert!(store.by_id("ended").await.unwrap().is_none());
-        assert!(
-            store.by_id("open").await.unwrap().is_some(),
-            "pending stays"
-        );
-        let before = store.audit_rows(None).await.unwrap();
-        assert_eq!(before.len(), 3, "the audit rows outlive their request");
-        // Only rows older than the cutoff go, and the window closes with the transaction.
-        let cutoff = before[2].at_ms;
-        let pruned = store.prune(None, Some(cutoff)).await.unwrap();
-        assert_eq!(
-            pruned.audit,
-            before.iter().filter(|r| r.at_ms < cutoff).count() as u64
-        );
-        let err = sqlx::query("DELETE FROM audit")
-            .execute(&store.pool)
-            .await
-            .unwrap_err();
-        assert!(err.to_string().contains("append-only"), "{err}");
-        let err = sqlx::query("UPDATE audit SET detail = 'x'")
-            .execute(&store.pool)
-            .await
-            .unwrap_err();
-        assert!(err.to_string().contains("append-only"), "{err}");
-    }
 
     #[tokio::test]
     async fn files_are_owner_only_and_a_second_holder_is_refused() {

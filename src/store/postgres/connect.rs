@@ -1,0 +1,148 @@
+//! Reaching the PostgreSQL server: connection options from `database_url` and `[postgres]`, the
+//! schema check that keeps an old binary out of a newer database, and the migrations.
+//!
+//! The password in `database_url` must never reach a log line or an error. sqlx's own errors do
+//! not carry the URL, so every error here names the database by [`redact_url`] only.
+
+use crate::config::PostgresConfig;
+use crate::store::redact_url;
+use anyhow::{anyhow, bail, Context, Result};
+use sqlx::migrate::Migrator;
+use sqlx::postgres::{PgConnectOptions, PgSslMode};
+use sqlx::{Connection, PgConnection};
+use std::str::FromStr;
+use std::time::Duration;
+
+/// The PostgreSQL migrations, embedded. They live in a subfolder of `migrations/`, which the
+/// SQLite migrator (`sqlx::migrate!("./migrations")`) does not descend into: sqlx reads only
+/// the files directly in the folder it is given.
+pub(super) static MIGRATOR: Migrator = sqlx::migrate!("./migrations/postgres");
+
+/// How to connect, for each kind of connection the store opens.
+pub(super) struct Connect {
+    /// From the URL and `[postgres]`, with no statement timeout: migrations may take long, and
+    /// wait for another node's migrations.
+    base: PgConnectOptions,
+    /// `base` with `statement_timeout`, for the pool and the cluster's own connections.
+    timed: PgConnectOptions,
+    /// What errors call the database: the URL with its password hidden.
+    pub(super) shown: String,
+    pub(super) connect_timeout: Duration,
+}
+
+impl Connect {
+    pub(super) fn new(url: &str, config: &PostgresConfig) -> Result<Connect> {
+        let shown = redact_url(url);
+        // sqlx's parse errors name a bad part, never the URL itself.
+        let mut base = PgConnectOptions::from_str(url)
+            .map_err(|e| anyhow!("database_url {shown} is not a valid PostgreSQL URL: {e}"))?;
+        if let Some(mode) = &config.sslmode {
+            let mode = PgSslMode::from_str(mode)
+                .map_err(|_| anyhow!("postgres.sslmode: {mode:?} is not a TLS mode"))?;
+            base = base.ssl_mode(mode);
+        }
+        if let Some(cert) = &config.ssl_root_cert {
+            base = base.ssl_root_cert(cert);
+        }
+        base = base.application_name("askrelay");
+        let timeout_ms = config.statement_timeout_secs.saturating_mul(1000);
+        let timed = base
+            .clone()
+            .options([("statement_timeout", timeout_ms.to_string())]);
+        Ok(Connect {
+            base,
+            timed,
+            shown,
+            connect_timeout: Duration::from_secs(config.connect_timeout_secs),
+        })
+    }
+
+    /// Options for the pool.
+    pub(super) fn pooled(&self) -> PgConnectOptions {
+        self.timed.clone()
+    }
+
+    /// Options for a connection of its own, named so that `pg_stat_activity` (and a test)
+    /// can tell it apart: `askrelay-lease NODE`, `askrelay-listen NODE`.
+    pub(super) fn named(&self, name: &str) -> PgConnectOptions {
+        self.timed.clone().application_name(name)
+    }
+
+    /// Opens a connection of its own (not from the pool), within the connect timeout.
+    pub(super) async fn dedicated(&self, name: &str) -> Result<PgConnection> {
+        let options = self.named(name);
+        match tokio::time::timeout(self.connect_timeout, PgConnection::connect_with(&options)).await
+        {
+            Ok(Ok(conn)) => Ok(conn),
+            Ok(Err(e)) => {
+                Err(e).with_context(|| format!("cannot connect to the database {}", self.shown))
+            }
+            Err(_) => bail!(
+                "cannot connect to the database {}: no answer within {}s \
+                 (postgres.connect_timeout_secs)",
+                self.shown,
+                self.connect_timeout.as_secs()
+            ),
+        }
+    }
+
+    /// Checks that this binary knows every migration the database has, then applies the
+    /// missing ones, on a connection of its own without a statement timeout. Two nodes starting
+    /// together take turns: sqlx's migrator holds an advisory lock while it runs.
+    pub(super) async fn migrate(&self) -> Result<()> {
+        let options = self.base.clone().application_name("askrelay-migrate");
+        let mut conn =
+            match tokio::time::timeout(self.connect_timeout, PgConnection::connect_with(&options))
+                .await
+            {
+                Ok(r) => {
+                    r.with_context(|| format!("cannot connect to the database {}", self.shown))?
+                }
+                Err(_) => bail!(
+                    "cannot connect to the database {}: no answer within {}s \
+                     (postgres.connect_timeout_secs)",
+                    self.shown,
+                    self.connect_timeout.as_secs()
+                ),
+            };
+        let result = async {
+            check_schema(&mut conn).await?;
+            MIGRATOR
+                .run_direct(&mut conn)
+                .await
+                .context("cannot apply the database migrations")
+        }
+        .await;
+        let _ = conn.close().await;
+        result
+    }
+}
+
+/// Refuses a database that a newer askrelay has migrated: this binary would misread it. Runs
+/// before the migrations, since sqlx's own refusal does not say what to do.
+async fn check_schema(conn: &mut PgConnection) -> Result<()> {
+    let has_table: bool = sqlx::query_scalar("SELECT to_regclass('_sqlx_migrations') IS NOT NULL")
+        .fetch_one(&mut *conn)
+        .await
+        .context("cannot read the database's schema version")?;
+    if !has_table {
+        return Ok(());
+    }
+    let applied: Vec<i64> = sqlx::query_scalar("SELECT version FROM _sqlx_migrations")
+        .fetch_all(&mut *conn)
+        .await
+        .context("cannot read the database's schema version")?;
+    let known = MIGRATOR.iter().map(|m| m.version).max().unwrap_or(0);
+    if let Some(newest) = applied
+        .iter()
+        .copied()
+        .filter(|v| !MIGRATOR.version_exists(*v))
+        .max()
+    {
+        bail!(
+            "the database schema is at version {newest}, newer than this askrelay knows \
+             ({known}): upgrade askrelay on this node before it joins"
+        );
+    }
+    Ok(())
+}

@@ -1,0 +1,976 @@
+//! The PostgreSQL store: one database shared by the daemons of a cluster.
+//!
+//! It behaves like the SQLite store (the same rows, the same first-wins rule, the same audit
+//! log; see `migrations/postgres/`), with what sharing needs besides: every request is stamped
+//! with the node that stored it, and `all_pending` and `Visibility::Owner` see only this node's
+//! requests; a node's lease is an advisory lock on a connection of its own (see `cluster.rs`);
+//! and the writes other nodes must hear of send a `NOTIFY` in the same transaction, so that a
+//! notice is never sent for a change that did not commit.
+//!
+//! Settling takes the request's row lock first (`FOR NO KEY UPDATE`), then runs the one
+//! conditional UPDATE that decides first-wins. SQLite serializes all writers; PostgreSQL does
+//! not, and without the lock two answers to the last two open questions of one request, each
+//! counting the other's question as still open, would both leave the request pending. Every
+//! transaction that locks a request locks it before the rows that belong to it, so they cannot
+//! deadlock on each other.
+//!
+//! A write whose transaction fails closes its connection instead of returning it to the pool
+//! (as in SQLite, see [`crate::store::sqlite`]): a connection cut mid-transaction is not to be
+//! trusted with the next one.
+
+mod cluster;
+mod connect;
+pub mod scratch;
+#[cfg(test)]
+mod tests;
+
+use super::rows::{answers_from_json, posts_from_json, PostRow, RequestRow, POST_COLUMNS};
+use crate::config::PostgresConfig;
+use crate::core::answer::Settlement;
+use crate::core::cluster::ClusterHandle;
+use crate::core::error::AskError;
+use crate::core::request::{
+    now_ms, Actor, AuditEntry, AuditRow, Created, DuePost, EditState, NewRequest, PlannedPost,
+    Post, Request, SettleOutcome, Status, Timer,
+};
+use crate::core::store::{Finish, Holder, Page, Pruned, Store, Visibility};
+use anyhow::{Context, Result};
+use async_trait::async_trait;
+use cluster::{Lease, PgCluster};
+use connect::Connect;
+use sqlx::postgres::{PgPool, PgPoolOptions, PgRow};
+use sqlx::{FromRow, PgConnection, Row};
+use std::collections::HashMap;
+use std::sync::{Arc, OnceLock};
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+/// Runs `$body` as one transaction on a connection of its own (`$tx` is the transaction); on
+/// any error the transaction is rolled back and the connection is closed instead of going back
+/// to the pool. `$body` ends in `anyhow::Ok(..)`.
+macro_rules! write_tx {
+    ($store:expr, |$tx:ident| $body:block) => {{
+        let mut conn = $store.shared.pool.acquire().await?;
+        let result: anyhow::Result<_> = async {
+            let mut $tx = sqlx::Connection::begin(&mut *conn).await?;
+            let value = async { $body }.await?;
+            $tx.commit().await?;
+            anyhow::Ok(value)
+        }
+        .await;
+        if result.is_err() {
+            conn.close_on_drop();
+        }
+        result
+    }};
+}
+
+/// What the store and its cluster share.
+pub(crate) struct Shared {
+    pool: PgPool,
+    connect: Connect,
+    /// This daemon, once it took its lease. Until then it has no node id, and stores and sees
+    /// requests without one.
+    me: OnceLock<Holder>,
+    /// The connection that holds this node's lock and the lead (see `cluster.rs`).
+    lease: tokio::sync::Mutex<Lease>,
+    /// Cancelled by [`Store::close`]: ends the notice streams.
+    closed: CancellationToken,
+    /// The notice streams' tasks, which `close` waits for.
+    tasks: TaskTracker,
+}
+
+impl Shared {
+    fn node(&self) -> Option<&str> {
+        self.me.get().map(|h| h.node.as_str())
+    }
+}
+
+/// The PostgreSQL backend (see the module comment). Open it with [`PgStore::open`]; its
+/// [`Store::cluster`] is there once [`Store::acquire_lease`] registered the node.
+pub struct PgStore {
+    shared: Arc<Shared>,
+    /// Handed out by [`Store::cluster`] once the lease is taken. Kept here, not in `Shared`,
+    /// which it points to.
+    cluster: OnceLock<ClusterHandle>,
+}
+
+/// The columns every read of a request takes.
+const REQUEST_COLUMNS: &str =
+    "key, request_id, token, questions_json, caller_json, scope_json, status, answerer, route, \
+     peer_uid, peer_pid, created_at, ended_at, result_json, error_code, error_message, \
+     expire_at, on_expire, node";
+
+/// The answer state of the request's questions, as the JSON that
+/// [`answers_from_json`] reads: one query returns a request with its answers.
+const ANSWERS_JSON: &str = "(SELECT COALESCE(json_agg(json_build_array(idx, answered_at, \
+     answered_by, answered_via, answered_id, answered_note, selected_json, custom)), '[]')::text \
+     FROM questions WHERE request_key = requests.key) AS answers_json";
+
+/// Options for [`select`]: what to read besides the request and its answers.
+#[derive(Clone, Copy)]
+struct With {
+    /// The context (what answerers show); pages of listings leave it out.
+    context: bool,
+    /// The outbox rows, as `posts_json`.
+    posts: bool,
+}
+
+const BARE: With = With {
+    context: false,
+    posts: false,
+};
+const CONTEXT: With = With {
+    context: true,
+    posts: false,
+};
+const FULL: With = With {
+    context: true,
+    posts: true,
+};
+
+/// A read of requests with their answers (and what `with` asks for) in one query; `rest` is
+/// the WHERE clause and the order.
+fn select(with: With, rest: &str) -> String {
+    let context = if with.context { ", context_json" } else { "" };
+    let posts = if with.posts {
+        format!(
+            ", (SELECT COALESCE(json_agg(json_build_array({POST_COLUMNS})), '[]')::text \
+             FROM posts WHERE request_key = requests.key) AS posts_json"
+        )
+    } else {
+        String::new()
+    };
+    format!("SELECT {REQUEST_COLUMNS}{context}, {ANSWERS_JSON}{posts} FROM requests {rest}")
+}
+
+fn request_of(row: &PgRow) -> Result<Request> {
+    let answers = answers_from_json(row.try_get("answers_json")?)?;
+    RequestRow::from_row(row)?.into_request(answers)
+}
+
+fn with_posts_of(row: &PgRow) -> Result<(Request, Vec<Post>)> {
+    Ok((
+        request_of(row)?,
+        posts_from_json(row.try_get("posts_json")?)?,
+    ))
+}
+
+/// Shows the node, never the URL.
+impl std::fmt::Debug for PgStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PgStore")
+            .field("node", &self.node())
+            .finish_non_exhaustive()
+    }
+}
+
+impl PgStore {
+    /// Connects to the database at `url` with the settings of `[postgres]`, refuses a schema
+    /// newer than this binary knows, and applies the migrations. Errors show the URL with its
+    /// password hidden.
+    pub async fn open(url: &str, config: &PostgresConfig) -> Result<PgStore> {
+        let connect = Connect::new(url, config)?;
+        connect.migrate().await?;
+        let pool = PgPoolOptions::new()
+            .max_connections(config.max_connections)
+            .acquire_timeout(connect.connect_timeout)
+            .connect_with(connect.pooled())
+            .await
+            .with_context(|| format!("cannot connect to the database {}", connect.shown))?;
+        Ok(PgStore {
+            shared: Arc::new(Shared {
+                pool,
+                connect,
+                me: OnceLock::new(),
+                lease: tokio::sync::Mutex::new(Lease::default()),
+                closed: CancellationToken::new(),
+                tasks: TaskTracker::new(),
+            }),
+            cluster: OnceLock::new(),
+        })
+    }
+
+    fn pool(&self) -> &PgPool {
+        &self.shared.pool
+    }
+
+    fn node(&self) -> Option<&str> {
+        self.shared.node()
+    }
+
+    /// The pool, for tests that need to reach past the store (the audit log's triggers).
+    #[cfg(test)]
+    pub(crate) fn raw_pool(&self) -> &PgPool {
+        &self.shared.pool
+    }
+
+    async fn one(&self, with: With, clause: &str, bind: Bind<'_>) -> Result<Option<PgRow>> {
+        let sql = select(with, &format!("WHERE {clause}"));
+        let q = sqlx::query(&sql);
+        let q = match bind {
+            Bind::Text(s) => q.bind(s),
+            Bind::Int(i) => q.bind(i),
+        };
+        Ok(q.fetch_optional(self.pool()).await?)
+    }
+
+    async fn listing(
+        &self,
+        who: Visibility,
+        page: Page,
+        pending: bool,
+        newest_first: bool,
+    ) -> Result<Vec<Request>> {
+        let (cmp, order) = if newest_first {
+            ("<", "DESC")
+        } else {
+            (">", "ASC")
+        };
+        let sql = select(
+            BARE,
+            &format!(
+                "WHERE (NOT $1 OR status = 'pending') \
+                 AND ($2::bigint IS NULL OR (peer_uid = $2 AND node IS NOT DISTINCT FROM $5)) \
+                 AND ($3::bigint IS NULL OR key {cmp} $3) ORDER BY key {order} LIMIT $4"
+            ),
+        );
+        // A uid means a user on this node's host: on another host it is someone else.
+        let uid = match who {
+            Visibility::All => None,
+            Visibility::Owner(u) => Some(i64::from(u)),
+        };
+        let rows = sqlx::query(&sql)
+            .bind(pending)
+            .bind(uid)
+            .bind(page.after)
+            .bind(i64::from(page.limit))
+            .bind(self.node())
+            .fetch_all(self.pool())
+            .await?;
+        rows.iter().map(request_of).collect()
+    }
+}
+
+enum Bind<'a> {
+    Text(&'a str),
+    Int(i64),
+}
+
+#[async_trait]
+impl Store for PgStore {
+    async fn acquire_lease(&self, me: &Holder) -> Result<()> {
+        cluster::acquire(&self.shared, me).await?;
+        let _ = self.cluster.set(Arc::new(PgCluster::new(
+            self.shared.clone(),
+            me.node.clone(),
+        )));
+        Ok(())
+    }
+
+    fn cluster(&self) -> Option<ClusterHandle> {
+        self.cluster.get().cloned()
+    }
+
+    async fn create(
+        &self,
+        new: &NewRequest,
+        posts: &[PlannedPost],
+        audit: &AuditEntry,
+    ) -> Result<Created> {
+        let questions_json = serde_json::to_string(&*new.questions)?;
+        let context_json = match &new.context {
+            Some(c) => Some(serde_json::to_string(&**c)?),
+            None => None,
+        };
+        let node = self.node().map(str::to_owned);
+        // One statement: the request, its questions, its outbox rows and its audit row are
+        // written together or not at all, and the notice goes out when it commits. When the id
+        // is taken nothing is inserted, and no row comes back.
+        let inserted: Option<i64> = sqlx::query_scalar(
+            "WITH r AS ( \
+                 INSERT INTO requests (request_id, token, questions_json, caller_json, \
+                     scope_json, answerer, route, peer_uid, peer_pid, created_at, expire_at, \
+                     on_expire, context_json, node) \
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14) \
+                 ON CONFLICT (request_id) DO NOTHING RETURNING key), \
+             q AS ( \
+                 INSERT INTO questions (request_key, idx, qid) \
+                 SELECT r.key, j.ord - 1, j.value ->> 'id' \
+                 FROM r, jsonb_array_elements($3::jsonb) WITH ORDINALITY AS j (value, ord)), \
+             p AS ( \
+                 INSERT INTO posts (request_key, idx, answerer, slot, channel, guild, nonce) \
+                 SELECT r.key, p.idx, $6, p.slot, p.channel, p.guild, p.nonce \
+                 FROM r, unnest($15::bigint[], $16::text[], $17::text[], $18::text[], \
+                                $19::text[]) AS p (idx, slot, channel, guild, nonce)), \
+             a AS ( \
+                 INSERT INTO audit (at, request_key, question_idx, source, actor, action, \
+                     detail, accepted) \
+                 SELECT $10, r.key, $20, $21, $22, $23, $24, $25 FROM r) \
+             SELECT key, pg_notify('askrelay_outbox', '')::text FROM r",
+        )
+        .bind(&new.request_id)
+        .bind(&new.token)
+        .bind(&questions_json)
+        .bind(serde_json::to_string(&new.caller)?)
+        .bind(serde_json::to_string(&new.scope)?)
+        .bind(&new.answerer)
+        .bind(&new.route)
+        .bind(new.peer.uid.map(i64::from))
+        .bind(new.peer.pid)
+        .bind(new.created_at_ms)
+        .bind(new.expiry.as_ref().map(|e| e.at_ms))
+        .bind(
+            new.expiry
+                .as_ref()
+                .map(|e| serde_json::to_string(&e.on_expire))
+                .transpose()?,
+        )
+        .bind(&context_json)
+        .bind(&node)
+        .bind(posts.iter().map(|p| p.idx as i64).collect::<Vec<_>>())
+        .bind(posts.iter().map(|p| p.slot.clone()).collect::<Vec<_>>())
+        .bind(posts.iter().map(|p| p.channel.clone()).collect::<Vec<_>>())
+        .bind(posts.iter().map(|p| p.guild.clone()).collect::<Vec<_>>())
+        .bind(posts.iter().map(|p| p.nonce.clone()).collect::<Vec<_>>())
+        .bind(audit.question_idx.map(|i| i as i64))
+        .bind(audit.source.as_str())
+        .bind(&audit.actor)
+        .bind(audit.action.as_str())
+        .bind(&audit.detail)
+        .bind(audit.accepted)
+        .fetch_optional(self.pool())
+        .await?;
+        match inserted {
+            Some(key) => {
+                let mut req = Request::created(key, new);
+                req.node = node;
+                Ok(Created::New(req))
+            }
+            None => {
+                let existing = self
+                    .by_id(&new.request_id)
+                    .await?
+                    .context("a conflicting request vanished")?;
+                Ok(Created::Existing(existing))
+            }
+        }
+    }
+
+    async fn by_id(&self, request_id: &str) -> Result<Option<Request>> {
+        self.one(CONTEXT, "request_id = $1", Bind::Text(request_id))
+            .await?
+            .as_ref()
+            .map(request_of)
+            .transpose()
+    }
+
+    async fn by_key(&self, key: i64) -> Result<Option<Request>> {
+        self.one(CONTEXT, "key = $1", Bind::Int(key))
+            .await?
+            .as_ref()
+            .map(request_of)
+            .transpose()
+    }
+
+    async fn by_token(&self, token: &str) -> Result<Option<(Request, Vec<Post>)>> {
+        self.one(FULL, "token = $1", Bind::Text(token))
+            .await?
+            .as_ref()
+            .map(with_posts_of)
+            .transpose()
+    }
+
+    async fn all_pending(&self) -> Result<Vec<(Request, Vec<Post>)>> {
+        let rows = sqlx::query(&select(
+            FULL,
+            "WHERE status = 'pending' AND node IS NOT DISTINCT FROM $1 ORDER BY key",
+        ))
+        .bind(self.node())
+        .fetch_all(self.pool())
+        .await?;
+        rows.iter().map(with_posts_of).collect()
+    }
+
+    async fn pending(&self, who: Visibility, page: Page) -> Result<Vec<Request>> {
+        self.listing(who, page, true, false).await
+    }
+
+    async fn history(&self, who: Visibility, page: Page) -> Result<Vec<Request>> {
+        self.listing(who, page, false, true).await
+    }
+
+    async fn settle(
+        &self,
+        key: i64,
+        idx: usize,
+        settlement: &Settlement,
+        actor: &Actor,
+        at_ms: i64,
+        audit: &AuditEntry,
+        result_if_last: Option<String>,
+        finish: Finish<'_>,
+    ) -> Result<SettleOutcome> {
+        let selected_json = serde_json::to_string(&settlement.selected)?;
+        let won = write_tx!(self, |tx| {
+            // The request's row lock first (see the module comment): the count of open
+            // questions below then sees every answer committed before this one.
+            let locked: Option<(String, Option<String>)> = sqlx::query_as(
+                "SELECT status, node FROM requests WHERE key = $1 FOR NO KEY UPDATE",
+            )
+            .bind(key)
+            .fetch_optional(&mut *tx)
+            .await?;
+            let Some((status, node)) = locked else {
+                return anyhow::Ok(None);
+            };
+            if status != Status::Pending.as_str() {
+                return anyhow::Ok(None);
+            }
+            // The one conditional UPDATE that decides first-wins, with its audit row and the
+            // notices in the same statement. The count is of the other open questions: the
+            // statement's snapshot does not see its own update.
+            let open_after: Option<i64> = sqlx::query_scalar(
+                "WITH won AS ( \
+                     UPDATE questions SET answered_at = $1, answered_by = $2, \
+                         answered_via = $3, answered_id = $4, answered_note = $5, \
+                         selected_json = $6, custom = $7 \
+                     WHERE request_key = $8 AND idx = $9 AND answered_at IS NULL \
+                     AND EXISTS (SELECT 1 FROM requests WHERE key = $8 AND status = 'pending') \
+                     RETURNING request_key, idx), \
+                 a AS ( \
+                     INSERT INTO audit (at, request_key, question_idx, source, actor, action, \
+                         detail, accepted) \
+                     SELECT $1, request_key, idx, $10, $11, $12, $13, true FROM won) \
+                 SELECT (SELECT count(*) FROM questions q WHERE q.request_key = $8 \
+                         AND q.answered_at IS NULL AND q.idx <> $9), \
+                        pg_notify('askrelay_outbox', '')::text, \
+                        pg_notify('askrelay_ended', $14)::text \
+                 FROM won",
+            )
+            .bind(at_ms)
+            .bind(&actor.name)
+            .bind(actor.via.as_str())
+            .bind(&actor.id)
+            .bind(&actor.note)
+            .bind(&selected_json)
+            .bind(&settlement.custom)
+            .bind(key)
+            .bind(idx as i64)
+            .bind(audit.source.as_str())
+            .bind(&audit.actor)
+            .bind(audit.action.as_str())
+            .bind(&audit.detail)
+            .bind(cluster::ended_payload(key, node.as_deref()))
+            .fetch_optional(&mut *tx)
+            .await?;
+            let Some(open_after) = open_after else {
+                return anyhow::Ok(None);
+            };
+            if open_after > 0 {
+                return anyhow::Ok(Some(SettleOutcome::Won { result: None }));
+            }
+            // The last open question: the request is answered in the same transaction.
+            let result = match &result_if_last {
+                Some(result) => result.clone(),
+                None => {
+                    let rows: Vec<(Option<String>, Option<String>)> = sqlx::query_as(
+                        "SELECT selected_json, custom FROM questions WHERE request_key = $1 \
+                         ORDER BY idx",
+                    )
+                    .bind(key)
+                    .fetch_all(&mut *tx)
+                    .await?;
+                    let mut all = Vec::with_capacity(rows.len());
+                    for (selected, custom) in rows {
+                        all.push(Settlement {
+                            selected: serde_json::from_str(selected.as_deref().unwrap_or("[]"))?,
+                            custom,
+                        });
+                    }
+                    finish(&all)
+                }
+            };
+            sqlx::query(
+                "UPDATE requests SET status = 'answered', result_json = $1, ended_at = $2 \
+                 WHERE key = $3 AND status = 'pending'",
+            )
+            .bind(&result)
+            .bind(at_ms)
+            .bind(key)
+            .execute(&mut *tx)
+            .await?;
+            anyhow::Ok(Some(SettleOutcome::Won {
+                result: Some(result),
+            }))
+        })?;
+        if let Some(won) = won {
+            return Ok(won);
+        }
+        // It did not count: audit that, and say why (the rare path).
+        let mut lost = audit.clone();
+        lost.accepted = false;
+        self.audit(&lost).await?;
+        let Some(req) = self.by_key(key).await? else {
+            return Ok(SettleOutcome::Unknown);
+        };
+        Ok(match req.answers.get(idx) {
+            None => SettleOutcome::Unknown,
+            Some(Some(a)) => SettleOutcome::AlreadyAnswered(a.clone()),
+            Some(None) => SettleOutcome::Ended(req.status),
+        })
+    }
+
+    async fn end(
+        &self,
+        key: i64,
+        status: Status,
+        error: &AskError,
+        audit: &AuditEntry,
+    ) -> Result<bool> {
+        let at = now_ms();
+        write_tx!(self, |tx| {
+            let ended: Option<Option<String>> = sqlx::query_scalar(
+                "UPDATE requests SET status = $1, error_code = $2, error_message = $3, \
+                 ended_at = $4 WHERE key = $5 AND status = 'pending' RETURNING node",
+            )
+            .bind(status.as_str())
+            .bind(error.code.as_str())
+            .bind(&error.message)
+            .bind(at)
+            .bind(key)
+            .fetch_optional(&mut *tx)
+            .await?;
+            let mut audit = audit.clone();
+            audit.accepted = ended.is_some();
+            insert_audit(&mut tx, &audit, at).await?;
+            if let Some(node) = &ended {
+                sqlx::query(
+                    "SELECT pg_notify('askrelay_outbox', ''), pg_notify('askrelay_ended', $1)",
+                )
+                .bind(cluster::ended_payload(key, node.as_deref()))
+                .execute(&mut *tx)
+                .await?;
+            }
+            anyhow::Ok(ended.is_some())
+        })
+    }
+
+    async fn audit(&self, entry: &AuditEntry) -> Result<()> {
+        let mut conn = self.pool().acquire().await?;
+        insert_audit(&mut conn, entry, now_ms()).await
+    }
+
+    async fn audit_rows(&self, request_key: Option<i64>) -> Result<Vec<AuditRow>> {
+        let rows = sqlx::query(
+            "SELECT id, at, request_key, question_idx, source, actor, action, detail, accepted \
+             FROM audit WHERE ($1::bigint IS NULL OR request_key = $1) ORDER BY id",
+        )
+        .bind(request_key)
+        .fetch_all(self.pool())
+        .await?;
+        rows.into_iter()
+            .map(|r| {
+                Ok(AuditRow {
+                    id: r.try_get(0)?,
+                    at_ms: r.try_get(1)?,
+                    request_key: r.try_get(2)?,
+                    question_idx: r.try_get(3)?,
+                    source: r.try_get(4)?,
+                    actor: r.try_get(5)?,
+                    action: r.try_get(6)?,
+                    detail: r.try_get(7)?,
+                    accepted: r.try_get(8)?,
+                })
+            })
+            .collect()
+    }
+
+    async fn posts(&self, keys: &[i64]) -> Result<HashMap<i64, Vec<Post>>> {
+        let mut out: HashMap<i64, Vec<Post>> = HashMap::new();
+        if keys.is_empty() {
+            return Ok(out);
+        }
+        // Slots in byte order, as SQLite compares text.
+        let rows: Vec<PostRow> = sqlx::query_as(&format!(
+            "SELECT {POST_COLUMNS} FROM posts WHERE request_key = ANY($1) \
+             ORDER BY request_key, idx, slot COLLATE \"C\""
+        ))
+        .bind(keys)
+        .fetch_all(self.pool())
+        .await?;
+        for r in rows {
+            out.entry(r.request_key).or_default().push(r.into_post());
+        }
+        Ok(out)
+    }
+
+    async fn plan_posts(&self, key: i64, answerer: &str, posts: &[PlannedPost]) -> Result<()> {
+        // One statement: atomic on its own, and no transaction is left open if it fails.
+        let mut conn = self.pool().acquire().await?;
+        insert_posts(&mut conn, key, answerer, posts).await
+    }
+
+    async fn record_post(
+        &self,
+        key: i64,
+        idx: usize,
+        answerer: &str,
+        slot: &str,
+        message: &str,
+        channel: Option<&str>,
+        guild: Option<&str>,
+    ) -> Result<()> {
+        sqlx::query(
+            "UPDATE posts SET message = $1, posted_at = $2, attempts = attempts + 1, \
+             last_error = NULL, guild = COALESCE($3, guild), channel = COALESCE($4, channel) \
+             WHERE request_key = $5 AND idx = $6 AND answerer = $7 AND slot = $8",
+        )
+        .bind(message)
+        .bind(now_ms())
+        .bind(guild)
+        .bind(channel)
+        .bind(key)
+        .bind(idx as i64)
+        .bind(answerer)
+        .bind(slot)
+        .execute(self.pool())
+        .await?;
+        Ok(())
+    }
+
+    async fn record_post_failure(
+        &self,
+        key: i64,
+        idx: usize,
+        answerer: &str,
+        slot: &str,
+        error: &str,
+    ) -> Result<()> {
+        sqlx::query(
+            "UPDATE posts SET attempts = attempts + 1, last_error = $1 \
+             WHERE request_key = $2 AND idx = $3 AND answerer = $4 AND slot = $5",
+        )
+        .bind(error)
+        .bind(key)
+        .bind(idx as i64)
+        .bind(answerer)
+        .bind(slot)
+        .execute(self.pool())
+        .await?;
+        Ok(())
+    }
+
+    async fn record_edit(
+        &self,
+        key: i64,
+        idx: usize,
+        answerer: &str,
+        slot: &str,
+        edit: EditState,
+    ) -> Result<()> {
+        sqlx::query(
+            "UPDATE posts SET edited = $1 \
+             WHERE request_key = $2 AND idx = $3 AND answerer = $4 AND slot = $5",
+        )
+        .bind(edit.as_str())
+        .bind(key)
+        .bind(idx as i64)
+        .bind(answerer)
+        .bind(slot)
+        .execute(self.pool())
+        .await?;
+        Ok(())
+    }
+
+    async fn timers(&self, answerer: &str) -> Result<Vec<Timer>> {
+        let rows: Vec<(i64, String, i64, Option<i64>)> = sqlx::query_as(
+            "SELECT t.request_key, t.name, t.fired, t.due_at FROM timers t \
+             JOIN requests r ON r.key = t.request_key \
+             WHERE t.answerer = $1 AND t.due_at IS NOT NULL AND r.status = 'pending'",
+        )
+        .bind(answerer)
+        .fetch_all(self.pool())
+        .await?;
+        Ok(rows
+            .into_iter()
+            .map(|(request_key, name, fired, due_at_ms)| Timer {
+                request_key,
+                name,
+                fired: fired as u32,
+                due_at_ms,
+            })
+            .collect())
+    }
+
+    async fn advance_timer(
+        &self,
+        key: i64,
+        answerer: &str,
+        from: Option<u32>,
+        to: &Timer,
+        posts: &[PlannedPost],
+    ) -> Result<bool> {
+        write_tx!(self, |tx| {
+            // Shares the request's row lock, so it cannot end until this step is written.
+            let pending: Option<i32> = sqlx::query_scalar(
+                "SELECT 1 FROM requests WHERE key = $1 AND status = 'pending' FOR SHARE",
+            )
+            .bind(key)
+            .fetch_optional(&mut *tx)
+            .await?;
+            if pending.is_none() {
+                return anyhow::Ok(false);
+            }
+            let moved = match from {
+                None => sqlx::query(
+                    "INSERT INTO timers (request_key, answerer, name, fired, due_at) \
+                     VALUES ($1, $2, $3, $4, $5) ON CONFLICT DO NOTHING",
+                )
+                .bind(key)
+                .bind(answerer)
+                .bind(&to.name)
+                .bind(i64::from(to.fired))
+                .bind(to.due_at_ms)
+                .execute(&mut *tx)
+                .await?
+                .rows_affected(),
+                Some(fired) => sqlx::query(
+                    "UPDATE timers SET fired = $1, due_at = $2 \
+                     WHERE request_key = $3 AND answerer = $4 AND name = $5 AND fired = $6",
+                )
+                .bind(i64::from(to.fired))
+                .bind(to.due_at_ms)
+                .bind(key)
+                .bind(answerer)
+                .bind(&to.name)
+                .bind(i64::from(fired))
+                .execute(&mut *tx)
+                .await?
+                .rows_affected(),
+            };
+            if moved == 0 {
+                return anyhow::Ok(false);
+            }
+            insert_posts(&mut tx, key, answerer, posts).await?;
+            anyhow::Ok(true)
+        })
+    }
+
+    async fn outbox_due(&self, answerer: Option<&str>) -> Result<Vec<DuePost>> {
+        let rows: Vec<(i64, i64, String, bool, Option<i64>)> = sqlx::query_as(
+            "SELECT p.request_key, p.idx, p.answerer, p.message IS NULL AS unposted, \
+             CASE WHEN p.message IS NULL THEN r.created_at \
+                  WHEN q.answered_at IS NOT NULL THEN q.answered_at \
+                  ELSE r.ended_at END AS due_since \
+             FROM posts p \
+             JOIN requests r ON r.key = p.request_key \
+             JOIN questions q ON q.request_key = p.request_key AND q.idx = p.idx \
+             WHERE p.edited IS NULL AND ($1::text IS NULL OR p.answerer = $1) \
+             AND ((p.message IS NULL AND r.status = 'pending') \
+               OR (p.message IS NOT NULL AND p.slot NOT LIKE 'note:%' \
+                   AND (q.answered_at IS NOT NULL OR r.status <> 'pending'))) \
+             ORDER BY due_since NULLS FIRST",
+        )
+        .bind(answerer)
+        .fetch_all(self.pool())
+        .await?;
+        Ok(rows
+            .into_iter()
+            .map(
+                |(request_key, idx, answerer, unposted, due_since)| DuePost {
+                    request_key,
+                    idx: idx as usize,
+                    answerer,
+                    unposted,
+                    due_since_ms: due_since.unwrap_or(0),
+                },
+            )
+            .collect())
+    }
+
+    async fn with_posts_by_key(&self, key: i64) -> Result<Option<(Request, Vec<Post>)>> {
+        self.one(FULL, "key = $1", Bind::Int(key))
+            .await?
+            .as_ref()
+            .map(with_posts_of)
+            .transpose()
+    }
+
+    async fn save_draft(&self, key: i64, idx: usize, user: &str, selected: &[usize]) -> Result<()> {
+        sqlx::query(
+            "INSERT INTO drafts (request_key, idx, user_id, selected_json, updated_at) \
+             VALUES ($1, $2, $3, $4, $5) ON CONFLICT (request_key, idx, user_id) \
+             DO UPDATE SET selected_json = EXCLUDED.selected_json, \
+             updated_at = EXCLUDED.updated_at",
+        )
+        .bind(key)
+        .bind(idx as i64)
+        .bind(user)
+        .bind(serde_json::to_string(selected)?)
+        .bind(now_ms())
+        .execute(self.pool())
+        .await?;
+        Ok(())
+    }
+
+    async fn draft(&self, key: i64, idx: usize, user: &str) -> Result<Vec<usize>> {
+        let json: Option<String> = sqlx::query_scalar(
+            "SELECT selected_json FROM drafts \
+             WHERE request_key = $1 AND idx = $2 AND user_id = $3",
+        )
+        .bind(key)
+        .bind(idx as i64)
+        .bind(user)
+        .fetch_optional(self.pool())
+        .await?;
+        Ok(match json {
+            Some(j) => serde_json::from_str(&j)?,
+            None => Vec::new(),
+        })
+    }
+
+    async fn schedule_due(&self, name: &str) -> Result<Option<i64>> {
+        Ok(
+            sqlx::query_scalar("SELECT due_at FROM schedules WHERE name = $1")
+                .bind(name)
+                .fetch_optional(self.pool())
+                .await?,
+        )
+    }
+
+    async fn advance_schedule(&self, name: &str, from: Option<i64>, to: i64) -> Result<bool> {
+        let moved = match from {
+            None => sqlx::query(
+                "INSERT INTO schedules (name, due_at) VALUES ($1, $2) ON CONFLICT DO NOTHING",
+            )
+            .bind(name)
+            .bind(to),
+            Some(from) => {
+                sqlx::query("UPDATE schedules SET due_at = $1 WHERE name = $2 AND due_at = $3")
+                    .bind(to)
+                    .bind(name)
+                    .bind(from)
+            }
+        }
+        .execute(self.pool())
+        .await?
+        .rows_affected();
+        Ok(moved == 1)
+    }
+
+    async fn writable(&self) -> Result<()> {
+        // A write that changes nothing still fails on a read-only server (a standby).
+        sqlx::query("UPDATE requests SET status = status WHERE key = -1")
+            .execute(self.pool())
+            .await?;
+        Ok(())
+    }
+
+    async fn prune(
+        &self,
+        ended_before_ms: Option<i64>,
+        audit_before_ms: Option<i64>,
+    ) -> Result<Pruned> {
+        let mut pruned = Pruned::default();
+        if let Some(before) = ended_before_ms {
+            pruned.requests = write_tx!(self, |tx| {
+                // The requests first, locked (every transaction locks a request before its
+                // rows); then their rows (foreign keys), then the requests.
+                let keys: Vec<i64> = sqlx::query_scalar(
+                    "SELECT key FROM requests WHERE status <> 'pending' AND ended_at < $1 \
+                     FOR UPDATE",
+                )
+                .bind(before)
+                .fetch_all(&mut *tx)
+                .await?;
+                if keys.is_empty() {
+                    return anyhow::Ok(0);
+                }
+                for table in ["drafts", "timers", "posts", "questions"] {
+                    sqlx::query(&format!("DELETE FROM {table} WHERE request_key = ANY($1)"))
+                        .bind(&keys)
+                        .execute(&mut *tx)
+                        .await?;
+                }
+                let gone = sqlx::query("DELETE FROM requests WHERE key = ANY($1)")
+                    .bind(&keys)
+                    .execute(&mut *tx)
+                    .await?
+                    .rows_affected();
+                anyhow::Ok(gone)
+            })?;
+        }
+        if let Some(before) = audit_before_ms {
+            // The one way past the audit log's DELETE trigger (migrations/postgres): the cutoff
+            // is a setting local to this transaction, gone when it ends.
+            pruned.audit = write_tx!(self, |tx| {
+                sqlx::query("SELECT set_config('askrelay.audit_prune_before', $1, true)")
+                    .bind(before.to_string())
+                    .execute(&mut *tx)
+                    .await?;
+                let gone = sqlx::query("DELETE FROM audit WHERE at < $1")
+                    .bind(before)
+                    .execute(&mut *tx)
+                    .await?
+                    .rows_affected();
+                anyhow::Ok(gone)
+            })?;
+        }
+        Ok(pruned)
+    }
+
+    async fn close(&self) {
+        self.shared.closed.cancel();
+        self.shared.tasks.close();
+        self.shared.tasks.wait().await;
+        cluster::release(&self.shared).await;
+        self.shared.pool.close().await;
+    }
+}
+
+async fn insert_posts(
+    conn: &mut PgConnection,
+    key: i64,
+    answerer: &str,
+    posts: &[PlannedPost],
+) -> Result<()> {
+    if posts.is_empty() {
+        return Ok(());
+    }
+    sqlx::query(
+        "INSERT INTO posts (request_key, idx, answerer, slot, channel, guild, nonce) \
+         SELECT $1, p.idx, $2, p.slot, p.channel, p.guild, p.nonce \
+         FROM unnest($3::bigint[], $4::text[], $5::text[], $6::text[], $7::text[]) \
+             AS p (idx, slot, channel, guild, nonce) \
+         ON CONFLICT DO NOTHING",
+    )
+    .bind(key)
+    .bind(answerer)
+    .bind(posts.iter().map(|p| p.idx as i64).collect::<Vec<_>>())
+    .bind(posts.iter().map(|p| p.slot.clone()).collect::<Vec<_>>())
+    .bind(posts.iter().map(|p| p.channel.clone()).collect::<Vec<_>>())
+    .bind(posts.iter().map(|p| p.guild.clone()).collect::<Vec<_>>())
+    .bind(posts.iter().map(|p| p.nonce.clone()).collect::<Vec<_>>())
+    .execute(&mut *conn)
+    .await?;
+    Ok(())
+}
+
+async fn insert_audit(conn: &mut PgConnection, e: &AuditEntry, at: i64) -> Result<()> {
+    sqlx::query(
+        "INSERT INTO audit (at, request_key, question_idx, source, actor, action, detail, \
+         accepted) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
+    )
+    .bind(at)
+    .bind(e.request_key)
+    .bind(e.question_idx.map(|i| i as i64))
+    .bind(e.source.as_str())
+    .bind(&e.actor)
+    .bind(e.action.as_str())
+    .bind(&e.detail)
+    .bind(e.accepted)
+    .execute(&mut *conn)
+    .await?;
+    Ok(())
+}

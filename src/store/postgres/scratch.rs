@@ -1,0 +1,130 @@
+//! Scratch databases for tests, the benchmark and the chaos harness: each gets a database of its
+//! own on a test server, created empty and dropped afterwards, so that runs never see each
+//! other's rows and a test can kill connections without harming another.
+//!
+//! The server is the one `ASKRELAY_TEST_POSTGRES` points to (an admin URL: a user that may
+//! create databases, and a database to connect to while doing it), by default
+//! `postgres://postgres@127.0.0.1:5432/test`.
+
+use crate::store::redact_url;
+use anyhow::{Context, Result};
+use sqlx::{Connection, PgConnection};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// The environment variable with the admin URL of the test server.
+pub const ADMIN_URL_ENV: &str = "ASKRELAY_TEST_POSTGRES";
+
+/// The admin URL when [`ADMIN_URL_ENV`] is not set.
+pub const DEFAULT_ADMIN_URL: &str = "postgres://postgres@127.0.0.1:5432/test";
+
+/// Tells apart the databases one process creates.
+static COUNTER: AtomicU64 = AtomicU64::new(0);
+
+/// A database of its own on the test server, dropped by [`ScratchDb::drop_now`] or, failing
+/// that, when the value is dropped.
+pub struct ScratchDb {
+    /// Its URL: the admin URL with the database replaced.
+    pub url: String,
+    /// Its name, `askrelay_t_<pid>_<counter>_<random>`.
+    pub name: String,
+    admin: String,
+    dropped: bool,
+}
+
+/// Shows the URL with its password hidden.
+impl std::fmt::Debug for ScratchDb {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ScratchDb")
+            .field("url", &redact_url(&self.url))
+            .finish_non_exhaustive()
+    }
+}
+
+impl ScratchDb {
+    /// The admin URL of the test server.
+    pub fn admin_url() -> String {
+        std::env::var(ADMIN_URL_ENV).unwrap_or_else(|_| DEFAULT_ADMIN_URL.to_owned())
+    }
+
+    /// Creates an empty database with a name no other run uses (the pid and a counter tell
+    /// apart the databases of this machine's runs, the random part those of another machine
+    /// sharing the server).
+    pub async fn create() -> Result<ScratchDb> {
+        let admin = Self::admin_url();
+        let mut random = [0u8; 4];
+        getrandom::fill(&mut random).context("cannot draw a random database name")?;
+        let random: String = random.iter().map(|b| format!("{b:02x}")).collect();
+        let name = format!(
+            "askrelay_t_{}_{}_{random}",
+            std::process::id(),
+            COUNTER.fetch_add(1, Ordering::Relaxed)
+        );
+        let mut url = url::Url::parse(&admin)
+            .with_context(|| format!("{ADMIN_URL_ENV} is not a URL: {}", redact_url(&admin)))?;
+        url.set_path(&format!("/{name}"));
+        let mut conn = admin_connection(&admin).await?;
+        let created = sqlx::query(&format!("CREATE DATABASE \"{name}\""))
+            .execute(&mut conn)
+            .await
+            .with_context(|| format!("cannot create the scratch database {name}"));
+        let _ = conn.close().await;
+        created?;
+        Ok(ScratchDb {
+            url: url.to_string(),
+            name,
+            admin,
+            dropped: false,
+        })
+    }
+
+    /// Drops the database now, closing whatever is still connected to it.
+    pub async fn drop_now(mut self) -> Result<()> {
+        self.dropped = true;
+        drop_database(&self.admin, &self.name).await
+    }
+}
+
+impl Drop for ScratchDb {
+    /// Best effort: drops the database on a thread of its own with a runtime of its own, since
+    /// Drop cannot await and may run inside a runtime (where blocking on a future panics) or
+    /// outside any. It blocks the caller until the server answers, which a test can afford.
+    /// A failure is printed, not raised: a panic here would hide the test's own.
+    fn drop(&mut self) {
+        if self.dropped {
+            return;
+        }
+        let admin = self.admin.clone();
+        let name = self.name.clone();
+        let dropping = std::thread::spawn(move || {
+            tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .context("cannot start a runtime")?
+                .block_on(drop_database(&admin, &name))
+        });
+        match dropping.join() {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => eprintln!("cannot drop the scratch database {}: {e:#}", self.name),
+            Err(_) => eprintln!("dropping the scratch database {} panicked", self.name),
+        }
+    }
+}
+
+async fn admin_connection(admin: &str) -> Result<PgConnection> {
+    PgConnection::connect(admin).await.with_context(|| {
+        format!(
+            "cannot connect to the test server {} (set {ADMIN_URL_ENV})",
+            redact_url(admin)
+        )
+    })
+}
+
+async fn drop_database(admin: &str, name: &str) -> Result<()> {
+    let mut conn = admin_connection(admin).await?;
+    let dropped = sqlx::query(&format!("DROP DATABASE IF EXISTS \"{name}\" WITH (FORCE)"))
+        .execute(&mut conn)
+        .await
+        .with_context(|| format!("cannot drop the scratch database {name}"));
+    let _ = conn.close().await;
+    dropped.map(|_| ())
+}

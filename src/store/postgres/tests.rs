@@ -1,0 +1,464 @@
+//! What only a shared database has: node leases, per-node visibility, races between daemons,
+//! the lead, notices, the schema check and the password. The contract every backend keeps is
+//! checked in `store/tests.rs`.
+//!
+//! Nothing here sleeps: a test waits for the event it expects, within a bounded time, and kills
+//! a connection with `pg_terminate_backend(pid, timeout)`, which returns once the backend is
+//! gone.
+
+use super::scratch::ScratchDb;
+use super::PgStore;
+use crate::config::PostgresConfig;
+use crate::core::answer::Settlement;
+use crate::core::cluster::{ClusterHandle, Notice};
+use crate::core::error::AskError;
+use crate::core::request::{AuditEntry, SettleOutcome, Status};
+use crate::core::store::{Page, Store, Visibility};
+use crate::store::tests::{ask, create, finish, holder, new_request, person, two_questions};
+use sqlx::{Connection, PgConnection};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::mpsc;
+
+/// The longest a test waits for an event it expects.
+const WAIT: Duration = Duration::from_secs(10);
+
+async fn open(db: &ScratchDb) -> PgStore {
+    PgStore::open(&db.url, &PostgresConfig::default())
+        .await
+        .unwrap()
+}
+
+/// A daemon's store on `db`, leased as `node`.
+async fn node(db: &ScratchDb, node: &str) -> Arc<PgStore> {
+    let store = open(db).await;
+    store.acquire_lease(&holder(node, 100)).await.unwrap();
+    Arc::new(store)
+}
+
+fn cluster(store: &PgStore) -> ClusterHandle {
+    store
+        .cluster()
+        .expect("a leased PostgreSQL store has a cluster")
+}
+
+/// Terminates the backend of the connection named `application_name`, and waits until it is
+/// gone (with it, whatever its session held).
+async fn terminate(db: &ScratchDb, application_name: &str) {
+    let mut conn = PgConnection::connect(&db.url).await.unwrap();
+    let killed: Vec<bool> = sqlx::query_scalar(
+        "SELECT pg_terminate_backend(pid, 10000) FROM pg_stat_activity \
+         WHERE application_name = $1 AND datname = current_database()",
+    )
+    .bind(application_name)
+    .fetch_all(&mut conn)
+    .await
+    .unwrap();
+    assert_eq!(
+        killed,
+        [true],
+        "one {application_name} connection, terminated"
+    );
+    conn.close().await.unwrap();
+}
+
+async fn next(rx: &mut mpsc::Receiver<Notice>) -> Notice {
+    tokio::time::timeout(WAIT, rx.recv())
+        .await
+        .expect("a notice in time")
+        .expect("the notice stream is open")
+}
+
+#[tokio::test]
+async fn a_second_daemon_with_the_same_node_id_is_refused() {
+    let db = ScratchDb::create().await.unwrap();
+    let first = open(&db).await;
+    first.acquire_lease(&holder("a", 11)).await.unwrap();
+    let second = open(&db).await;
+    let err = second.acquire_lease(&holder("a", 22)).await.unwrap_err();
+    let err = format!("{err:#}");
+    assert!(
+        err.contains("pid 11 on host host-a") && !err.contains('\n'),
+        "one line naming the holder: {err}"
+    );
+    assert!(second.cluster().is_none(), "no cluster without a lease");
+    let other = open(&db).await;
+    other.acquire_lease(&holder("b", 33)).await.unwrap();
+    let nodes = cluster(&other).nodes().await.unwrap();
+    let names: Vec<(&str, u32)> = nodes.iter().map(|n| (n.node.as_str(), n.pid)).collect();
+    assert_eq!(
+        names,
+        [("a", 11), ("b", 33)],
+        "the refused daemon wrote nothing"
+    );
+    assert_eq!(nodes[0].version, env!("CARGO_PKG_VERSION"));
+    // Once the holder is gone, the node id is free.
+    first.close().await;
+    second.acquire_lease(&holder("a", 22)).await.unwrap();
+    assert_eq!(cluster(&second).node(), "a");
+    second.close().await;
+    other.close().await;
+    db.drop_now().await.unwrap();
+}
+
+#[tokio::test]
+async fn each_node_sees_its_own_requests_and_the_cluster_sees_all() {
+    let db = ScratchDb::create().await.unwrap();
+    let a = node(&db, "a").await;
+    let b = node(&db, "b").await;
+    let mine = create(&*a, &new_request("mine")).await;
+    assert_eq!(mine.node.as_deref(), Some("a"), "stamped with its node");
+    let theirs = create(&*b, &new_request("theirs")).await;
+    assert_eq!(
+        a.by_key(theirs.key).await.unwrap().unwrap().node.as_deref(),
+        Some("b")
+    );
+    let keys = |reqs: Vec<crate::core::request::Request>| -> Vec<i64> {
+        reqs.into_iter().map(|r| r.key).collect()
+    };
+    let page = Page {
+        limit: 10,
+        after: None,
+    };
+    let pending: Vec<i64> = a
+        .all_pending()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|(r, _)| r.key)
+        .collect();
+    assert_eq!(pending, [mine.key]);
+    // The same uid on another node is someone else.
+    assert_eq!(
+        keys(a.pending(Visibility::Owner(1000), page).await.unwrap()),
+        [mine.key]
+    );
+    assert_eq!(
+        keys(a.history(Visibility::Owner(1000), page).await.unwrap()),
+        [mine.key]
+    );
+    assert_eq!(
+        keys(a.pending(Visibility::All, page).await.unwrap()),
+        [mine.key, theirs.key]
+    );
+    let everywhere: Vec<i64> = cluster(&a)
+        .all_pending_everywhere()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|(r, _)| r.key)
+        .collect();
+    assert_eq!(everywhere, [mine.key, theirs.key]);
+
+    // Orphans: another node's pending requests, once that node is silent (or unknown).
+    let ca = cluster(&a);
+    assert!(ca.orphans(0).await.unwrap().is_empty(), "b beat after 0");
+    assert_eq!(keys(ca.orphans(i64::MAX).await.unwrap()), [theirs.key]);
+    let ghost = create(&*b, &new_request("ghost")).await;
+    sqlx::query("UPDATE requests SET node = 'ghost' WHERE key = $1")
+        .bind(ghost.key)
+        .execute(a.raw_pool())
+        .await
+        .unwrap();
+    assert_eq!(keys(ca.orphans(0).await.unwrap()), [ghost.key]);
+
+    // Ended among: only those that ended.
+    let err = AskError::aborted("gone");
+    assert!(b
+        .end(theirs.key, Status::Cancelled, &err, &ask())
+        .await
+        .unwrap());
+    let ended = ca.ended_among(&[mine.key, theirs.key]).await.unwrap();
+    assert_eq!(keys(ended.clone()), [theirs.key]);
+    assert_eq!(ended[0].status, Status::Cancelled);
+    assert!(ca.ended_among(&[]).await.unwrap().is_empty());
+    a.close().await;
+    b.close().await;
+    db.drop_now().await.unwrap();
+}
+
+#[tokio::test]
+async fn racing_daemons_settle_a_question_once() {
+    let db = ScratchDb::create().await.unwrap();
+    let stores = [node(&db, "a").await, node(&db, "b").await];
+    for round in 0..8 {
+        let req = create(&*stores[0], &new_request(&format!("race{round}"))).await;
+        let mut racers = Vec::new();
+        for i in 0..16usize {
+            let store = stores[i % 2].clone();
+            racers.push(tokio::spawn(async move {
+                let name = format!("p{i}");
+                let outcome = store
+                    .settle(
+                        req.key,
+                        0,
+                        &Settlement::choice(i % 2),
+                        &person(&name),
+                        10,
+                        &AuditEntry::default(),
+                        None,
+                        &finish,
+                    )
+                    .await
+                    .unwrap();
+                (name, outcome)
+            }));
+        }
+        let mut winners = Vec::new();
+        let mut seen = Vec::new();
+        for racer in racers {
+            let (name, outcome) = racer.await.unwrap();
+            match outcome {
+                SettleOutcome::Won { result } => {
+                    assert!(result.is_some(), "the only question completes it");
+                    winners.push(name);
+                }
+                SettleOutcome::AlreadyAnswered(a) => seen.push(a.actor.name),
+                other => panic!("unexpected {other:?}"),
+            }
+        }
+        assert_eq!(winners.len(), 1, "exactly one winner: {winners:?}");
+        assert!(
+            seen.iter().all(|n| *n == winners[0]),
+            "losers see the winner"
+        );
+        let stored = stores[1].by_key(req.key).await.unwrap().unwrap();
+        assert_eq!(stored.status, Status::Answered);
+        assert_eq!(stored.answers[0].as_ref().unwrap().actor.name, winners[0]);
+    }
+    // The last two open questions of one request, answered at once by two daemons: one of
+    // them completes the request.
+    for round in 0..8 {
+        let req = create(&*stores[0], &two_questions(&format!("pair{round}"))).await;
+        let racers: Vec<_> = (0..2usize)
+            .map(|idx| {
+                let store = stores[idx].clone();
+                tokio::spawn(async move {
+                    store
+                        .settle(
+                            req.key,
+                            idx,
+                            &Settlement::choice(idx),
+                            &person("p"),
+                            10,
+                            &AuditEntry::default(),
+                            None,
+                            &finish,
+                        )
+                        .await
+                        .unwrap()
+                })
+            })
+            .collect();
+        let mut completed = 0;
+        for racer in racers {
+            match racer.await.unwrap() {
+                SettleOutcome::Won { result: Some(r) } => {
+                    assert_eq!(r, finish(&[Settlement::choice(0), Settlement::choice(1)]));
+                    completed += 1;
+                }
+                SettleOutcome::Won { result: None } => {}
+                other => panic!("unexpected {other:?}"),
+            }
+        }
+        assert_eq!(completed, 1);
+        let stored = stores[0].by_key(req.key).await.unwrap().unwrap();
+        assert_eq!(stored.status, Status::Answered);
+    }
+    for s in &stores {
+        s.close().await;
+    }
+    db.drop_now().await.unwrap();
+}
+
+#[tokio::test]
+async fn one_node_leads_and_a_dead_lease_connection_hands_the_lead_over() {
+    let db = ScratchDb::create().await.unwrap();
+    let a = node(&db, "a").await;
+    let b = node(&db, "b").await;
+    let (ca, cb) = (cluster(&a), cluster(&b));
+    assert!(ca.hold_lead().await.unwrap());
+    assert!(!cb.hold_lead().await.unwrap());
+    assert!(ca.hold_lead().await.unwrap(), "holding it is confirmed");
+    assert!(!cb.hold_lead().await.unwrap());
+    let nodes = ca.nodes().await.unwrap();
+    assert_eq!((nodes[0].node.as_str(), nodes[0].leader), ("a", true));
+    assert!(!nodes[1].leader);
+
+    terminate(&db, "askrelay-lease a").await;
+    assert!(
+        cb.hold_lead().await.unwrap(),
+        "the lock died with a's session"
+    );
+    assert!(!ca.hold_lead().await.unwrap(), "a learns it lost the lead");
+    assert!(!ca.hold_lead().await.unwrap(), "and b keeps it");
+    assert!(cb.hold_lead().await.unwrap());
+    let nodes = cb.nodes().await.unwrap();
+    assert_eq!((nodes[0].node.as_str(), nodes[0].leader), ("b", true));
+    assert!(!nodes[1].leader);
+    // a took its node lock again when it reconnected.
+    let again = open(&db).await;
+    assert!(again.acquire_lease(&holder("a", 7)).await.is_err());
+
+    // Giving the lead back lets the other node take it.
+    cb.release_lead().await;
+    assert!(ca.hold_lead().await.unwrap());
+    assert!(!cb.hold_lead().await.unwrap());
+    a.close().await;
+    assert!(
+        cb.hold_lead().await.unwrap(),
+        "closing a store gives its lead back"
+    );
+    b.close().await;
+    again.close().await;
+    db.drop_now().await.unwrap();
+}
+
+#[tokio::test]
+async fn notices_reach_other_nodes_and_resume_after_a_cut() {
+    let db = ScratchDb::create().await.unwrap();
+    let a = node(&db, "a").await;
+    let b = node(&db, "b").await;
+    let mut rx = cluster(&b).notices().await.unwrap();
+
+    let req = create(&*a, &two_questions("n1")).await;
+    assert_eq!(next(&mut rx).await, Notice::Outbox);
+    let won = a
+        .settle(
+            req.key,
+            0,
+            &Settlement::choice(0),
+            &person("p"),
+            10,
+            &AuditEntry::default(),
+            None,
+            &finish,
+        )
+        .await
+        .unwrap();
+    assert_eq!(won, SettleOutcome::Won { result: None });
+    assert_eq!(next(&mut rx).await, Notice::Outbox);
+    let ended = Notice::Ended {
+        key: req.key,
+        node: "a".into(),
+    };
+    assert_eq!(next(&mut rx).await, ended);
+    let err = AskError::aborted("gone");
+    assert!(b
+        .end(req.key, Status::Cancelled, &err, &ask())
+        .await
+        .unwrap());
+    assert_eq!(next(&mut rx).await, Notice::Outbox);
+    assert_eq!(
+        next(&mut rx).await,
+        ended,
+        "the request's node, not the writer's"
+    );
+    // A write that changes nothing tells nobody.
+    assert!(!b
+        .end(req.key, Status::Cancelled, &err, &ask())
+        .await
+        .unwrap());
+
+    terminate(&db, "askrelay-listen b").await;
+    assert_eq!(next(&mut rx).await, Notice::Resumed);
+    create(&*a, &new_request("n2")).await;
+    assert_eq!(
+        next(&mut rx).await,
+        Notice::Outbox,
+        "heard again after the cut"
+    );
+    assert!(rx.try_recv().is_err(), "nothing else");
+    a.close().await;
+    b.close().await;
+    db.drop_now().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_database_newer_than_this_binary_is_refused_before_migrating() {
+    let db = ScratchDb::create().await.unwrap();
+    open(&db).await.close().await;
+    let mut conn = PgConnection::connect(&db.url).await.unwrap();
+    sqlx::query(
+        "INSERT INTO _sqlx_migrations (version, description, success, checksum, \
+         execution_time) VALUES (987654321, 'from the future', true, '\\x00', 0)",
+    )
+    .execute(&mut conn)
+    .await
+    .unwrap();
+    conn.close().await.unwrap();
+    let err = match PgStore::open(&db.url, &PostgresConfig::default()).await {
+        Ok(_) => panic!("a newer schema was accepted"),
+        Err(e) => format!("{e:#}"),
+    };
+    let known = super::connect::MIGRATOR
+        .iter()
+        .map(|m| m.version)
+        .max()
+        .unwrap();
+    assert!(
+        err.contains("version 987654321")
+            && err.contains(&format!("({known})"))
+            && err.contains("upgrade askrelay"),
+        "{err}"
+    );
+    db.drop_now().await.unwrap();
+}
+
+#[tokio::test]
+async fn the_password_never_shows_in_an_error() {
+    let config = PostgresConfig {
+        connect_timeout_secs: 5,
+        ..PostgresConfig::default()
+    };
+    for url in [
+        "postgres://askrelay:Sup3r-s3cret@127.0.0.1:1/askrelay",
+        "postgresql://askrelay@127.0.0.1:1/askrelay?password=Sup3r-s3cret",
+    ] {
+        let err = match PgStore::open(url, &config).await {
+            Ok(_) => panic!("nothing listens on port 1"),
+            Err(e) => e,
+        };
+        for shown in [format!("{err:#}"), format!("{err:?}")] {
+            assert!(!shown.contains("Sup3r-s3cret"), "{shown}");
+            assert!(shown.contains("***"), "the URL is shown, redacted: {shown}");
+        }
+    }
+    // A bad password, refused by the server: neither does its error.
+    let db = ScratchDb::create().await.unwrap();
+    let mut url = url::Url::parse(&db.url).unwrap();
+    url.set_username("askrelay_nobody").unwrap();
+    url.set_password(Some("Sup3r-s3cret")).unwrap();
+    if let Err(e) = PgStore::open(url.as_str(), &config).await {
+        assert!(!format!("{e:#} {e:?}").contains("Sup3r-s3cret"), "{e:#}");
+    }
+    db.drop_now().await.unwrap();
+}
+
+#[tokio::test]
+async fn sslmode_require_connects_over_tls() {
+    let db = ScratchDb::create().await.unwrap();
+    let mut conn = PgConnection::connect(&db.url).await.unwrap();
+    let ssl: String = sqlx::query_scalar("SHOW ssl")
+        .fetch_one(&mut conn)
+        .await
+        .unwrap();
+    conn.close().await.unwrap();
+    if ssl != "on" {
+        eprintln!("skipped: the test server does not offer TLS");
+        db.drop_now().await.unwrap();
+        return;
+    }
+    let config = PostgresConfig {
+        sslmode: Some("require".into()),
+        ..PostgresConfig::default()
+    };
+    let store = PgStore::open(&db.url, &config).await.unwrap();
+    let tls: bool = sqlx::query_scalar("SELECT ssl FROM pg_stat_ssl WHERE pid = pg_backend_pid()")
+        .fetch_one(store.raw_pool())
+        .await
+        .unwrap();
+    assert!(tls);
+    store.close().await;
+    db.drop_now().await.unwrap();
+}

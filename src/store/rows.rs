@@ -1,0 +1,269 @@
+//! Rows as both SQL backends read them back. The SQLite and PostgreSQL schemas store a request,
+//! an answer and an outbox row in the same columns (see `migrations/` and
+//! `migrations/postgres/`), so turning those columns into the core's values is written once,
+//! here: a backend only chooses how to select them.
+
+use crate::core::answer::Settlement;
+use crate::core::error::{AskError, ErrorCode};
+use crate::core::expiry::{Expiry, OnExpire};
+use crate::core::request::{Actor, Answered, EditState, Outcome, Peer, Post, Request, Status, Via};
+use anyhow::{Context, Result};
+use std::sync::Arc;
+
+/// The columns of `requests` that make a [`Request`]. `context_json` is only in the reads that
+/// select it (what answerers show), and `node` only in the PostgreSQL schema; a read without
+/// them leaves them `None`.
+#[derive(sqlx::FromRow)]
+pub(super) struct RequestRow {
+    key: i64,
+    request_id: String,
+    token: Option<String>,
+    questions_json: String,
+    caller_json: String,
+    scope_json: String,
+    status: String,
+    answerer: Option<String>,
+    route: Option<String>,
+    peer_uid: Option<i64>,
+    peer_pid: Option<i32>,
+    created_at: i64,
+    ended_at: Option<i64>,
+    result_json: Option<String>,
+    error_code: Option<String>,
+    error_message: Option<String>,
+    expire_at: Option<i64>,
+    on_expire: Option<String>,
+    #[sqlx(default)]
+    context_json: Option<String>,
+    #[sqlx(default)]
+    node: Option<String>,
+}
+
+impl RequestRow {
+    pub(super) fn key(&self) -> i64 {
+        self.key
+    }
+
+    /// The request, with the answer state of its questions (in question order).
+    pub(super) fn into_request(self, answers: Vec<Option<Answered>>) -> Result<Request> {
+        let status = Status::parse(&self.status)
+            .with_context(|| format!("unknown request status {:?} in the database", self.status))?;
+        let outcome = match status {
+            Status::Pending => None,
+            Status::Answered => Some(Outcome::Answered(self.result_json.unwrap_or_default())),
+            _ => {
+                let code = self
+                    .error_code
+                    .as_deref()
+                    .and_then(ErrorCode::parse)
+                    .unwrap_or(ErrorCode::Internal);
+                Some(Outcome::Error(AskError::new(
+                    code,
+                    self.error_message.unwrap_or_default(),
+                )))
+            }
+        };
+        let questions: Vec<crate::core::Question> = serde_json::from_str(&self.questions_json)?;
+        let context = match &self.context_json {
+            Some(json) => Some(Arc::new(serde_json::from_str(json)?)),
+            None => None,
+        };
+        let expiry = match self.expire_at {
+            None => None,
+            Some(at_ms) => {
+                let on_expire = match &self.on_expire {
+                    Some(j) => {
+                        serde_json::from_str(j).context("a bad on_expire in the database")?
+                    }
+                    None => OnExpire::Fail,
+                };
+                Some(Expiry { at_ms, on_expire })
+            }
+        };
+        Ok(Request {
+            key: self.key,
+            request_id: self.request_id,
+            token: self.token.unwrap_or_default(),
+            questions: questions.into(),
+            context,
+            caller: serde_json::from_str(&self.caller_json)?,
+            scope: serde_json::from_str(&self.scope_json)?,
+            status,
+            answerer: self.answerer,
+            route: self.route,
+            peer: Peer {
+                uid: self.peer_uid.and_then(|u| u32::try_from(u).ok()),
+                pid: self.peer_pid,
+            },
+            created_at_ms: self.created_at,
+            ended_at_ms: self.ended_at,
+            outcome,
+            answers,
+            expiry,
+            node: self.node,
+        })
+    }
+}
+
+/// The answer columns of one row of `questions`.
+#[derive(sqlx::FromRow)]
+pub(super) struct AnswerRow {
+    pub(super) request_key: i64,
+    answered_at: Option<i64>,
+    answered_by: Option<String>,
+    answered_via: Option<String>,
+    answered_id: Option<String>,
+    answered_note: Option<String>,
+    selected_json: Option<String>,
+    custom: Option<String>,
+}
+
+impl AnswerRow {
+    /// The answer, or `None` while the question is open.
+    pub(super) fn into_answer(self) -> Result<Option<Answered>> {
+        answered(
+            self.answered_at,
+            self.answered_by,
+            self.answered_via,
+            self.answered_id,
+            self.answered_note,
+            self.selected_json,
+            self.custom,
+        )
+    }
+}
+
+fn answered(
+    at: Option<i64>,
+    by: Option<String>,
+    via: Option<String>,
+    id: Option<String>,
+    note: Option<String>,
+    selected: Option<String>,
+    custom: Option<String>,
+) -> Result<Option<Answered>> {
+    let Some(at_ms) = at else { return Ok(None) };
+    Ok(Some(Answered {
+        actor: Actor {
+            via: via.as_deref().and_then(Via::parse).unwrap_or(Via::Terminal),
+            name: by.unwrap_or_default(),
+            id: id.unwrap_or_default(),
+            note,
+        },
+        at_ms,
+        settlement: Settlement {
+            selected: serde_json::from_str(selected.as_deref().unwrap_or("[]"))?,
+            custom,
+        },
+    }))
+}
+
+/// One row of `posts`.
+#[derive(sqlx::FromRow)]
+pub(super) struct PostRow {
+    pub(super) request_key: i64,
+    idx: i64,
+    answerer: String,
+    slot: String,
+    channel: String,
+    guild: Option<String>,
+    nonce: String,
+    message: Option<String>,
+    attempts: i64,
+    last_error: Option<String>,
+    edited: Option<String>,
+}
+
+impl PostRow {
+    pub(super) fn into_post(self) -> Post {
+        Post {
+            idx: self.idx as usize,
+            answerer: self.answerer,
+            slot: self.slot,
+            channel: self.channel,
+            guild: self.guild,
+            nonce: self.nonce,
+            message: self.message,
+            attempts: self.attempts,
+            last_error: self.last_error,
+            edited: EditState::parse(self.edited.as_deref()),
+        }
+    }
+}
+
+/// The answers of a request's questions as one JSON array (a backend's `answers_json`):
+/// `[idx, answered_at, by, via, id, note, selected_json, custom]` per question, in any order.
+pub(super) fn answers_from_json(json: &str) -> Result<Vec<Option<Answered>>> {
+    type Row = (
+        usize,
+        Option<i64>,
+        Option<String>,
+        Option<String>,
+        Option<String>,
+        Option<String>,
+        Option<String>,
+        Option<String>,
+    );
+    let mut rows: Vec<Row> = serde_json::from_str(json)?;
+    rows.sort_by_key(|r| r.0);
+    rows.into_iter()
+        .map(|(_, at, by, via, id, note, selected, custom)| {
+            answered(at, by, via, id, note, selected, custom)
+        })
+        .collect()
+}
+
+/// A request's outbox rows as one JSON array (a backend's `posts_json`), in question order
+/// (and slot order, byte-wise, within a question).
+pub(super) fn posts_from_json(json: &str) -> Result<Vec<Post>> {
+    type Row = (
+        i64,
+        usize,
+        String,
+        String,
+        Option<String>,
+        String,
+        Option<String>,
+        i64,
+        Option<String>,
+        Option<String>,
+        String,
+    );
+    let mut rows: Vec<Row> = serde_json::from_str(json)?;
+    rows.sort_by(|a, b| (a.1, &a.10).cmp(&(b.1, &b.10)));
+    Ok(rows
+        .into_iter()
+        .map(
+            |(
+                _,
+                idx,
+                answerer,
+                channel,
+                guild,
+                nonce,
+                message,
+                attempts,
+                last_error,
+                edited,
+                slot,
+            )| {
+                Post {
+                    idx,
+                    answerer,
+                    slot,
+                    channel,
+                    guild,
+                    nonce,
+                    message,
+                    attempts,
+                    last_error,
+                    edited: EditState::parse(edited.as_deref()),
+                }
+            },
+        )
+        .collect())
+}
+
+/// The columns of `posts` in the order [`posts_from_json`] reads them, and [`PostRow`] by name.
+pub(super) const POST_COLUMNS: &str =
+    "request_key, idx, answerer, channel, guild, nonce, message, attempts, last_error, edited, slot";

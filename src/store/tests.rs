@@ -1,0 +1,558 @@
+//! The store contract, checked against every backend: each `check_*` takes a fresh store and
+//! asserts what [`Store`] promises, and [`both_backends!`] runs it on SQLite (a file in a temp
+//! dir) and on PostgreSQL (a scratch database, see [`super::postgres::scratch`]).
+
+use super::postgres::scratch::ScratchDb;
+use super::postgres::PgStore;
+use super::sqlite::SqliteStore;
+use crate::config::PostgresConfig;
+use crate::core::answer::Settlement;
+use crate::core::error::AskError;
+use crate::core::model::{Caller, Question, QuestionOption, Scope};
+use crate::core::request::{
+    Actor, AuditAction, AuditEntry, Created, DuePost, EditState, NewRequest, Peer, PlannedPost,
+    SettleOutcome, Source, Status, Timer,
+};
+use crate::core::store::{Holder, Page, Pruned, Store, Visibility};
+use std::sync::Arc;
+
+/// A store under test, with a way past it to the raw database.
+pub(crate) struct TestStore {
+    pub store: Arc<dyn Store>,
+    raw: Raw,
+    _keep: Keep,
+}
+
+enum Raw {
+    Sqlite(sqlx::SqlitePool),
+    Pg(sqlx::PgPool),
+}
+
+/// What must outlive the store: its directory or its database.
+enum Keep {
+    Dir(#[allow(dead_code, reason = "held for its Drop")] tempfile::TempDir),
+    Db(#[allow(dead_code, reason = "held for its Drop")] ScratchDb),
+}
+
+impl TestStore {
+    /// Runs one statement on the database directly, as another client would.
+    async fn exec(&self, sql: &str) -> Result<u64, sqlx::Error> {
+        match &self.raw {
+            Raw::Sqlite(p) => Ok(sqlx::query(sql).execute(p).await?.rows_affected()),
+            Raw::Pg(p) => Ok(sqlx::query(sql).execute(p).await?.rows_affected()),
+        }
+    }
+}
+
+pub(crate) async fn sqlite() -> TestStore {
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("sqlite://{}", dir.path().join("a/b.db").display());
+    let store = SqliteStore::open(&url, None).await.unwrap();
+    TestStore {
+        raw: Raw::Sqlite(store.raw_pool().clone()),
+        store: Arc::new(store),
+        _keep: Keep::Dir(dir),
+    }
+}
+
+/// A PostgreSQL store on a database of its own, leased as node `test`, as a daemon runs it.
+pub(crate) async fn postgres() -> TestStore {
+    let db = ScratchDb::create().await.unwrap();
+    let store = PgStore::open(&db.url, &PostgresConfig::default())
+        .await
+        .unwrap();
+    store.acquire_lease(&holder("test", 1)).await.unwrap();
+    TestStore {
+        raw: Raw::Pg(store.raw_pool().clone()),
+        store: Arc::new(store),
+        _keep: Keep::Db(db),
+    }
+}
+
+pub(crate) fn holder(node: &str, pid: u32) -> Holder {
+    Holder {
+        pid,
+        host: format!("host-{node}"),
+        node: node.into(),
+    }
+}
+
+fn question(id: &str) -> Question {
+    Question {
+        id: id.into(),
+        question: "Go?".into(),
+        header: None,
+        options: vec![
+            QuestionOption {
+                label: "Yes".into(),
+                description: None,
+            },
+            QuestionOption {
+                label: "No".into(),
+                description: None,
+            },
+        ],
+        multi_select: false,
+    }
+}
+
+pub(crate) fn new_request(id: &str) -> NewRequest {
+    NewRequest {
+        request_id: id.into(),
+        token: format!("tok-{id}"),
+        questions: vec![question("q")].into(),
+        context: None,
+        caller: Caller::default(),
+        scope: Scope::new(),
+        peer: Peer {
+            uid: Some(1000),
+            pid: Some(42),
+        },
+        answerer: "terminal".into(),
+        route: None,
+        created_at_ms: 1,
+        expiry: None,
+        node: None,
+    }
+}
+
+/// A request of two questions.
+pub(crate) fn two_questions(id: &str) -> NewRequest {
+    let mut new = new_request(id);
+    new.questions = vec![question("q1"), question("q2")].into();
+    new
+}
+
+pub(crate) fn finish(all: &[Settlement]) -> String {
+    format!("{all:?}")
+}
+
+pub(crate) fn person(name: &str) -> Actor {
+    Actor::local(Some(1000), Some(name.into()), None)
+}
+
+pub(crate) fn ask() -> AuditEntry {
+    AuditEntry {
+        action: AuditAction::Ask,
+        ..Default::default()
+    }
+}
+
+/// An audit entry about one request.
+fn about(key: i64) -> AuditEntry {
+    AuditEntry {
+        request_key: Some(key),
+        ..Default::default()
+    }
+}
+
+pub(crate) async fn create(store: &dyn Store, new: &NewRequest) -> crate::core::request::Request {
+    match store.create(new, &[], &ask()).await.unwrap() {
+        Created::New(req) => req,
+        Created::Existing(_) => panic!("expected a new request"),
+    }
+}
+
+fn planned(idx: usize, slot: &str) -> PlannedPost {
+    PlannedPost {
+        idx,
+        slot: slot.into(),
+        channel: format!("chan-{idx}{slot}"),
+        guild: (idx == 0).then(|| "guild".to_owned()),
+        nonce: format!("nonce-{idx}{slot}"),
+    }
+}
+
+async fn check_first_settlement_wins_and_completes_the_request(t: TestStore) {
+    let store = &*t.store;
+    let req = create(store, &new_request("r1")).await;
+    assert_eq!(req.peer.uid, Some(1000));
+    let answer = AuditEntry {
+        request_key: Some(req.key),
+        action: AuditAction::Answer,
+        ..Default::default()
+    };
+    let won = store
+        .settle(
+            req.key,
+            0,
+            &Settlement::choice(1),
+            &person("alice"),
+            5,
+            &answer,
+            None,
+            &finish,
+        )
+        .await
+        .unwrap();
+    let expected = finish(&[Settlement::choice(1)]);
+    assert_eq!(
+        won,
+        SettleOutcome::Won {
+            result: Some(expected)
+        }
+    );
+    let lost = store
+        .settle(
+            req.key,
+            0,
+            &Settlement::choice(0),
+            &person("bob"),
+            6,
+            &answer,
+            None,
+            &finish,
+        )
+        .await
+        .unwrap();
+    assert!(matches!(lost, SettleOutcome::AlreadyAnswered(a) if a.actor.name == "alice"));
+    assert!(matches!(
+        store.create(&new_request("r1"), &[], &ask()).await.unwrap(),
+        Created::Existing(r) if r.status == Status::Answered
+    ));
+    let rows = store.audit_rows(Some(req.key)).await.unwrap();
+    let accepted: Vec<bool> = rows.iter().map(|r| r.accepted).collect();
+    assert_eq!(accepted, [false, true, false], "ask, won, lost");
+}
+
+async fn check_the_audit_log_is_append_only(t: TestStore) {
+    let store = &*t.store;
+    store
+        .audit(&AuditEntry {
+            source: Source::Socket,
+            action: AuditAction::Ask,
+            accepted: true,
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    let err = t.exec("DELETE FROM audit").await.unwrap_err();
+    assert!(err.to_string().contains("append-only"), "{err}");
+    assert_eq!(store.audit_rows(None).await.unwrap().len(), 1);
+}
+
+async fn check_pruning_deletes_only_what_ended_and_audit_rows_older_than_the_cutoff(t: TestStore) {
+    let store = &*t.store;
+    let mut keys = Vec::new();
+    for id in ["ended", "open"] {
+        keys.push(create(store, &new_request(id)).await.key);
+    }
+    let err = AskError::aborted("gone");
+    assert!(store
+        .end(keys[0], Status::Cancelled, &err, &ask())
+        .await
+        .unwrap());
+    store.save_draft(keys[0], 0, "u", &[1]).await.unwrap();
+    let far = i64::MAX;
+    let pruned = store.prune(Some(far), None).await.unwrap();
+    assert_eq!(
+        pruned,
+        Pruned {
+            requests: 1,
+            audit: 0
+        }
+    );
+    assert!(store.by_id("ended").await.unwrap().is_none());
+    assert!(
+        store.by_id("open").await.unwrap().is_some(),
+        "pending stays"
+    );
+    let before = store.audit_rows(None).await.unwrap();
+    assert_eq!(before.len(), 3, "the audit rows outlive their request");
+    // Only rows older than the cutoff go, and the window closes with the transaction.
+    let cutoff = before[2].at_ms;
+    let pruned = store.prune(None, Some(cutoff)).await.unwrap();
+    assert_eq!(
+        pruned.audit,
+        before.iter().filter(|r| r.at_ms < cutoff).count() as u64
+    );
+    let err = t.exec("DELETE FROM audit").await.unwrap_err();
+    assert!(err.to_string().contains("append-only"), "{err}");
+    let err = t.exec("UPDATE audit SET detail = 'x'").await.unwrap_err();
+    assert!(err.to_string().contains("append-only"), "{err}");
+}
+
+/// A request is stored with its questions, outbox rows and audit row, once; the outbox, the
+/// timers, the drafts and the schedules then move as the contract says.
+async fn check_the_outbox_timers_drafts_and_schedules(t: TestStore) {
+    let store = &*t.store;
+    let new = two_questions("o1");
+    let posts = [planned(0, ""), planned(1, ""), planned(0, "dm")];
+    let Created::New(req) = store.create(&new, &posts, &ask()).await.unwrap() else {
+        panic!("expected a new request")
+    };
+    assert!(matches!(
+        store.create(&new, &posts, &ask()).await.unwrap(),
+        Created::Existing(r) if r.key == req.key
+    ));
+    let (read, stored) = store.by_token("tok-o1").await.unwrap().unwrap();
+    assert_eq!(read.key, req.key);
+    assert_eq!(read.answers, vec![None, None]);
+    let slots: Vec<(usize, &str)> = stored.iter().map(|p| (p.idx, p.slot.as_str())).collect();
+    assert_eq!(
+        slots,
+        [(0, ""), (0, "dm"), (1, "")],
+        "in question and slot order"
+    );
+    assert_eq!(stored[0].guild.as_deref(), Some("guild"));
+    assert_eq!(stored[0].nonce, "nonce-0");
+    assert_eq!(store.audit_rows(Some(req.key)).await.unwrap().len(), 1);
+    let due = store.outbox_due(Some("terminal")).await.unwrap();
+    assert_eq!(due.len(), 3, "{due:?}");
+    assert!(due.iter().all(|d| d.unposted && d.due_since_ms == 1));
+    assert!(store.outbox_due(Some("discord")).await.unwrap().is_empty());
+
+    store
+        .record_post(req.key, 0, "terminal", "", "m0", None, Some("g2"))
+        .await
+        .unwrap();
+    store
+        .record_post_failure(req.key, 1, "terminal", "", "boom")
+        .await
+        .unwrap();
+    let posts = store.posts(&[req.key, 999]).await.unwrap();
+    assert_eq!(posts.len(), 1);
+    let main = &posts[&req.key][0];
+    assert_eq!(
+        (
+            main.message.as_deref(),
+            main.guild.as_deref(),
+            main.attempts
+        ),
+        (Some("m0"), Some("g2"), 1)
+    );
+    assert_eq!(posts[&req.key][2].last_error.as_deref(), Some("boom"));
+
+    // A timer step adds its rows once; a stale step does nothing.
+    let timer = Timer {
+        request_key: req.key,
+        name: "remind".into(),
+        fired: 1,
+        due_at_ms: Some(100),
+    };
+    let note = [planned(0, "note:remind")];
+    assert!(store
+        .advance_timer(req.key, "terminal", None, &timer, &note)
+        .await
+        .unwrap());
+    assert!(!store
+        .advance_timer(req.key, "terminal", None, &timer, &note)
+        .await
+        .unwrap());
+    assert_eq!(store.timers("terminal").await.unwrap(), vec![timer.clone()]);
+    let next = Timer {
+        fired: 2,
+        due_at_ms: None,
+        ..timer.clone()
+    };
+    assert!(store
+        .advance_timer(req.key, "terminal", Some(1), &next, &[])
+        .await
+        .unwrap());
+    assert!(store.timers("terminal").await.unwrap().is_empty(), "done");
+    store
+        .plan_posts(req.key, "terminal", &[planned(1, "late")])
+        .await
+        .unwrap();
+    let (_, stored) = store.with_posts_by_key(req.key).await.unwrap().unwrap();
+    assert_eq!(stored.len(), 5);
+
+    // Drafts are per person and replaced.
+    assert!(store.draft(req.key, 1, "u").await.unwrap().is_empty());
+    store.save_draft(req.key, 1, "u", &[0]).await.unwrap();
+    store.save_draft(req.key, 1, "u", &[0, 1]).await.unwrap();
+    assert_eq!(store.draft(req.key, 1, "u").await.unwrap(), [0, 1]);
+
+    // An answer makes the posted message due for an edit, until the edit is recorded.
+    let won = store
+        .settle(
+            req.key,
+            0,
+            &Settlement::choice(0),
+            &person("alice"),
+            50,
+            &ask(),
+            None,
+            &finish,
+        )
+        .await
+        .unwrap();
+    assert_eq!(won, SettleOutcome::Won { result: None });
+    let edits: Vec<DuePost> = store
+        .outbox_due(None)
+        .await
+        .unwrap()
+        .into_iter()
+        .filter(|d| !d.unposted)
+        .collect();
+    assert_eq!(edits.len(), 1, "{edits:?}");
+    assert_eq!((edits[0].idx, edits[0].due_since_ms), (0, 50));
+    store
+        .record_edit(req.key, 0, "terminal", "", EditState::Settled)
+        .await
+        .unwrap();
+    assert!(store
+        .outbox_due(None)
+        .await
+        .unwrap()
+        .iter()
+        .all(|d| d.unposted));
+
+    // Ending it: once, with the error, and nothing is due to post any more.
+    let err = AskError::aborted("gone");
+    assert!(store
+        .end(req.key, Status::Cancelled, &err, &about(req.key))
+        .await
+        .unwrap());
+    assert!(!store
+        .end(req.key, Status::Expired, &err, &about(req.key))
+        .await
+        .unwrap());
+    let ended = store.by_key(req.key).await.unwrap().unwrap();
+    assert_eq!(ended.status, Status::Cancelled);
+    assert_eq!(ended.error().map(|e| e.message.as_str()), Some("gone"));
+    assert!(store
+        .outbox_due(None)
+        .await
+        .unwrap()
+        .iter()
+        .all(|d| !d.unposted));
+    assert!(!store
+        .advance_timer(req.key, "terminal", Some(2), &next, &[])
+        .await
+        .unwrap());
+    let late = store
+        .settle(
+            req.key,
+            1,
+            &Settlement::choice(0),
+            &person("bob"),
+            60,
+            &about(req.key),
+            None,
+            &finish,
+        )
+        .await
+        .unwrap();
+    assert_eq!(late, SettleOutcome::Ended(Status::Cancelled));
+    let accepted: Vec<bool> = store
+        .audit_rows(Some(req.key))
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| r.accepted)
+        .collect();
+    assert_eq!(
+        accepted,
+        [false, true, true, false, false],
+        "ask, answer, end, the second end, late"
+    );
+
+    // Schedules move only from where the caller read them.
+    assert_eq!(store.schedule_due("digest").await.unwrap(), None);
+    assert!(store.advance_schedule("digest", None, 10).await.unwrap());
+    assert!(!store.advance_schedule("digest", None, 11).await.unwrap());
+    assert!(!store.advance_schedule("digest", Some(9), 12).await.unwrap());
+    assert!(store
+        .advance_schedule("digest", Some(10), 20)
+        .await
+        .unwrap());
+    assert_eq!(store.schedule_due("digest").await.unwrap(), Some(20));
+    store.writable().await.unwrap();
+}
+
+/// Listings page by key, pending oldest first and history newest first, and an owner sees
+/// only their own.
+async fn check_listings(t: TestStore) {
+    let store = &*t.store;
+    let mut keys = Vec::new();
+    for (i, uid) in [1000, 1001, 1000].into_iter().enumerate() {
+        let mut new = new_request(&format!("l{i}"));
+        new.peer.uid = Some(uid);
+        keys.push(create(store, &new).await.key);
+    }
+    let err = AskError::aborted("gone");
+    store
+        .end(keys[1], Status::Cancelled, &err, &ask())
+        .await
+        .unwrap();
+    let page = |after| Page { limit: 10, after };
+    let ids = |reqs: Vec<crate::core::request::Request>| -> Vec<i64> {
+        reqs.into_iter().map(|r| r.key).collect()
+    };
+    assert_eq!(
+        ids(store.pending(Visibility::All, page(None)).await.unwrap()),
+        [keys[0], keys[2]]
+    );
+    assert_eq!(
+        ids(store.history(Visibility::All, page(None)).await.unwrap()),
+        [keys[2], keys[1], keys[0]]
+    );
+    assert_eq!(
+        ids(store
+            .history(Visibility::All, page(Some(keys[2])))
+            .await
+            .unwrap()),
+        [keys[1], keys[0]]
+    );
+    assert_eq!(
+        ids(store
+            .history(Visibility::Owner(1001), page(None))
+            .await
+            .unwrap()),
+        [keys[1]]
+    );
+    assert_eq!(
+        ids(store
+            .pending(
+                Visibility::Owner(1000),
+                Page {
+                    limit: 1,
+                    after: None
+                }
+            )
+            .await
+            .unwrap()),
+        [keys[0]]
+    );
+    let pending: Vec<i64> = store
+        .all_pending()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|(r, _)| r.key)
+        .collect();
+    assert_eq!(pending, [keys[0], keys[2]]);
+}
+
+/// Runs each check on both backends, as two tests.
+macro_rules! both_backends {
+    ($($check:ident => $name:ident),* $(,)?) => {
+        mod on_sqlite {
+            $(
+                #[tokio::test]
+                async fn $name() {
+                    super::$check(super::sqlite().await).await
+                }
+            )*
+        }
+        mod on_postgres {
+            $(
+                #[tokio::test]
+                async fn $name() {
+                    super::$check(super::postgres().await).await
+                }
+            )*
+        }
+    };
+}
+
+both_backends! {
+    check_first_settlement_wins_and_completes_the_request =>
+        first_settlement_wins_and_completes_the_request,
+    check_the_audit_log_is_append_only => the_audit_log_is_append_only,
+    check_pruning_deletes_only_what_ended_and_audit_rows_older_than_the_cutoff =>
+        pruning_deletes_only_what_ended_and_audit_rows_older_than_the_cutoff,
+    check_the_outbox_timers_drafts_and_schedules => the_outbox_timers_drafts_and_schedules,
+    check_listings => listings,
+}
