@@ -50,10 +50,9 @@ async fn run(
                     notices = subscribe(&cluster).await;
                 }
             }
-            _ = polls.tick() => {
-                hub.catch_up().await;
-                hub.wake_answerers();
-            }
+            // Lost outbox notices are the repair loop's (it runs every
+            // discord.repair_interval_secs anyway); lost answers are this poll's.
+            _ = polls.tick() => hub.catch_up().await,
             notice = next(&mut notices) => match notice {
                 Some(Notice::Outbox) => hub.wake_answerers(),
                 Some(Notice::Ended { key, node }) => {

@@ -1379,10 +1379,12 @@ impl Core for Hub {
     }
 
     async fn is_pending(&self, req: &Request) -> bool {
-        if self.owned_here(req) {
-            return Hub::is_pending(self, &req.request_id);
+        if Hub::is_pending(self, &req.request_id) {
+            return true;
         }
-        // Another node's request (this one leads): the store knows, memory does not.
+        // Not live: it ended, or it is another node's (this one leads), or it was stored a
+        // moment ago and is not live yet (a repair pass woken by its notice got there first).
+        // The store knows.
         match self.inner.store.by_key(req.key).await {
             Ok(Some(r)) => r.status == Status::Pending,
             Ok(None) => false,

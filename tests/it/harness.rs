@@ -7,6 +7,9 @@
 //!
 //! Every wait has a deadline and says what it waited for when it runs out, so a broken
 //! behaviour fails the test instead of hanging it.
+//!
+//! The store is a SQLite file in the test's temp dir, or, with `ASKRELAY_TEST_BACKEND=postgres`,
+//! a fresh PostgreSQL database per test ([`TestDb`]): the same tests, run twice by `.ci/run`.
 
 use crate::support::fixtures::{self, At, Clicker};
 use crate::support::standin::StandIn;
@@ -14,6 +17,7 @@ use askrelay::client::Client;
 use askrelay::config::{Config, Secret, Snowflake};
 use askrelay::core::Phase;
 use askrelay::daemon::{Daemon, DaemonHooks};
+use askrelay::store::postgres::scratch::ScratchDb;
 use serde_json::{json, Value};
 use std::future::Future;
 use std::path::{Path, PathBuf};
@@ -39,11 +43,74 @@ pub async fn within<T>(what: &str, f: impl Future<Output = T>) -> T {
     }
 }
 
+/// Whether this run's tests use PostgreSQL (`ASKRELAY_TEST_BACKEND=postgres`) instead of SQLite.
+pub fn on_postgres() -> bool {
+    std::env::var("ASKRELAY_TEST_BACKEND").is_ok_and(|b| b == "postgres")
+}
+
+/// One test's database: a SQLite file, or a PostgreSQL database of its own that is dropped
+/// with this value.
+pub struct TestDb {
+    pub url: String,
+    _scratch: Option<ScratchDb>,
+}
+
+impl TestDb {
+    /// A SQLite file at `sqlite_path`, or (on PostgreSQL) a new database.
+    pub fn new(sqlite_path: &Path) -> TestDb {
+        if !on_postgres() {
+            return TestDb {
+                url: format!("sqlite://{}", sqlite_path.display()),
+                _scratch: None,
+            };
+        }
+        // Sync callers (the config builders) run inside the test's runtime, where blocking on
+        // a future panics: create it on a thread with a runtime of its own.
+        let scratch = std::thread::spawn(|| {
+            tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .unwrap()
+                .block_on(async {
+                    sweep_scratch_databases().await;
+                    ScratchDb::create().await
+                })
+        })
+        .join()
+        .unwrap()
+        .unwrap_or_else(|e| {
+            panic!("ASKRELAY_TEST_BACKEND=postgres needs a PostgreSQL server ({e:#})")
+        });
+        TestDb {
+            url: scratch.url.clone(),
+            _scratch: Some(scratch),
+        }
+    }
+
+    /// The URL, for a config that outlives this value's scope: the database is left for the
+    /// next run's sweep to drop.
+    pub fn leak(self) -> String {
+        let url = self.url.clone();
+        std::mem::forget(self);
+        url
+    }
+}
+
+/// Drops the scratch databases of earlier test processes that are gone (a test that panicked,
+/// or a config that leaked its database), once per process.
+async fn sweep_scratch_databases() {
+    static SWEPT: std::sync::OnceLock<()> = std::sync::OnceLock::new();
+    if SWEPT.set(()).is_err() {
+        return;
+    }
+    let _ = ScratchDb::sweep_orphans().await;
+}
+
 /// A config rooted in `dir`, with the terminal answerer on and no Discord.
 pub fn test_config(dir: &Path) -> Config {
     let mut config = Config {
         socket_path: dir.join("askrelay.sock"),
-        database_url: format!("sqlite://{}", dir.join("state/askrelay.db").display()),
+        database_url: TestDb::new(&dir.join("state/askrelay.db")).leak(),
         ..Config::default()
     };
     config.terminal.enabled = Some(true);
@@ -57,6 +124,8 @@ pub struct App {
     pub daemon: Option<Daemon>,
     standin: Option<StandIn>,
     hooks: DaemonHooks,
+    /// Declared last: dropped after the daemon.
+    _db: TestDb,
 }
 
 impl App {
@@ -85,7 +154,13 @@ impl App {
         tweak: impl FnOnce(&mut Config),
     ) -> App {
         let dir = tempfile::tempdir().unwrap();
-        let mut config = test_config(dir.path());
+        let db = TestDb::new(&dir.path().join("state/askrelay.db"));
+        let mut config = Config {
+            socket_path: dir.path().join("askrelay.sock"),
+            database_url: db.url.clone(),
+            ..Config::default()
+        };
+        config.terminal.enabled = Some(true);
         if let Some(s) = &standin {
             config.terminal.enabled = Some(false);
             config.discord.token = Some(Secret::new("test-bot-token"));
@@ -109,6 +184,7 @@ impl App {
             daemon: Some(daemon),
             standin,
             hooks,
+            _db: db,
         }
     }
 
@@ -468,6 +544,7 @@ pub struct Bin {
     dir: PathBuf,
     _owned: Option<TempDir>,
     env: Vec<(String, String)>,
+    _db: Option<TestDb>,
 }
 
 impl Bin {
@@ -481,6 +558,7 @@ impl Bin {
 
     /// In `dir` (which outlives it).
     pub fn in_dir(dir: &Path) -> Bin {
+        let db = TestDb::new(&dir.join("askrelay.db"));
         Bin {
             dir: dir.to_path_buf(),
             _owned: None,
@@ -489,11 +567,9 @@ impl Bin {
                     "ASKRELAY_SOCKET_PATH".into(),
                     dir.join("askrelay.sock").display().to_string(),
                 ),
-                (
-                    "ASKRELAY_DATABASE_URL".into(),
-                    format!("sqlite://{}", dir.join("askrelay.db").display()),
-                ),
+                ("ASKRELAY_DATABASE_URL".into(), db.url.clone()),
             ],
+            _db: Some(db),
         }
     }
 

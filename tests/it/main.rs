@@ -11,6 +11,7 @@ mod approvals;
 mod bench_smoke;
 mod chaos;
 mod cli;
+mod cluster;
 mod commands;
 mod context;
 mod digest;

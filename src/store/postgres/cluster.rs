@@ -13,7 +13,7 @@
 //! anyone else.
 //!
 //! Notices are `NOTIFY`s sent by the store's writes, in their transactions (`askrelay_outbox`
-//! with an empty payload, `askrelay_ended` with `KEY NODE`), and heard here on a listening
+//! with the writing node's id, `askrelay_ended` with `KEY NODE`), and heard here on a listening
 //! connection of its own, `askrelay-listen NODE`. Every answer that counts sends
 //! `askrelay_ended`, not only the last: the owner's view of the request changed. A node hears
 //! its own notices too; they only wake it for work it would find anyway.
@@ -474,9 +474,12 @@ async fn listen(shared: &Shared, name: &str) -> Result<Listening> {
     }
 }
 
-/// What a notification says, if it is one of ours.
-fn notice(channel: &str, payload: &str) -> Option<Notice> {
+/// What a notification says, if it is one of ours and not about this node's own work (`me`):
+/// the node that stored or changed something acts on it itself, and hearing of it again would
+/// only race its own posting and editing.
+fn notice(channel: &str, payload: &str, me: &str) -> Option<Notice> {
     match channel {
+        OUTBOX if payload == me => None,
         OUTBOX => Some(Notice::Outbox),
         ENDED => {
             let (key, node) = payload.split_once(' ')?;
@@ -541,10 +544,12 @@ async fn relay(shared: Arc<Shared>, name: String, listening: Listening, tx: mpsc
             }
         };
         let out = match next {
-            Ok(Some(n)) => match notice(n.channel(), n.payload()) {
-                Some(notice) => notice,
-                None => continue,
-            },
+            Ok(Some(n)) => {
+                match notice(n.channel(), n.payload(), shared.node().unwrap_or_default()) {
+                    Some(notice) => notice,
+                    None => continue,
+                }
+            }
             Ok(None) => {
                 tracing::info!("the notice stream was cut and is back");
                 Notice::Resumed
@@ -584,22 +589,23 @@ mod tests {
 
     #[test]
     fn notices_are_read_from_their_channel_and_payload() {
-        assert_eq!(notice(OUTBOX, ""), Some(Notice::Outbox));
+        assert_eq!(notice(OUTBOX, "b", "a"), Some(Notice::Outbox));
+        assert_eq!(notice(OUTBOX, "a", "a"), None, "a node's own work");
         assert_eq!(
-            notice(ENDED, &ended_payload(42, Some("node a"))),
+            notice(ENDED, &ended_payload(42, Some("node a")), "a"),
             Some(Notice::Ended {
                 key: 42,
                 node: "node a".into()
             })
         );
         assert_eq!(
-            notice(ENDED, &ended_payload(7, None)),
+            notice(ENDED, &ended_payload(7, None), "a"),
             Some(Notice::Ended {
                 key: 7,
                 node: String::new()
             })
         );
-        assert_eq!(notice(ENDED, "x y"), None);
-        assert_eq!(notice("other", ""), None);
+        assert_eq!(notice(ENDED, "x y", "a"), None);
+        assert_eq!(notice("other", "", "a"), None);
     }
 }

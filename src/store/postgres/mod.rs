@@ -307,7 +307,7 @@ impl Store for PgStore {
                  INSERT INTO audit (at, request_key, question_idx, source, actor, action, \
                      detail, accepted) \
                  SELECT $10, r.key, $20, $21, $22, $23, $24, $25 FROM r) \
-             SELECT key, pg_notify('askrelay_outbox', '')::text FROM r",
+             SELECT key, pg_notify('askrelay_outbox', COALESCE($14, ''))::text FROM r",
         )
         .bind(&new.request_id)
         .bind(&new.token)
@@ -444,7 +444,7 @@ impl Store for PgStore {
                      SELECT $1, request_key, idx, $10, $11, $12, $13, true FROM won) \
                  SELECT (SELECT count(*) FROM questions q WHERE q.request_key = $8 \
                          AND q.answered_at IS NULL AND q.idx <> $9), \
-                        pg_notify('askrelay_outbox', '')::text, \
+                        pg_notify('askrelay_outbox', $15)::text, \
                         pg_notify('askrelay_ended', $14)::text \
                  FROM won",
             )
@@ -462,6 +462,7 @@ impl Store for PgStore {
             .bind(audit.action.as_str())
             .bind(&audit.detail)
             .bind(cluster::ended_payload(key, node.as_deref()))
+            .bind(self.node().unwrap_or_default())
             .fetch_optional(&mut *tx)
             .await?;
             let Some(open_after) = open_after else {
@@ -546,9 +547,10 @@ impl Store for PgStore {
             insert_audit(&mut tx, &audit, at).await?;
             if let Some(node) = &ended {
                 sqlx::query(
-                    "SELECT pg_notify('askrelay_outbox', ''), pg_notify('askrelay_ended', $1)",
+                    "SELECT pg_notify('askrelay_outbox', $2), pg_notify('askrelay_ended', $1)",
                 )
                 .bind(cluster::ended_payload(key, node.as_deref()))
+                .bind(self.node().unwrap_or_default())
                 .execute(&mut *tx)
                 .await?;
             }

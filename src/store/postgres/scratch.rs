@@ -77,6 +77,30 @@ impl ScratchDb {
         })
     }
 
+    /// Drops the scratch databases whose creating process has ended (its pid, in the name, no
+    /// longer runs on this machine): what a test that panicked, or a config that kept its
+    /// database for a whole run, left behind. How many it dropped.
+    pub async fn sweep_orphans() -> Result<usize> {
+        let admin = Self::admin_url();
+        let mut conn = admin_connection(&admin).await?;
+        let names: Vec<String> = sqlx::query_scalar(
+            "SELECT datname FROM pg_database WHERE datname LIKE 'askrelay\\_t\\_%'",
+        )
+        .fetch_all(&mut conn)
+        .await
+        .context("cannot list the scratch databases")?;
+        let _ = conn.close().await;
+        let mut dropped = 0;
+        for name in names {
+            let pid = name.split('_').nth(2).and_then(|p| p.parse::<u32>().ok());
+            let gone = pid.is_some_and(|p| !std::path::Path::new(&format!("/proc/{p}")).exists());
+            if gone && drop_database(&admin, &name).await.is_ok() {
+                dropped += 1;
+            }
+        }
+        Ok(dropped)
+    }
+
     /// Drops the database now, closing whatever is still connected to it.
     pub async fn drop_now(mut self) -> Result<()> {
         self.dropped = true;
