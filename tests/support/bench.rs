@@ -845,6 +845,40 @@ fn discord_config(dir: &Path) -> Config {
     config
 }
 
+/// The message of the question asked as `request_id`, whose `accepted` line is `accepted`:
+/// the first link, or, when `accepted` has none, the message the stand-in gets within `limit`.
+/// An ask that lands while a repair pass is under way (the one the gateway's READY starts,
+/// say) is posted by that pass, in the background, and its `accepted` says so without a link.
+async fn posted_message(
+    standin: &StandIn,
+    accepted: &Value,
+    request_id: &str,
+    limit: Duration,
+) -> Option<(u64, Value)> {
+    if let Some(link) = accepted["message_links"][0].as_str() {
+        let mid = message_id_of_link(link);
+        return standin.message(mid).map(|m| (mid, m));
+    }
+    let want = question_of(request_id);
+    tokio::time::timeout(
+        limit,
+        standin.wait_for_request(|r| {
+            r.method == "POST"
+                && r.status == 200
+                && r.body.as_ref().is_some_and(|b| shows(b, &want))
+        }),
+    )
+    .await
+    .ok()?;
+    let message = standin
+        .created_messages_from(0)
+        .into_iter()
+        .rev()
+        .find(|m| shows(m, &want))?;
+    let mid = message["id"].as_str()?.parse().ok()?;
+    Some((mid, message))
+}
+
 fn message_id_of_link(link: &str) -> u64 {
     link.rsplit('/')
         .next()
@@ -888,13 +922,9 @@ async fn ask_and_answer_paths(n: usize, warmup: usize, bin: &Path) -> Paths {
         let t0 = Instant::now();
         c.send_raw(line.as_bytes()).await.unwrap();
         let accepted = expect_event(&mut c, "accepted").await;
-        let link = accepted["message_links"][0]
-            .as_str()
-            .unwrap_or_else(|| panic!("bench: accepted without a message link: {accepted}"));
-        let mid = message_id_of_link(link);
-        let message = standin
-            .message(mid)
-            .unwrap_or_else(|| panic!("bench: the stand-in has no message {mid}"));
+        let (mid, message) = posted_message(&standin, &accepted, &request_id, STEP_LIMIT)
+            .await
+            .unwrap_or_else(|| panic!("bench: no message for {accepted}"));
         let nonce = message["nonce"].as_str().unwrap_or_default().to_owned();
         let post = standin
             .wait_for_request(|r| {
@@ -1128,18 +1158,20 @@ async fn memory_rounds(bin: &Path, rounds: usize, per_round: usize) -> MemoryRep
                 .unwrap();
             ids[k % connections].push(id);
         }
-        let mut links = Vec::with_capacity(per_round);
+        let mut messages = Vec::with_capacity(per_round);
         for (c, ids) in conns.iter_mut().zip(&ids) {
             for _ in ids {
                 let ev = expect_event(c, "accepted").await;
-                links.push(message_id_of_link(ev["message_links"][0].as_str().unwrap()));
+                let id = ev["request_id"].as_str().unwrap_or_default();
+                messages.push(
+                    posted_message(&standin, &ev, id, STEP_LIMIT)
+                        .await
+                        .unwrap_or_else(|| panic!("bench: no message for {ev}")),
+                );
             }
         }
-        for mid in &links {
-            let message = standin
-                .message(*mid)
-                .unwrap_or_else(|| panic!("bench: the stand-in has no message {mid}"));
-            click_first_button(&standin, &message, *mid, iid, &clicker).await;
+        for (mid, message) in &messages {
+            click_first_button(&standin, message, *mid, iid, &clicker).await;
             iid += 1;
         }
         for (c, ids) in conns.iter_mut().zip(&ids) {
@@ -1559,10 +1591,11 @@ async fn rate_limits(n: usize, channels: usize, limits: &RateLimits) -> RateRepo
     let go = Arc::new(tokio::sync::Barrier::new(n + 1));
     let mut agents = tokio::task::JoinSet::new();
     for i in 0..n {
-        let (socket, go) = (config.socket_path.clone(), go.clone());
+        let (socket, go, standin) = (config.socket_path.clone(), go.clone(), standin.clone());
         agents.spawn(async move {
             let mut c = connect(&socket).await;
-            let line = ask_line(&format!("burst-{i}"), Some(&format!("p{}", i % channels)));
+            let id = format!("burst-{i}");
+            let line = ask_line(&id, Some(&format!("p{}", i % channels)));
             go.wait().await;
             c.send_json(&line).await.unwrap();
             let ev = bounded(
@@ -1571,11 +1604,9 @@ async fn rate_limits(n: usize, channels: usize, limits: &RateLimits) -> RateRepo
                 expect_event(&mut c, "accepted"),
             )
             .await;
-            let mid = ev["message_links"]
-                .as_array()
-                .and_then(|l| l.first())
-                .and_then(Value::as_str)
-                .map(message_id_of_link);
+            let mid = posted_message(&standin, &ev, &id, Duration::from_secs(600))
+                .await
+                .map(|(mid, _)| mid);
             // A waiting agent keeps its connection: hand it back to be held to the end.
             (mid, c)
         });
