@@ -215,8 +215,10 @@ pub struct ChaosReport {
     /// Leader kills followed by a new live gateway session (a new leader's, or the restarted
     /// node's once it led again).
     pub failovers: usize,
-    /// Those after which another node led (the others: the killed node, restarted at once,
-    /// took the lead back before another tried).
+    /// Those after which another node led: every one where the killed node stayed down until
+    /// another led, and those after an immediate restart where another node said (`health`)
+    /// that it led. A lower bound: a new leader that aborted at its crash point before it
+    /// answered is not counted. In the others the restarted node took the lead back.
     pub lead_moves: usize,
     /// The longest failover: the leader's SIGKILL → the next live gateway session.
     pub longest_failover: Option<Duration>,
@@ -1016,16 +1018,26 @@ impl Monkey {
             ));
             if leader {
                 self.shared.leader_kills.fetch_add(1, Ordering::SeqCst);
-                self.watch_failover(target, killed_at, identified);
                 // Restarted at once, the killed node often takes the lead back before the
                 // others try (every failover_secs / 4): half the time it stays down until
                 // another node leads, so that the takeover of every node's requests is tested
                 // as well.
-                if self.ds.len() > 1
-                    && self.rng.chance(1, 2)
-                    && !self.await_new_leader(target, identified).await
-                {
-                    return self.ds;
+                let stay_down = self.ds.len() > 1 && self.rng.chance(1, 2);
+                self.watch_failover(target, killed_at, identified, !stay_down);
+                if stay_down {
+                    match self.await_new_leader(target, identified).await {
+                        None => return self.ds,
+                        Some(true) => {
+                            // Its node is down: the live session is another node's.
+                            self.shared.lead_moves.fetch_add(1, Ordering::SeqCst);
+                            self.shared.log(format!(
+                                "another node leads; restarting{who} after {:.2} s",
+                                killed_at.elapsed().as_secs_f64()
+                            ));
+                        }
+                        // The failover watch reports it.
+                        Some(false) => {}
+                    }
                 }
             }
             // The last instance never gets a crash point: the end of the run needs it. Once
@@ -1108,11 +1120,9 @@ impl Monkey {
 
     /// With node `down` (the killed leader) down, waits until another node's gateway session
     /// is live, at most [`FAILOVER_LIMIT`] (the failover watch reports a stuck one), restarting
-    /// nodes that exit meanwhile. False when that failed.
-    async fn await_new_leader(&mut self, down: usize, identified: usize) -> bool {
-        let Some(standin) = self.cluster.clone() else {
-            return true;
-        };
+    /// nodes that exit meanwhile. Whether one became live; `None` when a restart failed.
+    async fn await_new_leader(&mut self, down: usize, identified: usize) -> Option<bool> {
+        let standin = self.cluster.clone()?;
         let led = timeout(
             FAILOVER_LIMIT,
             until(&standin, |s| {
@@ -1123,22 +1133,21 @@ impl Monkey {
         loop {
             let wake = tokio::select! {
                 (i, s) = any_exit(&mut self.ds, Some(down)) => Wake::Exited(i, s),
-                _ = &mut led => Wake::Ready,
+                r = &mut led => return Some(r.is_ok()),
             };
-            match wake {
-                Wake::Exited(i, s) => {
-                    if !self.exited(i, s).await {
-                        return false;
-                    }
+            if let Wake::Exited(i, s) = wake {
+                if !self.exited(i, s).await {
+                    return None;
                 }
-                _ => return true,
             }
         }
     }
 
     /// Times the failover after the leader (node `i`) was SIGKILLed at `killed_at`, when the
-    /// stand-in had seen `identified` IDENTIFYs: until the next gateway session is live.
-    fn watch_failover(&self, i: usize, killed_at: Instant, identified: usize) {
+    /// stand-in had seen `identified` IDENTIFYs: until the next gateway session is live. With
+    /// `attribute` (the killed node was restarted at once), it then asks the other nodes
+    /// whether one of them leads, to count the lead as moved.
+    fn watch_failover(&self, i: usize, killed_at: Instant, identified: usize, attribute: bool) {
         let Some(standin) = self.cluster.clone() else {
             return;
         };
@@ -1178,17 +1187,22 @@ impl Monkey {
                     let took = killed_at.elapsed();
                     shared.failovers.lock().unwrap().push(took);
                     // The restarted node may have taken the lead back before any other tried.
-                    let mut by = who.clone();
-                    for (node, socket) in &others {
-                        if says_it_leads(socket).await == Some(true) {
-                            shared.lead_moves.fetch_add(1, Ordering::SeqCst);
-                            by = node.clone();
-                            break;
+                    // A new leader that aborts at its crash point before it answers is not
+                    // counted: the count is a lower bound.
+                    let mut by = "(the monkey waited for another node)".to_owned();
+                    if attribute {
+                        by = format!("{who}, restarted, or a node that did not answer");
+                        for (node, socket) in &others {
+                            if says_it_leads(socket).await == Some(true) {
+                                shared.lead_moves.fetch_add(1, Ordering::SeqCst);
+                                by = node.clone();
+                                break;
+                            }
                         }
                     }
                     shared.log(format!(
                         "failover after killing the leader {who}: a gateway session is live \
-                         again after {:.2} s; {by} leads",
+                         again after {:.2} s; leader: {by}",
                         took.as_secs_f64()
                     ));
                 }
