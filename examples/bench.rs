@@ -3,12 +3,16 @@
 //! ```text
 //! cargo run --release --example bench
 //! cargo run --release --example bench -- --asks 500 --capacity 2000   # smaller
+//! cargo run --release --example bench -- --no-postgres                # SQLite only
 //! ```
 //!
 //! Runs the real daemon against the Discord stand-in of the tests (in this process for the ask,
 //! answer and rate-limit items; as the `askrelay` binary for capacity and start-up, which it
 //! builds first with `cargo build --bin askrelay` in the same profile) and prints a Markdown
-//! table. Progress goes to stderr. Exits 1 when anything was lost.
+//! table, then the store backends side by side: SQLite, PostgreSQL with 1 node and with 3 (a
+//! scratch database on the test server, `ASKRELAY_TEST_POSTGRES`, by default
+//! postgres://postgres@127.0.0.1:5432/test, for each; or `--postgres URL`). Progress goes to
+//! stderr. Exits 1 when anything was lost.
 
 #[path = "../tests/support/mod.rs"]
 mod support;
@@ -16,7 +20,7 @@ mod support;
 use clap::Parser;
 use std::path::PathBuf;
 use std::time::Duration;
-use support::bench::{self, BenchConfig};
+use support::bench::{self, BenchConfig, Postgres};
 
 #[derive(Debug, Parser)]
 #[command(about = "Benchmarks askrelay against the Discord stand-in")]
@@ -51,6 +55,16 @@ struct Args {
     /// The askrelay binary to run; by default target/<profile>/askrelay, built first.
     #[arg(long)]
     daemon: Option<PathBuf>,
+    /// Pending questions answered by clicks for each backend's throughput.
+    #[arg(long, default_value_t = 10_000)]
+    answers: usize,
+    /// The PostgreSQL database of the backend columns (its rows stay); by default a scratch
+    /// database on the test server for each column, dropped after it.
+    #[arg(long, value_name = "URL", conflicts_with = "no_postgres")]
+    postgres: Option<String>,
+    /// Leave out the PostgreSQL columns.
+    #[arg(long)]
+    no_postgres: bool,
 }
 
 fn daemon_binary() -> PathBuf {
@@ -89,6 +103,12 @@ async fn main() {
     cfg.rate_limits.channel_window = Duration::from_secs_f64(args.window_secs);
     cfg.memory_rounds = args.memory_rounds;
     cfg.memory_per_round = args.memory_per_round;
+    cfg.answers = args.answers;
+    cfg.postgres = match (args.no_postgres, args.postgres) {
+        (true, _) => None,
+        (false, Some(url)) => Some(Postgres::Url(url)),
+        (false, None) => Some(Postgres::Scratch),
+    };
     eprintln!("bench: {cfg:?}");
     let report = bench::run(&cfg).await;
     println!(

@@ -4,6 +4,7 @@
 //! ```text
 //! cargo run --release --example chaos -- --requests 200 --kills 20
 //! cargo run --release --example chaos -- --requests 200 --kills 20 --seed 7 --verbose
+//! cargo run --release --example chaos -- --nodes 3 --database postgres --requests 200 --kills 20
 //! ```
 //!
 //! It runs `askrelay serve` from next to this example (`target/<profile>/askrelay`), building it
@@ -12,6 +13,12 @@
 //! requests ended twice and wrong answers (the bar is 0 for the last four), and exits 1 when the
 //! bar is missed. A failed run keeps its work directory (the daemon's log and database) and says
 //! where. `--verbose` shows progress, kills and faults as they happen.
+//!
+//! `--nodes N` runs a cluster of N daemons on one PostgreSQL database: `--database URL`, or by
+//! default (and with `--database postgres`) a scratch database on the test server
+//! (`ASKRELAY_TEST_POSTGRES`, by default postgres://postgres@127.0.0.1:5432/test), dropped at
+//! the end unless the work directory is kept. The report then adds the leader kills and the
+//! failover times.
 
 #[path = "../tests/support/mod.rs"]
 mod support;
@@ -50,6 +57,13 @@ struct Args {
     /// The askrelay binary; by default target/<profile>/askrelay next to this example.
     #[arg(long)]
     daemon: Option<PathBuf>,
+    /// Daemons sharing the database: more than 1 is a cluster on PostgreSQL.
+    #[arg(long, default_value_t = 1)]
+    nodes: usize,
+    /// "postgres" (a scratch database on the test server, dropped at the end), a postgres://
+    /// URL, or "sqlite". Default: SQLite for one node, a scratch database for more.
+    #[arg(long, value_name = "URL")]
+    database: Option<String>,
 }
 
 /// target/<profile>/examples/chaos → target/<profile>/askrelay. Built first when it is missing;
@@ -108,10 +122,13 @@ async fn main() {
     cfg.verbose = args.verbose;
     cfg.keep_dir_on_failure = true;
     cfg.keep_dir = args.keep_dir;
+    cfg.nodes = args.nodes;
+    cfg.database = args.database.clone();
     eprintln!(
-        "chaos: {} requests, {} kills, seed {seed}, daemon {}",
+        "chaos: {} requests, {} kills, seed {seed}, {} node(s), daemon {}",
         cfg.requests,
         cfg.kills,
+        cfg.nodes,
         daemon.display()
     );
     let report = chaos::run(cfg, &daemon).await;

@@ -1,7 +1,8 @@
-//! A tiny run of the benchmark (tests/support/bench.rs): it must complete and lose nothing.
-//! No figure is checked: timing belongs in docs/performance.md, not in assertions.
+//! A tiny run of the benchmark (tests/support/bench.rs), its PostgreSQL columns included (on
+//! scratch databases of the server `ASKRELAY_TEST_POSTGRES` names): it must complete and lose
+//! nothing. No figure is checked: timing belongs in docs/performance.md, not in assertions.
 
-use crate::support::bench::{self, BenchConfig};
+use crate::support::bench::{self, BenchConfig, Postgres};
 use crate::support::standin::RateLimits;
 use std::time::Duration;
 
@@ -23,6 +24,8 @@ async fn the_benchmark_completes_and_loses_nothing() {
         memory_rounds: 3,
         memory_per_round: 20,
         daemon_bin: env!("CARGO_BIN_EXE_askrelay").into(),
+        answers: 30,
+        postgres: Some(Postgres::Scratch),
     };
     let report = tokio::time::timeout(Duration::from_secs(120), bench::run(&cfg))
         .await
@@ -39,4 +42,15 @@ async fn the_benchmark_completes_and_loses_nothing() {
     assert_eq!(report.ask_mcp.n, cfg.asks);
     assert_eq!(report.memory.series.len(), cfg.memory_rounds);
     assert_eq!(report.memory.lost, 0, "answers lost in the memory rounds");
+    let names: Vec<&str> = report.backends.iter().map(|b| b.name.as_str()).collect();
+    assert_eq!(
+        names,
+        ["SQLite", "PostgreSQL, 1 node", "PostgreSQL, 3 nodes"]
+    );
+    for b in &report.backends {
+        assert_eq!(b.ask.n, cfg.asks, "{}", b.name);
+        assert_eq!(b.answer.n, cfg.asks, "{}", b.name);
+        assert_eq!(b.throughput.answers, 30, "{}", b.name);
+        assert_eq!(b.throughput.lost, 0, "{}: answers lost", b.name);
+    }
 }

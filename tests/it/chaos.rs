@@ -1,7 +1,9 @@
-//! The fault harness of `tests/support/chaos.rs` in a small configuration: the real `askrelay`
+//! The fault harness of `tests/support/chaos.rs` in small configurations: the real `askrelay`
 //! binary against the Discord stand-in, with SIGKILLs and restarts, a crash point, 5xx and 429
-//! bursts and gateway drops. The full run is
-//! `cargo run --release --example chaos -- --requests 200 --kills 20`.
+//! bursts and gateway drops; alone on SQLite, and as a cluster of three on PostgreSQL (a scratch
+//! database on the server `ASKRELAY_TEST_POSTGRES` names). The full runs are
+//! `cargo run --release --example chaos -- --requests 200 --kills 20` and the same with
+//! `--nodes 3 --database postgres`.
 
 use crate::support::chaos::{self, ChaosConfig};
 use std::path::Path;
@@ -37,4 +39,35 @@ async fn a_small_chaos_run_loses_nothing_and_posts_nothing_twice() {
         report.injected_5xx > 0 && report.injected_429 > 0 && report.stalls > 0,
         "{report:?}"
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_small_cluster_chaos_run_loses_nothing_and_fails_over() {
+    let mut cfg = ChaosConfig::new(30, 4, 20_251_201);
+    cfg.nodes = 3;
+    cfg.database = Some("postgres".into());
+    cfg.deadline = Duration::from_secs(45);
+    cfg.ramp = Duration::from_millis(800);
+    cfg.click_spread = Duration::from_millis(1500);
+    cfg.fault_every = Duration::from_millis(80);
+    cfg.verbose = std::env::var_os("CHAOS_VERBOSE").is_some();
+    cfg.keep_dir_on_failure = true;
+    let daemon = Path::new(env!("CARGO_BIN_EXE_askrelay"));
+    let report = tokio::time::timeout(Duration::from_secs(170), chaos::run(cfg, daemon))
+        .await
+        .expect("the cluster chaos run did not finish within 170 s although every wait in it is bounded");
+    println!("{}", report.render());
+    assert!(
+        report.ok(),
+        "the cluster chaos run missed the bar:\n{}",
+        report.render()
+    );
+    assert_eq!(report.answered, 30);
+    assert_eq!(report.kills, 4);
+    assert_eq!(report.nodes, 3);
+    // At least one kill hits the leader (the last one does if none did before), and every
+    // leader kill is followed by a live gateway session again.
+    assert!(report.leader_kills >= 1, "{report:?}");
+    assert_eq!(report.failovers, report.leader_kills, "{report:?}");
+    assert_eq!(report.bodies_invalid, 0, "{report:?}");
 }

@@ -12,15 +12,23 @@
 //! 5. Rate limits: a burst across channels through serenity's own rate limiter (REST over TLS
 //!    to the stand-in, which enforces Discord-like limits).
 //!
-//! Items 1, 2 and 5 run the daemon in this process ([`Daemon::start_with`]); 3 and 4 run the
-//! real binary so that its RSS is its own. Every wait is bounded and panics with what it waited
-//! for, so a broken run never hangs.
+//! Then the store backends side by side: the ask path and the answer path (as in 1 and 2) and
+//! the throughput of answering N pending questions by clicks, on SQLite, on PostgreSQL with one
+//! node, and on PostgreSQL with three nodes (asked on a follower; the leader posts and takes the
+//! clicks, and the follower's client reads `answered`).
+//!
+//! Items 1, 2 and 5 and the backends run the daemons in this process ([`Daemon::start_with`]);
+//! 3 and 4 run the real binary so that its RSS is its own. Every wait is bounded and panics with
+//! what it waited for, so a broken run never hangs.
 
 use super::fixtures::{self, Clicker};
 use super::standin::{RateLimitCounts, RateLimits, StandIn, StandInOptions};
 use askrelay::client::Client;
 use askrelay::config::{Config, Route, Secret, Snowflake};
+use askrelay::core::cluster::Role;
 use askrelay::daemon::{Daemon, DaemonHooks};
+use askrelay::store::postgres::scratch::ScratchDb;
+use askrelay::store::redact_url;
 use serde_json::{json, Value};
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
 use std::collections::HashSet;
@@ -60,6 +68,21 @@ pub struct BenchConfig {
     pub memory_per_round: usize,
     /// The `askrelay` binary for items 3, 4 and 6 and the MCP front end of items 1 and 2.
     pub daemon_bin: PathBuf,
+    /// The backends: pending questions answered by clicks for the throughput.
+    pub answers: usize,
+    /// Where the PostgreSQL columns run; `None` leaves them out.
+    pub postgres: Option<Postgres>,
+}
+
+/// The PostgreSQL database of the backend columns.
+#[derive(Clone, Debug)]
+pub enum Postgres {
+    /// A scratch database on the test server for each column (`ASKRELAY_TEST_POSTGRES`),
+    /// dropped after it.
+    Scratch,
+    /// This database, for both columns; its rows stay (request ids carry a run tag, so runs do
+    /// not collide).
+    Url(String),
 }
 
 impl BenchConfig {
@@ -76,6 +99,8 @@ impl BenchConfig {
             memory_rounds: 100,
             memory_per_round: 1_000,
             daemon_bin,
+            answers: 10_000,
+            postgres: Some(Postgres::Scratch),
         }
     }
 }
@@ -189,6 +214,34 @@ impl MemoryReport {
     }
 }
 
+/// Pending questions answered by clicks, a bounded number in flight.
+#[derive(Clone, Debug)]
+pub struct Throughput {
+    pub answers: usize,
+    /// Clicks sent and not yet answered, at most.
+    pub in_flight: usize,
+    /// The first click → the last `answered` line read.
+    pub time: Duration,
+    /// Questions whose client did not read the right `answered` line.
+    pub lost: usize,
+}
+
+impl Throughput {
+    pub fn per_second(&self) -> f64 {
+        self.answers as f64 / self.time.as_secs_f64().max(1e-9)
+    }
+}
+
+/// One store backend's column.
+#[derive(Clone, Debug)]
+pub struct BackendReport {
+    /// "SQLite", "PostgreSQL, 1 node", "PostgreSQL, 3 nodes".
+    pub name: String,
+    pub ask: Latency,
+    pub answer: Latency,
+    pub throughput: Throughput,
+}
+
 #[derive(Clone, Debug)]
 pub struct BenchReport {
     pub ask: Latency,
@@ -206,6 +259,8 @@ pub struct BenchReport {
     pub capacity: CapacityReport,
     pub startup: StartupReport,
     pub rate: RateReport,
+    /// SQLite first (its paths are items 1 and 2), then PostgreSQL with 1 and 3 nodes.
+    pub backends: Vec<BackendReport>,
 }
 
 impl BenchReport {
@@ -215,11 +270,76 @@ impl BenchReport {
             + self.rate.lost
             + self.memory.lost
             + self.startup.backlog.abs_diff(self.startup.pending_reported)
+            + self
+                .backends
+                .iter()
+                .map(|b| b.throughput.lost)
+                .sum::<usize>()
     }
 
-    /// The table of docs/performance.md, in Markdown.
+    /// The tables of docs/performance.md, in Markdown.
     pub fn print(&self) {
         println!("{}", self.table());
+        println!("{}", self.backends_table());
+    }
+
+    /// The store backends side by side.
+    pub fn backends_table(&self) -> String {
+        let Some(first) = self.backends.first() else {
+            return String::new();
+        };
+        let mut out = String::from("| measure |");
+        for b in &self.backends {
+            out.push_str(&format!(" {} |", b.name));
+        }
+        out.push_str("\n|---|");
+        out.push_str(&"---|".repeat(self.backends.len()));
+        out.push('\n');
+        let mut row = |what: String, cell: &dyn Fn(&BackendReport) -> String| {
+            out.push_str(&format!("| {what} |"));
+            for b in &self.backends {
+                out.push_str(&format!(" {} |", cell(b)));
+            }
+            out.push('\n');
+        };
+        row(
+            format!(
+                "ask path: write `ask` → create POST, p50 (n = {})",
+                first.ask.n
+            ),
+            &|b| fmt_dur(b.ask.p50),
+        );
+        row("ask path, p99".into(), &|b| fmt_dur(b.ask.p99));
+        row(
+            format!(
+                "answer path: INTERACTION_CREATE → `answered` read, p50 (n = {})",
+                first.answer.n
+            ),
+            &|b| fmt_dur(b.answer.p50),
+        );
+        row("answer path, p99".into(), &|b| fmt_dur(b.answer.p99));
+        row(
+            format!(
+                "answering {} pending questions by clicks ({} in flight)",
+                first.throughput.answers, first.throughput.in_flight
+            ),
+            &|b| {
+                format!(
+                    "{:.0} answers/s ({} lost, in {})",
+                    b.throughput.per_second(),
+                    b.throughput.lost,
+                    fmt_dur(b.throughput.time)
+                )
+            },
+        );
+        if self.backends.len() > 1 {
+            out.push_str(
+                "\nEvery column runs its daemons in the benchmark's process. With 3 nodes \
+                 every question is asked on a follower; the leader posts it and takes the \
+                 click, and the follower's client reads `answered`.\n",
+            );
+        }
+        out
     }
 
     pub fn table(&self) -> String {
@@ -424,6 +544,9 @@ pub async fn run(cfg: &BenchConfig) -> BenchReport {
     let answer_floor = answer_floor(cfg.asks, cfg.warmup).await;
     eprintln!("bench: ask and answer paths ({} asks)", cfg.asks);
     let paths = ask_and_answer_paths(cfg.asks, cfg.warmup, &cfg.daemon_bin).await;
+    // Right after items 1 and 2, whose figures are the SQLite column's paths: the columns are
+    // measured under the same conditions.
+    let backends = backends(cfg, paths.ask, paths.answer).await;
     eprintln!("bench: capacity ({} pending)", cfg.capacity);
     let capacity = capacity(&cfg.daemon_bin, cfg.capacity).await;
     eprintln!("bench: start-up with {} pending rows", cfg.backlog);
@@ -450,6 +573,7 @@ pub async fn run(cfg: &BenchConfig) -> BenchReport {
         capacity,
         startup,
         rate,
+        backends,
     }
 }
 
@@ -721,6 +845,40 @@ fn discord_config(dir: &Path) -> Config {
     config
 }
 
+/// The message of the question asked as `request_id`, whose `accepted` line is `accepted`:
+/// the first link, or, when `accepted` has none, the message the stand-in gets within `limit`.
+/// An ask that lands while a repair pass is under way (the one the gateway's READY starts,
+/// say) is posted by that pass, in the background, and its `accepted` says so without a link.
+async fn posted_message(
+    standin: &StandIn,
+    accepted: &Value,
+    request_id: &str,
+    limit: Duration,
+) -> Option<(u64, Value)> {
+    if let Some(link) = accepted["message_links"][0].as_str() {
+        let mid = message_id_of_link(link);
+        return standin.message(mid).map(|m| (mid, m));
+    }
+    let want = question_of(request_id);
+    tokio::time::timeout(
+        limit,
+        standin.wait_for_request(|r| {
+            r.method == "POST"
+                && r.status == 200
+                && r.body.as_ref().is_some_and(|b| shows(b, &want))
+        }),
+    )
+    .await
+    .ok()?;
+    let message = standin
+        .created_messages_from(0)
+        .into_iter()
+        .rev()
+        .find(|m| shows(m, &want))?;
+    let mid = message["id"].as_str()?.parse().ok()?;
+    Some((mid, message))
+}
+
 fn message_id_of_link(link: &str) -> u64 {
     link.rsplit('/')
         .next()
@@ -764,13 +922,9 @@ async fn ask_and_answer_paths(n: usize, warmup: usize, bin: &Path) -> Paths {
         let t0 = Instant::now();
         c.send_raw(line.as_bytes()).await.unwrap();
         let accepted = expect_event(&mut c, "accepted").await;
-        let link = accepted["message_links"][0]
-            .as_str()
-            .unwrap_or_else(|| panic!("bench: accepted without a message link: {accepted}"));
-        let mid = message_id_of_link(link);
-        let message = standin
-            .message(mid)
-            .unwrap_or_else(|| panic!("bench: the stand-in has no message {mid}"));
+        let (mid, message) = posted_message(&standin, &accepted, &request_id, STEP_LIMIT)
+            .await
+            .unwrap_or_else(|| panic!("bench: no message for {accepted}"));
         let nonce = message["nonce"].as_str().unwrap_or_default().to_owned();
         let post = standin
             .wait_for_request(|r| {
@@ -1004,18 +1158,20 @@ async fn memory_rounds(bin: &Path, rounds: usize, per_round: usize) -> MemoryRep
                 .unwrap();
             ids[k % connections].push(id);
         }
-        let mut links = Vec::with_capacity(per_round);
+        let mut messages = Vec::with_capacity(per_round);
         for (c, ids) in conns.iter_mut().zip(&ids) {
             for _ in ids {
                 let ev = expect_event(c, "accepted").await;
-                links.push(message_id_of_link(ev["message_links"][0].as_str().unwrap()));
+                let id = ev["request_id"].as_str().unwrap_or_default();
+                messages.push(
+                    posted_message(&standin, &ev, id, STEP_LIMIT)
+                        .await
+                        .unwrap_or_else(|| panic!("bench: no message for {ev}")),
+                );
             }
         }
-        for mid in &links {
-            let message = standin
-                .message(*mid)
-                .unwrap_or_else(|| panic!("bench: the stand-in has no message {mid}"));
-            click_first_button(&standin, &message, *mid, iid, &clicker).await;
+        for (mid, message) in &messages {
+            click_first_button(&standin, message, *mid, iid, &clicker).await;
             iid += 1;
         }
         for (c, ids) in conns.iter_mut().zip(&ids) {
@@ -1435,10 +1591,11 @@ async fn rate_limits(n: usize, channels: usize, limits: &RateLimits) -> RateRepo
     let go = Arc::new(tokio::sync::Barrier::new(n + 1));
     let mut agents = tokio::task::JoinSet::new();
     for i in 0..n {
-        let (socket, go) = (config.socket_path.clone(), go.clone());
+        let (socket, go, standin) = (config.socket_path.clone(), go.clone(), standin.clone());
         agents.spawn(async move {
             let mut c = connect(&socket).await;
-            let line = ask_line(&format!("burst-{i}"), Some(&format!("p{}", i % channels)));
+            let id = format!("burst-{i}");
+            let line = ask_line(&id, Some(&format!("p{}", i % channels)));
             go.wait().await;
             c.send_json(&line).await.unwrap();
             let ev = bounded(
@@ -1447,11 +1604,9 @@ async fn rate_limits(n: usize, channels: usize, limits: &RateLimits) -> RateRepo
                 expect_event(&mut c, "accepted"),
             )
             .await;
-            let mid = ev["message_links"]
-                .as_array()
-                .and_then(|l| l.first())
-                .and_then(Value::as_str)
-                .map(message_id_of_link);
+            let mid = posted_message(&standin, &ev, &id, Duration::from_secs(600))
+                .await
+                .map(|(mid, _)| mid);
             // A waiting agent keeps its connection: hand it back to be held to the end.
             (mid, c)
         });
@@ -1512,5 +1667,299 @@ async fn rate_limits(n: usize, channels: usize, limits: &RateLimits) -> RateRepo
         requests: requests.len(),
         limited,
         lost: n - delivered,
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The store backends: SQLite, PostgreSQL with one node and with three
+
+/// Clicks in flight at most while answering many: as many as item 3's answering connections.
+const IN_FLIGHT: usize = 16;
+/// Connections the many asks are pipelined over.
+const LANES: usize = 10;
+
+/// SQLite's column (its paths are items 1 and 2: `sqlite_ask`, `sqlite_answer`), then, unless
+/// `cfg.postgres` is `None`, PostgreSQL with 1 node and with 3, each on a database of its own.
+async fn backends(
+    cfg: &BenchConfig,
+    sqlite_ask: Latency,
+    sqlite_answer: Latency,
+) -> Vec<BackendReport> {
+    // Request ids unique to this run: a given PostgreSQL database keeps earlier runs' rows.
+    let tag = format!("{}-{}", std::process::id(), now_ms());
+    eprintln!(
+        "bench: backends: SQLite, answering {} by clicks",
+        cfg.answers
+    );
+    let nodes = Nodes::start(None, 1).await;
+    let throughput = answer_many(&nodes, &[0], &format!("sqlite-{tag}"), cfg.answers).await;
+    nodes.shutdown().await;
+    let mut out = vec![BackendReport {
+        name: "SQLite".into(),
+        ask: sqlite_ask,
+        answer: sqlite_answer,
+        throughput,
+    }];
+    let Some(pg) = &cfg.postgres else {
+        return out;
+    };
+    for n in [1, 3] {
+        let (url, scratch) = match pg {
+            Postgres::Scratch => {
+                let db = ScratchDb::create().await.unwrap_or_else(|e| {
+                    panic!("bench: a scratch database: {e:#} (or --no-postgres)")
+                });
+                (db.url.clone(), Some(db))
+            }
+            Postgres::Url(url) => (url.clone(), None),
+        };
+        eprintln!(
+            "bench: backends: PostgreSQL with {n} node(s) on {}: {} asks, then answering {} by \
+             clicks",
+            redact_url(&url),
+            cfg.asks,
+            cfg.answers
+        );
+        let nodes = Nodes::start(Some(&url), n).await;
+        // With a cluster, asked on the followers: every answer crosses from the leader.
+        let ask_on: Vec<usize> = if n == 1 { vec![0] } else { (1..n).collect() };
+        let run = format!("pg{n}-{tag}");
+        let (ask, answer) = paths_on(&nodes, ask_on[0], &run, cfg.asks, cfg.warmup).await;
+        let throughput = answer_many(&nodes, &ask_on, &run, cfg.answers).await;
+        nodes.shutdown().await;
+        if let Some(db) = scratch {
+            if let Err(e) = db.drop_now().await {
+                eprintln!("bench: cannot drop the scratch database: {e:#}");
+            }
+        }
+        out.push(BackendReport {
+            name: format!("PostgreSQL, {n} node{}", if n == 1 { "" } else { "s" }),
+            ask,
+            answer,
+            throughput,
+        });
+    }
+    out
+}
+
+/// Daemons in this process on one database, with Discord through one stand-in: `node-1` leads
+/// (it starts first and is waited for), the others follow.
+struct Nodes {
+    standin: StandIn,
+    daemons: Vec<Daemon>,
+    _dir: tempfile::TempDir,
+}
+
+impl Nodes {
+    /// `n` daemons on `url`, or one on a SQLite file of its own when `url` is `None`.
+    async fn start(url: Option<&str>, n: usize) -> Nodes {
+        let standin = StandIn::start().await;
+        let dir = tempfile::tempdir().unwrap();
+        let mut daemons = Vec::with_capacity(n);
+        for i in 1..=n {
+            let mut config = discord_config(dir.path());
+            config.socket_path = dir.path().join(format!("node-{i}.sock"));
+            if let Some(url) = url {
+                config.database_url = url.to_owned();
+            }
+            config.cluster.node_id = Some(format!("node-{i}"));
+            config.discord.api_base = standin.base_url.clone();
+            config.discord.channel_id = Some(Snowflake(CHANNEL));
+            // One local user asks everything here.
+            config.limits.max_pending_per_uid = 1_000_000;
+            let daemon = Daemon::start(config)
+                .await
+                .unwrap_or_else(|e| panic!("bench: cannot start node-{i}: {e:#}"));
+            if i == 1 {
+                let mut roles = daemon.hub.roles();
+                bounded("node-1 to lead", STEP_LIMIT, roles.wait_for(Role::leads))
+                    .await
+                    .unwrap();
+                bounded("the gateway session", STEP_LIMIT, standin.wait_ready()).await;
+            }
+            daemons.push(daemon);
+        }
+        for d in &daemons[1..] {
+            let mut roles = d.hub.roles();
+            bounded(
+                "a node to see node-1 lead",
+                STEP_LIMIT,
+                roles
+                    .wait_for(|r| matches!(r, Role::Follower { leader: Some(l) } if l == "node-1")),
+            )
+            .await
+            .unwrap();
+        }
+        Nodes {
+            standin,
+            daemons,
+            _dir: dir,
+        }
+    }
+
+    fn socket(&self, i: usize) -> &Path {
+        &self.daemons[i].socket_path
+    }
+
+    /// The followers first, so that the lead never moves.
+    async fn shutdown(self) {
+        for d in self.daemons.into_iter().rev() {
+            d.shutdown().await;
+        }
+    }
+}
+
+/// The question text of [`ask_line`], which the message shows: how a follower's client finds
+/// the message the leader posted (its `accepted` has no link).
+fn question_of(request_id: &str) -> String {
+    format!("Proceed with the destructive cleanup for {request_id}?")
+}
+
+fn shows(message: &Value, question: &str) -> bool {
+    message["embeds"][0]["description"] == question
+}
+
+/// Items 1 and 2 on node `ask_on`: ask on a fresh connection (timed: write → the stand-in has
+/// the create POST, from whichever node posts), click the first button (timed:
+/// INTERACTION_CREATE sent → `answered` read on the asking connection), and wait for the
+/// callback so that the next iteration starts quiet.
+async fn paths_on(
+    nodes: &Nodes,
+    ask_on: usize,
+    run: &str,
+    n: usize,
+    warmup: usize,
+) -> (Latency, Latency) {
+    let standin = &nodes.standin;
+    let clicker = Clicker::new(4242, "bench-person", &[]);
+    let mut asks = Vec::with_capacity(n);
+    let mut answers = Vec::with_capacity(n);
+    for i in 0..warmup + n {
+        standin.forget_history();
+        let request_id = format!("{run}-path-{i}");
+        let want = question_of(&request_id);
+        let mut c = connect(nodes.socket(ask_on)).await;
+        let mut line = ask_line(&request_id, None).to_string();
+        line.push('\n');
+        let t0 = Instant::now();
+        c.send_raw(line.as_bytes()).await.unwrap();
+        expect_event(&mut c, "accepted").await;
+        let post = bounded(
+            "the create POST",
+            STEP_LIMIT,
+            standin.wait_for_request(|r| {
+                r.method == "POST"
+                    && r.status == 200
+                    && r.body.as_ref().is_some_and(|b| shows(b, &want))
+            }),
+        )
+        .await;
+        let ask_time = post.at.saturating_duration_since(t0);
+        let message = standin
+            .created_messages_from(0)
+            .into_iter()
+            .rev()
+            .find(|m| shows(m, &want))
+            .expect("bench: the posted message");
+        let mid: u64 = message["id"].as_str().unwrap().parse().unwrap();
+        let iid = 11_000_000 + i as u64;
+        click_first_button(standin, &message, mid, iid, &clicker).await;
+        let answered = expect_event(&mut c, "answered").await;
+        let answer_time = dispatched(standin).elapsed();
+        assert_eq!(answered["request_id"], request_id.as_str());
+        wait_callback(standin, iid).await;
+        if i >= warmup {
+            asks.push(ask_time);
+            answers.push(answer_time);
+        }
+    }
+    (Latency::of(asks), Latency::of(answers))
+}
+
+/// `n` questions asked (pipelined over [`LANES`] connections spread over the nodes `ask_on`)
+/// and posted, untimed; then every message is clicked with at most [`IN_FLIGHT`] clicks not yet
+/// answered, timed from the first click to the last `answered` line read.
+async fn answer_many(nodes: &Nodes, ask_on: &[usize], run: &str, n: usize) -> Throughput {
+    let standin = &nodes.standin;
+    standin.forget_history();
+    let mut conns = Vec::with_capacity(LANES);
+    for l in 0..LANES {
+        conns.push(connect(nodes.socket(ask_on[l % ask_on.len()])).await);
+    }
+    let mut ids: Vec<HashSet<String>> = vec![HashSet::new(); LANES];
+    for k in 0..n {
+        let id = format!("{run}-many-{k}");
+        conns[k % LANES]
+            .send_json(&ask_line(&id, None))
+            .await
+            .unwrap();
+        ids[k % LANES].insert(id);
+    }
+    for (c, ids) in conns.iter_mut().zip(&ids) {
+        for _ in ids {
+            expect_event(c, "accepted").await;
+        }
+    }
+    // A follower accepts before the leader posts: wait for every message.
+    let messages = bounded(
+        "every question to be posted",
+        Duration::from_secs(600),
+        async {
+            let mut changes = standin.subscribe();
+            let mut created = Vec::with_capacity(n);
+            loop {
+                created.extend(standin.created_messages_from(created.len()));
+                if created.len() >= n {
+                    return created;
+                }
+                let _ = tokio::time::timeout(Duration::from_millis(100), changes.changed()).await;
+            }
+        },
+    )
+    .await;
+    let window = Arc::new(tokio::sync::Semaphore::new(IN_FLIGHT));
+    let t0 = Instant::now();
+    let mut readers = tokio::task::JoinSet::new();
+    for (mut c, ids) in conns.into_iter().zip(ids) {
+        let window = window.clone();
+        readers.spawn(async move {
+            let mut lost = 0;
+            let mut last = Instant::now();
+            for _ in 0..ids.len() {
+                let ev = bounded("an answered line", STEP_LIMIT, c.recv_json()).await;
+                let ok = matches!(&ev, Ok(Some(v)) if v["event"] == "answered"
+                    && v["request_id"].as_str().is_some_and(|id| ids.contains(id))
+                    && v["result"]["answers"][0]["selected"][0] == "Yes, delete them (Recommended)");
+                if !ok {
+                    eprintln!("bench: expected an answer, got {ev:?}");
+                    lost += 1;
+                }
+                last = Instant::now();
+                window.add_permits(1);
+            }
+            (lost, last)
+        });
+    }
+    let clicker = Clicker::new(4242, "bench-person", &[]);
+    for (k, message) in messages.iter().take(n).enumerate() {
+        bounded("room for a click", STEP_LIMIT, window.acquire())
+            .await
+            .unwrap()
+            .forget();
+        let mid: u64 = message["id"].as_str().unwrap().parse().unwrap();
+        click_first_button(standin, message, mid, 12_000_000 + k as u64, &clicker).await;
+    }
+    let mut lost = 0;
+    let mut last = t0;
+    while let Some(r) = readers.join_next().await {
+        let (l, at) = r.expect("bench: a reading lane panicked");
+        lost += l;
+        last = last.max(at);
+    }
+    Throughput {
+        answers: n,
+        in_flight: IN_FLIGHT,
+        time: last.saturating_duration_since(t0),
+        lost,
     }
 }

@@ -23,17 +23,31 @@
 //! daemon is stopped with SIGTERM, and the report counts duplicates posted, answers lost,
 //! requests ended twice and wrong answers, which must all be 0.
 //!
+//! A cluster run (`nodes` > 1, on PostgreSQL) starts that many `askrelay serve` processes on
+//! one database, each with its own node id (`node-1`, ...), socket and log. Each request asks
+//! on one node, fixed by its index, and re-attaches there. A kill hits a random node, or the
+//! leader (found through `health`) about half the time, and restarts it with the same node id
+//! and socket: a follower's clients re-attach when it is back. A killed leader is restarted at
+//! once half the time (it may take the lead back), and otherwise once another node leads. The
+//! clicker clicks through the stand-in as before; only the leader holds a gateway session, and
+//! a click waits until one is live. The report adds the leader kills and the failovers: from a
+//! leader's SIGKILL to the next live gateway session (a new IDENTIFY).
+//!
 //! Randomness comes from the seed only (a tiny xorshift). Timing decides where the faults land,
 //! never what counts as correct: the clicker always clicks the same option of a question, so any
 //! answer that differs is wrong whatever the interleaving.
 //!
-//! Used by `examples/chaos.rs` (the full run) and `tests/chaos.rs` (a small run).
+//! Used by `examples/chaos.rs` (the full run) and `tests/it/chaos.rs` (small runs).
 
 use super::discord_schema::Validator;
 use super::fixtures::{self, Clicker};
 use super::standin::{Failure, Stall, StandIn};
 use askrelay::answerer::discord::custom_id::{self, Action};
 use askrelay::client::Client;
+use askrelay::core::cluster::Role;
+use askrelay::protocol::{Event, Op};
+use askrelay::store::postgres::scratch::ScratchDb;
+use askrelay::store::redact_url;
 use serde_json::{json, Value};
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::io::Write as _;
@@ -68,6 +82,11 @@ const SEND_LIMIT: Duration = Duration::from_secs(25);
 const REPLAY_LIMIT: Duration = Duration::from_secs(20);
 /// How long SIGTERM gets before SIGKILL at the end.
 const STOP_LIMIT: Duration = Duration::from_secs(20);
+/// A cluster whose leader was killed must have a live gateway session again within this long
+/// (`cluster.failover_secs` is 10 by default); past it the failover counts as stuck.
+const FAILOVER_LIMIT: Duration = Duration::from_secs(60);
+/// How long a `health` call may take when the monkey looks for the leader.
+const HEALTH_LIMIT: Duration = Duration::from_secs(2);
 
 /// What to run.
 #[derive(Clone, Debug)]
@@ -98,6 +117,13 @@ pub struct ChaosConfig {
     pub keep_dir_on_failure: bool,
     /// Keep it in any case.
     pub keep_dir: bool,
+    /// `askrelay serve` processes sharing the database (a cluster when more than 1).
+    pub nodes: usize,
+    /// The database: `None` for a SQLite file in the work directory (a single node) or, with
+    /// more than one node, a scratch database on the test server; `"postgres"` for a scratch
+    /// database in any case; a `postgres://` URL for that database as it is. A scratch database
+    /// is dropped at the end (kept with the work directory).
+    pub database: Option<String>,
 }
 
 impl ChaosConfig {
@@ -115,6 +141,8 @@ impl ChaosConfig {
             verbose: false,
             keep_dir_on_failure: false,
             keep_dir: false,
+            nodes: 1,
+            database: None,
         }
     }
 }
@@ -176,6 +204,24 @@ pub struct ChaosReport {
     pub messages_not_edited: usize,
     /// Lines the daemon logged at ERROR level (informational).
     pub daemon_error_lines: usize,
+    /// `askrelay serve` processes sharing the database.
+    pub nodes: usize,
+    /// "SQLite", or PostgreSQL and which database.
+    pub database: String,
+    /// Whether the nodes ran in cluster mode (on PostgreSQL): then the leader rows are shown.
+    pub cluster: bool,
+    /// SIGKILLs that hit the node leading the cluster at that moment.
+    pub leader_kills: usize,
+    /// Leader kills followed by a new live gateway session (a new leader's, or the restarted
+    /// node's once it led again).
+    pub failovers: usize,
+    /// Those after which another node led: every one where the killed node stayed down until
+    /// another led, and those after an immediate restart where another node said (`health`)
+    /// that it led. A lower bound: a new leader that aborted at its crash point before it
+    /// answered is not counted. In the others the restarted node took the lead back.
+    pub lead_moves: usize,
+    /// The longest failover: the leader's SIGKILL → the next live gateway session.
+    pub longest_failover: Option<Duration>,
     pub elapsed: Duration,
     /// What went wrong, one line each; empty on a clean run. Anything here fails the run.
     pub problems: Vec<String>,
@@ -274,12 +320,31 @@ impl ChaosReport {
             self.daemon_error_lines.to_string(),
             "",
         );
+        if self.cluster {
+            row("nodes", self.nodes.to_string(), "");
+            row("leader kills", self.leader_kills.to_string(), "");
+            row("failovers observed", self.failovers.to_string(), "");
+            row("  to another node", self.lead_moves.to_string(), "");
+            row(
+                "longest failover",
+                self.longest_failover
+                    .map_or("-".into(), |d| format!("{:.2} s", d.as_secs_f64())),
+                "",
+            );
+        }
         row(
             "elapsed",
             format!("{:.1} s", self.elapsed.as_secs_f64()),
             "",
         );
-        let mut text = format!("askrelay chaos run, seed {}\n{out}", self.seed);
+        let mut text = if self.cluster {
+            format!(
+                "askrelay chaos run, seed {}, {} node(s) on {}\n{out}",
+                self.seed, self.nodes, self.database
+            )
+        } else {
+            format!("askrelay chaos run, seed {}\n{out}", self.seed)
+        };
         const SHOWN: usize = 40;
         for p in self.problems.iter().take(SHOWN) {
             text.push_str(&format!("problem: {p}\n"));
@@ -294,8 +359,13 @@ impl ChaosReport {
             text.push_str(&format!("note: {n}\n"));
         }
         if let Some(dir) = &self.workdir {
+            let what = if self.cluster {
+                "node-<i>.log, one per node"
+            } else {
+                "daemon.log, askrelay.db"
+            };
             text.push_str(&format!(
-                "work directory kept: {} (daemon.log, askrelay.db)\n",
+                "work directory kept: {} ({what})\n",
                 dir.display()
             ));
         }
@@ -484,7 +554,8 @@ struct Shared {
     t0: Instant,
     verbose: bool,
     reqs: Mutex<Vec<ReqState>>,
-    /// The daemon instance now running (1 for the first).
+    /// Starts of any node so far (1 after the first): a click sent before the last start may
+    /// have gone to a process that is gone.
     epoch: AtomicU64,
     /// Requests whose client has a final line.
     finished: watch::Sender<usize>,
@@ -509,6 +580,13 @@ struct Shared {
     daemon_error_lines: AtomicUsize,
     daemon_errors: Mutex<Vec<String>>,
     fatal: AtomicBool,
+    leader_kills: AtomicUsize,
+    /// Failovers after which another node than the killed one led.
+    lead_moves: AtomicUsize,
+    /// Each leader kill's failover time, once the next gateway session was live.
+    failovers: Mutex<Vec<Duration>>,
+    /// The tasks timing failovers; the report waits for them.
+    failover_watches: Mutex<Vec<tokio::task::JoinHandle<()>>>,
 }
 
 impl Shared {
@@ -575,6 +653,9 @@ struct DaemonCtl {
     socket: PathBuf,
     db_url: String,
     base_url: String,
+    /// Its cluster node id (`cluster.node_id`), the same across its restarts; `None` alone on
+    /// SQLite.
+    node: Option<String>,
     log: Arc<Mutex<std::fs::File>>,
     child: Option<Child>,
     crash_at: Option<&'static str>,
@@ -584,15 +665,27 @@ struct DaemonCtl {
     pump: Option<tokio::task::JoinHandle<()>>,
     started_at: Instant,
     instance: u64,
+    /// Set by the log reader while this instance says it leads the cluster ("leading the
+    /// cluster" until "stepping down"): where the leader is when `health` does not answer.
+    leading: Arc<AtomicBool>,
     shared: Arc<Shared>,
 }
 
 impl DaemonCtl {
+    /// How its log lines and messages name an instance: `#3`, or `node-2 #3` in a cluster.
+    fn name(&self, instance: u64) -> String {
+        match &self.node {
+            Some(node) => format!("{node} #{instance}"),
+            None => format!("#{instance}"),
+        }
+    }
+
     /// Starts `askrelay serve` and waits (bounded) until it says it listens.
     async fn start(&mut self, crash_at: Option<&'static str>) -> Result<(), String> {
         self.instance += 1;
         let n = self.instance;
-        self.shared.epoch.store(n, Ordering::SeqCst);
+        let name = self.name(n);
+        self.shared.epoch.fetch_add(1, Ordering::SeqCst);
         let mut cmd = Command::new(&self.bin);
         cmd.arg("serve")
             .arg("--config")
@@ -621,6 +714,9 @@ impl DaemonCtl {
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
             .kill_on_drop(true);
+        if let Some(node) = &self.node {
+            cmd.env("ASKRELAY_CLUSTER__NODE_ID", node);
+        }
         if let Some(point) = crash_at {
             cmd.env(askrelay::crash::ENV, point);
         }
@@ -629,20 +725,22 @@ impl DaemonCtl {
             .map_err(|e| format!("cannot run {}: {e}", self.bin.display()))?;
         let pid = child.id().unwrap_or(0);
         self.shared.log(format!(
-            "daemon #{n} started (pid {pid}{})",
+            "daemon {name} started (pid {pid}{})",
             crash_at.map_or(String::new(), |p| format!(", crash point {p}"))
         ));
         let stderr = child.stderr.take().expect("stderr is piped");
         let (listening_tx, listening_rx) = oneshot::channel::<()>();
         let aborted = Arc::new(AtomicBool::new(false));
         self.aborted_on_purpose = aborted.clone();
+        let leading = Arc::new(AtomicBool::new(false));
+        self.leading = leading.clone();
         let log = self.log.clone();
         let shared = self.shared.clone();
         {
             let mut f = log.lock().unwrap();
             let _ = writeln!(
                 f,
-                "[#{n}] ===== start (pid {pid}, crash point {crash_at:?}) ====="
+                "[{name}] ===== start (pid {pid}, crash point {crash_at:?}) ====="
             );
         }
         self.pump = Some(tokio::spawn(async move {
@@ -657,15 +755,20 @@ impl DaemonCtl {
                 if line.contains("aborting here on purpose") {
                     aborted.store(true, Ordering::SeqCst);
                 }
+                if line.contains("leading the cluster") {
+                    leading.store(true, Ordering::SeqCst);
+                } else if line.contains("stepping down") {
+                    leading.store(false, Ordering::SeqCst);
+                }
                 if line.contains(" ERROR ") {
                     shared.daemon_error_lines.fetch_add(1, Ordering::Relaxed);
                     let mut e = shared.daemon_errors.lock().unwrap();
                     if e.len() < 10 {
-                        e.push(format!("#{n}: {line}"));
+                        e.push(format!("{name}: {line}"));
                     }
                 }
                 let mut f = log.lock().unwrap();
-                let _ = writeln!(f, "[#{n}] {line}");
+                let _ = writeln!(f, "[{name}] {line}");
             }
         }));
         self.child = Some(child);
@@ -675,12 +778,16 @@ impl DaemonCtl {
             Ok(Ok(())) => Ok(()),
             Ok(Err(_)) => {
                 let status = self.reap().await;
-                Err(format!("daemon #{n} exited before listening ({status})"))
+                Err(format!(
+                    "daemon {} exited before listening ({status})",
+                    self.name(n)
+                ))
             }
             Err(_) => {
                 self.kill().await;
                 Err(format!(
-                    "daemon #{n} did not say \"listening\" within {} s",
+                    "daemon {} did not say \"listening\" within {} s",
+                    self.name(n),
                     START_LIMIT.as_secs()
                 ))
             }
@@ -709,8 +816,10 @@ impl DaemonCtl {
             let _ = child.start_kill();
         }
         let status = self.reap().await;
-        self.shared
-            .log(format!("daemon #{} killed ({status})", self.instance));
+        self.shared.log(format!(
+            "daemon {} killed ({status})",
+            self.name(self.instance)
+        ));
     }
 
     /// SIGTERM, and SIGKILL if it does not stop in time. Returns a problem if it did not stop
@@ -718,32 +827,60 @@ impl DaemonCtl {
     async fn terminate(&mut self) -> Option<String> {
         let child = self.child.as_mut()?;
         let pid = child.id()?;
+        let name = self.name(self.instance);
         let sent = std::process::Command::new("kill")
             .args(["-TERM", &pid.to_string()])
             .status();
         if !sent.is_ok_and(|s| s.success()) {
             self.kill().await;
-            return Some(format!("cannot send SIGTERM to daemon #{}", self.instance));
+            return Some(format!("cannot send SIGTERM to daemon {name}"));
         }
         let mut child = self.child.take().expect("checked above");
         match timeout(STOP_LIMIT, child.wait()).await {
             Ok(Ok(s)) if s.success() => None,
             Ok(Ok(s)) => Some(format!(
-                "daemon #{} ended badly after SIGTERM: {}",
-                self.instance,
+                "daemon {name} ended badly after SIGTERM: {}",
                 describe(s)
             )),
-            Ok(Err(e)) => Some(format!("waiting for daemon #{}: {e}", self.instance)),
+            Ok(Err(e)) => Some(format!("waiting for daemon {name}: {e}")),
             Err(_) => {
                 let _ = child.start_kill();
                 let _ = timeout(Duration::from_secs(10), child.wait()).await;
                 Some(format!(
-                    "daemon #{} did not stop within {} s of SIGTERM",
-                    self.instance,
+                    "daemon {name} did not stop within {} s of SIGTERM",
                     STOP_LIMIT.as_secs()
                 ))
             }
         }
+    }
+
+    /// Whether this instance leads its cluster now: what its `health` says, or, when it does
+    /// not answer in time, what its log last said.
+    async fn is_leader(&self) -> bool {
+        if self.child.is_none() {
+            return false;
+        }
+        match says_it_leads(&self.socket).await {
+            Some(leads) => leads,
+            None => self.leading.load(Ordering::SeqCst),
+        }
+    }
+}
+
+/// Whether the daemon on `socket` says (`health`) that it leads its cluster; `None` when it
+/// does not answer within [`HEALTH_LIMIT`].
+async fn says_it_leads(socket: &Path) -> Option<bool> {
+    let asked = timeout(HEALTH_LIMIT, async {
+        let mut c = Client::connect(socket).await.ok()?;
+        match c.call(&Op::Health).await.ok()? {
+            Event::Health(h) => Some(h),
+            _ => None,
+        }
+    })
+    .await;
+    match asked {
+        Ok(Some(h)) => Some(h.cluster.is_some_and(|c| c.role == Role::Leader.as_str())),
+        _ => None,
     }
 }
 
@@ -757,26 +894,66 @@ fn describe(s: ExitStatus) -> String {
 }
 
 // ---------------------------------------------------------------------------------------------
-// The monkey: SIGKILL at random points, restart at once
+// The monkey: SIGKILL at random points, restart at once (a killed leader, at times, later)
 
 struct Monkey {
-    d: DaemonCtl,
+    /// One per node (a single one on SQLite).
+    ds: Vec<DaemonCtl>,
     rng: Rng,
     crash_points: bool,
     /// How many questions the plan has.
     questions: usize,
     shared: Arc<Shared>,
     deadline: Instant,
+    /// In cluster mode, the stand-in: it shows when the next leader's gateway session is live.
+    cluster: Option<StandIn>,
 }
 
 enum Wake {
-    Exited(std::io::Result<ExitStatus>),
+    /// The instance of node `.0` exited.
+    Exited(usize, std::io::Result<ExitStatus>),
     Ready,
     Deadline,
 }
 
+/// The first node but `down` whose instance exits: at once for one that is not running.
+async fn any_exit(
+    ds: &mut [DaemonCtl],
+    down: Option<usize>,
+) -> (usize, std::io::Result<ExitStatus>) {
+    let watched = |i: usize| Some(i) != down;
+    if let Some(i) = (0..ds.len()).find(|&i| watched(i) && ds[i].child.is_none()) {
+        return (i, Ok(ExitStatus::default()));
+    }
+    let waits: Vec<_> = ds
+        .iter_mut()
+        .enumerate()
+        .filter(|(i, _)| watched(*i))
+        .filter_map(|(i, d)| {
+            let child = d.child.as_mut()?;
+            Some(Box::pin(async move { (i, child.wait().await) }))
+        })
+        .collect();
+    if waits.is_empty() {
+        return std::future::pending().await;
+    }
+    futures_util::future::select_all(waits).await.0
+}
+
+/// Returns once `cond` holds for the stand-in (the caller bounds the wait).
+async fn until(standin: &StandIn, cond: impl Fn(&StandIn) -> bool) {
+    let mut changes = standin.subscribe();
+    loop {
+        if cond(standin) {
+            return;
+        }
+        // A change between the look and the subscription is caught by the next look.
+        let _ = timeout(Duration::from_millis(50), changes.changed()).await;
+    }
+}
+
 impl Monkey {
-    async fn run(mut self, thresholds: Vec<usize>) -> DaemonCtl {
+    async fn run(mut self, thresholds: Vec<usize>) -> Vec<DaemonCtl> {
         let mut progress = self.shared.progress.subscribe();
         let mut done = self.shared.all_done.subscribe();
         let planned = thresholds.len();
@@ -785,54 +962,84 @@ impl Monkey {
             // aborted at its crash point meanwhile.
             loop {
                 if self.shared.is_fatal() {
-                    return self.d;
+                    return self.ds;
                 }
-                let wake = match self.d.child.as_mut() {
-                    None => Wake::Exited(Ok(ExitStatus::default())),
-                    Some(child) => tokio::select! {
-                        s = child.wait() => Wake::Exited(s),
-                        _ = progress.wait_for(|&(p, s)| p + s >= threshold) => Wake::Ready,
-                        _ = done.wait_for(|&d| d) => Wake::Ready,
-                        _ = sleep_until(self.deadline) => Wake::Deadline,
-                    },
+                let wake = tokio::select! {
+                    (i, s) = any_exit(&mut self.ds, None) => Wake::Exited(i, s),
+                    _ = progress.wait_for(|&(p, s)| p + s >= threshold) => Wake::Ready,
+                    _ = done.wait_for(|&d| d) => Wake::Ready,
+                    _ = sleep_until(self.deadline) => Wake::Deadline,
                 };
                 match wake {
-                    Wake::Exited(s) => {
-                        if !self.exited(s).await {
-                            return self.d;
+                    Wake::Exited(i, s) => {
+                        if !self.exited(i, s).await {
+                            return self.ds;
                         }
                     }
                     Wake::Ready => break,
-                    Wake::Deadline => return self.d,
+                    Wake::Deadline => return self.ds,
                 }
             }
+            let target = self.target(k, planned).await;
             // A random moment: a little after the threshold, and not before the instance had a
             // moment to get going (it may still be resuming; that is a fine place to die too).
-            let at = (self.d.started_at + self.rng.millis(5, 400))
+            let at = (self.ds[target].started_at + self.rng.millis(5, 400))
                 .max(Instant::now() + self.rng.millis(0, 250));
             loop {
-                let wake = match self.d.child.as_mut() {
-                    None => Wake::Exited(Ok(ExitStatus::default())),
-                    Some(child) => tokio::select! {
-                        s = child.wait() => Wake::Exited(s),
-                        _ = sleep_until(at) => Wake::Ready,
-                    },
+                let wake = tokio::select! {
+                    (i, s) = any_exit(&mut self.ds, None) => Wake::Exited(i, s),
+                    _ = sleep_until(at) => Wake::Ready,
                 };
                 match wake {
-                    Wake::Exited(s) => {
-                        if !self.exited(s).await {
-                            return self.d;
+                    Wake::Exited(i, s) => {
+                        if !self.exited(i, s).await {
+                            return self.ds;
                         }
                     }
                     _ => break,
                 }
             }
-            self.d.kill().await;
+            let leader = match &self.cluster {
+                Some(_) => self.ds[target].is_leader().await,
+                None => false,
+            };
+            let identified = self.cluster.as_ref().map_or(0, |s| s.identify_count());
+            let killed_at = Instant::now();
+            self.ds[target].kill().await;
             let kills = self.shared.kills.fetch_add(1, Ordering::SeqCst) + 1;
             let (posted, settled) = *progress.borrow();
+            let who = match &self.ds[target].node {
+                Some(node) if leader => format!(" {node} (the leader)"),
+                Some(node) => format!(" {node}"),
+                None => String::new(),
+            };
             self.shared.log(format!(
-                "kill {kills}/{planned}: {posted} questions posted, {settled} settled"
+                "kill {kills}/{planned}{who}: {posted} questions posted, {settled} settled"
             ));
+            if leader {
+                self.shared.leader_kills.fetch_add(1, Ordering::SeqCst);
+                // Restarted at once, the killed node often takes the lead back before the
+                // others try (every failover_secs / 4): half the time it stays down until
+                // another node leads, so that the takeover of every node's requests is tested
+                // as well.
+                let stay_down = self.ds.len() > 1 && self.rng.chance(1, 2);
+                self.watch_failover(target, killed_at, identified, !stay_down);
+                if stay_down {
+                    match self.await_new_leader(target, identified).await {
+                        None => return self.ds,
+                        Some(true) => {
+                            // Its node is down: the live session is another node's.
+                            self.shared.lead_moves.fetch_add(1, Ordering::SeqCst);
+                            self.shared.log(format!(
+                                "another node leads; restarting{who} after {:.2} s",
+                                killed_at.elapsed().as_secs_f64()
+                            ));
+                        }
+                        // The failover watch reports it.
+                        Some(false) => {}
+                    }
+                }
+            }
             // The last instance never gets a crash point: the end of the run needs it. Once
             // every question is posted, only the points of the click path can still be reached.
             let points: &[&'static str] = if posted < self.questions {
@@ -842,74 +1049,216 @@ impl Monkey {
             };
             let crash = (k + 1 < planned && self.crash_points && self.rng.chance(2, 5))
                 .then(|| points[self.rng.below(points.len() as u64) as usize]);
-            if !self.restart(crash).await {
-                return self.d;
+            if !self.restart(target, crash).await {
+                return self.ds;
             }
         }
-        // Every kill is done: keep the daemon up until the clients are all done.
+        // In a cluster another node may still carry a crash point it never reached, and could
+        // abort during the final checks: restart it without one, gracefully.
+        for i in 0..self.ds.len() {
+            if self.shared.is_fatal() {
+                return self.ds;
+            }
+            let d = &mut self.ds[i];
+            if d.child.is_none() || d.crash_at.is_none() {
+                continue;
+            }
+            self.shared.log(format!(
+                "daemon {} still has crash point {:?}; restarting it without one",
+                d.name(d.instance),
+                d.crash_at
+            ));
+            if let Some(p) = d.terminate().await {
+                self.shared.problem(p);
+            }
+            if !self.restart(i, None).await {
+                return self.ds;
+            }
+        }
+        // Every kill is done: keep the daemons up until the clients are all done.
         loop {
             if self.shared.is_fatal() {
-                return self.d;
+                return self.ds;
             }
-            let wake = match self.d.child.as_mut() {
-                None => Wake::Exited(Ok(ExitStatus::default())),
-                Some(child) => tokio::select! {
-                    s = child.wait() => Wake::Exited(s),
-                    _ = done.wait_for(|&d| d) => Wake::Ready,
-                    _ = sleep_until(self.deadline) => Wake::Deadline,
-                },
+            let wake = tokio::select! {
+                (i, s) = any_exit(&mut self.ds, None) => Wake::Exited(i, s),
+                _ = done.wait_for(|&d| d) => Wake::Ready,
+                _ = sleep_until(self.deadline) => Wake::Deadline,
             };
             match wake {
-                Wake::Exited(s) => {
-                    if !self.exited(s).await {
-                        return self.d;
+                Wake::Exited(i, s) => {
+                    if !self.exited(i, s).await {
+                        return self.ds;
                     }
                 }
-                _ => return self.d,
+                _ => return self.ds,
             }
         }
     }
 
-    /// The instance exited on its own: fine at its crash point, a problem otherwise. Restarts
-    /// it without a crash point; false when that failed.
-    async fn exited(&mut self, status: std::io::Result<ExitStatus>) -> bool {
-        let n = self.d.instance;
-        self.d.child = None;
+    /// The node the next kill hits. Alone, the only one. In a cluster, the leader about half
+    /// the time (and at the last kill if no kill hit it yet), so that failovers are tested as
+    /// often as follower restarts; otherwise any node, the leader included.
+    async fn target(&mut self, k: usize, planned: usize) -> usize {
+        if self.ds.len() == 1 {
+            return 0;
+        }
+        let aim = self.rng.chance(1, 2);
+        let any = self.rng.below(self.ds.len() as u64) as usize;
+        let none_yet = self.shared.leader_kills.load(Ordering::SeqCst) == 0;
+        if aim || (k + 1 == planned && none_yet) {
+            for (i, d) in self.ds.iter().enumerate() {
+                if d.is_leader().await {
+                    return i;
+                }
+            }
+            self.shared
+                .log("no node says it leads now; the kill hits any node");
+        }
+        any
+    }
+
+    /// With node `down` (the killed leader) down, waits until another node's gateway session
+    /// is live, at most [`FAILOVER_LIMIT`] (the failover watch reports a stuck one), restarting
+    /// nodes that exit meanwhile. Whether one became live; `None` when a restart failed.
+    async fn await_new_leader(&mut self, down: usize, identified: usize) -> Option<bool> {
+        let standin = self.cluster.clone()?;
+        let led = timeout(
+            FAILOVER_LIMIT,
+            until(&standin, |s| {
+                s.identify_count() > identified && s.live_sessions() > 0
+            }),
+        );
+        tokio::pin!(led);
+        loop {
+            let wake = tokio::select! {
+                (i, s) = any_exit(&mut self.ds, Some(down)) => Wake::Exited(i, s),
+                r = &mut led => return Some(r.is_ok()),
+            };
+            if let Wake::Exited(i, s) = wake {
+                if !self.exited(i, s).await {
+                    return None;
+                }
+            }
+        }
+    }
+
+    /// Times the failover after the leader (node `i`) was SIGKILLed at `killed_at`, when the
+    /// stand-in had seen `identified` IDENTIFYs: until the next gateway session is live. With
+    /// `attribute` (the killed node was restarted at once), it then asks the other nodes
+    /// whether one of them leads, to count the lead as moved.
+    fn watch_failover(&self, i: usize, killed_at: Instant, identified: usize, attribute: bool) {
+        let Some(standin) = self.cluster.clone() else {
+            return;
+        };
+        let shared = self.shared.clone();
+        let who = self.ds[i].node.clone().unwrap_or_default();
+        let others: Vec<(String, PathBuf)> = (self.ds.iter().enumerate())
+            .filter(|&(j, _)| j != i)
+            .map(|(_, d)| (d.node.clone().unwrap_or_default(), d.socket.clone()))
+            .collect();
+        let watch = tokio::spawn(async move {
+            // The dead leader's session ends once the stand-in sees its socket close. The
+            // IDENTIFYs counted after that are a live node's.
+            let gone = timeout(
+                Duration::from_secs(5),
+                until(&standin, |s| s.live_sessions() == 0),
+            )
+            .await
+            .is_ok();
+            let before = if gone {
+                standin.identify_count()
+            } else {
+                shared.note(format!(
+                    "a gateway session was still live 5 s after the leader {who} was killed \
+                     (another node held one too, or the next leader was that quick)"
+                ));
+                identified
+            };
+            let back = timeout_at(
+                killed_at + FAILOVER_LIMIT,
+                until(&standin, |s| {
+                    s.identify_count() > before && s.live_sessions() > 0
+                }),
+            )
+            .await;
+            match back {
+                Ok(()) => {
+                    let took = killed_at.elapsed();
+                    shared.failovers.lock().unwrap().push(took);
+                    // The restarted node may have taken the lead back before any other tried.
+                    // A new leader that aborts at its crash point before it answers is not
+                    // counted: the count is a lower bound.
+                    let mut by = "(the monkey waited for another node)".to_owned();
+                    if attribute {
+                        by = format!("{who}, restarted, or a node that did not answer");
+                        for (node, socket) in &others {
+                            if says_it_leads(socket).await == Some(true) {
+                                shared.lead_moves.fetch_add(1, Ordering::SeqCst);
+                                by = node.clone();
+                                break;
+                            }
+                        }
+                    }
+                    shared.log(format!(
+                        "failover after killing the leader {who}: a gateway session is live \
+                         again after {:.2} s; leader: {by}",
+                        took.as_secs_f64()
+                    ));
+                }
+                Err(_) => shared.problem(format!(
+                    "no gateway session was live within {} s of killing the leader {who}: the \
+                     failover is stuck",
+                    FAILOVER_LIMIT.as_secs()
+                )),
+            }
+        });
+        self.shared.failover_watches.lock().unwrap().push(watch);
+    }
+
+    /// The instance of node `i` exited on its own: fine at its crash point, a problem
+    /// otherwise. Restarts it without a crash point; false when that failed.
+    async fn exited(&mut self, i: usize, status: std::io::Result<ExitStatus>) -> bool {
+        let d = &mut self.ds[i];
+        let name = d.name(d.instance);
+        d.child = None;
         // Read the rest of its log first: it says whether this was its crash point.
-        if let Some(pump) = self.d.pump.take() {
+        if let Some(pump) = d.pump.take() {
             let _ = timeout(Duration::from_secs(5), pump).await;
         }
         let status = match status {
             Ok(s) => describe(s),
             Err(e) => format!("wait failed: {e}"),
         };
-        if self.d.aborted_on_purpose.load(Ordering::SeqCst) {
+        if d.aborted_on_purpose.load(Ordering::SeqCst) {
             self.shared.crash_aborts.fetch_add(1, Ordering::SeqCst);
             self.shared.log(format!(
-                "daemon #{n} aborted at crash point {:?} ({status})",
-                self.d.crash_at
+                "daemon {name} aborted at crash point {:?} ({status})",
+                d.crash_at
             ));
         } else {
             self.shared.problem(format!(
-                "daemon #{n} exited on its own ({status}) without reaching a crash point; see its \
-                 log lines marked [#{n}]"
+                "daemon {name} exited on its own ({status}) without reaching a crash point; see \
+                 its log lines marked [{name}]"
             ));
         }
-        self.restart(None).await
+        self.restart(i, None).await
     }
 
-    /// Starts the next instance; an instance that aborts at its crash point before it listens is
-    /// replaced by one without. False (and a fatal problem) when the daemon cannot start.
-    async fn restart(&mut self, crash: Option<&'static str>) -> bool {
+    /// Starts the next instance of node `i`; an instance that aborts at its crash point before
+    /// it listens is replaced by one without. False (and a fatal problem) when the daemon
+    /// cannot start.
+    async fn restart(&mut self, i: usize, crash: Option<&'static str>) -> bool {
+        let d = &mut self.ds[i];
         self.shared.restarts.fetch_add(1, Ordering::SeqCst);
-        match self.d.start(crash).await {
+        match d.start(crash).await {
             Ok(()) => true,
-            Err(e) if crash.is_some() && self.d.aborted_on_purpose.load(Ordering::SeqCst) => {
+            Err(e) if crash.is_some() && d.aborted_on_purpose.load(Ordering::SeqCst) => {
                 self.shared.crash_aborts.fetch_add(1, Ordering::SeqCst);
                 self.shared
                     .log(format!("{e}: it aborted at its crash point"));
                 self.shared.restarts.fetch_add(1, Ordering::SeqCst);
-                match self.d.start(None).await {
+                match d.start(None).await {
                     Ok(()) => true,
                     Err(e) => {
                         self.shared.fatal(e);
@@ -927,6 +1276,12 @@ impl Monkey {
 
 // ---------------------------------------------------------------------------------------------
 // Clients: ask, re-attach after every restart, record the final lines
+
+/// The socket of the node request `i` asks on: requests are dealt to the nodes in turn, and
+/// each stays with its node (it owns the request).
+fn node_socket(sockets: &[PathBuf], i: usize) -> &Path {
+    &sockets[i % sockets.len()]
+}
 
 async fn client(
     i: usize,
@@ -1013,12 +1368,13 @@ async fn client(
     }
 }
 
-/// At the end: every request once more; an ended request replays its final line only.
-async fn replay_all(plan: &Arc<Vec<PlannedRequest>>, socket: &Path, shared: &Arc<Shared>) {
+/// At the end: every request once more, on its node; an ended request replays its final line
+/// only.
+async fn replay_all(plan: &Arc<Vec<PlannedRequest>>, sockets: &[PathBuf], shared: &Arc<Shared>) {
     let mut tasks = Vec::new();
     for i in 0..plan.len() {
         let plan = plan.clone();
-        let socket = socket.to_path_buf();
+        let socket = node_socket(sockets, i).to_path_buf();
         let shared = shared.clone();
         tasks.push(tokio::spawn(async move {
             let rid = plan[i].request_id.clone();
@@ -1729,7 +2085,31 @@ pub async fn run(cfg: ChaosConfig, daemon_bin: &Path) -> ChaosReport {
         .prefix("askrelay-chaos-")
         .tempdir()
         .expect("chaos: cannot create a temp dir");
-    let socket = dir.path().join("askrelay.sock");
+    let database = match open_database(&cfg, dir.path()).await {
+        Ok(db) => db,
+        Err(e) => {
+            return ChaosReport {
+                seed: cfg.seed,
+                requests: cfg.requests,
+                nodes: cfg.nodes,
+                problems: vec![e],
+                ..ChaosReport::default()
+            }
+        }
+    };
+    let nodes = cfg.nodes;
+    // Alone: askrelay.sock and daemon.log, as always. In a cluster: node-<i>.sock and
+    // node-<i>.log.
+    let node_ids: Vec<Option<String>> = (1..=nodes)
+        .map(|i| database.cluster.then(|| format!("node-{i}")))
+        .collect();
+    let sockets: Vec<PathBuf> = node_ids
+        .iter()
+        .map(|n| match n {
+            Some(n) => dir.path().join(format!("{n}.sock")),
+            None => dir.path().join("askrelay.sock"),
+        })
+        .collect();
     std::fs::write(dir.path().join("chaos.toml"), CONFIG).expect("chaos: cannot write chaos.toml");
     let (finished, _) = watch::channel(0usize);
     let (progress, _) = watch::channel((0usize, 0usize));
@@ -1756,32 +2136,54 @@ pub async fn run(cfg: ChaosConfig, daemon_bin: &Path) -> ChaosReport {
         daemon_error_lines: AtomicUsize::new(0),
         daemon_errors: Mutex::new(Vec::new()),
         fatal: AtomicBool::new(false),
+        leader_kills: AtomicUsize::new(0),
+        lead_moves: AtomicUsize::new(0),
+        failovers: Mutex::new(Vec::new()),
+        failover_watches: Mutex::new(Vec::new()),
     });
-    let log = std::fs::File::create(dir.path().join("daemon.log"))
-        .expect("chaos: cannot create daemon.log");
-    let mut daemon = DaemonCtl {
-        bin: daemon_bin.to_path_buf(),
-        socket: socket.clone(),
-        db_url: format!("sqlite://{}", dir.path().join("askrelay.db").display()),
-        base_url: standin.base_url.clone(),
-        log: Arc::new(Mutex::new(log)),
-        child: None,
-        crash_at: None,
-        aborted_on_purpose: Arc::new(AtomicBool::new(false)),
-        pump: None,
-        started_at: Instant::now(),
-        instance: 0,
-        shared: shared.clone(),
-    };
+    let mut daemons: Vec<DaemonCtl> = node_ids
+        .iter()
+        .zip(&sockets)
+        .map(|(node, socket)| {
+            let file = match node {
+                Some(n) => format!("{n}.log"),
+                None => "daemon.log".into(),
+            };
+            let log = std::fs::File::create(dir.path().join(&file))
+                .unwrap_or_else(|e| panic!("chaos: cannot create {file}: {e}"));
+            DaemonCtl {
+                bin: daemon_bin.to_path_buf(),
+                socket: socket.clone(),
+                db_url: database.url.clone(),
+                base_url: standin.base_url.clone(),
+                node: node.clone(),
+                log: Arc::new(Mutex::new(log)),
+                child: None,
+                crash_at: None,
+                aborted_on_purpose: Arc::new(AtomicBool::new(false)),
+                pump: None,
+                started_at: Instant::now(),
+                instance: 0,
+                leading: Arc::new(AtomicBool::new(false)),
+                shared: shared.clone(),
+            }
+        })
+        .collect();
     shared.log(format!(
-        "{} requests, {total_questions} questions, {} kills, seed {}, work dir {}",
+        "{} requests, {total_questions} questions, {} kills, seed {}, {nodes} node(s) on {}, \
+         work dir {}",
         cfg.requests,
         cfg.kills,
         cfg.seed,
+        database.label,
         dir.path().display()
     ));
-    if let Err(e) = daemon.start(None).await {
-        shared.fatal(e);
+    // One after the other: the first takes the lead, and its log shows it.
+    for d in &mut daemons {
+        if let Err(e) = d.start(None).await {
+            shared.fatal(e);
+            break;
+        }
     }
 
     // Kill points: thresholds on questions posted + questions settled, spread over the run.
@@ -1801,7 +2203,7 @@ pub async fn run(cfg: ChaosConfig, daemon_bin: &Path) -> ChaosReport {
             clients.push(tokio::spawn(client(
                 i,
                 r.ask_line.clone(),
-                socket.clone(),
+                node_socket(&sockets, i).to_path_buf(),
                 shared.clone(),
                 rng.fork(),
                 start,
@@ -1849,12 +2251,13 @@ pub async fn run(cfg: ChaosConfig, daemon_bin: &Path) -> ChaosReport {
     });
     let monkey = tokio::spawn(
         Monkey {
-            d: daemon,
+            ds: daemons,
             rng: rng.fork(),
             crash_points: cfg.crash_points,
             questions: total_questions,
             shared: shared.clone(),
             deadline,
+            cluster: database.cluster.then(|| standin.clone()),
         }
         .run(thresholds),
     );
@@ -1903,17 +2306,27 @@ pub async fn run(cfg: ChaosConfig, daemon_bin: &Path) -> ChaosReport {
     }
     shared.all_done.send_replace(true);
     shared.log("every request has a final line; finishing the kills");
-    let mut daemon = match timeout(Duration::from_secs(60 + 5 * cfg.kills as u64), monkey).await {
-        Ok(Ok(d)) => Some(d),
+    let mut daemons = match timeout(Duration::from_secs(60 + 5 * cfg.kills as u64), monkey).await {
+        Ok(Ok(d)) => d,
         Ok(Err(e)) => {
             shared.problem(format!("the kill task failed: {e}"));
-            None
+            Vec::new()
         }
         Err(_) => {
             shared.problem("the kill task did not finish in time".into());
-            None
+            Vec::new()
         }
     };
+    // The failovers of the last leader kills may still be under way; each watch is bounded.
+    let watches = std::mem::take(&mut *shared.failover_watches.lock().unwrap());
+    for w in watches {
+        if timeout(FAILOVER_LIMIT + Duration::from_secs(10), w)
+            .await
+            .is_err()
+        {
+            shared.problem("a failover watch did not end in time".into());
+        }
+    }
     let clicked = match timeout(Duration::from_secs(30), clicker).await {
         Ok(Ok(out)) => Some(out),
         Ok(Err(e)) => {
@@ -1933,9 +2346,10 @@ pub async fn run(cfg: ChaosConfig, daemon_bin: &Path) -> ChaosReport {
     standin.clear_failures();
 
     // Every request once more: an ended request replays the same final line.
-    if daemon.as_ref().is_some_and(|d| d.child.is_some()) && !shared.is_fatal() {
+    let all_up = !daemons.is_empty() && daemons.iter().all(|d| d.child.is_some());
+    if all_up && !shared.is_fatal() {
         shared.log("re-attaching every request once more");
-        replay_all(&plan, &socket, &shared).await;
+        replay_all(&plan, &sockets, &shared).await;
     }
     shared.stop.send_replace(true);
     for c in clients {
@@ -1945,28 +2359,42 @@ pub async fn run(cfg: ChaosConfig, daemon_bin: &Path) -> ChaosReport {
     }
     // Every message should lose its buttons. An edit cut short by a kill, or given up during an
     // injected outage, is finished at the next start: restart once, gracefully, if one is left.
+    // In a cluster every node restarts (the next leader takes the edits over).
     let mut not_edited = showing_buttons(&standin, Duration::from_secs(5)).await;
-    if let Some(d) = daemon.as_mut().filter(|d| d.child.is_some()) {
-        if !not_edited.is_empty() && !shared.is_fatal() {
-            shared.log(format!(
-                "{} message(s) still show buttons; restarting once, gracefully",
-                not_edited.len()
-            ));
+    if all_up && !not_edited.is_empty() && !shared.is_fatal() {
+        shared.log(format!(
+            "{} message(s) still show buttons; restarting once, gracefully",
+            not_edited.len()
+        ));
+        for d in &mut daemons {
             if let Some(p) = d.terminate().await {
                 shared.problem(p);
             }
+        }
+        let mut started = true;
+        for d in &mut daemons {
             shared.restarts.fetch_add(1, Ordering::SeqCst);
-            match d.start(None).await {
-                Ok(()) => not_edited = showing_buttons(&standin, Duration::from_secs(10)).await,
-                Err(e) => shared.problem(e),
+            if let Err(e) = d.start(None).await {
+                shared.problem(e);
+                started = false;
             }
         }
-        if let Some(p) = d.terminate().await {
-            shared.problem(p);
+        if started {
+            not_edited = showing_buttons(&standin, Duration::from_secs(10)).await;
         }
+    }
+    // All at once: a node stopping while the others run would hand them the lead.
+    let stops = daemons.iter_mut().map(|d| d.terminate());
+    for p in futures_util::future::join_all(stops)
+        .await
+        .into_iter()
+        .flatten()
+    {
+        shared.problem(p);
     }
 
     // ---- the report
+    let failovers = shared.failovers.lock().unwrap().clone();
     let mut report = ChaosReport {
         seed: cfg.seed,
         requests: cfg.requests,
@@ -1981,6 +2409,13 @@ pub async fn run(cfg: ChaosConfig, daemon_bin: &Path) -> ChaosReport {
         clicks_repeated: shared.clicks_repeated.load(Ordering::SeqCst),
         daemon_error_lines: shared.daemon_error_lines.load(Ordering::SeqCst),
         peak_pending,
+        nodes,
+        database: database.label.clone(),
+        cluster: database.cluster,
+        leader_kills: shared.leader_kills.load(Ordering::SeqCst),
+        lead_moves: shared.lead_moves.load(Ordering::SeqCst),
+        failovers: failovers.len(),
+        longest_failover: failovers.iter().max().copied(),
         ..ChaosReport::default()
     };
     let validator = Validator::load();
@@ -2136,8 +2571,77 @@ pub async fn run(cfg: ChaosConfig, daemon_bin: &Path) -> ChaosReport {
     }
     report.problems = shared.problems.lock().unwrap().clone();
     report.notes = shared.notes.lock().unwrap().clone();
-    if cfg.keep_dir || (cfg.keep_dir_on_failure && !report.ok()) {
+    let keep = cfg.keep_dir || (cfg.keep_dir_on_failure && !report.ok());
+    if let Some(scratch) = database.scratch {
+        if keep {
+            report.notes.push(format!(
+                "the scratch database {} was kept; drop it with `DROP DATABASE \"{}\"`",
+                redact_url(&scratch.url),
+                scratch.name
+            ));
+            // Not dropped: Drop would drop it.
+            std::mem::forget(scratch);
+        } else if let Err(e) = scratch.drop_now().await {
+            report
+                .notes
+                .push(format!("cannot drop the scratch database: {e:#}"));
+        }
+    }
+    if keep {
         report.workdir = Some(dir.keep());
     }
     report
+}
+
+/// The database the nodes share, as [`ChaosConfig::database`] asks.
+struct Database {
+    url: String,
+    /// What the report calls it.
+    label: String,
+    /// PostgreSQL: the nodes run in cluster mode, each with a node id.
+    cluster: bool,
+    /// A database this run created on the test server, to be dropped at the end.
+    scratch: Option<ScratchDb>,
+}
+
+async fn open_database(cfg: &ChaosConfig, dir: &Path) -> Result<Database, String> {
+    if cfg.nodes == 0 {
+        return Err("nodes: at least 1".into());
+    }
+    let sqlite = || Database {
+        url: format!("sqlite://{}", dir.join("askrelay.db").display()),
+        label: "SQLite".into(),
+        cluster: false,
+        scratch: None,
+    };
+    match cfg.database.as_deref() {
+        None | Some("sqlite") if cfg.nodes == 1 => Ok(sqlite()),
+        Some("sqlite") => Err(format!(
+            "{} nodes cannot share a SQLite file; use --database postgres",
+            cfg.nodes
+        )),
+        None | Some("postgres" | "postgresql") => {
+            let scratch = ScratchDb::create()
+                .await
+                .map_err(|e| format!("cannot create a scratch database for the cluster: {e:#}"))?;
+            Ok(Database {
+                url: scratch.url.clone(),
+                label: format!("PostgreSQL (scratch database {})", scratch.name),
+                cluster: true,
+                scratch: Some(scratch),
+            })
+        }
+        Some(url) if url.starts_with("postgres://") || url.starts_with("postgresql://") => {
+            Ok(Database {
+                url: url.to_owned(),
+                label: format!("PostgreSQL ({})", redact_url(url)),
+                cluster: true,
+                scratch: None,
+            })
+        }
+        Some(other) => Err(format!(
+            "database {other:?}: expected \"postgres\" (a scratch database), a postgres:// URL \
+             or \"sqlite\""
+        )),
+    }
 }
