@@ -9,26 +9,38 @@ use crate::support::chaos::{self, ChaosConfig};
 use std::path::Path;
 use std::time::Duration;
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_small_chaos_run_loses_nothing_and_posts_nothing_twice() {
-    let mut cfg = ChaosConfig::new(20, 3, 20_251_130);
-    cfg.deadline = Duration::from_secs(40);
+/// A small run's config: a short ramp, clicks spread over 1.5 s, faults every 80 ms; a failed
+/// run keeps the daemons' logs and database, and the report says where.
+fn small(requests: usize, kills: usize, seed: u64) -> ChaosConfig {
+    let mut cfg = ChaosConfig::new(requests, kills, seed);
     cfg.ramp = Duration::from_millis(800);
     cfg.click_spread = Duration::from_millis(1500);
     cfg.fault_every = Duration::from_millis(80);
     cfg.verbose = std::env::var_os("CHAOS_VERBOSE").is_some();
-    // A failed run keeps the daemon's log and database, and the report says where.
     cfg.keep_dir_on_failure = true;
+    cfg
+}
+
+/// Runs `cfg` within `limit` and checks the bars.
+async fn run_small(cfg: ChaosConfig, limit: Duration) -> chaos::ChaosReport {
     let daemon = Path::new(env!("CARGO_BIN_EXE_askrelay"));
-    let report = tokio::time::timeout(Duration::from_secs(150), chaos::run(cfg, daemon))
+    let report = tokio::time::timeout(limit, chaos::run(cfg, daemon))
         .await
-        .expect("the chaos run did not finish within 150 s although every wait in it is bounded");
+        .expect("the chaos run did not finish in time although every wait in it is bounded");
     println!("{}", report.render());
     assert!(
         report.ok(),
         "the chaos run missed the bar:\n{}",
         report.render()
     );
+    report
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_small_chaos_run_loses_nothing_and_posts_nothing_twice() {
+    let mut cfg = small(20, 3, 20_251_130);
+    cfg.deadline = Duration::from_secs(40);
+    let report = run_small(cfg, Duration::from_secs(150)).await;
     assert_eq!(report.answered, 20);
     assert_eq!(report.kills, 3);
     // Every body checked: posts, retries, reposts after a kill, edits at start-up.
@@ -43,25 +55,11 @@ async fn a_small_chaos_run_loses_nothing_and_posts_nothing_twice() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_small_cluster_chaos_run_loses_nothing_and_fails_over() {
-    let mut cfg = ChaosConfig::new(30, 4, 20_251_201);
+    let mut cfg = small(30, 4, 20_251_201);
     cfg.nodes = 3;
     cfg.database = Some("postgres".into());
     cfg.deadline = Duration::from_secs(45);
-    cfg.ramp = Duration::from_millis(800);
-    cfg.click_spread = Duration::from_millis(1500);
-    cfg.fault_every = Duration::from_millis(80);
-    cfg.verbose = std::env::var_os("CHAOS_VERBOSE").is_some();
-    cfg.keep_dir_on_failure = true;
-    let daemon = Path::new(env!("CARGO_BIN_EXE_askrelay"));
-    let report = tokio::time::timeout(Duration::from_secs(170), chaos::run(cfg, daemon))
-        .await
-        .expect("the cluster chaos run did not finish within 170 s although every wait in it is bounded");
-    println!("{}", report.render());
-    assert!(
-        report.ok(),
-        "the cluster chaos run missed the bar:\n{}",
-        report.render()
-    );
+    let report = run_small(cfg, Duration::from_secs(170)).await;
     assert_eq!(report.answered, 30);
     assert_eq!(report.kills, 4);
     assert_eq!(report.nodes, 3);
