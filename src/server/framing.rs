@@ -101,8 +101,10 @@ impl<R: AsyncRead + Unpin> LineReader<R> {
             }
             let read = self.inner.read_buf(&mut self.buf);
             let n = match (self.line_timeout, self.started) {
+                // Boxed: a timer is large, and only a connection in the middle of a line
+                // needs one; an idle one waits on the read alone.
                 (Some(limit), Some(start)) => {
-                    match tokio::time::timeout_at(start + limit, read).await {
+                    match Box::pin(tokio::time::timeout_at(start + limit, read)).await {
                         Ok(r) => r?,
                         Err(_) => return Ok(Frame::TimedOut),
                     }

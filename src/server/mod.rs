@@ -260,7 +260,7 @@ async fn handle_connection(stream: UnixStream, ctx: ServerContext) {
                 match protocol::parse_line(&line, ctx.config.limits.max_questions) {
                     Ok(Op::Ask(ask)) => {
                         let (hub, tx) = (ctx.hub.clone(), tx.clone());
-                        asks.spawn(run_ask(hub, ask, peer, tx));
+                        asks.spawn(run_ask(hub, Box::new(ask), peer, tx));
                     }
                     Ok(op) => {
                         // Boxed: inline, the state of every operation would be part of every
@@ -315,11 +315,12 @@ async fn handle_connection(stream: UnixStream, ctx: ServerContext) {
 }
 
 /// Follows one ask to its final line.
-async fn run_ask(hub: Hub, ask: crate::core::Ask, peer: Peer, tx: outbox::LineTx) {
+async fn run_ask(hub: Hub, ask: Box<crate::core::Ask>, peer: Peer, tx: outbox::LineTx) {
     let given_id = ask.request_id.clone();
-    // Boxed, and `phase` below in a block of its own: this task lives as long as the agent
+    // The ask boxed (a task's state holds its arguments until it first runs), the asking
+    // boxed, and `phase` below in a block of its own: this task lives as long as the agent
     // waits, so only what the wait needs should size it.
-    let mut att = match Box::pin(hub.ask(ask, peer)).await {
+    let mut att = match Box::pin(hub.ask(*ask, peer)).await {
         Ok(att) => att,
         Err(error) => {
             let _ = tx.send(Event::error(given_id, error).to_line());
