@@ -75,19 +75,18 @@ impl Cluster {
     }
 }
 
-/// `askrelay health --json` of a node, once it names a leader.
-async fn health_with_leader(bin: &Bin) -> Value {
-    within("the node to name its leader", async {
-        loop {
-            let (_, out, _) = bin.run(&["health", "--json"]).await;
-            let h: Value = serde_json::from_str(out.trim()).unwrap_or(Value::Null);
-            if h["cluster"]["leader"].is_string() {
-                return h;
-            }
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
-    })
-    .await
+/// Starts a follower and waits until it names the leader (its log says so when its role is set).
+async fn follower(bin: &Bin) -> Served {
+    let mut served = bin.serve().await;
+    served.wait_log("following the cluster's leader").await;
+    served
+}
+
+/// `askrelay health --json` of a node.
+async fn health(bin: &Bin) -> Value {
+    let (code, out, err) = bin.run(&["health", "--json"]).await;
+    assert_eq!(code, 0, "{err}");
+    serde_json::from_str(out.trim()).unwrap()
 }
 
 fn text_of(message: &Value) -> String {
@@ -99,16 +98,16 @@ async fn a_click_on_the_leader_answers_the_client_on_the_node_that_asked() {
     let cluster = Cluster::new().await;
     let (b, mut leader) = cluster.leader("b").await;
     let a = cluster.node("a");
-    let follower_a = a.serve().await;
+    let follower_a = follower(&a).await;
     let c = cluster.node("c");
-    let follower_c = c.serve().await;
+    let follower_c = follower(&c).await;
 
-    let h = health_with_leader(&a).await;
+    let h = health(&a).await;
     assert_eq!(h["cluster"]["role"], "follower", "{h}");
     assert_eq!(h["cluster"]["leader"], "b", "{h}");
     assert_eq!(h["gateway"], "held by the leader", "{h}");
     assert_eq!(h["status"], "ok", "{h}");
-    let h = health_with_leader(&b).await;
+    let h = health(&b).await;
     assert_eq!(h["cluster"]["role"], "leader", "{h}");
 
     // Ask on A; B posts it and takes the click; A's client gets the answer.
@@ -182,11 +181,9 @@ async fn the_leader_dies_during_a_burst_and_another_node_takes_over_without_loss
     let cluster = Cluster::new().await;
     let (_b, mut leader) = cluster.leader("b").await;
     let a = cluster.node("a");
-    let follower_a = a.serve().await;
+    let follower_a = follower(&a).await;
     let c = cluster.node("c");
-    let follower_c = c.serve().await;
-    health_with_leader(&a).await;
-    health_with_leader(&c).await;
+    let follower_c = follower(&c).await;
 
     // A burst of asks on A and C; the leader is killed once a third are posted.
     let mut clients = Vec::new();
@@ -300,31 +297,26 @@ async fn a_follower_restarts_and_its_client_re_attaches() {
 #[tokio::test]
 async fn dropped_database_connections_lose_no_answer() {
     let cluster = Cluster::new().await;
-    let (b, leader) = cluster.leader("b").await;
+    let (_b, mut leader) = cluster.leader("b").await;
     let a = cluster.node("a");
-    let follower = a.serve().await;
-    health_with_leader(&a).await;
+    let follower = follower(&a).await;
     let mut asker = a.ask(&["--request-id", "cut-1"], QUESTION).await;
     asker.wait_stderr("waiting for an answer").await;
     let posted = cluster.posted(1).await;
+    let sessions = cluster.standin.identify_count();
 
     // Every connection of every node is cut: pools, leases, listeners.
     let cut = terminate_backends(&cluster.db.url).await;
     assert!(cut >= 4, "cut only {cut} connections");
 
-    // A leader again holds the gateway (the same one or another), then the click is answered
-    // and A's client, whose notice stream was cut, still gets it.
-    within("a leader after the cut", async {
-        loop {
-            let h = health_with_leader(&b).await;
-            if h["cluster"]["role"] == "leader"
-                || health_with_leader(&a).await["cluster"]["role"] == "leader"
-            {
-                return;
-            }
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
-    })
+    // The leader's lease went with its connection: it steps down, and a leader (itself again or
+    // A) opens a new gateway session. Then the click is answered, and A's client, whose notice
+    // stream was cut too, still gets it.
+    leader.wait_log("stepping down").await;
+    within(
+        "a new gateway session after the cut",
+        cluster.standin.wait_identify_count(sessions + 1),
+    )
     .await;
     within("a live session", cluster.standin.wait_ready()).await;
     press_on(&cluster.standin, &posted[0], &alice(), "No").await;
