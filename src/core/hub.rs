@@ -37,14 +37,34 @@ pub enum Phase {
     /// Stored; its answerer is still showing it.
     Offering,
     /// An answerer took it: its name and what it reported.
-    Accepted {
-        answerer: String,
-        detail: Map<String, Value>,
-    },
+    Accepted { answerer: String, detail: Detail },
     /// The final line.
     Ended(Outcome),
     /// The daemon is shutting down; the request stays pending for a re-attach.
     ShuttingDown,
+}
+
+/// What an answerer reported on taking a request, kept as compact JSON text: every waiting
+/// agent's request holds one for as long as it waits, and as a map (an ordered map of owned
+/// keys and values) it took about three times the memory. It is read back once per attached
+/// client, for its `accepted` line.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Detail(Option<Box<str>>);
+
+impl Detail {
+    pub fn new(map: &Map<String, Value>) -> Detail {
+        if map.is_empty() {
+            return Detail(None);
+        }
+        Detail(serde_json::to_string(map).ok().map(String::into_boxed_str))
+    }
+
+    pub fn to_map(&self) -> Map<String, Value> {
+        self.0
+            .as_deref()
+            .and_then(|text| serde_json::from_str(text).ok())
+            .unwrap_or_default()
+    }
 }
 
 /// A client's hold on a request: it watches the phase, and while any attachment lives the
@@ -66,15 +86,23 @@ impl Drop for AttachGuard {
     }
 }
 
+/// A request's questions and context as fingerprints: an ask under a live request's id must ask
+/// the same, and every waiting agent's request would otherwise hold a copy of its content for
+/// that check alone. Keyed per process (`RandomState`), so a collision cannot be prepared.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Content {
+    questions: u64,
+    context: u64,
+}
+
 /// In-memory state of one pending request.
 struct Live {
     /// The request's key in the store.
     key: i64,
     /// The uid that owns the request id.
     uid: Option<u32>,
-    questions: Arc<[Question]>,
-    /// Part of the idempotency check, like the questions.
-    context: Option<Arc<Context>>,
+    /// What it asks, for telling a repeated ask under its id from another one.
+    content: Content,
     phase: watch::Sender<Phase>,
     /// Open client attachments; at zero a grace timer runs.
     attached: usize,
@@ -107,6 +135,8 @@ struct Inner {
     cluster: Option<crate::core::cluster::ClusterHandle>,
     /// This daemon's role: `Solo` without a cluster; in one, the cluster driver sets it.
     role: watch::Sender<Role>,
+    /// The keys of [`Content`] fingerprints.
+    fingerprints: std::hash::RandomState,
 }
 
 #[derive(Default)]
@@ -212,6 +242,7 @@ impl Hub {
                 }),
                 cluster: store.cluster(),
                 store,
+                fingerprints: Default::default(),
             }),
         };
         let pending = hub.inner.store.all_pending().await?;
@@ -226,7 +257,7 @@ impl Hub {
             let phase = match req.answerer.as_deref() {
                 Some(a) => Phase::Accepted {
                     answerer: a.to_owned(),
-                    detail: Map::new(),
+                    detail: Detail::default(),
                 },
                 None => Phase::Offering,
             };
@@ -412,7 +443,7 @@ impl Hub {
                             &req.request_id,
                             Phase::Accepted {
                                 answerer: a.name().to_owned(),
-                                detail,
+                                detail: Detail::new(&detail),
                             },
                         );
                     }
@@ -543,10 +574,9 @@ impl Hub {
             .request_id
             .clone()
             .unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
+        let content = self.content(&ask.questions, ask.context.as_ref());
         // A live request is attached to without touching the database.
-        if let Some(att) =
-            self.attach_live(&request_id, &ask.questions, ask.context.as_ref(), peer)?
-        {
+        if let Some(att) = self.attach_live(&request_id, content, peer)? {
             return Ok(att);
         }
         let token = new_token();
@@ -572,9 +602,7 @@ impl Hub {
                 }
             };
         let register = self.inner.register.lock().await;
-        if let Some(att) =
-            self.attach_live(&request_id, &ask.questions, ask.context.as_ref(), peer)?
-        {
+        if let Some(att) = self.attach_live(&request_id, content, peer)? {
             return Ok(att);
         }
         self.check_pending_cap(peer)?;
@@ -624,7 +652,7 @@ impl Hub {
                 self.inner.settings.recorder.asked(answerer.name());
                 self.insert_live(&req, Phase::Offering);
                 let att = self
-                    .attach_live(&request_id, &ask.questions, ask.context.as_ref(), peer)?
+                    .attach_live(&request_id, content, peer)?
                     .expect("a request just registered is live");
                 drop(register);
                 let hub = self.clone();
@@ -747,7 +775,7 @@ impl Hub {
                     &req.request_id,
                     Phase::Accepted {
                         answerer: answerer.name().to_owned(),
-                        detail,
+                        detail: Detail::new(&detail),
                     },
                 );
             }
@@ -771,6 +799,15 @@ impl Hub {
         }
     }
 
+    fn content(&self, questions: &[Question], context: Option<&Context>) -> Content {
+        use std::hash::BuildHasher;
+        let keys = &self.inner.fingerprints;
+        Content {
+            questions: keys.hash_one(questions),
+            context: keys.hash_one(context),
+        }
+    }
+
     fn insert_live(&self, req: &Request, phase: Phase) {
         let (tx, _rx) = watch::channel(phase);
         let expires = req.expiry.as_ref().map(|e| (e.at_ms, req.key));
@@ -782,8 +819,7 @@ impl Hub {
             Live {
                 key: req.key,
                 uid: req.owner_uid(),
-                questions: req.questions.clone(),
-                context: req.context.clone(),
+                content: self.content(&req.questions, req.context.as_deref()),
                 phase: tx,
                 attached: 0,
                 epoch: 0,
@@ -799,8 +835,7 @@ impl Hub {
     fn attach_live(
         &self,
         request_id: &str,
-        questions: &[Question],
-        context: Option<&Context>,
+        content: Content,
         peer: Peer,
     ) -> Result<Option<Attachment>, AskError> {
         let mut live = self.inner.live.lock().unwrap();
@@ -811,10 +846,10 @@ impl Hub {
             drop(live);
             return Err(foreign_error(request_id));
         }
-        if entry.questions.as_ref() != questions {
+        if entry.content.questions != content.questions {
             return Err(same_id_other_questions(request_id));
         }
-        if entry.context.as_deref() != context {
+        if entry.content.context != content.context {
             return Err(same_id_other_context(request_id));
         }
         entry.attached += 1;
@@ -1512,4 +1547,25 @@ fn same_id_other_questions(request_id: &str) -> AskError {
          the same questions to re-attach",
         crate::core::text::Escaped(request_id)
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_accepted_detail_keeps_its_fields_in_order() {
+        let mut map = Map::new();
+        map.insert("route".into(), Value::from("ops"));
+        map.insert("message_links".into(), serde_json::json!(["https://x/1"]));
+        map.insert("expires_in_secs".into(), Value::from(60));
+        let detail = Detail::new(&map);
+        assert_eq!(detail.to_map(), map);
+        assert_eq!(
+            serde_json::to_string(&detail.to_map()).unwrap(),
+            r#"{"route":"ops","message_links":["https://x/1"],"expires_in_secs":60}"#
+        );
+        assert_eq!(Detail::new(&Map::new()), Detail::default());
+        assert!(Detail::default().to_map().is_empty());
+    }
 }

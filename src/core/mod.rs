@@ -23,6 +23,6 @@ pub use answer::{AskResult, QuestionAnswer, Settlement};
 pub use answerer::{Answerer, AnswererContext, Claim, Core, Delivery, Proposal};
 pub use error::{AskError, ErrorCode};
 pub use expiry::{Expiry, ExpiryRule, OnExpire};
-pub use hub::{Attachment, Hub, HubSettings, Phase};
+pub use hub::{Attachment, Detail, Hub, HubSettings, Phase};
 pub use model::{Ask, Caller, Context, ContextFile, Question, QuestionKind, QuestionOption, Scope};
 pub use request::{Actor, Outcome, Peer, Request, SettleOutcome, Settled, Status, Via};

@@ -42,7 +42,7 @@ pub const MAX_CONTEXT_FILE_NAME_CHARS: usize = 100;
 /// The suffix that marks the recommended option (SPEC §1 convention).
 pub const RECOMMENDED_SUFFIX: &str = " (Recommended)";
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct QuestionOption {
     pub label: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -55,7 +55,7 @@ impl QuestionOption {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct Question {
     pub id: String,
     pub question: String,
@@ -110,7 +110,7 @@ pub type Scope = BTreeMap<String, String>;
 /// What exactly is being approved, shown with the question: a text (markdown) and files (a
 /// diff, a plan). An addition to SPEC §2 on the socket only; the tool input has no such field.
 /// How it is shown is the answerer's business.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct Context {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub text: Option<String>,
@@ -119,7 +119,7 @@ pub struct Context {
 }
 
 /// One file of a [`Context`]: always text (UTF-8).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct ContextFile {
     pub name: String,
     pub content: String,

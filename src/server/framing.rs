@@ -4,6 +4,7 @@
 //! line costs the client an error, not its connection (and none of its other asks).
 
 use std::io;
+use std::task::{Context, Poll};
 use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncReadExt};
 use tokio::time::Instant;
@@ -20,8 +21,26 @@ pub enum Frame {
     TimedOut,
 }
 
-/// The buffer an idle connection waits with: small, as each waiting agent holds one.
-const IDLE_BUF: usize = 256;
+/// How much room a read gets at least.
+const READ_CHUNK: usize = 8192;
+
+/// A byte stream that can wait for bytes without a buffer to put them in.
+pub trait Source: AsyncRead + Unpin {
+    /// Ready when a read would not block (bytes, end of stream or an error). By default at
+    /// once.
+    fn poll_ready(&self, _cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Poll::Ready(Ok(()))
+    }
+}
+
+impl Source for tokio::net::unix::OwnedReadHalf {
+    fn poll_ready(&self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        // Polled, not awaited: a `readable()` future would sit in every idle connection's task.
+        self.as_ref().poll_read_ready(cx)
+    }
+}
+
+impl Source for &[u8] {}
 
 pub struct LineReader<R> {
     inner: R,
@@ -36,7 +55,7 @@ pub struct LineReader<R> {
     started: Option<Instant>,
 }
 
-impl<R: AsyncRead + Unpin> LineReader<R> {
+impl<R: Source> LineReader<R> {
     pub fn new(inner: R, max: usize) -> Self {
         LineReader {
             inner,
@@ -89,15 +108,14 @@ impl<R: AsyncRead + Unpin> LineReader<R> {
                 self.discarding = true;
                 return Ok(Frame::TooLong);
             }
-            // Thousands of agents may wait on idle connections: between lines a connection
-            // keeps at most a small buffer (the read waits with it), and it grows only while
-            // bytes flow.
-            if self.buf.is_empty() && self.buf.capacity() > IDLE_BUF {
+            if self.buf.is_empty() && self.started.is_none() {
+                // Thousands of agents may wait on idle connections: between lines a connection
+                // holds no buffer. It waits for bytes first and takes one only when they came.
                 self.buf = Vec::new();
+                std::future::poll_fn(|cx| self.inner.poll_ready(cx)).await?;
             }
-            if self.buf.capacity() - self.buf.len() < IDLE_BUF {
-                self.buf
-                    .reserve(if self.buf.is_empty() { IDLE_BUF } else { 8192 });
+            if self.buf.capacity() - self.buf.len() < READ_CHUNK / 2 {
+                self.buf.reserve(READ_CHUNK);
             }
             let read = self.inner.read_buf(&mut self.buf);
             let n = match (self.line_timeout, self.started) {
@@ -163,6 +181,30 @@ mod tests {
                 Frame::Eof
             ]
         );
+    }
+
+    #[tokio::test]
+    async fn an_idle_socket_reader_holds_no_buffer_and_reads_lines_split_across_writes() {
+        use tokio::io::AsyncWriteExt;
+        let (a, mut b) = tokio::net::UnixStream::pair().unwrap();
+        let (rd, _wr) = a.into_split();
+        let mut r = LineReader::new(rd, 1024).with_line_timeout(Duration::from_secs(60));
+        b.write_all(b"{\"op\":").await.unwrap();
+        let reading = tokio::spawn(async move {
+            let f = r.next().await.unwrap();
+            (r, f)
+        });
+        b.write_all(b"\"health\"}\n").await.unwrap();
+        let (mut r, f) = reading.await.unwrap();
+        assert_eq!(f, Frame::Line(b"{\"op\":\"health\"}".to_vec()));
+        // Waiting for the next line: nothing buffered, and no buffer held.
+        let waiting = tokio::time::timeout(Duration::from_millis(1), r.next()).await;
+        assert!(waiting.is_err(), "no line was sent");
+        assert_eq!(r.buf.capacity(), 0);
+        b.write_all(b"next\n").await.unwrap();
+        assert_eq!(r.next().await.unwrap(), Frame::Line(b"next".to_vec()));
+        drop(b);
+        assert_eq!(r.next().await.unwrap(), Frame::Eof);
     }
 
     #[tokio::test]

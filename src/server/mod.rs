@@ -319,8 +319,18 @@ async fn run_ask(hub: Hub, ask: Box<crate::core::Ask>, peer: Peer, tx: outbox::L
     let given_id = ask.request_id.clone();
     // The ask boxed (a task's state holds its arguments until it first runs), the asking
     // boxed, and `phase` below in a block of its own: this task lives as long as the agent
-    // waits, so only what the wait needs should size it.
-    let mut att = match Box::pin(hub.ask(*ask, peer)).await {
+    // waits, so only what the wait needs should size it. The ask's box is freed as the asking
+    // starts (`let boxed = ask; *boxed`): moved out of in place (`*ask`), a box in an async
+    // function is freed only when the function ends.
+    let mut att = match Box::pin(hub.ask(
+        {
+            let boxed = ask;
+            *boxed
+        },
+        peer,
+    ))
+    .await
+    {
         Ok(att) => att,
         Err(error) => {
             let _ = tx.send(Event::error(given_id, error).to_line());
@@ -340,7 +350,7 @@ async fn run_ask(hub: Hub, ask: Box<crate::core::Ask>, peer: Peer, tx: outbox::L
                             Event::Accepted {
                                 request_id: att.request_id.clone(),
                                 answerer,
-                                detail,
+                                detail: detail.to_map(),
                             }
                             .to_line(),
                         );
