@@ -7,7 +7,16 @@ use tracing_subscriber::EnvFilter;
 
 fn main() {
     let cli = Cli::parse();
-    let runtime = match tokio::runtime::Runtime::new() {
+    // The daemon serves many clients at once, on every core. A client follows a few
+    // connections: one thread does, and an `askrelay mcp` (one per agent session) then keeps
+    // no idle worker thread per core.
+    let runtime = match cli.command {
+        Command::Serve => tokio::runtime::Runtime::new(),
+        _ => tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build(),
+    };
+    let runtime = match runtime {
         Ok(rt) => rt,
         Err(e) => {
             eprintln!("askrelay: cannot start the runtime: {e}");
