@@ -46,7 +46,7 @@ pub enum Phase {
 
 /// What an answerer reported on taking a request, kept as compact JSON text: every waiting
 /// agent's request holds one for as long as it waits, and as a map (an ordered map of owned
-/// keys and values) it took about three times the memory. It is read back once per attached
+/// keys and values) it took about four times the memory. It is read back once per attached
 /// client, for its `accepted` line.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Detail(Option<Box<str>>);

@@ -288,13 +288,13 @@ impl Handler {
                     .embed(embed)
                     .ephemeral(true)
                     .allowed_mentions(serenity::builder::CreateAllowedMentions::new());
-                self.shared.rest.call(timeout, ci.create_response(http, CreateInteractionResponse::Message(msg))).await
+                self.shared.rest.respond(timeout, ci.id, &ci.token, ci.create_response(http, CreateInteractionResponse::Message(msg))).await
             }
             _ = tokio::time::sleep(DEFER_AFTER) => {
                 let defer = CreateInteractionResponse::Defer(
                     CreateInteractionResponseMessage::new().ephemeral(true),
                 );
-                match self.shared.rest.call(timeout, ci.create_response(http, defer)).await {
+                match self.shared.rest.respond(timeout, ci.id, &ci.token, ci.create_response(http, defer)).await {
                     Ok(()) => {
                         let (embed, _) = work.await;
                         let edit = EditInteractionResponse::new().embed(embed);

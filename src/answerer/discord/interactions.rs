@@ -202,25 +202,31 @@ impl Handler {
             // context files off the message; left out, Discord keeps them.
             (Responder::Component(ci), true) => {
                 let body = update_keeping_attachments(&resp);
-                rest.call(
+                rest.respond(
                     deadline,
+                    ci.id,
+                    &ci.token,
                     http.create_interaction_response(ci.id, &ci.token, &body, Vec::new()),
                 )
                 .await
             }
             (Responder::Modal(mi), true) => {
                 let body = update_keeping_attachments(&resp);
-                rest.call(
+                rest.respond(
                     deadline,
+                    mi.id,
+                    &mi.token,
                     http.create_interaction_response(mi.id, &mi.token, &body, Vec::new()),
                 )
                 .await
             }
             (Responder::Component(ci), false) => {
-                rest.call(deadline, ci.create_response(http, resp)).await
+                rest.respond(deadline, ci.id, &ci.token, ci.create_response(http, resp))
+                    .await
             }
             (Responder::Modal(mi), false) => {
-                rest.call(deadline, mi.create_response(http, resp)).await
+                rest.respond(deadline, mi.id, &mi.token, mi.create_response(http, resp))
+                    .await
             }
         };
         match (sent, edited) {
