@@ -2,8 +2,8 @@
 //!
 //! Layout: [`core`] holds the rules and knows no platform; [`store`] is the only code that
 //! touches SQL; [`server`] and [`protocol`] are the socket front end; [`answerer`] holds the
-//! platforms; [`client`] and [`cli`] are the command line; [`http`], [`metrics`], [`systemd`]
-//! and [`retention`] serve operators; [`daemon`] wires it all together.
+//! platforms; [`client`] and [`cli`] are the command line; [`http`], [`metrics`], [`systemd`],
+//! [`retention`] and [`memory`] serve operators; [`daemon`] wires it all together.
 
 pub mod answerer;
 pub mod cli;
@@ -16,6 +16,7 @@ pub mod daemon;
 pub mod front;
 pub mod http;
 pub mod mcp;
+pub mod memory;
 pub mod metrics;
 pub mod protocol;
 pub mod retention;

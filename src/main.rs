@@ -11,7 +11,10 @@ fn main() {
     // connections: one thread does, and an `askrelay mcp` (one per agent session) then keeps
     // no idle worker thread per core.
     let runtime = match cli.command {
-        Command::Serve => tokio::runtime::Runtime::new(),
+        Command::Serve => {
+            askrelay::memory::use_one_arena();
+            tokio::runtime::Runtime::new()
+        }
         _ => tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build(),
