@@ -89,15 +89,8 @@ fn daemon_binary() -> PathBuf {
     profile_dir.join("askrelay")
 }
 
-fn main() {
-    // The in-process daemons allocate as the `askrelay serve` binary does.
-    askrelay::memory::use_one_arena();
-    tokio::runtime::Runtime::new()
-        .expect("bench: cannot start the runtime")
-        .block_on(run());
-}
-
-async fn run() {
+#[tokio::main]
+async fn main() {
     let args = Args::parse();
     let daemon_bin = args.daemon.clone().unwrap_or_else(daemon_binary);
     let mut cfg = BenchConfig::full(daemon_bin);
