@@ -4,18 +4,30 @@
 //! per core), and each arena keeps the pages that its freed chunks leave between live ones. A
 //! request is allocated on one worker thread and freed on another, so with the two tokio
 //! workers of a 2-core machine the daemon's resident memory crept up with every burst of
-//! questions: the benchmark's 100 rounds of 1,000 answered questions ended 6 to 13% above
-//! round 10, with about 3 MiB live. With one arena the rounds stay within 4% (see
-//! docs/performance.md). `MALLOC_ARENA_MAX` or `GLIBC_TUNABLES` in the environment win over it.
+//! questions: the benchmark's 100 rounds of 1,000 answered questions ended 5 to 13% above
+//! round 10, with about 3 MiB live between rounds. With one arena they ended within 2.5% of it
+//! in four runs, for about a fifth less throughput when 10,000 answers arrive at once (see
+//! docs/performance.md). `MALLOC_ARENA_MAX` or `GLIBC_TUNABLES` in the environment win.
 
 /// Limits glibc's malloc to one arena, unless the environment already chose; a no-op with
 /// other allocators. Call it before the runtime starts its threads.
 pub fn use_one_arena() {
-    let chosen = std::env::var_os("MALLOC_ARENA_MAX").is_some()
-        || std::env::var("GLIBC_TUNABLES").is_ok_and(|t| t.contains("arena_max"));
-    if !chosen {
+    let tunables = std::env::var("GLIBC_TUNABLES").ok();
+    if !chosen(
+        std::env::var_os("MALLOC_ARENA_MAX").is_some(),
+        tunables.as_deref(),
+    ) {
         set_arena_max(1);
     }
+}
+
+/// Whether the environment set the number of arenas already.
+fn chosen(malloc_arena_max: bool, glibc_tunables: Option<&str>) -> bool {
+    malloc_arena_max
+        || glibc_tunables.is_some_and(|t| {
+            t.split(':')
+                .any(|kv| kv.split('=').next() == Some("glibc.malloc.arena_max"))
+        })
 }
 
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
@@ -35,3 +47,19 @@ fn set_arena_max(arenas: i32) {
 
 #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
 fn set_arena_max(_arenas: i32) {}
+
+#[cfg(test)]
+mod tests {
+    use super::chosen;
+
+    #[test]
+    fn the_environment_wins() {
+        assert!(!chosen(false, None));
+        assert!(chosen(true, None));
+        assert!(chosen(
+            false,
+            Some("glibc.malloc.trim_threshold=131072:glibc.malloc.arena_max=4")
+        ));
+        assert!(!chosen(false, Some("glibc.malloc.trim_threshold=131072")));
+    }
+}
