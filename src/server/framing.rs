@@ -21,7 +21,7 @@ pub enum Frame {
     TimedOut,
 }
 
-/// How much room a read gets at least.
+/// What a buffer grows by when less than half of it is free for the next read.
 const READ_CHUNK: usize = 8192;
 
 /// A byte stream that can wait for bytes without a buffer to put them in.

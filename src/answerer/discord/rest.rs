@@ -230,10 +230,10 @@ impl Rest {
         }
     }
 
-    /// An interaction's callback, through [`Rest::call`]. serenity's limiter keys the callback
-    /// route's bucket by the interaction's id and never drops a bucket: every click would leave
-    /// one behind for the daemon's lifetime (the memory creep of the benchmark's 100 rounds).
-    /// An interaction takes one callback, so its bucket goes with it.
+    /// An interaction's callback, through [`Rest::call`]. serenity's limiter (on against
+    /// discord.com) keys the callback route's bucket by the interaction's id and never drops a
+    /// bucket: every click would leave one behind for the daemon's lifetime. An interaction
+    /// takes one callback, so its bucket goes with it.
     pub async fn respond<T>(
         &self,
         deadline: Duration,
