@@ -261,7 +261,8 @@ impl Hub {
                 },
                 None => Phase::Offering,
             };
-            hub.insert_live(req, phase);
+            let content = hub.content(&req.questions, req.context.as_deref());
+            hub.insert_live(req, phase, content);
             hub.schedule_grace(&req.request_id, restart_grace, "restart_grace_secs");
         }
         Ok((hub, Backlog(pending)))
@@ -650,7 +651,7 @@ impl Hub {
             Created::New(req) => {
                 crate::crash::point("stored");
                 self.inner.settings.recorder.asked(answerer.name());
-                self.insert_live(&req, Phase::Offering);
+                self.insert_live(&req, Phase::Offering, content);
                 let att = self
                     .attach_live(&request_id, content, peer)?
                     .expect("a request just registered is live");
@@ -799,6 +800,7 @@ impl Hub {
         }
     }
 
+    /// The fingerprints of a request's questions and context.
     fn content(&self, questions: &[Question], context: Option<&Context>) -> Content {
         use std::hash::BuildHasher;
         let keys = &self.inner.fingerprints;
@@ -808,7 +810,8 @@ impl Hub {
         }
     }
 
-    fn insert_live(&self, req: &Request, phase: Phase) {
+    /// `content` is `req`'s (see [`Hub::content`]): the ask path has it already.
+    fn insert_live(&self, req: &Request, phase: Phase, content: Content) {
         let (tx, _rx) = watch::channel(phase);
         let expires = req.expiry.as_ref().map(|e| (e.at_ms, req.key));
         if let Some((at, key)) = expires {
@@ -819,7 +822,7 @@ impl Hub {
             Live {
                 key: req.key,
                 uid: req.owner_uid(),
-                content: self.content(&req.questions, req.context.as_deref()),
+                content,
                 phase: tx,
                 attached: 0,
                 epoch: 0,
