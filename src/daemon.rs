@@ -325,10 +325,23 @@ pub async fn run(
         let ready = announce_ready(&daemon, &notifier);
         tokio::pin!(ready);
         let mut announced = false;
+        let mut status_tick = tokio::time::interval(STATUS_EVERY);
+        status_tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let mut last_status = String::new();
         loop {
             tokio::select! {
                 s = signals.recv() => break s.unwrap_or("the signal channel closed"),
-                () = &mut ready, if !announced => announced = true,
+                status = &mut ready, if !announced => {
+                    announced = true;
+                    last_status = status;
+                }
+                _ = status_tick.tick(), if announced => {
+                    let status = status_line(&daemon).await;
+                    if status != last_status {
+                        notifier.notify(&format!("STATUS={status}"));
+                        last_status = status;
+                    }
+                }
             }
         }
     };
@@ -351,24 +364,46 @@ pub async fn run(
     Ok(())
 }
 
+/// How often systemd's `STATUS=` is brought up to date after `READY=1` (sent only when it
+/// changed): `systemctl status` then says when the store fails (a full disk) or the gateway is
+/// down, and when it is back.
+const STATUS_EVERY: Duration = Duration::from_secs(10);
+
 /// `READY=1` once the socket and the store serve (they do when [`Daemon::start`] returns) and
-/// the gateway, if configured, is connected (or [`READY_WAIT`] ran out).
-async fn announce_ready(daemon: &Daemon, notifier: &crate::systemd::Notifier) {
+/// the gateway, if configured, is connected (or [`READY_WAIT`] ran out), with a `STATUS=` that
+/// names what is failing (as `health` does). Returns the status sent.
+async fn announce_ready(daemon: &Daemon, notifier: &crate::systemd::Notifier) -> String {
     if !notifier.enabled() {
-        return;
+        return std::future::pending().await;
     }
     let down = daemon.wait_connected(READY_WAIT).await;
-    if down.is_empty() {
-        notifier.notify("READY=1\nSTATUS=serving");
-    } else {
+    if !down.is_empty() {
         tracing::warn!(
             answerers = %down.join(","),
             wait_secs = READY_WAIT.as_secs(),
             "telling systemd the daemon is ready although a gateway is not connected yet"
         );
-        notifier.notify(&format!(
-            "READY=1\nSTATUS=serving; not connected yet: {}",
-            down.join(", ")
-        ));
+    }
+    let status = status_line(daemon).await;
+    notifier.notify(&format!("READY=1\nSTATUS={status}"));
+    status
+}
+
+/// systemd's one-line status: "serving", or "degraded" with what fails and why.
+async fn status_line(daemon: &Daemon) -> String {
+    let health = server::health(&daemon.hub).await;
+    let mut problems = Vec::new();
+    if health.store != "ok" {
+        problems.push(format!("store failing: {}", health.store));
+    }
+    if health.gateway == "disconnected" {
+        problems.push("not connected yet: discord".to_owned());
+    }
+    if problems.is_empty() {
+        "serving".to_owned()
+    } else if health.store == "ok" {
+        format!("serving; {}", problems.join("; "))
+    } else {
+        format!("degraded; {}", problems.join("; "))
     }
 }

@@ -215,6 +215,14 @@ impl SqliteStore {
     }
 }
 
+/// What the settling transaction decided.
+enum Settled {
+    /// The answer counted; with the request's result when it completed the request.
+    Won(Option<String>),
+    /// It did not count (audited as such).
+    Lost,
+}
+
 enum Bind<'a> {
     Text(&'a str),
     Int(i64),
@@ -283,36 +291,44 @@ impl Store for SqliteStore {
             })
             .collect();
         // One statement: the trigger `requests_created` writes the questions, the outbox rows
-        // and the audit row from the same row (see migrations/0004_one_statement.sql).
-        let inserted: Option<i64> = sqlx::query_scalar(
-            "INSERT INTO requests (request_id, token, questions_json, caller_json, scope_json, \
-             answerer, route, peer_uid, peer_pid, created_at, planned_json, audit_json, \
-             expire_at, on_expire, context_json) \
-             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) \
-             ON CONFLICT (request_id) DO NOTHING RETURNING key",
-        )
-        .bind(&new.request_id)
-        .bind(&new.token)
-        .bind(&questions_json)
-        .bind(&caller_json)
-        .bind(&scope_json)
-        .bind(&new.answerer)
-        .bind(&new.route)
-        .bind(new.peer.uid.map(i64::from))
-        .bind(new.peer.pid)
-        .bind(new.created_at_ms)
-        .bind(serde_json::to_string(&planned)?)
-        .bind(audit_json(audit, new.created_at_ms))
-        .bind(new.expiry.as_ref().map(|e| e.at_ms))
-        .bind(
-            new.expiry
-                .as_ref()
-                .map(|e| serde_json::to_string(&e.on_expire))
-                .transpose()?,
-        )
-        .bind(&context_json)
-        .fetch_optional(&self.pool)
-        .await?;
+        // and the audit row from the same row (see migrations/0004_one_statement.sql). It runs
+        // in a transaction whose COMMIT is checked: the row RETURNING gives back comes before
+        // an auto-commit's own commit, whose failure (a full disk) would go unseen.
+        let planned_json = serde_json::to_string(&planned)?;
+        let audit_json = audit_json(audit, new.created_at_ms);
+        let on_expire = new
+            .expiry
+            .as_ref()
+            .map(|e| serde_json::to_string(&e.on_expire))
+            .transpose()?;
+        let inserted: Option<i64> = write_tx!(self, |tx| {
+            let keys: Vec<i64> = sqlx::query_scalar(
+                "INSERT INTO requests (request_id, token, questions_json, caller_json, scope_json, \
+                 answerer, route, peer_uid, peer_pid, created_at, planned_json, audit_json, \
+                 expire_at, on_expire, context_json) \
+                 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) \
+                 ON CONFLICT (request_id) DO NOTHING RETURNING key",
+            )
+            .bind(&new.request_id)
+            .bind(&new.token)
+            .bind(&questions_json)
+            .bind(&caller_json)
+            .bind(&scope_json)
+            .bind(&new.answerer)
+            .bind(&new.route)
+            .bind(new.peer.uid.map(i64::from))
+            .bind(new.peer.pid)
+            .bind(new.created_at_ms)
+            .bind(&planned_json)
+            .bind(&audit_json)
+            .bind(new.expiry.as_ref().map(|e| e.at_ms))
+            .bind(&on_expire)
+            .bind(&context_json)
+            // Every row, so that the statement has finished before the COMMIT.
+            .fetch_all(&mut *tx)
+            .await?;
+            anyhow::Ok(keys.first().copied())
+        })?;
         match inserted {
             Some(key) => Ok(Created::New(Request::created(key, new))),
             None => {
@@ -371,39 +387,41 @@ impl Store for SqliteStore {
         finish: Finish<'_>,
     ) -> Result<SettleOutcome> {
         let selected_json = serde_json::to_string(&settlement.selected)?;
-        // One conditional UPDATE decides first-wins; its trigger writes the audit row and, when
+        let audit_json = audit_json(audit, at_ms);
+        // One transaction, whose COMMIT is checked before anyone is told: the conditional
+        // UPDATE decides first-wins, and its trigger writes the audit row and, when
         // `result_if_last` is given and no question is left open, the request's final result.
-        let open_after: Option<i64> = sqlx::query_scalar(
-            "UPDATE questions SET answered_at = ?, answered_by = ?, answered_via = ?, \
-             answered_id = ?, answered_note = ?, selected_json = ?, custom = ?, \
-             audit_json = ?, result_if_last = ? \
-             WHERE request_key = ? AND idx = ? AND answered_at IS NULL \
-             AND (SELECT status FROM requests WHERE key = ?) = 'pending' \
-             RETURNING (SELECT count(*) FROM questions q WHERE q.request_key = questions.request_key \
-                        AND q.answered_at IS NULL)",
-        )
-        .bind(at_ms)
-        .bind(&actor.name)
-        .bind(actor.via.as_str())
-        .bind(&actor.id)
-        .bind(&actor.note)
-        .bind(&selected_json)
-        .bind(&settlement.custom)
-        .bind(audit_json(audit, at_ms))
-        .bind(&result_if_last)
-        .bind(key)
-        .bind(idx as i64)
-        .bind(key)
-        .fetch_optional(&self.pool)
-        .await?;
-        match (open_after, result_if_last) {
-            (Some(0), Some(result)) => Ok(SettleOutcome::Won {
-                result: Some(result),
-            }),
-            (Some(0), None) => {
-                // The other questions were answered since the caller read the request: finish
-                // it here. Only the last winner sees no open question, so this runs once.
-                let result = write_tx!(self, |tx| {
+        let settled = write_tx!(self, |tx| {
+            let open_after: Vec<i64> = sqlx::query_scalar(
+                "UPDATE questions SET answered_at = ?, answered_by = ?, answered_via = ?, \
+                 answered_id = ?, answered_note = ?, selected_json = ?, custom = ?, \
+                 audit_json = ?, result_if_last = ? \
+                 WHERE request_key = ? AND idx = ? AND answered_at IS NULL \
+                 AND (SELECT status FROM requests WHERE key = ?) = 'pending' \
+                 RETURNING (SELECT count(*) FROM questions q \
+                            WHERE q.request_key = questions.request_key \
+                            AND q.answered_at IS NULL)",
+            )
+            .bind(at_ms)
+            .bind(&actor.name)
+            .bind(actor.via.as_str())
+            .bind(&actor.id)
+            .bind(&actor.note)
+            .bind(&selected_json)
+            .bind(&settlement.custom)
+            .bind(&audit_json)
+            .bind(&result_if_last)
+            .bind(key)
+            .bind(idx as i64)
+            .bind(key)
+            // Every row, so that the statement has finished before the COMMIT.
+            .fetch_all(&mut *tx)
+            .await?;
+            let settled = match (open_after.first(), &result_if_last) {
+                (Some(0), Some(result)) => Settled::Won(Some(result.clone())),
+                (Some(0), None) => {
+                    // The other questions were answered since the caller read the request:
+                    // finish it here. Only the last winner sees no open question.
                     let rows = sqlx::query(
                         "SELECT selected_json, custom FROM questions WHERE request_key = ? \
                          ORDER BY idx",
@@ -430,18 +448,23 @@ impl Store for SqliteStore {
                     .bind(key)
                     .execute(&mut *tx)
                     .await?;
-                    anyhow::Ok(result)
-                })?;
-                Ok(SettleOutcome::Won {
-                    result: Some(result),
-                })
-            }
-            (Some(_), _) => Ok(SettleOutcome::Won { result: None }),
-            (None, _) => {
-                // It did not count: audit that, and say why (the rare path).
-                let mut lost = audit.clone();
-                lost.accepted = false;
-                self.audit(&lost).await?;
+                    Settled::Won(Some(result))
+                }
+                (Some(_), _) => Settled::Won(None),
+                (None, _) => {
+                    // It did not count: audit that (the rare path).
+                    let mut lost = audit.clone();
+                    lost.accepted = false;
+                    insert_audit(&mut tx, &lost, at_ms).await?;
+                    Settled::Lost
+                }
+            };
+            anyhow::Ok(settled)
+        })?;
+        match settled {
+            Settled::Won(result) => Ok(SettleOutcome::Won { result }),
+            Settled::Lost => {
+                // Say why it did not count.
                 let Some(req) = self.by_key(key).await? else {
                     return Ok(SettleOutcome::Unknown);
                 };
@@ -485,8 +508,7 @@ impl Store for SqliteStore {
 
     async fn audit(&self, entry: &AuditEntry) -> Result<()> {
         let at = crate::core::request::now_ms();
-        let mut conn = self.pool.acquire().await?;
-        insert_audit(&mut conn, entry, at).await
+        write_tx!(self, |tx| { insert_audit(&mut tx, entry, at).await })
     }
 
     async fn audit_rows(&self, request_key: Option<i64>) -> Result<Vec<AuditRow>> {
@@ -556,23 +578,24 @@ impl Store for SqliteStore {
         guild: Option<&str>,
     ) -> Result<()> {
         let at = crate::core::request::now_ms();
-        // One statement: atomic on its own, and no transaction is left open if it fails.
-        sqlx::query(
-            "UPDATE posts SET message = ?, posted_at = ?, attempts = attempts + 1, \
-                 last_error = NULL, guild = COALESCE(?, guild), channel = COALESCE(?, channel) \
-                 WHERE request_key = ? AND idx = ? AND answerer = ? AND slot = ?",
-        )
-        .bind(message)
-        .bind(at)
-        .bind(guild)
-        .bind(channel)
-        .bind(key)
-        .bind(idx as i64)
-        .bind(answerer)
-        .bind(slot)
-        .execute(&self.pool)
-        .await?;
-        Ok(())
+        write_tx!(self, |tx| {
+            sqlx::query(
+                "UPDATE posts SET message = ?, posted_at = ?, attempts = attempts + 1, \
+                     last_error = NULL, guild = COALESCE(?, guild), channel = COALESCE(?, channel) \
+                     WHERE request_key = ? AND idx = ? AND answerer = ? AND slot = ?",
+            )
+            .bind(message)
+            .bind(at)
+            .bind(guild)
+            .bind(channel)
+            .bind(key)
+            .bind(idx as i64)
+            .bind(answerer)
+            .bind(slot)
+            .execute(&mut *tx)
+            .await?;
+            anyhow::Ok(())
+        })
     }
 
     async fn record_post_failure(
@@ -583,19 +606,20 @@ impl Store for SqliteStore {
         slot: &str,
         error: &str,
     ) -> Result<()> {
-        // One statement: atomic on its own, and no transaction is left open if it fails.
-        sqlx::query(
-            "UPDATE posts SET attempts = attempts + 1, last_error = ? \
-                 WHERE request_key = ? AND idx = ? AND answerer = ? AND slot = ?",
-        )
-        .bind(error)
-        .bind(key)
-        .bind(idx as i64)
-        .bind(answerer)
-        .bind(slot)
-        .execute(&self.pool)
-        .await?;
-        Ok(())
+        write_tx!(self, |tx| {
+            sqlx::query(
+                "UPDATE posts SET attempts = attempts + 1, last_error = ? \
+                     WHERE request_key = ? AND idx = ? AND answerer = ? AND slot = ?",
+            )
+            .bind(error)
+            .bind(key)
+            .bind(idx as i64)
+            .bind(answerer)
+            .bind(slot)
+            .execute(&mut *tx)
+            .await?;
+            anyhow::Ok(())
+        })
     }
 
     async fn record_edit(
@@ -606,19 +630,20 @@ impl Store for SqliteStore {
         slot: &str,
         edit: EditState,
     ) -> Result<()> {
-        // One statement: atomic on its own, and no transaction is left open if it fails.
-        sqlx::query(
-            "UPDATE posts SET edited = ? \
-             WHERE request_key = ? AND idx = ? AND answerer = ? AND slot = ?",
-        )
-        .bind(edit.as_str())
-        .bind(key)
-        .bind(idx as i64)
-        .bind(answerer)
-        .bind(slot)
-        .execute(&self.pool)
-        .await?;
-        Ok(())
+        write_tx!(self, |tx| {
+            sqlx::query(
+                "UPDATE posts SET edited = ? \
+                 WHERE request_key = ? AND idx = ? AND answerer = ? AND slot = ?",
+            )
+            .bind(edit.as_str())
+            .bind(key)
+            .bind(idx as i64)
+            .bind(answerer)
+            .bind(slot)
+            .execute(&mut *tx)
+            .await?;
+            anyhow::Ok(())
+        })
     }
 
     async fn outbox_due(&self, answerer: Option<&str>) -> Result<Vec<DuePost>> {
@@ -730,21 +755,22 @@ impl Store for SqliteStore {
     async fn save_draft(&self, key: i64, idx: usize, user: &str, selected: &[usize]) -> Result<()> {
         let selected = serde_json::to_string(selected)?;
         let at = crate::core::request::now_ms();
-        // One statement: atomic on its own, and no transaction is left open if it fails.
-        sqlx::query(
-            "INSERT INTO drafts (request_key, idx, user_id, selected_json, updated_at) \
-                 VALUES (?, ?, ?, ?, ?) ON CONFLICT (request_key, idx, user_id) \
-                 DO UPDATE SET selected_json = excluded.selected_json, \
-                 updated_at = excluded.updated_at",
-        )
-        .bind(key)
-        .bind(idx as i64)
-        .bind(user)
-        .bind(&selected)
-        .bind(at)
-        .execute(&self.pool)
-        .await?;
-        Ok(())
+        write_tx!(self, |tx| {
+            sqlx::query(
+                "INSERT INTO drafts (request_key, idx, user_id, selected_json, updated_at) \
+                     VALUES (?, ?, ?, ?, ?) ON CONFLICT (request_key, idx, user_id) \
+                     DO UPDATE SET selected_json = excluded.selected_json, \
+                     updated_at = excluded.updated_at",
+            )
+            .bind(key)
+            .bind(idx as i64)
+            .bind(user)
+            .bind(&selected)
+            .bind(at)
+            .execute(&mut *tx)
+            .await?;
+            anyhow::Ok(())
+        })
     }
 
     async fn draft(&self, key: i64, idx: usize, user: &str) -> Result<Vec<usize>> {
@@ -772,32 +798,43 @@ impl Store for SqliteStore {
     }
 
     async fn advance_schedule(&self, name: &str, from: Option<i64>, to: i64) -> Result<bool> {
-        // One statement: atomic on its own, and no transaction is left open if it fails.
-        let moved = match from {
-            None => sqlx::query(
-                "INSERT INTO schedules (name, due_at) VALUES (?, ?) ON CONFLICT DO NOTHING",
-            )
-            .bind(name)
-            .bind(to),
-            Some(from) => {
-                sqlx::query("UPDATE schedules SET due_at = ? WHERE name = ? AND due_at = ?")
-                    .bind(to)
-                    .bind(name)
-                    .bind(from)
+        let moved = write_tx!(self, |tx| {
+            let moved = match from {
+                None => sqlx::query(
+                    "INSERT INTO schedules (name, due_at) VALUES (?, ?) ON CONFLICT DO NOTHING",
+                )
+                .bind(name)
+                .bind(to),
+                Some(from) => {
+                    sqlx::query("UPDATE schedules SET due_at = ? WHERE name = ? AND due_at = ?")
+                        .bind(to)
+                        .bind(name)
+                        .bind(from)
+                }
             }
-        }
-        .execute(&self.pool)
-        .await?
-        .rows_affected();
+            .execute(&mut *tx)
+            .await?
+            .rows_affected();
+            anyhow::Ok(moved)
+        })?;
         Ok(moved == 1)
     }
 
     async fn writable(&self) -> Result<()> {
-        // A write that changes nothing still needs the write lock and a page for the journal.
+        // Two checks, as neither is enough alone. A committed write that needs a page fails on
+        // a full disk while the WAL has to grow; but once a checkpoint has reset the WAL, writes
+        // reuse its space and the probe passes, so the free space is read too.
+        if let Some(path) = &self.path {
+            disk_room(path)?;
+        }
         write_tx!(self, |tx| {
-            sqlx::query("UPDATE requests SET key = key WHERE key = -1")
-                .execute(&mut *tx)
-                .await?;
+            sqlx::query(
+                "INSERT INTO settings (name, value) VALUES ('health_probe', ?) \
+                 ON CONFLICT (name) DO UPDATE SET value = excluded.value",
+            )
+            .bind(crate::core::request::now_ms())
+            .execute(&mut *tx)
+            .await?;
             anyhow::Ok(())
         })
     }
@@ -958,6 +995,32 @@ async fn answers_of(
         out.entry(key).or_default().push(q.into_answer()?);
     }
     Ok(out)
+}
+
+/// Below this much free space where the database lives, the store reports itself failing: a
+/// request with its context takes up to a few hundred KiB, and SQLite needs room for the WAL
+/// frames of a transaction before it can commit.
+pub const MIN_FREE_BYTES: u64 = 256 * 1024;
+
+/// Fails when the file system holding `db` has less than [`MIN_FREE_BYTES`] free for this
+/// process (`f_bavail`: what an unprivileged writer may use).
+fn disk_room(db: &Path) -> Result<()> {
+    let dir = match db.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    let st = nix::sys::statvfs::statvfs(dir)
+        .with_context(|| format!("cannot read the free space of {}", dir.display()))?;
+    let free = st.blocks_available() as u64 * st.fragment_size() as u64;
+    if free < MIN_FREE_BYTES {
+        bail!(
+            "the disk holding the database is full: {} KiB free in {} (writes need at least {} KiB)",
+            free / 1024,
+            dir.display(),
+            MIN_FREE_BYTES / 1024
+        );
+    }
+    Ok(())
 }
 
 /// The file behind a `sqlite://` URL, if it is one.

@@ -43,6 +43,22 @@ pub async fn within<T>(what: &str, f: impl Future<Output = T>) -> T {
     }
 }
 
+/// Ends a test that cannot run here, saying so: on stderr, and in `target/skipped-tests.txt`,
+/// which `tests/run` prints at the end, so that a skip is never mistaken for a pass.
+pub fn skip(test: &str, why: &str) {
+    let line = format!("skipped: {test}: {why}");
+    eprintln!("{line}");
+    let file = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/skipped-tests.txt");
+    if let Ok(mut f) = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(file)
+    {
+        use std::io::Write;
+        let _ = writeln!(f, "{line}");
+    }
+}
+
 /// Whether this run's tests use PostgreSQL (`ASKRELAY_TEST_BACKEND=postgres`) instead of SQLite.
 pub fn on_postgres() -> bool {
     std::env::var("ASKRELAY_TEST_BACKEND").is_ok_and(|b| b == "postgres")

@@ -18,6 +18,7 @@ mod digest;
 mod discord;
 mod discord_schema_selftest;
 mod faults;
+mod fulldisk;
 mod hostile;
 mod limits;
 mod mcp;

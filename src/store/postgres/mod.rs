@@ -286,61 +286,67 @@ impl Store for PgStore {
         let node = self.node().map(str::to_owned);
         // One statement: the request, its questions, its outbox rows and its audit row are
         // written together or not at all, and the notice goes out when it commits. When the id
-        // is taken nothing is inserted, and no row comes back.
-        let inserted: Option<i64> = sqlx::query_scalar(
-            "WITH r AS ( \
-                 INSERT INTO requests (request_id, token, questions_json, caller_json, \
-                     scope_json, answerer, route, peer_uid, peer_pid, created_at, expire_at, \
-                     on_expire, context_json, node) \
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14) \
-                 ON CONFLICT (request_id) DO NOTHING RETURNING key), \
-             q AS ( \
-                 INSERT INTO questions (request_key, idx, qid) \
-                 SELECT r.key, j.ord - 1, j.value ->> 'id' \
-                 FROM r, jsonb_array_elements($3::jsonb) WITH ORDINALITY AS j (value, ord)), \
-             p AS ( \
-                 INSERT INTO posts (request_key, idx, answerer, slot, channel, guild, nonce) \
-                 SELECT r.key, p.idx, $6, p.slot, p.channel, p.guild, p.nonce \
-                 FROM r, unnest($15::bigint[], $16::text[], $17::text[], $18::text[], \
-                                $19::text[]) AS p (idx, slot, channel, guild, nonce)), \
-             a AS ( \
-                 INSERT INTO audit (at, request_key, question_idx, source, actor, action, \
-                     detail, accepted) \
-                 SELECT $10, r.key, $20, $21, $22, $23, $24, $25 FROM r) \
-             SELECT key, pg_notify('askrelay_outbox', COALESCE($14, ''))::text FROM r",
-        )
-        .bind(&new.request_id)
-        .bind(&new.token)
-        .bind(&questions_json)
-        .bind(serde_json::to_string(&new.caller)?)
-        .bind(serde_json::to_string(&new.scope)?)
-        .bind(&new.answerer)
-        .bind(&new.route)
-        .bind(new.peer.uid.map(i64::from))
-        .bind(new.peer.pid)
-        .bind(new.created_at_ms)
-        .bind(new.expiry.as_ref().map(|e| e.at_ms))
-        .bind(
-            new.expiry
-                .as_ref()
-                .map(|e| serde_json::to_string(&e.on_expire))
-                .transpose()?,
-        )
-        .bind(&context_json)
-        .bind(&node)
-        .bind(posts.iter().map(|p| p.idx as i64).collect::<Vec<_>>())
-        .bind(posts.iter().map(|p| p.slot.clone()).collect::<Vec<_>>())
-        .bind(posts.iter().map(|p| p.channel.clone()).collect::<Vec<_>>())
-        .bind(posts.iter().map(|p| p.guild.clone()).collect::<Vec<_>>())
-        .bind(posts.iter().map(|p| p.nonce.clone()).collect::<Vec<_>>())
-        .bind(audit.question_idx.map(|i| i as i64))
-        .bind(audit.source.as_str())
-        .bind(&audit.actor)
-        .bind(audit.action.as_str())
-        .bind(&audit.detail)
-        .bind(audit.accepted)
-        .fetch_optional(self.pool())
-        .await?;
+        // is taken nothing is inserted, and no row comes back. It runs in a transaction whose
+        // COMMIT is checked: the row comes back before an auto-commit's own commit, whose
+        // failure would go unseen.
+        let inserted: Option<i64> = write_tx!(self, |tx| {
+            let keys: Vec<i64> = sqlx::query_scalar(
+                "WITH r AS ( \
+                     INSERT INTO requests (request_id, token, questions_json, caller_json, \
+                         scope_json, answerer, route, peer_uid, peer_pid, created_at, expire_at, \
+                         on_expire, context_json, node) \
+                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14) \
+                     ON CONFLICT (request_id) DO NOTHING RETURNING key), \
+                 q AS ( \
+                     INSERT INTO questions (request_key, idx, qid) \
+                     SELECT r.key, j.ord - 1, j.value ->> 'id' \
+                     FROM r, jsonb_array_elements($3::jsonb) WITH ORDINALITY AS j (value, ord)), \
+                 p AS ( \
+                     INSERT INTO posts (request_key, idx, answerer, slot, channel, guild, nonce) \
+                     SELECT r.key, p.idx, $6, p.slot, p.channel, p.guild, p.nonce \
+                     FROM r, unnest($15::bigint[], $16::text[], $17::text[], $18::text[], \
+                                    $19::text[]) AS p (idx, slot, channel, guild, nonce)), \
+                 a AS ( \
+                     INSERT INTO audit (at, request_key, question_idx, source, actor, action, \
+                         detail, accepted) \
+                     SELECT $10, r.key, $20, $21, $22, $23, $24, $25 FROM r) \
+                 SELECT key, pg_notify('askrelay_outbox', COALESCE($14, ''))::text FROM r",
+            )
+            .bind(&new.request_id)
+            .bind(&new.token)
+            .bind(&questions_json)
+            .bind(serde_json::to_string(&new.caller)?)
+            .bind(serde_json::to_string(&new.scope)?)
+            .bind(&new.answerer)
+            .bind(&new.route)
+            .bind(new.peer.uid.map(i64::from))
+            .bind(new.peer.pid)
+            .bind(new.created_at_ms)
+            .bind(new.expiry.as_ref().map(|e| e.at_ms))
+            .bind(
+                new.expiry
+                    .as_ref()
+                    .map(|e| serde_json::to_string(&e.on_expire))
+                    .transpose()?,
+            )
+            .bind(&context_json)
+            .bind(&node)
+            .bind(posts.iter().map(|p| p.idx as i64).collect::<Vec<_>>())
+            .bind(posts.iter().map(|p| p.slot.clone()).collect::<Vec<_>>())
+            .bind(posts.iter().map(|p| p.channel.clone()).collect::<Vec<_>>())
+            .bind(posts.iter().map(|p| p.guild.clone()).collect::<Vec<_>>())
+            .bind(posts.iter().map(|p| p.nonce.clone()).collect::<Vec<_>>())
+            .bind(audit.question_idx.map(|i| i as i64))
+            .bind(audit.source.as_str())
+            .bind(&audit.actor)
+            .bind(audit.action.as_str())
+            .bind(&audit.detail)
+            .bind(audit.accepted)
+            // Every row, so that the statement has finished before the COMMIT.
+            .fetch_all(&mut *tx)
+            .await?;
+            anyhow::Ok(keys.first().copied())
+        })?;
         match inserted {
             Some(key) => {
                 let mut req = Request::created(key, new);
@@ -559,8 +565,8 @@ impl Store for PgStore {
     }
 
     async fn audit(&self, entry: &AuditEntry) -> Result<()> {
-        let mut conn = self.pool().acquire().await?;
-        insert_audit(&mut conn, entry, now_ms()).await
+        let at = now_ms();
+        write_tx!(self, |tx| { insert_audit(&mut tx, entry, at).await })
     }
 
     async fn audit_rows(&self, request_key: Option<i64>) -> Result<Vec<AuditRow>> {
@@ -608,9 +614,9 @@ impl Store for PgStore {
     }
 
     async fn plan_posts(&self, key: i64, answerer: &str, posts: &[PlannedPost]) -> Result<()> {
-        // One statement: atomic on its own, and no transaction is left open if it fails.
-        let mut conn = self.pool().acquire().await?;
-        insert_posts(&mut conn, key, answerer, posts).await
+        write_tx!(self, |tx| {
+            insert_posts(&mut tx, key, answerer, posts).await
+        })
     }
 
     async fn record_post(
@@ -623,22 +629,24 @@ impl Store for PgStore {
         channel: Option<&str>,
         guild: Option<&str>,
     ) -> Result<()> {
-        sqlx::query(
-            "UPDATE posts SET message = $1, posted_at = $2, attempts = attempts + 1, \
-             last_error = NULL, guild = COALESCE($3, guild), channel = COALESCE($4, channel) \
-             WHERE request_key = $5 AND idx = $6 AND answerer = $7 AND slot = $8",
-        )
-        .bind(message)
-        .bind(now_ms())
-        .bind(guild)
-        .bind(channel)
-        .bind(key)
-        .bind(idx as i64)
-        .bind(answerer)
-        .bind(slot)
-        .execute(self.pool())
-        .await?;
-        Ok(())
+        write_tx!(self, |tx| {
+            sqlx::query(
+                "UPDATE posts SET message = $1, posted_at = $2, attempts = attempts + 1, \
+                 last_error = NULL, guild = COALESCE($3, guild), channel = COALESCE($4, channel) \
+                 WHERE request_key = $5 AND idx = $6 AND answerer = $7 AND slot = $8",
+            )
+            .bind(message)
+            .bind(now_ms())
+            .bind(guild)
+            .bind(channel)
+            .bind(key)
+            .bind(idx as i64)
+            .bind(answerer)
+            .bind(slot)
+            .execute(&mut *tx)
+            .await?;
+            anyhow::Ok(())
+        })
     }
 
     async fn record_post_failure(
@@ -649,18 +657,20 @@ impl Store for PgStore {
         slot: &str,
         error: &str,
     ) -> Result<()> {
-        sqlx::query(
-            "UPDATE posts SET attempts = attempts + 1, last_error = $1 \
-             WHERE request_key = $2 AND idx = $3 AND answerer = $4 AND slot = $5",
-        )
-        .bind(error)
-        .bind(key)
-        .bind(idx as i64)
-        .bind(answerer)
-        .bind(slot)
-        .execute(self.pool())
-        .await?;
-        Ok(())
+        write_tx!(self, |tx| {
+            sqlx::query(
+                "UPDATE posts SET attempts = attempts + 1, last_error = $1 \
+                 WHERE request_key = $2 AND idx = $3 AND answerer = $4 AND slot = $5",
+            )
+            .bind(error)
+            .bind(key)
+            .bind(idx as i64)
+            .bind(answerer)
+            .bind(slot)
+            .execute(&mut *tx)
+            .await?;
+            anyhow::Ok(())
+        })
     }
 
     async fn record_edit(
@@ -671,18 +681,20 @@ impl Store for PgStore {
         slot: &str,
         edit: EditState,
     ) -> Result<()> {
-        sqlx::query(
-            "UPDATE posts SET edited = $1 \
-             WHERE request_key = $2 AND idx = $3 AND answerer = $4 AND slot = $5",
-        )
-        .bind(edit.as_str())
-        .bind(key)
-        .bind(idx as i64)
-        .bind(answerer)
-        .bind(slot)
-        .execute(self.pool())
-        .await?;
-        Ok(())
+        write_tx!(self, |tx| {
+            sqlx::query(
+                "UPDATE posts SET edited = $1 \
+                 WHERE request_key = $2 AND idx = $3 AND answerer = $4 AND slot = $5",
+            )
+            .bind(edit.as_str())
+            .bind(key)
+            .bind(idx as i64)
+            .bind(answerer)
+            .bind(slot)
+            .execute(&mut *tx)
+            .await?;
+            anyhow::Ok(())
+        })
     }
 
     async fn timers(&self, answerer: &str) -> Result<Vec<Timer>> {
@@ -800,20 +812,22 @@ impl Store for PgStore {
     }
 
     async fn save_draft(&self, key: i64, idx: usize, user: &str, selected: &[usize]) -> Result<()> {
-        sqlx::query(
-            "INSERT INTO drafts (request_key, idx, user_id, selected_json, updated_at) \
-             VALUES ($1, $2, $3, $4, $5) ON CONFLICT (request_key, idx, user_id) \
-             DO UPDATE SET selected_json = EXCLUDED.selected_json, \
-             updated_at = EXCLUDED.updated_at",
-        )
-        .bind(key)
-        .bind(idx as i64)
-        .bind(user)
-        .bind(serde_json::to_string(selected)?)
-        .bind(now_ms())
-        .execute(self.pool())
-        .await?;
-        Ok(())
+        write_tx!(self, |tx| {
+            sqlx::query(
+                "INSERT INTO drafts (request_key, idx, user_id, selected_json, updated_at) \
+                 VALUES ($1, $2, $3, $4, $5) ON CONFLICT (request_key, idx, user_id) \
+                 DO UPDATE SET selected_json = EXCLUDED.selected_json, \
+                 updated_at = EXCLUDED.updated_at",
+            )
+            .bind(key)
+            .bind(idx as i64)
+            .bind(user)
+            .bind(serde_json::to_string(selected)?)
+            .bind(now_ms())
+            .execute(&mut *tx)
+            .await?;
+            anyhow::Ok(())
+        })
     }
 
     async fn draft(&self, key: i64, idx: usize, user: &str) -> Result<Vec<usize>> {
@@ -842,31 +856,43 @@ impl Store for PgStore {
     }
 
     async fn advance_schedule(&self, name: &str, from: Option<i64>, to: i64) -> Result<bool> {
-        let moved = match from {
-            None => sqlx::query(
-                "INSERT INTO schedules (name, due_at) VALUES ($1, $2) ON CONFLICT DO NOTHING",
-            )
-            .bind(name)
-            .bind(to),
-            Some(from) => {
-                sqlx::query("UPDATE schedules SET due_at = $1 WHERE name = $2 AND due_at = $3")
-                    .bind(to)
-                    .bind(name)
-                    .bind(from)
+        let moved = write_tx!(self, |tx| {
+            let moved = match from {
+                None => sqlx::query(
+                    "INSERT INTO schedules (name, due_at) VALUES ($1, $2) ON CONFLICT DO NOTHING",
+                )
+                .bind(name)
+                .bind(to),
+                Some(from) => {
+                    sqlx::query("UPDATE schedules SET due_at = $1 WHERE name = $2 AND due_at = $3")
+                        .bind(to)
+                        .bind(name)
+                        .bind(from)
+                }
             }
-        }
-        .execute(self.pool())
-        .await?
-        .rows_affected();
+            .execute(&mut *tx)
+            .await?
+            .rows_affected();
+            anyhow::Ok(moved)
+        })?;
         Ok(moved == 1)
     }
 
     async fn writable(&self) -> Result<()> {
-        // A write that changes nothing still fails on a read-only server (a standby).
-        sqlx::query("UPDATE requests SET status = status WHERE key = -1")
-            .execute(self.pool())
+        // A real write, committed: it fails on a read-only server (a standby) and, as it needs
+        // room in the WAL and the table, on a full disk (migrations/postgres/0002).
+        let node = self.node().unwrap_or_default().to_owned();
+        write_tx!(self, |tx| {
+            sqlx::query(
+                "INSERT INTO health_probe (node, at) VALUES ($1, $2) \
+                 ON CONFLICT (node) DO UPDATE SET at = EXCLUDED.at",
+            )
+            .bind(&node)
+            .bind(now_ms())
+            .execute(&mut *tx)
             .await?;
-        Ok(())
+            anyhow::Ok(())
+        })
     }
 
     async fn prune(
