@@ -2,8 +2,11 @@
 //! and events ([`Client`]), and an ask that follows its request to the end, re-attaching when
 //! the daemon restarts ([`AskSession`]).
 //!
-//! A client only talks to a socket owned by itself, root, or the configured `daemon_uid`: a
-//! socket that another user put in its path could otherwise answer every question "yes".
+//! A client only talks to a daemon that runs as itself, root, or the configured `daemon_uid`: a
+//! socket that another user put in its path could otherwise answer every question "yes". The
+//! proof is the connected socket's peer credentials (SO_PEERCRED), read after connecting, since
+//! whoever can write the socket's directory can swap the path between any check and the
+//! connect; a socket directory that another user owns or may write is refused outright.
 
 use crate::core::{Ask, AskError, ErrorCode};
 use crate::protocol::{Event, Op};
@@ -64,23 +67,64 @@ impl Target {
         }
     }
 
-    /// Checks that the socket belongs to this user, root, or `daemon_uid`.
-    fn check_owner(&self) -> std::io::Result<()> {
-        let meta = std::fs::metadata(&self.socket)?;
+    /// Whether `uid` may be the daemon: this user, root, or `daemon_uid`.
+    fn trusts(&self, uid: u32) -> bool {
+        uid == nix::unistd::geteuid().as_raw() || uid == 0 || Some(uid) == self.daemon_uid
+    }
+
+    fn refuse(&self, what: String) -> std::io::Error {
         let me = nix::unistd::geteuid().as_raw();
-        let owner = meta.uid();
-        if owner == me || owner == 0 || Some(owner) == self.daemon_uid {
-            return Ok(());
-        }
-        Err(std::io::Error::new(
+        std::io::Error::new(
             std::io::ErrorKind::PermissionDenied,
             format!(
-                "the socket {} belongs to uid {owner}, which is neither you (uid {me}), root, \
-                 nor daemon_uid; refusing to talk to it (set daemon_uid if the daemon runs as \
-                 that user)",
-                self.socket.display()
+                "{what}, which is neither you (uid {me}), root, nor daemon_uid; refusing to talk \
+                 to it (set daemon_uid if the daemon runs as that user)"
             ),
-        ))
+        )
+    }
+
+    /// Checks the socket's directory: owned by a user trusted as the daemon, and writable by
+    /// nobody else (a sticky directory of root's, such as /tmp, lets nobody replace an entry
+    /// they do not own, and what is connected to there is checked by its credentials).
+    fn check_dir(&self) -> std::io::Result<()> {
+        let dir = match self.socket.parent() {
+            Some(d) if !d.as_os_str().is_empty() => d,
+            _ => Path::new("."),
+        };
+        let meta = std::fs::metadata(dir)?;
+        let owner = meta.uid();
+        if !self.trusts(owner) {
+            return Err(self.refuse(format!(
+                "the socket's directory {} belongs to uid {owner}",
+                dir.display()
+            )));
+        }
+        let shared_sticky = owner == 0 && meta.mode() & 0o1000 != 0;
+        if meta.mode() & 0o022 != 0 && !shared_sticky {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::PermissionDenied,
+                format!(
+                    "the socket's directory {} is writable by other users (mode {:o}), who \
+                     could put their own socket there; refusing to use it",
+                    dir.display(),
+                    meta.mode() & 0o7777
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Checks the connected socket itself: the process at the other end must run as a user
+    /// trusted as the daemon.
+    fn check_peer(&self, stream: &UnixStream) -> std::io::Result<()> {
+        let uid = stream.peer_cred()?.uid();
+        if self.trusts(uid) {
+            return Ok(());
+        }
+        Err(self.refuse(format!(
+            "the daemon on {} runs as uid {uid}",
+            self.socket.display()
+        )))
     }
 }
 
@@ -101,10 +145,11 @@ impl Client {
         Self::connect_to(&Target::new(path)).await
     }
 
-    /// Connects, after checking who owns the socket.
+    /// Connects to the daemon, after checking the socket's directory, and checks who answered.
     pub async fn connect_to(target: &Target) -> std::io::Result<Client> {
-        target.check_owner()?;
+        target.check_dir()?;
         let stream = UnixStream::connect(&target.socket).await?;
+        target.check_peer(&stream)?;
         let (rd, wr) = stream.into_split();
         Ok(Client {
             reader: LineReader::new(rd, MAX_REPLY_BYTES),

@@ -799,38 +799,200 @@ async fn without_xdg_runtime_dir_the_socket_is_private() {
     assert!(err.contains("writable by other users"), "{err}");
 }
 
-#[tokio::test]
-async fn clients_refuse_a_socket_another_user_owns() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("fake.sock");
-    let listener = tokio::net::UnixListener::bind(&path).unwrap();
-    nix::unistd::chown(&path, Some(nix::unistd::Uid::from_raw(NOBODY)), None).unwrap();
-    // A fake daemon that would answer anything.
-    tokio::spawn(async move {
-        while let Ok((s, _)) = listener.accept().await {
-            tokio::spawn(async move {
-                use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
-                let mut s = tokio::io::BufReader::new(s);
-                let mut line = String::new();
-                while s.read_line(&mut line).await.unwrap_or(0) > 0 {
-                    let reply = b"{\"event\":\"pending\",\"requests\":[]}\n";
-                    if s.get_mut().write_all(reply).await.is_err() {
-                        break;
-                    }
-                    line.clear();
-                }
-            });
-        }
-    });
-    let bin = Bin::in_dir(dir.path()).env("ASKRELAY_SOCKET_PATH", path.display());
-    let (code, _, err) = bin.run(&["pending"]).await;
+/// A fake daemon run as `uid` (the system's Python, so that it is another process): it answers
+/// every ask with its first option, and every other operation with an empty listing.
+const FAKE_DAEMON: &str = r#"
+import json, os, socket, sys
+path = sys.argv[1]
+s = socket.socket(socket.AF_UNIX)
+s.bind(path)
+os.chmod(path, 0o777)
+s.listen(64)
+print("listening", flush=True)
+while True:
+    c, _ = s.accept()
+    if os.fork() == 0:
+        f = c.makefile("rwb")
+        for line in f:
+            op = json.loads(line)
+            rid = op.get("request_id") or "fake"
+            out = []
+            if op.get("op") == "ask":
+                out.append({"event": "accepted", "request_id": rid, "answerer": "terminal"})
+                answers = [{"id": q["id"], "selected": [q["options"][0]["label"]]}
+                           for q in op["questions"]]
+                out.append({"event": "answered", "request_id": rid,
+                            "result": {"answers": answers}})
+            else:
+                out.append({"event": "pending", "requests": []})
+            for o in out:
+                f.write((json.dumps(o) + "\n").encode())
+            f.flush()
+        os._exit(0)
+"#;
+
+/// Starts [`FAKE_DAEMON`] as `uid`, listening on `path`, or `None` (with the reason) when this
+/// machine cannot (no root, no /usr/bin/python3).
+async fn fake_daemon_as(uid: u32, path: &std::path::Path) -> Result<tokio::process::Child, String> {
+    if !nix::unistd::geteuid().is_root() {
+        return Err("running a process as another user needs root".into());
+    }
+    if !std::path::Path::new("/usr/bin/python3").exists() {
+        return Err("no /usr/bin/python3 to run the fake daemon".into());
+    }
+    let mut cmd = tokio::process::Command::new("/usr/bin/python3");
+    cmd.args(["-c", FAKE_DAEMON])
+        .arg(path)
+        .uid(uid)
+        .gid(uid)
+        .stdout(std::process::Stdio::piped())
+        .kill_on_drop(true);
+    let mut child = cmd.spawn().map_err(|e| e.to_string())?;
+    let mut out = tokio::io::BufReader::new(child.stdout.take().unwrap()).lines();
+    use tokio::io::AsyncBufReadExt;
+    let line = within("the fake daemon to listen", out.next_line()).await;
+    assert_eq!(line.unwrap().as_deref(), Some("listening"));
+    Ok(child)
+}
+
+/// Every client must refuse the daemon at `socket`, saying `why`, and act on nothing it says.
+async fn every_client_refuses(bin: &Bin, why: &str) {
+    let file = bin.dir().join("one.json");
+    std::fs::write(&file, ONE).unwrap();
+    for args in [
+        vec!["ask", file.to_str().unwrap()],
+        vec!["answer", "x", "--question", "q", "--select", "Yes"],
+        vec!["pending"],
+        vec!["health"],
+        vec!["history"],
+    ] {
+        let (code, out, err) = bin.run(&args).await;
+        assert_eq!(code, 7, "askrelay {args:?}: {out}{err}");
+        assert!(err.contains(why), "askrelay {args:?}: {err}");
+        assert!(
+            !out.contains("Yes"),
+            "askrelay {args:?} printed the fake's answer: {out}"
+        );
+    }
+    // approve: the command does not run.
+    let marker = bin.dir().join("ran");
+    let (code, _, err) = bin
+        .run(&["approve", "--", "touch", marker.to_str().unwrap()])
+        .await;
     assert_eq!(code, 7, "{err}");
-    assert!(err.contains(&format!("belongs to uid {NOBODY}")), "{err}");
+    assert!(err.contains(why), "{err}");
+    assert!(
+        !marker.exists(),
+        "approve ran the command on the fake's yes"
+    );
+    // hook: never the fake's allow; Claude Code's own prompt instead.
+    let mut hook = bin.cmd(&["hook", "claude-code"]);
+    hook.stdin(std::process::Stdio::piped());
+    let mut child = hook.spawn().unwrap();
+    {
+        use tokio::io::AsyncWriteExt;
+        let mut stdin = child.stdin.take().unwrap();
+        let event = json!({"session_id": "s", "transcript_path": "/t", "cwd": "/",
+            "permission_mode": "default", "hook_event_name": "PreToolUse", "tool_name": "Bash",
+            "tool_input": {"command": "rm -rf /"}, "tool_use_id": "t1"});
+        stdin.write_all(event.to_string().as_bytes()).await.unwrap();
+    }
+    let out = within("the hook", child.wait_with_output()).await.unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!stdout.contains("\"allow\""), "{stdout}");
+    assert!(stdout.contains("\"ask\""), "{stdout}{stderr}");
+    // mcp: a tool error, not the fake's answer.
+    let mut mcp = bin.cmd(&["mcp"]);
+    mcp.stdin(std::process::Stdio::piped());
+    let mut child = mcp.spawn().unwrap();
+    {
+        use tokio::io::AsyncWriteExt;
+        let mut stdin = child.stdin.take().unwrap();
+        let lines = [
+            json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+                "protocolVersion": "2025-06-18", "capabilities": {},
+                "clientInfo": {"name": "t", "version": "0"}}}),
+            json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+            json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+                "name": "ask_user_question",
+                "arguments": serde_json::from_str::<Value>(ONE).unwrap()}}),
+        ];
+        for l in lines {
+            stdin.write_all(format!("{l}\n").as_bytes()).await.unwrap();
+        }
+        let out = child.stdout.take().unwrap();
+        use tokio::io::AsyncBufReadExt;
+        let mut out = tokio::io::BufReader::new(out).lines();
+        let reply = within("the tool call's result", async {
+            loop {
+                let l = out.next_line().await.unwrap().expect("a reply");
+                let v: Value = serde_json::from_str(&l).unwrap();
+                if v["id"] == 2 {
+                    break v;
+                }
+            }
+        })
+        .await;
+        assert_eq!(reply["result"]["isError"], true, "{reply}");
+        let text = reply["result"]["content"][0]["text"].as_str().unwrap();
+        assert!(text.contains(why), "{text}");
+        drop(stdin);
+    }
+    let _ = within("askrelay mcp to exit", child.wait()).await;
+}
+
+#[tokio::test]
+async fn clients_check_the_daemon_they_connected_to_not_the_path() {
+    const TEST: &str = "trust::clients_check_the_daemon_they_connected_to_not_the_path";
+    // Another user's daemon, bound in their own directory...
+    let theirs = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(theirs.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    nix::unistd::chown(
+        theirs.path(),
+        Some(nix::unistd::Uid::from_raw(NOBODY)),
+        Some(nix::unistd::Gid::from_raw(NOBODY)),
+    )
+    .unwrap();
+    let bound = theirs.path().join("fake.sock");
+    let _fake = match fake_daemon_as(NOBODY, &bound).await {
+        Ok(c) => c,
+        Err(why) => return skip(TEST, &why),
+    };
+    // ...and then found at our path, a socket file that looks like ours: what a swap between a
+    // check of the path and the connect gives a client.
+    let bin = Bin::new();
+    std::fs::rename(&bound, bin.socket()).unwrap();
+    nix::unistd::chown(&bin.socket(), Some(nix::unistd::Uid::from_raw(0)), None).unwrap();
+    every_client_refuses(&bin, &format!("runs as uid {NOBODY}")).await;
     // Unless that user is the configured daemon_uid.
     let bin = bin.env("ASKRELAY_DAEMON_UID", NOBODY);
     let (code, out, err) = bin.run(&["pending"]).await;
     assert_eq!(code, 0, "{err}");
     assert!(out.contains("No pending requests"), "{out}");
+}
+
+#[tokio::test]
+async fn clients_refuse_a_socket_directory_another_user_owns_or_can_write() {
+    // Our real daemon, in a directory another user owns (one they pre-created, say).
+    let bin = Bin::new();
+    let daemon = bin.serve().await;
+    nix::unistd::chown(bin.dir(), Some(nix::unistd::Uid::from_raw(NOBODY)), None).unwrap();
+    every_client_refuses(
+        &bin,
+        &format!("directory {} belongs to uid {NOBODY}", bin.dir().display()),
+    )
+    .await;
+    // Ours again, but writable by everyone.
+    nix::unistd::chown(bin.dir(), Some(nix::unistd::Uid::from_raw(own_uid())), None).unwrap();
+    std::fs::set_permissions(bin.dir(), std::fs::Permissions::from_mode(0o777)).unwrap();
+    every_client_refuses(&bin, "is writable by other users").await;
+    // Private again: served.
+    std::fs::set_permissions(bin.dir(), std::fs::Permissions::from_mode(0o700)).unwrap();
+    let (code, out, err) = bin.run(&["pending"]).await;
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("No pending requests"), "{out}");
+    daemon.terminate().await;
 }
 
 #[tokio::test]
