@@ -15,8 +15,11 @@
 //!
 //! What it shows is what the tool would get: every text from the event (the command, the
 //! description, the file path, the edited text, the file on disk) goes through one [`Reveal`],
-//! so hidden characters show as escapes (`⟨U+202E⟩`) and the question is flagged.
+//! so hidden characters show as escapes (`⟨U+202E⟩`) and the question is flagged. The file on
+//! disk is read only through [`super::disk`]: a regular file, at most 1 MiB, within a few
+//! seconds; otherwise the question says that it is not shown, and why.
 
+use super::disk::{self, NotShown};
 use super::{cap_bytes, decide, flagged, safe_name, text_or_file, Verdict};
 use crate::client::Target;
 use crate::core::model::{Question, QuestionOption, MAX_SCOPE_VALUE_CHARS};
@@ -247,8 +250,11 @@ fn build_ask(event: &PreToolUse, args: &ClaudeCodeArgs) -> Result<Ask, String> {
     let input = &event.tool_input;
     let str_field = |k: &str| input.get(k).and_then(Value::as_str);
     let cwd = event.cwd.as_deref().map(Path::new);
-    let context = tool_context(&event.tool_name, input, cwd, &mut reveal);
+    let (context, not_shown) = tool_context(&event.tool_name, input, cwd, &mut reveal);
     let mut question = format!("Allow {tool}?");
+    if let Some(why) = &not_shown {
+        question.push_str(&format!("\n⚠ File on disk not shown: {why}"));
+    }
     if let Some(d) = str_field("description").filter(|d| !d.trim().is_empty()) {
         question.push_str("\n\n");
         question.push_str(&reveal.text(d, Layout::Lines));
@@ -326,9 +332,16 @@ fn build_ask(event: &PreToolUse, args: &ClaudeCodeArgs) -> Result<Ask, String> {
 
 /// What the tool call would do, as a context: Bash's command; the file and a diff for Edit,
 /// MultiEdit and Write; the input as JSON for any other tool. Every text in it is revealed
-/// (once: an escape revealed again would change).
-fn tool_context(tool: &str, input: &Value, cwd: Option<&Path>, reveal: &mut Reveal) -> Context {
+/// (once: an escape revealed again would change). With it, why the file on disk is not shown,
+/// when it is not.
+fn tool_context(
+    tool: &str,
+    input: &Value,
+    cwd: Option<&Path>,
+    reveal: &mut Reveal,
+) -> (Context, Option<NotShown>) {
     let mut context = Context::default();
+    let mut not_shown = None;
     let str_field = |k: &str| input.get(k).and_then(Value::as_str);
     let file = str_field("file_path").map(|p| shown_path(p, cwd, reveal));
     match (tool, str_field("command"), str_field("file_path")) {
@@ -341,15 +354,27 @@ fn tool_context(tool: &str, input: &Value, cwd: Option<&Path>, reveal: &mut Reve
             let old = str_field("old_string").unwrap_or_default();
             let new = str_field("new_string").unwrap_or_default();
             let all = input.get("replace_all").and_then(Value::as_bool) == Some(true);
-            let on_disk = std::fs::read_to_string(path).ok();
-            let offset = on_disk
-                .as_deref()
-                .and_then(|f| f.find(old).map(|at| f[..at].matches('\n').count()))
-                .unwrap_or(0);
+            // The file is read only for the line numbers of the fragment.
+            let offset = match disk::read_text(Path::new(path)) {
+                Ok(f) => f
+                    .find(old)
+                    .map(|at| f[..at].matches('\n').count())
+                    .unwrap_or(0),
+                Err(why) => {
+                    not_shown = Some(why);
+                    0
+                }
+            };
             let shown = file.clone().unwrap_or_default();
             let mut text = shown.clone();
             if all {
                 text.push_str("\n(every occurrence is replaced)");
+            }
+            if let Some(why) = &not_shown {
+                text.push_str(&format!(
+                    "\n(the file on disk is not shown: {why}; the diff has the edited text \
+                     alone, and its line numbers count from the edit)"
+                ));
             }
             context.text = Some(text);
             let (old, new) = (
@@ -393,13 +418,22 @@ fn tool_context(tool: &str, input: &Value, cwd: Option<&Path>, reveal: &mut Reve
         ("Write", _, Some(path)) => {
             let new = reveal.text(str_field("content").unwrap_or_default(), Layout::Lines);
             let shown = file.clone().unwrap_or_default();
-            let (old, from, note) = match std::fs::read_to_string(path) {
+            let (old, from, note) = match disk::read_text(Path::new(path)) {
                 Ok(old) => (
                     reveal.text(&old, Layout::Lines),
                     shown.clone(),
-                    "(replaces the file)",
+                    "(replaces the file)".to_owned(),
                 ),
-                Err(_) => (String::new(), "/dev/null".to_owned(), "(a new file)"),
+                Err(NotShown::Missing) => (
+                    String::new(),
+                    "/dev/null".to_owned(),
+                    "(a new file)".to_owned(),
+                ),
+                Err(why) => {
+                    let note = format!("(replaces the file; the file on disk is not shown: {why})");
+                    not_shown = Some(why);
+                    (String::new(), format!("{shown} (on disk, not shown)"), note)
+                }
             };
             context.text = Some(format!("{shown}\n{note}"));
             push_diff(
@@ -419,7 +453,7 @@ fn tool_context(tool: &str, input: &Value, cwd: Option<&Path>, reveal: &mut Reve
             }
         }
     }
-    context
+    (context, not_shown)
 }
 
 fn push_diff(context: &mut Context, path: &str, diff: &str) {

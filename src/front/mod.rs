@@ -6,12 +6,14 @@
 //!
 //! What they show is what runs: every text they put in the question and the context goes
 //! through one [`Reveal`], which shows hidden characters and bytes that are not UTF-8 as
-//! escapes, and the question then starts with its flag ([`flagged`]).
+//! escapes, and the question then starts with its flag ([`flagged`]). The hook reads a file on
+//! disk only through [`disk`].
 //!
 //! This module also builds a [`Context`] from command-line flags (`--context`,
 //! `--context-file`), for `ask` and `approve`.
 
 pub mod approve;
+pub mod disk;
 pub mod hook;
 
 use crate::client::{AskSession, AskUpdate, Client, Target};

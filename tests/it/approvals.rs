@@ -780,3 +780,118 @@ async fn hidden_characters_show_escaped_in_askrelay_pending() {
     let (_, out, _) = finish(hook).await;
     assert_eq!(decision(&out)["permissionDecision"], "deny");
 }
+
+/// Runs the hook for an Edit and a Write of `path` against a terminal daemon: each must ask
+/// (within the harness's deadline, whatever `path` is) with a question that says why the file
+/// is not shown, and answer with the person's decision.
+async fn file_not_shown(path: &std::path::Path, why: &str) {
+    let app = App::start().await;
+    let bin = bin_for(&app);
+    let cwd = path.parent().unwrap().to_str().unwrap();
+    for (tool, input, id, pick, permission) in [
+        (
+            "Edit",
+            json!({"file_path": path.to_str().unwrap(), "old_string": "a", "new_string": "b"}),
+            "toolu_f1",
+            "Allow",
+            "allow",
+        ),
+        (
+            "Write",
+            json!({"file_path": path.to_str().unwrap(), "content": "new\n"}),
+            "toolu_f2",
+            "Deny",
+            "deny",
+        ),
+    ] {
+        let hook = hook_waiting(&bin, &pre_tool_use(tool, input, cwd, id)).await;
+        let request_id = format!("claude-code-{id}");
+        let question = pending_question(&app, &request_id).await;
+        assert_eq!(
+            question,
+            format!("Allow {tool}?\n⚠ File on disk not shown: {why}"),
+            "{tool}"
+        );
+        app.answer(&request_id, "permission", &[pick]).await;
+        let (code, out, _) = finish(hook).await;
+        assert_eq!(code, 0);
+        assert_eq!(decision(&out)["permissionDecision"], permission, "{tool}");
+    }
+}
+
+#[tokio::test]
+async fn the_hook_does_not_read_dev_zero() {
+    file_not_shown(
+        std::path::Path::new("/dev/zero"),
+        "not a regular file (a character device)",
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn the_hook_does_not_read_a_symlink_to_dev_zero() {
+    let dir = tempfile::tempdir().unwrap();
+    let link = dir.path().join("notes.txt");
+    std::os::unix::fs::symlink("/dev/zero", &link).unwrap();
+    file_not_shown(&link, "not a regular file (a character device)").await;
+}
+
+#[tokio::test]
+async fn the_hook_does_not_block_on_a_fifo() {
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("pipe.txt");
+    nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::S_IRWXU).unwrap();
+    file_not_shown(&fifo, "not a regular file (a FIFO)").await;
+}
+
+#[tokio::test]
+async fn the_hook_does_not_read_a_directory() {
+    let dir = tempfile::tempdir().unwrap();
+    let sub = dir.path().join("src");
+    std::fs::create_dir(&sub).unwrap();
+    file_not_shown(&sub, "not a regular file (a directory)").await;
+}
+
+#[tokio::test]
+async fn the_hook_does_not_read_a_file_over_the_cap() {
+    let dir = tempfile::tempdir().unwrap();
+    let big = dir.path().join("big.log");
+    let f = std::fs::File::create(&big).unwrap();
+    f.set_len(1024 * 1024 + 1).unwrap();
+    file_not_shown(
+        &big,
+        "too large (1048577 bytes; the hook reads at most 1048576)",
+    )
+    .await;
+
+    // Exactly the cap is read and shown.
+    let app = App::discord().await;
+    let bin = bin_for(&app);
+    let at_cap = dir.path().join("at-cap.txt");
+    std::fs::write(&at_cap, "abcdefg\n".repeat(1024 * 1024 / 8)).unwrap();
+    let event = pre_tool_use(
+        "Write",
+        json!({"file_path": at_cap.to_str().unwrap(), "content": "abcdefg\n"}),
+        dir.path().to_str().unwrap(),
+        "toolu_f3",
+    );
+    let hook = start(&bin, &["hook", "claude-code"], &event).await;
+    let (create, m) = posted_for(&app, "claude-code-toolu_f3").await;
+    let body = create.body.as_ref().unwrap();
+    assert_eq!(body["embeds"][0]["description"], "Allow Write?");
+    assert!(body["content"]
+        .as_str()
+        .unwrap()
+        .contains("at-cap.txt\n(replaces the file)"));
+    let diff = String::from_utf8(create.files[0].data.clone()).unwrap();
+    assert!(
+        diff.starts_with(
+            "--- at-cap.txt\n+++ at-cap.txt\n@@ -1,131072 +1,1 @@\n abcdefg\n-abcdefg\n"
+        ),
+        "{}",
+        &diff[..200]
+    );
+    final_state(&app.press(&m, &alice(), "Deny").await);
+    finish(hook).await;
+    app.assert_payloads_valid();
+}
