@@ -585,7 +585,7 @@ fn check_label_hygiene(label: &str, field: &str) -> Result<(), AskError> {
             '\u{200D}' => emoji_before && emoji_after,
             '\u{FE0E}' | '\u{FE0F}' => emoji_before,
             '\u{E0020}'..='\u{E007F}' => emoji_before,
-            c => !is_invisible(c),
+            c => !super::text::is_invisible(c),
         };
         if !allowed {
             return Err(AskError::invalid(format!(
@@ -596,16 +596,6 @@ fn check_label_hygiene(label: &str, field: &str) -> Result<(), AskError> {
         }
     }
     Ok(())
-}
-
-/// Unicode's Default_Ignorable_Code_Point, and the blank Hangul fillers.
-fn is_invisible(c: char) -> bool {
-    matches!(c,
-        '\u{00AD}' | '\u{034F}' | '\u{061C}' | '\u{115F}' | '\u{1160}' | '\u{17B4}' | '\u{17B5}'
-        | '\u{180B}'..='\u{180F}' | '\u{200B}'..='\u{200F}' | '\u{202A}'..='\u{202E}'
-        | '\u{2060}'..='\u{206F}' | '\u{3164}' | '\u{FE00}'..='\u{FE0F}' | '\u{FEFF}'
-        | '\u{FFA0}' | '\u{FFF0}'..='\u{FFF8}' | '\u{1BCA0}'..='\u{1BCA3}'
-        | '\u{1D173}'..='\u{1D17A}' | '\u{E0000}'..='\u{E0FFF}')
 }
 
 /// Characters that make up emoji sequences: pictographs, skin tones, variation selectors and

@@ -2,16 +2,19 @@
 //! a person approves. For deploy scripts, cron jobs and CI steps.
 //!
 //! The exact argv is shown as the context (shell-quoted, with the working directory and the
-//! host), with any `--context` and `--context-file` after it. Approved, the command runs with
-//! this process's stdin, stdout and stderr, and its exit status becomes askrelay's. Otherwise
-//! it never runs, and askrelay exits with the codes of `askrelay ask`: 5 when it was denied
-//! (`denied by <who>: <reason>` on stderr) or cancelled, 6 when the request expired, 4 for
-//! `NO_ANSWERER`, 2 for a bad request, 7 when the daemon cannot be reached, 1 otherwise.
+//! host), with any `--context` and `--context-file` after it. It is shown byte for byte: a
+//! hidden character or a byte that is not UTF-8 shows as an escape (`⟨U+202E⟩`, `⟨0xFF⟩`,
+//! [`Reveal`]) and the question says that there are some; the argv that runs is the original.
+//! Approved, the command runs with this process's stdin, stdout and stderr, and its exit status
+//! becomes askrelay's. Otherwise it never runs, and askrelay exits with the codes of
+//! `askrelay ask`: 5 when it was denied (`denied by <who>: <reason>` on stderr) or cancelled, 6
+//! when the request expired, 4 for `NO_ANSWERER`, 2 for a bad request, 7 when the daemon cannot
+//! be reached, 1 otherwise.
 
-use super::{context_from_flags, decide, text_or_file, Verdict};
+use super::{context_from_flags, decide, flagged, text_or_file, Verdict};
 use crate::client::Target;
-use crate::core::model::{parse_ask, Question, QuestionOption, MAX_QUESTION_CHARS};
-use crate::core::text::Escaped;
+use crate::core::model::{parse_ask, Question, QuestionOption};
+use crate::core::text::{Escaped, Layout, Reveal};
 use crate::core::{Ask, Context, ErrorCode, Scope};
 use clap::Args;
 use std::ffi::OsString;
@@ -33,7 +36,8 @@ Not approved, CMD does not run and askrelay exits like `askrelay ask`:
   5  denied (\"denied by <who>: <reason>\" on stderr) or cancelled (ABORTED)
   6  EXPIRED    4  NO_ANSWERER    2  INVALID_REQUEST    7  the daemon cannot be reached
   1  anything else
-The question shows the exact argv, the working directory and the host.
+The question shows the exact argv, the working directory and the host; hidden characters and
+bytes that are not UTF-8 show as escapes (⟨U+202E⟩, ⟨0xFF⟩), and the question says so.
 
 Examples:
   askrelay approve -- ./deploy.sh --env prod
@@ -121,7 +125,7 @@ pub async fn run(config_file: Option<&Path>, args: ApproveArgs) -> i32 {
         Verdict::Allowed { by } => {
             eprintln!(
                 "askrelay: approved by {by}; running {}",
-                Escaped(&shell_line(&args.command))
+                Escaped(&shell_line(&args.command, &mut Reveal::default()))
             );
             execute(&args.command).await
         }
@@ -174,7 +178,7 @@ async fn execute(command: &[OsString]) -> i32 {
         Err(e) => {
             eprintln!(
                 "askrelay: cannot run {}: {e}",
-                Escaped(&program.to_string_lossy())
+                Escaped(&Reveal::default().os(program, Layout::Line))
             );
             if e.kind() == std::io::ErrorKind::NotFound {
                 127
@@ -186,19 +190,22 @@ async fn execute(command: &[OsString]) -> i32 {
 }
 
 fn build_ask(args: &ApproveArgs) -> Result<Ask, String> {
-    let argv = shell_line(&args.command);
+    // Every text shown goes through this one value, so that the question is flagged when any
+    // of them hid something.
+    let mut reveal = Reveal::default();
+    let argv = shell_line(&args.command, &mut reveal);
     let cwd = std::env::current_dir()
-        .map(|d| d.display().to_string())
+        .map(|d| reveal.os(d.as_os_str(), Layout::Line))
         .unwrap_or_else(|_| "?".into());
     let host = nix::unistd::gethostname()
-        .map(|h| h.to_string_lossy().into_owned())
+        .map(|h| reveal.os(&h, Layout::Line))
         .unwrap_or_else(|_| "?".into());
     let mut text = format!("$ {argv}\n(in {cwd} on {host})");
     let extra = context_from_flags(args.context.clone(), &args.context_files)?;
     let mut context = Context::default();
     if let Some(extra_text) = extra.as_ref().and_then(|c| c.text.as_deref()) {
         text.push_str("\n\n");
-        text.push_str(extra_text);
+        text.push_str(&reveal.text(extra_text, Layout::Lines));
     }
     text_or_file(text, "command.txt", &mut context);
     context
@@ -209,23 +216,29 @@ fn build_ask(args: &ApproveArgs) -> Result<Ask, String> {
     // question, not the context.
     let mut question = args
         .question
-        .clone()
+        .as_deref()
+        .map(|q| reveal.text(q, Layout::Lines))
         .unwrap_or_else(|| "Run this command?".into());
     if argv.chars().count() <= 300 && !argv.contains('\n') {
         question.push_str(&format!("\n$ {argv}"));
     }
-    let question: String = question.chars().take(MAX_QUESTION_CHARS).collect();
-
+    let header = args
+        .header
+        .as_deref()
+        .map(|h| reveal.text(h, Layout::Line))
+        .unwrap_or_else(|| "Approve".into());
+    // Scope labels show in the message's footer.
     let mut scope = Scope::new();
     if let Some(p) = &args.project {
-        scope.insert("project".into(), p.clone());
+        scope.insert("project".into(), reveal.text(p, Layout::Line));
     }
     for kv in &args.scope {
         let (k, v) = kv
             .split_once('=')
             .ok_or_else(|| format!("--route-scope {kv:?}: expected KEY=VALUE"))?;
-        scope.insert(k.to_owned(), v.to_owned());
+        scope.insert(k.to_owned(), reveal.text(v, Layout::Line));
     }
+    let question = flagged(question, &reveal);
     let ask = Ask {
         request_id: Some(
             args.request_id
@@ -237,7 +250,7 @@ fn build_ask(args: &ApproveArgs) -> Result<Ask, String> {
         questions: vec![Question {
             id: "run".into(),
             question,
-            header: Some(args.header.clone().unwrap_or_else(|| "Approve".into())),
+            header: Some(header),
             options: vec![
                 QuestionOption {
                     label: RUN.into(),
@@ -257,10 +270,12 @@ fn build_ask(args: &ApproveArgs) -> Result<Ask, String> {
     parse_ask(line.as_object().unwrap_or(&Default::default()), usize::MAX).map_err(|e| e.message)
 }
 
-/// The argv as one shell line: each argument as is when it is plain, else in single quotes.
-pub fn shell_line(argv: &[OsString]) -> String {
+/// The argv as one shell line: each argument as is when it is plain, else in single quotes;
+/// hidden characters and bytes that are not UTF-8 as `reveal` shows them. Newlines and tabs
+/// inside an argument are shown as they are (a script given to `sh -c`).
+pub fn shell_line(argv: &[OsString], reveal: &mut Reveal) -> String {
     argv.iter()
-        .map(|a| shell_quote(&a.to_string_lossy()))
+        .map(|a| shell_quote(&reveal.os(a, Layout::Lines)))
         .collect::<Vec<_>>()
         .join(" ")
 }
@@ -286,9 +301,31 @@ mod tests {
             .iter()
             .map(OsString::from)
             .collect();
+        let mut reveal = Reveal::default();
         assert_eq!(
-            shell_line(&argv),
+            shell_line(&argv, &mut reveal),
             r#"./deploy.sh --env 'prod eu' 'it'\''s' ''"#
+        );
+        assert!(!reveal.found());
+    }
+
+    #[test]
+    fn hidden_characters_and_bytes_show_escaped_and_are_flagged() {
+        use std::os::unix::ffi::OsStringExt;
+        let argv = vec![
+            OsString::from("rm"),
+            OsString::from("report\u{202E}fdp.exe"),
+            OsString::from_vec(b"caf\xE9".to_vec()),
+            OsString::from("echo a\necho b"),
+        ];
+        let mut reveal = Reveal::default();
+        assert_eq!(
+            shell_line(&argv, &mut reveal),
+            "rm 'report⟨U+202E⟩fdp.exe' 'caf⟨0xE9⟩' 'echo a\necho b'"
+        );
+        assert_eq!(
+            reveal.flag().as_deref(),
+            Some("⚠ This contains hidden characters, shown as ⟨U+202E⟩ ⟨0xE9⟩")
         );
     }
 }

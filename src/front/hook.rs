@@ -12,10 +12,18 @@
 //! (the daemon is down, `NO_ANSWERER`, a bad event) it answers `ask`, which hands the decision
 //! back to Claude Code's own prompt; it never allows by itself. It always exits 0, so that
 //! Claude Code reads the decision.
+//!
+//! What it shows is what the tool would get: every text from the event (the command, the
+//! description, the file path, the edited text, the file on disk) goes through one [`Reveal`],
+//! so hidden characters show as escapes (`⟨U+202E⟩`) and the question is flagged. The file on
+//! disk is read only through [`super::disk`]: a regular file, at most 1 MiB, within a few
+//! seconds; otherwise the question says that it is not shown, and why.
 
-use super::{cap_bytes, decide, safe_name, text_or_file, Verdict};
+use super::disk::{self, NotShown};
+use super::{cap_bytes, decide, flagged, safe_name, text_or_file, Verdict};
 use crate::client::Target;
-use crate::core::model::{Question, QuestionOption, MAX_QUESTION_CHARS, MAX_SCOPE_VALUE_CHARS};
+use crate::core::model::{Question, QuestionOption, MAX_SCOPE_VALUE_CHARS};
+use crate::core::text::{Layout, Reveal};
 use crate::core::{Ask, Context, ContextFile, ErrorCode, Scope};
 use clap::{Args, Subcommand, ValueEnum};
 use serde::Deserialize;
@@ -232,56 +240,64 @@ pub fn decision_for(verdict: Verdict, on_expire: OnExpire) -> Decision {
 
 /// The ask for a tool call.
 fn build_ask(event: &PreToolUse, args: &ClaudeCodeArgs) -> Result<Ask, String> {
-    let tool = one_line(&event.tool_name, 80);
+    // Every text from the event goes through this one value, so that the question is flagged
+    // when any of them hid something.
+    let mut reveal = Reveal::default();
+    let tool = one_line(&event.tool_name, 80, &mut reveal);
     if tool.is_empty() {
         return Err("the hook event has no tool_name".into());
     }
     let input = &event.tool_input;
     let str_field = |k: &str| input.get(k).and_then(Value::as_str);
+    let cwd = event.cwd.as_deref().map(Path::new);
+    let (context, not_shown) = tool_context(&event.tool_name, input, cwd, &mut reveal);
     let mut question = format!("Allow {tool}?");
+    if let Some(why) = &not_shown {
+        question.push_str(&format!("\n⚠ File on disk not shown: {why}"));
+    }
     if let Some(d) = str_field("description").filter(|d| !d.trim().is_empty()) {
         question.push_str("\n\n");
-        question.push_str(d);
+        question.push_str(&reveal.text(d, Layout::Lines));
     }
-    let question: String = question.chars().take(MAX_QUESTION_CHARS).collect();
-    let cwd = event.cwd.as_deref().map(Path::new);
-    let context = tool_context(&event.tool_name, input, cwd);
 
     let mut scope = Scope::new();
-    let mut label = |k: &str, v: &str| {
-        let v = tail(&one_line(v, usize::MAX), MAX_SCOPE_VALUE_CHARS);
-        if !v.is_empty() {
-            scope.insert(k.to_owned(), v);
-        }
-    };
-    label("tool", &tool);
     let project = args.project.clone().or_else(|| {
         cwd.and_then(Path::file_name)
             .map(|n| n.to_string_lossy().into_owned())
     });
-    if let Some(p) = &project {
-        label("project", p);
-    }
-    if let Some(s) = &event.session_id {
-        label("session", s);
-    }
-    if let Some(c) = &event.cwd {
-        label("cwd", c);
+    let labels = [
+        ("tool", Some(event.tool_name.as_str())),
+        ("project", project.as_deref()),
+        ("session", event.session_id.as_deref()),
+        ("cwd", event.cwd.as_deref()),
+    ];
+    for (k, v) in labels {
+        // The end of a path says most; cut before revealing, and again after.
+        let v = v.map(|v| {
+            tail(
+                &one_line(&tail(v, MAX_SCOPE_VALUE_CHARS), usize::MAX, &mut reveal),
+                MAX_SCOPE_VALUE_CHARS,
+            )
+        });
+        if let Some(v) = v.filter(|v| !v.is_empty()) {
+            scope.insert(k.to_owned(), v);
+        }
     }
     for kv in &args.scope {
         let (k, v) = kv
             .split_once('=')
             .ok_or_else(|| format!("--scope {kv:?}: expected KEY=VALUE"))?;
-        scope.insert(k.to_owned(), v.to_owned());
+        scope.insert(k.to_owned(), reveal.text(v, Layout::Line));
     }
-
-    // One tool call, one request: a hook run again for it re-attaches.
+    // One tool call, one request: a hook run again for it re-attaches. The id shows in the
+    // message's footer.
     let request_id = event
         .tool_use_id
         .as_deref()
-        .map(|id| format!("claude-code-{id}"))
+        .map(|id| format!("claude-code-{}", reveal.text(id, Layout::Line)))
         .filter(|id| crate::core::model::parse_request_id(&json!(id)).is_ok())
         .unwrap_or_else(|| format!("claude-code-{}", uuid::Uuid::new_v4()));
+    let question = flagged(question, &reveal);
     let ask = Ask {
         request_id: Some(request_id),
         // The session's main agent: hooks run for Claude Code itself, not for a sub-agent.
@@ -315,32 +331,60 @@ fn build_ask(event: &PreToolUse, args: &ClaudeCodeArgs) -> Result<Ask, String> {
 }
 
 /// What the tool call would do, as a context: Bash's command; the file and a diff for Edit,
-/// MultiEdit and Write; the input as JSON for any other tool.
-fn tool_context(tool: &str, input: &Value, cwd: Option<&Path>) -> Context {
+/// MultiEdit and Write; the input as JSON for any other tool. Every text in it is revealed
+/// (once: an escape revealed again would change). With it, why the file on disk is not shown,
+/// when it is not.
+fn tool_context(
+    tool: &str,
+    input: &Value,
+    cwd: Option<&Path>,
+    reveal: &mut Reveal,
+) -> (Context, Option<NotShown>) {
     let mut context = Context::default();
+    let mut not_shown = None;
     let str_field = |k: &str| input.get(k).and_then(Value::as_str);
-    let file = str_field("file_path").map(|p| shown_path(p, cwd));
+    let file = str_field("file_path").map(|p| shown_path(p, cwd, reveal));
     match (tool, str_field("command"), str_field("file_path")) {
-        ("Bash", Some(command), _) => text_or_file(command.to_owned(), "command.sh", &mut context),
+        ("Bash", Some(command), _) => text_or_file(
+            reveal.text(command, Layout::Lines),
+            "command.sh",
+            &mut context,
+        ),
         ("Edit", _, Some(path)) => {
             let old = str_field("old_string").unwrap_or_default();
             let new = str_field("new_string").unwrap_or_default();
             let all = input.get("replace_all").and_then(Value::as_bool) == Some(true);
-            let on_disk = std::fs::read_to_string(path).ok();
-            let offset = on_disk
-                .as_deref()
-                .and_then(|f| f.find(old).map(|at| f[..at].matches('\n').count()))
-                .unwrap_or(0);
+            // The file is read only for the line numbers of the fragment.
+            let offset = match disk::read_text(Path::new(path)) {
+                Ok(f) => f
+                    .find(old)
+                    .map(|at| f[..at].matches('\n').count())
+                    .unwrap_or(0),
+                Err(why) => {
+                    not_shown = Some(why);
+                    0
+                }
+            };
             let shown = file.clone().unwrap_or_default();
             let mut text = shown.clone();
             if all {
                 text.push_str("\n(every occurrence is replaced)");
             }
+            if let Some(why) = &not_shown {
+                text.push_str(&format!(
+                    "\n(the file on disk is not shown: {why}; the diff has the edited text \
+                     alone, and its line numbers count from the edit)"
+                ));
+            }
             context.text = Some(text);
+            let (old, new) = (
+                reveal.text(old, Layout::Lines),
+                reveal.text(new, Layout::Lines),
+            );
             push_diff(
                 &mut context,
                 path,
-                &unified_diff(old, new, &shown, &shown, offset),
+                &unified_diff(&old, &new, &shown, &shown, offset),
             );
         }
         ("MultiEdit", _, Some(path)) => {
@@ -354,7 +398,11 @@ fn tool_context(tool: &str, input: &Value, cwd: Option<&Path>) -> Context {
             {
                 let old = e.get("old_string").and_then(Value::as_str).unwrap_or("");
                 let new = e.get("new_string").and_then(Value::as_str).unwrap_or("");
-                let d = unified_diff(old, new, &shown, &shown, 0);
+                let (old, new) = (
+                    reveal.text(old, Layout::Lines),
+                    reveal.text(new, Layout::Lines),
+                );
+                let d = unified_diff(&old, &new, &shown, &shown, 0);
                 if diff.is_empty() {
                     diff = d;
                 } else {
@@ -368,27 +416,44 @@ fn tool_context(tool: &str, input: &Value, cwd: Option<&Path>) -> Context {
             push_diff(&mut context, path, &diff);
         }
         ("Write", _, Some(path)) => {
-            let new = str_field("content").unwrap_or_default();
+            let new = reveal.text(str_field("content").unwrap_or_default(), Layout::Lines);
             let shown = file.clone().unwrap_or_default();
-            let (old, from, note) = match std::fs::read_to_string(path) {
-                Ok(old) => (old, shown.clone(), "(replaces the file)"),
-                Err(_) => (String::new(), "/dev/null".to_owned(), "(a new file)"),
+            let (old, from, note) = match disk::read_text(Path::new(path)) {
+                Ok(old) => (
+                    reveal.text(&old, Layout::Lines),
+                    shown.clone(),
+                    "(replaces the file)".to_owned(),
+                ),
+                Err(NotShown::Missing) => (
+                    String::new(),
+                    "/dev/null".to_owned(),
+                    "(a new file)".to_owned(),
+                ),
+                Err(why) => {
+                    let note = format!("(replaces the file; the file on disk is not shown: {why})");
+                    not_shown = Some(why);
+                    (String::new(), format!("{shown} (on disk, not shown)"), note)
+                }
             };
             context.text = Some(format!("{shown}\n{note}"));
             push_diff(
                 &mut context,
                 path,
-                &unified_diff(&old, new, &from, &shown, 0),
+                &unified_diff(&old, &new, &from, &shown, 0),
             );
         }
         _ => {
             let json = serde_json::to_string_pretty(input).unwrap_or_default();
             if json != "null" && json != "{}" {
-                text_or_file(json, "tool_input.json", &mut context);
+                text_or_file(
+                    reveal.text(&json, Layout::Lines),
+                    "tool_input.json",
+                    &mut context,
+                );
             }
         }
     }
-    context
+    (context, not_shown)
 }
 
 fn push_diff(context: &mut Context, path: &str, diff: &str) {
@@ -402,19 +467,23 @@ fn push_diff(context: &mut Context, path: &str, diff: &str) {
     });
 }
 
-/// A path as shown: relative to the session's cwd when it is inside it.
-fn shown_path(path: &str, cwd: Option<&Path>) -> String {
-    cwd.and_then(|c| Path::new(path).strip_prefix(c).ok())
-        .filter(|r| !r.as_os_str().is_empty())
-        .map_or_else(|| path.to_owned(), |r| r.display().to_string())
+/// A path as shown: relative to the session's cwd when it is inside it, revealed as one line.
+fn shown_path(path: &str, cwd: Option<&Path>, reveal: &mut Reveal) -> String {
+    let relative = cwd
+        .and_then(|c| Path::new(path).strip_prefix(c).ok())
+        .filter(|r| !r.as_os_str().is_empty());
+    match relative {
+        Some(r) => reveal.os(r.as_os_str(), Layout::Line),
+        None => reveal.text(path, Layout::Line),
+    }
 }
 
-/// One line of at most `max` characters, without control characters.
-fn one_line(s: &str, max: usize) -> String {
-    s.chars()
-        .map(|c| if c.is_control() { ' ' } else { c })
-        .collect::<String>()
-        .trim()
+/// One line of at most `max` characters, revealed (a control character or a line break shows
+/// as an escape, not as a space), without spaces around it.
+fn one_line(s: &str, max: usize, reveal: &mut Reveal) -> String {
+    reveal
+        .text(s, Layout::Line)
+        .trim_matches(' ')
         .chars()
         .take(max)
         .collect()

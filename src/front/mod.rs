@@ -4,14 +4,21 @@
 //! approved, follows it to its end through [`crate::client::AskSession`] like `askrelay ask`,
 //! and reads the answer as a [`Verdict`]. They are socket clients with the same trust as `ask`.
 //!
+//! What they show is what runs: every text they put in the question and the context goes
+//! through one [`Reveal`], which shows hidden characters and bytes that are not UTF-8 as
+//! escapes, and the question then starts with its flag ([`flagged`]). The hook reads a file on
+//! disk only through [`disk`].
+//!
 //! This module also builds a [`Context`] from command-line flags (`--context`,
 //! `--context-file`), for `ask` and `approve`.
 
 pub mod approve;
+pub mod disk;
 pub mod hook;
 
 use crate::client::{AskSession, AskUpdate, Client, Target};
-use crate::core::model::{MAX_CONTEXT_FILE_BYTES, MAX_CONTEXT_TEXT_BYTES};
+use crate::core::model::{MAX_CONTEXT_FILE_BYTES, MAX_CONTEXT_TEXT_BYTES, MAX_QUESTION_CHARS};
+use crate::core::text::Reveal;
 use crate::core::{Ask, AskError, Context, ContextFile, ErrorCode};
 use crate::protocol::{AnsweredView, Event, Op};
 use std::path::{Path, PathBuf};
@@ -226,6 +233,17 @@ pub fn safe_name(raw: &str) -> String {
     } else {
         name
     }
+}
+
+/// `question` as asked: after the flag of hidden characters when `reveal` met any, and cut to
+/// what a question may hold. The flag goes first so that it is seen wherever the question is
+/// (a terminal's `pending` shows the start of it), however long the rest is.
+pub fn flagged(question: String, reveal: &Reveal) -> String {
+    let question = match reveal.flag() {
+        Some(flag) => format!("{flag}\n{question}"),
+        None => question,
+    };
+    question.chars().take(MAX_QUESTION_CHARS).collect()
 }
 
 /// `s` cut to at most `max` bytes at a character boundary, with a note of what was cut.
