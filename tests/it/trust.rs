@@ -902,6 +902,8 @@ async fn every_client_refuses(bin: &Bin, why: &str) {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(!stdout.contains("\"allow\""), "{stdout}");
     assert!(stdout.contains("\"ask\""), "{stdout}{stderr}");
+    // The reason Claude Code shows says why.
+    assert!(stdout.contains(why), "{stdout}");
     // mcp: a tool error, not the fake's answer.
     let mut mcp = bin.cmd(&["mcp"]);
     mcp.stdin(std::process::Stdio::piped());

@@ -1,0 +1,272 @@
+//! Scripted fakes of the model APIs that the real agent CLIs talk to, so that the tests can run
+//! Claude Code and Codex offline: Anthropic's Messages API (`POST /v1/messages`, streamed as
+//! server-sent events) for Claude Code, and OpenAI's Responses API (`POST /v1/responses`, also
+//! streamed) for Codex.
+//!
+//! A fake is given a script: the tool calls the "model" makes, one step per turn. Which step a
+//! request is at is read from the request itself (the number of tool results in its
+//! conversation), so a retried or repeated request gets the same answer; once the script is
+//! done the model says "done" and the turn ends. Requests without tools (Claude Code's side
+//! calls, such as a title) get a short text. Every request body is recorded, so that a test can
+//! read the tool results the model saw.
+
+use axum::body::Bytes;
+use axum::extract::State;
+use axum::http::{HeaderMap, Method, StatusCode, Uri};
+use axum::response::{IntoResponse, Response};
+use axum::Router;
+use serde_json::{json, Value};
+use std::sync::{Arc, Mutex};
+use tokio::sync::watch;
+
+/// One tool call the model makes: a tool's name and its input.
+#[derive(Debug, Clone)]
+pub struct ToolCall {
+    pub name: String,
+    pub input: Value,
+}
+
+impl ToolCall {
+    pub fn new(name: &str, input: Value) -> ToolCall {
+        ToolCall {
+            name: name.to_owned(),
+            input,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Api {
+    Anthropic,
+    OpenAi,
+}
+
+struct Shared {
+    api: Api,
+    script: Vec<ToolCall>,
+    requests: Mutex<Vec<Value>>,
+    seen: watch::Sender<usize>,
+}
+
+/// A running fake, on 127.0.0.1 with an OS-chosen port; it stops when dropped.
+pub struct FakeLlm {
+    /// `http://127.0.0.1:PORT`: Claude Code's `ANTHROPIC_BASE_URL`; Codex's provider
+    /// `base_url` is this with `/v1`.
+    pub base_url: String,
+    shared: Arc<Shared>,
+    server: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for FakeLlm {
+    fn drop(&mut self) {
+        self.server.abort();
+    }
+}
+
+impl FakeLlm {
+    /// Anthropic's Messages API, for Claude Code.
+    pub async fn anthropic(script: Vec<ToolCall>) -> FakeLlm {
+        Self::start(Api::Anthropic, script).await
+    }
+
+    /// OpenAI's Responses API, for Codex.
+    pub async fn openai(script: Vec<ToolCall>) -> FakeLlm {
+        Self::start(Api::OpenAi, script).await
+    }
+
+    async fn start(api: Api, script: Vec<ToolCall>) -> FakeLlm {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let base_url = format!("http://{}", listener.local_addr().unwrap());
+        let shared = Arc::new(Shared {
+            api,
+            script,
+            requests: Mutex::new(Vec::new()),
+            seen: watch::channel(0).0,
+        });
+        let app = Router::new()
+            .fallback(handle)
+            .with_state(Arc::clone(&shared));
+        let server = tokio::spawn(async move {
+            let _ = axum::serve(listener, app).await;
+        });
+        FakeLlm {
+            base_url,
+            shared,
+            server,
+        }
+    }
+
+    /// Every request body the model was sent, in order.
+    pub fn requests(&self) -> Vec<Value> {
+        self.shared.requests.lock().unwrap().clone()
+    }
+
+    /// The results of the script's tool calls that the model was shown, in order: Anthropic's
+    /// `tool_result` blocks (their text) and OpenAI's `function_call_output` items (their
+    /// output), from the longest conversation sent.
+    pub fn tool_results(&self) -> Vec<String> {
+        let requests = self.requests();
+        let results = |r: &Value| -> Vec<String> {
+            match self.shared.api {
+                Api::Anthropic => r["messages"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .flat_map(|m| m["content"].as_array().cloned().unwrap_or_default())
+                    .filter(|c| c["type"] == "tool_result")
+                    .map(|c| block_text(&c["content"]))
+                    .collect(),
+                Api::OpenAi => r["input"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .filter(|i| i["type"] == "function_call_output")
+                    .map(|i| block_text(&i["output"]))
+                    .collect(),
+            }
+        };
+        requests
+            .iter()
+            .map(results)
+            .max_by_key(Vec::len)
+            .unwrap_or_default()
+    }
+
+    /// Waits until the model has been sent `n` requests with tools (main-thread turns).
+    pub async fn wait_turns(&self, n: usize) {
+        let mut rx = self.shared.seen.subscribe();
+        let _ = rx.wait_for(|seen| *seen >= n).await;
+    }
+}
+
+/// A tool result's content as text: a string, or the text blocks of a list.
+fn block_text(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        Value::Array(parts) => parts
+            .iter()
+            .filter_map(|p| p["text"].as_str())
+            .collect::<Vec<_>>()
+            .join("\n"),
+        other => other.to_string(),
+    }
+}
+
+async fn handle(
+    State(shared): State<Arc<Shared>>,
+    method: Method,
+    uri: Uri,
+    _headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    if method == Method::HEAD || method == Method::GET {
+        return StatusCode::OK.into_response();
+    }
+    let path = uri.path();
+    let req: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+    if path.ends_with("/count_tokens") {
+        return json_response(json!({"input_tokens": 10}));
+    }
+    let is_turn = req["tools"].as_array().is_some_and(|t| !t.is_empty());
+    shared.requests.lock().unwrap().push(req.clone());
+    if is_turn {
+        shared.seen.send_modify(|n| *n += 1);
+    }
+    match (shared.api, path) {
+        (Api::Anthropic, p) if p.starts_with("/v1/messages") => {
+            let step = req["messages"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .flat_map(|m| m["content"].as_array().cloned().unwrap_or_default())
+                .filter(|c| c["type"] == "tool_result")
+                .count();
+            let call = is_turn.then(|| shared.script.get(step)).flatten();
+            sse(anthropic_events(call, step))
+        }
+        (Api::OpenAi, p) if p.ends_with("/responses") => {
+            let step = req["input"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter(|i| i["type"] == "function_call_output")
+                .count();
+            let call = is_turn.then(|| shared.script.get(step)).flatten();
+            sse(openai_events(call, step))
+        }
+        _ => StatusCode::NOT_FOUND.into_response(),
+    }
+}
+
+fn json_response(v: Value) -> Response {
+    (
+        [(axum::http::header::CONTENT_TYPE, "application/json")],
+        v.to_string(),
+    )
+        .into_response()
+}
+
+/// A whole event stream as one body: `event:` and `data:` lines per event.
+fn sse(events: Vec<Value>) -> Response {
+    let mut body = String::new();
+    for e in events {
+        body.push_str(&format!("event: {}\ndata: {e}\n\n", e["type"].as_str().unwrap()));
+    }
+    (
+        [(axum::http::header::CONTENT_TYPE, "text/event-stream")],
+        body,
+    )
+        .into_response()
+}
+
+/// A Messages API stream: the tool call of this step, or "done".
+fn anthropic_events(call: Option<&ToolCall>, step: usize) -> Vec<Value> {
+    let (block, delta, stop) = match call {
+        Some(c) => (
+            json!({"type": "tool_use", "id": format!("toolu_{step:02}"), "name": c.name,
+                   "input": {}}),
+            json!({"type": "input_json_delta", "partial_json": c.input.to_string()}),
+            "tool_use",
+        ),
+        None => (
+            json!({"type": "text", "text": ""}),
+            json!({"type": "text_delta", "text": "done"}),
+            "end_turn",
+        ),
+    };
+    vec![
+        json!({"type": "message_start", "message": {"id": format!("msg_{step}"),
+            "type": "message", "role": "assistant", "model": "claude-sonnet-4-5",
+            "content": [], "stop_reason": null, "stop_sequence": null,
+            "usage": {"input_tokens": 10, "output_tokens": 1}}}),
+        json!({"type": "content_block_start", "index": 0, "content_block": block}),
+        json!({"type": "content_block_delta", "index": 0, "delta": delta}),
+        json!({"type": "content_block_stop", "index": 0}),
+        json!({"type": "message_delta", "delta": {"stop_reason": stop, "stop_sequence": null},
+               "usage": {"output_tokens": 5}}),
+        json!({"type": "message_stop"}),
+    ]
+}
+
+/// A Responses API stream: the function call of this step, or a "done" message.
+fn openai_events(call: Option<&ToolCall>, step: usize) -> Vec<Value> {
+    let item = match call {
+        Some(c) => json!({"type": "function_call", "id": format!("fc_{step}"),
+            "call_id": format!("call_{step}"), "name": c.name,
+            "arguments": c.input.to_string(), "status": "completed"}),
+        None => json!({"type": "message", "id": format!("msg_{step}"), "role": "assistant",
+            "status": "completed",
+            "content": [{"type": "output_text", "text": "done", "annotations": []}]}),
+    };
+    let id = format!("resp_{step}");
+    vec![
+        json!({"type": "response.created",
+               "response": {"id": id, "status": "in_progress", "output": []}}),
+        json!({"type": "response.output_item.added", "output_index": 0, "item": item}),
+        json!({"type": "response.output_item.done", "output_index": 0, "item": item}),
+        json!({"type": "response.completed", "response": {"id": id, "status": "completed",
+            "output": [item], "usage": {"input_tokens": 10, "output_tokens": 5,
+            "total_tokens": 15, "input_tokens_details": {"cached_tokens": 0},
+            "output_tokens_details": {"reasoning_tokens": 0}}}}),
+    ]
+}
