@@ -71,7 +71,7 @@ async fn the_digest_lists_what_waits_and_is_silent_when_nothing_does() {
     );
     let list = embed["description"].as_str().unwrap();
     assert!(
-        list.contains("Confirm: Proceed with the destructive cleanup?"),
+        shown(list).contains("Confirm: Proceed with the destructive cleanup?"),
         "{list}"
     );
     assert!(
