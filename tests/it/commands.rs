@@ -349,3 +349,95 @@ async fn an_id_with_a_backtick_cannot_break_out_of_a_listing() {
     assert_markup_is_ours(&history, &words, &[]);
     app.assert_payloads_valid();
 }
+
+const PRIVATE: u64 = 654;
+const PRIVATE_ESCALATION: u64 = 655;
+
+/// A route without an allowlist that posts in a private channel: anyone who can read that
+/// channel may answer there, and nobody else may see its requests. They used to be listed in
+/// every channel to anyone running `pending all:true` or `history`.
+#[tokio::test]
+async fn a_route_is_listed_only_in_the_channels_it_posts_in() {
+    let app = App::discord_with(|c| {
+        c.discord.guild_ids = vec![Snowflake(999)];
+        c.discord.operator_role_ids = vec![Snowflake(OPERATOR_ROLE)];
+        c.routes.push(Route {
+            matches: BTreeMap::from([("project".into(), "secret".into())]),
+            escalate: Some(vec![askrelay::config::EscalationStep {
+                after_secs: 86_400,
+                mention_role_ids: vec![],
+                mention_user_ids: vec![],
+                channel_id: Some(Snowflake(PRIVATE_ESCALATION)),
+                dm_user_ids: vec![],
+                allowed_role_ids: vec![],
+                allowed_user_ids: vec![],
+            }]),
+            ..Route::new("secret", PRIVATE)
+        });
+    })
+    .await;
+    let mut secret = ask_line("secret-1", &yes_no("q"));
+    secret["scope"] = json!({"project": "secret"});
+    let mut s = app.client().await;
+    s.send_json(&secret).await.unwrap();
+    expect_event(&mut s, "accepted").await;
+    let (mut p, _) = app.ask("public-1", &yes_no("q")).await;
+    let all = json!([{"name": "all", "type": 5, "value": true}]);
+    let pending = |channel: u64, who: Clicker, options: Value| {
+        let app = &app;
+        async move { text(&slash(app, channel, &who, "pending", options).await) }
+    };
+
+    // In the public channel: only the public route's request, with or without `all`.
+    for options in [json!([]), all.clone()] {
+        let list = pending(CHANNEL, alice(), options).await;
+        assert!(list.contains("public"), "{list}");
+        assert!(!list.contains("secret"), "the private route leaks: {list}");
+    }
+    // Where the private route posts (its channel, its escalation step's channel), its request.
+    let list = pending(PRIVATE, alice(), json!([])).await;
+    assert!(
+        list.contains("secret") && !list.contains("public"),
+        "{list}"
+    );
+    let list = pending(PRIVATE_ESCALATION, alice(), all.clone()).await;
+    assert!(
+        list.contains("secret") && !list.contains("public"),
+        "{list}"
+    );
+    // Not escalated yet: nothing of it is shown in the escalation channel itself.
+    let list = pending(PRIVATE_ESCALATION, alice(), json!([])).await;
+    assert!(!list.contains("secret"), "{list}");
+    // An operator sees every route's requests with `all`.
+    let list = pending(CHANNEL, operator(), all.clone()).await;
+    assert!(list.contains("secret") && list.contains("public"), "{list}");
+
+    // History: the same rule, answers and answerers included.
+    let msg = app.messages(PRIVATE).remove(0);
+    app.press(&msg, &bob(), "No, keep them").await;
+    expect_event(&mut s, "answered").await;
+    let msg = app.messages(CHANNEL).remove(0);
+    app.press(&msg, &alice(), "No, keep them").await;
+    expect_event(&mut p, "answered").await;
+    let history = |channel: u64, who: Clicker| {
+        let app = &app;
+        async move { text(&slash(app, channel, &who, "history", json!([])).await) }
+    };
+    let list = history(CHANNEL, alice()).await;
+    assert!(
+        list.contains("public") && !list.contains("secret"),
+        "{list}"
+    );
+    assert!(
+        !list.contains("4343"),
+        "the private route's answerer leaks: {list}"
+    );
+    let list = history(PRIVATE, alice()).await;
+    assert!(
+        list.contains("secret") && !list.contains("public"),
+        "{list}"
+    );
+    let list = history(CHANNEL, operator()).await;
+    assert!(list.contains("secret") && list.contains("public"), "{list}");
+    app.assert_payloads_valid();
+}

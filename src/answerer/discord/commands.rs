@@ -4,10 +4,14 @@
 //! - It is registered once per run, when the gateway is first ready, with the bulk-overwrite
 //!   endpoint (so registering again changes nothing): in each of `discord.guild_ids` (visible at
 //!   once), else globally.
-//! - `pending` and `history` are for anyone allowed to answer in the channel they are used in;
-//!   they list the requests of the channels (routes) that person may answer in, and `pending`
-//!   without `all` only those shown in this channel. `cancel` is for `discord.operator_role_ids`
-//!   and `discord.operator_user_ids`.
+//! - `pending` and `history` are for anyone allowed to answer in the channel they are used in.
+//!   A route's requests are listed only in the channels where the route posts (its channel and
+//!   its escalation steps' channels), to those who may answer on it there, so that a listing
+//!   never shows more than the route's own messages in that channel do; `pending` without
+//!   `all` lists only the requests with a message in this channel. Operators
+//!   (`discord.operator_role_ids`, `discord.operator_user_ids`) see every route's requests, in
+//!   any channel, and alone may `cancel`. A request only the terminal was asked is never
+//!   listed: it never went to Discord.
 //! - Every use is audited (`command`, with whether it was allowed). The reply is private
 //!   (ephemeral). It is sent within Discord's 3 s: when the answer takes longer than 1.5 s the
 //!   interaction is deferred first and the answer edited in.
@@ -48,7 +52,7 @@ pub fn definition() -> CreateCommand {
             .add_sub_option(CreateCommandOption::new(
                 CommandOptionType::Boolean,
                 "all",
-                "Every channel you may answer in, not only this one",
+                "All requests of this channel's routes, posted here or not (operators: every route)",
             )),
         )
         .add_option(
@@ -333,12 +337,19 @@ impl Handler {
     ) -> Result<(&'static str, String), String> {
         let routes = self.shared.all_routes();
         let channel = ci.channel_id.get();
-        let here: Vec<&ResolvedRoute> = routes.iter().filter(|r| r.channel_id == channel).collect();
-        let may_see_here =
-            caller.operator || here.iter().any(|r| r.allows(caller.user, &caller.roles));
-        // The routes whose requests this person may see: those they may answer on.
+        let may_see_here = caller.operator
+            || routes
+                .iter()
+                .any(|r| r.shows_in(channel, caller.user, &caller.roles));
+        // What this person may see listed here: the requests that went to Discord through a
+        // route that posts in this channel and that they may answer on (operators: all).
         let visible = |req: &Request| {
-            caller.operator || self.shared.route_of(req).allows(caller.user, &caller.roles)
+            req.answerer.as_deref() == Some(NAME)
+                && (caller.operator
+                    || self
+                        .shared
+                        .route_of(req)
+                        .shows_in(channel, caller.user, &caller.roles))
         };
         let store_error = |e: anyhow::Error| {
             tracing::error!(error = %format!("{e:#}"), "cannot read requests for /askrelay");
