@@ -296,6 +296,11 @@ pub struct DigestConfig {
     pub at: Option<String>,
     /// An IANA time zone name, e.g. "Europe/Berlin".
     pub timezone: Option<String>,
+    /// Routes whose requests the digest lists although they do not post in its channel (by
+    /// name; `default` for `[discord]`'s). Without them it lists only the routes that post in
+    /// its channel (their own channel or an escalation step's): whoever reads that channel
+    /// sees those routes' questions anyway.
+    pub routes: Vec<String>,
 }
 
 /// An escalation step (`[[routes.escalate]]`, `[[discord.escalate]]`): when nobody answered
@@ -631,6 +636,12 @@ impl Config {
         }
         if let Some(tz) = &self.digest.timezone {
             crate::core::calendar::zone(tz).map_err(|e| anyhow!("digest.timezone: {e}"))?;
+        }
+        for (i, name) in self.digest.routes.iter().enumerate() {
+            let default = name == "default" && self.discord.channel_id.is_some();
+            if !default && !self.routes.iter().any(|r| &r.name == name) {
+                bail!("digest.routes[{i}]: no route is named {name:?} (a [[routes]] name, or \"default\" with discord.channel_id)");
+            }
         }
         if self.digest.channel_id.is_none()
             && (self.digest.every_secs.is_some() || self.digest.at.is_some())
@@ -1245,6 +1256,27 @@ mod tests {
                 on_expire: OnExpire::Select("Deny".into())
             }
         );
+    }
+
+    #[test]
+    fn digest_routes_must_name_a_route() {
+        let ok = file(
+            "[discord]\nchannel_id = 1\n[[routes]]\nname = \"infra\"\nchannel_id = 2\n\
+             [digest]\nchannel_id = 3\nroutes = [\"default\", \"infra\"]\n",
+        );
+        let cfg = Config::load_from(Some(ok.path()), env(&[])).unwrap();
+        assert_eq!(cfg.digest.routes, ["default", "infra"]);
+        for bad in [
+            "[discord]\nchannel_id = 1\n[digest]\nchannel_id = 3\nroutes = [\"nope\"]\n",
+            "[[routes]]\nname = \"a\"\nchannel_id = 2\n[digest]\nchannel_id = 3\nroutes = [\"default\"]\n",
+        ] {
+            let f = file(bad);
+            let err = format!(
+                "{:#}",
+                Config::load_from(Some(f.path()), env(&[])).unwrap_err()
+            );
+            assert!(err.contains("digest.routes[0]"), "{err}");
+        }
     }
 
     #[test]

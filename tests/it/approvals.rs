@@ -94,7 +94,7 @@ async fn the_hook_allows_a_bash_command_when_allowed() {
     assert_eq!(body["content"], "**Context**\n```\nrm -rf build/\n```");
     assert_eq!(body["embeds"][0]["title"], "Claude Code");
     assert_eq!(
-        body["embeds"][0]["description"],
+        shown(body["embeds"][0]["description"].as_str().unwrap()),
         "Allow Bash?\n\nClean the build"
     );
     let footer = body["embeds"][0]["footer"]["text"].as_str().unwrap();
@@ -302,7 +302,7 @@ async fn approve_runs_the_command_when_approved_and_exits_with_its_status() {
     );
     assert!(content.ends_with("\n```\nAttached: `plan.md`"), "{content}");
     assert_eq!(
-        body["embeds"][0]["description"],
+        shown(body["embeds"][0]["description"].as_str().unwrap()),
         "Run this command?\n$ sh -c 'echo ran; exit 3'"
     );
     assert!(body["embeds"][0]["footer"]["text"]

@@ -381,7 +381,7 @@ async fn the_leader_ends_the_requests_of_a_node_that_stopped_heartbeating() {
 
 /// The request a burst question belongs to: its text says "Proceed with ID?".
 fn request_of(message: &Value) -> String {
-    let text = message.to_string();
+    let text = shown_body(message);
     let start = text.find("Proceed with ").expect("a burst question") + "Proceed with ".len();
     let end = start + text[start..].find('?').unwrap();
     text[start..end].to_owned()

@@ -111,9 +111,9 @@ async fn pending_lists_this_channel_or_every_channel_its_user_may_answer_in() {
     assert_eq!(cb["type"], 4, "{cb}");
     assert_eq!(cb["data"]["flags"], 64, "private: {cb}");
     let list = text(&cb);
-    assert!(list.contains("here-1"), "{list}");
+    assert!(shown(&list).contains("here-1"), "{list}");
     assert!(
-        list.contains("Confirm: Proceed with the destructive cleanup?"),
+        shown(&list).contains("Confirm: Proceed with the destructive cleanup?"),
         "{list}"
     );
     assert!(
@@ -121,7 +121,7 @@ async fn pending_lists_this_channel_or_every_channel_its_user_may_answer_in() {
         "{list}"
     );
     assert!(
-        !list.contains("infra-1"),
+        !shown(&list).contains("infra-1"),
         "another channel's request: {list}"
     );
     // all: alice may not answer on infra, so she still does not see it; an operator does.
@@ -135,7 +135,7 @@ async fn pending_lists_this_channel_or_every_channel_its_user_may_answer_in() {
         )
         .await,
     );
-    assert!(!list.contains("infra-1"), "{list}");
+    assert!(!shown(&list).contains("infra-1"), "{list}");
     let list = text(
         &slash(
             &app,
@@ -146,6 +146,7 @@ async fn pending_lists_this_channel_or_every_channel_its_user_may_answer_in() {
         )
         .await,
     );
+    let list = shown(&list);
     assert!(
         list.contains("here-1") && list.contains("infra-1"),
         "{list}"
@@ -233,7 +234,7 @@ async fn history_shows_who_answered_what_and_how_long_it_took() {
         json!([{"name": "n", "type": 4, "value": 2}]),
     )
     .await;
-    let list = text(&cb);
+    let list = shown(&text(&cb));
     assert!(
         list.contains("h3") && list.contains("h2") && !list.contains("h1"),
         "{list}"
@@ -296,5 +297,147 @@ async fn a_slow_answer_is_deferred_then_edited_in() {
             .contains("slow"),
         "{body}"
     );
+    app.assert_payloads_valid();
+}
+
+/// Agent text in a listing is inert wherever it sits: a request id, an agent id and a scope
+/// value with backticks in them used to close the code span askrelay put the id in, and what
+/// followed was live.
+#[tokio::test]
+async fn an_id_with_a_backtick_cannot_break_out_of_a_listing() {
+    let app = app().await;
+    let evil = "` [Open the runbook](https://evil.example) <@&123456789012345678> `";
+    let id = format!("x{evil}");
+    let mut line = ask_line(&id, &yes_no("q"));
+    line["caller"] = json!({"agent_id": format!("a{evil}")});
+    line["scope"] = json!({"team": evil});
+    let mut c = app.client().await;
+    c.send_json(&line).await.unwrap();
+    expect_event(&mut c, "accepted").await;
+    let words = ["evil", "runbook", "1234567"];
+    let all = json!([{"name": "all", "type": 5, "value": true}]);
+    for (who, options) in [
+        (alice(), json!([])),
+        (alice(), all.clone()),
+        (operator(), all.clone()),
+    ] {
+        let cb = slash(&app, CHANNEL, &who, "pending", options).await;
+        assert_markup_is_ours(&cb, &words, &[]);
+        // The id reads as it is, so that it can be copied into `/askrelay cancel`.
+        let shown = crate::support::discord_markdown::parse(&text(&cb)).display;
+        assert!(shown.contains(&id), "{shown}");
+    }
+    let done = slash(
+        &app,
+        CHANNEL,
+        &operator(),
+        "cancel",
+        json!([{"name": "request", "type": 3, "value": id},
+               {"name": "reason", "type": 3, "value": format!("stop {evil}")}]),
+    )
+    .await;
+    assert!(text(&done).contains("cancelled"), "{done}");
+    assert_markup_is_ours(&done, &words, &[]);
+    expect_event(&mut c, "error").await;
+    let history = slash(&app, CHANNEL, &alice(), "history", json!([])).await;
+    assert!(
+        crate::support::discord_markdown::parse(&text(&history))
+            .display
+            .contains(&id),
+        "{history}"
+    );
+    assert_markup_is_ours(&history, &words, &[]);
+    app.assert_payloads_valid();
+}
+
+const PRIVATE: u64 = 654;
+const PRIVATE_ESCALATION: u64 = 655;
+
+/// A route without an allowlist that posts in a private channel: anyone who can read that
+/// channel may answer there, and nobody else may see its requests. They used to be listed in
+/// every channel to anyone running `pending all:true` or `history`.
+#[tokio::test]
+async fn a_route_is_listed_only_in_the_channels_it_posts_in() {
+    let app = App::discord_with(|c| {
+        c.discord.guild_ids = vec![Snowflake(999)];
+        c.discord.operator_role_ids = vec![Snowflake(OPERATOR_ROLE)];
+        c.routes.push(Route {
+            matches: BTreeMap::from([("project".into(), "secret".into())]),
+            escalate: Some(vec![askrelay::config::EscalationStep {
+                after_secs: 86_400,
+                mention_role_ids: vec![],
+                mention_user_ids: vec![],
+                channel_id: Some(Snowflake(PRIVATE_ESCALATION)),
+                dm_user_ids: vec![],
+                allowed_role_ids: vec![],
+                allowed_user_ids: vec![],
+            }]),
+            ..Route::new("secret", PRIVATE)
+        });
+    })
+    .await;
+    let mut secret = ask_line("secret-1", &yes_no("q"));
+    secret["scope"] = json!({"project": "secret"});
+    let mut s = app.client().await;
+    s.send_json(&secret).await.unwrap();
+    expect_event(&mut s, "accepted").await;
+    let (mut p, _) = app.ask("public-1", &yes_no("q")).await;
+    let all = json!([{"name": "all", "type": 5, "value": true}]);
+    let pending = |channel: u64, who: Clicker, options: Value| {
+        let app = &app;
+        async move { text(&slash(app, channel, &who, "pending", options).await) }
+    };
+
+    // In the public channel: only the public route's request, with or without `all`.
+    for options in [json!([]), all.clone()] {
+        let list = pending(CHANNEL, alice(), options).await;
+        assert!(list.contains("public"), "{list}");
+        assert!(!list.contains("secret"), "the private route leaks: {list}");
+    }
+    // Where the private route posts (its channel, its escalation step's channel), its request.
+    let list = pending(PRIVATE, alice(), json!([])).await;
+    assert!(
+        list.contains("secret") && !list.contains("public"),
+        "{list}"
+    );
+    let list = pending(PRIVATE_ESCALATION, alice(), all.clone()).await;
+    assert!(
+        list.contains("secret") && !list.contains("public"),
+        "{list}"
+    );
+    // Not escalated yet: nothing of it is shown in the escalation channel itself.
+    let list = pending(PRIVATE_ESCALATION, alice(), json!([])).await;
+    assert!(!list.contains("secret"), "{list}");
+    // An operator sees every route's requests with `all`.
+    let list = pending(CHANNEL, operator(), all.clone()).await;
+    assert!(list.contains("secret") && list.contains("public"), "{list}");
+
+    // History: the same rule, answers and answerers included.
+    let msg = app.messages(PRIVATE).remove(0);
+    app.press(&msg, &bob(), "No, keep them").await;
+    expect_event(&mut s, "answered").await;
+    let msg = app.messages(CHANNEL).remove(0);
+    app.press(&msg, &alice(), "No, keep them").await;
+    expect_event(&mut p, "answered").await;
+    let history = |channel: u64, who: Clicker| {
+        let app = &app;
+        async move { text(&slash(app, channel, &who, "history", json!([])).await) }
+    };
+    let list = history(CHANNEL, alice()).await;
+    assert!(
+        list.contains("public") && !list.contains("secret"),
+        "{list}"
+    );
+    assert!(
+        !list.contains("4343"),
+        "the private route's answerer leaks: {list}"
+    );
+    let list = history(PRIVATE, alice()).await;
+    assert!(
+        list.contains("secret") && !list.contains("public"),
+        "{list}"
+    );
+    let list = history(CHANNEL, operator()).await;
+    assert!(list.contains("secret") && list.contains("public"), "{list}");
     app.assert_payloads_valid();
 }

@@ -24,10 +24,10 @@ async fn button_choice_settles_and_edits_the_message() {
     let msg = app.messages(CHANNEL).remove(0);
     let embed = &msg["embeds"][0];
     assert_eq!(embed["title"], "Confirm");
-    assert!(embed["description"]
-        .as_str()
-        .unwrap()
-        .contains("Proceed with the destructive cleanup?"));
+    assert_eq!(
+        shown(embed["description"].as_str().unwrap()),
+        "Proceed with the destructive cleanup?"
+    );
     assert!(embed["footer"]["text"].as_str().unwrap().contains("btn"));
     // The recommended option is the primary button.
     let row = &msg["components"][0]["components"];
@@ -45,7 +45,7 @@ async fn button_choice_settles_and_edits_the_message() {
         line,
         r#"{"event":"answered","request_id":"btn","result":{"answers":[{"id":"cleanup","selected":["No, keep them"]}]}}"#
     );
-    let text = edit.to_string();
+    let text = shown_body(edit);
     assert!(
         text.contains("<@4242>") && text.contains("No, keep them") && text.contains("<t:"),
         "{text}"
@@ -255,7 +255,7 @@ async fn many_people_click_at_once_and_exactly_one_wins() {
     // Everyone else is told who won and what they picked.
     for b in bodies.iter().filter(|b| b["type"] != 7) {
         assert!(is_ephemeral(b), "{b}");
-        let text = b["data"]["content"].as_str().unwrap();
+        let text = shown(b["data"]["content"].as_str().unwrap());
         assert!(
             text.starts_with(&format!("Already answered by <@{}>", 7000 + w)),
             "{text}"
@@ -300,7 +300,7 @@ async fn a_late_click_gets_an_ephemeral_reply() {
         .await;
     assert!(is_ephemeral(&cb), "{cb}");
     // Who answered, when, and what: not only that it is over.
-    let text = cb["data"]["content"].as_str().unwrap();
+    let text = shown(cb["data"]["content"].as_str().unwrap());
     assert!(text.starts_with("Already answered by <@"), "{cb}");
     assert!(text.ends_with(": No, keep them"), "{cb}");
     let audit = app.store().audit_rows(None).await.unwrap();

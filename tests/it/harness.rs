@@ -364,6 +364,62 @@ impl App {
     pub fn assert_payloads_valid(&self) {
         assert_bodies_valid(self.standin());
     }
+
+    /// Every message body Discord received so far (creates, edits, interaction callbacks).
+    pub fn message_bodies(&self) -> Vec<Value> {
+        self.standin()
+            .requests()
+            .into_iter()
+            .filter(|r| {
+                r.path.ends_with("/messages")
+                    || r.path.contains("/messages/")
+                    || r.path.ends_with("/callback")
+            })
+            .filter_map(|r| r.body)
+            .collect()
+    }
+}
+
+/// What a person sees of a markdown text Discord renders (agent text is escaped in it).
+pub fn shown(text: &str) -> String {
+    crate::support::discord_markdown::shown(text)
+}
+
+/// What a person sees of a message body: each markdown text (content, embed titles,
+/// descriptions, fields) as shown, one a line.
+pub fn shown_body(body: &Value) -> String {
+    crate::support::discord_markdown::markdown_texts(body)
+        .into_iter()
+        .map(|(_, text)| shown(&text))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// Fails unless everything `body` shows is askrelay's own markup or inert text: every live
+/// markdown construct (in Discord's model, `support::discord_markdown`) is bold text holding
+/// none of `agent_words`, a timestamp, a link to a Discord message, or one of `mentions`; and
+/// every plain text (footers, labels) holds nothing that reads as a mention or a link.
+pub fn assert_markup_is_ours(body: &Value, agent_words: &[&str], mentions: &[&str]) {
+    use crate::support::discord_markdown::{live_in, plain_is_inert, plain_texts, Live};
+    for (at, live) in live_in(body) {
+        let ours = match &live {
+            Live::Format("bold", text) => !agent_words.iter().any(|w| text.contains(w)),
+            Live::Timestamp(_) => true,
+            Live::Link(target) => target.starts_with("https://discord.com/channels/"),
+            Live::Mention(m) => mentions.contains(&m.as_str()),
+            _ => false,
+        };
+        assert!(
+            ours,
+            "{at} shows live {live:?}, which askrelay did not write: {body}"
+        );
+    }
+    for text in plain_texts(body) {
+        assert!(
+            plain_is_inert(&text),
+            "a plain text reads as markup: {text:?} in {body}"
+        );
+    }
 }
 
 /// Every body the stand-in recorded validates against the OpenAPI spec and Discord's limits,

@@ -71,7 +71,7 @@ async fn recommended_answers_with_the_recommended_option_as_the_policy() {
     );
     // The message says the policy chose, and what.
     let msg = app.messages(CHANNEL).remove(0);
-    let edit = app.edit_of(&msg).await.to_string();
+    let edit = shown_body(&app.edit_of(&msg).await);
     assert!(
         edit.contains("No answer within 1s: defaulted to “Yes, delete them (Recommended)”"),
         "{edit}"
@@ -222,7 +222,7 @@ async fn reminders_reply_with_the_mentions_are_counted_and_stop() {
     for (n, reminder) in bodies[1..].iter().enumerate() {
         let text = reminder["content"].as_str().unwrap();
         assert!(
-            text.starts_with("Reminder: this question has waited"),
+            text.starts_with("**Reminder:** this question has waited"),
             "{reminder}"
         );
         assert!(text.ends_with("<@&789>"), "{reminder}");
@@ -310,7 +310,7 @@ async fn a_two_step_escalation_copies_to_a_channel_and_a_dm_and_any_copy_settles
     // Step 1: a linked copy with the same controls in the second channel, mentioning bob.
     let copy_body = posts_in(&app, COPIES, 1).await.remove(0);
     let text = copy_body["content"].as_str().unwrap();
-    assert!(text.starts_with("Escalated: no answer after"), "{text}");
+    assert!(text.starts_with("**Escalated:** no answer after"), "{text}");
     assert!(
         text.contains(&format!("/{CHANNEL}/{}", question["id"].as_str().unwrap())),
         "{text}"
@@ -356,7 +356,7 @@ async fn a_two_step_escalation_copies_to_a_channel_and_a_dm_and_any_copy_settles
     for msg in [&question, &copy] {
         let edit = app.edit_of(msg).await;
         assert_eq!(edit["components"], json!([]), "{edit}");
-        assert!(edit.to_string().contains("No, keep them"), "{edit}");
+        assert!(shown_body(&edit).contains("No, keep them"), "{edit}");
     }
     // A late click on any copy gets the usual note.
     let late = app

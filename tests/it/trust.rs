@@ -93,7 +93,7 @@ async fn who_answered_comes_from_the_connection_and_by_is_an_inert_note() {
         .iter()
         .find(|f| f["name"] == "Answered by")
         .expect("an Answered by field");
-    let by = by["value"].as_str().unwrap();
+    let by = shown(by["value"].as_str().unwrap());
     assert!(
         by.starts_with(&format!("{name} (uid {uid}) via terminal")),
         "who answered is the peer: {by}"
@@ -120,6 +120,78 @@ async fn who_answered_comes_from_the_connection_and_by_is_an_inert_note() {
         }
         assert_eq!(body["allowed_mentions"]["parse"], json!([]), "{body}");
     }
+    app.assert_payloads_valid();
+}
+
+/// The issue's example: one unmatched backtick used to switch the escaping off for the rest of
+/// the text, so that a question posted a live masked link and a role mention. Agent text in
+/// every place (question, header, options, scope, agent and request ids, the cancel reason)
+/// and on every surface (the question, its DM copy, the edits, the late clicker's reply)
+/// shows as written and makes nothing live.
+#[tokio::test]
+async fn a_lone_backtick_cannot_make_agent_text_live() {
+    const LEAD: u64 = 6_161;
+    let app = App::discord_with(|c| c.discord.dm_user_ids = vec![Snowflake(LEAD)]).await;
+    let evil = "` [Open the runbook](https://evil.example) <@&123456789012345678>";
+    let question = format!(
+        "Deploy? {evil}\n# Approved\n-# by the admin\n> quoted @everyone\n- listed\n```\nfenced"
+    );
+    let input = json!({"questions": [{
+    "id": "q", "header": format!("Deploy {evil}"),
+    "question": question,
+    "options": [
+        {"label": format!("Yes {evil}"), "description": format!("then {evil} @here")},
+        {"label": "No"}
+    ]}]});
+    let id = format!("r{evil}");
+    let mut line = ask_line(&id, &input);
+    line["scope"] = json!({"team": evil});
+    line["caller"] = json!({"agent_id": format!("agent{evil}")});
+    let mut c = app.client().await;
+    c.send_json(&line).await.unwrap();
+    expect_event(&mut c, "accepted").await;
+    // The question in its channel, and its copy in the DM.
+    within(
+        "the question and its DM copy",
+        app.standin()
+            .wait_for_requests(2, |r| r.method == "POST" && r.path.ends_with("/messages")),
+    )
+    .await;
+    let msg = app.messages(CHANNEL).remove(0);
+    let reply = app
+        .client()
+        .await
+        .call_json(
+            &json!({"op": "cancel", "request_id": id, "reason": format!("stop {evil} @here")}),
+        )
+        .await
+        .unwrap();
+    assert_eq!(reply["event"], "cancelled", "{reply}");
+    assert_eq!(expect_event(&mut c, "error").await["code"], "ABORTED");
+    within(
+        "the edits of both messages",
+        app.standin()
+            .wait_for_requests(2, |r| r.method == "PATCH" && r.path.contains("/messages/")),
+    )
+    .await;
+    // A late click is told why the request ended, reason included.
+    let late = app.press(&msg, &alice(), "No").await;
+    assert!(ephemeral(&late).contains("stop"), "{late}");
+
+    let bodies = app.message_bodies();
+    assert_eq!(bodies.len(), 5, "2 creates, 2 edits, 1 reply: {bodies:?}");
+    let words = [
+        "evil", "runbook", "1234567", "Approved", "admin", "quoted", "listed", "fenced",
+    ];
+    for body in &bodies {
+        assert_markup_is_ours(body, &words, &[]);
+    }
+    // The text still reads as the agent wrote it.
+    let shown =
+        crate::support::discord_markdown::parse(msg["embeds"][0]["description"].as_str().unwrap())
+            .display
+            .replace('\u{200B}', "");
+    assert_eq!(shown, question.replace('\u{200B}', ""));
     app.assert_payloads_valid();
 }
 

@@ -1077,9 +1077,7 @@ async fn mcp_paths(
             standin.wait_for_request(|r| {
                 r.method == "POST"
                     && r.status == 200
-                    && r.body
-                        .as_ref()
-                        .is_some_and(|b| b["embeds"][0]["description"] == want.as_str())
+                    && r.body.as_ref().is_some_and(|b| shows(b, &want))
             }),
         )
         .await;
@@ -1088,7 +1086,7 @@ async fn mcp_paths(
             .created_messages_from(0)
             .into_iter()
             .rev()
-            .find(|m| m["embeds"][0]["description"] == want.as_str())
+            .find(|m| shows(m, &want))
             .expect("bench: the MCP call's message");
         let mid: u64 = message["id"].as_str().unwrap().parse().unwrap();
         let iid = 9_000_000 + i as u64;
@@ -1815,8 +1813,11 @@ fn question_of(request_id: &str) -> String {
     format!("Proceed with the destructive cleanup for {request_id}?")
 }
 
+/// Whether `message` shows `question` (as a person reads it: agent text is escaped).
 fn shows(message: &Value, question: &str) -> bool {
-    message["embeds"][0]["description"] == question
+    message["embeds"][0]["description"]
+        .as_str()
+        .is_some_and(|d| super::discord_markdown::shown(d) == question)
 }
 
 /// Items 1 and 2 on node `ask_on`: ask on a fresh connection (timed: write → the stand-in has

@@ -3,6 +3,7 @@
 
 pub mod bench;
 pub mod chaos;
+pub mod discord_markdown;
 pub mod discord_schema;
 pub mod fixtures;
 pub mod standin;

@@ -4,16 +4,20 @@
 //! - It is registered once per run, when the gateway is first ready, with the bulk-overwrite
 //!   endpoint (so registering again changes nothing): in each of `discord.guild_ids` (visible at
 //!   once), else globally.
-//! - `pending` and `history` are for anyone allowed to answer in the channel they are used in;
-//!   they list the requests of the channels (routes) that person may answer in, and `pending`
-//!   without `all` only those shown in this channel. `cancel` is for `discord.operator_role_ids`
-//!   and `discord.operator_user_ids`.
+//! - `pending` and `history` are for anyone allowed to answer in the channel they are used in.
+//!   A route's requests are listed only in the channels where the route posts (its channel and
+//!   its escalation steps' channels), to those who may answer on it there, so that a listing
+//!   never shows more than the route's own messages in that channel do; `pending` without
+//!   `all` lists only the requests with a message in this channel. Operators
+//!   (`discord.operator_role_ids`, `discord.operator_user_ids`) see every route's requests, in
+//!   any channel, and alone may `cancel`. A request only the terminal was asked is never
+//!   listed: it never went to Discord.
 //! - Every use is audited (`command`, with whether it was allowed). The reply is private
 //!   (ephemeral). It is sent within Discord's 3 s: when the answer takes longer than 1.5 s the
 //!   interaction is deferred first and the answer edited in.
 
 use super::interactions::Handler;
-use super::render::{inert, one_line, truncate};
+use super::render::{inert, one_line, truncate, truncate_md};
 use super::route::{self, ResolvedRoute};
 use super::schedule::step_of;
 use super::{Shared, NAME};
@@ -48,7 +52,7 @@ pub fn definition() -> CreateCommand {
             .add_sub_option(CreateCommandOption::new(
                 CommandOptionType::Boolean,
                 "all",
-                "Every channel you may answer in, not only this one",
+                "All requests of this channel's routes, posted here or not (operators: every route)",
             )),
         )
         .add_option(
@@ -191,44 +195,9 @@ impl Shared {
         }
     }
 
-    /// "12m · agent (project=infra) · Confirm: Proceed…? · jump · escalation step 1".
+    /// [`pending_line`], with jump links to this Discord.
     pub(super) fn pending_line(&self, req: &Request, posts: &[Post], now: i64) -> String {
-        let age = human(Duration::from_secs(
-            ((now - req.created_at_ms).max(0) / 1000) as u64,
-        ));
-        let open =
-            (0..req.questions.len()).find(|&i| req.answers.get(i).is_some_and(Option::is_none));
-        let q = &req.questions[open.unwrap_or(0)];
-        let mut line = format!("**{age}** · `{}`", inert(&one_line(&req.request_id)));
-        line.push_str(&format!(" · {}", who_asked(req)));
-        let header = q
-            .header
-            .as_deref()
-            .map(|h| format!("{}: ", inert(h)))
-            .unwrap_or_default();
-        line.push_str(&format!(
-            " · {header}{}",
-            inert(&truncate(&one_line(&q.question), 80))
-        ));
-        if req.questions.len() > 1 {
-            line.push_str(&format!(
-                " (question {} of {})",
-                open.unwrap_or(0) + 1,
-                req.questions.len()
-            ));
-        }
-        let main = posts
-            .iter()
-            .find(|p| p.is_main() && Some(p.idx) == open && p.answerer == NAME);
-        if let Some((c, m)) = main.and_then(super::placed) {
-            line.push_str(&format!(" · [jump]({})", self.rest.link(c, m)));
-        } else if main.is_some() {
-            line.push_str(" · not posted yet");
-        }
-        if let Some(step) = posts.iter().filter_map(|p| step_of(&p.slot)).max() {
-            line.push_str(&format!(" · escalation step {step}"));
-        }
-        line
+        pending_line(req, posts, now, |c, m| self.rest.link(c, m))
     }
 
     /// Every route a request can have now: the default and each `[[routes]]`.
@@ -355,7 +324,7 @@ impl Handler {
         (
             CreateEmbed::new()
                 .title(title)
-                .description(truncate(&text, LIST_MAX)),
+                .description(truncate_md(&text, LIST_MAX)),
             allowed,
         )
     }
@@ -368,12 +337,19 @@ impl Handler {
     ) -> Result<(&'static str, String), String> {
         let routes = self.shared.all_routes();
         let channel = ci.channel_id.get();
-        let here: Vec<&ResolvedRoute> = routes.iter().filter(|r| r.channel_id == channel).collect();
-        let may_see_here =
-            caller.operator || here.iter().any(|r| r.allows(caller.user, &caller.roles));
-        // The routes whose requests this person may see: those they may answer on.
+        let may_see_here = caller.operator
+            || routes
+                .iter()
+                .any(|r| r.shows_in(channel, caller.user, &caller.roles));
+        // What this person may see listed here: the requests that went to Discord through a
+        // route that posts in this channel and that they may answer on (operators: all).
         let visible = |req: &Request| {
-            caller.operator || self.shared.route_of(req).allows(caller.user, &caller.roles)
+            req.answerer.as_deref() == Some(NAME)
+                && (caller.operator
+                    || self
+                        .shared
+                        .route_of(req)
+                        .shows_in(channel, caller.user, &caller.roles))
         };
         let store_error = |e: anyhow::Error| {
             tracing::error!(error = %format!("{e:#}"), "cannot read requests for /askrelay");
@@ -389,16 +365,16 @@ impl Handler {
                     .by_id(request)
                     .await
                     .map_err(store_error)?
-                    .ok_or_else(|| format!("No request {:?} is known.", inert(request)))?;
+                    .ok_or_else(|| format!("No request “{}” is known.", inert(request)))?;
                 if req.status != Status::Pending {
-                    return Err(format!("Request {:?} has already ended ({}).", inert(request), req.status.as_str()));
+                    return Err(format!("Request “{}” has already ended ({}).", inert(request), req.status.as_str()));
                 }
                 let who = format!("{} (Discord user {})", ci.user.name, ci.user.id);
                 let reason = reason.clone().unwrap_or_else(|| format!("cancelled by {who} from Discord"));
                 if self.ctx.cancel(&req, &reason, Source::Discord, who).await {
-                    Ok(("Cancelled", format!("Request {:?} is cancelled; its agent got ABORTED: {}", inert(request), inert(&reason))))
+                    Ok(("Cancelled", cancelled_reply(request, &reason)))
                 } else {
-                    Err(format!("Request {:?} has already ended.", inert(request)))
+                    Err(format!("Request “{}” has already ended.", inert(request)))
                 }
             }
             _ if !may_see_here => Err("You are not allowed to answer questions in this channel, so askrelay shows you none here.".into()),
@@ -433,16 +409,89 @@ impl Handler {
     }
 }
 
+/// How much of each agent text a listing line shows (characters, before escaping), so that
+/// one line can never fill a whole list. A request id is shown whole (128 characters at most,
+/// on one line already), so that it can be copied into `/askrelay cancel`.
+const AGENT_SHOWN: usize = 40;
+const HEADER_SHOWN: usize = 40;
+const SCOPE_KEY_SHOWN: usize = 24;
+const SCOPE_VALUE_SHOWN: usize = 40;
+
+/// Agent text as a listing line shows it: on one line, cut to `max` characters, inert. No code
+/// span: one could not hold an escape, and a backtick in the text would close it.
+fn shown(text: &str, max: usize) -> String {
+    inert(&truncate(&one_line(text), max))
+}
+
+/// One pending request as `/askrelay pending` and the digest list it:
+/// "**12m** · deploy-42 · agent-7 (project=infra) · Confirm: Proceed…? · [jump](…) ·
+/// **escalation step 1**". Agent text is inert (see [`shown`]); askrelay's own facts are in
+/// bold or a link, which agent text cannot be (docs/security.md).
+pub(super) fn pending_line(
+    req: &Request,
+    posts: &[Post],
+    now: i64,
+    link: impl Fn(u64, u64) -> String,
+) -> String {
+    let age = human(Duration::from_secs(
+        ((now - req.created_at_ms).max(0) / 1000) as u64,
+    ));
+    let open = (0..req.questions.len()).find(|&i| req.answers.get(i).is_some_and(Option::is_none));
+    let q = &req.questions[open.unwrap_or(0)];
+    let mut line = format!(
+        "**{age}** · {} · {} · {}",
+        inert(&req.request_id),
+        who_asked(req),
+        question_text(q, 80)
+    );
+    if req.questions.len() > 1 {
+        line.push_str(&format!(
+            " · **question {} of {}**",
+            open.unwrap_or(0) + 1,
+            req.questions.len()
+        ));
+    }
+    let main = posts
+        .iter()
+        .find(|p| p.is_main() && Some(p.idx) == open && p.answerer == NAME);
+    if let Some((c, m)) = main.and_then(super::placed) {
+        line.push_str(&format!(" · [jump]({})", link(c, m)));
+    } else if main.is_some() {
+        line.push_str(" · **not posted yet**");
+    }
+    if let Some(step) = posts.iter().filter_map(|p| step_of(&p.slot)).max() {
+        line.push_str(&format!(" · **escalation step {step}**"));
+    }
+    line
+}
+
+/// "Confirm: Proceed with the cleanup?": the header and the question, each cut.
+fn question_text(q: &crate::core::Question, max: usize) -> String {
+    let header = q
+        .header
+        .as_deref()
+        .filter(|h| !h.trim().is_empty())
+        .map(|h| format!("{}: ", shown(h, HEADER_SHOWN)))
+        .unwrap_or_default();
+    format!("{header}{}", shown(&q.question, max))
+}
+
 /// "agent-7 (project=infra, session=…)".
 fn who_asked(req: &Request) -> String {
-    let agent = req.agent().map_or("an agent".to_owned(), |a| {
-        format!("`{}`", inert(&one_line(a)))
-    });
+    let agent = req
+        .agent()
+        .map_or("an agent".to_owned(), |a| shown(a, AGENT_SHOWN));
     let scope: Vec<String> = req
         .scope
         .iter()
         .filter(|(k, _)| k.as_str() != "agent")
-        .map(|(k, v)| format!("{}={}", inert(k), inert(&truncate(&one_line(v), 40))))
+        .map(|(k, v)| {
+            format!(
+                "{}={}",
+                shown(k, SCOPE_KEY_SHOWN),
+                shown(v, SCOPE_VALUE_SHOWN)
+            )
+        })
         .collect();
     if scope.is_empty() {
         agent
@@ -451,19 +500,15 @@ fn who_asked(req: &Request) -> String {
     }
 }
 
-/// "answered · Confirm: Proceed…? · by @alice: No, keep them · after 3m".
+/// "**answered** · deploy-42 · Confirm: Proceed…? · **by** @alice: No, keep them ·
+/// **after 3m**".
 fn history_line(req: &Request) -> String {
     let q = &req.questions[0];
-    let header = q
-        .header
-        .as_deref()
-        .map(|h| format!("{}: ", inert(h)))
-        .unwrap_or_default();
     let mut line = format!(
-        "**{}** · `{}` · {header}{}",
+        "**{}** · {} · {}",
         req.status.as_str(),
-        inert(&one_line(&req.request_id)),
-        inert(&truncate(&one_line(&q.question), 60))
+        inert(&req.request_id),
+        question_text(q, 60)
     );
     match (req.status, req.answers.first().and_then(Option::as_ref)) {
         (Status::Answered, Some(a)) => {
@@ -477,33 +522,39 @@ fn history_line(req: &Request) -> String {
                 };
             }
             let by = match a.actor.via {
-                crate::core::Via::Discord => format!("<@{}>", inert(&a.actor.id)),
-                _ => inert(&a.actor.describe()),
+                crate::core::Via::Discord if a.actor.id.parse::<u64>().is_ok() => {
+                    format!("<@{}>", a.actor.id)
+                }
+                crate::core::Via::Discord => shown(&a.actor.name, 80),
+                _ => shown(&a.actor.describe(), 80),
             };
-            line.push_str(&format!(
-                " · by {by}: {}",
-                inert(&truncate(&one_line(&what), 80))
-            ));
+            line.push_str(&format!(" · **by** {by}: {}", shown(&what, 80)));
         }
         _ => {
             if let Some(e) = req.error() {
-                line.push_str(&format!(
-                    " · {}",
-                    inert(&truncate(&one_line(&e.message), 80))
-                ));
+                line.push_str(&format!(" · {}", shown(&e.message, 80)));
             }
         }
     }
     if req.questions.len() > 1 {
-        line.push_str(&format!(" (+{} more)", req.questions.len() - 1));
+        line.push_str(&format!(" · **+{} more**", req.questions.len() - 1));
     }
     if let Some(end) = req.ended_at_ms {
         let took = human(Duration::from_secs(
             ((end - req.created_at_ms).max(0) / 1000) as u64,
         ));
-        line.push_str(&format!(" · after {took}"));
+        line.push_str(&format!(" · **after {took}**"));
     }
     line
+}
+
+/// The reply to a cancel that ended the request.
+fn cancelled_reply(request: &str, reason: &str) -> String {
+    format!(
+        "Request “{}” is cancelled; its agent got ABORTED: {}",
+        inert(request),
+        inert(reason)
+    )
 }
 
 /// Lines that fit one embed description, with how many more there are.
@@ -513,7 +564,7 @@ pub(super) fn listing(lines: &[String], empty: &str) -> String {
     }
     let mut out = String::new();
     for (i, l) in lines.iter().enumerate() {
-        let more = format!("\n… and {} more", lines.len() - i);
+        let more = format!("\n**… and {} more**", lines.len() - i);
         if out.chars().count() + l.chars().count() + 3 + more.len() > LIST_MAX {
             out.push_str(&more);
             break;
@@ -525,4 +576,149 @@ pub(super) fn listing(lines: &[String], empty: &str) -> String {
         out.push_str(l);
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::markdown_model::{self, agent_text, visible};
+    use super::*;
+    use crate::core::model::{Caller, Question, QuestionOption};
+    use crate::core::request::{Actor, Answered, EditState, NewRequest, Outcome, Peer, Via};
+    use crate::core::{AskError, ErrorCode, Settlement};
+    use proptest::prelude::*;
+    use std::sync::Arc;
+
+    /// A request with `text` as every piece of agent text, asked a minute ago.
+    fn request(text: &str, questions: usize) -> Request {
+        let q = Question {
+            id: "q".into(),
+            question: text.into(),
+            header: Some(text.into()),
+            options: vec![
+                QuestionOption {
+                    label: text.into(),
+                    description: Some(text.into()),
+                },
+                QuestionOption {
+                    label: format!("2{text}"),
+                    description: None,
+                },
+            ],
+            multi_select: false,
+        };
+        let new = NewRequest {
+            request_id: text.into(),
+            token: "0123456789abcdef0123".into(),
+            questions: Arc::from(vec![q; questions]),
+            context: None,
+            caller: Caller {
+                agent_id: Some(text.into()),
+                owner_agent_id: None,
+            },
+            scope: [
+                ("team".to_owned(), text.to_owned()),
+                (text.to_owned(), "v".to_owned()),
+            ]
+            .into(),
+            peer: Peer::default(),
+            answerer: NAME.into(),
+            route: Some("default".into()),
+            created_at_ms: 1_000,
+            expiry: None,
+            node: None,
+        };
+        Request::created(1, &new)
+    }
+
+    fn post(slot: &str, message: Option<&str>) -> Post {
+        Post {
+            idx: 0,
+            answerer: NAME.into(),
+            slot: slot.into(),
+            channel: "100".into(),
+            guild: Some("1".into()),
+            nonce: "n".into(),
+            message: message.map(str::to_owned),
+            attempts: 0,
+            last_error: None,
+            edited: EditState::None,
+        }
+    }
+
+    /// Every listing askrelay shows in Discord for `text`: (name, markdown).
+    fn surfaces(text: &str, questions: usize) -> Vec<(&'static str, String)> {
+        let link = |c: u64, m: u64| format!("https://discord.com/channels/1/{c}/{m}");
+        let pending = request(text, questions);
+        let placed = [post("", Some("200")), post("e1", Some("201"))];
+        let unplaced = [post("", None)];
+        let mut answered = request(text, questions);
+        answered.status = Status::Answered;
+        answered.ended_at_ms = Some(61_000);
+        answered.answers[0] = Some(Answered {
+            actor: Actor {
+                via: Via::Terminal,
+                id: "1000".into(),
+                name: text.into(),
+                note: Some(text.into()),
+            },
+            at_ms: 61_000,
+            settlement: Settlement {
+                selected: vec![0, 1],
+                custom: Some(text.into()),
+            },
+        });
+        let mut cancelled = request(text, questions);
+        cancelled.status = Status::Cancelled;
+        cancelled.ended_at_ms = Some(61_000);
+        cancelled.outcome = Some(Outcome::Error(AskError::new(ErrorCode::Aborted, text)));
+        let lines = vec![
+            pending_line(&pending, &placed, 61_000, link),
+            pending_line(&pending, &unplaced, 61_000, link),
+        ];
+        let history = vec![history_line(&answered), history_line(&cancelled)];
+        vec![
+            ("pending and digest", listing(&lines, "")),
+            ("history", listing(&history, "")),
+            ("cancel", cancelled_reply(text, text)),
+        ]
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig {
+            cases: 256,
+            failure_persistence: None,
+            ..ProptestConfig::default()
+        })]
+
+        /// Metamorphic: the listings (`/askrelay pending` and the digest, `history`, a
+        /// cancel's reply) show the same live constructs whatever the agent wrote, as with a
+        /// plain placeholder.
+        #[test]
+        fn agent_text_adds_no_markup_to_a_listing(
+            s in agent_text().prop_filter("visible", |s| !visible(s).trim().is_empty()),
+            questions in 1usize..=2,
+        ) {
+            for ((name, random), (_, reference)) in
+                surfaces(&s, questions).iter().zip(&surfaces("placeholder", questions))
+            {
+                prop_assert_eq!(
+                    markdown_model::live(random),
+                    markdown_model::live(reference),
+                    "{}: {}", name, random
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn a_listing_line_shows_the_request_as_written() {
+        let text = "x` [Open](https://evil.example) <@&1> `";
+        let lines = surfaces(text, 2);
+        let shown = markdown_model::shown(&lines[0].1);
+        assert!(shown.starts_with(&format!("• 1m · {text} · ")), "{shown}");
+        let history = markdown_model::shown(&lines[1].1);
+        assert!(history.starts_with("• answered · "), "{history}");
+        assert!(history.contains("· by "), "{history}");
+        assert!(history.contains("· after 1m"), "{history}");
+    }
 }

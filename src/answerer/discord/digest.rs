@@ -2,7 +2,10 @@
 //! a channel, so that a team lead gets a daily picture without asking.
 //!
 //! It lists the unanswered questions oldest first, with their ages and jump links, and the
-//! median time to an answer over the last day. Nothing is posted when nothing is pending. The
+//! median time to an answer over the last day. It shows only what its channel may see: the
+//! requests that went to Discord through a route that posts in that channel, or that
+//! `digest.routes` names; never a request only the terminal was asked. Nothing is posted when
+//! none of those is pending. The
 //! next due time is stored (`schedules`, name `digest`): a restart resumes the schedule, and a
 //! turn is taken by a conditional update from the due time that was read, so it is never taken
 //! twice. A turn is taken before its post; a crash between the two skips that one digest (the
@@ -10,10 +13,10 @@
 //! it twice.
 
 use super::render::truncate;
-use super::Shared;
+use super::{Shared, NAME};
 use crate::core::calendar::{self, Schedule};
 use crate::core::expiry::human;
-use crate::core::request::now_ms;
+use crate::core::request::{now_ms, Request};
 use crate::core::{AnswererContext, Status};
 use serenity::all::{CreateAllowedMentions, CreateEmbed, CreateMessage, Nonce};
 use std::sync::Arc;
@@ -107,8 +110,16 @@ impl Shared {
                 return;
             }
         };
+        let named = &self.config.digest.routes;
+        let listed = |req: &Request| {
+            req.answerer.as_deref() == Some(NAME) && {
+                let route = self.route_of(req);
+                route.posts_in(channel) || named.contains(&route.name)
+            }
+        };
+        let pending: Vec<_> = pending.iter().filter(|(req, _)| listed(req)).collect();
         if pending.is_empty() {
-            tracing::debug!("nothing is pending; no digest");
+            tracing::debug!("nothing the digest's channel may see is pending; no digest");
             return;
         }
         let now = now_ms();
@@ -118,7 +129,7 @@ impl Shared {
             .collect();
         let mut took: Vec<i64> = recent
             .iter()
-            .filter(|(r, _)| r.status == Status::Answered)
+            .filter(|(r, _)| r.status == Status::Answered && listed(r))
             .filter_map(|(r, _)| {
                 r.ended_at_ms
                     .filter(|&end| end >= now - DAY_MS)

@@ -183,7 +183,7 @@ impl Handler {
             Reply::Tell(text) => (
                 CreateInteractionResponse::Message(
                     CreateInteractionResponseMessage::new()
-                        .content(render::truncate(&text, render::CONTENT_MAX))
+                        .content(render::truncate_md(&text, render::CONTENT_MAX))
                         .ephemeral(true)
                         .allowed_mentions(serenity::builder::CreateAllowedMentions::new()),
                 ),
@@ -372,7 +372,7 @@ impl Handler {
                 (status, Some(e)) => format!(
                     "This request has ended ({}): {}",
                     status.as_str(),
-                    e.message
+                    render::inert(&e.message)
                 ),
                 (status, None) => format!("This request has ended ({}).", status.as_str()),
             };
@@ -611,7 +611,10 @@ impl Handler {
                 );
                 Reply::Tell(NOT_SAVED.into())
             }
-            Err(e) => Reply::Tell(format!("Your answer was not recorded: {}", e.message)),
+            Err(e) => Reply::Tell(format!(
+                "Your answer was not recorded: {}",
+                render::inert(&e.message)
+            )),
         }
     }
 }
@@ -636,7 +639,7 @@ fn already(q: &crate::core::Question, a: &Answered) -> String {
         what.push_str(&c);
     }
     let by = answered_view(q, a).by;
-    render::truncate(
+    render::truncate_md(
         &format!(
             "Already answered by {by} <t:{}:R>: {}",
             a.at_ms / 1000,

@@ -12,6 +12,10 @@ pub mod custom_id;
 mod digest;
 mod gateway;
 mod interactions;
+/// The tests' model of Discord's markdown parser, shared with the integration tests.
+#[cfg(test)]
+#[path = "../../../tests/support/discord_markdown.rs"]
+pub(crate) mod markdown_model;
 mod outbox;
 pub mod render;
 mod rest;

@@ -1,10 +1,14 @@
 //! Rendering (SPEC §3): pure functions that turn a question into serenity builders. No network.
 //!
-//! Text from agents and clients is made inert with [`inert`] wherever Discord would render it
-//! (embed titles, descriptions and fields): it can produce no mention and no masked link. Option
-//! fields are numbered, so no agent text can make a field that looks like the outcome fields
-//! ("Answered by", "Status") that only askrelay writes. Every text that reaches Discord is cut
-//! to its limit with [`truncate`]. The embed works to a
+//! Text from agents and clients is made inert with [`inert`] wherever Discord renders markdown
+//! (message content, embed titles, descriptions and fields): every ASCII punctuation mark is
+//! escaped, so it makes nothing live (no link, mention, formatting, code, heading, quote or
+//! list) and reads as written; with [`inert_plain`] where Discord shows plain text (footers,
+//! labels, modal titles). askrelay's own status is marked with what agent text cannot be: the
+//! outcome fields ("Answered by", "Status") are its own (option fields are numbered), and its
+//! notes and the lines of its lists start in bold (docs/security.md). Every text that reaches
+//! Discord is cut to its limit with [`truncate`], or [`truncate_md`] for markdown, which never
+//! cuts an escape in two. The embed works to a
 //! fixed budget: the title, the footer, a reserve for the outcome fields that
 //! [`settled`] / [`ended`] add later, and what is left shared between the question text
 //! and the option descriptions. So the message and its edits stay under Discord's 6000-character
@@ -121,79 +125,108 @@ pub fn truncate(s: &str, max_chars: usize) -> String {
     out
 }
 
-/// Makes text safe to show where Discord renders markdown: outside code spans and blocks
-/// (where nothing renders anyway), `<` before `@`, `#`, `/`, `:` or `t:` (user, role, channel,
-/// command, emoji and timestamp syntax) and `[` (masked links) get a backslash, which Discord
-/// shows as the plain character, and `@everyone` / `@here` get a zero-width space after the
-/// `@`. The text still reads the same; it just cannot mention, link or look like askrelay's own.
-pub fn inert(s: &str) -> String {
-    let chars: Vec<char> = s.chars().collect();
-    let mut out = String::with_capacity(s.len() + 8);
-    let mut i = 0;
-    // The length of the backtick run that opened the code we are in, if any.
-    let mut code: Option<usize> = None;
-    while i < chars.len() {
-        let c = chars[i];
-        if c == '`' {
-            let run = chars[i..].iter().take_while(|&&x| x == '`').count();
-            match code {
-                None => code = Some(run),
-                Some(open) if open == run => code = None,
-                Some(_) => {}
-            }
-            out.extend(&chars[i..i + run]);
-            i += run;
-            continue;
-        }
-        if code.is_none() {
-            let next = chars.get(i + 1).copied();
-            match c {
-                '\\' => {
-                    // Keep an existing escape as it is, with what it escapes.
-                    out.push(c);
-                    if let Some(n) = next {
-                        out.push(n);
-                        i += 2;
-                        continue;
-                    }
-                }
-                '<' if matches!(next, Some('@' | '#' | '/' | ':' | 't' | 'a')) => {
-                    out.push_str("\\<");
-                }
-                '[' => out.push_str("\\["),
-                '@' if starts_with_at(&chars[i + 1..], "everyone")
-                    || starts_with_at(&chars[i + 1..], "here") =>
-                {
-                    out.push_str("@\u{200B}");
-                }
-                _ => out.push(c),
-            }
-        } else {
-            out.push(c);
-        }
-        i += 1;
+/// [`truncate`] for markdown askrelay made: an escape (a backslash and the character after it)
+/// is never cut in two, so the cut text cannot end in a backslash that would escape the "…" or
+/// whatever askrelay writes after it.
+pub fn truncate_md(s: &str, max_chars: usize) -> String {
+    if s.chars().count() <= max_chars {
+        return s.to_owned();
     }
+    if max_chars == 0 {
+        return String::new();
+    }
+    let mut out = String::new();
+    let mut n = 0;
+    let mut chars = s.chars();
+    while let Some(c) = chars.next() {
+        let escaped = if c == '\\' { chars.next() } else { None };
+        let len = 1 + usize::from(escaped.is_some());
+        if n + len > max_chars - 1 {
+            break;
+        }
+        out.push(c);
+        out.extend(escaped);
+        n += len;
+    }
+    let trimmed = out.trim_end().len();
+    out.truncate(trimmed);
+    // A backslash left last (one that escaped white space, which no escape does) goes too.
+    if out.chars().rev().take_while(|&c| c == '\\').count() % 2 == 1 {
+        out.pop();
+    }
+    out.push('…');
     out
 }
 
-/// [`inert`] for places Discord shows as plain text (footers, where a backslash would show):
-/// a zero-width space goes between `<` and what would make a mention, and after the `@` of
-/// `@everyone` / `@here`, so that the text reads the same and cannot be taken for one.
-pub fn inert_plain(s: &str) -> String {
-    let chars: Vec<char> = s.chars().collect();
-    let mut out = String::with_capacity(s.len() + 8);
+/// Makes agent and client text inert where Discord renders markdown (message content, embed
+/// titles, descriptions and fields): every ASCII punctuation character gets a backslash.
+///
+/// Discord's escape rule (simple-markdown's: a backslash before any character that is not a
+/// letter, a digit or white space) shows that character as it is and consumes it, so no other
+/// rule can start at it. Every piece of markup starts at, or needs, ASCII punctuation: links
+/// (`[`, and the `:` of `https://`), mentions, timestamps and custom emoji (`<`, `@`), code
+/// (`` ` ``), formatting (`*`, `_`, `~`, `|`), and at the start of a line headings, subtext,
+/// quotes and lists (`#`, `-#`, `>`, `-`, `*`, `1.`). Letters, digits, white space and other
+/// characters start no rule. Nothing is tracked across the text (no code spans), so no input
+/// can switch the escaping off, and the text reads exactly as written.
+///
+/// Besides, `@everyone` and `@here` get a zero-width space after the `@`, for whoever reads
+/// the raw text; and control and bidi characters other than newline and tab are dropped: they
+/// show nothing, and a bidi override would turn askrelay's own text later on the line around.
+pub fn inert(s: &str) -> String {
+    let chars: Vec<char> = shown_chars(s).collect();
+    let mut out = String::with_capacity(s.len() + s.len() / 4);
     for (i, &c) in chars.iter().enumerate() {
+        if c.is_ascii_punctuation() {
+            out.push('\\');
+        }
         out.push(c);
-        let next = chars.get(i + 1).copied();
-        let mention = c == '<' && matches!(next, Some('@' | '#' | '/' | ':' | 't' | 'a'));
-        let everyone = c == '@'
-            && (starts_with_at(&chars[i + 1..], "everyone")
-                || starts_with_at(&chars[i + 1..], "here"));
-        if mention || everyone {
+        if c == '@' && mentions_everyone(&chars[i + 1..]) {
             out.push('\u{200B}');
         }
     }
     out
+}
+
+/// [`inert`] for places Discord shows as plain text (footers, button labels, select options,
+/// modal titles and placeholders), where a backslash would show: nothing renders there, and
+/// still a zero-width space goes after a `<` that could begin a mention, after the `@` of
+/// `@everyone` / `@here`, between `:` and `//` and between `]` and `(`, so that the text reads
+/// the same and cannot be taken for a mention or a link. Control and bidi characters other
+/// than newline and tab are dropped, as in [`inert`].
+pub fn inert_plain(s: &str) -> String {
+    let chars: Vec<char> = shown_chars(s).collect();
+    let mut out = String::with_capacity(s.len() + 8);
+    for (i, &c) in chars.iter().enumerate() {
+        out.push(c);
+        let rest = &chars[i + 1..];
+        let next = rest.first().copied();
+        let break_after = match c {
+            '<' => next.is_some_and(|n| {
+                matches!(n, '@' | '#' | '/' | ':' | 't' | 'a') || n.is_ascii_digit()
+            }),
+            '@' => mentions_everyone(rest),
+            ':' => rest.starts_with(&['/', '/']),
+            ']' => next == Some('('),
+            _ => false,
+        };
+        if break_after {
+            out.push('\u{200B}');
+        }
+    }
+    out
+}
+
+/// The characters of `s` that show: control and bidi characters other than newline and tab
+/// are left out.
+fn shown_chars(s: &str) -> impl Iterator<Item = char> + '_ {
+    s.chars()
+        .filter(|&c| c == '\n' || c == '\t' || !crate::core::text::is_display_control(c))
+}
+
+/// Whether the text after an `@` makes it `@everyone` or `@here` (any letter case).
+fn mentions_everyone(rest: &[char]) -> bool {
+    starts_with_at(rest, "everyone") || starts_with_at(rest, "here")
 }
 
 fn starts_with_at(rest: &[char], word: &str) -> bool {
@@ -235,11 +268,11 @@ pub fn copy_post(
     let message = question_message(q, ctx);
     match context.filter(|c| !c.is_empty()) {
         None => QuestionPost {
-            message: message.content(truncate(&head, CONTENT_MAX)),
+            message: message.content(truncate_md(&head, CONTENT_MAX)),
             files: Vec::new(),
         },
         Some(c) => {
-            let (content, files) = context_content(Some(&truncate(&head, 1000)), c);
+            let (content, files) = context_content(Some(&truncate_md(&head, 1000)), c);
             QuestionPost {
                 message: message.content(content),
                 files,
@@ -258,7 +291,7 @@ pub fn note(text: &str, ctx: &RenderContext, reply_to: Option<(u64, u64)>) -> Cr
         None => text.to_owned(),
     };
     let mut msg = CreateMessage::new()
-        .content(truncate(&content, CONTENT_MAX))
+        .content(truncate_md(&content, CONTENT_MAX))
         .allowed_mentions(allowed.replied_user(false));
     if let Some((channel, message)) = reply_to {
         msg = msg.reference_message((
@@ -338,10 +371,23 @@ fn context_content(mentions: Option<&str>, context: &Context) -> (String, Vec<(S
     (content, files)
 }
 
-/// Text that cannot close the code block it is shown in: no run of three backticks (a
-/// zero-width space goes between two).
+/// Text that cannot close the code block it is shown in: no run of three backticks can form (a
+/// zero-width space goes between two, so runs of at most two are left), and a code block shows
+/// everything else as it is. Control and bidi characters other than newline, tab and carriage
+/// return are shown as escapes (`\u{202e}`), as on a terminal: in a command or a diff someone
+/// approves, a bidi override would make the text look like something it is not.
 fn fence_safe(text: &str) -> String {
-    text.replace("``", "`\u{200B}`")
+    let shown: String = text
+        .chars()
+        .map(|c| {
+            if matches!(c, '\n' | '\t' | '\r') || !crate::core::text::is_display_control(c) {
+                c.to_string()
+            } else {
+                crate::core::text::escape(&c.to_string())
+            }
+        })
+        .collect();
+    shown.replace("``", "`\u{200B}`")
 }
 
 /// [`CONTEXT_TEXT_FILE`], or a name no context file has.
@@ -383,31 +429,20 @@ impl Outcome {
 
 /// A question's message after it is settled: the same embed plus who, what and when.
 pub fn settled(q: &Question, ctx: &RenderContext, answered: &AnsweredView) -> Outcome {
-    let mut answer = answered.labels.join("\n");
-    if let Some(custom) = answered.custom.as_deref() {
-        if answer.is_empty() {
-            answer = custom.to_owned();
-        } else if !custom.trim().is_empty() {
-            answer = format!("{answer}\nNote: {custom}");
-        }
-    }
-    if answer.trim().is_empty() {
-        answer = "(nothing selected)".to_owned();
-    }
-    let mut by = truncate(nonempty_or(&answered.by, "someone"), BY_MAX);
+    let mut by = truncate_md(nonempty_or(&answered.by, "someone"), BY_MAX);
     if let Some(note) = answered.note.as_deref().filter(|n| !n.trim().is_empty()) {
         let room = BY_MAX.saturating_sub(by.chars().count() + 12);
         by.push_str(&format!(
             "\nnote: “{}”",
-            inert(&truncate(&one_line(note), room))
+            truncate_md(&inert(&one_line(note)), room)
         ));
     }
     let fields = vec![
-        ("Answered by".to_owned(), truncate(&by, BY_MAX + NOTE_MAX)),
         (
-            "Answer".to_owned(),
-            truncate(&inert(&answer), EMBED_FIELD_VALUE_MAX),
+            "Answered by".to_owned(),
+            truncate_md(&by, BY_MAX + NOTE_MAX),
         ),
+        ("Answer".to_owned(), answer_value(answered)),
         (
             "Answered at".to_owned(),
             format!("<t:{}:f>", answered.at_unix),
@@ -416,21 +451,46 @@ pub fn settled(q: &Question, ctx: &RenderContext, answered: &AnsweredView) -> Ou
     outcome_edit(q, ctx, fields)
 }
 
+/// Marks the custom text after the chosen labels; bold, which agent text cannot be.
+const NOTE_MARK: &str = "\n**Note:** ";
+
+/// The "Answer" field: the chosen labels, one a line, then the custom text after
+/// [`NOTE_MARK`]. Each part is cut to its share, so that the mark is always shown.
+fn answer_value(answered: &AnsweredView) -> String {
+    let labels = inert(&answered.labels.join("\n"));
+    let custom = answered
+        .custom
+        .as_deref()
+        .filter(|c| !c.trim().is_empty())
+        .map(inert);
+    match (labels.trim().is_empty(), custom) {
+        (true, None) => "(nothing selected)".to_owned(),
+        (true, Some(custom)) => truncate_md(&custom, EMBED_FIELD_VALUE_MAX),
+        (false, None) => truncate_md(&labels, EMBED_FIELD_VALUE_MAX),
+        (false, Some(custom)) => {
+            let room = EMBED_FIELD_VALUE_MAX - NOTE_MARK.chars().count();
+            let custom_need = custom.chars().count().min(room / 2);
+            let labels = truncate_md(&labels, room - custom_need);
+            let custom = truncate_md(&custom, room - labels.chars().count());
+            format!("{labels}{NOTE_MARK}{custom}")
+        }
+    }
+}
+
 /// A question's message after its request is cancelled or expires: the same embed plus the
 /// status and reason.
 pub fn ended(q: &Question, ctx: &RenderContext, status: &str, reason: &str) -> Outcome {
+    let reason = if reason.trim().is_empty() {
+        "(none given)".to_owned()
+    } else {
+        truncate_md(&inert(reason), EMBED_FIELD_VALUE_MAX)
+    };
     let fields = vec![
         (
             "Status".to_owned(),
             truncate(nonempty_or(status, "Ended"), STATUS_MAX),
         ),
-        (
-            "Reason".to_owned(),
-            truncate(
-                &inert(nonempty_or(reason, "(none given)")),
-                EMBED_FIELD_VALUE_MAX,
-            ),
-        ),
+        ("Reason".to_owned(), reason),
     ];
     outcome_edit(q, ctx, fields)
 }
@@ -442,7 +502,7 @@ pub fn modal(q: &Question, ctx: &RenderContext, form: Form) -> CreateModal {
         Form::Note => ("Note", "A note to send with your selection"),
     };
     let title = match header(q) {
-        Some(h) => truncate(h, MODAL_TITLE_MAX),
+        Some(h) => truncate(&inert_plain(h), MODAL_TITLE_MAX),
         None => "Your answer".to_owned(),
     };
     let mut input = CreateInputText::new(
@@ -453,7 +513,10 @@ pub fn modal(q: &Question, ctx: &RenderContext, form: Form) -> CreateModal {
     .required(true)
     .max_length(TEXT_INPUT_VALUE_MAX);
     if !placeholder.trim().is_empty() {
-        input = input.placeholder(truncate(placeholder, TEXT_INPUT_PLACEHOLDER_MAX));
+        input = input.placeholder(truncate(
+            &inert_plain(&one_line(placeholder)),
+            TEXT_INPUT_PLACEHOLDER_MAX,
+        ));
     }
     CreateModal::new(
         ModalId::new(ctx.token, ctx.question_index, form).encode(),
@@ -488,7 +551,7 @@ pub fn components(q: &Question, ctx: &RenderContext) -> Vec<CreateActionRow> {
                             ButtonStyle::Secondary
                         };
                         CreateButton::new(ctx.custom_id(Action::Choose(i)))
-                            .label(truncate(&o.label, BUTTON_LABEL_MAX))
+                            .label(truncate(&inert_plain(&o.label), BUTTON_LABEL_MAX))
                             .style(style)
                     })
                     .collect();
@@ -577,11 +640,13 @@ fn select_options(options: &[crate::core::QuestionOption]) -> Vec<CreateSelectMe
         .enumerate()
         .map(|(i, o)| {
             let opt = CreateSelectMenuOption::new(
-                truncate(&o.label, SELECT_OPTION_TEXT_MAX),
+                truncate(&inert_plain(&o.label), SELECT_OPTION_TEXT_MAX),
                 super::custom_id::option_value(i),
             );
             match o.description.as_deref().filter(|d| !d.trim().is_empty()) {
-                Some(d) => opt.description(truncate(d, SELECT_OPTION_TEXT_MAX)),
+                Some(d) => {
+                    opt.description(truncate(&inert_plain(&one_line(d)), SELECT_OPTION_TEXT_MAX))
+                }
                 None => opt,
             }
         })
@@ -629,7 +694,7 @@ struct EmbedText {
 }
 
 fn embed_text(q: &Question, ctx: &RenderContext) -> EmbedText {
-    let title = truncate(&inert(header(q).unwrap_or("Question")), EMBED_TITLE_MAX);
+    let title = truncate_md(&inert(header(q).unwrap_or("Question")), EMBED_TITLE_MAX);
     let footer = truncate(
         &inert_plain(&footer_text(ctx)),
         FOOTER_BUDGET.min(EMBED_FOOTER_MAX),
@@ -645,9 +710,8 @@ fn embed_text(q: &Question, ctx: &RenderContext) -> EmbedText {
     }
     description.push_str(&inert(&q.question));
 
-    // (name, value) of each option that has a description, at most OPTION_FIELDS_MAX fields.
-    // Numbered ("1. label"), so that no option can pose as an outcome field.
-    let described: Vec<(String, String)> = q
+    // (number, label, description) of each option that has a description.
+    let described: Vec<(usize, &str, &str)> = q
         .options
         .iter()
         .enumerate()
@@ -655,18 +719,36 @@ fn embed_text(q: &Question, ctx: &RenderContext) -> EmbedText {
             o.description
                 .as_deref()
                 .filter(|d| !d.trim().is_empty())
-                .map(|d| (format!("{}. {}", i + 1, inert(&o.label)), inert(d)))
+                .map(|d| (i + 1, o.label.as_str(), d))
         })
         .collect();
-    let mut wanted: Vec<(String, String)> = Vec::new();
+    // At most OPTION_FIELDS_MAX fields, numbered ("1. label", the dot escaped so that it is
+    // never a list), so that no option can pose as an outcome field; past that, one field
+    // lists the rest, a line each, each line starting with its number in bold, which agent
+    // text cannot write.
+    let field = |&(n, label, d): &(usize, &str, &str)| {
+        (
+            format!("{n}\\. {}", inert(label)),
+            FieldText::Text(inert(d)),
+        )
+    };
+    let mut wanted: Vec<(String, FieldText)> = Vec::new();
     if described.len() <= OPTION_FIELDS_MAX {
-        wanted.extend(described.iter().cloned());
+        wanted.extend(described.iter().map(field));
     } else {
         let keep = OPTION_FIELDS_MAX - 1;
-        wanted.extend(described[..keep].iter().cloned());
+        wanted.extend(described[..keep].iter().map(field));
         let rest = &described[keep..];
-        let lines: Vec<String> = rest.iter().map(|(l, d)| format!("**{l}**: {d}")).collect();
-        wanted.push((format!("…and {} more", rest.len()), lines.join("\n")));
+        let lines = rest
+            .iter()
+            .map(|&(n, label, d)| {
+                (
+                    format!("**{n}.** "),
+                    format!("{}: {}", inert(label), inert(&one_line(d))),
+                )
+            })
+            .collect();
+        wanted.push((format!("…and {} more", rest.len()), FieldText::Lines(lines)));
     }
 
     // Share what is left of the embed total between the description and the fields.
@@ -677,7 +759,7 @@ fn embed_text(q: &Question, ctx: &RenderContext) -> EmbedText {
         .map(|(n, v)| {
             (
                 n.chars().count().min(EMBED_FIELD_NAME_MAX),
-                v.chars().count().min(EMBED_FIELD_VALUE_MAX),
+                v.len().min(EMBED_FIELD_VALUE_MAX),
             )
         })
         .collect();
@@ -695,15 +777,71 @@ fn embed_text(q: &Question, ctx: &RenderContext) -> EmbedText {
             let name_max = name_need.min((share / 2).max(share.saturating_sub(value_need)));
             let value_max = value_need.min(share - name_max);
             (name_max > 0 && value_max > 0)
-                .then(|| (truncate(name, name_max), truncate(value, value_max)))
+                .then(|| (truncate_md(name, name_max), value.cut(value_max)))
         })
         .collect();
 
     EmbedText {
         title,
-        description: truncate(&description, desc_budget),
+        description: truncate_md(&description, desc_budget),
         fields,
         footer,
+    }
+}
+
+/// A field's value before it is cut to its share.
+enum FieldText {
+    Text(String),
+    /// Lines, each as (its start, the rest): a line is cut in its rest, so that every line
+    /// keeps its start.
+    Lines(Vec<(String, String)>),
+}
+
+impl FieldText {
+    fn len(&self) -> usize {
+        match self {
+            FieldText::Text(t) => t.chars().count(),
+            FieldText::Lines(lines) => {
+                let chars: usize = lines
+                    .iter()
+                    .map(|(a, b)| a.chars().count() + b.chars().count())
+                    .sum();
+                chars + lines.len().saturating_sub(1)
+            }
+        }
+    }
+
+    /// The value in at most `max` characters.
+    fn cut(&self, max: usize) -> String {
+        let lines = match self {
+            FieldText::Text(t) => return truncate_md(t, max),
+            FieldText::Lines(lines) => lines,
+        };
+        let whole = || {
+            let all: Vec<String> = lines.iter().map(|(a, b)| format!("{a}{b}")).collect();
+            all.join("\n")
+        };
+        if self.len() <= max {
+            return whole();
+        }
+        let needs: Vec<usize> = lines
+            .iter()
+            .map(|(a, b)| a.chars().count() + b.chars().count())
+            .collect();
+        let shares = fair_shares(&needs, max.saturating_sub(lines.len().saturating_sub(1)));
+        let mut out = Vec::with_capacity(lines.len());
+        for (((start, rest), need), share) in lines.iter().zip(needs).zip(shares) {
+            let start_len = start.chars().count();
+            if share >= need {
+                out.push(format!("{start}{rest}"));
+            } else if share > start_len + 1 {
+                out.push(format!("{start}{}", truncate_md(rest, share - start_len)));
+            } else {
+                // Too little room to keep each line's start: cut the whole.
+                return truncate_md(&whole(), max);
+            }
+        }
+        out.join("\n")
     }
 }
 
@@ -752,6 +890,7 @@ fn build_embed(text: &EmbedText, outcome: &[(String, String)]) -> CreateEmbed {
 #[cfg(test)]
 mod tests {
     use super::super::custom_id;
+    use super::super::markdown_model;
     use super::*;
     use crate::core::model::{QuestionOption, RECOMMENDED_SUFFIX};
     use serde_json::Value;
@@ -927,25 +1066,55 @@ mod tests {
         assert!(t.ends_with('…'));
     }
 
+    /// What a person sees of a markdown text (Discord's model), the zero-width spaces askrelay
+    /// adds left out.
+    fn shown(s: &str) -> String {
+        markdown_model::parse(s).display.replace('\u{200B}', "")
+    }
+
     #[test]
     fn agent_text_cannot_mention_or_link() {
-        assert_eq!(inert("plain, a < b"), "plain, a < b");
-        assert_eq!(inert("<@123> <@&9> <#5>"), "\\<@123> \\<@&9> \\<#5>");
+        assert_eq!(inert("plain, a < b"), "plain\\, a \\< b");
+        assert_eq!(inert("<@123> <@&9>"), "\\<\\@123\\> \\<\\@\\&9\\>");
         assert_eq!(
             inert("hi @everyone and @Here"),
-            "hi @\u{200B}everyone and @\u{200B}Here"
+            "hi \\@\u{200B}everyone and \\@\u{200B}Here"
         );
-        assert_eq!(inert("[docs](https://evil)"), "\\[docs](https://evil)");
-        // Nothing renders inside code, so nothing is escaped there.
         assert_eq!(
-            inert("`<@1>` and ```\n[x](y)\n```"),
-            "`<@1>` and ```\n[x](y)\n```"
+            inert("[docs](https://e)"),
+            "\\[docs\\]\\(https\\:\\/\\/e\\)"
         );
-        assert_eq!(inert("\\<@1>"), "\\<@1>");
+        // The issue's example: a lone backtick escapes nothing after it.
+        let issue = "Deploy? ` [Open the runbook](https://evil.example) <@&123456789012345678>";
+        assert_eq!(markdown_model::live(&inert(issue)), vec![]);
+        assert_eq!(shown(&inert(issue)), issue);
+        // Code is escaped too: a code span could not hold an escape.
+        assert_eq!(inert("`<@1>`"), "\\`\\<\\@1\\>\\`");
+        assert_eq!(inert("\\<@1>"), "\\\\\\<\\@1\\>");
+        // Line starts: headings, subtext, quotes, lists.
         assert_eq!(
-            inert_plain("team=<@9> @everyone"),
-            "team=<\u{200B}@9> @\u{200B}everyone"
+            inert("# a\n-# b\n> c\n1. d"),
+            "\\# a\n\\-\\# b\n\\> c\n1\\. d"
         );
+        // Invisible controls and bidi overrides are dropped.
+        assert_eq!(inert("a\u{202E}b\u{7}c\r\nd\te"), "abc\nd\te");
+        assert_eq!(
+            inert_plain("team=<@9> @everyone https://e [x](y) <t:1>"),
+            "team=<\u{200B}@9> @\u{200B}everyone https:\u{200B}//e [x]\u{200B}(y) <\u{200B}t:1>"
+        );
+    }
+
+    #[test]
+    fn a_cut_never_leaves_an_escape_open() {
+        let md = inert("ab*cd");
+        assert_eq!(md, "ab\\*cd");
+        assert_eq!(truncate_md(&md, 4), "ab…");
+        assert_eq!(truncate_md(&md, 5), "ab\\*…");
+        assert_eq!(truncate_md(&md, 6), md);
+        assert_eq!(truncate_md("a\\\\\\\\b", 4), "a\\\\…");
+        assert_eq!(truncate_md("a \\", 3), "a \\");
+        assert_eq!(truncate_md("a \\ b", 4), "a…");
+        assert_eq!(truncate_md("abc", 0), "");
     }
 
     #[test]
@@ -958,9 +1127,13 @@ mod tests {
         );
         let body = json(&question_message(&q, &ctx(&s)));
         let e = check_limits(&body, &q);
-        assert_eq!(e["title"], "\\<@1>");
-        assert_eq!(e["fields"][0]["name"], "1. Answered by");
-        assert_eq!(e["fields"][0]["value"], "\\<@999> @\u{200B}everyone");
+        assert_eq!(shown(e["title"].as_str().unwrap()), "<@1>");
+        assert_eq!(e["fields"][0]["name"], "1\\. Answered by");
+        assert_eq!(
+            shown(e["fields"][0]["value"].as_str().unwrap()),
+            "<@999> @everyone"
+        );
+        assert_eq!(markdown_model::live_in(&body), vec![]);
         let answered = AnsweredView {
             by: "alice (uid 1000) via terminal".into(),
             note: Some("<@999> is me\nAnswered by: admin".into()),
@@ -971,8 +1144,8 @@ mod tests {
         let edit = json(&settled(&q, &ctx(&s), &answered).edit());
         let by = edit["embeds"][0]["fields"][1]["value"].as_str().unwrap();
         assert_eq!(
-            by,
-            "alice (uid 1000) via terminal\nnote: “\\<@999> is me Answered by: admin”"
+            shown(by),
+            "alice (uid 1000) via terminal\nnote: “<@999> is me Answered by: admin”"
         );
     }
 
@@ -993,13 +1166,16 @@ mod tests {
         let body = json(&question_message(&q, &ctx(&s)));
         let e = check_limits(&body, &q);
         assert_eq!(e["title"], "Database");
-        assert_eq!(e["description"], "Which database should we use?");
+        assert_eq!(e["description"], "Which database should we use\\?");
         assert!(!e["description"].as_str().unwrap().contains("Question 1"));
         let footer = e["footer"]["text"].as_str().unwrap();
         assert_eq!(footer, "request abc · agent x · project=p session=s");
         // Only the described option gets a field.
         assert_eq!(e["fields"].as_array().unwrap().len(), 1);
-        assert_eq!(e["fields"][0]["name"], "1. Postgres (Recommended)");
+        assert_eq!(
+            shown(e["fields"][0]["name"].as_str().unwrap()),
+            "1. Postgres (Recommended)"
+        );
         assert_eq!(e["fields"][0]["value"], "Solid and boring");
 
         let rows = body["components"].as_array().unwrap();
@@ -1119,8 +1295,8 @@ mod tests {
         let body = json(&question_message(&q, &c));
         let e = check_limits(&body, &q);
         let d = e["description"].as_str().unwrap();
-        assert!(d.contains("Question 2 of 2"), "{d}");
-        assert!(d.ends_with("Which database should we use?"));
+        assert!(d.starts_with("**Question 2 of 2**\n"), "{d}");
+        assert_eq!(shown(d), "Question 2 of 2\nWhich database should we use?");
         let ids = check_custom_ids(&body, &q);
         assert!(ids.iter().all(|id| id.question == 1));
     }
@@ -1304,11 +1480,21 @@ mod tests {
         assert_eq!(e["title"], original["embeds"][0]["title"]);
         assert_eq!(e["description"], original["embeds"][0]["description"]);
         assert_eq!(e["footer"], original["embeds"][0]["footer"]);
-        let text = e.to_string();
-        assert!(text.contains("<@123>"));
-        assert!(text.contains("Postgres\\nSQLite"));
-        assert!(text.contains("both, please"));
-        assert!(text.contains("<t:1700000000:f>"));
+        let fields = e["fields"].as_array().unwrap();
+        let value = |name: &str| {
+            let f = fields.iter().find(|f| f["name"] == name).unwrap();
+            f["value"].as_str().unwrap().to_owned()
+        };
+        assert_eq!(value("Answered by"), "<@123>");
+        assert_eq!(
+            value("Answer"),
+            "Postgres\nSQLite\n**Note:** both\\, please"
+        );
+        assert_eq!(
+            shown(&value("Answer")),
+            "Postgres\nSQLite\nNote: both, please"
+        );
+        assert_eq!(value("Answered at"), "<t:1700000000:f>");
         assert!(edit.get("content").is_none());
 
         let edit = json(&ended(&q, &c, "Cancelled", "the agent went away").edit());
@@ -1366,5 +1552,132 @@ mod tests {
         assert_eq!(m["components"][0]["components"][0]["label"], "Your answer");
         let m = json(&modal(&q, &c, Form::Note));
         assert_eq!(m["components"][0]["components"][0]["label"], "Note");
+    }
+
+    // --- agent text is inert: properties over random markdown ---------------------------------
+
+    use markdown_model::{agent_text, comparable, live_in, plain_is_inert, plain_texts, visible};
+    use proptest::prelude::*;
+
+    fn config() -> ProptestConfig {
+        ProptestConfig {
+            cases: 256,
+            failure_persistence: None,
+            ..ProptestConfig::default()
+        }
+    }
+
+    proptest! {
+        #![proptest_config(config())]
+
+        /// Whatever the text, [`inert`] leaves nothing live and reads as the text.
+        #[test]
+        fn inert_text_renders_nothing_and_reads_as_written(s in agent_text()) {
+            let md = inert(&s);
+            prop_assert_eq!(markdown_model::live(&md), vec![], "{:?} → {:?}", s, md);
+            prop_assert_eq!(shown(&md), visible(&s));
+        }
+
+        /// Cut anywhere, it stays inert and reads as the start of the text.
+        #[test]
+        fn a_cut_inert_text_renders_nothing(s in agent_text(), max in 0usize..80) {
+            let cut = truncate_md(&inert(&s), max);
+            prop_assert!(cut.chars().count() <= max);
+            prop_assert_eq!(markdown_model::live(&cut), vec![], "{:?} → {:?}", s, cut);
+            let shown = shown(&cut);
+            prop_assert!(visible(&s).starts_with(shown.trim_end_matches('…')), "{:?} → {:?}", s, shown);
+        }
+
+        /// Plain text places: nothing reads as a mention or a link, and the text reads as
+        /// written.
+        #[test]
+        fn inert_plain_text_reads_as_written(s in agent_text()) {
+            let plain = inert_plain(&s);
+            prop_assert!(plain_is_inert(&plain), "{:?} → {:?}", s, plain);
+            prop_assert_eq!(plain.replace('\u{200B}', ""), visible(&s));
+        }
+
+        /// Metamorphic, per surface: a question (with its context, and as the second of two,
+        /// with many described options), its DM or escalation copy, a reminder, the edits and
+        /// the modal show the same live constructs with random agent text everywhere as with a
+        /// plain placeholder; and no plain text reads as markup.
+        #[test]
+        fn agent_text_adds_no_markup_to_any_surface(
+            s in agent_text().prop_filter("visible", |s| !visible(s).trim().is_empty()),
+            options in 1usize..=25,
+            second in any::<bool>(),
+        ) {
+            let random = surfaces(&s, options, second);
+            let plain = surfaces("placeholder", options, second);
+            for ((name, body), (_, reference)) in random.iter().zip(&plain) {
+                let live = |b: &Value| -> Vec<markdown_model::Live> {
+                    live_in(b).iter().map(|(_, l)| comparable(l)).collect()
+                };
+                prop_assert_eq!(live(body), live(reference), "{}: {}", name, body);
+                for text in plain_texts(body) {
+                    prop_assert!(plain_is_inert(&text), "{}: {:?}", name, text);
+                }
+            }
+        }
+    }
+
+    /// Every surface of a question with `text` as every piece of agent text: (name, body).
+    fn surfaces(text: &str, options: usize, second: bool) -> Vec<(&'static str, Value)> {
+        let mut scope = Scope::new();
+        scope.insert("team".to_owned(), text.to_owned());
+        scope.insert(text.to_owned(), "v".to_owned());
+        let q = Question {
+            id: "q".to_owned(),
+            question: text.to_owned(),
+            header: Some(text.to_owned()),
+            options: (0..options)
+                .map(|i| opt(&format!("{i}{text}"), Some(text)))
+                .collect(),
+            multi_select: false,
+        };
+        let c = RenderContext {
+            token: "0123456789abcdef0123",
+            request_id: text,
+            question_index: usize::from(second),
+            question_count: 1 + usize::from(second),
+            agent: Some(text),
+            scope: &scope,
+            mention_user_ids: &[11],
+            mention_role_ids: &[22],
+        };
+        let context = Context {
+            text: Some(text.to_owned()),
+            files: Vec::new(),
+        };
+        let answered = AnsweredView {
+            by: format!("{} (uid 1000) via terminal", inert(text)),
+            note: Some(text.to_owned()),
+            labels: vec![text.to_owned(), format!("1{text}")],
+            custom: Some(text.to_owned()),
+            at_unix: 1_700_000_000,
+        };
+        let lead =
+            "**Escalated:** no answer after 5m. Original: https://discord.com/channels/1/2/3";
+        vec![
+            (
+                "question",
+                json(&question_post(&q, &c, Some(&context)).message),
+            ),
+            (
+                "copy",
+                json(&copy_post(&q, &c, lead, Some(&context)).message),
+            ),
+            (
+                "reminder",
+                json(&note("**Reminder:** waited 5m.", &c, Some((1, 2)))),
+            ),
+            ("settled", json(&settled(&q, &c, &answered).edit())),
+            (
+                "settled callback",
+                json(&settled(&q, &c, &answered).update()),
+            ),
+            ("ended", json(&ended(&q, &c, "Cancelled", text).edit())),
+            ("modal", json(&modal(&q, &c, Form::Other))),
+        ]
     }
 }

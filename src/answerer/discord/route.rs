@@ -66,6 +66,27 @@ impl ResolvedRoute {
             || role_ids.iter().any(|r| self.allowed_role_ids.contains(r))
     }
 
+    /// Whether this route posts in `channel`: its own channel, or an escalation step's.
+    pub fn posts_in(&self, channel: u64) -> bool {
+        !self.closed
+            && (self.channel_id == channel
+                || self.escalate.iter().any(|s| s.channel_id == Some(channel)))
+    }
+
+    /// Whether a member may see this route's requests listed in `channel`: only where the route
+    /// posts ([`ResolvedRoute::posts_in`]), and only if they may answer on the route there
+    /// (its allowlists, or those of an escalation step that posts in that channel). A listing
+    /// shows no more than the route's own messages there do.
+    pub fn shows_in(&self, channel: u64, user_id: u64, role_ids: &[u64]) -> bool {
+        self.posts_in(channel)
+            && (self.allows(user_id, role_ids)
+                || self.escalate.iter().any(|s| {
+                    s.channel_id == Some(channel)
+                        && (s.allowed_user_ids.contains(&user_id)
+                            || role_ids.iter().any(|r| s.allowed_role_ids.contains(r)))
+                }))
+    }
+
     /// [`ResolvedRoute::allows`], widened by what a request asked at `asked_at_ms` has reached
     /// by `now_ms`: the people it was sent to by DM (in a DM Discord sends no roles, so they
     /// are known by user id), and the allowlists of every escalation step that has begun.
@@ -292,5 +313,27 @@ mod tests {
             ..r
         };
         assert!(open.allows(1, &[]));
+    }
+
+    #[test]
+    fn a_route_is_shown_only_where_it_posts() {
+        let mut c = config();
+        c.routes[0].escalate = Some(vec![EscalationStep {
+            after_secs: 60,
+            mention_role_ids: vec![],
+            mention_user_ids: vec![],
+            channel_id: Some(Snowflake(3)),
+            dm_user_ids: vec![],
+            allowed_role_ids: vec![],
+            allowed_user_ids: vec![Snowflake(55)],
+        }]);
+        let infra = by_name(&c, "infra").unwrap();
+        assert!(infra.posts_in(2) && infra.posts_in(3) && !infra.posts_in(1));
+        // Role 7 may answer on infra: in its channels, not in the default's.
+        assert!(infra.shows_in(2, 99, &[7]) && infra.shows_in(3, 99, &[7]));
+        assert!(!infra.shows_in(1, 99, &[7]));
+        // The step's own allowlist counts in the step's channel only.
+        assert!(infra.shows_in(3, 55, &[]) && !infra.shows_in(2, 55, &[]));
+        assert!(!closed(&c).posts_in(0));
     }
 }

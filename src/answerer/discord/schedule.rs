@@ -264,7 +264,8 @@ impl Shared {
         Some((planned, next))
     }
 
-    /// What a copy or a note says before its mentions, e.g. "Escalated: no answer after 30m."
+    /// What a copy or a note says before its mentions, e.g. "**Escalated:** no answer after
+    /// 30m.": askrelay's status starts in bold, which agent text cannot be (docs/security.md).
     pub(super) fn lead(&self, req: &Request, post: &Post, original: Option<String>) -> String {
         let age = human(Duration::from_secs(
             ((now_ms() - req.created_at_ms).max(0) / 1000) as u64,
@@ -273,11 +274,11 @@ impl Shared {
             .map(|l| format!(" Original: {l}"))
             .unwrap_or_default();
         if post.slot.starts_with("note:r") {
-            format!("Reminder: this question has waited {age} for an answer.")
+            format!("**Reminder:** this question has waited {age} for an answer.")
         } else if step_of(&post.slot).is_some() {
-            format!("Escalated: no answer after {age}.{link}")
+            format!("**Escalated:** no answer after {age}.{link}")
         } else {
-            format!("A question for you from askrelay.{link}")
+            format!("**A question for you from askrelay.**{link}")
         }
     }
 
