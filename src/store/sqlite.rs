@@ -62,6 +62,56 @@ macro_rules! write_tx {
     }};
 }
 
+/// A connection that began a transaction by hand: unless [`TxConn::finished`] is called after
+/// its `COMMIT`, it is closed when dropped (an error, or a future dropped half-way), never
+/// returned to the pool inside the transaction.
+struct TxConn {
+    conn: sqlx::pool::PoolConnection<sqlx::Sqlite>,
+    finished: bool,
+}
+
+impl TxConn {
+    async fn acquire(pool: &SqlitePool) -> Result<TxConn> {
+        Ok(TxConn {
+            conn: pool.acquire().await?,
+            finished: false,
+        })
+    }
+
+    fn finished(&mut self) {
+        self.finished = true;
+    }
+}
+
+impl std::ops::Deref for TxConn {
+    type Target = sqlx::pool::PoolConnection<sqlx::Sqlite>;
+    fn deref(&self) -> &Self::Target {
+        &self.conn
+    }
+}
+
+impl std::ops::DerefMut for TxConn {
+    fn deref_mut(&mut self) -> &mut Self::Target {
+        &mut self.conn
+    }
+}
+
+impl Drop for TxConn {
+    fn drop(&mut self) {
+        if !self.finished {
+            self.conn.close_on_drop();
+        }
+    }
+}
+
+/// One statement as a transaction of its own, sent to the connection's worker thread in one
+/// call: `BEGIN IMMEDIATE; <statement>; COMMIT` (see [`SqliteStore::commit_one`]).
+macro_rules! committed {
+    ($sql:expr) => {
+        concat!("BEGIN IMMEDIATE; ", $sql, "; COMMIT")
+    };
+}
+
 pub struct SqliteStore {
     pool: SqlitePool,
     path: Option<PathBuf>,
@@ -132,6 +182,21 @@ impl SqliteStore {
             path,
             lease: Mutex::new(None),
         })
+    }
+
+    /// Runs a [`committed!`] statement to its end on a connection of its own and returns the
+    /// rows of its `RETURNING`: the result is the `COMMIT`'s, so nothing comes back for a
+    /// write that did not reach the file. One call to the worker thread instead of three
+    /// (`BEGIN`, the statement, `COMMIT`). On any error the connection is closed, never reused
+    /// inside the transaction its `BEGIN` opened (see the module comment).
+    async fn commit_one<'q>(
+        &self,
+        query: sqlx::query::Query<'q, sqlx::Sqlite, sqlx::sqlite::SqliteArguments<'q>>,
+    ) -> Result<Vec<SqliteRow>> {
+        let mut conn = TxConn::acquire(&self.pool).await?;
+        let rows = query.fetch_all(&mut **conn).await?;
+        conn.finished();
+        Ok(rows)
     }
 
     /// The pool, for tests that need to reach past the store (the audit log's triggers).
@@ -292,8 +357,8 @@ impl Store for SqliteStore {
             .collect();
         // One statement: the trigger `requests_created` writes the questions, the outbox rows
         // and the audit row from the same row (see migrations/0004_one_statement.sql). It runs
-        // in a transaction whose COMMIT is checked: the row RETURNING gives back comes before
-        // an auto-commit's own commit, whose failure (a full disk) would go unseen.
+        // in a transaction whose COMMIT is checked: in auto-commit the row RETURNING gives back
+        // comes before the statement's own commit, whose failure (a full disk) went unseen.
         let planned_json = serde_json::to_string(&planned)?;
         let audit_json = audit_json(audit, new.created_at_ms);
         let on_expire = new
@@ -301,34 +366,33 @@ impl Store for SqliteStore {
             .as_ref()
             .map(|e| serde_json::to_string(&e.on_expire))
             .transpose()?;
-        let inserted: Option<i64> = write_tx!(self, |tx| {
-            let keys: Vec<i64> = sqlx::query_scalar(
-                "INSERT INTO requests (request_id, token, questions_json, caller_json, scope_json, \
-                 answerer, route, peer_uid, peer_pid, created_at, planned_json, audit_json, \
-                 expire_at, on_expire, context_json) \
-                 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) \
-                 ON CONFLICT (request_id) DO NOTHING RETURNING key",
+        let rows = self
+            .commit_one(
+                sqlx::query(committed!(
+                    "INSERT INTO requests (request_id, token, questions_json, caller_json, \
+                     scope_json, answerer, route, peer_uid, peer_pid, created_at, planned_json, \
+                     audit_json, expire_at, on_expire, context_json) \
+                     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) \
+                     ON CONFLICT (request_id) DO NOTHING RETURNING key"
+                ))
+                .bind(&new.request_id)
+                .bind(&new.token)
+                .bind(&questions_json)
+                .bind(&caller_json)
+                .bind(&scope_json)
+                .bind(&new.answerer)
+                .bind(&new.route)
+                .bind(new.peer.uid.map(i64::from))
+                .bind(new.peer.pid)
+                .bind(new.created_at_ms)
+                .bind(&planned_json)
+                .bind(&audit_json)
+                .bind(new.expiry.as_ref().map(|e| e.at_ms))
+                .bind(&on_expire)
+                .bind(&context_json),
             )
-            .bind(&new.request_id)
-            .bind(&new.token)
-            .bind(&questions_json)
-            .bind(&caller_json)
-            .bind(&scope_json)
-            .bind(&new.answerer)
-            .bind(&new.route)
-            .bind(new.peer.uid.map(i64::from))
-            .bind(new.peer.pid)
-            .bind(new.created_at_ms)
-            .bind(&planned_json)
-            .bind(&audit_json)
-            .bind(new.expiry.as_ref().map(|e| e.at_ms))
-            .bind(&on_expire)
-            .bind(&context_json)
-            // Every row, so that the statement has finished before the COMMIT.
-            .fetch_all(&mut *tx)
             .await?;
-            anyhow::Ok(keys.first().copied())
-        })?;
+        let inserted: Option<i64> = rows.first().map(|r| r.get(0));
         match inserted {
             Some(key) => Ok(Created::New(Request::created(key, new))),
             None => {
@@ -391,8 +455,12 @@ impl Store for SqliteStore {
         // One transaction, whose COMMIT is checked before anyone is told: the conditional
         // UPDATE decides first-wins, and its trigger writes the audit row and, when
         // `result_if_last` is given and no question is left open, the request's final result.
-        let settled = write_tx!(self, |tx| {
-            let open_after: Vec<i64> = sqlx::query_scalar(
+        // Usually two calls to the connection's worker thread: BEGIN with the UPDATE, then
+        // COMMIT.
+        let mut tx = TxConn::acquire(&self.pool).await?;
+        let settled = {
+            let open_after: Vec<i64> = sqlx::query_scalar(concat!(
+                "BEGIN IMMEDIATE; ",
                 "UPDATE questions SET answered_at = ?, answered_by = ?, answered_via = ?, \
                  answered_id = ?, answered_note = ?, selected_json = ?, custom = ?, \
                  audit_json = ?, result_if_last = ? \
@@ -400,8 +468,8 @@ impl Store for SqliteStore {
                  AND (SELECT status FROM requests WHERE key = ?) = 'pending' \
                  RETURNING (SELECT count(*) FROM questions q \
                             WHERE q.request_key = questions.request_key \
-                            AND q.answered_at IS NULL)",
-            )
+                            AND q.answered_at IS NULL)"
+            ))
             .bind(at_ms)
             .bind(&actor.name)
             .bind(actor.via.as_str())
@@ -414,8 +482,7 @@ impl Store for SqliteStore {
             .bind(key)
             .bind(idx as i64)
             .bind(key)
-            // Every row, so that the statement has finished before the COMMIT.
-            .fetch_all(&mut *tx)
+            .fetch_all(&mut **tx)
             .await?;
             let settled = match (open_after.first(), &result_if_last) {
                 (Some(0), Some(result)) => Settled::Won(Some(result.clone())),
@@ -427,7 +494,7 @@ impl Store for SqliteStore {
                          ORDER BY idx",
                     )
                     .bind(key)
-                    .fetch_all(&mut *tx)
+                    .fetch_all(&mut **tx)
                     .await?;
                     let mut all = Vec::with_capacity(rows.len());
                     for r in &rows {
@@ -446,7 +513,7 @@ impl Store for SqliteStore {
                     .bind(&result)
                     .bind(at_ms)
                     .bind(key)
-                    .execute(&mut *tx)
+                    .execute(&mut **tx)
                     .await?;
                     Settled::Won(Some(result))
                 }
@@ -459,8 +526,13 @@ impl Store for SqliteStore {
                     Settled::Lost
                 }
             };
-            anyhow::Ok(settled)
-        })?;
+            sqlx::query("COMMIT").execute(&mut **tx).await?;
+            tx.finished();
+            settled
+        };
+        // Back to the pool before anything else is read: holding it while waiting for another
+        // connection could wait for ever once every connection is held so.
+        drop(tx);
         match settled {
             Settled::Won(result) => Ok(SettleOutcome::Won { result }),
             Settled::Lost => {
@@ -508,7 +580,22 @@ impl Store for SqliteStore {
 
     async fn audit(&self, entry: &AuditEntry) -> Result<()> {
         let at = crate::core::request::now_ms();
-        write_tx!(self, |tx| { insert_audit(&mut tx, entry, at).await })
+        self.commit_one(
+            sqlx::query(committed!(
+                "INSERT INTO audit (at, request_key, question_idx, source, actor, action, \
+                 detail, accepted) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
+            ))
+            .bind(at)
+            .bind(entry.request_key)
+            .bind(entry.question_idx.map(|i| i as i64))
+            .bind(entry.source.as_str())
+            .bind(&entry.actor)
+            .bind(entry.action.as_str())
+            .bind(&entry.detail)
+            .bind(entry.accepted),
+        )
+        .await
+        .map(drop)
     }
 
     async fn audit_rows(&self, request_key: Option<i64>) -> Result<Vec<AuditRow>> {
@@ -578,12 +665,12 @@ impl Store for SqliteStore {
         guild: Option<&str>,
     ) -> Result<()> {
         let at = crate::core::request::now_ms();
-        write_tx!(self, |tx| {
-            sqlx::query(
+        self.commit_one(
+            sqlx::query(committed!(
                 "UPDATE posts SET message = ?, posted_at = ?, attempts = attempts + 1, \
                      last_error = NULL, guild = COALESCE(?, guild), channel = COALESCE(?, channel) \
-                     WHERE request_key = ? AND idx = ? AND answerer = ? AND slot = ?",
-            )
+                     WHERE request_key = ? AND idx = ? AND answerer = ? AND slot = ?"
+            ))
             .bind(message)
             .bind(at)
             .bind(guild)
@@ -591,11 +678,10 @@ impl Store for SqliteStore {
             .bind(key)
             .bind(idx as i64)
             .bind(answerer)
-            .bind(slot)
-            .execute(&mut *tx)
-            .await?;
-            anyhow::Ok(())
-        })
+            .bind(slot),
+        )
+        .await
+        .map(drop)
     }
 
     async fn record_post_failure(
@@ -606,20 +692,19 @@ impl Store for SqliteStore {
         slot: &str,
         error: &str,
     ) -> Result<()> {
-        write_tx!(self, |tx| {
-            sqlx::query(
+        self.commit_one(
+            sqlx::query(committed!(
                 "UPDATE posts SET attempts = attempts + 1, last_error = ? \
-                     WHERE request_key = ? AND idx = ? AND answerer = ? AND slot = ?",
-            )
+                     WHERE request_key = ? AND idx = ? AND answerer = ? AND slot = ?"
+            ))
             .bind(error)
             .bind(key)
             .bind(idx as i64)
             .bind(answerer)
-            .bind(slot)
-            .execute(&mut *tx)
-            .await?;
-            anyhow::Ok(())
-        })
+            .bind(slot),
+        )
+        .await
+        .map(drop)
     }
 
     async fn record_edit(
@@ -630,20 +715,19 @@ impl Store for SqliteStore {
         slot: &str,
         edit: EditState,
     ) -> Result<()> {
-        write_tx!(self, |tx| {
-            sqlx::query(
+        self.commit_one(
+            sqlx::query(committed!(
                 "UPDATE posts SET edited = ? \
-                 WHERE request_key = ? AND idx = ? AND answerer = ? AND slot = ?",
-            )
+                 WHERE request_key = ? AND idx = ? AND answerer = ? AND slot = ?"
+            ))
             .bind(edit.as_str())
             .bind(key)
             .bind(idx as i64)
             .bind(answerer)
-            .bind(slot)
-            .execute(&mut *tx)
-            .await?;
-            anyhow::Ok(())
-        })
+            .bind(slot),
+        )
+        .await
+        .map(drop)
     }
 
     async fn outbox_due(&self, answerer: Option<&str>) -> Result<Vec<DuePost>> {
@@ -755,22 +839,21 @@ impl Store for SqliteStore {
     async fn save_draft(&self, key: i64, idx: usize, user: &str, selected: &[usize]) -> Result<()> {
         let selected = serde_json::to_string(selected)?;
         let at = crate::core::request::now_ms();
-        write_tx!(self, |tx| {
-            sqlx::query(
+        self.commit_one(
+            sqlx::query(committed!(
                 "INSERT INTO drafts (request_key, idx, user_id, selected_json, updated_at) \
                      VALUES (?, ?, ?, ?, ?) ON CONFLICT (request_key, idx, user_id) \
                      DO UPDATE SET selected_json = excluded.selected_json, \
-                     updated_at = excluded.updated_at",
-            )
+                     updated_at = excluded.updated_at"
+            ))
             .bind(key)
             .bind(idx as i64)
             .bind(user)
             .bind(&selected)
-            .bind(at)
-            .execute(&mut *tx)
-            .await?;
-            anyhow::Ok(())
-        })
+            .bind(at),
+        )
+        .await
+        .map(drop)
     }
 
     async fn draft(&self, key: i64, idx: usize, user: &str) -> Result<Vec<usize>> {
@@ -827,16 +910,15 @@ impl Store for SqliteStore {
         if let Some(path) = &self.path {
             disk_room(path)?;
         }
-        write_tx!(self, |tx| {
-            sqlx::query(
+        self.commit_one(
+            sqlx::query(committed!(
                 "INSERT INTO settings (name, value) VALUES ('health_probe', ?) \
-                 ON CONFLICT (name) DO UPDATE SET value = excluded.value",
-            )
-            .bind(crate::core::request::now_ms())
-            .execute(&mut *tx)
-            .await?;
-            anyhow::Ok(())
-        })
+                 ON CONFLICT (name) DO UPDATE SET value = excluded.value"
+            ))
+            .bind(crate::core::request::now_ms()),
+        )
+        .await
+        .map(drop)
     }
 
     async fn prune(
@@ -1112,3 +1194,5 @@ mod tests {
         other.acquire_lease(&me).await.unwrap();
     }
 }
+
+

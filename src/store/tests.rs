@@ -215,6 +215,56 @@ async fn check_first_settlement_wins_and_completes_the_request(t: TestStore) {
     assert_eq!(accepted, [false, true, false], "ask, won, lost");
 }
 
+/// Twenty people answer one question at once: one wins, the others learn who did, every
+/// attempt is audited, and nobody waits on another's transaction for long.
+async fn check_concurrent_settlements_have_one_winner(t: TestStore) {
+    let store = t.store.clone();
+    let req = create(&*store, &new_request("race")).await;
+    let mut tasks = Vec::new();
+    for i in 0..20u8 {
+        let store = store.clone();
+        tasks.push(tokio::spawn(async move {
+            let answer = AuditEntry {
+                request_key: Some(req.key),
+                action: AuditAction::Answer,
+                ..Default::default()
+            };
+            store
+                .settle(
+                    req.key,
+                    0,
+                    &Settlement::choice(usize::from(i % 2)),
+                    &person(&format!("p{i}")),
+                    5,
+                    &answer,
+                    None,
+                    &finish,
+                )
+                .await
+                .unwrap()
+        }));
+    }
+    let mut won = 0;
+    for task in tasks {
+        match tokio::time::timeout(std::time::Duration::from_secs(20), task)
+            .await
+            .expect("a settlement finishes")
+            .unwrap()
+        {
+            SettleOutcome::Won { result } => {
+                assert!(result.is_some(), "the one question completes the request");
+                won += 1;
+            }
+            SettleOutcome::AlreadyAnswered(_) => {}
+            other => panic!("{other:?}"),
+        }
+    }
+    assert_eq!(won, 1);
+    let rows = store.audit_rows(Some(req.key)).await.unwrap();
+    assert_eq!(rows.len(), 21, "the ask and every attempt");
+    assert_eq!(rows.iter().filter(|r| r.accepted).count(), 1);
+}
+
 async fn check_the_audit_log_is_append_only(t: TestStore) {
     let store = &*t.store;
     store
@@ -551,6 +601,7 @@ both_backends! {
     check_first_settlement_wins_and_completes_the_request =>
         first_settlement_wins_and_completes_the_request,
     check_the_audit_log_is_append_only => the_audit_log_is_append_only,
+    check_concurrent_settlements_have_one_winner => concurrent_settlements_have_one_winner,
     check_pruning_deletes_only_what_ended_and_audit_rows_older_than_the_cutoff =>
         pruning_deletes_only_what_ended_and_audit_rows_older_than_the_cutoff,
     check_the_outbox_timers_drafts_and_schedules => the_outbox_timers_drafts_and_schedules,
