@@ -1194,5 +1194,3 @@ mod tests {
         other.acquire_lease(&me).await.unwrap();
     }
 }
-
-

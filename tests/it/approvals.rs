@@ -528,11 +528,11 @@ async fn approve_shows_hidden_characters_escaped_and_flagged_in_discord() {
     let create = posted(app.standin()).await;
     nothing_hidden_in(&create);
     let body = create.body.as_ref().unwrap();
-    let shown = "'report⟨U+202E⟩fdp.exe' 'a⟨U+200B⟩b' 'safe⟨U+000D⟩rm -rf ~' \
+    let argv_shown = "'report⟨U+202E⟩fdp.exe' 'a⟨U+200B⟩b' 'safe⟨U+000D⟩rm -rf ~' \
                  'tag⟨U+E0041⟩⟨U+E007F⟩' '⟨U+2066⟩inv⟨U+2069⟩' 'nb⟨U+00A0⟩sp' '⟨U+27E8⟩U+202E⟩'";
     let content = body["content"].as_str().unwrap();
-    assert!(content.contains(shown), "{content}");
-    let question = body["embeds"][0]["description"].as_str().unwrap();
+    assert!(content.contains(argv_shown), "{content}");
+    let question = shown(body["embeds"][0]["description"].as_str().unwrap());
     assert!(
         question.starts_with(
             "⚠ This contains hidden characters, shown as ⟨U+202E⟩ ⟨U+200B⟩ ⟨U+000D⟩ \
@@ -540,7 +540,7 @@ async fn approve_shows_hidden_characters_escaped_and_flagged_in_discord() {
         ),
         "{question}"
     );
-    assert!(question.ends_with(shown), "{question}");
+    assert!(question.ends_with(argv_shown), "{question}");
 
     // Approved, the original argv runs, byte for byte.
     let m = app.messages(CHANNEL).remove(0);
@@ -550,7 +550,7 @@ async fn approve_shows_hidden_characters_escaped_and_flagged_in_discord() {
     let mut expected = words.join("\n");
     expected.push('\n');
     assert_eq!(std::fs::read_to_string(&out).unwrap(), expected);
-    assert!(err.contains(shown), "{err}");
+    assert!(err.contains(argv_shown), "{err}");
     shows_nothing_hidden("approve's stderr", &err);
     app.assert_payloads_valid();
 }
@@ -575,24 +575,24 @@ async fn approve_shows_non_utf8_argv_escaped_and_runs_the_exact_bytes() {
     let create = posted(app.standin()).await;
     nothing_hidden_in(&create);
     let body = create.body.as_ref().unwrap();
-    let shown = "'caf⟨0xE9⟩-⟨0xFF⟩⟨0xFE⟩.txt'";
+    let argv_shown = "'caf⟨0xE9⟩-⟨0xFF⟩⟨0xFE⟩.txt'";
     let content = body["content"].as_str().unwrap();
-    assert!(content.contains(shown), "{content}");
-    let question = body["embeds"][0]["description"].as_str().unwrap();
+    assert!(content.contains(argv_shown), "{content}");
+    let question = shown(body["embeds"][0]["description"].as_str().unwrap());
     assert!(
         question.starts_with(
             "⚠ This contains hidden characters, shown as ⟨0xE9⟩ ⟨0xFF⟩ ⟨0xFE⟩\nRun this command?"
         ),
         "{question}"
     );
-    assert!(question.ends_with(shown), "{question}");
+    assert!(question.ends_with(argv_shown), "{question}");
 
     let m = app.messages(CHANNEL).remove(0);
     final_state(&app.press(&m, &alice(), "Run").await);
     let (code, _, err) = finish(child).await;
     assert_eq!(code, 0, "{err}");
     assert_eq!(std::fs::read(&out).unwrap(), raw, "the very bytes ran");
-    assert!(err.contains(shown), "{err}");
+    assert!(err.contains(argv_shown), "{err}");
     shows_nothing_hidden("approve's stderr", &err);
     app.assert_payloads_valid();
 }
@@ -622,7 +622,7 @@ async fn the_hook_shows_hidden_characters_escaped_and_flagged_in_discord() {
          ls⟨U+000D⟩⟨U+200B⟩\n```"
     );
     assert_eq!(
-        body["embeds"][0]["description"],
+        shown(body["embeds"][0]["description"].as_str().unwrap()),
         "⚠ This contains hidden characters, shown as ⟨U+202E⟩ ⟨U+2066⟩ ⟨U+2069⟩ ⟨U+000D⟩ \
          ⟨U+200B⟩ …\nAllow Bash?\n\nList the⟨U+200B⟩ files⟨U+E0041⟩"
     );
@@ -655,13 +655,12 @@ async fn the_hook_shows_hidden_characters_escaped_and_flagged_in_discord() {
         "--- no⟨U+202E⟩txt.sh\n+++ no⟨U+202E⟩txt.sh\n@@ -2,1 +2,1 @@\n-two⟨U+200D⟩\n\
          +TWO⟨U+2060⟩⟨U+000D⟩\n"
     );
-    assert!(body["embeds"][0]["description"]
-        .as_str()
-        .unwrap()
-        .starts_with(
+    assert!(
+        shown(body["embeds"][0]["description"].as_str().unwrap()).starts_with(
             "⚠ This contains hidden characters, shown as ⟨U+202E⟩ ⟨U+200D⟩ ⟨U+2060⟩ ⟨U+000D⟩\n\
              Allow Edit?"
-        ));
+        )
+    );
     final_state(&app.press(&m, &alice(), "Allow").await);
     let (_, out, _) = finish(hook).await;
     assert_eq!(decision(&out)["permissionDecision"], "allow");
@@ -682,10 +681,12 @@ async fn the_hook_shows_hidden_characters_escaped_and_flagged_in_discord() {
         String::from_utf8(create.files[0].data.clone()).unwrap(),
         "--- w.txt\n+++ w.txt\n@@ -1,1 +1,2 @@\n keep⟨U+FEFF⟩\n+⟨U+3164⟩⟨U+00A0⟩\n"
     );
-    assert!(create.body.as_ref().unwrap()["embeds"][0]["description"]
-        .as_str()
-        .unwrap()
-        .starts_with("⚠ This contains hidden characters, shown as ⟨U+FEFF⟩ ⟨U+3164⟩ ⟨U+00A0⟩\n"));
+    assert!(shown(
+        create.body.as_ref().unwrap()["embeds"][0]["description"]
+            .as_str()
+            .unwrap()
+    )
+    .starts_with("⚠ This contains hidden characters, shown as ⟨U+FEFF⟩ ⟨U+3164⟩ ⟨U+00A0⟩\n"));
     final_state(&app.press(&m, &alice(), "Deny").await);
     finish(hook).await;
     app.assert_payloads_valid();
@@ -878,7 +879,10 @@ async fn the_hook_does_not_read_a_file_over_the_cap() {
     let hook = start(&bin, &["hook", "claude-code"], &event).await;
     let (create, m) = posted_for(&app, "claude-code-toolu_f3").await;
     let body = create.body.as_ref().unwrap();
-    assert_eq!(body["embeds"][0]["description"], "Allow Write?");
+    assert_eq!(
+        shown(body["embeds"][0]["description"].as_str().unwrap()),
+        "Allow Write?"
+    );
     assert!(body["content"]
         .as_str()
         .unwrap()
