@@ -609,11 +609,17 @@ pub fn agent_text() -> impl proptest::strategy::Strategy<Value = String> {
 }
 
 /// What a person should see of agent text `s`: control and bidi characters (other than newline
-/// and tab) and zero-width spaces do not show.
+/// and tab) as visible escapes (`\r`, `\u{202e}`), zero-width spaces not at all.
 pub fn visible(s: &str) -> String {
-    s.chars()
-        .filter(|&c| !hidden(c) && c != '\u{200B}')
-        .collect()
+    let mut out = String::new();
+    for c in s.chars().filter(|&c| c != '\u{200B}') {
+        match c {
+            '\r' => out.push_str("\\r"),
+            c if hidden(c) => out.push_str(&format!("\\u{{{:x}}}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    out
 }
 
 /// A control or bidi character other than newline and tab.

@@ -217,11 +217,19 @@ pub fn inert_plain(s: &str) -> String {
     out
 }
 
-/// The characters of `s` that show: control and bidi characters other than newline and tab
-/// are left out.
+/// The characters of `s` as they are shown: control and bidi characters other than newline and
+/// tab become visible escapes (`\u{202e}`), as on a terminal, so that none reorders or hides
+/// what follows and none is dropped without a trace.
 fn shown_chars(s: &str) -> impl Iterator<Item = char> + '_ {
-    s.chars()
-        .filter(|&c| c == '\n' || c == '\t' || !crate::core::text::is_display_control(c))
+    s.chars().flat_map(|c| {
+        let visible = c == '\n' || c == '\t' || !crate::core::text::is_display_control(c);
+        let shown = if visible {
+            c.to_string()
+        } else {
+            crate::core::text::escape(&c.to_string())
+        };
+        shown.chars().collect::<Vec<_>>()
+    })
 }
 
 /// Whether the text after an `@` makes it `@everyone` or `@here` (any letter case).
@@ -1096,8 +1104,11 @@ mod tests {
             inert("# a\n-# b\n> c\n1. d"),
             "\\# a\n\\-\\# b\n\\> c\n1\\. d"
         );
-        // Invisible controls and bidi overrides are dropped.
-        assert_eq!(inert("a\u{202E}b\u{7}c\r\nd\te"), "abc\nd\te");
+        // Invisible controls and bidi overrides show as escapes.
+        assert_eq!(
+            inert("a\u{202E}b\u{7}c\r\nd\te"),
+            concat!(r"a\\u\{202e\}b\\u\{7\}c\\r", "\nd\te")
+        );
         assert_eq!(
             inert_plain("team=<@9> @everyone https://e [x](y) <t:1>"),
             "team=<\u{200B}@9> @\u{200B}everyone https:\u{200B}//e [x]\u{200B}(y) <\u{200B}t:1>"
