@@ -653,8 +653,33 @@ async fn pending(target: &Target, as_json: bool) -> Result<i32> {
                 .collect();
             println!("{pad:>76}scope: {}", labels.join(" "));
         }
+        if let Some(c) = &r.context {
+            print_context(c);
+        }
     }
     Ok(0)
+}
+
+/// What is being approved, as Discord shows it with the question: the context's text and
+/// each of its files (a command, a diff), line by line, every line escaped for the terminal.
+fn print_context(c: &crate::protocol::ContextView) {
+    let block = |title: &str, t: &crate::protocol::ContextText| {
+        let size = if t.truncated {
+            format!(" (the first {} of {} bytes)", t.content.len(), t.bytes)
+        } else {
+            String::new()
+        };
+        println!("    ── {title}{size} ──");
+        for line in t.content.lines() {
+            println!("    │ {}", Escaped(line));
+        }
+    };
+    if let Some(t) = &c.text {
+        block("context", t);
+    }
+    for f in &c.files {
+        block(&Escaped(&f.name).to_string(), &f.text);
+    }
 }
 
 fn answered_by(a: &crate::protocol::AnsweredView) -> String {
@@ -920,6 +945,7 @@ fn print_history(requests: &[RequestView]) -> Result<()> {
             println!("{:<38}   on node {}", "", Escaped(node));
         }
         for q in &r.questions {
+            println!("{:<38}   {}: {}", "", Escaped(&q.id), one_line(&q.question));
             if let Some(a) = &q.answered {
                 println!(
                     "{:<38}   {} answered by {} at {}",
@@ -929,6 +955,9 @@ fn print_history(requests: &[RequestView]) -> Result<()> {
                     a.at
                 );
             }
+        }
+        if let Some(c) = &r.context {
+            print_context(c);
         }
     }
     Ok(())

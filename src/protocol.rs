@@ -9,7 +9,8 @@
 
 use crate::core::answer::QuestionAnswer;
 use crate::core::model::{
-    check_line, parse_ask, parse_request_id, Caller, Scope, MAX_NOTE_CHARS, MAX_REASON_CHARS,
+    check_line, parse_ask, parse_request_id, Caller, Context, Scope, MAX_NOTE_CHARS,
+    MAX_REASON_CHARS,
 };
 use crate::core::request::{Outcome, Post, Request};
 use crate::core::{Ask, AskError, ErrorCode};
@@ -431,6 +432,71 @@ pub struct RequestView {
     /// The cluster node that owns the request (cluster mode only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub node: Option<String>,
+    /// What is being approved (the ask's `context`): what Discord shows with the question.
+    /// Each text is cut to [`VIEW_CONTEXT_MAX`] bytes in a listing; `truncated` says so.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub context: Option<ContextView>,
+}
+
+/// How much of each context text and file a listing carries: enough for a command or a diff
+/// to review, while a page of 200 requests with 9 files each stays a reply a terminal can read.
+pub const VIEW_CONTEXT_MAX: usize = 64 * 1024;
+
+/// A request's context as `pending` and `history` show it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ContextView {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub text: Option<ContextText>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub files: Vec<ContextFileView>,
+}
+
+/// A context text, cut to [`VIEW_CONTEXT_MAX`] bytes at a character boundary.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ContextText {
+    pub content: String,
+    /// Its whole size in bytes.
+    pub bytes: usize,
+    /// Whether `content` is only the start of it.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub truncated: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ContextFileView {
+    pub name: String,
+    #[serde(flatten)]
+    pub text: ContextText,
+}
+
+impl ContextText {
+    fn new(s: &str) -> ContextText {
+        let mut end = s.len().min(VIEW_CONTEXT_MAX);
+        while !s.is_char_boundary(end) {
+            end -= 1;
+        }
+        ContextText {
+            content: s[..end].to_owned(),
+            bytes: s.len(),
+            truncated: end < s.len(),
+        }
+    }
+}
+
+impl ContextView {
+    fn new(c: &Context) -> ContextView {
+        ContextView {
+            text: c.text.as_deref().map(ContextText::new),
+            files: c
+                .files
+                .iter()
+                .map(|f| ContextFileView {
+                    name: f.name.clone(),
+                    text: ContextText::new(&f.content),
+                })
+                .collect(),
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -543,6 +609,11 @@ impl RequestView {
             result,
             error,
             node: req.node.clone(),
+            context: req
+                .context
+                .as_deref()
+                .filter(|c| !c.is_empty())
+                .map(ContextView::new),
         }
     }
 }

@@ -1,33 +1,43 @@
-//! `askrelay hook claude-code`: a Claude Code `PreToolUse` hook command that asks people
-//! whether a tool call may run.
+//! `askrelay hook claude-code` and `askrelay hook codex`: hook commands that put an agent's
+//! questions and permission prompts in front of people.
 //!
-//! It reads the hook event from stdin (`tool_name`, `tool_input`, `tool_use_id`, `cwd`,
-//! `session_id`), asks "Allow <tool>?" with the options `Allow` and `Deny` and what the tool
-//! would do as context (the command for Bash; the file and a diff for Edit, MultiEdit and
-//! Write; the input as JSON for anything else), and prints the hook's JSON decision on stdout:
-//! `{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":…,
-//! "permissionDecisionReason":…}}` (Claude Code's hooks reference,
-//! <https://code.claude.com/docs/en/hooks>, "PreToolUse decision control"). Free text
-//! (`Other…`) denies, and is the reason Claude sees. Whenever askrelay cannot get an answer
-//! (the daemon is down, `NO_ANSWERER`, a bad event) it answers `ask`, which hands the decision
-//! back to Claude Code's own prompt; it never allows by itself. It always exits 0, so that
-//! Claude Code reads the decision.
+//! Each reads one hook event (JSON) on stdin and prints the agent's decision on stdout:
 //!
-//! What it shows is what the tool would get: every text from the event (the command, the
-//! description, the file path, the edited text, the file on disk) goes through one [`Reveal`],
-//! so hidden characters show as escapes (`⟨U+202E⟩`) and the question is flagged. The file on
-//! disk is read only through [`super::disk`]: a regular file, at most 1 MiB, within a few
-//! seconds; otherwise the question says that it is not shown, and why.
+//! - **Claude Code, `PreToolUse`** (<https://code.claude.com/docs/en/hooks>, "PreToolUse
+//!   decision control"): for a tool call, "Allow <tool>?" with `Allow` and `Deny`, and what the
+//!   tool would do as context (the command for Bash; the file and a diff for Edit, MultiEdit
+//!   and Write; the input as JSON for anything else); it prints
+//!   `{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":…,
+//!   "permissionDecisionReason":…}}`. Free text (`Other…`) denies, with the person's words as
+//!   the reason. When askrelay cannot get an answer it answers `ask`, Claude Code's own prompt.
+//! - **Claude Code's own questions** (its `AskUserQuestion` tool, on `PreToolUse` or
+//!   `PermissionRequest`): the questions are asked as they are, and the answers go back as
+//!   `updatedInput`: the tool's input with `answers`, a map from each question's text to the
+//!   chosen label (several joined with ", "; free text as typed). Without an answer there is no
+//!   decision, and Claude Code asks in its own terminal: never a made-up answer.
+//! - **Claude Code, `PermissionRequest`** (only when Claude Code would ask): "Allow once", an
+//!   option for each of Claude Code's `permission_suggestions` ("Allow for this session: …",
+//!   "Always allow: …"), "Deny", and "Deny and stop"; free text denies with the person's words.
+//!   It prints `{"hookSpecificOutput":{"hookEventName":"PermissionRequest","decision":{…}}}`;
+//!   without an answer, no decision (Claude Code's own dialog).
+//! - **Codex, `PreToolUse`**: `Allow` and `Deny` as for Claude Code, in the shape Codex accepts:
+//!   nothing on allow (Codex rejects `permissionDecision: "allow"`), and a `deny` with the
+//!   reason; without an answer, nothing (Codex's own approval policy decides).
+//!
+//! It always exits 0, so that the agent reads what it printed. What it shows is what the tool
+//! would get: every text from the event goes through one [`Reveal`], so hidden characters show
+//! as escapes (`⟨U+202E⟩`) and the question is flagged. A file on disk is read only through
+//! [`super::disk`]: a regular file, at most 1 MiB, within a few seconds.
 
 use super::disk::{self, NotShown};
-use super::{cap_bytes, decide, flagged, safe_name, text_or_file, Verdict};
+use super::{cap_bytes, decide, flagged, follow, safe_name, text_or_file, Ended, Verdict};
 use crate::client::Target;
-use crate::core::model::{Question, QuestionOption, MAX_SCOPE_VALUE_CHARS};
-use crate::core::text::{Layout, Reveal};
+use crate::core::model::{Question, QuestionOption, MAX_LABEL_CHARS, MAX_SCOPE_VALUE_CHARS};
+use crate::core::text::{Escaped, Layout, Reveal};
 use crate::core::{Ask, Context, ContextFile, ErrorCode, Scope};
 use clap::{Args, Subcommand, ValueEnum};
 use serde::Deserialize;
-use serde_json::{json, Value};
+use serde_json::{json, Map, Value};
 use std::io::Read;
 use std::path::Path;
 use std::time::Duration;
@@ -36,25 +46,55 @@ use std::time::Duration;
 pub const ALLOW: &str = "Allow";
 /// The option that denies it (free text denies too, with a reason).
 pub const DENY: &str = "Deny";
+/// A permission request's options besides Claude Code's suggestions.
+pub const ALLOW_ONCE: &str = "Allow once";
+pub const DENY_AND_STOP: &str = "Deny and stop";
 
 /// A file of the context (a diff, a long command) is cut to this, so that the whole ask stays
 /// well inside the socket's default 1 MiB line.
 const HOOK_FILE_MAX: usize = 256 * 1024;
 
 pub const HOOK_EXAMPLES: &str = "\
-Reads a Claude Code PreToolUse hook event on stdin and prints the hook's JSON decision on
-stdout: allow, deny (with the reason the person typed under Other…), or ask (Claude Code's
-own prompt) when askrelay cannot get an answer: the daemon is down, NO_ANSWERER, --timeout.
-On EXPIRED it answers deny, or ask with --on-expire ask. It always exits 0.
+Reads a Claude Code hook event on stdin and prints Claude Code's decision on stdout. It
+answers three kinds of event:
+  PermissionRequest (recommended): fires only when Claude Code would ask you. The choices are
+    Allow once, one option per suggestion Claude Code makes (Allow for this session: …,
+    Always allow: …), Deny, Deny and stop, and Other… (denies with your words). Without an
+    answer: no decision, and Claude Code shows its own dialog.
+  PreToolUse: asks before every matching tool call, even ones Claude Code would run without
+    asking (\"always ask about X\"): allow, deny (with what was typed under Other…), or ask
+    (Claude Code's own prompt) when askrelay cannot get an answer. On EXPIRED it denies, or
+    asks with --on-expire ask.
+  AskUserQuestion (Claude Code's own questions, on either event): asked as they are; the
+    answers go back to Claude. Without an answer: no decision (Claude Code asks itself).
+It always exits 0. `askrelay setup claude-code` writes the settings for you.
 
 In .claude/settings.json (timeout is in seconds; keep --timeout below it):
-  {\"hooks\": {\"PreToolUse\": [{\"matcher\": \"Bash|Edit|Write\",
-    \"hooks\": [{\"type\": \"command\", \"command\": \"askrelay hook claude-code --timeout 590\",
-                 \"timeout\": 600}]}]}}
+  {\"hooks\": {
+    \"PermissionRequest\": [{\"matcher\": \"*\", \"hooks\": [{\"type\": \"command\",
+      \"command\": \"askrelay hook claude-code --timeout 590\", \"timeout\": 600}]}],
+    \"PreToolUse\": [{\"matcher\": \"AskUserQuestion\", \"hooks\": [{\"type\": \"command\",
+      \"command\": \"askrelay hook claude-code --timeout 590\", \"timeout\": 600}]}]}}
 
 Examples:
   askrelay hook claude-code < event.json
   askrelay hook claude-code --project infra-prod --on-expire ask";
+
+pub const CODEX_EXAMPLES: &str = "\
+Reads a Codex PreToolUse hook event on stdin (Codex runs hooks with `[features] hooks = true`
+in config.toml) and prints Codex's decision: nothing when a person allows (Codex refuses an
+explicit allow), a deny with the reason otherwise (what was typed under Other…). Without an
+answer (the daemon is down, NO_ANSWERER, --timeout) it prints nothing and Codex's own
+approval policy decides; --fail-closed denies instead. It always exits 0.
+`askrelay setup codex` writes the settings for you.
+
+In $CODEX_HOME/hooks.json:
+  {\"hooks\": {\"PreToolUse\": [{\"matcher\": \".*\", \"hooks\": [{\"type\": \"command\",
+    \"command\": \"askrelay hook codex --timeout 590\", \"timeout\": 600}]}]}}
+
+Examples:
+  askrelay hook codex < event.json
+  askrelay hook codex --fail-closed --project infra-prod";
 
 #[derive(Debug, Args)]
 pub struct HookArgs {
@@ -64,9 +104,13 @@ pub struct HookArgs {
 
 #[derive(Debug, Subcommand)]
 pub enum HookKind {
-    /// A Claude Code PreToolUse hook: ask people whether a tool call may run.
+    /// A Claude Code hook: PermissionRequest and PreToolUse events, and Claude Code's own
+    /// AskUserQuestion, answered by people.
     #[command(after_help = HOOK_EXAMPLES)]
     ClaudeCode(ClaudeCodeArgs),
+    /// A Codex PreToolUse hook: ask people whether a tool call may run.
+    #[command(after_help = CODEX_EXAMPLES)]
+    Codex(CodexArgs),
 }
 
 #[derive(Debug, Args)]
@@ -75,8 +119,25 @@ pub struct ClaudeCodeArgs {
     /// (Claude Code's own prompt).
     #[arg(long, value_enum, default_value_t = OnExpire::Deny)]
     pub on_expire: OnExpire,
-    /// Cancel the request and answer ask after SECS without an answer; set it below the
-    /// hook's `timeout` in settings.json, which kills the hook.
+    #[command(flatten)]
+    pub common: CommonArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct CodexArgs {
+    /// Deny the tool call when askrelay cannot get an answer (the daemon is down,
+    /// NO_ANSWERER, --timeout, expiry), instead of leaving it to Codex's own approval policy.
+    #[arg(long)]
+    pub fail_closed: bool,
+    #[command(flatten)]
+    pub common: CommonArgs,
+}
+
+/// What both hooks take.
+#[derive(Debug, Args)]
+pub struct CommonArgs {
+    /// Cancel the request after SECS without an answer; set it below the hook's `timeout` in
+    /// the agent's settings, which kills the hook.
     #[arg(long, value_name = "SECS")]
     pub timeout: Option<u64>,
     /// scope.project (default: the last part of the event's cwd).
@@ -96,9 +157,32 @@ pub enum OnExpire {
     Ask,
 }
 
-/// The fields of a PreToolUse event askrelay uses; the others are ignored.
+/// The agent that runs the hook.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Agent {
+    ClaudeCode,
+    Codex,
+}
+
+impl Agent {
+    fn name(self) -> &'static str {
+        match self {
+            Agent::ClaudeCode => "claude-code",
+            Agent::Codex => "codex",
+        }
+    }
+
+    fn title(self) -> &'static str {
+        match self {
+            Agent::ClaudeCode => "Claude Code",
+            Agent::Codex => "Codex",
+        }
+    }
+}
+
+/// The fields of a hook event askrelay uses; the others are ignored.
 #[derive(Debug, Deserialize)]
-struct PreToolUse {
+struct HookEvent {
     #[serde(default)]
     hook_event_name: Option<String>,
     tool_name: String,
@@ -110,125 +194,256 @@ struct PreToolUse {
     cwd: Option<String>,
     #[serde(default)]
     session_id: Option<String>,
+    /// PermissionRequest: what Claude Code would offer to remember ("always allow").
+    #[serde(default)]
+    permission_suggestions: Vec<Value>,
 }
 
 /// Runs the hook and returns the exit code (always 0: the decision is on stdout).
 pub async fn run(config_file: Option<&Path>, args: HookArgs) -> i32 {
-    let HookKind::ClaudeCode(args) = args.kind;
-    let decision = claude_code(config_file, &args).await;
-    println!("{}", decision.to_line());
+    let reply = match args.kind {
+        HookKind::ClaudeCode(a) => claude_code(config_file, &a).await,
+        HookKind::Codex(a) => codex(config_file, &a).await,
+    };
+    if let Some(line) = reply.to_line() {
+        println!("{line}");
+    }
+    if let Some(note) = reply.note() {
+        eprintln!("askrelay: {}", Escaped(note));
+    }
     0
 }
 
-/// The hook's answer.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Decision {
-    /// `allow`, `deny` or `ask`.
-    pub permission: &'static str,
-    pub reason: String,
+/// What the hook prints.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Reply {
+    /// Nothing on stdout: the agent decides as it would without the hook (its own prompt or
+    /// policy). Why, on stderr.
+    NoDecision(String),
+    /// A PreToolUse decision: `allow`, `deny` or `ask`, with the input to run instead when
+    /// given (Claude Code's questions with their answers).
+    PreToolUse {
+        permission: &'static str,
+        reason: String,
+        updated_input: Option<Value>,
+    },
+    /// A PermissionRequest decision: `{"behavior":"allow",…}` or `{"behavior":"deny",…}`.
+    PermissionRequest { decision: Value, note: String },
 }
 
-impl Decision {
-    fn new(permission: &'static str, reason: impl Into<String>) -> Decision {
-        Decision {
+impl Reply {
+    fn pre(permission: &'static str, reason: impl Into<String>) -> Reply {
+        Reply::PreToolUse {
             permission,
             reason: reason.into(),
+            updated_input: None,
         }
     }
 
-    /// The JSON line Claude Code reads.
-    pub fn to_line(&self) -> String {
-        json!({"hookSpecificOutput": {
-            "hookEventName": "PreToolUse",
-            "permissionDecision": self.permission,
-            "permissionDecisionReason": self.reason,
-        }})
-        .to_string()
+    /// The JSON line the agent reads, if any.
+    pub fn to_line(&self) -> Option<String> {
+        match self {
+            Reply::NoDecision(_) => None,
+            Reply::PreToolUse {
+                permission,
+                reason,
+                updated_input,
+            } => {
+                let mut out = json!({
+                    "hookEventName": "PreToolUse",
+                    "permissionDecision": permission,
+                    "permissionDecisionReason": reason,
+                });
+                if let Some(input) = updated_input {
+                    out["updatedInput"] = input.clone();
+                }
+                Some(json!({ "hookSpecificOutput": out }).to_string())
+            }
+            Reply::PermissionRequest { decision, .. } => Some(
+                json!({"hookSpecificOutput": {
+                    "hookEventName": "PermissionRequest",
+                    "decision": decision,
+                }})
+                .to_string(),
+            ),
+        }
+    }
+
+    /// What to say on stderr: why there is no decision, or what the decision was.
+    fn note(&self) -> Option<&str> {
+        match self {
+            Reply::NoDecision(why) => Some(why),
+            Reply::PreToolUse { .. } => None,
+            Reply::PermissionRequest { note, .. } => Some(note),
+        }
     }
 }
 
-async fn claude_code(config_file: Option<&Path>, args: &ClaudeCodeArgs) -> Decision {
+/// Reads and parses the event on stdin.
+fn read_event() -> Result<HookEvent, String> {
     let mut input = String::new();
-    if let Err(e) = std::io::stdin().read_to_string(&mut input) {
-        return Decision::new("ask", format!("askrelay: cannot read the hook event: {e}"));
-    }
-    let event: PreToolUse = match serde_json::from_str(&input) {
+    std::io::stdin()
+        .read_to_string(&mut input)
+        .map_err(|e| format!("cannot read the hook event: {e}"))?;
+    serde_json::from_str(&input).map_err(|e| format!("the hook event is not one it knows: {e}"))
+}
+
+async fn claude_code(config_file: Option<&Path>, args: &ClaudeCodeArgs) -> Reply {
+    let event = match read_event() {
         Ok(e) => e,
-        Err(e) => {
-            return Decision::new(
-                "ask",
-                format!("askrelay: the hook event is not a PreToolUse event: {e}"),
-            )
-        }
+        Err(e) => return Reply::pre("ask", format!("askrelay: {e}; asking here")),
     };
-    if event
-        .hook_event_name
-        .as_deref()
-        .is_some_and(|n| n != "PreToolUse")
-    {
-        return Decision::new(
-            "ask",
-            "askrelay: this hook only answers PreToolUse events; asking here",
-        );
-    }
     let target = match Target::from_config(config_file) {
         Ok(t) => t,
-        Err(e) => return Decision::new("ask", format!("askrelay: {e:#}; asking here")),
+        Err(e) => return Reply::pre("ask", format!("askrelay: {e:#}; asking here")),
     };
-    let ask = match build_ask(&event, args) {
+    let event_name = event.hook_event_name.as_deref().unwrap_or("PreToolUse");
+    match (event_name, event.tool_name.as_str()) {
+        ("PreToolUse", "AskUserQuestion") => {
+            questions(&target, &event, &args.common, Agent::ClaudeCode, Shape::PreToolUse).await
+        }
+        ("PermissionRequest", "AskUserQuestion") => {
+            questions(&target, &event, &args.common, Agent::ClaudeCode, Shape::Permission).await
+        }
+        ("PreToolUse", _) => {
+            let verdict = tool_call(&target, &event, &args.common, Agent::ClaudeCode).await;
+            decision_for(verdict, args.on_expire)
+        }
+        ("PermissionRequest", _) => permission_request(&target, &event, &args.common).await,
+        (other, _) => Reply::NoDecision(format!(
+            "hook claude-code answers PreToolUse and PermissionRequest events, not {}; \
+             no decision (Claude Code decides as it would without this hook)",
+            Escaped(other)
+        )),
+    }
+}
+
+async fn codex(config_file: Option<&Path>, args: &CodexArgs) -> Reply {
+    let fallback = |why: String| {
+        if args.fail_closed {
+            Reply::pre("deny", format!("askrelay: {why}; denied (--fail-closed)"))
+        } else {
+            Reply::NoDecision(format!("{why}; no decision (Codex's own approval policy)"))
+        }
+    };
+    let event = match read_event() {
+        Ok(e) => e,
+        Err(e) => return fallback(e),
+    };
+    let target = match Target::from_config(config_file) {
+        Ok(t) => t,
+        Err(e) => return fallback(format!("{e:#}")),
+    };
+    match event.hook_event_name.as_deref().unwrap_or("PreToolUse") {
+        "PreToolUse" => {}
+        other => {
+            return fallback(format!(
+                "hook codex answers PreToolUse events, not {}",
+                Escaped(other)
+            ))
+        }
+    }
+    match tool_call(&target, &event, &args.common, Agent::Codex).await {
+        // Codex takes no explicit allow: no decision lets the call run.
+        Verdict::Allowed { by } => Reply::NoDecision(format!("allowed by {by}")),
+        Verdict::Denied { by, reason } => Reply::pre("deny", denied_by(&by, reason.as_deref())),
+        Verdict::Failed(e) if e.code == ErrorCode::Expired => Reply::pre(
+            "deny",
+            format!("askrelay: nobody answered in time ({})", e.message),
+        ),
+        Verdict::Failed(e) if e.code == ErrorCode::Aborted => Reply::pre(
+            "deny",
+            format!("askrelay: the request was cancelled ({})", e.message),
+        ),
+        Verdict::Failed(e) => fallback(format!("{}: {}", e.code, e.message)),
+        Verdict::Unreachable(why) => fallback(format!("{why}; start it with `askrelay serve`")),
+        Verdict::TimedOut(after) => {
+            fallback(format!("nobody answered within {} s", after.as_secs()))
+        }
+    }
+}
+
+/// "Denied by alice on Discord", with what they typed.
+fn denied_by(by: &str, reason: Option<&str>) -> String {
+    match reason {
+        Some(r) => format!("Denied by {by}: {r}"),
+        None => format!("Denied by {by}"),
+    }
+}
+
+/// Asks people whether the tool call may run (Allow / Deny) and follows it to its end.
+async fn tool_call(
+    target: &Target,
+    event: &HookEvent,
+    args: &CommonArgs,
+    agent: Agent,
+) -> Verdict {
+    let options = vec![
+        QuestionOption {
+            label: ALLOW.into(),
+            description: Some(format!(
+                "Let {} use {} as shown",
+                agent.title(),
+                tool_label(&event.tool_name)
+            )),
+        },
+        QuestionOption {
+            label: DENY.into(),
+            description: Some(format!(
+                "Block it; use Other… to tell {} why",
+                agent.title()
+            )),
+        },
+    ];
+    let ask = match permission_ask(event, args, agent, options) {
         Ok(a) => a,
-        Err(e) => return Decision::new("ask", format!("askrelay: {e}; asking here")),
+        Err(e) => return Verdict::Unreachable(e),
     };
     let request_id = ask.request_id.clone().unwrap_or_default();
-    let verdict = decide(
-        &target,
+    decide(
+        target,
         ask,
         ALLOW,
         Duration::from_secs(args.reconnect_secs),
         args.timeout.map(Duration::from_secs),
-        |answerer, _| {
-            eprintln!(
-                "askrelay: request {} is waiting for an answer via {}",
-                crate::core::text::Escaped(&request_id),
-                crate::core::text::Escaped(answerer)
-            )
-        },
+        |answerer, _| waiting(&request_id, answerer),
     )
-    .await;
-    decision_for(verdict, args.on_expire)
+    .await
 }
 
-/// What the hook answers for a verdict.
-pub fn decision_for(verdict: Verdict, on_expire: OnExpire) -> Decision {
+fn waiting(request_id: &str, answerer: &str) {
+    eprintln!(
+        "askrelay: request {} is waiting for an answer via {}",
+        Escaped(request_id),
+        Escaped(answerer)
+    )
+}
+
+/// What the PreToolUse hook answers for a verdict.
+pub fn decision_for(verdict: Verdict, on_expire: OnExpire) -> Reply {
     match verdict {
-        Verdict::Allowed { by } => Decision::new("allow", format!("Allowed by {by} via askrelay")),
-        Verdict::Denied {
-            reason: Some(reason),
-            ..
-        } => Decision::new("deny", reason),
-        Verdict::Denied { by, reason: None } => {
-            Decision::new("deny", format!("Denied by {by} via askrelay"))
-        }
+        Verdict::Allowed { by } => Reply::pre("allow", format!("Allowed by {by}")),
+        Verdict::Denied { by, reason } => Reply::pre("deny", denied_by(&by, reason.as_deref())),
         Verdict::Failed(e) if e.code == ErrorCode::Expired => {
             let reason = format!("askrelay: nobody answered in time ({})", e.message);
             match on_expire {
-                OnExpire::Deny => Decision::new("deny", reason),
-                OnExpire::Ask => Decision::new("ask", reason),
+                OnExpire::Deny => Reply::pre("deny", reason),
+                OnExpire::Ask => Reply::pre("ask", reason),
             }
         }
-        Verdict::Failed(e) if e.code == ErrorCode::Aborted => Decision::new(
+        Verdict::Failed(e) if e.code == ErrorCode::Aborted => Reply::pre(
             "deny",
             format!("askrelay: the request was cancelled ({})", e.message),
         ),
-        Verdict::Failed(e) => Decision::new(
+        Verdict::Failed(e) => Reply::pre(
             "ask",
             format!("askrelay: {}: {}; asking here", e.code, e.message),
         ),
-        Verdict::Unreachable(why) => Decision::new(
+        Verdict::Unreachable(why) => Reply::pre(
             "ask",
             format!("askrelay: {why}; start it with `askrelay serve`; asking here"),
         ),
-        Verdict::TimedOut(after) => Decision::new(
+        Verdict::TimedOut(after) => Reply::pre(
             "ask",
             format!(
                 "askrelay: nobody answered within {} s; asking here",
@@ -238,8 +453,383 @@ pub fn decision_for(verdict: Verdict, on_expire: OnExpire) -> Decision {
     }
 }
 
-/// The ask for a tool call.
-fn build_ask(event: &PreToolUse, args: &ClaudeCodeArgs) -> Result<Ask, String> {
+/// A permission request: Allow once, one option per suggestion of Claude Code's, Deny, Deny and
+/// stop; free text denies with the person's words.
+async fn permission_request(target: &Target, event: &HookEvent, args: &CommonArgs) -> Reply {
+    let tool = tool_label(&event.tool_name);
+    let mut options = vec![QuestionOption {
+        label: ALLOW_ONCE.into(),
+        description: Some(format!("Let Claude Code use {tool} this time, as shown")),
+    }];
+    let suggestions = suggestion_options(&event.permission_suggestions);
+    options.extend(suggestions.iter().map(|(o, _)| o.clone()));
+    options.push(QuestionOption {
+        label: DENY.into(),
+        description: Some("Block it; use Other… to tell Claude why".into()),
+    });
+    options.push(QuestionOption {
+        label: DENY_AND_STOP.into(),
+        description: Some("Block it and stop Claude's turn".into()),
+    });
+    let ask = match permission_ask(event, args, Agent::ClaudeCode, options) {
+        Ok(a) => a,
+        Err(e) => return Reply::NoDecision(format!("{e}; no decision (Claude Code's own dialog)")),
+    };
+    let request_id = ask.request_id.clone().unwrap_or_default();
+    let ended = follow(
+        target,
+        ask,
+        Duration::from_secs(args.reconnect_secs),
+        args.timeout.map(Duration::from_secs),
+        |answerer, _| waiting(&request_id, answerer),
+    )
+    .await;
+    let (result, by) = match ended {
+        Ended::Answered { result, by } => (result, by),
+        other => return Reply::NoDecision(no_answer(&other, "Claude Code's own dialog")),
+    };
+    let answer = first_answer(&result);
+    let deny = |message: String, interrupt: bool| {
+        let mut decision = json!({"behavior": "deny", "message": message});
+        if interrupt {
+            decision["interrupt"] = json!(true);
+        }
+        Reply::PermissionRequest {
+            note: message,
+            decision,
+        }
+    };
+    if let Some(text) = answer.custom {
+        return deny(denied_by(&by, Some(&text)), false);
+    }
+    let chosen = answer.selected.first().map(String::as_str).unwrap_or(DENY);
+    if chosen == ALLOW_ONCE {
+        return Reply::PermissionRequest {
+            decision: json!({"behavior": "allow"}),
+            note: format!("allowed once by {by}"),
+        };
+    }
+    if let Some((o, suggestion)) = suggestions.iter().find(|(o, _)| o.label == chosen) {
+        return Reply::PermissionRequest {
+            decision: json!({"behavior": "allow", "updatedPermissions": [suggestion]}),
+            note: format!("{} (chosen by {by})", o.label),
+        };
+    }
+    deny(denied_by(&by, None), chosen == DENY_AND_STOP)
+}
+
+/// Why a request got no answer, for stderr.
+fn no_answer(ended: &Ended, fallback: &str) -> String {
+    let why = match ended {
+        Ended::Answered { .. } => "answered".to_owned(),
+        Ended::Failed(e) => format!("{}: {}", e.code, e.message),
+        Ended::Unreachable(why) => format!("{why}; start it with `askrelay serve`"),
+        Ended::TimedOut(after) => format!("nobody answered within {} s", after.as_secs()),
+    };
+    format!("{why}; no decision ({fallback})")
+}
+
+/// The first question's answer in a §1 result.
+struct FirstAnswer {
+    selected: Vec<String>,
+    custom: Option<String>,
+}
+
+fn first_answer(result: &str) -> FirstAnswer {
+    let parsed: Value = serde_json::from_str(result).unwrap_or_default();
+    let a = &parsed["answers"][0];
+    FirstAnswer {
+        selected: a["selected"]
+            .as_array()
+            .map(|v| v.iter().filter_map(|s| s.as_str().map(str::to_owned)).collect())
+            .unwrap_or_default(),
+        custom: a["custom"].as_str().map(str::to_owned),
+    }
+}
+
+/// An option for each of Claude Code's permission suggestions that allows something (adding
+/// allow rules or directories, switching to a mode), with the suggestion to echo back as
+/// `updatedPermissions` when it is chosen. The label says how long it lasts and what it allows;
+/// the description, where it is kept.
+fn suggestion_options(suggestions: &[Value]) -> Vec<(QuestionOption, Value)> {
+    let mut out: Vec<(QuestionOption, Value)> = Vec::new();
+    let mut reveal = Reveal::default();
+    for s in suggestions {
+        let what = match s["type"].as_str() {
+            Some("addRules") if s["behavior"].as_str().unwrap_or("allow") == "allow" => {
+                let rules: Vec<String> = s["rules"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .filter_map(|r| {
+                        let tool = r["toolName"].as_str()?;
+                        Some(match r["ruleContent"].as_str() {
+                            Some(c) => format!("{tool}({c})"),
+                            None => format!("{tool} (any use)"),
+                        })
+                    })
+                    .collect();
+                if rules.is_empty() {
+                    continue;
+                }
+                rules.join(", ")
+            }
+            Some("addDirectories") => {
+                let dirs: Vec<&str> = s["directories"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .filter_map(Value::as_str)
+                    .collect();
+                if dirs.is_empty() {
+                    continue;
+                }
+                format!("work in {}", dirs.join(", "))
+            }
+            Some("setMode") => match s["mode"].as_str() {
+                Some("acceptEdits") => "accept every file edit".to_owned(),
+                Some(mode) => format!("switch to the {mode} mode"),
+                None => continue,
+            },
+            _ => continue,
+        };
+        let (lasts, kept) = match s["destination"].as_str() {
+            Some("session") | Some("cliArg") | None => {
+                ("Allow for this session", "until Claude Code exits".to_owned())
+            }
+            Some("localSettings") => (
+                "Always allow",
+                "kept in .claude/settings.local.json (this project, you)".to_owned(),
+            ),
+            Some("projectSettings") => (
+                "Always allow",
+                "kept in .claude/settings.json (this project, everyone)".to_owned(),
+            ),
+            Some("userSettings") => (
+                "Always allow",
+                "kept in ~/.claude/settings.json (every project)".to_owned(),
+            ),
+            Some(other) => ("Always allow", format!("kept in {other}")),
+        };
+        let what = reveal.text(&what, Layout::Line);
+        let mut label: String = format!("{lasts}: {what}");
+        if label.chars().count() > MAX_LABEL_CHARS {
+            label = label.chars().take(MAX_LABEL_CHARS - 1).collect::<String>() + "…";
+        }
+        // Labels are unique within a question.
+        let mut n = 2;
+        let base = label.clone();
+        while out.iter().any(|(o, _)| o.label == label) {
+            let suffix = format!(" ({n})");
+            label = base
+                .chars()
+                .take(MAX_LABEL_CHARS - suffix.chars().count())
+                .collect::<String>()
+                + &suffix;
+            n += 1;
+        }
+        out.push((
+            QuestionOption {
+                label,
+                description: Some(format!("Allows {what}; {kept}")),
+            },
+            s.clone(),
+        ));
+    }
+    out
+}
+
+/// How a hook answers Claude Code's own questions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Shape {
+    PreToolUse,
+    Permission,
+}
+
+/// Claude Code's AskUserQuestion, asked through askrelay: its questions as they are, the
+/// answers back as `updatedInput` (the input with `answers`). Any other end: no decision.
+async fn questions(
+    target: &Target,
+    event: &HookEvent,
+    args: &CommonArgs,
+    agent: Agent,
+    shape: Shape,
+) -> Reply {
+    let fallback = "Claude Code asks in its own terminal";
+    let (ask, texts) = match questions_ask(event, args, agent) {
+        Ok(a) => a,
+        Err(e) => return Reply::NoDecision(format!("{e}; no decision ({fallback})")),
+    };
+    let request_id = ask.request_id.clone().unwrap_or_default();
+    let ended = follow(
+        target,
+        ask,
+        Duration::from_secs(args.reconnect_secs),
+        args.timeout.map(Duration::from_secs),
+        |answerer, _| waiting(&request_id, answerer),
+    )
+    .await;
+    let (result, by) = match ended {
+        Ended::Answered { result, by } => (result, by),
+        other => return Reply::NoDecision(no_answer(&other, fallback)),
+    };
+    let parsed: Value = serde_json::from_str(&result).unwrap_or_default();
+    let mut answers = Map::new();
+    for (text, a) in texts.iter().zip(parsed["answers"].as_array().into_iter().flatten()) {
+        let mut parts: Vec<String> = a["selected"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|s| s.as_str().map(str::to_owned))
+            .collect();
+        if let Some(custom) = a["custom"].as_str() {
+            parts.push(custom.to_owned());
+        }
+        answers.insert(text.clone(), Value::String(parts.join(", ")));
+    }
+    let mut input = event.tool_input.clone();
+    input["answers"] = Value::Object(answers);
+    let reason = format!("Answered by {by}");
+    match shape {
+        Shape::PreToolUse => Reply::PreToolUse {
+            permission: "allow",
+            reason,
+            updated_input: Some(input),
+        },
+        Shape::Permission => Reply::PermissionRequest {
+            decision: json!({"behavior": "allow", "updatedInput": input}),
+            note: reason,
+        },
+    }
+}
+
+/// The ask for Claude Code's questions, and each question's text (the keys of `answers`).
+fn questions_ask(
+    event: &HookEvent,
+    args: &CommonArgs,
+    agent: Agent,
+) -> Result<(Ask, Vec<String>), String> {
+    let list = event.tool_input["questions"]
+        .as_array()
+        .filter(|l| !l.is_empty())
+        .ok_or("AskUserQuestion has no questions")?;
+    let mut questions = Vec::with_capacity(list.len());
+    let mut texts = Vec::with_capacity(list.len());
+    for (i, q) in list.iter().enumerate() {
+        let text = q["question"]
+            .as_str()
+            .ok_or_else(|| format!("AskUserQuestion's question {} has no text", i + 1))?;
+        texts.push(text.to_owned());
+        let options = q["options"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|o| {
+                Ok(QuestionOption {
+                    label: o["label"]
+                        .as_str()
+                        .ok_or_else(|| format!("question {}: an option has no label", i + 1))?
+                        .to_owned(),
+                    description: o["description"]
+                        .as_str()
+                        .filter(|d| !d.trim().is_empty())
+                        .map(str::to_owned),
+                })
+            })
+            .collect::<Result<Vec<_>, String>>()?;
+        questions.push(Question {
+            id: format!("q{}", i + 1),
+            question: text.to_owned(),
+            header: q["header"]
+                .as_str()
+                .filter(|h| !h.trim().is_empty())
+                .map(str::to_owned),
+            options,
+            multi_select: q["multiSelect"].as_bool().unwrap_or(false),
+        });
+    }
+    let mut reveal = Reveal::default();
+    let scope = scope_of(event, args, &mut reveal)?;
+    let ask = Ask {
+        request_id: Some(request_id(event, agent, &mut reveal)),
+        caller: crate::core::Caller {
+            agent_id: Some(agent.name().into()),
+            owner_agent_id: None,
+        },
+        scope,
+        questions,
+        context: None,
+    };
+    Ok((validated(ask)?, texts))
+}
+
+/// The daemon's own rules, so that a problem shows here, named, instead of as a refusal.
+fn validated(ask: Ask) -> Result<Ask, String> {
+    let line = serde_json::to_value(&ask).map_err(|e| e.to_string())?;
+    let obj = line.as_object().cloned().unwrap_or_default();
+    crate::core::model::parse_ask(&obj, usize::MAX).map_err(|e| e.message)
+}
+
+/// The tool as named in a question: one line, revealed, at most 80 characters.
+fn tool_label(tool: &str) -> String {
+    one_line(tool, 80, &mut Reveal::default())
+}
+
+/// One request per tool call: a hook run again for the same call re-attaches. Claude Code's
+/// PermissionRequest carries no tool_use_id: each is a request of its own.
+fn request_id(event: &HookEvent, agent: Agent, reveal: &mut Reveal) -> String {
+    event
+        .tool_use_id
+        .as_deref()
+        .map(|id| format!("{}-{}", agent.name(), reveal.text(id, Layout::Line)))
+        .filter(|id| crate::core::model::parse_request_id(&json!(id)).is_ok())
+        .unwrap_or_else(|| format!("{}-{}", agent.name(), uuid::Uuid::new_v4()))
+}
+
+/// The scope labels of a hook's request: the tool, the project, the session and the cwd, and
+/// `--scope` labels.
+fn scope_of(event: &HookEvent, args: &CommonArgs, reveal: &mut Reveal) -> Result<Scope, String> {
+    let cwd = event.cwd.as_deref().map(Path::new);
+    let mut scope = Scope::new();
+    let project = args.project.clone().or_else(|| {
+        cwd.and_then(Path::file_name)
+            .map(|n| n.to_string_lossy().into_owned())
+    });
+    let labels = [
+        ("tool", Some(event.tool_name.as_str())),
+        ("project", project.as_deref()),
+        ("session", event.session_id.as_deref()),
+        ("cwd", event.cwd.as_deref()),
+    ];
+    for (k, v) in labels {
+        // The end of a path says most; cut before revealing, and again after.
+        let v = v.map(|v| {
+            tail(
+                &one_line(&tail(v, MAX_SCOPE_VALUE_CHARS), usize::MAX, reveal),
+                MAX_SCOPE_VALUE_CHARS,
+            )
+        });
+        if let Some(v) = v.filter(|v| !v.is_empty()) {
+            scope.insert(k.to_owned(), v);
+        }
+    }
+    for kv in &args.scope {
+        let (k, v) = kv
+            .split_once('=')
+            .ok_or_else(|| format!("--scope {kv:?}: expected KEY=VALUE"))?;
+        scope.insert(k.to_owned(), reveal.text(v, Layout::Line));
+    }
+    Ok(scope)
+}
+
+/// The ask for a tool call: "Allow <tool>?" with `options`, what the call would do as its
+/// context, the description the agent gave, and the working directory.
+fn permission_ask(
+    event: &HookEvent,
+    args: &CommonArgs,
+    agent: Agent,
+    options: Vec<QuestionOption>,
+) -> Result<Ask, String> {
     // Every text from the event goes through this one value, so that the question is flagged
     // when any of them hid something.
     let mut reveal = Reveal::default();
@@ -259,75 +849,27 @@ fn build_ask(event: &PreToolUse, args: &ClaudeCodeArgs) -> Result<Ask, String> {
         question.push_str("\n\n");
         question.push_str(&reveal.text(d, Layout::Lines));
     }
-
-    let mut scope = Scope::new();
-    let project = args.project.clone().or_else(|| {
-        cwd.and_then(Path::file_name)
-            .map(|n| n.to_string_lossy().into_owned())
-    });
-    let labels = [
-        ("tool", Some(event.tool_name.as_str())),
-        ("project", project.as_deref()),
-        ("session", event.session_id.as_deref()),
-        ("cwd", event.cwd.as_deref()),
-    ];
-    for (k, v) in labels {
-        // The end of a path says most; cut before revealing, and again after.
-        let v = v.map(|v| {
-            tail(
-                &one_line(&tail(v, MAX_SCOPE_VALUE_CHARS), usize::MAX, &mut reveal),
-                MAX_SCOPE_VALUE_CHARS,
-            )
-        });
-        if let Some(v) = v.filter(|v| !v.is_empty()) {
-            scope.insert(k.to_owned(), v);
-        }
-    }
-    for kv in &args.scope {
-        let (k, v) = kv
-            .split_once('=')
-            .ok_or_else(|| format!("--scope {kv:?}: expected KEY=VALUE"))?;
-        scope.insert(k.to_owned(), reveal.text(v, Layout::Line));
-    }
-    // One tool call, one request: a hook run again for it re-attaches. The id shows in the
-    // message's footer.
-    let request_id = event
-        .tool_use_id
-        .as_deref()
-        .map(|id| format!("claude-code-{}", reveal.text(id, Layout::Line)))
-        .filter(|id| crate::core::model::parse_request_id(&json!(id)).is_ok())
-        .unwrap_or_else(|| format!("claude-code-{}", uuid::Uuid::new_v4()));
+    let scope = scope_of(event, args, &mut reveal)?;
+    let request_id = request_id(event, agent, &mut reveal);
     let question = flagged(question, &reveal);
     let ask = Ask {
         request_id: Some(request_id),
-        // The session's main agent: hooks run for Claude Code itself, not for a sub-agent.
+        // The session's main agent: hooks run for the agent itself, not for a sub-agent.
         caller: crate::core::Caller {
-            agent_id: Some("claude-code".into()),
+            agent_id: Some(agent.name().into()),
             owner_agent_id: None,
         },
         scope,
         questions: vec![Question {
             id: "permission".into(),
             question,
-            header: Some("Claude Code".into()),
-            options: vec![
-                QuestionOption {
-                    label: ALLOW.into(),
-                    description: Some(format!("Let Claude Code use {tool} as shown")),
-                },
-                QuestionOption {
-                    label: DENY.into(),
-                    description: Some("Block it; use Other… to tell Claude why".into()),
-                },
-            ],
+            header: Some(agent.title().into()),
+            options,
             multi_select: false,
         }],
         context: (!context.is_empty()).then_some(context),
     };
-    // The daemon's own rules, so that a problem shows here, named, instead of as a refusal.
-    let line = serde_json::to_value(&ask).map_err(|e| e.to_string())?;
-    let obj = line.as_object().cloned().unwrap_or_default();
-    crate::core::model::parse_ask(&obj, usize::MAX).map_err(|e| e.message)
+    validated(ask)
 }
 
 /// What the tool call would do, as a context: Bash's command; the file and a diff for Edit,
@@ -605,29 +1147,76 @@ mod tests {
         assert!(unified_diff("same", "same", "f", "f", 0).ends_with("(no change)\n"));
     }
 
+    fn permission(r: &Reply) -> &'static str {
+        match r {
+            Reply::PreToolUse { permission, .. } => permission,
+            other => panic!("{other:?}"),
+        }
+    }
+
     #[test]
     fn verdicts_become_decisions() {
         let d = |v: Verdict| decision_for(v, OnExpire::Deny);
         assert_eq!(
-            d(Verdict::Allowed { by: "alice".into() }),
-            Decision::new("allow", "Allowed by alice via askrelay")
+            d(Verdict::Allowed {
+                by: "alice on Discord".into()
+            }),
+            Reply::pre("allow", "Allowed by alice on Discord")
         );
         assert_eq!(
             d(Verdict::Denied {
-                by: "alice".into(),
+                by: "alice on Discord".into(),
                 reason: Some("use the staging db".into())
             }),
-            Decision::new("deny", "use the staging db")
+            Reply::pre("deny", "Denied by alice on Discord: use the staging db")
         );
         let expired = || Verdict::Failed(AskError::new(ErrorCode::Expired, "route ran out"));
-        assert_eq!(d(expired()).permission, "deny");
-        assert_eq!(decision_for(expired(), OnExpire::Ask).permission, "ask");
+        assert_eq!(permission(&d(expired())), "deny");
+        assert_eq!(permission(&decision_for(expired(), OnExpire::Ask)), "ask");
         let none = Verdict::Failed(AskError::new(ErrorCode::NoAnswerer, "nothing"));
-        assert_eq!(d(none).permission, "ask");
-        assert_eq!(d(Verdict::Unreachable("down".into())).permission, "ask");
+        assert_eq!(permission(&d(none)), "ask");
+        assert_eq!(permission(&d(Verdict::Unreachable("down".into()))), "ask");
         assert_eq!(
-            Decision::new("deny", "no").to_line(),
+            Reply::pre("deny", "no").to_line().unwrap(),
             r#"{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"deny","permissionDecisionReason":"no"}}"#
+        );
+        assert_eq!(Reply::NoDecision("down".into()).to_line(), None);
+    }
+
+    #[test]
+    fn suggestions_become_options_that_say_what_they_allow() {
+        let s = vec![
+            json!({"type": "addRules", "rules": [{"toolName": "Bash", "ruleContent": "npm test"}],
+                   "behavior": "allow", "destination": "localSettings"}),
+            json!({"type": "addDirectories", "directories": ["/w"], "destination": "session"}),
+            json!({"type": "setMode", "mode": "acceptEdits", "destination": "session"}),
+            json!({"type": "addRules", "rules": [{"toolName": "Bash"}], "behavior": "deny",
+                   "destination": "session"}),
+            json!({"type": "removeRules", "rules": [], "destination": "session"}),
+        ];
+        let labels: Vec<String> = suggestion_options(&s)
+            .into_iter()
+            .map(|(o, _)| o.label)
+            .collect();
+        assert_eq!(
+            labels,
+            [
+                "Always allow: Bash(npm test)",
+                "Allow for this session: work in /w",
+                "Allow for this session: accept every file edit",
+            ]
+        );
+        let twice = vec![s[1].clone(), s[1].clone()];
+        let labels: Vec<String> = suggestion_options(&twice)
+            .into_iter()
+            .map(|(o, _)| o.label)
+            .collect();
+        assert_eq!(
+            labels,
+            [
+                "Allow for this session: work in /w",
+                "Allow for this session: work in /w (2)"
+            ]
         );
     }
 }

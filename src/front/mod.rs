@@ -39,6 +39,19 @@ pub enum Verdict {
     TimedOut(Duration),
 }
 
+/// How an ask ended, as a front door reads it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Ended {
+    /// Answered: the §1 result, and who answered its first question (best effort).
+    Answered { result: String, by: String },
+    /// The request ended with an error: `EXPIRED`, `ABORTED`, `NO_ANSWERER`, …
+    Failed(AskError),
+    /// The daemon cannot be reached, or went away and did not come back.
+    Unreachable(String),
+    /// Nobody answered within the front door's own time limit; the request was cancelled.
+    TimedOut(Duration),
+}
+
 /// Asks and waits for the answer to the first question: `allow` (an option label) allows,
 /// anything else denies. `timeout` cancels the request when it runs out; Ctrl-C cancels it too.
 /// `on_accepted` hears each `accepted` event (answerer and its detail), for progress on stderr.
@@ -48,12 +61,30 @@ pub async fn decide(
     allow: &str,
     reconnect: Duration,
     timeout: Option<Duration>,
-    mut on_accepted: impl FnMut(&str, &serde_json::Map<String, serde_json::Value>),
+    on_accepted: impl FnMut(&str, &serde_json::Map<String, serde_json::Value>),
 ) -> Verdict {
+    match follow(target, ask, reconnect, timeout, on_accepted).await {
+        Ended::Answered { result, by } => read_answer(&result, allow, by),
+        Ended::Failed(e) => Verdict::Failed(e),
+        Ended::Unreachable(why) => Verdict::Unreachable(why),
+        Ended::TimedOut(after) => Verdict::TimedOut(after),
+    }
+}
+
+/// Asks and follows the request to its end, re-attaching across daemon restarts. `timeout`
+/// cancels the request when it runs out; Ctrl-C and SIGTERM cancel it too (the asker is going
+/// away: the question must not stay answerable).
+pub async fn follow(
+    target: &Target,
+    ask: Ask,
+    reconnect: Duration,
+    timeout: Option<Duration>,
+    mut on_accepted: impl FnMut(&str, &serde_json::Map<String, serde_json::Value>),
+) -> Ended {
     let mut session = match AskSession::start(target.clone(), ask, reconnect).await {
         Ok(s) => s,
         Err(e) => {
-            return Verdict::Unreachable(format!(
+            return Ended::Unreachable(format!(
                 "cannot reach the askrelay daemon at {}: {e}",
                 target.socket.display()
             ))
@@ -64,6 +95,7 @@ pub async fn decide(
     let mut cancelling = false;
     let ctrl_c = tokio::signal::ctrl_c();
     tokio::pin!(ctrl_c);
+    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
     loop {
         let update = tokio::select! {
             _ = sleep_until(deadline), if !cancelled_for_time && !cancelling => {
@@ -86,6 +118,13 @@ pub async fn decide(
                 }
                 continue;
             }
+            Some(()) = async { term.as_mut()?.recv().await }, if !cancelling => {
+                cancelling = true;
+                if let Err(e) = session.cancel("the asker was stopped (SIGTERM)").await {
+                    tracing::warn!(error = %format!("{e:#}"), "could not cancel the request");
+                }
+                continue;
+            }
             u = session.next() => u,
         };
         match update {
@@ -95,18 +134,21 @@ pub async fn decide(
                 let by = who_answered(target, session.request_id())
                     .await
                     .unwrap_or_else(|| "someone".to_owned());
-                return read_answer(result.get(), allow, by);
+                return Ended::Answered {
+                    result: result.get().to_owned(),
+                    by,
+                };
             }
             AskUpdate::Failed(_) if cancelled_for_time => {
-                return Verdict::TimedOut(timeout.unwrap_or_default())
+                return Ended::TimedOut(timeout.unwrap_or_default())
             }
             AskUpdate::Failed(e)
                 if e.code == ErrorCode::Internal
                     && e.message.starts_with("lost the askrelay daemon") =>
             {
-                return Verdict::Unreachable(e.message)
+                return Ended::Unreachable(e.message)
             }
-            AskUpdate::Failed(e) => return Verdict::Failed(e),
+            AskUpdate::Failed(e) => return Ended::Failed(e),
         }
     }
 }
@@ -159,15 +201,16 @@ pub async fn who_answered(target: &Target, request_id: &str) -> Option<String> {
     None
 }
 
-/// Who answered, in one line: `alice (Discord user 42)`, `bob (uid 1000) via terminal`.
+/// Who answered and where, once: `alice on Discord`, `bob (uid 1000) in the terminal`, `the
+/// expiry policy`.
 fn describe(a: &AnsweredView) -> String {
     let name = crate::core::text::Escaped(&a.by).to_string();
     let id = crate::core::text::Escaped(&a.id).to_string();
     match a.via.as_str() {
-        "terminal" => format!("{name} (uid {id}) via terminal"),
-        "discord" => format!("{name} (Discord user {id})"),
+        "terminal" => format!("{name} (uid {id}) in the terminal"),
+        "discord" => format!("{name} on Discord"),
         "policy" => "the expiry policy".to_owned(),
-        via => format!("{name} via {}", crate::core::text::Escaped(via)),
+        via => format!("{name} on {}", crate::core::text::Escaped(via)),
     }
 }
 

@@ -118,20 +118,12 @@ pub struct SqliteStore {
     lease: Mutex<Option<nix::fcntl::Flock<File>>>,
 }
 
-/// The columns every read of a request takes (a macro, so the context variant below is the
-/// same list and one more).
-macro_rules! request_columns {
-    () => {
-        "key, request_id, token, questions_json, caller_json, scope_json, status, answerer, \
-         route, peer_uid, peer_pid, created_at, ended_at, result_json, error_code, error_message, \
-         expire_at, on_expire"
-    };
-}
-
-const REQUEST_COLUMNS: &str = request_columns!();
-
-/// [`REQUEST_COLUMNS`] with the context, for the reads that answerers show from.
-const REQUEST_COLUMNS_WITH_CONTEXT: &str = concat!(request_columns!(), ", context_json");
+/// The columns every read of a request takes, its context included (what answerers and
+/// listings show).
+const REQUEST_COLUMNS_WITH_CONTEXT: &str =
+    "key, request_id, token, questions_json, caller_json, scope_json, status, answerer, route, \
+     peer_uid, peer_pid, created_at, ended_at, result_json, error_code, error_message, \
+     expire_at, on_expire, context_json";
 
 impl SqliteStore {
     /// Opens (creating if missing, owner-only) the database at `url` and applies the
@@ -260,8 +252,10 @@ impl SqliteStore {
         } else {
             (">", "ASC")
         };
+        // With the context: listings show what is being approved, as Discord does.
         let sql = format!(
-            "SELECT {REQUEST_COLUMNS} FROM requests WHERE (?1 = 0 OR status = 'pending') \
+            "SELECT {REQUEST_COLUMNS_WITH_CONTEXT} FROM requests \
+             WHERE (?1 = 0 OR status = 'pending') \
              AND (?2 IS NULL OR peer_uid = ?2) AND (?3 IS NULL OR key {cmp} ?3) \
              ORDER BY key {order} LIMIT ?4"
         );

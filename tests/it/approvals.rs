@@ -76,7 +76,7 @@ fn pre_tool_use(tool: &str, input: Value, cwd: &str, id: &str) -> String {
     .to_string()
 }
 
-const ALICE: &str = "alice (Discord user 4242)";
+const ALICE: &str = "alice on Discord";
 
 #[tokio::test]
 async fn the_hook_allows_a_bash_command_when_allowed() {
@@ -118,7 +118,7 @@ async fn the_hook_allows_a_bash_command_when_allowed() {
     assert_eq!(d["permissionDecision"], "allow");
     assert_eq!(
         d["permissionDecisionReason"],
-        format!("Allowed by {ALICE} via askrelay")
+        format!("Allowed by {ALICE}")
     );
     app.assert_payloads_valid();
 }
@@ -161,9 +161,10 @@ async fn the_hook_denies_an_edit_with_the_reason_typed_under_other() {
     assert_eq!(code, 0);
     let d = decision(&out);
     assert_eq!(d["permissionDecision"], "deny");
+    // The person and the surface, once, then what they typed.
     assert_eq!(
         d["permissionDecisionReason"],
-        "Keep it lower case, it is a key"
+        format!("Denied by {ALICE}: Keep it lower case, it is a key")
     );
     app.assert_payloads_valid();
 }
@@ -197,7 +198,7 @@ async fn the_hook_shows_a_new_file_as_a_diff_and_denies_with_the_deny_button() {
     assert_eq!(d["permissionDecision"], "deny");
     assert_eq!(
         d["permissionDecisionReason"],
-        format!("Denied by {ALICE} via askrelay")
+        format!("Denied by {ALICE}")
     );
     app.assert_payloads_valid();
 }

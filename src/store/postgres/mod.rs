@@ -110,16 +110,12 @@ const ANSWERS_JSON: &str = "(SELECT COALESCE(json_agg(json_build_array(idx, answ
 /// Options for [`select`]: what to read besides the request and its answers.
 #[derive(Clone, Copy)]
 struct With {
-    /// The context (what answerers show); pages of listings leave it out.
+    /// The context (what answerers and listings show).
     context: bool,
     /// The outbox rows, as `posts_json`.
     posts: bool,
 }
 
-const BARE: With = With {
-    context: false,
-    posts: false,
-};
 const CONTEXT: With = With {
     context: true,
     posts: false,
@@ -227,8 +223,9 @@ impl PgStore {
         } else {
             (">", "ASC")
         };
+        // With the context: listings show what is being approved, as Discord does.
         let sql = select(
-            BARE,
+            CONTEXT,
             &format!(
                 "WHERE (NOT $1 OR status = 'pending') \
                  AND ($2::bigint IS NULL OR (peer_uid = $2 AND node IS NOT DISTINCT FROM $5)) \
