@@ -50,6 +50,10 @@ pub const DENY: &str = "Deny";
 pub const ALLOW_ONCE: &str = "Allow once";
 pub const DENY_AND_STOP: &str = "Deny and stop";
 
+/// How many of Claude Code's permission suggestions a question offers (its first ones, in
+/// Claude Code's order): with Allow once, Deny and Deny and stop, five buttons.
+const MAX_SUGGESTIONS: usize = 2;
+
 /// A file of the context (a diff, a long command) is cut to this, so that the whole ask stays
 /// well inside the socket's default 1 MiB line.
 const HOOK_FILE_MAX: usize = 256 * 1024;
@@ -300,10 +304,24 @@ async fn claude_code(config_file: Option<&Path>, args: &ClaudeCodeArgs) -> Reply
     let event_name = event.hook_event_name.as_deref().unwrap_or("PreToolUse");
     match (event_name, event.tool_name.as_str()) {
         ("PreToolUse", "AskUserQuestion") => {
-            questions(&target, &event, &args.common, Agent::ClaudeCode, Shape::PreToolUse).await
+            questions(
+                &target,
+                &event,
+                &args.common,
+                Agent::ClaudeCode,
+                Shape::PreToolUse,
+            )
+            .await
         }
         ("PermissionRequest", "AskUserQuestion") => {
-            questions(&target, &event, &args.common, Agent::ClaudeCode, Shape::Permission).await
+            questions(
+                &target,
+                &event,
+                &args.common,
+                Agent::ClaudeCode,
+                Shape::Permission,
+            )
+            .await
         }
         ("PreToolUse", _) => {
             let verdict = tool_call(&target, &event, &args.common, Agent::ClaudeCode).await;
@@ -372,12 +390,7 @@ fn denied_by(by: &str, reason: Option<&str>) -> String {
 }
 
 /// Asks people whether the tool call may run (Allow / Deny) and follows it to its end.
-async fn tool_call(
-    target: &Target,
-    event: &HookEvent,
-    args: &CommonArgs,
-    agent: Agent,
-) -> Verdict {
+async fn tool_call(target: &Target, event: &HookEvent, args: &CommonArgs, agent: Agent) -> Verdict {
     let options = vec![
         QuestionOption {
             label: ALLOW.into(),
@@ -461,7 +474,9 @@ async fn permission_request(target: &Target, event: &HookEvent, args: &CommonArg
         label: ALLOW_ONCE.into(),
         description: Some(format!("Let Claude Code use {tool} this time, as shown")),
     }];
-    let suggestions = suggestion_options(&event.permission_suggestions);
+    let mut suggestions = suggestion_options(&event.permission_suggestions);
+    // Five options make a row of buttons, one tap on a phone; past that a select menu.
+    suggestions.truncate(MAX_SUGGESTIONS);
     options.extend(suggestions.iter().map(|(o, _)| o.clone()));
     options.push(QuestionOption {
         label: DENY.into(),
@@ -541,7 +556,11 @@ fn first_answer(result: &str) -> FirstAnswer {
     FirstAnswer {
         selected: a["selected"]
             .as_array()
-            .map(|v| v.iter().filter_map(|s| s.as_str().map(str::to_owned)).collect())
+            .map(|v| {
+                v.iter()
+                    .filter_map(|s| s.as_str().map(str::to_owned))
+                    .collect()
+            })
             .unwrap_or_default(),
         custom: a["custom"].as_str().map(str::to_owned),
     }
@@ -594,9 +613,10 @@ fn suggestion_options(suggestions: &[Value]) -> Vec<(QuestionOption, Value)> {
             _ => continue,
         };
         let (lasts, kept) = match s["destination"].as_str() {
-            Some("session") | Some("cliArg") | None => {
-                ("Allow for this session", "until Claude Code exits".to_owned())
-            }
+            Some("session") | Some("cliArg") | None => (
+                "Allow for this session",
+                "until Claude Code exits".to_owned(),
+            ),
             Some("localSettings") => (
                 "Always allow",
                 "kept in .claude/settings.local.json (this project, you)".to_owned(),
@@ -675,7 +695,10 @@ async fn questions(
     };
     let parsed: Value = serde_json::from_str(&result).unwrap_or_default();
     let mut answers = Map::new();
-    for (text, a) in texts.iter().zip(parsed["answers"].as_array().into_iter().flatten()) {
+    for (text, a) in texts
+        .iter()
+        .zip(parsed["answers"].as_array().into_iter().flatten())
+    {
         let mut parts: Vec<String> = a["selected"]
             .as_array()
             .into_iter()

@@ -116,10 +116,7 @@ async fn the_hook_allows_a_bash_command_when_allowed() {
     assert_eq!(code, 0);
     let d = decision(&out);
     assert_eq!(d["permissionDecision"], "allow");
-    assert_eq!(
-        d["permissionDecisionReason"],
-        format!("Allowed by {ALICE}")
-    );
+    assert_eq!(d["permissionDecisionReason"], format!("Allowed by {ALICE}"));
     app.assert_payloads_valid();
 }
 
@@ -196,10 +193,7 @@ async fn the_hook_shows_a_new_file_as_a_diff_and_denies_with_the_deny_button() {
     assert_eq!(code, 0);
     let d = decision(&out);
     assert_eq!(d["permissionDecision"], "deny");
-    assert_eq!(
-        d["permissionDecisionReason"],
-        format!("Denied by {ALICE}")
-    );
+    assert_eq!(d["permissionDecisionReason"], format!("Denied by {ALICE}"));
     app.assert_payloads_valid();
 }
 

@@ -7,6 +7,7 @@ mod harness;
 #[path = "../support/mod.rs"]
 mod support;
 
+mod agents;
 mod approvals;
 mod bench_smoke;
 mod chaos;

@@ -210,7 +210,10 @@ fn json_response(v: Value) -> Response {
 fn sse(events: Vec<Value>) -> Response {
     let mut body = String::new();
     for e in events {
-        body.push_str(&format!("event: {}\ndata: {e}\n\n", e["type"].as_str().unwrap()));
+        body.push_str(&format!(
+            "event: {}\ndata: {e}\n\n",
+            e["type"].as_str().unwrap()
+        ));
     }
     (
         [(axum::http::header::CONTENT_TYPE, "text/event-stream")],

@@ -5,5 +5,6 @@ pub mod bench;
 pub mod chaos;
 pub mod discord_markdown;
 pub mod discord_schema;
+pub mod fake_llm;
 pub mod fixtures;
 pub mod standin;

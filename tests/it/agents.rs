@@ -1,0 +1,793 @@
+//! The agents people run, for real: the Claude Code and Codex CLIs from npm (pinned versions
+//! that `tests/setup-clis.sh` installs under `target/agent-clis/`), driven offline by scripted
+//! fakes of their model APIs (`tests/support/fake_llm.rs`), with `askrelay hook` as their hook
+//! and a real daemon (in-process, with the Discord stand-in) answering. What the model was shown
+//! as the tool's result is what each test checks, with what the tool did.
+//!
+//! Where the CLIs could not be installed (no npm, no registry), each test says that it was
+//! skipped, and why (`skip`); it never passes silently.
+
+use crate::harness::*;
+use crate::support::fake_llm::{FakeLlm, ToolCall};
+use serde_json::{json, Value};
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::process::{Child, ChildStdin, Command};
+
+const CLAUDE_CODE: &str = "2.1.197";
+const CODEX: &str = "0.171.0";
+
+/// Any key: the fake takes it. (The interactive UI asks about a key in the environment unless
+/// its last 20 characters are approved in `.claude.json`.)
+const API_KEY: &str = "sk-test-offline";
+
+/// The installed CLI `name`, or why it is not there.
+fn cli(name: &str) -> Result<PathBuf, String> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/agent-clis");
+    let bin = root.join("node_modules/.bin").join(name);
+    if bin.exists() {
+        return Ok(bin);
+    }
+    let why = std::fs::read_to_string(root.join("unavailable"))
+        .map(|s| s.trim().to_owned())
+        .unwrap_or_else(|_| "tests/setup-clis.sh has not run".to_owned());
+    Err(format!("{name} is not installed: {why}"))
+}
+
+/// The hook command as an agent's settings name it.
+fn hook_command(agent: &str) -> String {
+    format!("{BIN} hook {agent} --timeout 50")
+}
+
+/// A hook entry of Claude Code's settings.
+fn hooks(event: &str, matcher: &str) -> Value {
+    json!({"hooks": {event: [{"matcher": matcher, "hooks": [
+        {"type": "command", "command": hook_command("claude-code"), "timeout": 60}]}]}})
+}
+
+/// The hooks `askrelay setup claude-code` writes (its recommended set-up): PermissionRequest
+/// for every tool, and PreToolUse for Claude Code's own questions.
+fn recommended() -> Value {
+    let entry = |matcher: &str| {
+        json!([{"matcher": matcher, "hooks": [
+            {"type": "command", "command": hook_command("claude-code"), "timeout": 60}]}])
+    };
+    json!({"hooks": {"PermissionRequest": entry("*"), "PreToolUse": entry("AskUserQuestion")}})
+}
+
+/// How Claude Code is run.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    /// `-p PROMPT --output-format json`: tool calls and PreToolUse hooks.
+    Print,
+    /// `-p --input-format stream-json --output-format stream-json --verbose
+    /// --permission-prompt-tool stdio`, with the SDK's `initialize` first and stdin kept open
+    /// until the result: what AskUserQuestion and PermissionRequest need.
+    Stream,
+    /// The interactive terminal UI, on a pseudo-terminal (`script`), with onboarding, the API
+    /// key and the workspace's trust accepted beforehand. Claude Code 2.1.197 honours a
+    /// PermissionRequest's `interrupt` only here (in the stream-json mode it is a plain deny).
+    Interactive,
+}
+
+/// A running `claude`.
+struct Claude {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    /// Kept for their Drop.
+    _home: tempfile::TempDir,
+}
+
+impl Claude {
+    async fn start(
+        bin: &Path,
+        llm: &FakeLlm,
+        app: &App,
+        settings: Value,
+        mode: Mode,
+        work: &Path,
+    ) -> Claude {
+        let home = tempfile::tempdir().unwrap();
+        let file = home.path().join("settings.json");
+        std::fs::write(&file, settings.to_string()).unwrap();
+        let mut cmd = if mode == Mode::Interactive {
+            std::fs::write(
+                home.path().join(".claude.json"),
+                json!({"hasCompletedOnboarding": true, "theme": "dark",
+                    "customApiKeyResponses": {"approved": [API_KEY], "rejected": []},
+                    "projects": {work.display().to_string():
+                        {"hasTrustDialogAccepted": true, "hasCompletedProjectOnboarding": true}}})
+                .to_string(),
+            )
+            .unwrap();
+            let mut c = Command::new("script");
+            c.arg("-qec")
+                .arg(format!(
+                    "{} --settings {} 'Do the task.'",
+                    bin.display(),
+                    file.display()
+                ))
+                .arg("/dev/null");
+            c
+        } else {
+            Command::new(bin)
+        };
+        cmd.env_clear()
+            .env("PATH", std::env::var("PATH").unwrap_or_default())
+            .env("HOME", home.path())
+            .env("ANTHROPIC_BASE_URL", &llm.base_url)
+            .env("ANTHROPIC_API_KEY", API_KEY)
+            .env("TERM", "xterm")
+            .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
+            .env("DISABLE_TELEMETRY", "1")
+            .env("DISABLE_AUTOUPDATER", "1")
+            .env("DISABLE_ERROR_REPORTING", "1")
+            .env("ASKRELAY_SOCKET_PATH", app.socket())
+            .current_dir(work)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true);
+        match mode {
+            Mode::Print => {
+                cmd.args([
+                    "-p",
+                    "Do the task.",
+                    "--output-format",
+                    "json",
+                    "--settings",
+                ])
+                .arg(&file)
+                .stdin(Stdio::null());
+            }
+            Mode::Interactive => {
+                cmd.stdin(Stdio::piped());
+            }
+            Mode::Stream => {
+                cmd.args([
+                    "-p",
+                    "--input-format",
+                    "stream-json",
+                    "--output-format",
+                    "stream-json",
+                    "--verbose",
+                    "--permission-prompt-tool",
+                    "stdio",
+                    "--settings",
+                ])
+                .arg(&file)
+                .stdin(Stdio::piped());
+            }
+        }
+        let mut child = cmd.spawn().unwrap();
+        let mut stdin = child.stdin.take();
+        if let Some(s) = stdin.as_mut().filter(|_| mode == Mode::Stream) {
+            let lines = [
+                json!({"type": "control_request", "request_id": "init",
+                       "request": {"subtype": "initialize"}}),
+                json!({"type": "user", "message": {"role": "user", "content": "Do the task."}}),
+            ];
+            for l in lines {
+                s.write_all(format!("{l}\n").as_bytes()).await.unwrap();
+            }
+            s.flush().await.unwrap();
+        }
+        Claude {
+            child,
+            stdin,
+            _home: home,
+        }
+    }
+
+    /// Waits for the run's result (the last line of stdout, a `result` object), then for the
+    /// process to exit; returns the result and stderr.
+    async fn finish(mut self) -> (Value, String) {
+        let out = self.child.stdout.take().unwrap();
+        let mut lines = BufReader::new(out).lines();
+        let mut seen = Vec::new();
+        let found = tokio::time::timeout(WAIT, async {
+            while let Some(l) = lines.next_line().await.unwrap() {
+                if let Ok(v) = serde_json::from_str::<Value>(&l) {
+                    if v["type"] == "result" {
+                        return Some(v);
+                    }
+                }
+                seen.push(l);
+            }
+            None
+        })
+        .await;
+        let result = match found {
+            Ok(Some(v)) => v,
+            Ok(None) => panic!("Claude Code ended without a result:\n{}", seen.join("\n")),
+            Err(_) => panic!(
+                "no result from Claude Code within {} s; it printed:\n{}",
+                WAIT.as_secs(),
+                seen.join("\n")
+            ),
+        };
+        drop(self.stdin.take());
+        let mut err = String::new();
+        if let Some(mut e) = self.child.stderr.take() {
+            use tokio::io::AsyncReadExt;
+            let _ = within("Claude Code's stderr", e.read_to_string(&mut err)).await;
+        }
+        let _ = within("Claude Code to exit", self.child.wait()).await;
+        (result, err)
+    }
+}
+
+/// The first question posted in the channel, once it is, with its request's id.
+async fn first_question(app: &App) -> (String, Value) {
+    let m = within("a question to be posted", async {
+        let mut rx = app.standin().subscribe();
+        loop {
+            if let Some(m) = app.messages(CHANNEL).into_iter().next() {
+                return m;
+            }
+            let _ = rx.changed().await;
+        }
+    })
+    .await;
+    let pending = app
+        .store()
+        .pending(
+            askrelay::core::store::Visibility::All,
+            askrelay::core::store::Page {
+                limit: 10,
+                after: None,
+            },
+        )
+        .await
+        .unwrap();
+    assert_eq!(pending.len(), 1, "one request is waiting");
+    (pending[0].request_id.clone(), m)
+}
+
+/// A daemon with Discord (the stand-in) whose requests the terminal may answer too.
+async fn daemon() -> App {
+    App::discord_with(|c| c.discord.terminal_answers = true).await
+}
+
+macro_rules! need {
+    ($name:expr, $test:expr) => {
+        match cli($name) {
+            Ok(b) => b,
+            Err(why) => return skip($test, &why),
+        }
+    };
+}
+
+// --- Claude Code, PreToolUse -------------------------------------------------------------------
+
+/// Runs Claude Code with a PreToolUse hook on Bash that touches `marker`, and answers the
+/// question with `answer` (a button's label, or free text under Other…).
+async fn pre_tool_use_bash(
+    bin: &Path,
+    answer: Option<&str>,
+    typed: Option<&str>,
+) -> (App, FakeLlm, Value) {
+    let app = daemon().await;
+    let work = tempfile::tempdir().unwrap();
+    let marker = work.path().join("marker");
+    let llm = FakeLlm::anthropic(vec![ToolCall::new(
+        "Bash",
+        json!({"command": format!("touch {}", marker.display()), "description": "Create the marker"}),
+    )])
+    .await;
+    let run = Claude::start(
+        bin,
+        &llm,
+        &app,
+        hooks("PreToolUse", "Bash"),
+        Mode::Print,
+        work.path(),
+    )
+    .await;
+    let (_, m) = first_question(&app).await;
+    match (answer, typed) {
+        (Some(label), _) => {
+            final_state(&app.press(&m, &alice(), label).await);
+        }
+        (None, Some(text)) => {
+            let opened = app.press(&m, &alice(), "Other…").await;
+            let modal = opened["data"]["custom_id"].as_str().unwrap().to_owned();
+            final_state(&app.submit_modal(&m, &alice(), &modal, text).await);
+        }
+        (None, None) => unreachable!(),
+    }
+    let (result, _) = run.finish().await;
+    let made = marker.exists();
+    (app, llm, json!({"result": result, "made": made}))
+}
+
+#[tokio::test]
+async fn claude_code_pre_tool_use_allow_runs_the_command() {
+    let bin = need!(
+        "claude",
+        "agents::claude_code_pre_tool_use_allow_runs_the_command"
+    );
+    let (app, llm, out) = pre_tool_use_bash(&bin, Some("Allow"), None).await;
+    assert_eq!(out["made"], true, "{out}");
+    assert_eq!(llm.tool_results().len(), 1, "{:?}", llm.tool_results());
+    app.assert_payloads_valid();
+}
+
+#[tokio::test]
+async fn claude_code_pre_tool_use_deny_blocks_the_command_and_names_who() {
+    let bin = need!(
+        "claude",
+        "agents::claude_code_pre_tool_use_deny_blocks_the_command_and_names_who"
+    );
+    let (_app, llm, out) = pre_tool_use_bash(&bin, Some("Deny"), None).await;
+    assert_eq!(out["made"], false, "{out}");
+    let results = llm.tool_results();
+    assert!(
+        results[0].contains("Denied by alice on Discord"),
+        "{results:?}"
+    );
+}
+
+#[tokio::test]
+async fn claude_code_pre_tool_use_other_denies_with_what_was_typed() {
+    let bin = need!(
+        "claude",
+        "agents::claude_code_pre_tool_use_other_denies_with_what_was_typed"
+    );
+    let (_app, llm, out) = pre_tool_use_bash(&bin, None, Some("use the staging db")).await;
+    assert_eq!(out["made"], false, "{out}");
+    let results = llm.tool_results();
+    assert!(
+        results[0].contains("Denied by alice on Discord: use the staging db"),
+        "{results:?}"
+    );
+}
+
+#[tokio::test]
+async fn claude_code_pre_tool_use_with_the_daemon_down_falls_back_to_its_own_prompt() {
+    let bin = need!(
+        "claude",
+        "agents::claude_code_pre_tool_use_with_the_daemon_down_falls_back_to_its_own_prompt"
+    );
+    let mut app = daemon().await;
+    app.stop().await;
+    let work = tempfile::tempdir().unwrap();
+    let marker = work.path().join("marker");
+    let llm = FakeLlm::anthropic(vec![ToolCall::new(
+        "Bash",
+        json!({"command": format!("touch {}", marker.display())}),
+    )])
+    .await;
+    let run = Claude::start(
+        &bin,
+        &llm,
+        &app,
+        hooks("PreToolUse", "Bash"),
+        Mode::Print,
+        work.path(),
+    )
+    .await;
+    let (result, _) = run.finish().await;
+    // Claude Code's own prompt: in -p mode nobody can grant it, so the command does not run.
+    assert!(!marker.exists(), "{result}");
+    let results = llm.tool_results();
+    assert_eq!(results.len(), 1, "{results:?}");
+    assert!(!results[0].contains("Allowed"), "{results:?}");
+}
+
+// --- Claude Code, AskUserQuestion --------------------------------------------------------------
+
+fn ask_user_question(questions: Value) -> ToolCall {
+    ToolCall::new("AskUserQuestion", json!({ "questions": questions }))
+}
+
+/// Runs Claude Code asking `questions`; `answer` answers them through the daemon; returns what
+/// the model was shown.
+async fn claude_asks(
+    bin: &Path,
+    questions: Value,
+    answer: impl AsyncFnOnce(&App, &str, &Value),
+) -> String {
+    let app = daemon().await;
+    let work = tempfile::tempdir().unwrap();
+    let llm = FakeLlm::anthropic(vec![ask_user_question(questions)]).await;
+    let run = Claude::start(bin, &llm, &app, recommended(), Mode::Stream, work.path()).await;
+    let (id, m) = first_question(&app).await;
+    answer(&app, &id, &m).await;
+    let (result, err) = run.finish().await;
+    let results = llm.tool_results();
+    assert_eq!(results.len(), 1, "{result} {err}");
+    // Asked once: the PermissionRequest hook did not ask about the questions again.
+    let asked = app
+        .store()
+        .history(
+            askrelay::core::store::Visibility::All,
+            askrelay::core::store::Page {
+                limit: 10,
+                after: None,
+            },
+        )
+        .await
+        .unwrap();
+    assert_eq!(asked.len(), 1, "the questions were asked more than once");
+    app.assert_payloads_valid();
+    results[0].clone()
+}
+
+#[tokio::test]
+async fn claude_code_ask_user_question_single_is_answered_from_discord() {
+    let bin = need!(
+        "claude",
+        "agents::claude_code_ask_user_question_single_is_answered_from_discord"
+    );
+    let seen = claude_asks(
+        &bin,
+        json!([{"question": "Which database should the migration target?", "header": "Database",
+            "options": [{"label": "Staging", "description": "The safe one"},
+                        {"label": "Production", "description": "Live data"}],
+            "multiSelect": false}]),
+        async |app: &App, _: &str, m: &Value| {
+            final_state(&app.press(m, &alice(), "Staging").await);
+        },
+    )
+    .await;
+    assert!(
+        seen.contains(r#""Which database should the migration target?"="Staging""#),
+        "{seen}"
+    );
+}
+
+#[tokio::test]
+async fn claude_code_ask_user_question_multi_select_joins_the_labels() {
+    let bin = need!(
+        "claude",
+        "agents::claude_code_ask_user_question_multi_select_joins_the_labels"
+    );
+    let seen = claude_asks(
+        &bin,
+        json!([
+            {"question": "Which database should the migration target?", "header": "Database",
+             "options": [{"label": "Staging", "description": "safe"},
+                         {"label": "Production", "description": "live"}], "multiSelect": false},
+            {"question": "Which regions should be deployed?", "header": "Regions",
+             "options": [{"label": "eu", "description": "Europe"}, {"label": "us", "description": "US"},
+                         {"label": "ap", "description": "Asia"}], "multiSelect": true}]),
+        async |app: &App, id: &str, _: &Value| {
+            // From the terminal, both questions.
+            let r = app.answer(id, "q1", &["Staging"]).await;
+            assert_eq!(r["event"], "answer_accepted", "{r}");
+            let r = app.answer(id, "q2", &["eu", "us"]).await;
+            assert_eq!(r["event"], "answer_accepted", "{r}");
+        },
+    )
+    .await;
+    assert!(
+        seen.contains(
+            r#""Which database should the migration target?"="Staging", "Which regions should be deployed?"="eu, us""#
+        ),
+        "{seen}"
+    );
+}
+
+#[tokio::test]
+async fn claude_code_ask_user_question_free_text_is_the_answer() {
+    let bin = need!(
+        "claude",
+        "agents::claude_code_ask_user_question_free_text_is_the_answer"
+    );
+    let seen = claude_asks(
+        &bin,
+        json!([{"question": "What should the release be called?", "header": "Name",
+            "options": [{"label": "4.2", "description": "Next minor"},
+                        {"label": "5.0", "description": "Next major"}], "multiSelect": false}]),
+        async |app: &App, _: &str, m: &Value| {
+            let opened = app.press(m, &alice(), "Other…").await;
+            let modal = opened["data"]["custom_id"].as_str().unwrap().to_owned();
+            final_state(&app.submit_modal(m, &alice(), &modal, "4.2-lts").await);
+        },
+    )
+    .await;
+    assert!(
+        seen.contains(r#""What should the release be called?"="4.2-lts""#),
+        "{seen}"
+    );
+}
+
+// --- Claude Code, PermissionRequest ------------------------------------------------------------
+
+/// Runs Claude Code with a PermissionRequest hook and `script` as the model's tool calls;
+/// `answer` answers each request as it comes. Returns the daemon, the fake and the result.
+async fn permission_run(
+    bin: &Path,
+    script: Vec<ToolCall>,
+    work: &Path,
+    answer: impl AsyncFnOnce(&App),
+) -> (App, FakeLlm, Value) {
+    let app = daemon().await;
+    let llm = FakeLlm::anthropic(script).await;
+    let run = Claude::start(
+        bin,
+        &llm,
+        &app,
+        hooks("PermissionRequest", "*"),
+        Mode::Stream,
+        work,
+    )
+    .await;
+    answer(&app).await;
+    let (result, _) = run.finish().await;
+    app.assert_payloads_valid();
+    (app, llm, result)
+}
+
+fn touch(path: &Path) -> ToolCall {
+    ToolCall::new(
+        "Bash",
+        json!({"command": format!("touch {}", path.display()), "description": "Create the marker"}),
+    )
+}
+
+#[tokio::test]
+async fn claude_code_permission_request_allow_once() {
+    let bin = need!(
+        "claude",
+        "agents::claude_code_permission_request_allow_once"
+    );
+    let work = tempfile::tempdir().unwrap();
+    let marker = work.path().join("once");
+    let (_app, llm, result) = permission_run(
+        &bin,
+        vec![touch(&marker)],
+        work.path(),
+        async |app: &App| {
+            let (_, m) = first_question(app).await;
+            // What the person sees: the tool, the exact command, Claude Code's description.
+            let text = shown_body(&m);
+            assert!(text.contains("Allow Bash?"), "{text}");
+            assert!(text.contains("Create the marker"), "{text}");
+            assert!(
+                m["content"]
+                    .as_str()
+                    .unwrap()
+                    .contains(&format!("touch {}", marker.display())),
+                "{m}"
+            );
+            final_state(&app.press(&m, &alice(), "Allow once").await);
+        },
+    )
+    .await;
+    assert!(marker.exists(), "{result} {:?}", llm.tool_results());
+}
+
+#[tokio::test]
+async fn claude_code_permission_request_always_allow_reaches_claude_code() {
+    let bin = need!(
+        "claude",
+        "agents::claude_code_permission_request_always_allow_reaches_claude_code"
+    );
+    let work = tempfile::tempdir().unwrap();
+    let marker = work.path().join("again");
+    // The same command twice: the second runs on the rule the first answer added.
+    let script = vec![touch(&marker), touch(&marker)];
+    let (app, llm, result) = permission_run(&bin, script, work.path(), async |app: &App| {
+        let (_, m) = first_question(app).await;
+        let label = controls(&m)
+            .into_iter()
+            .map(|(_, l)| l)
+            .find(|l| l.starts_with("Always allow: Bash(touch"))
+            .unwrap_or_else(|| panic!("an Always allow option: {:?}", controls(&m)));
+        final_state(&app.press(&m, &alice(), &label).await);
+    })
+    .await;
+    let results = llm.tool_results();
+    assert_eq!(results.len(), 2, "{result} {results:?}");
+    assert!(marker.exists());
+    // One question only: the second call did not ask.
+    let asked = app
+        .standin()
+        .requests()
+        .into_iter()
+        .filter(|r| r.method == "POST" && r.path.ends_with("/messages"))
+        .count();
+    assert_eq!(asked, 1, "the second identical command asked again");
+}
+
+#[tokio::test]
+async fn claude_code_permission_request_deny_names_who() {
+    let bin = need!(
+        "claude",
+        "agents::claude_code_permission_request_deny_names_who"
+    );
+    let work = tempfile::tempdir().unwrap();
+    let marker = work.path().join("denied");
+    let (_app, llm, _) = permission_run(
+        &bin,
+        vec![touch(&marker)],
+        work.path(),
+        async |app: &App| {
+            let (id, _) = first_question(app).await;
+            let r = app.answer(&id, "permission", &["Deny"]).await;
+            assert_eq!(r["event"], "answer_accepted", "{r}");
+        },
+    )
+    .await;
+    assert!(!marker.exists());
+    let results = llm.tool_results();
+    assert!(
+        results[0].contains("Denied by") && results[0].contains("in the terminal"),
+        "{results:?}"
+    );
+}
+
+#[tokio::test]
+async fn claude_code_permission_request_deny_and_stop_ends_the_turn() {
+    let bin = need!(
+        "claude",
+        "agents::claude_code_permission_request_deny_and_stop_ends_the_turn"
+    );
+    if !Path::new("/usr/bin/script").exists() {
+        return skip(
+            "agents::claude_code_permission_request_deny_and_stop_ends_the_turn",
+            "no script(1) (util-linux) for a pseudo-terminal",
+        );
+    }
+    let app = daemon().await;
+    let work = tempfile::tempdir().unwrap();
+    let marker = work.path().join("stopped");
+    // Two steps: after a plain deny the model would go on to the second.
+    let llm = FakeLlm::anthropic(vec![touch(&marker), touch(&marker)]).await;
+    let mut run = Claude::start(
+        &bin,
+        &llm,
+        &app,
+        hooks("PermissionRequest", "*"),
+        Mode::Interactive,
+        work.path(),
+    )
+    .await;
+    // Its screen is read (and dropped) as it comes, so that the terminal never blocks.
+    let mut screen = run.child.stdout.take().unwrap();
+    let drain = tokio::spawn(async move {
+        let mut sink = tokio::io::sink();
+        let _ = tokio::io::copy(&mut screen, &mut sink).await;
+    });
+    let (_, m) = first_question(&app).await;
+    final_state(&app.press(&m, &alice(), "Deny and stop").await);
+    // The session's transcript says the turn was interrupted.
+    let transcripts = run._home.path().join(".claude/projects");
+    let interrupted = within("the transcript to say the turn was interrupted", async {
+        loop {
+            if let Some(line) = transcript_lines(&transcripts)
+                .into_iter()
+                .find(|l| l.contains("[Request interrupted by user"))
+            {
+                return line;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        }
+    })
+    .await;
+    assert!(interrupted.contains("interrupted"));
+    let _ = run.child.kill().await;
+    drain.abort();
+    assert!(!marker.exists());
+    // The model was never asked to go on: no request carried the denial back to it.
+    assert!(llm.tool_results().is_empty(), "{:?}", llm.tool_results());
+    app.assert_payloads_valid();
+}
+
+/// Every line of every session transcript under `dir`.
+fn transcript_lines(dir: &Path) -> Vec<String> {
+    let mut out = Vec::new();
+    for project in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        for f in std::fs::read_dir(project.path())
+            .into_iter()
+            .flatten()
+            .flatten()
+        {
+            if f.path().extension().is_some_and(|e| e == "jsonl") {
+                if let Ok(text) = std::fs::read_to_string(f.path()) {
+                    out.extend(text.lines().map(str::to_owned));
+                }
+            }
+        }
+    }
+    out
+}
+
+// --- Codex -------------------------------------------------------------------------------------
+
+/// Runs `codex exec` with a PreToolUse hook, the model running `touch MARKER`.
+async fn codex_run(bin: &Path, answer: &str) -> (bool, Vec<String>) {
+    let app = daemon().await;
+    let home = tempfile::tempdir().unwrap();
+    let work = tempfile::tempdir().unwrap();
+    let marker = work.path().join("codex-marker");
+    let llm = FakeLlm::openai(vec![ToolCall::new(
+        "exec_command",
+        json!({"cmd": format!("touch {}", marker.display())}),
+    )])
+    .await;
+    std::fs::write(
+        home.path().join("config.toml"),
+        format!(
+            "model = \"gpt-test\"\nmodel_provider = \"fake\"\n\
+             [model_providers.fake]\nname = \"fake\"\nbase_url = \"{}/v1\"\n\
+             wire_api = \"responses\"\nenv_key = \"FAKE_KEY\"\n[features]\nhooks = true\n",
+            llm.base_url
+        ),
+    )
+    .unwrap();
+    std::fs::write(
+        home.path().join("hooks.json"),
+        json!({"hooks": {"PreToolUse": [{"matcher": ".*", "hooks": [
+            {"type": "command", "command": hook_command("codex"), "timeout": 60}]}]}})
+        .to_string(),
+    )
+    .unwrap();
+    let mut cmd = Command::new(bin);
+    cmd.args([
+        "exec",
+        "--dangerously-bypass-hook-trust",
+        "--skip-git-repo-check",
+        "--sandbox",
+        "danger-full-access",
+        "Do the task.",
+    ])
+    .env_clear()
+    .env("PATH", std::env::var("PATH").unwrap_or_default())
+    .env("HOME", home.path())
+    .env("CODEX_HOME", home.path())
+    .env("FAKE_KEY", "test")
+    .env("ASKRELAY_SOCKET_PATH", app.socket())
+    .current_dir(work.path())
+    .stdin(Stdio::null())
+    .stdout(Stdio::piped())
+    .stderr(Stdio::piped())
+    .kill_on_drop(true);
+    let child = cmd.spawn().unwrap();
+    let (_, m) = first_question(&app).await;
+    final_state(&app.press(&m, &alice(), answer).await);
+    let out = within("codex to finish", child.wait_with_output())
+        .await
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    app.assert_payloads_valid();
+    (marker.exists(), llm.tool_results())
+}
+
+#[tokio::test]
+async fn codex_allow_runs_the_command() {
+    let bin = need!("codex", "agents::codex_allow_runs_the_command");
+    let (made, results) = codex_run(&bin, "Allow").await;
+    assert!(made, "{results:?}");
+    assert!(!results[0].contains("blocked"), "{results:?}");
+}
+
+#[tokio::test]
+async fn codex_deny_blocks_the_command_and_names_who() {
+    let bin = need!(
+        "codex",
+        "agents::codex_deny_blocks_the_command_and_names_who"
+    );
+    let (made, results) = codex_run(&bin, "Deny").await;
+    assert!(!made, "{results:?}");
+    assert!(
+        results[0].contains("Command blocked by PreToolUse hook: Denied by alice on Discord"),
+        "{results:?}"
+    );
+}
+
+#[test]
+fn the_pinned_versions_are_the_ones_setup_installs() {
+    let script =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/setup-clis.sh"))
+            .unwrap();
+    assert!(script.contains(&format!("CLAUDE_CODE={CLAUDE_CODE}")));
+    assert!(script.contains(&format!("CODEX={CODEX}")));
+}
