@@ -150,9 +150,11 @@ Examples:
     /// Serve ask_user_question over MCP on stdio, for Claude Code, Codex, Cursor and others.
     #[command(after_help = MCP_EXAMPLES)]
     Mcp(McpArgs),
-    /// Hook commands for agents: `askrelay hook claude-code` asks people whether a tool call
-    /// may run.
+    /// Hook commands for agents: Claude Code's and Codex's questions and permission prompts,
+    /// answered by people.
     Hook(crate::front::hook::HookArgs),
+    /// Write askrelay's hook and MCP server into Claude Code's or Codex's settings.
+    Setup(crate::front::setup::SetupArgs),
     /// Ask whether to run a command, and run it only when a person approves.
     #[command(after_help = crate::front::approve::APPROVE_EXAMPLES)]
     Approve(crate::front::approve::ApproveArgs),
@@ -301,6 +303,7 @@ pub async fn run_client(cli: Cli) -> i32 {
         | Command::CheckConfig
         | Command::Mcp(_)
         | Command::Hook(_)
+        | Command::Setup(_)
         | Command::Approve(_)
         | Command::Completions { .. }
         | Command::Man => {

@@ -37,6 +37,7 @@ fn main() {
         Command::Hook(args) => {
             runtime.block_on(askrelay::front::hook::run(cli.config.as_deref(), args))
         }
+        Command::Setup(args) => askrelay::front::setup::run(args),
         Command::Completions { shell } => cli::completions(shell),
         Command::Man => cli::man(),
         Command::Approve(args) => {

@@ -15,6 +15,7 @@
 pub mod approve;
 pub mod disk;
 pub mod hook;
+pub mod setup;
 
 use crate::client::{AskSession, AskUpdate, Client, Target};
 use crate::core::model::{MAX_CONTEXT_FILE_BYTES, MAX_CONTEXT_TEXT_BYTES, MAX_QUESTION_CHARS};

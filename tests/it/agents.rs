@@ -90,7 +90,19 @@ impl Claude {
     ) -> Claude {
         let home = tempfile::tempdir().unwrap();
         let file = home.path().join("settings.json");
-        std::fs::write(&file, settings.to_string()).unwrap();
+        if settings.is_null() {
+            // The user's own settings, as `askrelay setup claude-code` writes them.
+            let out = std::process::Command::new(BIN)
+                .args(["setup", "claude-code"])
+                .env("HOME", home.path())
+                .current_dir(work)
+                .output()
+                .unwrap();
+            assert!(out.status.success(), "{out:?}");
+            std::fs::write(&file, "{}").unwrap();
+        } else {
+            std::fs::write(&file, settings.to_string()).unwrap();
+        }
         let mut cmd = if mode == Mode::Interactive {
             std::fs::write(
                 home.path().join(".claude.json"),
@@ -503,17 +515,20 @@ async fn permission_run(
     work: &Path,
     answer: impl AsyncFnOnce(&App),
 ) -> (App, FakeLlm, Value) {
+    permission_run_with(bin, recommended(), script, work, answer).await
+}
+
+/// [`permission_run`] with `settings` (null: what `askrelay setup claude-code` writes).
+async fn permission_run_with(
+    bin: &Path,
+    settings: Value,
+    script: Vec<ToolCall>,
+    work: &Path,
+    answer: impl AsyncFnOnce(&App),
+) -> (App, FakeLlm, Value) {
     let app = daemon().await;
     let llm = FakeLlm::anthropic(script).await;
-    let run = Claude::start(
-        bin,
-        &llm,
-        &app,
-        hooks("PermissionRequest", "*"),
-        Mode::Stream,
-        work,
-    )
-    .await;
+    let run = Claude::start(bin, &llm, &app, settings, Mode::Stream, work).await;
     answer(&app).await;
     let (result, _) = run.finish().await;
     app.assert_payloads_valid();
@@ -693,6 +708,29 @@ fn transcript_lines(dir: &Path) -> Vec<String> {
         }
     }
     out
+}
+
+#[tokio::test]
+async fn claude_code_set_up_by_askrelay_setup_asks_through_askrelay() {
+    let bin = need!(
+        "claude",
+        "agents::claude_code_set_up_by_askrelay_setup_asks_through_askrelay"
+    );
+    let work = tempfile::tempdir().unwrap();
+    let marker = work.path().join("set-up");
+    // No settings of the test's own: only what `askrelay setup claude-code` wrote in HOME.
+    let (_app, _llm, result) = permission_run_with(
+        &bin,
+        Value::Null,
+        vec![touch(&marker)],
+        work.path(),
+        async |app: &App| {
+            let (_, m) = first_question(app).await;
+            final_state(&app.press(&m, &alice(), "Allow once").await);
+        },
+    )
+    .await;
+    assert!(marker.exists(), "{result}");
 }
 
 // --- Codex -------------------------------------------------------------------------------------

@@ -26,6 +26,7 @@ mod mcp;
 mod oncall;
 mod ops;
 mod outbox;
+mod setup;
 mod socket;
 mod standin_selftest;
 mod trust;
