@@ -894,3 +894,155 @@ async fn the_hook_does_not_read_a_file_over_the_cap() {
     finish(hook).await;
     app.assert_payloads_valid();
 }
+
+// --- the terminal sees what it approves; fallbacks ----------------------------------------------
+
+#[tokio::test]
+async fn pending_and_history_show_what_a_hook_asks_to_approve() {
+    let app = App::start().await;
+    let bin = bin_for(&app);
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("app.cfg");
+    std::fs::write(&file, "port = 80\nhost = a\n").unwrap();
+    let edit = pre_tool_use(
+        "Edit",
+        json!({"file_path": file.to_str().unwrap(), "old_string": "port = 80",
+               "new_string": "port = 8080"}),
+        dir.path().to_str().unwrap(),
+        "toolu_t1",
+    );
+    let hook = hook_waiting(&bin, &edit).await;
+    let (code, out, err) = bin.run(&["pending"]).await;
+    assert_eq!(code, 0, "{err}");
+    // The file, and the diff itself, line by line.
+    assert!(out.contains("── context ──"), "{out}");
+    assert!(out.contains("│ app.cfg"), "{out}");
+    assert!(out.contains("── app.cfg.diff ──"), "{out}");
+    assert!(
+        out.contains("│ -port = 80") && out.contains("│ +port = 8080"),
+        "{out}"
+    );
+    assert!(
+        out.contains(&format!("cwd={}", dir.path().display())),
+        "{out}"
+    );
+    let (_, json_out, _) = bin.run(&["pending", "--json"]).await;
+    let v: Value = serde_json::from_str(&json_out).unwrap();
+    let files = &v[0]["context"]["files"];
+    assert_eq!(files[0]["name"], "app.cfg.diff", "{v}");
+    assert!(
+        files[0]["content"]
+            .as_str()
+            .unwrap()
+            .contains("+port = 8080"),
+        "{v}"
+    );
+    assert_eq!(v[0]["context"]["text"]["content"], "app.cfg");
+    let reply = app
+        .answer("claude-code-toolu_t1", "permission", &["Deny"])
+        .await;
+    assert_eq!(reply["event"], "answer_accepted", "{reply}");
+    let (_, out, _) = finish(hook).await;
+    let d = decision(&out);
+    // The person and the surface, once.
+    let me = nix::unistd::User::from_uid(nix::unistd::geteuid())
+        .unwrap()
+        .unwrap()
+        .name;
+    assert_eq!(
+        d["permissionDecisionReason"],
+        format!(
+            "Denied by {me} (uid {}) in the terminal",
+            nix::unistd::geteuid()
+        )
+    );
+    // History shows what was asked and the context too.
+    let (_, out, _) = bin.run(&["history"]).await;
+    assert!(out.contains("permission: Allow Edit?"), "{out}");
+    assert!(out.contains("│ +port = 8080"), "{out}");
+}
+
+#[tokio::test]
+async fn claude_codes_questions_fall_back_to_its_own_prompt_without_an_answer() {
+    let event = json!({
+        "session_id": "s", "transcript_path": "/t", "cwd": "/w", "permission_mode": "default",
+        "hook_event_name": "PreToolUse", "tool_name": "AskUserQuestion", "tool_use_id": "toolu_q",
+        "tool_input": {"questions": [{"question": "Which one?", "header": "Pick",
+            "options": [{"label": "A", "description": "a"}, {"label": "B", "description": "b"}],
+            "multiSelect": false}]}
+    })
+    .to_string();
+    // The daemon is down: no decision at all, never a made-up answer.
+    let dir = tempfile::tempdir().unwrap();
+    let bin = Bin::new().env(
+        "ASKRELAY_SOCKET_PATH",
+        dir.path().join("none.sock").display(),
+    );
+    let (code, out, err) = finish(start(&bin, &["hook", "claude-code"], &event).await).await;
+    assert_eq!(code, 0);
+    assert_eq!(out, "", "no decision: {out}");
+    assert!(err.contains("cannot reach the askrelay daemon"), "{err}");
+    assert!(err.contains("no decision"), "{err}");
+    // No answerer: the same.
+    let app = App::start_with(|c| c.terminal.enabled = Some(false)).await;
+    let (code, out, err) =
+        finish(start(&bin_for(&app), &["hook", "claude-code"], &event).await).await;
+    assert_eq!(code, 0);
+    assert_eq!(out, "", "{err}");
+    assert!(err.contains("NO_ANSWERER"), "{err}");
+    // Questions askrelay would refuse (labels that look alike): the same, with the reason.
+    let mut bad: Value = serde_json::from_str(&event).unwrap();
+    bad["tool_input"]["questions"][0]["options"][1]["label"] = json!("А");
+    let app = App::start().await;
+    let (code, out, err) =
+        finish(start(&bin_for(&app), &["hook", "claude-code"], &bad.to_string()).await).await;
+    assert_eq!(code, 0);
+    assert_eq!(out, "", "{err}");
+    assert!(err.contains("looks the same"), "{err}");
+}
+
+#[tokio::test]
+async fn an_event_the_hook_does_not_answer_gets_no_decision_and_a_clear_error() {
+    let app = App::start().await;
+    let bin = bin_for(&app);
+    let event = json!({"session_id": "s", "hook_event_name": "PostToolUse", "tool_name": "Bash",
+        "tool_input": {"command": "ls"}, "tool_response": {}})
+    .to_string();
+    let (code, out, err) = finish(start(&bin, &["hook", "claude-code"], &event).await).await;
+    assert_eq!(code, 0);
+    assert_eq!(out, "");
+    assert!(
+        err.contains("answers PreToolUse and PermissionRequest events, not PostToolUse"),
+        "{err}"
+    );
+    let (code, out, err) = finish(start(&bin, &["hook", "codex"], &event).await).await;
+    assert_eq!(code, 0);
+    assert_eq!(out, "");
+    assert!(
+        err.contains("hook codex answers PreToolUse events, not PostToolUse"),
+        "{err}"
+    );
+    // Nothing was asked.
+    assert_eq!(app.hub().pending_count(), 0);
+}
+
+#[tokio::test]
+async fn sigterm_to_a_waiting_hook_cancels_its_request_at_once() {
+    // A client that goes away is only cancelled after the grace: make that longer than any
+    // wait here, so that only the hook's own cancel can end the request in time.
+    let app = App::start_with(|c| c.cancel_grace_secs = 3600).await;
+    let bin = bin_for(&app);
+    let event = pre_tool_use("Bash", json!({"command": "ls"}), "/w", "toolu_term");
+    let hook = hook_waiting(&bin, &event).await;
+    assert!(app.hub().is_pending("claude-code-toolu_term"));
+    signal(&hook, "-TERM").await;
+    let (code, out, _) = finish(hook).await;
+    assert_eq!(code, 0);
+    assert_eq!(decision(&out)["permissionDecision"], "deny", "{out}");
+    // Ended at once, not after cancel_grace_secs: nobody can answer it any more.
+    app.wait_ended("claude-code-toolu_term").await;
+    let reply = app
+        .answer("claude-code-toolu_term", "permission", &["Allow"])
+        .await;
+    assert_ne!(reply["event"], "answer_accepted", "{reply}");
+}
