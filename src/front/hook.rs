@@ -424,6 +424,19 @@ async fn tool_call(target: &Target, event: &HookEvent, args: &CommonArgs, agent:
     .await
 }
 
+/// Asks and follows the request to its end, saying on stderr where it waits.
+async fn ask_and_follow(target: &Target, ask: Ask, args: &CommonArgs) -> Ended {
+    let request_id = ask.request_id.clone().unwrap_or_default();
+    follow(
+        target,
+        ask,
+        Duration::from_secs(args.reconnect_secs),
+        args.timeout.map(Duration::from_secs),
+        |answerer, _| waiting(&request_id, answerer),
+    )
+    .await
+}
+
 fn waiting(request_id: &str, answerer: &str) {
     eprintln!(
         "askrelay: request {} is waiting for an answer via {}",
@@ -490,15 +503,7 @@ async fn permission_request(target: &Target, event: &HookEvent, args: &CommonArg
         Ok(a) => a,
         Err(e) => return Reply::NoDecision(format!("{e}; no decision (Claude Code's own dialog)")),
     };
-    let request_id = ask.request_id.clone().unwrap_or_default();
-    let ended = follow(
-        target,
-        ask,
-        Duration::from_secs(args.reconnect_secs),
-        args.timeout.map(Duration::from_secs),
-        |answerer, _| waiting(&request_id, answerer),
-    )
-    .await;
+    let ended = ask_and_follow(target, ask, args).await;
     let (result, by) = match ended {
         Ended::Answered { result, by } => (result, by),
         other => return Reply::NoDecision(no_answer(&other, "Claude Code's own dialog")),
@@ -680,15 +685,7 @@ async fn questions(
         Ok(a) => a,
         Err(e) => return Reply::NoDecision(format!("{e}; no decision ({fallback})")),
     };
-    let request_id = ask.request_id.clone().unwrap_or_default();
-    let ended = follow(
-        target,
-        ask,
-        Duration::from_secs(args.reconnect_secs),
-        args.timeout.map(Duration::from_secs),
-        |answerer, _| waiting(&request_id, answerer),
-    )
-    .await;
+    let ended = ask_and_follow(target, ask, args).await;
     let (result, by) = match ended {
         Ended::Answered { result, by } => (result, by),
         other => return Reply::NoDecision(no_answer(&other, fallback)),
