@@ -750,11 +750,21 @@ fn resolve_answer(
             ));
         }
     };
-    let kind = match (q.options.is_empty(), q.multi_select) {
-        (true, _) => QuestionKind::FreeText,
-        (false, true) => QuestionKind::Multi,
-        (false, false) => QuestionKind::Single,
+    let q = crate::core::Question {
+        id: q.id.clone(),
+        question: q.question.clone(),
+        header: q.header.clone(),
+        options: q
+            .options
+            .iter()
+            .map(|label| crate::core::QuestionOption {
+                label: label.clone(),
+                description: None,
+            })
+            .collect(),
+        multi_select: q.multi_select,
     };
+    let kind = q.kind();
     if kind == QuestionKind::FreeText && !args.select.is_empty() {
         return Err(format!(
             "question {} has no options and takes free text: use --text TEXT",
@@ -768,30 +778,12 @@ fn resolve_answer(
             Escaped(&q.id)
         ));
     }
-    let mut labels = Vec::with_capacity(args.select.len());
-    for s in &args.select {
-        if q.options.iter().any(|o| o == s) {
-            labels.push(s.clone());
-            continue;
-        }
-        match s.parse::<usize>() {
-            Ok(n) if (1..=q.options.len()).contains(&n) => labels.push(q.options[n - 1].clone()),
-            _ => {
-                let all: Vec<String> = q
-                    .options
-                    .iter()
-                    .enumerate()
-                    .map(|(i, o)| format!("{}. {}", i + 1, Escaped(o)))
-                    .collect();
-                return Err(format!(
-                    "question {} has no option {}; give a label or a number: {}",
-                    Escaped(&q.id),
-                    Escaped(s),
-                    all.join(", ")
-                ));
-            }
-        }
-    }
+    let labels = q
+        .resolve(&args.select, true)
+        .map_err(|e| e.message)?
+        .into_iter()
+        .map(|i| q.options[i].label.clone())
+        .collect();
     Ok((q.id.clone(), labels))
 }
 

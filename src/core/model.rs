@@ -93,6 +93,55 @@ impl Question {
     pub fn option_index(&self, label: &str) -> Option<usize> {
         self.options.iter().position(|o| o.label == label)
     }
+
+    /// The options that `picks` name, as indices in the order given: each pick is an option's
+    /// label, exactly, or (with `by_number`, for a person at a terminal) its number from 1. A
+    /// pick that names none is `INVALID_REQUEST`, listing what the question offers.
+    pub fn resolve(&self, picks: &[String], by_number: bool) -> Result<Vec<usize>, AskError> {
+        picks
+            .iter()
+            .map(|p| {
+                self.option_index(p)
+                    .or_else(|| {
+                        let n = p.parse::<usize>().ok().filter(|_| by_number)?;
+                        (1..=self.options.len()).contains(&n).then(|| n - 1)
+                    })
+                    .ok_or_else(|| self.no_such_option(p, by_number))
+            })
+            .collect()
+    }
+
+    fn no_such_option(&self, pick: &str, by_number: bool) -> AskError {
+        use super::text::Escaped;
+        let offered = if self.options.is_empty() {
+            "none (free text only)".to_owned()
+        } else if by_number {
+            let all: Vec<String> = self
+                .options
+                .iter()
+                .enumerate()
+                .map(|(i, o)| format!("{}. {}", i + 1, Escaped(&o.label)))
+                .collect();
+            all.join(", ")
+        } else {
+            let all: Vec<String> = self
+                .options
+                .iter()
+                .map(|o| format!("{:?}", Escaped(&o.label)))
+                .collect();
+            all.join(", ")
+        };
+        let how = if by_number {
+            "give a label or a number"
+        } else {
+            "its options are"
+        };
+        AskError::invalid(format!(
+            "question {:?} has no option {:?}; {how}: {offered}",
+            Escaped(&self.id),
+            Escaped(pick)
+        ))
+    }
 }
 
 /// Who is asking (SPEC §2). A non-null `owner_agent_id` marks a delegated sub-agent.
@@ -732,6 +781,40 @@ mod tests {
             owner_agent_id: Some("o".into()),
         };
         assert!(!owned.is_root());
+    }
+
+    #[test]
+    fn picks_resolve_to_options_by_label_or_number() {
+        let q = Question {
+            id: "q".into(),
+            question: "?".into(),
+            header: None,
+            options: ["a", "b", "2"]
+                .iter()
+                .map(|l| QuestionOption {
+                    label: (*l).into(),
+                    description: None,
+                })
+                .collect(),
+            multi_select: true,
+        };
+        let picks = |p: &[&str]| p.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>();
+        assert_eq!(q.resolve(&picks(&["b", "a"]), false).unwrap(), [1, 0]);
+        // A label wins over a number; numbers count from 1, and only for a person.
+        assert_eq!(q.resolve(&picks(&["2", "1"]), true).unwrap(), [2, 0]);
+        let e = q.resolve(&picks(&["1"]), false).unwrap_err();
+        assert_eq!(e.code, super::super::error::ErrorCode::InvalidRequest);
+        assert!(
+            e.message
+                .contains(r#"has no option "1"; its options are: "a", "b", "2""#),
+            "{e}"
+        );
+        let e = q.resolve(&picks(&["9"]), true).unwrap_err();
+        assert!(
+            e.message
+                .contains("give a label or a number: 1. a, 2. b, 3. 2"),
+            "{e}"
+        );
     }
 
     #[test]

@@ -1,0 +1,415 @@
+//! The hub: one cloneable handle that front ends and answerers share.
+//!
+//! It stores new requests (with the outbox rows of the answerer that takes them, in one
+//! transaction), lets any number of client connections wait on a request, settles questions
+//! (first wins, decided by the store), and cancels requests whose clients went away and did not
+//! come back within the grace period.
+//!
+//! Invariant: every pending request in the store has a [`Live`] entry here, from the moment it is
+//! stored (or loaded at start-up) until it ends. A request ends by writing the store first and
+//! then publishing [`Phase::Ended`], so a reader that finds no entry can trust the store.
+
+use super::answer::Settlement;
+use super::answerer::{Answerer, AnswererContext, Core};
+use super::cluster::Role;
+use super::error::{AskError, ErrorCode};
+use super::expiry::{Deadlines, ExpiryRule};
+use super::metrics::Recorder;
+use super::request::{
+    now_ms, Actor, AuditAction, AuditEntry, Outcome, Post, Request, Settled, Source, Status,
+};
+use super::store::Store;
+use super::text::Escaped;
+use anyhow::Result;
+use live::LiveMap;
+use serde_json::{Map, Value};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::sync::watch;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+/// Where a request stands, as its waiting clients see it.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Phase {
+    /// Stored; its answerer is still showing it.
+    Offering,
+    /// An answerer took it: its name and what it reported.
+    Accepted { answerer: String, detail: Detail },
+    /// The final line.
+    Ended(Outcome),
+    /// The daemon is shutting down; the request stays pending for a re-attach.
+    ShuttingDown,
+}
+
+/// What an answerer reported on taking a request, kept as compact JSON text: every waiting
+/// agent's request holds one for as long as it waits, and as a map (an ordered map of owned
+/// keys and values) it took about four times the memory. It is read back once per attached
+/// client, for its `accepted` line.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Detail(Option<Box<str>>);
+
+impl Detail {
+    pub fn new(map: &Map<String, Value>) -> Detail {
+        if map.is_empty() {
+            return Detail(None);
+        }
+        Detail(serde_json::to_string(map).ok().map(String::into_boxed_str))
+    }
+
+    pub fn to_map(&self) -> Map<String, Value> {
+        self.0
+            .as_deref()
+            .and_then(|text| serde_json::from_str(text).ok())
+            .unwrap_or_default()
+    }
+}
+
+/// A client's hold on a request: it watches the phase, and while any attachment lives the
+/// request is not cancelled for a missing client.
+pub struct Attachment {
+    pub request_id: String,
+    pub phase: watch::Receiver<Phase>,
+    _guard: Option<AttachGuard>,
+}
+
+struct AttachGuard {
+    hub: Hub,
+    request_id: String,
+}
+
+impl Drop for AttachGuard {
+    fn drop(&mut self) {
+        self.hub.detach(&self.request_id);
+    }
+}
+
+#[derive(Clone)]
+pub struct Hub {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    store: Arc<dyn Store>,
+    answerers: Vec<Arc<dyn Answerer>>,
+    live: Mutex<LiveMap>,
+    /// Serializes "find or store" of a request id, so two asks with one id never both insert.
+    register: tokio::sync::Mutex<()>,
+    settings: HubSettings,
+    tasks: TaskTracker,
+    shutdown: CancellationToken,
+    /// The expiry deadlines of pending requests, by key.
+    deadlines: Deadlines<i64>,
+    /// The store's cluster, when it is shared (then this hub owns only its node's requests).
+    cluster: Option<crate::core::cluster::ClusterHandle>,
+    /// This daemon's role: `Solo` without a cluster; in one, the cluster driver sets it.
+    role: watch::Sender<Role>,
+    /// The keys of [`Content`] fingerprints.
+    fingerprints: std::hash::RandomState,
+}
+
+/// Settings of the hub that come from the config.
+#[derive(Debug, Clone)]
+pub struct HubSettings {
+    pub cancel_grace: Duration,
+    pub restart_grace: Duration,
+    /// Pending requests one uid may have at once; `BUSY` past it.
+    pub max_pending_per_uid: usize,
+    /// Outbox work due for longer than this is reported as overdue.
+    pub overdue_after: Duration,
+    /// `[expiry]`: the rule of every request whose answerer (route) sets none.
+    pub expiry: ExpiryRule,
+    /// Where the hub reports what it counts (asks, answers, errors).
+    pub recorder: Arc<dyn Recorder>,
+}
+
+/// The pending requests found at start-up, to hand back to their answerers once the daemon
+/// serves (see [`Hub::resume`]).
+pub struct Backlog(Vec<(Request, Vec<Post>)>);
+
+impl Backlog {
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
+mod ask;
+mod cluster;
+mod end;
+mod expire;
+mod live;
+mod queries;
+mod settle;
+
+pub use settle::TerminalAnswer;
+
+impl Hub {
+    /// Builds the hub and takes over the requests left pending by an earlier run (read once):
+    /// each gets `restart_grace` for its client to re-attach. Hand the returned backlog to
+    /// [`Hub::resume`] once the answerers are started.
+    pub async fn start(
+        store: Arc<dyn Store>,
+        answerers: Vec<Arc<dyn Answerer>>,
+        settings: HubSettings,
+        tasks: TaskTracker,
+        shutdown: CancellationToken,
+    ) -> Result<(Hub, Backlog)> {
+        let restart_grace = settings.restart_grace;
+        let hub = Hub {
+            inner: Arc::new(Inner {
+                answerers,
+                live: Mutex::new(LiveMap::default()),
+                register: tokio::sync::Mutex::new(()),
+                settings,
+                tasks,
+                shutdown,
+                deadlines: Deadlines::default(),
+                role: watch::Sender::new(if store.cluster().is_some() {
+                    Role::Follower { leader: None }
+                } else {
+                    Role::Solo
+                }),
+                cluster: store.cluster(),
+                store,
+                fingerprints: Default::default(),
+            }),
+        };
+        let pending = hub.inner.store.all_pending().await?;
+        if !pending.is_empty() {
+            tracing::info!(
+                count = pending.len(),
+                grace_secs = restart_grace.as_secs(),
+                "resuming pending requests; their clients may re-attach"
+            );
+        }
+        for (req, _) in &pending {
+            let phase = match req.answerer.as_deref() {
+                Some(a) => Phase::Accepted {
+                    answerer: a.to_owned(),
+                    detail: Detail::default(),
+                },
+                None => Phase::Offering,
+            };
+            let content = hub.content(&req.questions, req.context.as_deref());
+            hub.insert_live(req, phase, content);
+            hub.schedule_grace(&req.request_id, restart_grace, "restart_grace_secs");
+        }
+        Ok((hub, Backlog(pending)))
+    }
+
+    /// This daemon's node id in a cluster.
+    pub fn node(&self) -> Option<&str> {
+        self.inner.cluster.as_ref().map(|c| c.node())
+    }
+
+    /// What this daemon does in its cluster.
+    pub fn role(&self) -> Role {
+        self.inner.role.borrow().clone()
+    }
+
+    /// Watches [`Hub::role`].
+    pub fn roles(&self) -> watch::Receiver<Role> {
+        self.inner.role.subscribe()
+    }
+
+    /// Records a change of role (the cluster driver); answerers watching it start or stop their
+    /// platform work.
+    pub fn set_role(&self, role: Role) {
+        self.inner.role.send_if_modified(|r| {
+            if *r == role {
+                return false;
+            }
+            if r.as_str() != role.as_str() {
+                tracing::info!(
+                    from = r.as_str(),
+                    to = role.as_str(),
+                    "cluster role changed"
+                );
+            }
+            if let Role::Follower {
+                leader: Some(leader),
+            } = &role
+            {
+                tracing::info!(%leader, "following the cluster's leader");
+            }
+            *r = role;
+            true
+        });
+    }
+
+    /// The context an answerer acts through.
+    pub fn context(&self, answerer: &'static str) -> AnswererContext {
+        AnswererContext::new(Arc::new(self.clone()), answerer)
+    }
+
+    /// Starts every answerer with its context.
+    pub async fn start_answerers(&self) -> Result<()> {
+        for a in &self.inner.answerers {
+            a.start(self.context(a.name())).await?;
+        }
+        Ok(())
+    }
+
+    /// Where the hub reports its counts; front ends report what they refuse through it too.
+    pub fn recorder(&self) -> &Arc<dyn Recorder> {
+        &self.inner.settings.recorder
+    }
+
+    /// Tells every waiting client that the daemon is going away (their requests stay pending).
+    pub fn announce_shutdown(&self) {
+        let live = self.inner.live.lock().unwrap();
+        for entry in live.by_id.values() {
+            entry.phase.send_replace(Phase::ShuttingDown);
+        }
+    }
+
+    fn answerer_for(&self, req: &Request) -> Option<Arc<dyn Answerer>> {
+        let name = req.answerer.as_deref()?;
+        self.inner
+            .answerers
+            .iter()
+            .find(|a| a.name() == name)
+            .cloned()
+    }
+}
+
+#[async_trait::async_trait]
+impl Core for Hub {
+    async fn settle(
+        &self,
+        req: &Request,
+        idx: usize,
+        settlement: Settlement,
+        actor: Actor,
+    ) -> Result<Settled, AskError> {
+        Hub::settle(self, req, idx, settlement, actor).await
+    }
+
+    async fn end(&self, req: &Request, status: Status, error: AskError) -> bool {
+        self.end_by(req, status, error, Source::Daemon).await
+    }
+
+    async fn cancel_as(&self, req: &Request, reason: &str, source: Source, actor: String) -> bool {
+        let err = AskError::aborted(format!("the request was cancelled: {reason}"));
+        let audit = AuditEntry {
+            request_key: Some(req.key),
+            source,
+            actor: Some(actor),
+            action: AuditAction::Cancelled,
+            detail: Some(err.to_string()),
+            ..Default::default()
+        };
+        self.end_with(req, Status::Cancelled, err, audit).await
+    }
+
+    async fn audit(&self, entry: AuditEntry) {
+        Hub::audit(self, entry).await
+    }
+
+    fn is_being_delivered(&self, request_id: &str) -> bool {
+        self.inner
+            .live
+            .lock()
+            .unwrap()
+            .by_id
+            .get(request_id)
+            .is_some_and(|l| matches!(*l.phase.borrow(), Phase::Offering))
+    }
+
+    async fn is_pending(&self, req: &Request) -> bool {
+        if Hub::is_pending(self, &req.request_id) {
+            return true;
+        }
+        // Not live: it ended, or it is another node's (this one leads), or it was stored a
+        // moment ago and is not live yet (a repair pass woken by its notice got there first).
+        // The store knows.
+        match self.inner.store.by_key(req.key).await {
+            Ok(Some(r)) => r.status == Status::Pending,
+            Ok(None) => false,
+            Err(_) => req.status == Status::Pending,
+        }
+    }
+
+    fn store(&self) -> &Arc<dyn Store> {
+        &self.inner.store
+    }
+
+    fn shutdown(&self) -> &CancellationToken {
+        &self.inner.shutdown
+    }
+
+    fn tasks(&self) -> &TaskTracker {
+        &self.inner.tasks
+    }
+
+    fn roles(&self) -> watch::Receiver<Role> {
+        Hub::roles(self)
+    }
+
+    async fn pending_everywhere(&self) -> Result<Vec<(Request, Vec<Post>)>> {
+        Hub::pending_everywhere(self).await
+    }
+}
+
+/// Tells the clients of a request that expires when it does (`expires_in_secs`, from now).
+fn add_expiry(detail: &mut Map<String, Value>, req: &Request) {
+    if let Some(e) = &req.expiry {
+        let left = ((e.at_ms - now_ms()).max(0) as u64).div_ceil(1000);
+        detail.insert("expires_in_secs".into(), Value::from(left));
+        detail.insert("on_expire".into(), Value::from(e.on_expire.describe()));
+    }
+}
+
+/// 80 random bits as 20 hex digits: the per-request token platform controls carry.
+fn new_token() -> String {
+    let mut bytes = [0u8; 10];
+    if getrandom::fill(&mut bytes).is_err() {
+        // No OS randomness at all: a v4 UUID's random bits (it has its own fallback).
+        bytes.copy_from_slice(&uuid::Uuid::new_v4().as_bytes()[..10]);
+    }
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+fn storage_error(what: &str, e: &anyhow::Error) -> AskError {
+    tracing::error!(error = %format!("{e:#}"), "storage failed; nothing was saved");
+    AskError::new(
+        ErrorCode::Internal,
+        format!("{what} could not be saved (storage error: {e:#}); nothing changed, try again"),
+    )
+}
+
+fn foreign_error(request_id: &str) -> AskError {
+    AskError::new(
+        ErrorCode::Forbidden,
+        format!(
+            "request_id {:?} is not available to this user; request ids belong to the local \
+             user who asked them (use another request_id)",
+            Escaped(request_id)
+        ),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_accepted_detail_keeps_its_fields_in_order() {
+        let mut map = Map::new();
+        map.insert("route".into(), Value::from("ops"));
+        map.insert("message_links".into(), serde_json::json!(["https://x/1"]));
+        map.insert("expires_in_secs".into(), Value::from(60));
+        let detail = Detail::new(&map);
+        assert_eq!(detail.to_map(), map);
+        assert_eq!(
+            serde_json::to_string(&detail.to_map()).unwrap(),
+            r#"{"route":"ops","message_links":["https://x/1"],"expires_in_secs":60}"#
+        );
+        assert_eq!(Detail::new(&Map::new()), Detail::default());
+        assert!(Detail::default().to_map().is_empty());
+    }
+}

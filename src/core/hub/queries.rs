@@ -1,0 +1,149 @@
+//! Read-only queries for the supervision operations (`pending`, `history`), the health
+//! check and the gauges, and the audit writes of refusals.
+
+use super::Hub;
+use crate::core::access::LocalUser;
+use crate::core::error::AskError;
+use crate::core::request::{now_ms, AuditEntry, Post, Request};
+use crate::core::store::{Page, Visibility};
+use crate::core::text::Escaped;
+use std::time::Duration;
+use tokio::sync::watch;
+
+pub(super) fn visibility(who: &LocalUser) -> Visibility {
+    match (who.operator, who.peer.uid) {
+        (true, _) => Visibility::All,
+        (false, Some(uid)) => Visibility::Owner(uid),
+        // No credentials: nothing is provably theirs.
+        (false, None) => Visibility::Owner(u32::MAX),
+    }
+}
+
+impl Hub {
+    pub fn answerer_names(&self) -> Vec<&'static str> {
+        self.inner.answerers.iter().map(|a| a.name()).collect()
+    }
+
+    /// The platform connections of the answerers that keep one (Discord's gateway): each
+    /// answerer's name and whether it is connected now.
+    pub fn connections(&self) -> Vec<(&'static str, watch::Receiver<bool>)> {
+        self.inner
+            .answerers
+            .iter()
+            .filter_map(|a| a.connection().map(|c| (a.name(), c)))
+            .collect()
+    }
+
+    /// A request by id for a local user: `INVALID_REQUEST` when unknown, `FORBIDDEN` when it is
+    /// not theirs to touch.
+    pub async fn request_for(
+        &self,
+        request_id: &str,
+        who: &LocalUser,
+    ) -> Result<Request, AskError> {
+        let req = self.request(request_id).await?;
+        if !(who.operator || who.owns(&req) && self.owned_here(&req)) {
+            return Err(self.foreign(request_id, who.peer).await);
+        }
+        Ok(req)
+    }
+
+    /// A request by id, or `INVALID_REQUEST` naming it.
+    pub async fn request(&self, request_id: &str) -> Result<Request, AskError> {
+        self.inner
+            .store
+            .by_id(request_id)
+            .await
+            .map_err(|e| AskError::internal(&e))?
+            .ok_or_else(|| {
+                AskError::invalid(format!("unknown request_id {:?}", Escaped(request_id)))
+            })
+    }
+
+    /// One page of the pending requests a local user may see, with where they are shown.
+    pub async fn pending(
+        &self,
+        who: &LocalUser,
+        page: Page,
+    ) -> Result<Vec<(Request, Vec<Post>)>, AskError> {
+        let reqs = self
+            .inner
+            .store
+            .pending(visibility(who), page)
+            .await
+            .map_err(|e| AskError::internal(&e))?;
+        self.with_posts(reqs).await
+    }
+
+    /// One page of the requests (of any status) a local user may see, newest first.
+    pub async fn history(
+        &self,
+        who: &LocalUser,
+        page: Page,
+    ) -> Result<Vec<(Request, Vec<Post>)>, AskError> {
+        let reqs = self
+            .inner
+            .store
+            .history(visibility(who), page)
+            .await
+            .map_err(|e| AskError::internal(&e))?;
+        self.with_posts(reqs).await
+    }
+
+    /// Where a request is shown (its outbox rows).
+    pub async fn posts_of(&self, req: &Request) -> Result<Vec<Post>, AskError> {
+        let mut all = self
+            .inner
+            .store
+            .posts(&[req.key])
+            .await
+            .map_err(|e| AskError::internal(&e))?;
+        Ok(all.remove(&req.key).unwrap_or_default())
+    }
+
+    pub(super) async fn with_posts(
+        &self,
+        reqs: Vec<Request>,
+    ) -> Result<Vec<(Request, Vec<Post>)>, AskError> {
+        self.inner
+            .store
+            .with_posts(reqs)
+            .await
+            .map_err(|e| AskError::internal(&e))
+    }
+
+    /// Outbox work due for more than `overdue_after`: how many items, and how long the oldest
+    /// has been due.
+    pub async fn outbox_overdue(&self) -> Result<(usize, Duration), AskError> {
+        let due = self
+            .inner
+            .store
+            .outbox_due(None)
+            .await
+            .map_err(|e| AskError::internal(&e))?;
+        let now = now_ms();
+        let late: Vec<i64> = due
+            .iter()
+            .map(|d| now - d.due_since_ms)
+            .filter(|age| *age > self.inner.settings.overdue_after.as_millis() as i64)
+            .collect();
+        let oldest = late.iter().copied().max().unwrap_or(0).max(0) as u64;
+        Ok((late.len(), Duration::from_millis(oldest)))
+    }
+
+    /// Whether the store takes a write now (the health check).
+    pub async fn store_writable(&self) -> Result<(), String> {
+        self.inner
+            .store
+            .writable()
+            .await
+            .map_err(|e| format!("{e:#}"))
+    }
+
+    /// Writes an audit row; a failure is logged, never swallowed silently.
+    pub async fn audit(&self, entry: AuditEntry) {
+        if let Err(e) = self.inner.store.audit(&entry).await {
+            tracing::error!(error = %format!("{e:#}"), action = entry.action.as_str(), "cannot write the audit log");
+        }
+    }
+}

@@ -1,0 +1,192 @@
+//! Settling a question: first wins in the store, then the clients and the other answerers
+//! hear of it; an answer from a terminal is checked and matched to the question's options
+//! first.
+
+use super::{storage_error, Hub};
+use crate::core::access::LocalUser;
+use crate::core::answer::{AskResult, Settlement};
+use crate::core::error::{AskError, ErrorCode};
+use crate::core::request::{
+    now_ms, Actor, Answered, AuditAction, AuditEntry, Outcome, Request, SettleOutcome, Settled,
+    Source, Status,
+};
+use crate::core::text::Escaped;
+use std::time::Duration;
+
+/// What a socket `answer` (a person at a terminal) asks for.
+#[derive(Debug, Clone)]
+pub struct TerminalAnswer {
+    pub request_id: String,
+    pub question: String,
+    pub labels: Vec<String>,
+    pub custom: Option<String>,
+    /// Free text about who is answering; shown quoted, trusted for nothing.
+    pub note: Option<String>,
+}
+
+/// The audit detail of a settlement: what was chosen, and the note quoted.
+pub(super) fn audit_detail(s: &Settlement, note: Option<&str>) -> String {
+    let mut d = serde_json::to_string(s).unwrap_or_default();
+    if let Some(n) = note {
+        d.push_str(&format!(" note={:?}", n));
+    }
+    d
+}
+
+impl Hub {
+    /// Settles question `idx` of `req` (as loaded by the caller; it is not read again). First
+    /// wins; a settlement that does not count says why. When another surface than the owner
+    /// settled it, the owner is told so that it updates what people see.
+    pub async fn settle(
+        &self,
+        req: &Request,
+        idx: usize,
+        settlement: Settlement,
+        actor: Actor,
+    ) -> Result<Settled, AskError> {
+        let question = req.questions.get(idx).ok_or_else(|| {
+            AskError::invalid(format!(
+                "request {:?} has no question number {}",
+                Escaped(&req.request_id),
+                idx + 1
+            ))
+        })?;
+        let settlement = settlement.normalise(question)?;
+        let at_ms = now_ms();
+        let audit = AuditEntry {
+            request_key: Some(req.key),
+            question_idx: Some(idx),
+            source: actor.via.into(),
+            actor: Some(actor.describe()),
+            action: AuditAction::Answer,
+            detail: Some(audit_detail(&settlement, actor.note.as_deref())),
+            accepted: false,
+        };
+        let questions = req.questions.clone();
+        let finish = move |all: &[Settlement]| AskResult::build(&questions, all).to_json();
+        // When every other question was answered as the caller read the request, this answer
+        // completes it, and the result is known now (answers are never taken back).
+        let result_if_last = req
+            .answers
+            .iter()
+            .enumerate()
+            .map(|(i, a)| match (i == idx, a) {
+                (true, _) => Some(settlement.clone()),
+                (false, a) => a.as_ref().map(|a| a.settlement.clone()),
+            })
+            .collect::<Option<Vec<Settlement>>>()
+            .map(|all| finish(&all));
+        let outcome = self
+            .inner
+            .store
+            .settle(
+                req.key,
+                idx,
+                &settlement,
+                &actor,
+                at_ms,
+                &audit,
+                result_if_last,
+                &finish,
+            )
+            .await
+            .map_err(|e| storage_error("the answer", &e))?;
+        if matches!(outcome, SettleOutcome::Won { .. }) {
+            crate::crash::point("answered");
+            tracing::info!(
+                request_id = %Escaped(&req.request_id),
+                question = %Escaped(&question.id),
+                by = %Escaped(&actor.describe()),
+                "question settled"
+            );
+        }
+        let mut settled = req.clone();
+        if let SettleOutcome::Won { result } = &outcome {
+            settled.answers[idx] = Some(Answered {
+                actor: actor.clone(),
+                at_ms,
+                settlement,
+            });
+            if let Some(result) = result {
+                let waited = Duration::from_millis((at_ms - req.created_at_ms).max(0) as u64);
+                self.inner
+                    .settings
+                    .recorder
+                    .answered(req.answerer.as_deref().unwrap_or("none"), waited);
+                settled.status = Status::Answered;
+                settled.ended_at_ms = Some(at_ms);
+                settled.outcome = Some(Outcome::Answered(result.clone()));
+                self.publish_end(&req.request_id, Outcome::Answered(result.clone()));
+            }
+            if let Some(a) = self.answerer_for(&settled) {
+                if a.name() != actor.via.as_str() {
+                    a.settled(&self.context(a.name()), &settled, idx).await;
+                }
+            }
+        }
+        Ok(Settled {
+            outcome,
+            request: settled,
+        })
+    }
+
+    /// A person at a terminal answers: only the request's owner or an operator, and only on a
+    /// request whose answerer lets terminals answer (the terminal answerer, or a route with
+    /// `terminal_answers = true`). Who answered comes from the connection, not from the line.
+    pub async fn answer_from_terminal(
+        &self,
+        answer: TerminalAnswer,
+        who: &LocalUser,
+    ) -> Result<Settled, AskError> {
+        let req = self.request_for(&answer.request_id, who).await?;
+        let owner = self.answerer_for(&req);
+        if !owner.as_ref().is_some_and(|a| a.terminal_may_answer(&req)) {
+            let owner_name = req.answerer.clone().unwrap_or_else(|| "none".into());
+            self.audit(AuditEntry {
+                request_key: Some(req.key),
+                source: Source::Terminal,
+                actor: Some(who.describe()),
+                action: AuditAction::Forbidden,
+                detail: Some(format!(
+                    "terminal answer refused: the request belongs to the {owner_name} answerer"
+                )),
+                accepted: false,
+                ..Default::default()
+            })
+            .await;
+            return Err(AskError::new(
+                ErrorCode::Forbidden,
+                format!(
+                    "request {:?} is answered through {owner_name}, not from a terminal; answer \
+                     it there (or set terminal_answers = true on its route)",
+                    Escaped(&answer.request_id)
+                ),
+            ));
+        }
+        let (index, q) = req
+            .questions
+            .iter()
+            .enumerate()
+            .find(|(_, q)| q.id == answer.question)
+            .ok_or_else(|| {
+                let ids: Vec<String> = req
+                    .questions
+                    .iter()
+                    .map(|q| format!("{:?}", Escaped(&q.id)))
+                    .collect();
+                AskError::invalid(format!(
+                    "request {:?} has no question {:?}; its questions are: {}",
+                    Escaped(&answer.request_id),
+                    Escaped(&answer.question),
+                    ids.join(", ")
+                ))
+            })?;
+        let selected = q.resolve(&answer.labels, false)?;
+        let actor = Actor::local(who.peer.uid, who.name.clone(), answer.note);
+        let settlement = Settlement {
+            selected,
+            custom: answer.custom,
+        };
+        self.settle(&req, index, settlement, actor).await
+    }
+}
