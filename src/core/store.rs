@@ -55,6 +55,23 @@ pub struct Pruned {
 /// while its JSON stays the core's business.
 pub type Finish<'a> = &'a (dyn Fn(&[Settlement]) -> String + Send + Sync);
 
+/// An answer to store with [`Store::settle`]: question `idx` of request `key`, what was chosen,
+/// who chose it and when, and its audit row.
+pub struct NewAnswer<'a> {
+    pub key: i64,
+    pub idx: usize,
+    pub settlement: &'a Settlement,
+    pub actor: &'a Actor,
+    pub at_ms: i64,
+    /// Written with the answer, `accepted` set to whether it won.
+    pub audit: &'a AuditEntry,
+    /// The request's result when this answer completes it and the caller could build it
+    /// (every other question was answered when it read the request).
+    pub result_if_last: Option<String>,
+    /// Builds the result from the stored settlements otherwise.
+    pub finish: Finish<'a>,
+}
+
 #[async_trait]
 pub trait Store: Send + Sync + 'static {
     /// Takes the database for this daemon, or fails naming the daemon that has it. Held until
@@ -96,23 +113,11 @@ pub trait Store: Send + Sync + 'static {
     async fn history(&self, who: Visibility, page: Page) -> Result<Vec<Request>>;
 
     /// Settles question `idx` if it is open and its request pending: the one conditional write
-    /// that decides first-wins. `audit` is written with it (with `accepted` set to whether it
-    /// won). When the answer completes the request, the request is marked answered with its
-    /// result, atomically with the answer: `result_if_last` when the caller could build it (every
-    /// other question was answered when it read the request), else `finish` builds it from the
-    /// stored settlements.
-    #[allow(clippy::too_many_arguments)]
-    async fn settle(
-        &self,
-        key: i64,
-        idx: usize,
-        settlement: &Settlement,
-        actor: &Actor,
-        at_ms: i64,
-        audit: &AuditEntry,
-        result_if_last: Option<String>,
-        finish: Finish<'_>,
-    ) -> Result<SettleOutcome>;
+    /// that decides first-wins. The audit row is written with it (with `accepted` set to
+    /// whether it won). When the answer completes the request, the request is marked answered
+    /// with its result, atomically with the answer: `result_if_last` when the caller could
+    /// build it, else `finish` builds it from the stored settlements.
+    async fn settle(&self, answer: NewAnswer<'_>) -> Result<SettleOutcome>;
 
     /// Ends a pending request with an error outcome, and audits it. False if it had already
     /// ended (the audit row then says it was not accepted).

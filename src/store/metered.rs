@@ -2,14 +2,13 @@
 //! error to the daemon's [`Recorder`] (`askrelay_store_errors_total`), whoever made the call
 //! (the hub, an answerer's outbox, the health check). It changes nothing else.
 
-use crate::core::answer::Settlement;
 use crate::core::error::AskError;
 use crate::core::metrics::Recorder;
 use crate::core::request::{
-    Actor, AuditEntry, AuditRow, Created, DuePost, EditState, NewRequest, PlannedPost, Post,
-    Request, SettleOutcome, Status, Timer,
+    AuditEntry, AuditRow, Created, DuePost, EditState, NewRequest, PlannedPost, Post, Request,
+    SettleOutcome, Status, Timer,
 };
-use crate::core::store::{Finish, Holder, Page, Pruned, Store, Visibility};
+use crate::core::store::{Holder, NewAnswer, Page, Pruned, Store, Visibility};
 use anyhow::Result;
 use async_trait::async_trait;
 use std::collections::HashMap;
@@ -76,30 +75,8 @@ impl Store for Metered {
         self.count(self.inner.history(who, page).await)
     }
 
-    async fn settle(
-        &self,
-        key: i64,
-        idx: usize,
-        settlement: &Settlement,
-        actor: &Actor,
-        at_ms: i64,
-        audit: &AuditEntry,
-        result_if_last: Option<String>,
-        finish: Finish<'_>,
-    ) -> Result<SettleOutcome> {
-        let r = self
-            .inner
-            .settle(
-                key,
-                idx,
-                settlement,
-                actor,
-                at_ms,
-                audit,
-                result_if_last,
-                finish,
-            )
-            .await;
+    async fn settle(&self, answer: NewAnswer<'_>) -> Result<SettleOutcome> {
+        let r = self.inner.settle(answer).await;
         self.count(r)
     }
 

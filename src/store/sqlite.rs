@@ -16,10 +16,10 @@ use super::rows::{
 use crate::core::answer::Settlement;
 use crate::core::error::AskError;
 use crate::core::request::{
-    Actor, Answered, AuditEntry, AuditRow, Created, DuePost, EditState, NewRequest, PlannedPost,
-    Post, Request, SettleOutcome, Status, Timer,
+    Answered, AuditEntry, AuditRow, Created, DuePost, EditState, NewRequest, PlannedPost, Post,
+    Request, SettleOutcome, Status, Timer,
 };
-use crate::core::store::{Finish, Holder, Page, Pruned, Store, Visibility};
+use crate::core::store::{Holder, NewAnswer, Page, Pruned, Store, Visibility};
 use anyhow::{bail, Context, Result};
 use async_trait::async_trait;
 use sqlx::sqlite::{
@@ -433,17 +433,17 @@ impl Store for SqliteStore {
         self.listing(who, page, false, true).await
     }
 
-    async fn settle(
-        &self,
-        key: i64,
-        idx: usize,
-        settlement: &Settlement,
-        actor: &Actor,
-        at_ms: i64,
-        audit: &AuditEntry,
-        result_if_last: Option<String>,
-        finish: Finish<'_>,
-    ) -> Result<SettleOutcome> {
+    async fn settle(&self, answer: NewAnswer<'_>) -> Result<SettleOutcome> {
+        let NewAnswer {
+            key,
+            idx,
+            settlement,
+            actor,
+            at_ms,
+            audit,
+            result_if_last,
+            finish,
+        } = answer;
         let selected_json = serde_json::to_string(&settlement.selected)?;
         let audit_json = audit_json(audit, at_ms);
         // One transaction, whose COMMIT is checked before anyone is told: the conditional

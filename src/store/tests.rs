@@ -13,7 +13,7 @@ use crate::core::request::{
     Actor, AuditAction, AuditEntry, Created, DuePost, EditState, NewRequest, Peer, PlannedPost,
     SettleOutcome, Source, Status, Timer,
 };
-use crate::core::store::{Holder, Page, Pruned, Store, Visibility};
+use crate::core::store::{Holder, NewAnswer, Page, Pruned, Store, Visibility};
 use std::sync::Arc;
 
 /// A store under test, with a way past it to the raw database.
@@ -173,16 +173,16 @@ async fn check_first_settlement_wins_and_completes_the_request(t: TestStore) {
         ..Default::default()
     };
     let won = store
-        .settle(
-            req.key,
-            0,
-            &Settlement::choice(1),
-            &person("alice"),
-            5,
-            &answer,
-            None,
-            &finish,
-        )
+        .settle(NewAnswer {
+            key: req.key,
+            idx: 0,
+            settlement: &Settlement::choice(1),
+            actor: &person("alice"),
+            at_ms: 5,
+            audit: &answer,
+            result_if_last: None,
+            finish: &finish,
+        })
         .await
         .unwrap();
     let expected = finish(&[Settlement::choice(1)]);
@@ -193,16 +193,16 @@ async fn check_first_settlement_wins_and_completes_the_request(t: TestStore) {
         }
     );
     let lost = store
-        .settle(
-            req.key,
-            0,
-            &Settlement::choice(0),
-            &person("bob"),
-            6,
-            &answer,
-            None,
-            &finish,
-        )
+        .settle(NewAnswer {
+            key: req.key,
+            idx: 0,
+            settlement: &Settlement::choice(0),
+            actor: &person("bob"),
+            at_ms: 6,
+            audit: &answer,
+            result_if_last: None,
+            finish: &finish,
+        })
         .await
         .unwrap();
     assert!(matches!(lost, SettleOutcome::AlreadyAnswered(a) if a.actor.name == "alice"));
@@ -230,16 +230,16 @@ async fn check_concurrent_settlements_have_one_winner(t: TestStore) {
                 ..Default::default()
             };
             store
-                .settle(
-                    req.key,
-                    0,
-                    &Settlement::choice(usize::from(i % 2)),
-                    &person(&format!("p{i}")),
-                    5,
-                    &answer,
-                    None,
-                    &finish,
-                )
+                .settle(NewAnswer {
+                    key: req.key,
+                    idx: 0,
+                    settlement: &Settlement::choice(usize::from(i % 2)),
+                    actor: &person(&format!("p{i}")),
+                    at_ms: 5,
+                    audit: &answer,
+                    result_if_last: None,
+                    finish: &finish,
+                })
                 .await
                 .unwrap()
         }));
@@ -415,16 +415,16 @@ async fn check_the_outbox_timers_drafts_and_schedules(t: TestStore) {
 
     // An answer makes the posted message due for an edit, until the edit is recorded.
     let won = store
-        .settle(
-            req.key,
-            0,
-            &Settlement::choice(0),
-            &person("alice"),
-            50,
-            &ask(),
-            None,
-            &finish,
-        )
+        .settle(NewAnswer {
+            key: req.key,
+            idx: 0,
+            settlement: &Settlement::choice(0),
+            actor: &person("alice"),
+            at_ms: 50,
+            audit: &ask(),
+            result_if_last: None,
+            finish: &finish,
+        })
         .await
         .unwrap();
     assert_eq!(won, SettleOutcome::Won { result: None });
@@ -472,16 +472,16 @@ async fn check_the_outbox_timers_drafts_and_schedules(t: TestStore) {
         .await
         .unwrap());
     let late = store
-        .settle(
-            req.key,
-            1,
-            &Settlement::choice(0),
-            &person("bob"),
-            60,
-            &about(req.key),
-            None,
-            &finish,
-        )
+        .settle(NewAnswer {
+            key: req.key,
+            idx: 1,
+            settlement: &Settlement::choice(0),
+            actor: &person("bob"),
+            at_ms: 60,
+            audit: &about(req.key),
+            result_if_last: None,
+            finish: &finish,
+        })
         .await
         .unwrap();
     assert_eq!(late, SettleOutcome::Ended(Status::Cancelled));

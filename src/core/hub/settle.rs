@@ -10,6 +10,7 @@ use crate::core::request::{
     now_ms, Actor, Answered, AuditAction, AuditEntry, Outcome, Request, SettleOutcome, Settled,
     Source, Status,
 };
+use crate::core::store::NewAnswer;
 use crate::core::text::Escaped;
 use std::time::Duration;
 
@@ -79,16 +80,16 @@ impl Hub {
         let outcome = self
             .inner
             .store
-            .settle(
-                req.key,
+            .settle(NewAnswer {
+                key: req.key,
                 idx,
-                &settlement,
-                &actor,
+                settlement: &settlement,
+                actor: &actor,
                 at_ms,
-                &audit,
+                audit: &audit,
                 result_if_last,
-                &finish,
-            )
+                finish: &finish,
+            })
             .await
             .map_err(|e| storage_error("the answer", &e))?;
         if matches!(outcome, SettleOutcome::Won { .. }) {

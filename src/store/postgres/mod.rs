@@ -30,10 +30,10 @@ use crate::core::answer::Settlement;
 use crate::core::cluster::ClusterHandle;
 use crate::core::error::AskError;
 use crate::core::request::{
-    now_ms, Actor, AuditEntry, AuditRow, Created, DuePost, EditState, NewRequest, PlannedPost,
-    Post, Request, SettleOutcome, Status, Timer,
+    now_ms, AuditEntry, AuditRow, Created, DuePost, EditState, NewRequest, PlannedPost, Post,
+    Request, SettleOutcome, Status, Timer,
 };
-use crate::core::store::{Finish, Holder, Page, Pruned, Store, Visibility};
+use crate::core::store::{Holder, NewAnswer, Page, Pruned, Store, Visibility};
 use anyhow::{Context, Result};
 use async_trait::async_trait;
 use cluster::{Lease, PgCluster};
@@ -403,17 +403,17 @@ impl Store for PgStore {
         self.listing(who, page, false, true).await
     }
 
-    async fn settle(
-        &self,
-        key: i64,
-        idx: usize,
-        settlement: &Settlement,
-        actor: &Actor,
-        at_ms: i64,
-        audit: &AuditEntry,
-        result_if_last: Option<String>,
-        finish: Finish<'_>,
-    ) -> Result<SettleOutcome> {
+    async fn settle(&self, answer: NewAnswer<'_>) -> Result<SettleOutcome> {
+        let NewAnswer {
+            key,
+            idx,
+            settlement,
+            actor,
+            at_ms,
+            audit,
+            result_if_last,
+            finish,
+        } = answer;
         let selected_json = serde_json::to_string(&settlement.selected)?;
         let won = write_tx!(self, |tx| {
             // The request's row lock first (see the module comment): the count of open

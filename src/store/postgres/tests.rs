@@ -13,7 +13,7 @@ use crate::core::answer::Settlement;
 use crate::core::cluster::{ClusterHandle, Notice};
 use crate::core::error::AskError;
 use crate::core::request::{AuditEntry, SettleOutcome, Status};
-use crate::core::store::{Page, Store, Visibility};
+use crate::core::store::{NewAnswer, Page, Store, Visibility};
 use crate::store::tests::{ask, create, finish, holder, new_request, person, two_questions};
 use sqlx::{Connection, PgConnection};
 use std::sync::Arc;
@@ -189,16 +189,16 @@ async fn racing_daemons_settle_a_question_once() {
             racers.push(tokio::spawn(async move {
                 let name = format!("p{i}");
                 let outcome = store
-                    .settle(
-                        req.key,
-                        0,
-                        &Settlement::choice(i % 2),
-                        &person(&name),
-                        10,
-                        &AuditEntry::default(),
-                        None,
-                        &finish,
-                    )
+                    .settle(NewAnswer {
+                        key: req.key,
+                        idx: 0,
+                        settlement: &Settlement::choice(i % 2),
+                        actor: &person(&name),
+                        at_ms: 10,
+                        audit: &AuditEntry::default(),
+                        result_if_last: None,
+                        finish: &finish,
+                    })
                     .await
                     .unwrap();
                 (name, outcome)
@@ -235,16 +235,16 @@ async fn racing_daemons_settle_a_question_once() {
                 let store = stores[idx].clone();
                 tokio::spawn(async move {
                     store
-                        .settle(
-                            req.key,
+                        .settle(NewAnswer {
+                            key: req.key,
                             idx,
-                            &Settlement::choice(idx),
-                            &person("p"),
-                            10,
-                            &AuditEntry::default(),
-                            None,
-                            &finish,
-                        )
+                            settlement: &Settlement::choice(idx),
+                            actor: &person("p"),
+                            at_ms: 10,
+                            audit: &AuditEntry::default(),
+                            result_if_last: None,
+                            finish: &finish,
+                        })
                         .await
                         .unwrap()
                 })
@@ -324,16 +324,16 @@ async fn notices_reach_other_nodes_and_resume_after_a_cut() {
     let req = create(&*a, &two_questions("n1")).await;
     assert_eq!(next(&mut rx).await, Notice::Outbox);
     let won = a
-        .settle(
-            req.key,
-            0,
-            &Settlement::choice(0),
-            &person("p"),
-            10,
-            &AuditEntry::default(),
-            None,
-            &finish,
-        )
+        .settle(NewAnswer {
+            key: req.key,
+            idx: 0,
+            settlement: &Settlement::choice(0),
+            actor: &person("p"),
+            at_ms: 10,
+            audit: &AuditEntry::default(),
+            result_if_last: None,
+            finish: &finish,
+        })
         .await
         .unwrap();
     assert_eq!(won, SettleOutcome::Won { result: None });
