@@ -14,8 +14,7 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-/// The exit code of a client command that cannot reach the daemon.
-pub const EXIT_UNREACHABLE: i32 = 7;
+pub use crate::core::error::EXIT_UNREACHABLE;
 
 const ASK_EXAMPLES: &str = "\
 Exit codes:

@@ -34,30 +34,15 @@ pub struct Target {
 }
 
 impl Target {
-    /// Finds the daemon the way clients do: the socket from `--config FILE`, then
-    /// `ASKRELAY_SOCKET_PATH`, then the default; `daemon_uid` from the file, then
-    /// `ASKRELAY_DAEMON_UID`.
+    /// Finds the daemon the way the daemon itself does: the defaults, then `--config FILE`,
+    /// then the `ASKRELAY_*` environment (`ASKRELAY_SOCKET_PATH`, `ASKRELAY_DAEMON_UID`), the
+    /// later winning (`config::ClientKeys`).
     pub fn from_config(config_file: Option<&Path>) -> Result<Target> {
-        let keys = match config_file {
-            Some(f) => crate::config::ClientKeys::load(f)?,
-            None => Default::default(),
-        };
-        let socket =
-            keys.socket_path
-                .unwrap_or_else(|| match std::env::var_os("ASKRELAY_SOCKET_PATH") {
-                    Some(p) if !p.is_empty() => PathBuf::from(p),
-                    _ => crate::config::default_socket_path(),
-                });
-        let daemon_uid = match keys.daemon_uid {
-            Some(u) => Some(u),
-            None => match std::env::var("ASKRELAY_DAEMON_UID") {
-                Ok(v) if !v.trim().is_empty() => Some(v.trim().parse().map_err(|_| {
-                    anyhow::anyhow!("ASKRELAY_DAEMON_UID: expected a number (a uid)")
-                })?),
-                _ => None,
-            },
-        };
-        Ok(Target { socket, daemon_uid })
+        let keys = crate::config::ClientKeys::load(config_file)?;
+        Ok(Target {
+            socket: keys.socket(),
+            daemon_uid: keys.daemon_uid,
+        })
     }
 
     pub fn new(socket: impl Into<PathBuf>) -> Target {

@@ -3,7 +3,7 @@
 //! Everything is deserialized into typed structs. An unknown key or a bad value stops start-up with
 //! a message that names the key, so a typo never silently falls back to a default.
 
-use anyhow::{anyhow, bail, Context, Result};
+use anyhow::{anyhow, bail, Result};
 use serde::de::{self, Deserializer};
 use serde::Deserialize;
 use std::collections::BTreeMap;
@@ -486,38 +486,7 @@ impl Config {
         file: Option<&Path>,
         env: impl IntoIterator<Item = (String, String)>,
     ) -> Result<Config> {
-        let mut builder = config::Config::builder();
-        if let Some(path) = file {
-            if !path.exists() {
-                bail!("config file {} does not exist", path.display());
-            }
-            builder = builder.add_source(
-                config::File::from(path)
-                    .format(config::FileFormat::Toml)
-                    .required(true),
-            );
-        }
-        let env: config::Map<String, String> = env
-            .into_iter()
-            .filter(|(k, _)| k.starts_with(&format!("{ENV_PREFIX}_")))
-            // An entry ending in '_' is a prefix; the others are whole names (ASKRELAY_LOG is
-            // not configuration, ASKRELAY_LOG_FORMAT is).
-            .filter(|(k, _)| {
-                !NOT_CONFIG_ENV.iter().any(|p| {
-                    if p.ends_with('_') {
-                        k.starts_with(p)
-                    } else {
-                        k == p
-                    }
-                })
-            })
-            .collect();
-        builder = builder.add_source(
-            config::Environment::with_prefix(ENV_PREFIX)
-                .prefix_separator("_")
-                .separator("__")
-                .source(Some(env)),
-        );
+        let builder = sources(file, env)?;
         let raw = builder.build().map_err(|e| config_error(e, file))?;
         let mut unknown = Vec::new();
         let cfg: Config = serde_ignored::deserialize(raw, |path| unknown.push(path.to_string()))
@@ -889,9 +858,56 @@ pub fn default_database_url() -> String {
     format!("sqlite://{}", dir.join("askrelay/askrelay.db").display())
 }
 
-/// What a client reads of the config file: where the socket is, and the daemon's uid when it
-/// runs as another user. Only these keys are read, so a client never fails on daemon-only
-/// settings; a missing file is an error.
+/// Where the configuration comes from, in order, each overriding the one before: the defaults
+/// (the types' own), `file`, then `ASKRELAY_*` variables of `env`. The daemon ([`Config`]) and
+/// the clients ([`ClientKeys`]) both read through this, so a client finds the socket where the
+/// daemon put it: the environment beats the file. An empty `ASKRELAY_SOCKET_PATH` or
+/// `ASKRELAY_DAEMON_UID` counts as unset.
+fn sources(
+    file: Option<&Path>,
+    env: impl IntoIterator<Item = (String, String)>,
+) -> Result<config::ConfigBuilder<config::builder::DefaultState>> {
+    let mut builder = config::Config::builder();
+    if let Some(path) = file {
+        if !path.exists() {
+            bail!("config file {} does not exist", path.display());
+        }
+        builder = builder.add_source(
+            config::File::from(path)
+                .format(config::FileFormat::Toml)
+                .required(true),
+        );
+    }
+    let env: config::Map<String, String> = env
+        .into_iter()
+        .filter(|(k, _)| k.starts_with(&format!("{ENV_PREFIX}_")))
+        // An entry ending in '_' is a prefix; the others are whole names (ASKRELAY_LOG is
+        // not configuration, ASKRELAY_LOG_FORMAT is).
+        .filter(|(k, _)| {
+            !NOT_CONFIG_ENV.iter().any(|p| {
+                if p.ends_with('_') {
+                    k.starts_with(p)
+                } else {
+                    k == p
+                }
+            })
+        })
+        .filter(|(k, v)| {
+            !(v.trim().is_empty()
+                && matches!(k.as_str(), "ASKRELAY_SOCKET_PATH" | "ASKRELAY_DAEMON_UID"))
+        })
+        .collect();
+    Ok(builder.add_source(
+        config::Environment::with_prefix(ENV_PREFIX)
+            .prefix_separator("_")
+            .separator("__")
+            .source(Some(env)),
+    ))
+}
+
+/// What a client reads of the configuration: where the socket is, and the daemon's uid when it
+/// runs as another user, from the same sources as the daemon's ([`sources`]). Only these keys
+/// are read, so a client never fails on daemon-only settings.
 #[derive(Debug, Default, Deserialize)]
 pub struct ClientKeys {
     pub socket_path: Option<PathBuf>,
@@ -899,14 +915,25 @@ pub struct ClientKeys {
 }
 
 impl ClientKeys {
-    pub fn load(file: &Path) -> Result<ClientKeys> {
-        let text = std::fs::read_to_string(file)
-            .with_context(|| format!("cannot read config file {}", file.display()))?;
-        config::Config::builder()
-            .add_source(config::File::from_str(&text, config::FileFormat::Toml))
+    /// From `file` (when given) and the process environment.
+    pub fn load(file: Option<&Path>) -> Result<ClientKeys> {
+        Self::load_from(file, std::env::vars())
+    }
+
+    /// Like [`ClientKeys::load`], with the environment given explicitly (for tests).
+    pub fn load_from(
+        file: Option<&Path>,
+        env: impl IntoIterator<Item = (String, String)>,
+    ) -> Result<ClientKeys> {
+        sources(file, env)?
             .build()
             .and_then(|c| c.try_deserialize())
-            .map_err(|e| config_error(e, Some(file)))
+            .map_err(|e| config_error(e, file))
+    }
+
+    /// The socket: the configured one, else where the daemon puts it by default.
+    pub fn socket(&self) -> PathBuf {
+        self.socket_path.clone().unwrap_or_else(default_socket_path)
     }
 }
 
@@ -1041,6 +1068,41 @@ fn opt_snowflakes<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Vec<Snowflak
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_daemon_and_its_clients_find_the_socket_in_the_same_order() {
+        let f = file("socket_path = \"/from/file.sock\"\ndaemon_uid = 5\n");
+        let env = |v: &[(&str, &str)]| {
+            v.iter()
+                .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+                .collect::<Vec<_>>()
+        };
+        // The file over the defaults.
+        let daemon = Config::load_from(Some(f.path()), env(&[])).unwrap();
+        let client = ClientKeys::load_from(Some(f.path()), env(&[])).unwrap();
+        assert_eq!(daemon.socket_path, PathBuf::from("/from/file.sock"));
+        assert_eq!(client.socket(), daemon.socket_path);
+        assert_eq!(client.daemon_uid, Some(5));
+        // The environment over the file, for both.
+        let vars = env(&[
+            ("ASKRELAY_SOCKET_PATH", "/from/env.sock"),
+            ("ASKRELAY_DAEMON_UID", "7"),
+        ]);
+        let daemon = Config::load_from(Some(f.path()), vars.clone()).unwrap();
+        let client = ClientKeys::load_from(Some(f.path()), vars).unwrap();
+        assert_eq!(daemon.socket_path, PathBuf::from("/from/env.sock"));
+        assert_eq!(client.socket(), daemon.socket_path);
+        assert_eq!(client.daemon_uid, Some(7));
+        // An empty variable is unset.
+        let vars = env(&[("ASKRELAY_SOCKET_PATH", "")]);
+        let client = ClientKeys::load_from(Some(f.path()), vars.clone()).unwrap();
+        let daemon = Config::load_from(Some(f.path()), vars).unwrap();
+        assert_eq!(client.socket(), PathBuf::from("/from/file.sock"));
+        assert_eq!(daemon.socket_path, client.socket());
+        // Neither: the default, for both.
+        let client = ClientKeys::load_from(None, env(&[])).unwrap();
+        assert_eq!(client.socket(), default_socket_path());
+    }
     use std::io::Write;
 
     fn file(text: &str) -> tempfile::NamedTempFile {

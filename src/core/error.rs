@@ -25,6 +25,10 @@ pub enum ErrorCode {
     Busy,
 }
 
+/// The exit code of a client command that cannot reach the daemon (beside the codes of
+/// [`ErrorCode::exit_code`]).
+pub const EXIT_UNREACHABLE: i32 = 7;
+
 impl ErrorCode {
     pub fn as_str(self) -> &'static str {
         match self {

@@ -145,7 +145,7 @@ pub async fn run(config_file: Option<&Path>, args: ApproveArgs) -> i32 {
                 "askrelay: {}; start it with `askrelay serve`",
                 Escaped(&why)
             );
-            crate::cli::EXIT_UNREACHABLE
+            crate::core::error::EXIT_UNREACHABLE
         }
         Verdict::TimedOut(after) => {
             eprintln!(
