@@ -978,9 +978,9 @@ async fn health(target: &Target, as_json: bool) -> Result<i32> {
     if as_json {
         println!("{}", serde_json::to_string(&h)?);
     } else {
-        println!("status: {}", h.status);
-        println!("store: {}", Escaped(&h.store));
-        println!("gateway: {}", h.gateway);
+        println!("status: {}", h.status.as_str());
+        println!("store: {}", Escaped(&h.store.to_string()));
+        println!("gateway: {}", h.gateway.as_str());
         println!("answerers: {}", h.answerers.join(", "));
         println!("pending: {}", h.pending);
         if let Some(c) = &h.cluster {
@@ -1002,7 +1002,8 @@ async fn health(target: &Target, as_json: bool) -> Result<i32> {
     if h.failing.is_empty() {
         Ok(0)
     } else {
-        eprintln!("askrelay: degraded: {} failing", h.failing.join(", "));
+        let parts: Vec<&str> = h.failing.iter().map(|p| p.as_str()).collect();
+        eprintln!("askrelay: degraded: {} failing", parts.join(", "));
         Ok(1)
     }
 }

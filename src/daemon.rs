@@ -8,6 +8,7 @@ use crate::config::Config;
 use crate::core::store::{Holder, Pruned, Store};
 use crate::core::{Answerer, Hub, HubSettings, Operators};
 use crate::metrics::Metrics;
+use crate::protocol::{GatewayHealth, StoreHealth};
 use crate::server::{self, ServerContext};
 use crate::store::StoreHooks;
 use anyhow::Result;
@@ -393,15 +394,15 @@ async fn announce_ready(daemon: &Daemon, notifier: &crate::systemd::Notifier) ->
 async fn status_line(daemon: &Daemon) -> String {
     let health = server::health(&daemon.hub).await;
     let mut problems = Vec::new();
-    if health.store != "ok" {
-        problems.push(format!("store failing: {}", health.store));
+    if let StoreHealth::Failing(why) = &health.store {
+        problems.push(format!("store failing: {why}"));
     }
-    if health.gateway == "disconnected" {
+    if health.gateway == GatewayHealth::Disconnected {
         problems.push("not connected yet: discord".to_owned());
     }
     if problems.is_empty() {
         "serving".to_owned()
-    } else if health.store == "ok" {
+    } else if health.store.is_ok() {
         format!("serving; {}", problems.join("; "))
     } else {
         format!("degraded; {}", problems.join("; "))

@@ -17,6 +17,7 @@ use crate::core::{Ask, AskError, ErrorCode};
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
+use std::fmt;
 
 /// Page sizes of `pending` and `history`: the default and the most one reply may carry.
 pub const PENDING_PAGE_DEFAULT: u32 = 100;
@@ -303,23 +304,124 @@ pub enum Event {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Health {
     pub version: String,
-    /// "ok", or "degraded" when a part named in `failing` is down.
+    /// `ok`, or `degraded` when a part named in `failing` is down.
     #[serde(default)]
-    pub status: String,
-    /// The parts that are down: "store", "gateway".
+    pub status: HealthStatus,
+    /// The parts that are down.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub failing: Vec<String>,
-    /// The Discord gateway: "connected", "disconnected", or "not configured".
+    pub failing: Vec<HealthPart>,
+    /// The Discord gateway.
     #[serde(default)]
-    pub gateway: String,
+    pub gateway: GatewayHealth,
     pub pending: usize,
     pub answerers: Vec<String>,
-    /// "ok", or why a write to the store fails.
-    pub store: String,
+    /// `ok`, or why a write to the store fails.
+    pub store: StoreHealth,
     pub outbox: OutboxBacklog,
     /// In cluster mode: this node, its role and who leads.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cluster: Option<ClusterHealth>,
+}
+
+/// The daemon as a whole: healthy, or with a part down.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum HealthStatus {
+    #[default]
+    Ok,
+    Degraded,
+}
+
+impl HealthStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            HealthStatus::Ok => "ok",
+            HealthStatus::Degraded => "degraded",
+        }
+    }
+}
+
+/// A part of the daemon that can be down.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum HealthPart {
+    Store,
+    Gateway,
+}
+
+impl HealthPart {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            HealthPart::Store => "store",
+            HealthPart::Gateway => "gateway",
+        }
+    }
+}
+
+/// The Discord gateway, as `health` sees it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub enum GatewayHealth {
+    #[serde(rename = "connected")]
+    Connected,
+    #[serde(rename = "disconnected")]
+    Disconnected,
+    /// No platform connection is configured (no Discord token).
+    #[default]
+    #[serde(rename = "not configured")]
+    NotConfigured,
+    /// A cluster's follower: the leader holds the session, by design.
+    #[serde(rename = "held by the leader")]
+    HeldByLeader,
+}
+
+impl GatewayHealth {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            GatewayHealth::Connected => "connected",
+            GatewayHealth::Disconnected => "disconnected",
+            GatewayHealth::NotConfigured => "not configured",
+            GatewayHealth::HeldByLeader => "held by the leader",
+        }
+    }
+}
+
+/// The store: it takes a write, or why not. On the wire `"ok"`, or the reason.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StoreHealth {
+    Ok,
+    Failing(String),
+}
+
+impl StoreHealth {
+    pub fn is_ok(&self) -> bool {
+        matches!(self, StoreHealth::Ok)
+    }
+}
+
+impl fmt::Display for StoreHealth {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            StoreHealth::Ok => f.write_str("ok"),
+            StoreHealth::Failing(why) => f.write_str(why),
+        }
+    }
+}
+
+impl Serialize for StoreHealth {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+impl<'de> Deserialize<'de> for StoreHealth {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        Ok(if s == "ok" {
+            StoreHealth::Ok
+        } else {
+            StoreHealth::Failing(s)
+        })
+    }
 }
 
 /// A node's place in its cluster, as `health` reports it.
@@ -958,12 +1060,12 @@ mod tests {
             },
             Event::Health(Health {
                 version: "1".into(),
-                status: "ok".into(),
+                status: HealthStatus::Ok,
                 failing: vec![],
-                gateway: "not configured".into(),
+                gateway: GatewayHealth::NotConfigured,
                 pending: 0,
                 answerers: vec![],
-                store: "ok".into(),
+                store: StoreHealth::Ok,
                 outbox: OutboxBacklog::default(),
                 cluster: None,
             }),

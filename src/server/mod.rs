@@ -16,7 +16,9 @@ use crate::core::request::{AuditAction, AuditEntry, Source};
 use crate::core::store::Page;
 use crate::core::text::Escaped;
 use crate::core::{AskError, ErrorCode, Hub, LocalUser, Operators, Peer, Phase, SettleOutcome};
-use crate::protocol::{self, Event, Health, Op, RequestView};
+use crate::protocol::{
+    self, Event, GatewayHealth, Health, HealthPart, HealthStatus, Op, RequestView, StoreHealth,
+};
 use anyhow::{bail, Context, Result};
 use framing::{Frame, LineReader};
 use std::os::unix::fs::{FileTypeExt, MetadataExt, PermissionsExt};
@@ -390,33 +392,37 @@ async fn run_ask(hub: Hub, ask: Box<crate::core::Ask>, peer: Peer, tx: outbox::L
 /// follower) another node holds it.
 pub async fn health(hub: &Hub) -> Health {
     let store = match hub.store_writable().await {
-        Ok(()) => "ok".to_owned(),
-        Err(e) => e,
+        Ok(()) => StoreHealth::Ok,
+        Err(e) => StoreHealth::Failing(e),
     };
     let connections = hub.connections();
     let role = hub.role();
     let gateway = if connections.is_empty() {
-        "not configured"
+        GatewayHealth::NotConfigured
     } else if !role.leads() {
         // The leader holds the session; a follower has none by design.
-        "held by the leader"
+        GatewayHealth::HeldByLeader
     } else if connections.iter().all(|(_, c)| *c.borrow()) {
-        "connected"
+        GatewayHealth::Connected
     } else {
-        "disconnected"
+        GatewayHealth::Disconnected
     };
     let mut failing = Vec::new();
-    if store != "ok" {
-        failing.push("store".to_owned());
+    if !store.is_ok() {
+        failing.push(HealthPart::Store);
     }
-    if gateway == "disconnected" {
-        failing.push("gateway".to_owned());
+    if gateway == GatewayHealth::Disconnected {
+        failing.push(HealthPart::Gateway);
     }
     Health {
         version: env!("CARGO_PKG_VERSION").to_owned(),
-        status: if failing.is_empty() { "ok" } else { "degraded" }.to_owned(),
+        status: if failing.is_empty() {
+            HealthStatus::Ok
+        } else {
+            HealthStatus::Degraded
+        },
         failing,
-        gateway: gateway.to_owned(),
+        gateway,
         pending: hub.pending_count(),
         answerers: hub
             .answerer_names()
