@@ -9,8 +9,8 @@
 
 use crate::core::answer::QuestionAnswer;
 use crate::core::model::{
-    check_line, parse_ask, parse_request_id, Caller, Context, Scope, MAX_NOTE_CHARS,
-    MAX_REASON_CHARS,
+    check_line, check_request_id, parse_ask, parse_request_id, Caller, Context, Scope,
+    MAX_NOTE_CHARS, MAX_REASON_CHARS,
 };
 use crate::core::request::{Outcome, Post, Request};
 use crate::core::{Ask, AskError, ErrorCode};
@@ -97,7 +97,7 @@ pub fn parse_line(line: &[u8], max_questions: usize) -> Result<Op, BadLine> {
     let request_id = obj
         .get("request_id")
         .and_then(Value::as_str)
-        .filter(|s| parse_request_id(&Value::String((*s).to_owned())).is_ok())
+        .filter(|s| check_request_id(s).is_ok())
         .map(str::to_owned);
     parse_op(&obj, max_questions).map_err(|error| BadLine { request_id, error })
 }

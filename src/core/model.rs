@@ -203,8 +203,97 @@ impl Caller {
     }
 }
 
-/// Parses and validates the fields of an `ask` line (or a bare tool input `{"questions":[...]}`).
-/// Keys other than the ask fields are rejected.
+/// What an ask may hold that the configuration decides.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// `limits.max_questions`.
+    pub max_questions: usize,
+}
+
+impl Limits {
+    /// No configured limit: only the contract's own (clients, which the daemon checks again).
+    pub const NONE: Limits = Limits {
+        max_questions: usize::MAX,
+    };
+}
+
+impl Ask {
+    /// Every rule of an ask (SPEC §1, and the socket's additions), each error naming its field
+    /// and rule: what the line parser checks after reading the shape, and what a typed ask
+    /// built in code (a front door's) is checked with before it is sent.
+    pub fn validate(&self, limits: &Limits) -> Result<(), AskError> {
+        if let Some(id) = &self.request_id {
+            check_request_id(id)?;
+        }
+        for (name, v) in [
+            ("agent_id", &self.caller.agent_id),
+            ("owner_agent_id", &self.caller.owner_agent_id),
+        ] {
+            if let Some(v) = v {
+                check_line(v, &format!("caller.{name}"), MAX_AGENT_ID_CHARS)?;
+            }
+        }
+        validate_scope(&self.scope)?;
+        validate_questions(&self.questions, limits.max_questions)?;
+        if let Some(c) = &self.context {
+            c.validate()?;
+        }
+        Ok(())
+    }
+}
+
+impl Context {
+    /// The rules of a context: a text of 1 byte to 16 KiB, at most 9 files, each with a safe
+    /// name unique within the context (ignoring case) and 1 byte to 1 MiB of content.
+    pub fn validate(&self) -> Result<(), AskError> {
+        if let Some(t) = &self.text {
+            if t.trim().is_empty() {
+                return Err(AskError::invalid(
+                    "context.text: must not be empty (leave it out instead)",
+                ));
+            }
+            check_bytes(t, "context.text", MAX_CONTEXT_TEXT_BYTES)?;
+        }
+        if self.files.len() > MAX_CONTEXT_FILES {
+            return Err(AskError::invalid(format!(
+                "context.files: at most {MAX_CONTEXT_FILES} files, got {}",
+                self.files.len()
+            )));
+        }
+        let mut names = HashSet::new();
+        for (i, f) in self.files.iter().enumerate() {
+            let path = format!("context.files[{i}]");
+            check_text(
+                &f.name,
+                &format!("{path}.name"),
+                MAX_CONTEXT_FILE_NAME_CHARS,
+            )?;
+            check_file_name(&f.name, &format!("{path}.name"))?;
+            // Discord shows names case-insensitively alike as one; so do we.
+            if !names.insert(f.name.to_ascii_lowercase()) {
+                return Err(AskError::invalid(format!(
+                    "{path}.name: \"{}\" is used twice; file names must be unique within a \
+                     context",
+                    f.name
+                )));
+            }
+            if f.content.is_empty() {
+                return Err(AskError::invalid(format!(
+                    "{path}.content: must not be empty"
+                )));
+            }
+            check_bytes(
+                &f.content,
+                &format!("{path}.content"),
+                MAX_CONTEXT_FILE_BYTES,
+            )?;
+        }
+        Ok(())
+    }
+}
+
+/// Reads an `ask` line (or a bare tool input `{"questions":[...]}`): its shape (types, and no
+/// key but the ask's), then its rules ([`Ask::validate`]). Every error names its field.
 pub fn parse_ask(obj: &Map<String, Value>, max_questions: usize) -> Result<Ask, AskError> {
     const KEYS: &[&str] = &[
         "op",
@@ -217,7 +306,11 @@ pub fn parse_ask(obj: &Map<String, Value>, max_questions: usize) -> Result<Ask, 
     reject_unknown(obj, "", KEYS)?;
     let request_id = match obj.get("request_id") {
         None | Some(Value::Null) => None,
-        Some(v) => Some(parse_request_id(v)?),
+        Some(v) => Some(
+            v.as_str()
+                .ok_or_else(|| AskError::invalid("request_id: must be a string"))?
+                .to_owned(),
+        ),
     };
     let caller = match obj.get("caller") {
         None | Some(Value::Null) => Caller::default(),
@@ -227,50 +320,44 @@ pub fn parse_ask(obj: &Map<String, Value>, max_questions: usize) -> Result<Ask, 
         None | Some(Value::Null) => Scope::new(),
         Some(v) => parse_scope(v)?,
     };
-    let questions = parse_questions(obj.get("questions"), max_questions)?;
+    let questions = parse_questions(obj.get("questions"))?;
     let context = match obj.get("context") {
         None | Some(Value::Null) => None,
-        Some(v) => Some(parse_context(v)?).filter(|c| !c.is_empty()),
+        Some(v) => Some(read_context(v)?).filter(|c| !c.is_empty()),
     };
-    Ok(Ask {
+    let ask = Ask {
         request_id,
         caller,
         scope,
         questions,
         context,
-    })
+    };
+    ask.validate(&Limits { max_questions })?;
+    Ok(ask)
 }
 
-/// Validates `context`: `{"text": "...", "files": [{"name": "...", "content": "..."}]}`.
-/// Sizes are counted in bytes of UTF-8, the way files are measured.
+/// Reads and validates a `context` object.
 pub fn parse_context(v: &Value) -> Result<Context, AskError> {
+    let c = read_context(v)?;
+    c.validate()?;
+    Ok(c)
+}
+
+/// A context's shape: an object of an optional `text` and optional `files` of
+/// `{"name","content"}`, all strings.
+fn read_context(v: &Value) -> Result<Context, AskError> {
     let obj = v.as_object().ok_or_else(|| {
         AskError::invalid("context: must be an object like {\"text\": \"...\", \"files\": [...]}")
     })?;
     reject_unknown(obj, "context", &["text", "files"])?;
     let text = match obj.get("text") {
         None | Some(Value::Null) => None,
-        Some(Value::String(s)) => {
-            if s.trim().is_empty() {
-                return Err(AskError::invalid(
-                    "context.text: must not be empty (leave it out instead)",
-                ));
-            }
-            check_bytes(s, "context.text", MAX_CONTEXT_TEXT_BYTES)?;
-            Some(s.clone())
-        }
+        Some(Value::String(s)) => Some(s.clone()),
         Some(_) => return Err(AskError::invalid("context.text: must be a string")),
     };
     let files = match obj.get("files") {
         None | Some(Value::Null) => Vec::new(),
         Some(Value::Array(a)) => {
-            if a.len() > MAX_CONTEXT_FILES {
-                return Err(AskError::invalid(format!(
-                    "context.files: at most {MAX_CONTEXT_FILES} files, got {}",
-                    a.len()
-                )));
-            }
-            let mut names = HashSet::new();
             let mut files = Vec::with_capacity(a.len());
             for (i, f) in a.iter().enumerate() {
                 let path = format!("context.files[{i}]");
@@ -278,36 +365,19 @@ pub fn parse_context(v: &Value) -> Result<Context, AskError> {
                     .as_object()
                     .ok_or_else(|| AskError::invalid(format!("{path}: must be an object")))?;
                 reject_unknown(fobj, &path, &["name", "content"])?;
-                let name = required_text(fobj, &path, "name", MAX_CONTEXT_FILE_NAME_CHARS)?;
-                check_file_name(&name, &format!("{path}.name"))?;
-                // Discord shows names case-insensitively alike as one; so do we.
-                if !names.insert(name.to_ascii_lowercase()) {
-                    return Err(AskError::invalid(format!(
-                        "{path}.name: \"{name}\" is used twice; file names must be unique \
-                         within a context"
-                    )));
-                }
+                let name = required_string(fobj, &path, "name")?;
                 let content = match fobj.get("content") {
                     None | Some(Value::Null) => {
                         return Err(AskError::invalid(format!("{path}.content: is required")))
                     }
-                    Some(Value::String(s)) => s,
+                    Some(Value::String(s)) => s.clone(),
                     Some(_) => {
                         return Err(AskError::invalid(format!(
                             "{path}.content: must be a string (UTF-8 text)"
                         )))
                     }
                 };
-                if content.is_empty() {
-                    return Err(AskError::invalid(format!(
-                        "{path}.content: must not be empty"
-                    )));
-                }
-                check_bytes(content, &format!("{path}.content"), MAX_CONTEXT_FILE_BYTES)?;
-                files.push(ContextFile {
-                    name,
-                    content: content.clone(),
-                });
+                files.push(ContextFile { name, content });
             }
             files
         }
@@ -347,18 +417,24 @@ fn check_file_name(name: &str, field: &str) -> Result<(), AskError> {
     Ok(())
 }
 
-/// Validates a request id given by a client.
+/// Reads and validates a request id given by a client.
 pub fn parse_request_id(v: &Value) -> Result<String, AskError> {
     let s = v
         .as_str()
         .ok_or_else(|| AskError::invalid("request_id: must be a string"))?;
+    check_request_id(s)?;
+    Ok(s.to_owned())
+}
+
+/// A request id: 1 to 128 characters, none of them a control character.
+pub fn check_request_id(s: &str) -> Result<(), AskError> {
     check_text(s, "request_id", MAX_REQUEST_ID_CHARS)?;
     if s.chars().any(char::is_control) {
         return Err(AskError::invalid(
             "request_id: must not contain control characters",
         ));
     }
-    Ok(s.to_owned())
+    Ok(())
 }
 
 fn parse_caller(v: &Value) -> Result<Caller, AskError> {
@@ -369,10 +445,7 @@ fn parse_caller(v: &Value) -> Result<Caller, AskError> {
     let field = |name: &str| -> Result<Option<String>, AskError> {
         match obj.get(name) {
             None | Some(Value::Null) => Ok(None),
-            Some(Value::String(s)) => {
-                check_line(s, &format!("caller.{name}"), MAX_AGENT_ID_CHARS)?;
-                Ok(Some(s.clone()))
-            }
+            Some(Value::String(s)) => Ok(Some(s.clone())),
             Some(_) => Err(AskError::invalid(format!(
                 "caller.{name}: must be a string or null"
             ))),
@@ -384,10 +457,13 @@ fn parse_caller(v: &Value) -> Result<Caller, AskError> {
     })
 }
 
+/// A scope's shape: an object of labels; numbers and booleans are read as their text, null
+/// labels are left out.
 fn parse_scope(v: &Value) -> Result<Scope, AskError> {
     let obj = v
         .as_object()
         .ok_or_else(|| AskError::invalid("scope: must be an object of string labels"))?;
+    // Counted as sent, null labels included.
     if obj.len() > MAX_SCOPE_LABELS {
         return Err(AskError::invalid(format!(
             "scope: at most {MAX_SCOPE_LABELS} labels, got {}",
@@ -396,7 +472,6 @@ fn parse_scope(v: &Value) -> Result<Scope, AskError> {
     }
     let mut scope = Scope::new();
     for (k, v) in obj {
-        check_line(k, &format!("scope key {k:?}"), MAX_SCOPE_KEY_CHARS)?;
         let s = match v {
             Value::String(s) => s.clone(),
             Value::Number(n) => n.to_string(),
@@ -408,6 +483,20 @@ fn parse_scope(v: &Value) -> Result<Scope, AskError> {
                 )))
             }
         };
+        scope.insert(k.clone(), s);
+    }
+    Ok(scope)
+}
+
+fn validate_scope(scope: &Scope) -> Result<(), AskError> {
+    if scope.len() > MAX_SCOPE_LABELS {
+        return Err(AskError::invalid(format!(
+            "scope: at most {MAX_SCOPE_LABELS} labels, got {}",
+            scope.len()
+        )));
+    }
+    for (k, s) in scope {
+        check_line(k, &format!("scope key {k:?}"), MAX_SCOPE_KEY_CHARS)?;
         if s.chars().count() > MAX_SCOPE_VALUE_CHARS {
             return Err(AskError::invalid(format!(
                 "scope.{k}: at most {MAX_SCOPE_VALUE_CHARS} characters"
@@ -418,12 +507,11 @@ fn parse_scope(v: &Value) -> Result<Scope, AskError> {
                 "scope.{k}: must not contain control characters"
             )));
         }
-        scope.insert(k.clone(), s);
     }
-    Ok(scope)
+    Ok(())
 }
 
-fn parse_questions(v: Option<&Value>, max_questions: usize) -> Result<Vec<Question>, AskError> {
+fn parse_questions(v: Option<&Value>) -> Result<Vec<Question>, AskError> {
     let arr = match v {
         None | Some(Value::Null) => {
             return Err(AskError::invalid(
@@ -433,33 +521,39 @@ fn parse_questions(v: Option<&Value>, max_questions: usize) -> Result<Vec<Questi
         Some(Value::Array(a)) => a,
         Some(_) => return Err(AskError::invalid("questions: must be an array")),
     };
-    if arr.is_empty() {
+    arr.iter()
+        .enumerate()
+        .map(|(i, q)| parse_question(q, &format!("questions[{i}]")))
+        .collect()
+}
+
+fn validate_questions(questions: &[Question], max_questions: usize) -> Result<(), AskError> {
+    if questions.is_empty() {
         return Err(AskError::invalid(
             "questions: must hold at least 1 question",
         ));
     }
-    if arr.len() > max_questions {
+    if questions.len() > max_questions {
         return Err(AskError::invalid(format!(
             "questions: at most {max_questions} questions (limits.max_questions), got {}",
-            arr.len()
+            questions.len()
         )));
     }
     let mut ids = HashSet::new();
-    let mut out = Vec::with_capacity(arr.len());
-    for (i, q) in arr.iter().enumerate() {
+    for (i, q) in questions.iter().enumerate() {
         let path = format!("questions[{i}]");
-        let question = parse_question(q, &path)?;
-        if !ids.insert(question.id.clone()) {
+        q.validate(&path)?;
+        if !ids.insert(q.id.as_str()) {
             return Err(AskError::invalid(format!(
                 "{path}.id: \"{}\" is used twice; ids must be unique within a request",
-                question.id
+                q.id
             )));
         }
-        out.push(question);
     }
-    Ok(out)
+    Ok(())
 }
 
+/// A question's shape: an object of the known fields, each of its type.
 fn parse_question(v: &Value, path: &str) -> Result<Question, AskError> {
     let obj = v
         .as_object()
@@ -469,13 +563,9 @@ fn parse_question(v: &Value, path: &str) -> Result<Question, AskError> {
         path,
         &["id", "question", "header", "options", "multiSelect"],
     )?;
-    let id = required_text(obj, path, "id", MAX_ID_CHARS)?;
-    no_controls(&id, &format!("{path}.id"))?;
-    let question = required_text(obj, path, "question", MAX_QUESTION_CHARS)?;
-    let header = optional_text(obj, path, "header", MAX_HEADER_CHARS)?;
-    if let Some(h) = &header {
-        no_controls(h, &format!("{path}.header"))?;
-    }
+    let id = required_string(obj, path, "id")?;
+    let question = required_string(obj, path, "question")?;
+    let header = optional_string(obj, path, "header")?;
     let multi_select = match obj.get("multiSelect") {
         None | Some(Value::Null) => false,
         Some(Value::Bool(b)) => *b,
@@ -488,16 +578,6 @@ fn parse_question(v: &Value, path: &str) -> Result<Question, AskError> {
     let options = match obj.get("options") {
         None | Some(Value::Null) => Vec::new(),
         Some(Value::Array(a)) => {
-            if a.len() > MAX_OPTIONS {
-                return Err(AskError::invalid(format!(
-                    "{path}.options: at most {MAX_OPTIONS} options, got {}",
-                    a.len()
-                )));
-            }
-            let mut labels = HashSet::new();
-            // TR39 skeleton → the first label with it, so look-alikes are caught.
-            let mut skeletons: std::collections::HashMap<String, usize> =
-                std::collections::HashMap::new();
             let mut options = Vec::with_capacity(a.len());
             for (j, o) in a.iter().enumerate() {
                 let opath = format!("{path}.options[{j}]");
@@ -505,23 +585,10 @@ fn parse_question(v: &Value, path: &str) -> Result<Question, AskError> {
                     .as_object()
                     .ok_or_else(|| AskError::invalid(format!("{opath}: must be an object")))?;
                 reject_unknown(oobj, &opath, &["label", "description"])?;
-                let label = required_text(oobj, &opath, "label", MAX_LABEL_CHARS)?;
-                let description =
-                    optional_text(oobj, &opath, "description", MAX_DESCRIPTION_CHARS)?;
-                if !labels.insert(label.clone()) {
-                    return Err(AskError::invalid(format!(
-                        "{opath}.label: \"{label}\" is used twice; labels must be unique within a question"
-                    )));
-                }
-                check_label_hygiene(&label, &format!("{opath}.label"))?;
-                let skeleton: String = unicode_security::skeleton(&label).collect();
-                if let Some(first) = skeletons.insert(skeleton, j) {
-                    return Err(AskError::invalid(format!(
-                        "{opath}.label: looks the same as {path}.options[{first}].label (Unicode \
-                         confusables); labels of one question must be told apart at a glance"
-                    )));
-                }
-                options.push(QuestionOption { label, description });
+                options.push(QuestionOption {
+                    label: required_string(oobj, &opath, "label")?,
+                    description: optional_string(oobj, &opath, "description")?,
+                });
             }
             options
         }
@@ -531,11 +598,6 @@ fn parse_question(v: &Value, path: &str) -> Result<Question, AskError> {
             )))
         }
     };
-    if multi_select && options.is_empty() {
-        return Err(AskError::invalid(format!(
-            "{path}.multiSelect: needs at least one option; leave it out for a free-text question"
-        )));
-    }
     Ok(Question {
         id,
         question,
@@ -543,6 +605,60 @@ fn parse_question(v: &Value, path: &str) -> Result<Question, AskError> {
         options,
         multi_select,
     })
+}
+
+impl Question {
+    /// The rules of one question, its fields named under `path` (`questions[0]`).
+    fn validate(&self, path: &str) -> Result<(), AskError> {
+        check_text(&self.id, &format!("{path}.id"), MAX_ID_CHARS)?;
+        no_controls(&self.id, &format!("{path}.id"))?;
+        check_text(
+            &self.question,
+            &format!("{path}.question"),
+            MAX_QUESTION_CHARS,
+        )?;
+        if let Some(h) = &self.header {
+            check_length(h, &format!("{path}.header"), MAX_HEADER_CHARS)?;
+            no_controls(h, &format!("{path}.header"))?;
+        }
+        if self.options.len() > MAX_OPTIONS {
+            return Err(AskError::invalid(format!(
+                "{path}.options: at most {MAX_OPTIONS} options, got {}",
+                self.options.len()
+            )));
+        }
+        let mut labels = HashSet::new();
+        // TR39 skeleton → the first label with it, so look-alikes are caught.
+        let mut skeletons: std::collections::HashMap<String, usize> =
+            std::collections::HashMap::new();
+        for (j, o) in self.options.iter().enumerate() {
+            let opath = format!("{path}.options[{j}]");
+            let label = &o.label;
+            check_text(label, &format!("{opath}.label"), MAX_LABEL_CHARS)?;
+            if let Some(d) = &o.description {
+                check_length(d, &format!("{opath}.description"), MAX_DESCRIPTION_CHARS)?;
+            }
+            if !labels.insert(label.as_str()) {
+                return Err(AskError::invalid(format!(
+                    "{opath}.label: \"{label}\" is used twice; labels must be unique within a question"
+                )));
+            }
+            check_label_hygiene(label, &format!("{opath}.label"))?;
+            let skeleton: String = unicode_security::skeleton(label).collect();
+            if let Some(first) = skeletons.insert(skeleton, j) {
+                return Err(AskError::invalid(format!(
+                    "{opath}.label: looks the same as {path}.options[{first}].label (Unicode \
+                     confusables); labels of one question must be told apart at a glance"
+                )));
+            }
+        }
+        if self.multi_select && self.options.is_empty() {
+            return Err(AskError::invalid(format!(
+                "{path}.multiSelect: needs at least one option; leave it out for a free-text question"
+            )));
+        }
+        Ok(())
+    }
 }
 
 fn reject_unknown(obj: &Map<String, Value>, path: &str, known: &[&str]) -> Result<(), AskError> {
@@ -561,43 +677,37 @@ fn reject_unknown(obj: &Map<String, Value>, path: &str, known: &[&str]) -> Resul
     Ok(())
 }
 
-fn required_text(
-    obj: &Map<String, Value>,
-    path: &str,
-    name: &str,
-    max: usize,
-) -> Result<String, AskError> {
+fn required_string(obj: &Map<String, Value>, path: &str, name: &str) -> Result<String, AskError> {
     let field = format!("{path}.{name}");
     match obj.get(name) {
         None | Some(Value::Null) => Err(AskError::invalid(format!("{field}: is required"))),
-        Some(Value::String(s)) => {
-            check_text(s, &field, max)?;
-            Ok(s.clone())
-        }
+        Some(Value::String(s)) => Ok(s.clone()),
         Some(_) => Err(AskError::invalid(format!("{field}: must be a string"))),
     }
 }
 
-fn optional_text(
+fn optional_string(
     obj: &Map<String, Value>,
     path: &str,
     name: &str,
-    max: usize,
 ) -> Result<Option<String>, AskError> {
-    let field = format!("{path}.{name}");
     match obj.get(name) {
         None | Some(Value::Null) => Ok(None),
-        Some(Value::String(s)) => {
-            let n = s.chars().count();
-            if n > max {
-                return Err(AskError::invalid(format!(
-                    "{field}: at most {max} characters, got {n}"
-                )));
-            }
-            Ok(Some(s.clone()))
-        }
-        Some(_) => Err(AskError::invalid(format!("{field}: must be a string"))),
+        Some(Value::String(s)) => Ok(Some(s.clone())),
+        Some(_) => Err(AskError::invalid(format!(
+            "{path}.{name}: must be a string"
+        ))),
     }
+}
+
+fn check_length(s: &str, field: &str, max: usize) -> Result<(), AskError> {
+    let n = s.chars().count();
+    if n > max {
+        return Err(AskError::invalid(format!(
+            "{field}: at most {max} characters, got {n}"
+        )));
+    }
+    Ok(())
 }
 
 /// A one-line text: non-empty, at most `max` characters, no control characters.

@@ -13,7 +13,7 @@
 
 use super::{context_from_flags, decide, flagged, text_or_file, Verdict};
 use crate::client::Target;
-use crate::core::model::{parse_ask, Question, QuestionOption};
+use crate::core::model::{Limits, Question, QuestionOption};
 use crate::core::text::{Escaped, Layout, Reveal};
 use crate::core::{Ask, Context, ErrorCode, Scope};
 use clap::Args;
@@ -266,8 +266,8 @@ fn build_ask(args: &ApproveArgs) -> Result<Ask, String> {
         context: (!context.is_empty()).then_some(context),
     };
     // Checked with the daemon's own rules, so that a problem is named here.
-    let line = serde_json::to_value(&ask).map_err(|e| e.to_string())?;
-    parse_ask(line.as_object().unwrap_or(&Default::default()), usize::MAX).map_err(|e| e.message)
+    ask.validate(&Limits::NONE).map_err(|e| e.message)?;
+    Ok(ask)
 }
 
 /// The argv as one shell line: each argument as is when it is plain, else in single quotes;

@@ -785,9 +785,9 @@ fn questions_ask(
 
 /// The daemon's own rules, so that a problem shows here, named, instead of as a refusal.
 fn validated(ask: Ask) -> Result<Ask, String> {
-    let line = serde_json::to_value(&ask).map_err(|e| e.to_string())?;
-    let obj = line.as_object().cloned().unwrap_or_default();
-    crate::core::model::parse_ask(&obj, usize::MAX).map_err(|e| e.message)
+    ask.validate(&crate::core::model::Limits::NONE)
+        .map_err(|e| e.message)?;
+    Ok(ask)
 }
 
 /// The tool as named in a question: one line, revealed, at most 80 characters.
@@ -802,7 +802,7 @@ fn request_id(event: &HookEvent, agent: Agent, reveal: &mut Reveal) -> String {
         .tool_use_id
         .as_deref()
         .map(|id| format!("{}-{}", agent.name(), reveal.text(id, Layout::Line)))
-        .filter(|id| crate::core::model::parse_request_id(&json!(id)).is_ok())
+        .filter(|id| crate::core::model::check_request_id(id).is_ok())
         .unwrap_or_else(|| format!("{}-{}", agent.name(), uuid::Uuid::new_v4()))
 }
 
