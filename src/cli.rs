@@ -486,22 +486,17 @@ async fn ask(target: &Target, args: AskArgs) -> Result<i32> {
                     "askrelay: request {shown_id} is waiting for an answer via {}",
                     Escaped(&answerer)
                 );
-                if let Some(link) = detail
-                    .get("message_links")
-                    .and_then(Value::as_array)
-                    .and_then(|l| l.first())
-                    .and_then(Value::as_str)
-                {
+                if let Some(link) = detail.first_link() {
                     msg.push_str(&format!(" ({})", Escaped(link)));
                 }
                 eprintln!("{msg}");
-                if let Some(hint) = detail.get("hint").and_then(Value::as_str) {
+                if let Some(hint) = &detail.hint {
                     eprintln!("askrelay: {}", Escaped(hint));
                 }
-                if let Some(posting) = detail.get("posting").and_then(Value::as_str) {
+                if let Some(posting) = &detail.posting {
                     eprintln!("askrelay: not posted yet: {}", Escaped(posting));
                 }
-                if let Some(secs) = detail.get("expires_in_secs").and_then(Value::as_u64) {
+                if let Some(secs) = detail.expires_in_secs {
                     eprintln!("askrelay: the request expires if nobody answers within {secs} s");
                 }
             }

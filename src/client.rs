@@ -9,11 +9,11 @@
 //! connect; a socket directory that another user owns or may write is refused outright.
 
 use crate::core::{Ask, AskError, ErrorCode};
-use crate::protocol::{Event, Op};
+use crate::protocol::{Accepted, Event, Op};
 use crate::server::framing::{Frame, LineReader};
 use anyhow::{bail, Context, Result};
 use serde_json::value::RawValue;
-use serde_json::{Map, Value};
+use serde_json::Value;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -214,10 +214,7 @@ impl Client {
 #[derive(Debug)]
 pub enum AskUpdate {
     /// Stored and handed to an answerer (again after a re-attach).
-    Accepted {
-        answerer: String,
-        detail: Map<String, Value>,
-    },
+    Accepted { answerer: String, detail: Accepted },
     /// The daemon went away (or is shutting down); reconnecting for up to `window`.
     Lost { window: Duration },
     /// Connected again and re-sent the ask with the same request id.

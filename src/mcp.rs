@@ -18,6 +18,7 @@
 use crate::client::{AskSession, AskUpdate, Client, Target};
 use crate::core::model::parse_ask;
 use crate::core::{Ask, AskError};
+use crate::protocol::Accepted;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
     JsonObject, ListToolsResult, PaginatedRequestParams, ProgressNotificationParam, ProgressToken,
@@ -446,12 +447,8 @@ fn final_result(outcome: Result<Box<RawValue>, AskError>) -> CallToolResult {
 }
 
 /// Where the question went, for the progress notification and the log.
-fn accepted_message(answerer: &str, detail: &Map<String, Value>, request_id: &str) -> String {
-    let links: Vec<&str> = detail
-        .get("message_links")
-        .and_then(Value::as_array)
-        .map(|l| l.iter().filter_map(Value::as_str).collect())
-        .unwrap_or_default();
+fn accepted_message(answerer: &str, detail: &Accepted, request_id: &str) -> String {
+    let links = detail.message_links.as_deref().unwrap_or_default();
     let mut message = if links.is_empty() {
         format!("Waiting for an answer via {answerer} (request {request_id})")
     } else {
@@ -460,7 +457,7 @@ fn accepted_message(answerer: &str, detail: &Map<String, Value>, request_id: &st
             links.join(" ")
         )
     };
-    if let Some(hint) = detail.get("hint").and_then(Value::as_str) {
+    if let Some(hint) = &detail.hint {
         message.push_str("; ");
         message.push_str(hint);
     }
@@ -651,14 +648,20 @@ mod tests {
 
     #[test]
     fn accepted_messages_say_where_the_question_went() {
-        let discord = json!({"message_links": ["https://discord.com/channels/1/2/3"]});
+        let discord = Accepted {
+            message_links: Some(vec!["https://discord.com/channels/1/2/3".into()]),
+            ..Accepted::default()
+        };
         assert_eq!(
-            accepted_message("discord", discord.as_object().unwrap(), "r"),
+            accepted_message("discord", &discord, "r"),
             "Posted to discord: https://discord.com/channels/1/2/3; waiting for an answer (request r)"
         );
-        let terminal = json!({"hint": "answer from a terminal: askrelay pending"});
+        let terminal = Accepted {
+            hint: Some("answer from a terminal: askrelay pending".into()),
+            ..Accepted::default()
+        };
         assert_eq!(
-            accepted_message("terminal", terminal.as_object().unwrap(), "r"),
+            accepted_message("terminal", &terminal, "r"),
             "Waiting for an answer via terminal (request r); answer from a terminal: askrelay pending"
         );
     }

@@ -13,6 +13,8 @@ use crate::core::model::{
     MAX_NOTE_CHARS, MAX_REASON_CHARS,
 };
 use crate::core::request::{Outcome, Post, Request};
+/// What an `accepted` event reports; the answerers build it, so it lives with them in the core.
+pub use crate::core::Accepted;
 use crate::core::{Ask, AskError, ErrorCode};
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
@@ -252,10 +254,9 @@ pub enum Event {
     Accepted {
         request_id: String,
         answerer: String,
-        /// What the answerer reported: Discord's `route`, `channel_id` and `message_links`, the
-        /// terminal's `hint`, `posting` while Discord is unavailable, `expires_in_secs`.
+        /// What the answerer reported, flattened into the line.
         #[serde(flatten)]
-        detail: Map<String, Value>,
+        detail: Accepted,
     },
     /// `result` is the exact §1 JSON, embedded byte for byte.
     Answered {
@@ -801,7 +802,10 @@ mod tests {
             Event::Accepted {
                 request_id: "r".into(),
                 answerer: "terminal".into(),
-                detail: serde_json::from_str(r#"{"hint":"h"}"#).unwrap(),
+                detail: Accepted {
+                    hint: Some("h".into()),
+                    ..Accepted::default()
+                },
             },
         ];
         for e in events {
@@ -1032,7 +1036,7 @@ mod tests {
             Event::Accepted {
                 request_id: r(),
                 answerer: "terminal".into(),
-                detail: Map::new(),
+                detail: Accepted::default(),
             },
             Event::final_line("r", &Outcome::Answered("{}".into())),
             Event::Cancelled { request_id: r() },

@@ -6,23 +6,20 @@
 //! any other settlement.
 
 use crate::core::request::Request;
-use crate::core::{Answerer, AnswererContext, Claim, Delivery, Proposal};
+use crate::core::{Accepted, Answerer, AnswererContext, Claim, Delivery, Proposal};
 use async_trait::async_trait;
-use serde_json::{json, Map, Value};
 
 #[derive(Debug, Default)]
 pub struct TerminalAnswerer;
 
-fn hint(req: &Request) -> Map<String, Value> {
-    let mut detail = Map::new();
-    detail.insert(
-        "hint".into(),
-        json!(format!(
+fn hint(req: &Request) -> Accepted {
+    Accepted {
+        hint: Some(format!(
             "answer from a terminal: askrelay pending, then askrelay answer {} --question ID --select LABEL",
             req.request_id
         )),
-    );
-    detail
+        ..Accepted::default()
+    }
 }
 
 #[async_trait]
@@ -48,7 +45,7 @@ impl Answerer for TerminalAnswerer {
         _ctx: &AnswererContext,
         req: &Request,
         _posts: &[crate::core::request::Post],
-    ) -> Map<String, Value> {
+    ) -> Accepted {
         hint(req)
     }
 

@@ -20,7 +20,7 @@ use super::request::{
 use super::store::{Page, Store, Visibility};
 use anyhow::Result;
 use async_trait::async_trait;
-use serde_json::{Map, Value};
+use serde::{Deserialize, Serialize};
 use std::future::Future;
 use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
@@ -48,11 +48,51 @@ pub enum Claim {
     Decline(String),
 }
 
+/// What an answerer reports on taking a request, and what a waiting client reads in its
+/// `accepted` event (the fields are flattened into that line; an absent one is left out).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Accepted {
+    /// Discord: the route the request went to.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub route: Option<String>,
+    /// Discord: the route's channel, as a snowflake string.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub channel_id: Option<String>,
+    /// Discord: a link to each question's message posted so far (present, maybe empty, for
+    /// every Discord request).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message_links: Option<Vec<String>>,
+    /// Why the questions are not posted yet, and when they will be.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub posting: Option<String>,
+    /// The terminal: how to answer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hint: Option<String>,
+    /// Whole seconds until the request expires, when it has an expiry.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expires_in_secs: Option<u64>,
+    /// What its expiry does, in words.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub on_expire: Option<String>,
+}
+
+impl Accepted {
+    /// Whether it reports nothing at all.
+    pub fn is_empty(&self) -> bool {
+        *self == Accepted::default()
+    }
+
+    /// The first message link, if any question is posted.
+    pub fn first_link(&self) -> Option<&str> {
+        self.message_links.as_deref()?.first().map(String::as_str)
+    }
+}
+
 /// What became of showing a stored request.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Delivery {
-    /// Shown (or being shown); the map is merged into the client's `accepted` event.
-    Shown(Map<String, Value>),
+    /// Shown (or being shown), with what the client's `accepted` event says.
+    Shown(Accepted),
     /// It cannot be shown after all: the request ends with this error.
     Failed(AskError),
 }
@@ -74,15 +114,10 @@ pub trait Answerer: Send + Sync + 'static {
     /// Shows a request it took, just stored. Must not block on people: post and return.
     async fn deliver(&self, ctx: &AnswererContext, req: &Request) -> Delivery;
 
-    /// At start-up, a pending request it owns, with its outbox. Returns the `accepted` detail
-    /// for clients that re-attach.
-    async fn resume(
-        &self,
-        _ctx: &AnswererContext,
-        _req: &Request,
-        _posts: &[Post],
-    ) -> Map<String, Value> {
-        Map::new()
+    /// At start-up, a pending request it owns, with its outbox. Returns what clients that
+    /// re-attach are told in `accepted`.
+    async fn resume(&self, _ctx: &AnswererContext, _req: &Request, _posts: &[Post]) -> Accepted {
+        Accepted::default()
     }
 
     /// Another surface settled question `idx` of a request it owns (`req` includes it).

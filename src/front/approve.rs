@@ -108,9 +108,7 @@ pub async fn run(config_file: Option<&Path>, args: ApproveArgs) -> i32 {
         args.timeout.map(Duration::from_secs),
         |answerer, detail| {
             let link = detail
-                .get("message_links")
-                .and_then(|l| l.get(0))
-                .and_then(|l| l.as_str())
+                .first_link()
                 .map(|l| format!(" ({})", Escaped(l)))
                 .unwrap_or_default();
             eprintln!(

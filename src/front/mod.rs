@@ -21,7 +21,7 @@ use crate::client::{AskSession, AskUpdate, Client, Target};
 use crate::core::model::{MAX_CONTEXT_FILE_BYTES, MAX_CONTEXT_TEXT_BYTES, MAX_QUESTION_CHARS};
 use crate::core::text::Reveal;
 use crate::core::{Ask, AskError, Context, ContextFile, ErrorCode};
-use crate::protocol::{AnsweredView, Event, Op};
+use crate::protocol::{Accepted, AnsweredView, Event, Op};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -62,7 +62,7 @@ pub async fn decide(
     allow: &str,
     reconnect: Duration,
     timeout: Option<Duration>,
-    on_accepted: impl FnMut(&str, &serde_json::Map<String, serde_json::Value>),
+    on_accepted: impl FnMut(&str, &Accepted),
 ) -> Verdict {
     match follow(target, ask, reconnect, timeout, on_accepted).await {
         Ended::Answered { result, by } => read_answer(&result, allow, by),
@@ -80,7 +80,7 @@ pub async fn follow(
     ask: Ask,
     reconnect: Duration,
     timeout: Option<Duration>,
-    mut on_accepted: impl FnMut(&str, &serde_json::Map<String, serde_json::Value>),
+    mut on_accepted: impl FnMut(&str, &Accepted),
 ) -> Ended {
     let mut session = match AskSession::start(target.clone(), ask, reconnect).await {
         Ok(s) => s,

@@ -352,7 +352,7 @@ async fn run_ask(hub: Hub, ask: Box<crate::core::Ask>, peer: Peer, tx: outbox::L
                             Event::Accepted {
                                 request_id: att.request_id.clone(),
                                 answerer,
-                                detail: detail.to_map(),
+                                detail: detail.get(),
                             }
                             .to_line(),
                         );

@@ -26,13 +26,14 @@ use crate::config::{Config, DEFAULT_API_BASE};
 use crate::core::cluster::Role;
 use crate::core::expiry::Deadlines;
 use crate::core::request::{PlannedPost, Post, Request};
-use crate::core::{Answerer, AnswererContext, AskError, Claim, Delivery, ErrorCode, Proposal};
+use crate::core::{
+    Accepted, Answerer, AnswererContext, AskError, Claim, Delivery, ErrorCode, Proposal,
+};
 use anyhow::{Context, Result};
 use async_trait::async_trait;
 use render::RenderContext;
 use rest::{Failure, Rest};
 use route::ResolvedRoute;
-use serde_json::{json, Map, Value};
 use serenity::all::{ChannelId, GatewayIntents, HttpBuilder};
 use serenity::http::Http;
 use std::sync::atomic::Ordering;
@@ -265,7 +266,7 @@ impl Shared {
         ctx: &AnswererContext,
         req: &Request,
         posts: &[Post],
-    ) -> Map<String, Value> {
+    ) -> Accepted {
         let shared = self;
         let route = shared.route_of(req);
         let mut posts: Vec<Post> = posts
@@ -302,17 +303,15 @@ impl Shared {
             .filter_map(placed)
             .map(|(c, m)| shared.rest.link(c, m))
             .collect();
-        shared.detail(&route, &links)
+        shared.detail(&route, links)
     }
 
     /// The `accepted` detail of a request a follower stored: the leader posts it.
-    fn follower_detail(&self, route: &ResolvedRoute) -> Map<String, Value> {
-        let mut detail = self.detail(route, &[]);
-        detail.insert(
-            "posting".into(),
-            json!("the cluster's leader posts the questions"),
-        );
-        detail
+    fn follower_detail(&self, route: &ResolvedRoute) -> Accepted {
+        Accepted {
+            posting: Some("the cluster's leader posts the questions".into()),
+            ..self.detail(route, Vec::new())
+        }
     }
 
     /// Forgets what this daemon showed and scheduled (it stopped leading): the next leader
@@ -324,12 +323,13 @@ impl Shared {
     }
 
     /// The `accepted` detail of a request on `route` whose messages are `links`.
-    fn detail(&self, route: &ResolvedRoute, links: &[String]) -> Map<String, Value> {
-        let mut detail = Map::new();
-        detail.insert("route".into(), json!(route.name));
-        detail.insert("channel_id".into(), json!(route.channel_id.to_string()));
-        detail.insert("message_links".into(), json!(links));
-        detail
+    fn detail(&self, route: &ResolvedRoute, links: Vec<String>) -> Accepted {
+        Accepted {
+            route: Some(route.name.clone()),
+            channel_id: Some(route.channel_id.to_string()),
+            message_links: Some(links),
+            ..Accepted::default()
+        }
     }
 }
 
@@ -438,11 +438,10 @@ impl Answerer for DiscordAnswerer {
         // Held from the first try through the background poster, so that a repair pass that
         // finds the request meanwhile does not post it a second time.
         let Some(claim) = shared.busy.posting.claim(req.key) else {
-            let mut detail = shared.detail(&route, &[]);
-            detail.insert(
-                "posting".into(),
-                json!("the questions are being posted in the background"),
-            );
+            let detail = Accepted {
+                posting: Some("the questions are being posted in the background".into()),
+                ..shared.detail(&route, Vec::new())
+            };
             shared.arm(ctx, req, &route).await;
             return Delivery::Shown(detail);
         };
@@ -451,12 +450,12 @@ impl Answerer for DiscordAnswerer {
             Some(_) => outbox::DELIVER_ATTEMPTS,
             None => 1,
         };
-        let mut detail;
+        let detail;
         match shared
             .post_outbox(ctx, req, &route, &posts, outbox::Tries::at_most(attempts))
             .await
         {
-            Ok(links) => detail = shared.detail(&route, &links),
+            Ok(links) => detail = shared.detail(&route, links),
             Err(Failure::Permanent(m)) => {
                 return Delivery::Failed(AskError::new(
                     ErrorCode::NoAnswerer,
@@ -467,8 +466,10 @@ impl Answerer for DiscordAnswerer {
                 ));
             }
             Err(Failure::Transient(m)) => {
-                detail = shared.detail(&route, &[]);
-                detail.insert("posting".into(), json!(format!("Discord is unavailable ({m}); the questions are posted as soon as it is back")));
+                detail = Accepted {
+                    posting: Some(format!("Discord is unavailable ({m}); the questions are posted as soon as it is back")),
+                    ..shared.detail(&route, Vec::new())
+                };
                 let posts = ctx.outbox(req).await.unwrap_or(posts);
                 shared.spawn_poster(ctx, claim, req.clone(), route.clone(), posts, attempts);
             }
@@ -477,12 +478,7 @@ impl Answerer for DiscordAnswerer {
         Delivery::Shown(detail)
     }
 
-    async fn resume(
-        &self,
-        ctx: &AnswererContext,
-        req: &Request,
-        posts: &[Post],
-    ) -> Map<String, Value> {
+    async fn resume(&self, ctx: &AnswererContext, req: &Request, posts: &[Post]) -> Accepted {
         if !self.shared.leading.load(Ordering::SeqCst) {
             return self.shared.follower_detail(&self.shared.route_of(req));
         }
