@@ -1,4 +1,4 @@
-//! The command line (SPEC §6): `serve` runs the daemon; every other command is a client of its
+//! The command line (docs/contract.md, "CLI"): `serve` runs the daemon; every other command is a client of its
 //! socket, speaking the protocol's own types through [`crate::client`]. Each command returns its
 //! process exit code. Everything an agent wrote is printed with its control characters escaped.
 

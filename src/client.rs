@@ -219,7 +219,7 @@ pub enum AskUpdate {
     Lost { window: Duration },
     /// Connected again and re-sent the ask with the same request id.
     Reattached,
-    /// The §1 result, byte for byte as the daemon sent it.
+    /// The result (docs/contract.md, "Result JSON"), byte for byte as the daemon sent it.
     Answered(Box<RawValue>),
     /// The final error (or the daemon did not come back: `INTERNAL`).
     Failed(AskError),

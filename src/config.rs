@@ -1,4 +1,4 @@
-//! Configuration (SPEC §4): defaults, then the TOML file, then `ASKRELAY_*` environment variables.
+//! Configuration (docs/contract.md, "Config keys"): defaults, then the TOML file, then `ASKRELAY_*` environment variables.
 //!
 //! Everything is deserialized into typed structs. An unknown key or a bad value stops start-up with
 //! a message that names the key, so a typo never silently falls back to a default.
@@ -835,7 +835,7 @@ fn unexpected_kind(u: &impl fmt::Display) -> &'static str {
 }
 
 /// `$XDG_RUNTIME_DIR/askrelay.sock`, else `askrelay.sock` in a private per-user directory,
-/// `/tmp/askrelay-$UID/` (created 0700 by the daemon, SPEC §4). Never the current directory:
+/// `/tmp/askrelay-$UID/` (created 0700 by the daemon, docs/contract.md, "Socket path"). Never the current directory:
 /// anyone who can write there could put a fake daemon's socket in its place.
 pub fn default_socket_path() -> PathBuf {
     match std::env::var_os("XDG_RUNTIME_DIR") {

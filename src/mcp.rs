@@ -1,16 +1,16 @@
 //! The MCP front door: `askrelay mcp` is a Model Context Protocol server on stdio that exposes
-//! the `ask_user_question` tool (SPEC §1) to Claude Code, Codex, Cursor or any other MCP client.
+//! the `ask_user_question` tool (docs/contract.md, "Tool input") to Claude Code, Codex, Cursor or any other MCP client.
 //!
 //! It is a thin translator and owns no rules. Each `tools/call` becomes one socket `ask` with a
 //! fresh request id, the tool arguments going over as the ask's `questions`; the daemon validates
 //! them (and answers `INVALID_REQUEST` when they are wrong), stores the request and finds someone
-//! to answer it. The daemon's final line becomes the tool result: the §1 JSON as one text block,
+//! to answer it. The daemon's final line becomes the tool result: the result JSON (docs/contract.md, "Result JSON") as one text block,
 //! or a tool error (`isError: true`) whose text is `CODE: message`. While the call waits, the
 //! client gets progress notifications (when it asked for them) that say where the question was
 //! posted. An MCP `notifications/cancelled`, or the client closing stdin, becomes a socket
 //! `cancel`. If the daemon goes away the call reconnects and re-attaches with the same request
 //! id, for a bounded time, as `askrelay ask` does. Only the input schema lives here: it is
-//! generated from [`ToolInput`], which mirrors the §1 input types with descriptions aimed at the
+//! generated from [`ToolInput`], which mirrors the input types (docs/contract.md, "Tool input") with descriptions aimed at the
 //! model that fills them in.
 //!
 //! stdout carries the protocol and nothing else; logs go to stderr.
@@ -82,7 +82,7 @@ askrelay forwards ask_user_question to the askrelay daemon, which shows the ques
 Discord or a terminal and returns the first allowed person's answer. Use it whenever you need a \
 human decision instead of guessing.";
 
-/// The input of `ask_user_question` (SPEC §1). It exists to generate the input schema; the call
+/// The input of `ask_user_question` (docs/contract.md, "Tool input"). It exists to generate the input schema; the call
 /// itself forwards the raw arguments and the daemon validates them.
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -93,7 +93,7 @@ pub struct ToolInput {
     pub questions: Vec<ToolQuestion>,
 }
 
-/// One question for a person (SPEC §1).
+/// One question for a person (docs/contract.md, "Tool input").
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ToolQuestion {
@@ -122,7 +122,7 @@ pub struct ToolQuestion {
     pub multi_select: bool,
 }
 
-/// One choice a person can pick (SPEC §1).
+/// One choice a person can pick (docs/contract.md, "Tool input").
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ToolOption {
@@ -437,7 +437,7 @@ impl McpServer {
     }
 }
 
-/// The tool result of a call's final line: the §1 JSON as the daemon wrote it, or
+/// The tool result of a call's final line: the result JSON (docs/contract.md, "Result JSON") as the daemon wrote it, or
 /// `CODE: message`.
 fn final_result(outcome: Result<Box<RawValue>, AskError>) -> CallToolResult {
     match outcome {

@@ -1,4 +1,4 @@
-//! What the lines on the socket mean (SPEC §2): client operations and daemon events, as one set
+//! What the lines on the socket mean (docs/contract.md, "Socket protocol"): client operations and daemon events, as one set
 //! of types that the daemon and its clients (the CLI, the MCP front end) share.
 //!
 //! Framing (splitting bytes into lines) lives in [`crate::server::framing`]; this module turns
@@ -26,7 +26,7 @@ pub const PENDING_PAGE_DEFAULT: u32 = 100;
 pub const HISTORY_PAGE_DEFAULT: u32 = 20;
 pub const PAGE_MAX: u32 = 200;
 
-/// The operations a client can send. `ask` and `cancel` are SPEC §2; the rest serve the
+/// The operations a client can send. `ask` and `cancel` are in docs/contract.md, "Socket protocol"; the rest serve the
 /// supervision CLI and are documented in docs/protocol.md.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "op", rename_all = "snake_case")]
@@ -258,7 +258,7 @@ pub enum Event {
         #[serde(flatten)]
         detail: Accepted,
     },
-    /// `result` is the exact §1 JSON, embedded byte for byte.
+    /// `result` is the exact result JSON (docs/contract.md, "Result JSON"), embedded byte for byte.
     Answered {
         request_id: String,
         result: Box<RawValue>,

@@ -1,4 +1,4 @@
-//! Fuzzes the socket line parser and the §1 validation: any bytes must give an operation or a
+//! Fuzzes the socket line parser and the tool input's validation (docs/contract.md, "Tool input"): any bytes must give an operation or a
 //! structured INVALID_REQUEST error, never a panic. Run with:
 //! `cargo +nightly fuzz run parse_line -- -max_total_time=600` (see docs/reliability.md).
 #![no_main]

@@ -1,4 +1,4 @@
-//! How a person's choice becomes the §1 result: settlements, their rules, and the compact JSON.
+//! How a person's choice becomes the result (docs/contract.md, "Result JSON"): settlements, their rules, and the compact JSON.
 //!
 //! A settlement stores option *indices*, never display text, so the result always carries the
 //! full original labels in option order, whatever the answering platform showed.
@@ -32,7 +32,7 @@ impl Settlement {
     }
 
     /// Checks the settlement against the question's kind and normalises it: indices sorted and
-    /// unique, and for a single-select question custom text replaces the choice (SPEC §1).
+    /// unique, and for a single-select question custom text replaces the choice (docs/contract.md, "Result JSON").
     pub fn normalise(mut self, q: &Question) -> Result<Settlement, AskError> {
         if let Some(c) = &self.custom {
             if c.trim().is_empty() {
@@ -81,7 +81,7 @@ impl Settlement {
     }
 }
 
-/// One entry of the §1 result; field order is the wire order.
+/// One entry of the result (docs/contract.md, "Result JSON"); field order is the wire order.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct QuestionAnswer {
     pub id: String,
@@ -107,7 +107,7 @@ impl QuestionAnswer {
     }
 }
 
-/// The tool result of SPEC §1.
+/// The tool result (docs/contract.md, "Result JSON").
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct AskResult {
     pub answers: Vec<QuestionAnswer>,

@@ -1,4 +1,4 @@
-//! The error codes of SPEC §1 and the one error type that carries them to the wire.
+//! The error codes (docs/contract.md, "Error codes") and the one error type that carries them to the wire.
 //!
 //! Inside the daemon errors are `anyhow`; at the edge (the socket, the CLI, MCP) every failure
 //! becomes an [`AskError`] with a stable [`ErrorCode`] and a message that says what to do.
@@ -6,7 +6,7 @@
 use serde::{Deserialize, Serialize};
 use std::fmt;
 
-/// The stable error codes an agent can depend on (SPEC §1), plus `CONFLICT` for the
+/// The stable error codes an agent can depend on (docs/contract.md, "Error codes"), plus `CONFLICT` for the
 /// supervision operations (an answer that did not count).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
@@ -48,7 +48,7 @@ impl ErrorCode {
         serde_json::from_value(serde_json::Value::String(s.to_owned())).ok()
     }
 
-    /// The exit code of `askrelay ask` for this error (SPEC §6).
+    /// The exit code of `askrelay ask` for this error (docs/contract.md, "CLI").
     pub fn exit_code(self) -> i32 {
         match self {
             ErrorCode::InvalidRequest => 2,

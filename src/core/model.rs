@@ -1,4 +1,4 @@
-//! The tool input of SPEC §1 as plain types, and the validation that turns a JSON value into them.
+//! The tool input (docs/contract.md, "Tool input") as plain types, and the validation that turns a JSON value into them.
 //!
 //! Validation walks the raw `serde_json::Value` instead of relying on serde's derive so that every
 //! message names the exact field (`questions[1].options[0].label`) and the rule it broke, which is
@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use std::collections::{BTreeMap, HashSet};
 
-/// Hard limits of SPEC §1 that are not configurable.
+/// Hard limits of the tool input (docs/contract.md, "Tool input") that are not configurable.
 pub const MAX_ID_CHARS: usize = 64;
 pub const MAX_QUESTION_CHARS: usize = 4000;
 pub const MAX_HEADER_CHARS: usize = 80;
@@ -39,7 +39,7 @@ pub const MAX_CONTEXT_FILE_BYTES: usize = 1024 * 1024;
 /// `context.files[].name`.
 pub const MAX_CONTEXT_FILE_NAME_CHARS: usize = 100;
 
-/// The suffix that marks the recommended option (SPEC §1 convention).
+/// The suffix that marks the recommended option (docs/contract.md, "Tool input").
 pub const RECOMMENDED_SUFFIX: &str = " (Recommended)";
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -144,7 +144,7 @@ impl Question {
     }
 }
 
-/// Who is asking (SPEC §2). A non-null `owner_agent_id` marks a delegated sub-agent.
+/// Who is asking (docs/contract.md, "Socket protocol"). A non-null `owner_agent_id` marks a delegated sub-agent.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Caller {
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -157,7 +157,7 @@ pub struct Caller {
 pub type Scope = BTreeMap<String, String>;
 
 /// What exactly is being approved, shown with the question: a text (markdown) and files (a
-/// diff, a plan). An addition to SPEC §2 on the socket only; the tool input has no such field.
+/// diff, a plan). On the socket only (docs/contract.md, "Context"); the tool input has no such field.
 /// How it is shown is the answerer's business.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct Context {
@@ -218,7 +218,7 @@ impl Limits {
 }
 
 impl Ask {
-    /// Every rule of an ask (SPEC §1, and the socket's additions), each error naming its field
+    /// Every rule of an ask (docs/contract.md, "Tool input", and the socket's additions), each error naming its field
     /// and rule: what the line parser checks after reading the shape, and what a typed ask
     /// built in code (a front door's) is checked with before it is sent.
     pub fn validate(&self, limits: &Limits) -> Result<(), AskError> {

@@ -57,7 +57,7 @@ impl Status {
 /// How a request ended: the exact final line's content.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Outcome {
-    /// The §1 result JSON, stored once so that every re-attach gets the same bytes.
+    /// The result JSON (docs/contract.md, "Result JSON"), stored once so that every re-attach gets the same bytes.
     Answered(String),
     Error(AskError),
 }

@@ -50,7 +50,7 @@ pub struct Pruned {
     pub audit: u64,
 }
 
-/// Builds the §1 result from the settlements of every question, in order. Passed to
+/// Builds the result (docs/contract.md, "Result JSON") from the settlements of every question, in order. Passed to
 /// [`Store::settle`] so that the result is written in the same transaction as the last answer,
 /// while its JSON stays the core's business.
 pub type Finish<'a> = &'a (dyn Fn(&[Settlement]) -> String + Send + Sync);

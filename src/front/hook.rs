@@ -549,7 +549,7 @@ fn no_answer(ended: &Ended, fallback: &str) -> String {
     format!("{why}; no decision ({fallback})")
 }
 
-/// The first question's answer in a §1 result.
+/// The first question's answer in a result (docs/contract.md, "Result JSON").
 struct FirstAnswer {
     selected: Vec<String>,
     custom: Option<String>,

@@ -43,7 +43,7 @@ pub enum Verdict {
 /// How an ask ended, as a front door reads it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Ended {
-    /// Answered: the §1 result, and who answered its first question (best effort).
+    /// Answered: the result (docs/contract.md, "Result JSON"), and who answered its first question (best effort).
     Answered { result: String, by: String },
     /// The request ended with an error: `EXPIRED`, `ABORTED`, `NO_ANSWERER`, …
     Failed(AskError),
@@ -161,7 +161,7 @@ async fn sleep_until(deadline: Option<tokio::time::Instant>) {
     }
 }
 
-/// The verdict in the §1 result of a one-question approval.
+/// The verdict in the result (docs/contract.md, "Result JSON") of a one-question approval.
 fn read_answer(result: &str, allow: &str, by: String) -> Verdict {
     let parsed: serde_json::Value = serde_json::from_str(result).unwrap_or_default();
     let first = &parsed["answers"][0];

@@ -1,4 +1,4 @@
-//! The socket front end: a Unix socket speaking newline-delimited JSON (SPEC §2).
+//! The socket front end: a Unix socket speaking newline-delimited JSON (docs/contract.md, "Socket protocol").
 //!
 //! Each connection reads lines, turns each into an [`Op`] and runs it; asks run concurrently and
 //! their events go through one writer task, so one connection can carry several asks at once.

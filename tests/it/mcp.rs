@@ -256,7 +256,7 @@ async fn initialize_and_tools_list_show_the_spec_schema() {
         .unwrap()
         .contains(" (Recommended)"));
 
-    // The SPEC §1 example is valid input; a typo the daemon would reject is invalid.
+    // The example of docs/contract.md, "Tool input" is valid input; a typo the daemon would reject is invalid.
     let validator = jsonschema::options()
         .with_draft(jsonschema::Draft::Draft202012)
         .build(schema)

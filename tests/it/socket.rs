@@ -1,4 +1,4 @@
-//! The socket front end against the real daemon (in-process): SPEC §1 and §2.
+//! The socket front end against the real daemon (in-process): docs/contract.md, "Tool input" and "Socket protocol".
 
 use crate::harness::*;
 use askrelay::core::store::{Page, Visibility};
@@ -57,7 +57,7 @@ async fn multi_select_and_custom_text_follow_the_spec() {
     );
 }
 
-/// Every validation rule of SPEC §1 gives INVALID_REQUEST naming the field.
+/// Every validation rule of docs/contract.md, "Tool input" gives INVALID_REQUEST naming the field.
 #[tokio::test]
 async fn every_validation_rule_names_the_field() {
     let app = App::start_with(|c| c.limits.max_questions = 3).await;

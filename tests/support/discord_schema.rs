@@ -1,7 +1,7 @@
 //! Validates recorded Discord REST request bodies against Discord's own OpenAPI spec
 //! (`../shared/discord-api-spec/openapi.json`, read in place, never copied) and against the
 //! limits the spec misses or states more loosely than Discord enforces them
-//! (see `../shared/DISCORD-NOTES.md`, section "Limits").
+//! (see docs/contract.md, "Discord limits").
 //!
 //! The spec is OpenAPI 3.1, whose schemas are JSON Schema 2020-12: nullable fields are written
 //! `"type": ["string", "null"]` or `"oneOf": [{"type": "null"}, {"$ref": ...}]`, and unions use

@@ -1,4 +1,4 @@
-//! The `custom_id` and nonce codecs (SPEC §3): what a button, select menu or modal carries so
+//! The `custom_id` and nonce codecs (docs/contract.md, "Discord rendering"): what a button, select menu or modal carries so
 //! that a click can be routed back to its question, even after a restart, and to nothing else.
 //!
 //! Format: `ar:{token}:{question}:{code}`, plus `:{option}` for an option button. The token is

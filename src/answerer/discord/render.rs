@@ -1,4 +1,4 @@
-//! Rendering (SPEC §3): pure functions that turn a question into serenity builders. No network.
+//! Rendering (docs/contract.md, "Discord rendering"): pure functions that turn a question into serenity builders. No network.
 //!
 //! Text from agents and clients is made inert with [`inert`] wherever Discord renders markdown
 //! (message content, embed titles, descriptions and fields): every ASCII punctuation mark is
@@ -25,7 +25,7 @@ use serenity::builder::{
 use serenity::model::application::{ButtonStyle, InputTextStyle};
 use serenity::model::id::{RoleId, UserId};
 
-/// Discord's limits (DISCORD-NOTES.md, "Limits").
+/// Discord's limits (docs/contract.md, "Discord limits").
 pub const CONTENT_MAX: usize = 2000;
 pub const EMBED_TOTAL_MAX: usize = 6000;
 pub const EMBED_TITLE_MAX: usize = 256;
@@ -52,7 +52,7 @@ pub const CONTEXT_INLINE_LINES_MAX: usize = 40;
 /// The file a context text goes in when it does not fit the message content.
 pub const CONTEXT_TEXT_FILE: &str = "context.md";
 
-/// Button texts (SPEC §3), exactly.
+/// Button texts (docs/contract.md, "Discord rendering"), exactly.
 pub const OTHER_LABEL: &str = "Other…";
 pub const ANSWER_LABEL: &str = "Answer…";
 pub const SUBMIT_LABEL: &str = "Submit";

@@ -1,4 +1,4 @@
-//! Routes (SPEC §4 `[[routes]]`): which channel a request goes to and who may answer it there.
+//! Routes (`[[routes]]`, docs/contract.md, "Answerers and routes"): which channel a request goes to and who may answer it there.
 //!
 //! Routes are tried in order; the first whose globs all match the request's scope wins, else
 //! the default route (`discord.channel_id`) if it is set.

@@ -6,7 +6,7 @@
 //! `GET /api/v10/gateway` for the gateway address and gets `ws://127.0.0.1:PORT`.
 //!
 //! `StandIn::start_with(StandInOptions { tls, rate_limits })` also serves REST over TLS for
-//! `discord.com` (so serenity's own rate limiter can stay on, see DISCORD-NOTES.md) and enforces
+//! `discord.com` (so serenity's own rate limiter can stay on, see docs/contract.md, "Discord facts for offline testing") and enforces
 //! Discord-like rate limits with real `X-RateLimit-*` headers and 429s.
 //!
 //! Every wait in here is event-driven (a `watch` channel bumped on each state change) and gives up

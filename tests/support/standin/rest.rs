@@ -823,7 +823,7 @@ fn form_error(path: &[&str], code: &str, message: &str) -> Reply {
     invalid_form_body(errors)
 }
 
-/// The checks Discord makes that the OpenAPI spec does not (see DISCORD-NOTES.md).
+/// The checks Discord makes that the OpenAPI spec does not (see docs/contract.md, "Discord limits").
 fn validate_message(body: &Value) -> Option<Reply> {
     if let Some(content) = body.get("content").and_then(Value::as_str) {
         if content.chars().count() > MAX_CONTENT_CHARS {
