@@ -47,8 +47,9 @@ Client commands read only socket_path and daemon_uid from --config FILE.";
   askrelay hook claude-code < pre-tool-use.json
   askrelay health
 
-Client commands find the socket from --config FILE, then ASKRELAY_SOCKET_PATH, then
-$XDG_RUNTIME_DIR/askrelay.sock, else /tmp/askrelay-$UID/askrelay.sock."
+Client commands find the socket as the daemon does: ASKRELAY_SOCKET_PATH, else
+socket_path in --config FILE, else $XDG_RUNTIME_DIR/askrelay.sock, else
+/tmp/askrelay-$UID/askrelay.sock."
 )]
 pub struct Cli {
     /// The TOML config file (see config/askrelay.example.toml).
