@@ -13,6 +13,7 @@ use crate::core::model::{
     MAX_NOTE_CHARS, MAX_REASON_CHARS,
 };
 use crate::core::request::{Outcome, Post, Request};
+use crate::core::text::Escaped;
 /// What an `accepted` event reports; the answerers build it, so it lives with them in the core.
 pub use crate::core::Accepted;
 use crate::core::{Ask, AskError, ErrorCode};
@@ -175,7 +176,7 @@ fn parse_op(obj: &Map<String, Value>, max_questions: usize) -> Result<Op, AskErr
         }
         other => Err(AskError::invalid(format!(
             "op: unknown operation {:?}; expected one of {}",
-            crate::core::text::Escaped(other),
+            Escaped(other),
             OPS.join(", ")
         ))),
     }
@@ -185,7 +186,7 @@ fn only(obj: &Map<String, Value>, known: &[&str]) -> Result<(), AskError> {
     match obj.keys().find(|k| !known.contains(&k.as_str())) {
         Some(k) => Err(AskError::invalid(format!(
             "{}: unknown field for this op; expected {}",
-            crate::core::text::Escaped(k),
+            Escaped(k),
             known.join(", ")
         ))),
         None => Ok(()),

@@ -19,7 +19,7 @@ pub mod setup;
 
 use crate::client::{AskSession, AskUpdate, Client, Target};
 use crate::core::model::{MAX_CONTEXT_FILE_BYTES, MAX_CONTEXT_TEXT_BYTES, MAX_QUESTION_CHARS};
-use crate::core::text::Reveal;
+use crate::core::text::{Escaped, Reveal};
 use crate::core::{Ask, AskError, Context, ContextFile, ErrorCode};
 use crate::protocol::{Accepted, AnsweredView, Event, Op};
 use std::path::{Path, PathBuf};
@@ -205,13 +205,13 @@ pub async fn who_answered(target: &Target, request_id: &str) -> Option<String> {
 /// Who answered and where, once: `alice on Discord`, `bob (uid 1000) in the terminal`, `the
 /// expiry policy`.
 fn describe(a: &AnsweredView) -> String {
-    let name = crate::core::text::Escaped(&a.by).to_string();
-    let id = crate::core::text::Escaped(&a.id).to_string();
+    let name = Escaped(&a.by).to_string();
+    let id = Escaped(&a.id).to_string();
     match a.via.as_str() {
         "terminal" => format!("{name} (uid {id}) in the terminal"),
         "discord" => format!("{name} on Discord"),
         "policy" => "the expiry policy".to_owned(),
-        via => format!("{name} on {}", crate::core::text::Escaped(via)),
+        via => format!("{name} on {}", Escaped(via)),
     }
 }
 

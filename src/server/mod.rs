@@ -7,7 +7,7 @@
 //! cancel grace period.
 
 pub mod framing;
-mod outbox;
+mod send_queue;
 
 use crate::config::Config;
 use crate::core::cluster::Role;
@@ -226,7 +226,7 @@ async fn handle_connection(stream: UnixStream, ctx: ServerContext) {
         return;
     }
     let (rd, mut wr) = stream.into_split();
-    let (tx, mut rx) = outbox::outbox(ctx.config.limits.max_output_bytes);
+    let (tx, mut rx) = send_queue::send_queue(ctx.config.limits.max_output_bytes);
     // Cancelled when the client stops reading its replies: the connection is then closed,
     // even while a write to it is blocked on a full socket.
     let stalled = tx.overflow();
@@ -234,7 +234,7 @@ async fn handle_connection(stream: UnixStream, ctx: ServerContext) {
         let stalled = stalled.clone();
         tokio::spawn(async move {
             // Ends when the connection closes or the client went over its budget.
-            while let outbox::Next::Line(mut line) = rx.recv().await {
+            while let send_queue::Next::Line(mut line) = rx.recv().await {
                 line.push('\n');
                 tokio::select! {
                     r = wr.write_all(line.as_bytes()) => if r.is_err() { break },
@@ -317,7 +317,7 @@ async fn handle_connection(stream: UnixStream, ctx: ServerContext) {
 }
 
 /// Follows one ask to its final line.
-async fn run_ask(hub: Hub, ask: Box<crate::core::Ask>, peer: Peer, tx: outbox::LineTx) {
+async fn run_ask(hub: Hub, ask: Box<crate::core::Ask>, peer: Peer, tx: send_queue::LineTx) {
     let given_id = ask.request_id.clone();
     // The ask boxed (a task's state holds its arguments until it first runs), the asking
     // boxed, and `phase` below in a block of its own: this task lives as long as the agent

@@ -18,7 +18,7 @@
 //! `askrelay_ended`, not only the last: the owner's view of the request changed. A node hears
 //! its own notices too; they only wake it for work it would find anyway.
 
-use super::Shared;
+use super::Backend;
 use crate::core::cluster::{Cluster, NodeInfo, Notice};
 use crate::core::request::{now_ms, Post, Request};
 use crate::core::store::Holder;
@@ -88,7 +88,7 @@ pub(crate) struct Lease {
 }
 
 /// Takes this node's lease: its lock on a lease connection, and its row in `nodes`.
-pub(super) async fn acquire(shared: &Shared, me: &Holder) -> Result<()> {
+pub(super) async fn acquire(shared: &Backend, me: &Holder) -> Result<()> {
     if let Some(held) = shared.me.get() {
         if held.node != me.node {
             bail!(
@@ -111,7 +111,7 @@ pub(super) async fn acquire(shared: &Shared, me: &Holder) -> Result<()> {
 
 /// Opens a lease connection and takes the node lock on it, then registers the node; or fails
 /// naming the daemon that has the node id.
-async fn take_node_lock(shared: &Shared, me: &Holder) -> Result<PgConnection> {
+async fn take_node_lock(shared: &Backend, me: &Holder) -> Result<PgConnection> {
     let mut conn = shared
         .connect
         .dedicated(&format!("askrelay-lease {}", me.node))
@@ -176,7 +176,7 @@ async fn take_node_lock(shared: &Shared, me: &Holder) -> Result<PgConnection> {
 
 /// `fut` within the connect timeout: a lease connection that does not answer is as good as
 /// broken (a network partition would otherwise hang the caller until TCP gives up).
-async fn bounded<T>(shared: &Shared, fut: impl Future<Output = Result<T>>) -> Result<T> {
+async fn bounded<T>(shared: &Backend, fut: impl Future<Output = Result<T>>) -> Result<T> {
     match tokio::time::timeout(shared.connect.connect_timeout, fut).await {
         Ok(r) => r,
         Err(_) => bail!(
@@ -188,7 +188,7 @@ async fn bounded<T>(shared: &Shared, fut: impl Future<Output = Result<T>>) -> Re
 
 /// Records in `nodes` whether this node leads (taking it: and that no other node does).
 /// Best effort: the lock is what counts, the column is what listings show.
-async fn record_lead(shared: &Shared, node: &str, leading: bool) {
+async fn record_lead(shared: &Backend, node: &str, leading: bool) {
     let sql = if leading {
         "UPDATE nodes SET leader = (node = $1)"
     } else {
@@ -201,7 +201,7 @@ async fn record_lead(shared: &Shared, node: &str, leading: bool) {
 
 /// Gives up the lead and the lease: unlocks, and closes the lease connection (which would
 /// release every lock of its session anyway). Runs before the pool closes.
-pub(super) async fn release(shared: &Shared) {
+pub(super) async fn release(shared: &Backend) {
     let mut lease = shared.lease.lock().await;
     let Some(mut conn) = lease.conn.take() else {
         return;
@@ -223,12 +223,12 @@ pub(super) async fn release(shared: &Shared) {
 
 /// The store's cluster: this node's view of the others, sharing the store's pool.
 pub struct PgCluster {
-    shared: Arc<Shared>,
+    shared: Arc<Backend>,
     node: String,
 }
 
 impl PgCluster {
-    pub(super) fn new(shared: Arc<Shared>, node: String) -> PgCluster {
+    pub(super) fn new(shared: Arc<Backend>, node: String) -> PgCluster {
         PgCluster { shared, node }
     }
 
@@ -451,7 +451,7 @@ struct Listening {
     pool: PgPool,
 }
 
-async fn listen(shared: &Shared, name: &str) -> Result<Listening> {
+async fn listen(shared: &Backend, name: &str) -> Result<Listening> {
     let pool = PgPoolOptions::new()
         .max_connections(1)
         .idle_timeout(None)
@@ -497,7 +497,7 @@ fn notice(channel: &str, payload: &str, me: &str) -> Option<Notice> {
 /// (its `try_recv` then returns `None`, once it listens again); for any other failure the
 /// listener is built anew, with a growing pause between attempts. Either way,
 /// [`Notice::Resumed`] follows once notices flow again.
-async fn relay(shared: Arc<Shared>, name: String, listening: Listening, tx: mpsc::Sender<Notice>) {
+async fn relay(shared: Arc<Backend>, name: String, listening: Listening, tx: mpsc::Sender<Notice>) {
     let closed = shared.closed.clone();
     let mut current = Some(listening);
     let mut pause = FIRST_PAUSE;

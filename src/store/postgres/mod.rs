@@ -65,8 +65,8 @@ macro_rules! write_tx {
     }};
 }
 
-/// What the store and its cluster share.
-pub(crate) struct Shared {
+/// The backend's connections and lease, which the store and its cluster share.
+pub(crate) struct Backend {
     pool: PgPool,
     connect: Connect,
     /// This daemon, once it took its lease. Until then it has no node id, and stores and sees
@@ -80,7 +80,7 @@ pub(crate) struct Shared {
     tasks: TaskTracker,
 }
 
-impl Shared {
+impl Backend {
     fn node(&self) -> Option<&str> {
         self.me.get().map(|h| h.node.as_str())
     }
@@ -89,8 +89,8 @@ impl Shared {
 /// The PostgreSQL backend (see the module comment). Open it with [`PgStore::open`]; its
 /// [`Store::cluster`] is there once [`Store::acquire_lease`] registered the node.
 pub struct PgStore {
-    shared: Arc<Shared>,
-    /// Handed out by [`Store::cluster`] once the lease is taken. Kept here, not in `Shared`,
+    shared: Arc<Backend>,
+    /// Handed out by [`Store::cluster`] once the lease is taken. Kept here, not in `Backend`,
     /// which it points to.
     cluster: OnceLock<ClusterHandle>,
 }
@@ -175,7 +175,7 @@ impl PgStore {
             .await
             .with_context(|| format!("cannot connect to the database {}", connect.shown))?;
         Ok(PgStore {
-            shared: Arc::new(Shared {
+            shared: Arc::new(Backend {
                 pool,
                 connect,
                 me: OnceLock::new(),

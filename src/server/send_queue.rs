@@ -14,7 +14,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
-struct Shared {
+struct Queue {
     state: Mutex<State>,
     ready: Notify,
     /// Cancelled when the budget overflows, so that a writer blocked on a full socket and the
@@ -32,15 +32,15 @@ struct State {
     receiver_gone: bool,
 }
 
-impl Shared {
+impl Queue {
     fn lock(&self) -> MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
 }
 
 /// A new queue that holds at most `budget` bytes.
-pub fn outbox(budget: usize) -> (LineTx, LineRx) {
-    let shared = Arc::new(Shared {
+pub fn send_queue(budget: usize) -> (LineTx, LineRx) {
+    let queue = Arc::new(Queue {
         state: Mutex::new(State {
             lines: VecDeque::new(),
             bytes: 0,
@@ -52,11 +52,11 @@ pub fn outbox(budget: usize) -> (LineTx, LineRx) {
         ready: Notify::new(),
         overflow: CancellationToken::new(),
     });
-    (LineTx(shared.clone()), LineRx(shared))
+    (LineTx(queue.clone()), LineRx(queue))
 }
 
 /// Queues lines; cheap to clone.
-pub struct LineTx(Arc<Shared>);
+pub struct LineTx(Arc<Queue>);
 
 impl LineTx {
     /// Queues one line; `Err` gives it back when the receiver is gone or the client stopped
@@ -122,7 +122,7 @@ pub enum Next {
 }
 
 /// Takes lines in order.
-pub struct LineRx(Arc<Shared>);
+pub struct LineRx(Arc<Queue>);
 
 impl LineRx {
     /// The next line, or why there is none.
@@ -164,7 +164,7 @@ mod tests {
 
     #[tokio::test]
     async fn lines_arrive_in_order_and_end_with_the_last_sender() {
-        let (tx, mut rx) = outbox(1024);
+        let (tx, mut rx) = send_queue(1024);
         let tx2 = tx.clone();
         tx.send("a".into()).unwrap();
         tx2.send("b".into()).unwrap();
@@ -188,14 +188,14 @@ mod tests {
 
     #[tokio::test]
     async fn sending_after_the_receiver_is_gone_fails() {
-        let (tx, rx) = outbox(1024);
+        let (tx, rx) = send_queue(1024);
         drop(rx);
         assert_eq!(tx.send("x".into()), Err("x".to_string()));
     }
 
     #[tokio::test]
     async fn a_client_that_does_not_read_overflows_the_budget() {
-        let (tx, mut rx) = outbox(10);
+        let (tx, mut rx) = send_queue(10);
         // One line over the budget still goes out when nothing else waits.
         tx.send("0123456789abc".into()).unwrap();
         assert_eq!(rx.recv().await, Next::Line("0123456789abc".into()));
