@@ -1,0 +1,408 @@
+//! The command line (docs/contract.md, "CLI"): `serve` runs the daemon; every other command is a client of its
+//! socket, speaking the protocol's own types through [`crate::client`]. Each command returns its
+//! process exit code. Everything an agent wrote is printed with its control characters escaped.
+
+use crate::client::{Client, Target};
+use crate::core::text::Escaped;
+use crate::core::ErrorCode;
+use crate::protocol::Event;
+use anyhow::Result;
+use clap::{Args, Parser, Subcommand};
+use serde_json::{json, Map};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+pub use crate::core::error::EXIT_UNREACHABLE;
+
+mod ask;
+mod views;
+
+use ask::{answer, ask, cancel};
+use views::{export_history, health, history, pending};
+
+const ASK_EXAMPLES: &str = "\
+Exit codes:
+  0  answered (the result JSON is on stdout)
+  2  INVALID_REQUEST     3  DELEGATED_CALLER   4  NO_ANSWERER
+  5  ABORTED             6  EXPIRED            7  the daemon cannot be reached
+  1  anything else
+
+Examples:
+  echo '{\"questions\":[{\"id\":\"go\",\"question\":\"Deploy now?\",
+    \"options\":[{\"label\":\"Yes (Recommended)\"},{\"label\":\"No\"}]}]}' | askrelay ask
+  askrelay ask question.json --request-id deploy-42 --project infra-prod
+  askrelay ask question.json --context 'Deploys 4.2 to prod' --context-file change.diff
+Progress goes to stderr; only the result goes to stdout. Ctrl-C cancels the request.
+Client commands read only socket_path and daemon_uid from --config FILE.";
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "askrelay",
+    version,
+    max_term_width = 100,
+    about = "Lets AI agents ask people questions through Discord or the terminal",
+    after_help = "Examples:
+  askrelay serve --config /etc/askrelay/askrelay.toml
+  askrelay ask question.json
+  askrelay pending
+  askrelay answer deploy-42 --select 'No, keep them'
+  askrelay history --limit 5
+  askrelay approve -- ./deploy.sh --env prod
+  askrelay hook claude-code < pre-tool-use.json
+  askrelay health
+
+Client commands find the socket as the daemon does: ASKRELAY_SOCKET_PATH, else
+socket_path in --config FILE, else $XDG_RUNTIME_DIR/askrelay.sock, else
+/tmp/askrelay-$UID/askrelay.sock."
+)]
+pub struct Cli {
+    /// The TOML config file (see config/askrelay.example.toml).
+    #[arg(long, global = true, env = "ASKRELAY_CONFIG", value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run the daemon until SIGINT or SIGTERM.
+    #[command(after_help = "Examples:
+  askrelay serve
+  askrelay serve --config config/askrelay.example.toml
+  ASKRELAY_DISCORD__TOKEN=… ASKRELAY_DISCORD__CHANNEL_ID=123 askrelay serve
+It reads the whole config file, then ASKRELAY_* variables. Logs go to stderr; set
+ASKRELAY_LOG=debug (or RUST_LOG) for more. A second Ctrl-C stops without waiting.")]
+    Serve,
+    /// Verify the Discord token and channel access, then exit.
+    #[command(after_help = "Examples:
+  askrelay check-config --config /etc/askrelay/askrelay.toml
+  ASKRELAY_DISCORD__TOKEN=… askrelay check-config
+Prints one line per check; exits 0 when everything works, 1 otherwise.")]
+    CheckConfig,
+    /// Ask a question and wait for the answer (reads the ask_user_question input).
+    #[command(after_help = ASK_EXAMPLES)]
+    Ask(AskArgs),
+    /// List pending requests and their questions.
+    #[command(after_help = "Examples:
+  askrelay pending
+  askrelay pending --json | jq '.[].request_id'
+You see the requests you asked; operators (operator_uids, root) see all of them.")]
+    Pending {
+        /// Print JSON instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Answer one question of a pending request from the terminal.
+    #[command(after_help = "\
+Exits 0 only when this answer was the one that counted; 1 when the question was already
+answered or the request has ended (it says who answered), 2 for a bad request id, question
+or option, 7 when the daemon cannot be reached. Who answered is recorded from your login
+(uid and user name); --as only adds a note.
+
+Examples:
+  askrelay answer deploy-42 --select 'Yes, delete them (Recommended)'
+  askrelay answer deploy-42 --select 2
+  askrelay answer deploy-42 --question targets --select web --select db
+  askrelay answer deploy-42 --question targets --select web --custom 'and canary'
+  askrelay answer deploy-42 --question name --text 'call it v2'")]
+    Answer(AnswerArgs),
+    /// Cancel a pending request; its agent gets ABORTED.
+    #[command(after_help = "Examples:
+  askrelay cancel deploy-42
+  askrelay cancel deploy-42 --reason 'asked the wrong team'
+You may cancel the requests you asked; operators may cancel any.")]
+    Cancel {
+        /// The id of the request to cancel (see `askrelay pending`).
+        request_id: String,
+        /// Why; the agent sees it.
+        #[arg(long)]
+        reason: Option<String>,
+    },
+    /// Show recent requests, answered or not; or export them as JSON Lines.
+    #[command(after_help = "Examples:
+  askrelay history
+  askrelay history --limit 100 --json
+  askrelay history --json --since 2026-11-01 > requests.jsonl
+With --since, --json prints one request per line (JSON Lines), newest first, every request
+asked since DATE (no limit unless --limit is given), fetched page by page.")]
+    History {
+        /// How many requests to show, newest first (default 20; no limit with --since).
+        #[arg(long)]
+        limit: Option<u32>,
+        /// Print JSON instead of a table.
+        #[arg(long)]
+        json: bool,
+        /// Only requests asked at or after DATE (YYYY-MM-DD, or an RFC 3339 time such as
+        /// 2026-11-01T12:00:00Z), in UTC.
+        #[arg(long, value_name = "DATE")]
+        since: Option<String>,
+    },
+    /// Ask the daemon whether it is healthy: its store, its Discord gateway, its backlog.
+    #[command(
+        after_help = "Exit codes: 0 healthy, 1 degraded (the failing part is named), 7 the
+daemon cannot be reached. Suits a container HEALTHCHECK or a monitoring probe.
+
+Examples:
+  askrelay health
+  askrelay health --json"
+    )]
+    Health {
+        /// Print the daemon's JSON reply instead of lines.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Serve ask_user_question over MCP on stdio, for Claude Code, Codex, Cursor and others.
+    #[command(after_help = MCP_EXAMPLES)]
+    Mcp(McpArgs),
+    /// Hook commands for agents: Claude Code's and Codex's questions and permission prompts,
+    /// answered by people.
+    Hook(crate::front::hook::HookArgs),
+    /// Write askrelay's hook and MCP server into Claude Code's or Codex's settings.
+    Setup(crate::front::setup::SetupArgs),
+    /// Ask whether to run a command, and run it only when a person approves.
+    #[command(after_help = crate::front::approve::APPROVE_EXAMPLES)]
+    Approve(crate::front::approve::ApproveArgs),
+    /// Print a shell completion script.
+    #[command(after_help = "Examples:
+  askrelay completions bash > ~/.local/share/bash-completion/completions/askrelay
+  askrelay completions zsh > \"${fpath[1]}/_askrelay\"
+  askrelay completions fish > ~/.config/fish/completions/askrelay.fish")]
+    Completions {
+        /// bash, zsh, fish, elvish or powershell.
+        shell: clap_complete::Shell,
+    },
+    /// Print the manual page (roff), for `man`.
+    #[command(after_help = "Examples:
+  askrelay man > /usr/local/share/man/man1/askrelay.1 && man askrelay
+  askrelay man | man -l -")]
+    Man,
+}
+
+/// `askrelay completions SHELL`: the script on stdout.
+pub fn completions(shell: clap_complete::Shell) -> i32 {
+    let mut cmd = <Cli as clap::CommandFactory>::command();
+    clap_complete::generate(shell, &mut cmd, "askrelay", &mut std::io::stdout());
+    0
+}
+
+/// `askrelay man`: the manual page of askrelay and each of its commands, on stdout.
+pub fn man() -> i32 {
+    let cmd = <Cli as clap::CommandFactory>::command();
+    let mut out = std::io::stdout().lock();
+    let mut render = |c: &clap::Command| clap_mangen::Man::new(c.clone()).render(&mut out);
+    let mut result = render(&cmd);
+    for sub in cmd.get_subcommands().filter(|s| s.get_name() != "help") {
+        result = result.and_then(|()| render(sub));
+    }
+    match result {
+        Ok(()) => 0,
+        Err(e) => {
+            eprintln!("askrelay: cannot write the manual page: {e}");
+            1
+        }
+    }
+}
+
+const MCP_EXAMPLES: &str = "\
+Speaks MCP (newline-delimited JSON-RPC) on stdin and stdout; logs go to stderr (ASKRELAY_LOG).
+Each ask_user_question call is forwarded to the daemon, which must be running (askrelay serve).
+
+Examples:
+  claude mcp add askrelay -- askrelay mcp --project myproj
+  codex mcp add askrelay -- askrelay mcp --project myproj
+  askrelay mcp --project infra-prod --agent ops-bot --session \"$SESSION_ID\"
+  ASKRELAY_SOCKET_PATH=/run/askrelay/askrelay.sock askrelay mcp";
+
+#[derive(Debug, Args)]
+pub struct McpArgs {
+    /// scope.project of every question; routes match on it.
+    #[arg(long, env = "ASKRELAY_SCOPE_PROJECT")]
+    pub project: Option<String>,
+    /// scope.agent of every question.
+    #[arg(long, env = "ASKRELAY_SCOPE_AGENT")]
+    pub agent: Option<String>,
+    /// scope.session of every question.
+    #[arg(long, env = "ASKRELAY_SCOPE_SESSION")]
+    pub session: Option<String>,
+    /// Another scope label, KEY=VALUE; repeatable.
+    #[arg(long = "scope", value_name = "KEY=VALUE")]
+    pub scope: Vec<String>,
+    /// How long a waiting call keeps trying to re-attach when the daemon goes away.
+    #[arg(long, default_value_t = 300, value_name = "SECS")]
+    pub reconnect_secs: u64,
+    /// How often a waiting call sends a progress notification, when the client asked for
+    /// progress (0: only when something changes).
+    #[arg(long, default_value_t = 30, value_name = "SECS")]
+    pub progress_secs: u64,
+}
+
+#[derive(Debug, Args)]
+pub struct AskArgs {
+    /// A file holding {"questions":[...]}, or - for stdin (the default).
+    #[arg(value_name = "FILE|-", default_value = "-")]
+    pub input: String,
+    /// Idempotency key; re-running with it re-attaches to the same request.
+    #[arg(long)]
+    pub request_id: Option<String>,
+    /// caller.agent_id.
+    #[arg(long)]
+    pub agent_id: Option<String>,
+    /// caller.owner_agent_id: set only for a sub-agent owned by another live agent.
+    #[arg(long)]
+    pub owner_agent_id: Option<String>,
+    /// scope.project.
+    #[arg(long, env = "ASKRELAY_SCOPE_PROJECT")]
+    pub project: Option<String>,
+    /// scope.agent.
+    #[arg(long, env = "ASKRELAY_SCOPE_AGENT")]
+    pub agent: Option<String>,
+    /// scope.session.
+    #[arg(long, env = "ASKRELAY_SCOPE_SESSION")]
+    pub session: Option<String>,
+    /// Another scope label, KEY=VALUE; repeatable.
+    #[arg(long = "scope", value_name = "KEY=VALUE")]
+    pub scope: Vec<String>,
+    /// How long to keep trying to re-attach when the daemon goes away.
+    #[arg(long, default_value_t = 300, value_name = "SECS")]
+    pub reconnect_secs: u64,
+    /// context.text: what is being approved, shown with the question (markdown, up to 16 KiB).
+    #[arg(long = "context", value_name = "TEXT")]
+    pub context: Option<String>,
+    /// A text file for context.files (a diff, a plan); repeatable, up to 9, 1 MiB each.
+    #[arg(long = "context-file", value_name = "PATH")]
+    pub context_files: Vec<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct AnswerArgs {
+    /// The id of the request to answer (see `askrelay pending`).
+    pub request_id: String,
+    /// The question's id; may be left out when the request has one question.
+    #[arg(long)]
+    pub question: Option<String>,
+    /// An option, by its exact label or its number (1, 2, …); repeat for a multi-select
+    /// question.
+    #[arg(long = "select", value_name = "LABEL|N")]
+    pub select: Vec<String>,
+    /// Free text: the answer to a free-text question, instead of the options of a
+    /// single-select question, or a note with the options of a multi-select question.
+    #[arg(long, visible_alias = "text", value_name = "TEXT")]
+    pub custom: Option<String>,
+    /// A note shown with your answer (who you are is taken from your login, not from this).
+    #[arg(long = "as", value_name = "NOTE")]
+    pub note: Option<String>,
+}
+
+/// Runs a client command and returns the exit code.
+pub async fn run_client(cli: Cli) -> i32 {
+    let target = match Target::from_config(cli.config.as_deref()) {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("askrelay: {e:#}");
+            return 2;
+        }
+    };
+    let result = match cli.command {
+        Command::Serve
+        | Command::CheckConfig
+        | Command::Mcp(_)
+        | Command::Hook(_)
+        | Command::Setup(_)
+        | Command::Approve(_)
+        | Command::Completions { .. }
+        | Command::Man => {
+            unreachable!("run by main on its own")
+        }
+        Command::Ask(args) => ask(&target, args).await,
+        Command::Pending { json } => pending(&target, json).await,
+        Command::Answer(args) => answer(&target, args).await,
+        Command::Cancel { request_id, reason } => cancel(&target, request_id, reason).await,
+        Command::History { limit, json, since } => match since {
+            Some(since) => export_history(&target, &since, limit, json).await,
+            None => history(&target, limit.unwrap_or(20), json).await,
+        },
+        Command::Health { json } => health(&target, json).await,
+    };
+    match result {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("askrelay: {}", Escaped(&format!("{e:#}")));
+            1
+        }
+    }
+}
+
+pub(super) fn unreachable_daemon(target: &Target, e: &std::io::Error) -> i32 {
+    eprintln!(
+        "askrelay: cannot reach the daemon at {}: {e}; start it with `askrelay serve`",
+        target.socket.display()
+    );
+    EXIT_UNREACHABLE
+}
+
+pub(super) async fn connect(target: &Target) -> Result<Client, i32> {
+    Client::connect_to(target)
+        .await
+        .map_err(|e| unreachable_daemon(target, &e))
+}
+
+/// Prints an error and returns its exit code.
+pub(super) fn report_error(code: ErrorCode, message: &str) -> i32 {
+    eprintln!("askrelay: {code}: {}", Escaped(message));
+    code.exit_code()
+}
+
+/// Prints an unexpected reply and returns 1.
+pub(super) fn unexpected(event: &Event) -> i32 {
+    match event {
+        Event::Error { code, message, .. } => report_error(*code, message),
+        other => {
+            eprintln!(
+                "askrelay: unexpected reply from the daemon: {}",
+                Escaped(&other.to_line())
+            );
+            1
+        }
+    }
+}
+
+/// Runs `askrelay mcp` until the MCP client closes stdin, and returns the exit code.
+pub async fn run_mcp(config_file: Option<&Path>, args: McpArgs) -> i32 {
+    let target = match Target::from_config(config_file) {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("askrelay: {e:#}");
+            return 2;
+        }
+    };
+    let mut scope = Map::new();
+    for (k, v) in [
+        ("project", args.project),
+        ("agent", args.agent),
+        ("session", args.session),
+    ] {
+        if let Some(v) = v.filter(|v| !v.is_empty()) {
+            scope.insert(k.into(), json!(v));
+        }
+    }
+    for kv in &args.scope {
+        let Some((k, v)) = kv.split_once('=') else {
+            eprintln!("askrelay: --scope {kv:?}: expected KEY=VALUE");
+            return 2;
+        };
+        scope.insert(k.into(), json!(v));
+    }
+    let options = crate::mcp::McpOptions {
+        target,
+        scope,
+        reconnect: Duration::from_secs(args.reconnect_secs),
+        heartbeat: Duration::from_secs(args.progress_secs),
+    };
+    match crate::mcp::serve_stdio(options).await {
+        Ok(()) => 0,
+        Err(e) => {
+            eprintln!("askrelay: {e:#}");
+            1
+        }
+    }
+}

@@ -1,0 +1,396 @@
+//! The commands that read: `pending`, `history` (and its export with `--since`) and `health`,
+//! printed for people (every agent text escaped) or as the protocol's JSON.
+
+use super::{connect, unexpected, EXIT_UNREACHABLE};
+use crate::client::{Client, Target};
+use crate::core::text::Escaped;
+use crate::protocol::{Event, Op, RequestView};
+use anyhow::Result;
+
+/// Every page of the pending list, and the outbox backlog the first page reported.
+async fn all_pending(
+    client: &mut Client,
+) -> Result<Result<(Vec<RequestView>, Option<crate::protocol::OutboxBacklog>), Event>> {
+    let mut out = Vec::new();
+    let mut backlog = None;
+    let mut after = None;
+    loop {
+        let op = Op::Pending {
+            request_id: None,
+            limit: None,
+            after: after.take(),
+        };
+        match client.call(&op).await? {
+            Event::Pending {
+                requests,
+                next,
+                outbox,
+            } => {
+                out.extend(requests);
+                backlog = backlog.or(outbox);
+                match next {
+                    Some(n) => after = Some(n),
+                    None => return Ok(Ok((out, backlog))),
+                }
+            }
+            other => return Ok(Err(other)),
+        }
+    }
+}
+
+pub(super) async fn pending(target: &Target, as_json: bool) -> Result<i32> {
+    let mut client = match connect(target).await {
+        Ok(c) => c,
+        Err(code) => return Ok(code),
+    };
+    let (requests, backlog) = match all_pending(&mut client).await? {
+        Ok(r) => r,
+        Err(other) => return Ok(unexpected(&other)),
+    };
+    if let Some(b) = backlog.filter(|b| b.overdue > 0) {
+        eprintln!(
+            "askrelay: {} outbox item(s) overdue, the oldest for {} s: questions not posted or \
+             messages not edited yet (is Discord down?); they are retried",
+            b.overdue, b.oldest_secs
+        );
+    }
+    if as_json {
+        println!("{}", serde_json::to_string_pretty(&requests)?);
+        return Ok(0);
+    }
+    if requests.is_empty() {
+        println!("No pending requests.");
+        return Ok(0);
+    }
+    println!(
+        "{:<38} {:<16} {:<10} {:<8} QUESTION",
+        "REQUEST", "QUESTION ID", "ANSWERER", "STATE"
+    );
+    let pad = "";
+    for r in &requests {
+        let id = Escaped(&r.request_id).to_string();
+        if let Some(node) = &r.node {
+            println!("{id} (node {})", Escaped(node));
+        }
+        let answerer = r.answerer.as_deref().unwrap_or("(not yet)");
+        let n = r.questions.len();
+        for (i, q) in r.questions.iter().enumerate() {
+            let unposted = q.post.as_ref().is_some_and(|p| !p.posted);
+            let state = if q.answered.is_some() {
+                "answered"
+            } else if unposted {
+                "unposted"
+            } else {
+                "open"
+            };
+            let kind = if q.options.is_empty() {
+                "free text"
+            } else if q.multi_select {
+                "pick any"
+            } else {
+                "pick one"
+            };
+            let header = q
+                .header
+                .as_deref()
+                .map(|h| format!("[{}] ", Escaped(h)))
+                .unwrap_or_default();
+            println!(
+                "{:<38} {:<16} {:<10} {:<8} {}{} ({}{})",
+                if i == 0 { id.as_str() } else { "" },
+                Escaped(&q.id).to_string(),
+                if i == 0 { answerer } else { "" },
+                state,
+                header,
+                one_line(&q.question),
+                kind,
+                if n > 1 {
+                    format!(", {} of {n}", i + 1)
+                } else {
+                    String::new()
+                },
+            );
+            for (j, o) in q.options.iter().enumerate() {
+                println!("{pad:>76}{}. {}", j + 1, Escaped(o));
+            }
+            if let Some(post) = q.post.as_ref().filter(|_| unposted) {
+                println!(
+                    "{pad:>76}not posted yet to channel {} after {} attempt(s): {}",
+                    Escaped(&post.channel),
+                    post.attempts,
+                    Escaped(
+                        post.last_error
+                            .as_deref()
+                            .unwrap_or("waiting for the first attempt")
+                    )
+                );
+            }
+            if let Some(a) = &q.answered {
+                println!("{pad:>76}answered by {}", answered_by(a));
+            }
+        }
+        if !r.scope.is_empty() {
+            let labels: Vec<String> = r
+                .scope
+                .iter()
+                .map(|(k, v)| format!("{}={}", Escaped(k), Escaped(v)))
+                .collect();
+            println!("{pad:>76}scope: {}", labels.join(" "));
+        }
+        if let Some(c) = &r.context {
+            print_context(c);
+        }
+    }
+    Ok(0)
+}
+
+/// What is being approved, as Discord shows it with the question: the context's text and
+/// each of its files (a command, a diff), line by line, every line escaped for the terminal.
+fn print_context(c: &crate::protocol::ContextView) {
+    let block = |title: &str, t: &crate::protocol::ContextText| {
+        let size = if t.truncated {
+            format!(" (the first {} of {} bytes)", t.content.len(), t.bytes)
+        } else {
+            String::new()
+        };
+        println!("    ── {title}{size} ──");
+        for line in t.content.lines() {
+            println!("    │ {}", Escaped(line));
+        }
+    };
+    if let Some(t) = &c.text {
+        block("context", t);
+    }
+    for f in &c.files {
+        block(&Escaped(&f.name).to_string(), &f.text);
+    }
+}
+
+fn answered_by(a: &crate::protocol::AnsweredView) -> String {
+    let mut s = match a.via.as_str() {
+        "terminal" => format!("{} (uid {}) via terminal", Escaped(&a.by), Escaped(&a.id)),
+        "policy" => "the expiry policy".to_owned(),
+        via => format!("{} via {}", Escaped(&a.by), Escaped(via)),
+    };
+    if let Some(n) = &a.note {
+        s.push_str(&format!(", note “{}”", Escaped(n)));
+    }
+    s
+}
+
+fn one_line(s: &str) -> String {
+    let flat: String = s.split_whitespace().collect::<Vec<_>>().join(" ");
+    let flat = Escaped(&flat).to_string();
+    if flat.chars().count() > 80 {
+        let cut: String = flat.chars().take(79).collect();
+        format!("{cut}…")
+    } else {
+        flat
+    }
+}
+
+pub(super) async fn history(target: &Target, limit: u32, as_json: bool) -> Result<i32> {
+    let mut client = match connect(target).await {
+        Ok(c) => c,
+        Err(code) => return Ok(code),
+    };
+    let mut requests = Vec::new();
+    let mut before = None;
+    // Pages of at most the protocol's maximum, until `limit` requests or the oldest.
+    while requests.len() < limit as usize {
+        let want = (limit as usize - requests.len()).min(crate::protocol::PAGE_MAX as usize);
+        match client
+            .call(&Op::History {
+                limit: Some(want as u32),
+                before: before.take(),
+            })
+            .await?
+        {
+            Event::History {
+                requests: page,
+                next,
+            } => {
+                requests.extend(page);
+                match next {
+                    Some(n) => before = Some(n),
+                    None => break,
+                }
+            }
+            other => return Ok(unexpected(&other)),
+        }
+    }
+    if as_json {
+        println!("{}", serde_json::to_string_pretty(&requests)?);
+        return Ok(0);
+    }
+    print_history(&requests)?;
+    Ok(0)
+}
+
+/// The history table.
+fn print_history(requests: &[RequestView]) -> Result<()> {
+    if requests.is_empty() {
+        println!("No requests yet.");
+        return Ok(());
+    }
+    println!("{:<38} {:<10} {:<21} OUTCOME", "REQUEST", "STATUS", "ASKED");
+    for r in requests {
+        let outcome = if let Some(result) = &r.result {
+            Escaped(&serde_json::to_string(result)?).to_string()
+        } else if let Some(e) = &r.error {
+            format!("{}: {}", e.code, Escaped(&e.message))
+        } else {
+            let open = r.questions.iter().filter(|q| q.answered.is_none()).count();
+            format!("{open} question(s) open")
+        };
+        println!(
+            "{:<38} {:<10} {:<21} {}",
+            Escaped(&r.request_id).to_string(),
+            r.status,
+            r.created_at,
+            outcome
+        );
+        if let Some(node) = &r.node {
+            println!("{:<38}   on node {}", "", Escaped(node));
+        }
+        for q in &r.questions {
+            println!("{:<38}   {}: {}", "", Escaped(&q.id), one_line(&q.question));
+            if let Some(a) = &q.answered {
+                println!(
+                    "{:<38}   {} answered by {} at {}",
+                    "",
+                    Escaped(&q.id),
+                    answered_by(a),
+                    a.at
+                );
+            }
+        }
+        if let Some(c) = &r.context {
+            print_context(c);
+        }
+    }
+    Ok(())
+}
+
+/// `askrelay health`: the daemon's `health` reply as lines (or JSON); 0 when healthy, 1 when
+/// degraded, 7 when the daemon cannot be reached.
+pub(super) async fn health(target: &Target, as_json: bool) -> Result<i32> {
+    let mut client = match connect(target).await {
+        Ok(c) => c,
+        Err(code) => return Ok(code),
+    };
+    let h = match client.call(&Op::Health).await {
+        Ok(Event::Health(h)) => h,
+        Ok(other) => return Ok(unexpected(&other)),
+        Err(e) => {
+            eprintln!(
+                "askrelay: cannot reach the daemon at {}: {e:#}",
+                target.socket.display()
+            );
+            return Ok(EXIT_UNREACHABLE);
+        }
+    };
+    if as_json {
+        println!("{}", serde_json::to_string(&h)?);
+    } else {
+        println!("status: {}", h.status.as_str());
+        println!("store: {}", Escaped(&h.store.to_string()));
+        println!("gateway: {}", h.gateway.as_str());
+        println!("answerers: {}", h.answerers.join(", "));
+        println!("pending: {}", h.pending);
+        if let Some(c) = &h.cluster {
+            println!(
+                "cluster: node {} is {}; leader: {}",
+                Escaped(&c.node),
+                c.role,
+                c.leader
+                    .as_deref()
+                    .map_or("none yet".into(), |l| Escaped(l).to_string())
+            );
+        }
+        println!(
+            "outbox overdue: {} (oldest {} s)",
+            h.outbox.overdue, h.outbox.oldest_secs
+        );
+        println!("version: {}", h.version);
+    }
+    if h.failing.is_empty() {
+        Ok(0)
+    } else {
+        let parts: Vec<&str> = h.failing.iter().map(|p| p.as_str()).collect();
+        eprintln!("askrelay: degraded: {} failing", parts.join(", "));
+        Ok(1)
+    }
+}
+
+/// The start of `DATE` (`YYYY-MM-DD`, or RFC 3339), UTC.
+fn parse_since(date: &str) -> Result<std::time::SystemTime, String> {
+    let d = date.trim();
+    let full = if d.len() == 10 {
+        format!("{d}T00:00:00Z")
+    } else {
+        d.to_owned()
+    };
+    humantime::parse_rfc3339_weak(full.trim_end_matches('Z')).map_err(|_| {
+        format!("--since {d:?}: expected a date like 2026-11-01 or 2026-11-01T12:00:00Z (UTC)")
+    })
+}
+
+/// `askrelay history --since DATE`: every request asked since DATE, newest first, page by page;
+/// with `--json` one JSON object per line (JSON Lines), for backups and analysis.
+pub(super) async fn export_history(
+    target: &Target,
+    since: &str,
+    limit: Option<u32>,
+    as_json: bool,
+) -> Result<i32> {
+    let since = match parse_since(since) {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("askrelay: {e}");
+            return Ok(2);
+        }
+    };
+    let mut client = match connect(target).await {
+        Ok(c) => c,
+        Err(code) => return Ok(code),
+    };
+    let limit = limit.map_or(usize::MAX, |l| l as usize);
+    let mut shown = 0usize;
+    let mut before = None;
+    let mut table = Vec::new();
+    'pages: loop {
+        let page = match client
+            .call(&Op::History {
+                limit: Some(crate::protocol::PAGE_MAX),
+                before: before.take(),
+            })
+            .await?
+        {
+            Event::History { requests, next } => (requests, next),
+            other => return Ok(unexpected(&other)),
+        };
+        for r in page.0 {
+            // Newest first: the first one older than DATE ends the export.
+            let asked = humantime::parse_rfc3339_weak(r.created_at.trim_end_matches('Z'))
+                .unwrap_or(std::time::UNIX_EPOCH);
+            if asked < since || shown >= limit {
+                break 'pages;
+            }
+            shown += 1;
+            if as_json {
+                println!("{}", serde_json::to_string(&r)?);
+            } else {
+                table.push(r);
+            }
+        }
+        match page.1 {
+            Some(n) => before = Some(n),
+            None => break,
+        }
+    }
+    if !as_json {
+        print_history(&table)?;
+    }
+    Ok(0)
+}
