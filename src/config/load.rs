@@ -1,0 +1,480 @@
+//! Loading the configuration: the sources in order (defaults, the file, the environment), the
+//! checks across keys that serde cannot make, errors that name the key and never the value,
+//! and the few keys clients read to find the daemon.
+
+use super::{Config, EscalationStep, ExpiryRule, OnExpire, Route, ENV_PREFIX};
+use anyhow::{anyhow, bail, Result};
+use serde::Deserialize;
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+/// Environment variables with the prefix that are not configuration keys: the log filter, the
+/// config file path, the scope labels of the MCP front end and the test hooks (`ASKRELAY_TEST_*`).
+pub(super) const NOT_CONFIG_ENV: &[&str] = &[
+    "ASKRELAY_LOG",
+    "ASKRELAY_CONFIG",
+    "ASKRELAY_SCOPE_",
+    "ASKRELAY_TEST_",
+];
+
+impl Config {
+    /// Loads the configuration from the defaults, `file` and the process environment.
+    pub fn load(file: Option<&Path>) -> Result<Config> {
+        Self::load_from(file, std::env::vars())
+    }
+
+    /// Like [`Config::load`], with the environment given explicitly (for tests).
+    pub fn load_from(
+        file: Option<&Path>,
+        env: impl IntoIterator<Item = (String, String)>,
+    ) -> Result<Config> {
+        let builder = sources(file, env)?;
+        let raw = builder.build().map_err(|e| config_error(e, file))?;
+        let mut unknown = Vec::new();
+        let cfg: Config = serde_ignored::deserialize(raw, |path| unknown.push(path.to_string()))
+            .map_err(|e: config::ConfigError| config_error(e, file))?;
+        if !unknown.is_empty() {
+            bail!(
+                "unknown config key{} {} (in {} or an ASKRELAY_ environment variable)",
+                if unknown.len() > 1 { "s" } else { "" },
+                unknown.join(", "),
+                file.map(|f| f.display().to_string())
+                    .unwrap_or_else(|| "the defaults".into())
+            );
+        }
+        cfg.validate()?;
+        Ok(cfg)
+    }
+
+    /// Rules that types alone cannot express.
+    fn validate(&self) -> Result<()> {
+        if self.limits.max_questions == 0 {
+            bail!("limits.max_questions: must be at least 1");
+        }
+        if self.limits.max_connections == 0 {
+            bail!("limits.max_connections: must be at least 1");
+        }
+        if self.limits.line_timeout_secs == 0 {
+            bail!("limits.line_timeout_secs: must be at least 1");
+        }
+        if self.limits.max_line_bytes < 1024 {
+            bail!("limits.max_line_bytes: must be at least 1024");
+        }
+        if self.limits.max_questions > 50 {
+            bail!("limits.max_questions: at most 50");
+        }
+        if self.limits.max_output_bytes < 64 * 1024 {
+            bail!("limits.max_output_bytes: must be at least 65536");
+        }
+        if self.limits.max_pending_per_uid == 0 {
+            bail!("limits.max_pending_per_uid: must be at least 1");
+        }
+        if self.discord.request_timeout_ms < 100 {
+            bail!("discord.request_timeout_ms: must be at least 100");
+        }
+        if !(100..=2_900).contains(&self.discord.callback_timeout_ms) {
+            bail!("discord.callback_timeout_ms: must be from 100 to 2900 (Discord gives 3 s)");
+        }
+        if self.discord.repair_interval_secs == 0 {
+            bail!("discord.repair_interval_secs: must be at least 1");
+        }
+        if self.shutdown_timeout_secs == 0 {
+            bail!("shutdown_timeout_secs: must be at least 1");
+        }
+        if self
+            .discord
+            .api_base
+            .trim_end_matches('/')
+            .matches('/')
+            .count()
+            > 2
+            || !(self.discord.api_base.starts_with("http://")
+                || self.discord.api_base.starts_with("https://"))
+        {
+            bail!("discord.api_base: must be a scheme and host only, like \"https://discord.com\"");
+        }
+        self.http.addr()?;
+        for (key, days) in [
+            (
+                "retention.ended_after_days",
+                self.retention.ended_after_days,
+            ),
+            (
+                "retention.audit_after_days",
+                self.retention.audit_after_days,
+            ),
+        ] {
+            if days.is_some_and(|d| !(d.is_finite() && d > 0.0 && d <= 36_500.0)) {
+                bail!("{key}: must be a number of days above 0 (leave it out to keep everything)");
+            }
+        }
+        if self.postgres.max_connections == 0 {
+            bail!("postgres.max_connections: must be at least 1");
+        }
+        if self.postgres.connect_timeout_secs == 0 {
+            bail!("postgres.connect_timeout_secs: must be at least 1");
+        }
+        if let Some(m) = &self.postgres.sslmode {
+            if !["disable", "prefer", "require", "verify-ca", "verify-full"].contains(&m.as_str()) {
+                bail!(
+                    "postgres.sslmode: {m:?} is not one of disable, prefer, require, verify-ca, \
+                     verify-full"
+                );
+            }
+        }
+        if self.cluster.failover_secs < 2 {
+            bail!("cluster.failover_secs: must be at least 2");
+        }
+        if self.cluster.poll_interval_ms < 50 {
+            bail!("cluster.poll_interval_ms: must be at least 50");
+        }
+        if let Some(n) = &self.cluster.node_id {
+            if n.is_empty() || n.len() > 64 || n.chars().any(|c| c.is_control()) {
+                bail!(
+                    "cluster.node_id: must be 1 to 64 characters, none of them control characters"
+                );
+            }
+        }
+        if self.retention.interval_secs == 0 {
+            bail!("retention.interval_secs: must be at least 1");
+        }
+        check_expiry(&self.expiry, "expiry")?;
+        if self.digest.every_secs == Some(0) {
+            bail!("digest.every_secs: must be at least 1");
+        }
+        if let Some(at) = &self.digest.at {
+            crate::core::calendar::parse_time_of_day(at).map_err(|e| anyhow!("digest.at: {e}"))?;
+        }
+        if let Some(tz) = &self.digest.timezone {
+            crate::core::calendar::zone(tz).map_err(|e| anyhow!("digest.timezone: {e}"))?;
+        }
+        for (i, name) in self.digest.routes.iter().enumerate() {
+            let default = name == "default" && self.discord.channel_id.is_some();
+            if !default && !self.routes.iter().any(|r| &r.name == name) {
+                bail!("digest.routes[{i}]: no route is named {name:?} (a [[routes]] name, or \"default\" with discord.channel_id)");
+            }
+        }
+        if self.digest.channel_id.is_none()
+            && (self.digest.every_secs.is_some() || self.digest.at.is_some())
+        {
+            bail!("digest.channel_id: the digest needs a channel");
+        }
+        check_oncall(
+            "discord",
+            self.discord.remind_after_secs,
+            self.discord.remind_every_secs,
+            self.discord.remind_max,
+            &self.discord.escalate,
+        )?;
+        for (i, r) in self.routes.iter().enumerate() {
+            if r.name.trim().is_empty() {
+                bail!("routes[{i}].name: must not be empty");
+            }
+            if r.expiry.is_some() && (r.expire_after_secs.is_some() || r.on_expire.is_some()) {
+                bail!("routes[{i}].expire_after_secs: give either expiry = {{ after_secs, on_expire }} or the older expire_after_secs and on_expire, not both");
+            }
+            if r.expire_after_secs == Some(0) {
+                bail!("routes[{i}].expire_after_secs: must be at least 1 (leave it out for no expiry)");
+            }
+            if let Some(rule) = &r.expiry {
+                check_expiry(rule, &format!("routes[{i}].expiry"))?;
+            }
+            check_oncall(
+                &format!("routes[{i}]"),
+                r.remind_after_secs,
+                r.remind_every_secs,
+                r.remind_max,
+                r.escalate.as_deref().unwrap_or_default(),
+            )?;
+            if let Some(OnExpire::Select(l)) = &r.on_expire {
+                if l.trim().is_empty() {
+                    bail!("routes[{i}].on_expire.select: must name an option label");
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The expiry rule of requests on `route` (a route's own, else `[expiry]`).
+    pub fn expiry_for(&self, route: Option<&Route>) -> ExpiryRule {
+        route
+            .and_then(Route::expiry_rule)
+            .unwrap_or_else(|| self.expiry.clone())
+    }
+
+    /// Whether the terminal answerer takes requests (see [`TerminalConfig::enabled`]).
+    pub fn terminal_enabled(&self) -> bool {
+        self.terminal
+            .enabled
+            .unwrap_or(self.discord.token.is_none())
+    }
+}
+
+/// Reminders and escalation steps under `at` (`discord`, `routes[0]`) must be usable.
+pub(super) fn check_oncall(
+    at: &str,
+    after: Option<u64>,
+    every: Option<u64>,
+    max: Option<u32>,
+    steps: &[EscalationStep],
+) -> Result<()> {
+    if after == Some(0) {
+        bail!("{at}.remind_after_secs: must be at least 1 (leave it out for no reminders)");
+    }
+    if every == Some(0) {
+        bail!("{at}.remind_every_secs: must be at least 1");
+    }
+    if max == Some(0) {
+        bail!("{at}.remind_max: must be at least 1 (leave out remind_after_secs for no reminders)");
+    }
+    let mut last = 0;
+    for (k, step) in steps.iter().enumerate() {
+        if step.after_secs == 0 || step.after_secs <= last {
+            bail!(
+                "{at}.escalate[{k}].after_secs: must be at least 1 and later than the step before"
+            );
+        }
+        last = step.after_secs;
+    }
+    if steps.len() > 10 {
+        bail!("{at}.escalate: at most 10 steps");
+    }
+    Ok(())
+}
+
+/// An expiry rule at `key` (`expiry`, `routes[0].expiry`) must say something usable.
+pub(super) fn check_expiry(rule: &ExpiryRule, key: &str) -> Result<()> {
+    if rule.after_secs == Some(0) {
+        bail!("{key}.after_secs: must be at least 1 (leave it out for no expiry)");
+    }
+    if let OnExpire::Select(l) = &rule.on_expire {
+        if l.trim().is_empty() {
+            bail!("{key}.on_expire.select: must name an option label");
+        }
+    }
+    if rule.after_secs.is_none() && rule.on_expire != OnExpire::Fail {
+        bail!("{key}.on_expire: has no effect without {key}.after_secs");
+    }
+    Ok(())
+}
+
+/// A config error that names the key and what was expected, and never the offending value:
+/// a token pasted into the wrong key must not end up in a terminal or a log.
+pub(super) fn config_error(e: config::ConfigError, file: Option<&Path>) -> anyhow::Error {
+    let what = describe_config_error(&e);
+    match file {
+        Some(f) => anyhow!("config error in {} or the environment: {what}", f.display()),
+        None => anyhow!("config error in the environment: {what}"),
+    }
+}
+
+pub(super) fn describe_config_error(e: &config::ConfigError) -> String {
+    use config::ConfigError as E;
+    match e {
+        E::Type {
+            key,
+            expected,
+            unexpected,
+            ..
+        } => format!(
+            "{}: expected {expected}, got {}",
+            key.as_deref().unwrap_or("a key"),
+            unexpected_kind(unexpected)
+        ),
+        E::At { error, key, .. } => {
+            let inner = describe_config_error(error);
+            // The config crate writes `routes[0]on_expire`; people write `routes[0].on_expire`.
+            let key = key.as_deref().map(dotted);
+            match key {
+                Some(k) if !inner.starts_with(k.as_str()) => format!("{k}: {inner}"),
+                _ => inner,
+            }
+        }
+        E::FileParse { cause, .. } => {
+            // TOML errors quote the offending line; keep only where it is and what is wrong.
+            let text = cause.to_string();
+            let mut lines = text.lines().map(str::trim).filter(|l| !l.is_empty());
+            let first = lines.next().unwrap_or("cannot parse the file");
+            let last = text
+                .lines()
+                .map(str::trim)
+                .rfind(|l| !l.is_empty())
+                .unwrap_or("");
+            if last == first || last.contains('|') {
+                first.to_owned()
+            } else {
+                format!("{first}: {last}")
+            }
+        }
+        // Our own messages (see the deserializers below) never carry the value; serde's may.
+        E::Message(m) => redact(m),
+        E::NotFound(k) => format!("{k}: not found"),
+        E::PathParse { .. } => "a key path cannot be parsed".to_owned(),
+        E::Frozen => "the configuration is frozen".to_owned(),
+        E::Foreign(_) => "cannot read the configuration".to_owned(),
+        _ => "invalid configuration".to_owned(),
+    }
+}
+
+/// A serde message without the value it quotes: "unknown variant `x`, expected …" and
+/// "invalid value: string \"x\", expected …" keep only what was expected.
+pub(super) fn redact(m: &str) -> String {
+    if let Some(at) = m.find(" does not have variant constructor") {
+        return format!("{}: not one of the allowed values", &m[..at]);
+    }
+    for (start, end) in [("`", "`"), ("\"", "\"")] {
+        if let Some(a) = m.find(start) {
+            if let Some(len) = m[a + 1..].find(end) {
+                let before = m[..a].trim_end();
+                let after = &m[a + 1 + len + 1..];
+                // A missing or unknown field names a key, not a value: keep it.
+                if before.ends_with("field") {
+                    return m.to_owned();
+                }
+                return format!("{before} (value not shown){after}");
+            }
+        }
+    }
+    m.to_owned()
+}
+
+/// `routes[0]on_expire` → `routes[0].on_expire`.
+pub(super) fn dotted(key: &str) -> String {
+    let mut out = String::with_capacity(key.len() + 2);
+    let mut chars = key.chars().peekable();
+    while let Some(c) = chars.next() {
+        out.push(c);
+        if c == ']'
+            && chars
+                .peek()
+                .is_some_and(|n| n.is_alphanumeric() || *n == '_')
+        {
+            out.push('.');
+        }
+    }
+    out
+}
+
+/// The kind of a wrong value, without the value (the config crate's type is unnameable, so it
+/// is read off its description: `string "…"`, ``boolean `…` ``, …).
+pub(super) fn unexpected_kind(u: &impl fmt::Display) -> &'static str {
+    let d = u.to_string();
+    if d.starts_with("string") {
+        "a string"
+    } else if d.starts_with("boolean") {
+        "a boolean"
+    } else if d.contains("integer") {
+        "an integer"
+    } else if d.starts_with("floating") {
+        "a number"
+    } else if d.starts_with("sequence") {
+        "a list"
+    } else if d.starts_with("map") {
+        "a table"
+    } else {
+        "nothing"
+    }
+}
+
+/// `$XDG_RUNTIME_DIR/askrelay.sock`, else `askrelay.sock` in a private per-user directory,
+/// `/tmp/askrelay-$UID/` (created 0700 by the daemon, docs/contract.md, "Socket path"). Never the current directory:
+/// anyone who can write there could put a fake daemon's socket in its place.
+pub fn default_socket_path() -> PathBuf {
+    match std::env::var_os("XDG_RUNTIME_DIR") {
+        Some(dir) if !dir.is_empty() => PathBuf::from(dir).join("askrelay.sock"),
+        _ => std::env::temp_dir()
+            .join(format!("askrelay-{}", nix::unistd::geteuid().as_raw()))
+            .join("askrelay.sock"),
+    }
+}
+
+/// A file in `$XDG_STATE_HOME/askrelay/` (or its `~/.local/state` default).
+pub fn default_database_url() -> String {
+    let dir = match std::env::var_os("XDG_STATE_HOME") {
+        Some(d) if !d.is_empty() => PathBuf::from(d),
+        _ => match std::env::var_os("HOME") {
+            Some(h) if !h.is_empty() => PathBuf::from(h).join(".local/state"),
+            _ => PathBuf::from("."),
+        },
+    };
+    format!("sqlite://{}", dir.join("askrelay/askrelay.db").display())
+}
+
+/// Where the configuration comes from, in order, each overriding the one before: the defaults
+/// (the types' own), `file`, then `ASKRELAY_*` variables of `env`. The daemon ([`Config`]) and
+/// the clients ([`ClientKeys`]) both read through this, so a client finds the socket where the
+/// daemon put it: the environment beats the file. An empty `ASKRELAY_SOCKET_PATH` or
+/// `ASKRELAY_DAEMON_UID` counts as unset.
+pub(super) fn sources(
+    file: Option<&Path>,
+    env: impl IntoIterator<Item = (String, String)>,
+) -> Result<config::ConfigBuilder<config::builder::DefaultState>> {
+    let mut builder = config::Config::builder();
+    if let Some(path) = file {
+        if !path.exists() {
+            bail!("config file {} does not exist", path.display());
+        }
+        builder = builder.add_source(
+            config::File::from(path)
+                .format(config::FileFormat::Toml)
+                .required(true),
+        );
+    }
+    let env: config::Map<String, String> = env
+        .into_iter()
+        .filter(|(k, _)| k.starts_with(&format!("{ENV_PREFIX}_")))
+        // An entry ending in '_' is a prefix; the others are whole names (ASKRELAY_LOG is
+        // not configuration, ASKRELAY_LOG_FORMAT is).
+        .filter(|(k, _)| {
+            !NOT_CONFIG_ENV.iter().any(|p| {
+                if p.ends_with('_') {
+                    k.starts_with(p)
+                } else {
+                    k == p
+                }
+            })
+        })
+        .filter(|(k, v)| {
+            !(v.trim().is_empty()
+                && matches!(k.as_str(), "ASKRELAY_SOCKET_PATH" | "ASKRELAY_DAEMON_UID"))
+        })
+        .collect();
+    Ok(builder.add_source(
+        config::Environment::with_prefix(ENV_PREFIX)
+            .prefix_separator("_")
+            .separator("__")
+            .source(Some(env)),
+    ))
+}
+
+/// What a client reads of the configuration: where the socket is, and the daemon's uid when it
+/// runs as another user, from the same sources as the daemon's ([`sources`]). Only these keys
+/// are read, so a client never fails on daemon-only settings.
+#[derive(Debug, Default, Deserialize)]
+pub struct ClientKeys {
+    pub socket_path: Option<PathBuf>,
+    pub daemon_uid: Option<u32>,
+}
+
+impl ClientKeys {
+    /// From `file` (when given) and the process environment.
+    pub fn load(file: Option<&Path>) -> Result<ClientKeys> {
+        Self::load_from(file, std::env::vars())
+    }
+
+    /// Like [`ClientKeys::load`], with the environment given explicitly (for tests).
+    pub fn load_from(
+        file: Option<&Path>,
+        env: impl IntoIterator<Item = (String, String)>,
+    ) -> Result<ClientKeys> {
+        sources(file, env)?
+            .build()
+            .and_then(|c| c.try_deserialize())
+            .map_err(|e| config_error(e, file))
+    }
+
+    /// The socket: the configured one, else where the daemon puts it by default.
+    pub fn socket(&self) -> PathBuf {
+        self.socket_path.clone().unwrap_or_else(default_socket_path)
+    }
+}
