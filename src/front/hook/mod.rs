@@ -29,18 +29,25 @@
 //! as escapes (`⟨U+202E⟩`) and the question is flagged. A file on disk is read only through
 //! [`super::disk`]: a regular file, at most 1 MiB, within a few seconds.
 
-use super::disk::{self, NotShown};
-use super::{cap_bytes, decide, flagged, follow, safe_name, text_or_file, Ended, Verdict};
+use super::{follow, Ended, Verdict};
 use crate::client::Target;
-use crate::core::model::{Question, QuestionOption, MAX_LABEL_CHARS, MAX_SCOPE_VALUE_CHARS};
+use crate::core::model::MAX_SCOPE_VALUE_CHARS;
 use crate::core::text::{Escaped, Layout, Reveal};
-use crate::core::{Ask, Context, ContextFile, ErrorCode, Scope};
+use crate::core::{Ask, ErrorCode, Scope};
 use clap::{Args, Subcommand, ValueEnum};
 use serde::Deserialize;
-use serde_json::{json, Map, Value};
+use serde_json::{json, Value};
 use std::io::Read;
 use std::path::Path;
 use std::time::Duration;
+
+mod context;
+mod permission;
+mod questions;
+
+pub use context::unified_diff;
+use permission::{permission_request, tool_call};
+use questions::{questions, Shape};
 
 /// The option that allows the tool call.
 pub const ALLOW: &str = "Allow";
@@ -163,7 +170,7 @@ pub enum OnExpire {
 
 /// The agent that runs the hook.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Agent {
+pub(super) enum Agent {
     ClaudeCode,
     Codex,
 }
@@ -186,7 +193,7 @@ impl Agent {
 
 /// The fields of a hook event askrelay uses; the others are ignored.
 #[derive(Debug, Deserialize)]
-struct HookEvent {
+pub(super) struct HookEvent {
     #[serde(default)]
     hook_event_name: Option<String>,
     tool_name: String,
@@ -284,7 +291,7 @@ impl Reply {
 }
 
 /// Reads and parses the event on stdin.
-fn read_event() -> Result<HookEvent, String> {
+pub(super) fn read_event() -> Result<HookEvent, String> {
     let mut input = String::new();
     std::io::stdin()
         .read_to_string(&mut input)
@@ -292,7 +299,7 @@ fn read_event() -> Result<HookEvent, String> {
     serde_json::from_str(&input).map_err(|e| format!("the hook event is not one it knows: {e}"))
 }
 
-async fn claude_code(config_file: Option<&Path>, args: &ClaudeCodeArgs) -> Reply {
+pub(super) async fn claude_code(config_file: Option<&Path>, args: &ClaudeCodeArgs) -> Reply {
     let event = match read_event() {
         Ok(e) => e,
         Err(e) => return Reply::pre("ask", format!("askrelay: {e}; asking here")),
@@ -336,7 +343,7 @@ async fn claude_code(config_file: Option<&Path>, args: &ClaudeCodeArgs) -> Reply
     }
 }
 
-async fn codex(config_file: Option<&Path>, args: &CodexArgs) -> Reply {
+pub(super) async fn codex(config_file: Option<&Path>, args: &CodexArgs) -> Reply {
     let fallback = |why: String| {
         if args.fail_closed {
             Reply::pre("deny", format!("askrelay: {why}; denied (--fail-closed)"))
@@ -382,50 +389,15 @@ async fn codex(config_file: Option<&Path>, args: &CodexArgs) -> Reply {
 }
 
 /// "Denied by alice on Discord", with what they typed.
-fn denied_by(by: &str, reason: Option<&str>) -> String {
+pub(super) fn denied_by(by: &str, reason: Option<&str>) -> String {
     match reason {
         Some(r) => format!("Denied by {by}: {r}"),
         None => format!("Denied by {by}"),
     }
 }
 
-/// Asks people whether the tool call may run (Allow / Deny) and follows it to its end.
-async fn tool_call(target: &Target, event: &HookEvent, args: &CommonArgs, agent: Agent) -> Verdict {
-    let options = vec![
-        QuestionOption {
-            label: ALLOW.into(),
-            description: Some(format!(
-                "Let {} use {} as shown",
-                agent.title(),
-                tool_label(&event.tool_name)
-            )),
-        },
-        QuestionOption {
-            label: DENY.into(),
-            description: Some(format!(
-                "Block it; use Other… to tell {} why",
-                agent.title()
-            )),
-        },
-    ];
-    let ask = match permission_ask(event, args, agent, options) {
-        Ok(a) => a,
-        Err(e) => return Verdict::Unreachable(e),
-    };
-    let request_id = ask.request_id.clone().unwrap_or_default();
-    decide(
-        target,
-        ask,
-        ALLOW,
-        Duration::from_secs(args.reconnect_secs),
-        args.timeout.map(Duration::from_secs),
-        |answerer, _| waiting(&request_id, answerer),
-    )
-    .await
-}
-
 /// Asks and follows the request to its end, saying on stderr where it waits.
-async fn ask_and_follow(target: &Target, ask: Ask, args: &CommonArgs) -> Ended {
+pub(super) async fn ask_and_follow(target: &Target, ask: Ask, args: &CommonArgs) -> Ended {
     let request_id = ask.request_id.clone().unwrap_or_default();
     follow(
         target,
@@ -437,7 +409,7 @@ async fn ask_and_follow(target: &Target, ask: Ask, args: &CommonArgs) -> Ended {
     .await
 }
 
-fn waiting(request_id: &str, answerer: &str) {
+pub(super) fn waiting(request_id: &str, answerer: &str) {
     eprintln!(
         "askrelay: request {} is waiting for an answer via {}",
         Escaped(request_id),
@@ -479,67 +451,8 @@ pub fn decision_for(verdict: Verdict, on_expire: OnExpire) -> Reply {
     }
 }
 
-/// A permission request: Allow once, one option per suggestion of Claude Code's, Deny, Deny and
-/// stop; free text denies with the person's words.
-async fn permission_request(target: &Target, event: &HookEvent, args: &CommonArgs) -> Reply {
-    let tool = tool_label(&event.tool_name);
-    let mut options = vec![QuestionOption {
-        label: ALLOW_ONCE.into(),
-        description: Some(format!("Let Claude Code use {tool} this time, as shown")),
-    }];
-    let mut suggestions = suggestion_options(&event.permission_suggestions);
-    // Five options make a row of buttons, one tap on a phone; past that a select menu.
-    suggestions.truncate(MAX_SUGGESTIONS);
-    options.extend(suggestions.iter().map(|(o, _)| o.clone()));
-    options.push(QuestionOption {
-        label: DENY.into(),
-        description: Some("Block it; use Other… to tell Claude why".into()),
-    });
-    options.push(QuestionOption {
-        label: DENY_AND_STOP.into(),
-        description: Some("Block it and stop Claude's turn".into()),
-    });
-    let ask = match permission_ask(event, args, Agent::ClaudeCode, options) {
-        Ok(a) => a,
-        Err(e) => return Reply::NoDecision(format!("{e}; no decision (Claude Code's own dialog)")),
-    };
-    let ended = ask_and_follow(target, ask, args).await;
-    let (result, by) = match ended {
-        Ended::Answered { result, by } => (result, by),
-        other => return Reply::NoDecision(no_answer(&other, "Claude Code's own dialog")),
-    };
-    let answer = first_answer(&result);
-    let deny = |message: String, interrupt: bool| {
-        let mut decision = json!({"behavior": "deny", "message": message});
-        if interrupt {
-            decision["interrupt"] = json!(true);
-        }
-        Reply::PermissionRequest {
-            note: message,
-            decision,
-        }
-    };
-    if let Some(text) = answer.custom {
-        return deny(denied_by(&by, Some(&text)), false);
-    }
-    let chosen = answer.selected.first().map(String::as_str).unwrap_or(DENY);
-    if chosen == ALLOW_ONCE {
-        return Reply::PermissionRequest {
-            decision: json!({"behavior": "allow"}),
-            note: format!("allowed once by {by}"),
-        };
-    }
-    if let Some((o, suggestion)) = suggestions.iter().find(|(o, _)| o.label == chosen) {
-        return Reply::PermissionRequest {
-            decision: json!({"behavior": "allow", "updatedPermissions": [suggestion]}),
-            note: format!("{} (chosen by {by})", o.label),
-        };
-    }
-    deny(denied_by(&by, None), chosen == DENY_AND_STOP)
-}
-
 /// Why a request got no answer, for stderr.
-fn no_answer(ended: &Ended, fallback: &str) -> String {
+pub(super) fn no_answer(ended: &Ended, fallback: &str) -> String {
     let why = match ended {
         Ended::Answered { .. } => "answered".to_owned(),
         Ended::Failed(e) => format!("{}: {}", e.code, e.message),
@@ -550,12 +463,12 @@ fn no_answer(ended: &Ended, fallback: &str) -> String {
 }
 
 /// The first question's answer in a result (docs/contract.md, "Result JSON").
-struct FirstAnswer {
+pub(super) struct FirstAnswer {
     selected: Vec<String>,
     custom: Option<String>,
 }
 
-fn first_answer(result: &str) -> FirstAnswer {
+pub(super) fn first_answer(result: &str) -> FirstAnswer {
     let parsed: Value = serde_json::from_str(result).unwrap_or_default();
     let a = &parsed["answers"][0];
     FirstAnswer {
@@ -571,233 +484,21 @@ fn first_answer(result: &str) -> FirstAnswer {
     }
 }
 
-/// An option for each of Claude Code's permission suggestions that allows something (adding
-/// allow rules or directories, switching to a mode), with the suggestion to echo back as
-/// `updatedPermissions` when it is chosen. The label says how long it lasts and what it allows;
-/// the description, where it is kept.
-fn suggestion_options(suggestions: &[Value]) -> Vec<(QuestionOption, Value)> {
-    let mut out: Vec<(QuestionOption, Value)> = Vec::new();
-    let mut reveal = Reveal::default();
-    for s in suggestions {
-        let what = match s["type"].as_str() {
-            Some("addRules") if s["behavior"].as_str().unwrap_or("allow") == "allow" => {
-                let rules: Vec<String> = s["rules"]
-                    .as_array()
-                    .into_iter()
-                    .flatten()
-                    .filter_map(|r| {
-                        let tool = r["toolName"].as_str()?;
-                        Some(match r["ruleContent"].as_str() {
-                            Some(c) => format!("{tool}({c})"),
-                            None => format!("{tool} (any use)"),
-                        })
-                    })
-                    .collect();
-                if rules.is_empty() {
-                    continue;
-                }
-                rules.join(", ")
-            }
-            Some("addDirectories") => {
-                let dirs: Vec<&str> = s["directories"]
-                    .as_array()
-                    .into_iter()
-                    .flatten()
-                    .filter_map(Value::as_str)
-                    .collect();
-                if dirs.is_empty() {
-                    continue;
-                }
-                format!("work in {}", dirs.join(", "))
-            }
-            Some("setMode") => match s["mode"].as_str() {
-                Some("acceptEdits") => "accept every file edit".to_owned(),
-                Some(mode) => format!("switch to the {mode} mode"),
-                None => continue,
-            },
-            _ => continue,
-        };
-        let (lasts, kept) = match s["destination"].as_str() {
-            Some("session") | Some("cliArg") | None => (
-                "Allow for this session",
-                "until Claude Code exits".to_owned(),
-            ),
-            Some("localSettings") => (
-                "Always allow",
-                "kept in .claude/settings.local.json (this project, you)".to_owned(),
-            ),
-            Some("projectSettings") => (
-                "Always allow",
-                "kept in .claude/settings.json (this project, everyone)".to_owned(),
-            ),
-            Some("userSettings") => (
-                "Always allow",
-                "kept in ~/.claude/settings.json (every project)".to_owned(),
-            ),
-            Some(other) => ("Always allow", format!("kept in {other}")),
-        };
-        let what = reveal.text(&what, Layout::Line);
-        let mut label: String = format!("{lasts}: {what}");
-        if label.chars().count() > MAX_LABEL_CHARS {
-            label = label.chars().take(MAX_LABEL_CHARS - 1).collect::<String>() + "…";
-        }
-        // Labels are unique within a question.
-        let mut n = 2;
-        let base = label.clone();
-        while out.iter().any(|(o, _)| o.label == label) {
-            let suffix = format!(" ({n})");
-            label = base
-                .chars()
-                .take(MAX_LABEL_CHARS - suffix.chars().count())
-                .collect::<String>()
-                + &suffix;
-            n += 1;
-        }
-        out.push((
-            QuestionOption {
-                label,
-                description: Some(format!("Allows {what}; {kept}")),
-            },
-            s.clone(),
-        ));
-    }
-    out
-}
-
-/// How a hook answers Claude Code's own questions.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Shape {
-    PreToolUse,
-    Permission,
-}
-
-/// Claude Code's AskUserQuestion, asked through askrelay: its questions as they are, the
-/// answers back as `updatedInput` (the input with `answers`). Any other end: no decision.
-async fn questions(
-    target: &Target,
-    event: &HookEvent,
-    args: &CommonArgs,
-    agent: Agent,
-    shape: Shape,
-) -> Reply {
-    let fallback = "Claude Code asks in its own terminal";
-    let (ask, texts) = match questions_ask(event, args, agent) {
-        Ok(a) => a,
-        Err(e) => return Reply::NoDecision(format!("{e}; no decision ({fallback})")),
-    };
-    let ended = ask_and_follow(target, ask, args).await;
-    let (result, by) = match ended {
-        Ended::Answered { result, by } => (result, by),
-        other => return Reply::NoDecision(no_answer(&other, fallback)),
-    };
-    let parsed: Value = serde_json::from_str(&result).unwrap_or_default();
-    let mut answers = Map::new();
-    for (text, a) in texts
-        .iter()
-        .zip(parsed["answers"].as_array().into_iter().flatten())
-    {
-        let mut parts: Vec<String> = a["selected"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter_map(|s| s.as_str().map(str::to_owned))
-            .collect();
-        if let Some(custom) = a["custom"].as_str() {
-            parts.push(custom.to_owned());
-        }
-        answers.insert(text.clone(), Value::String(parts.join(", ")));
-    }
-    let mut input = event.tool_input.clone();
-    input["answers"] = Value::Object(answers);
-    let reason = format!("Answered by {by}");
-    match shape {
-        Shape::PreToolUse => Reply::PreToolUse {
-            permission: "allow",
-            reason,
-            updated_input: Some(input),
-        },
-        Shape::Permission => Reply::PermissionRequest {
-            decision: json!({"behavior": "allow", "updatedInput": input}),
-            note: reason,
-        },
-    }
-}
-
-/// The ask for Claude Code's questions, and each question's text (the keys of `answers`).
-fn questions_ask(
-    event: &HookEvent,
-    args: &CommonArgs,
-    agent: Agent,
-) -> Result<(Ask, Vec<String>), String> {
-    let list = event.tool_input["questions"]
-        .as_array()
-        .filter(|l| !l.is_empty())
-        .ok_or("AskUserQuestion has no questions")?;
-    let mut questions = Vec::with_capacity(list.len());
-    let mut texts = Vec::with_capacity(list.len());
-    for (i, q) in list.iter().enumerate() {
-        let text = q["question"]
-            .as_str()
-            .ok_or_else(|| format!("AskUserQuestion's question {} has no text", i + 1))?;
-        texts.push(text.to_owned());
-        let options = q["options"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .map(|o| {
-                Ok(QuestionOption {
-                    label: o["label"]
-                        .as_str()
-                        .ok_or_else(|| format!("question {}: an option has no label", i + 1))?
-                        .to_owned(),
-                    description: o["description"]
-                        .as_str()
-                        .filter(|d| !d.trim().is_empty())
-                        .map(str::to_owned),
-                })
-            })
-            .collect::<Result<Vec<_>, String>>()?;
-        questions.push(Question {
-            id: format!("q{}", i + 1),
-            question: text.to_owned(),
-            header: q["header"]
-                .as_str()
-                .filter(|h| !h.trim().is_empty())
-                .map(str::to_owned),
-            options,
-            multi_select: q["multiSelect"].as_bool().unwrap_or(false),
-        });
-    }
-    let mut reveal = Reveal::default();
-    let scope = scope_of(event, args, &mut reveal)?;
-    let ask = Ask {
-        request_id: Some(request_id(event, agent, &mut reveal)),
-        caller: crate::core::Caller {
-            agent_id: Some(agent.name().into()),
-            owner_agent_id: None,
-        },
-        scope,
-        questions,
-        context: None,
-    };
-    Ok((validated(ask)?, texts))
-}
-
 /// The daemon's own rules, so that a problem shows here, named, instead of as a refusal.
-fn validated(ask: Ask) -> Result<Ask, String> {
+pub(super) fn validated(ask: Ask) -> Result<Ask, String> {
     ask.validate(&crate::core::model::Limits::NONE)
         .map_err(|e| e.message)?;
     Ok(ask)
 }
 
 /// The tool as named in a question: one line, revealed, at most 80 characters.
-fn tool_label(tool: &str) -> String {
+pub(super) fn tool_label(tool: &str) -> String {
     one_line(tool, 80, &mut Reveal::default())
 }
 
 /// One request per tool call: a hook run again for the same call re-attaches. Claude Code's
 /// PermissionRequest carries no tool_use_id: each is a request of its own.
-fn request_id(event: &HookEvent, agent: Agent, reveal: &mut Reveal) -> String {
+pub(super) fn request_id(event: &HookEvent, agent: Agent, reveal: &mut Reveal) -> String {
     event
         .tool_use_id
         .as_deref()
@@ -808,7 +509,11 @@ fn request_id(event: &HookEvent, agent: Agent, reveal: &mut Reveal) -> String {
 
 /// The scope labels of a hook's request: the tool, the project, the session and the cwd, and
 /// `--scope` labels.
-fn scope_of(event: &HookEvent, args: &CommonArgs, reveal: &mut Reveal) -> Result<Scope, String> {
+pub(super) fn scope_of(
+    event: &HookEvent,
+    args: &CommonArgs,
+    reveal: &mut Reveal,
+) -> Result<Scope, String> {
     let cwd = event.cwd.as_deref().map(Path::new);
     let mut scope = Scope::new();
     let project = args.project.clone().or_else(|| {
@@ -842,207 +547,9 @@ fn scope_of(event: &HookEvent, args: &CommonArgs, reveal: &mut Reveal) -> Result
     Ok(scope)
 }
 
-/// The ask for a tool call: "Allow <tool>?" with `options`, what the call would do as its
-/// context, the description the agent gave, and the working directory.
-fn permission_ask(
-    event: &HookEvent,
-    args: &CommonArgs,
-    agent: Agent,
-    options: Vec<QuestionOption>,
-) -> Result<Ask, String> {
-    // Every text from the event goes through this one value, so that the question is flagged
-    // when any of them hid something.
-    let mut reveal = Reveal::default();
-    let tool = one_line(&event.tool_name, 80, &mut reveal);
-    if tool.is_empty() {
-        return Err("the hook event has no tool_name".into());
-    }
-    let input = &event.tool_input;
-    let str_field = |k: &str| input.get(k).and_then(Value::as_str);
-    let cwd = event.cwd.as_deref().map(Path::new);
-    let (context, not_shown) = tool_context(&event.tool_name, input, cwd, &mut reveal);
-    let mut question = format!("Allow {tool}?");
-    if let Some(why) = &not_shown {
-        question.push_str(&format!("\n⚠ File on disk not shown: {why}"));
-    }
-    if let Some(d) = str_field("description").filter(|d| !d.trim().is_empty()) {
-        question.push_str("\n\n");
-        question.push_str(&reveal.text(d, Layout::Lines));
-    }
-    let scope = scope_of(event, args, &mut reveal)?;
-    let request_id = request_id(event, agent, &mut reveal);
-    let question = flagged(question, &reveal);
-    let ask = Ask {
-        request_id: Some(request_id),
-        // The session's main agent: hooks run for the agent itself, not for a sub-agent.
-        caller: crate::core::Caller {
-            agent_id: Some(agent.name().into()),
-            owner_agent_id: None,
-        },
-        scope,
-        questions: vec![Question {
-            id: "permission".into(),
-            question,
-            header: Some(agent.title().into()),
-            options,
-            multi_select: false,
-        }],
-        context: (!context.is_empty()).then_some(context),
-    };
-    validated(ask)
-}
-
-/// What the tool call would do, as a context: Bash's command; the file and a diff for Edit,
-/// MultiEdit and Write; the input as JSON for any other tool. Every text in it is revealed
-/// (once: an escape revealed again would change). With it, why the file on disk is not shown,
-/// when it is not.
-fn tool_context(
-    tool: &str,
-    input: &Value,
-    cwd: Option<&Path>,
-    reveal: &mut Reveal,
-) -> (Context, Option<NotShown>) {
-    let mut context = Context::default();
-    let mut not_shown = None;
-    let str_field = |k: &str| input.get(k).and_then(Value::as_str);
-    let file = str_field("file_path").map(|p| shown_path(p, cwd, reveal));
-    match (tool, str_field("command"), str_field("file_path")) {
-        ("Bash", Some(command), _) => text_or_file(
-            reveal.text(command, Layout::Lines),
-            "command.sh",
-            &mut context,
-        ),
-        ("Edit", _, Some(path)) => {
-            let old = str_field("old_string").unwrap_or_default();
-            let new = str_field("new_string").unwrap_or_default();
-            let all = input.get("replace_all").and_then(Value::as_bool) == Some(true);
-            // The file is read only for the line numbers of the fragment.
-            let offset = match disk::read_text(Path::new(path)) {
-                Ok(f) => f
-                    .find(old)
-                    .map(|at| f[..at].matches('\n').count())
-                    .unwrap_or(0),
-                Err(why) => {
-                    not_shown = Some(why);
-                    0
-                }
-            };
-            let shown = file.clone().unwrap_or_default();
-            let mut text = shown.clone();
-            if all {
-                text.push_str("\n(every occurrence is replaced)");
-            }
-            if let Some(why) = &not_shown {
-                text.push_str(&format!(
-                    "\n(the file on disk is not shown: {why}; the diff has the edited text \
-                     alone, and its line numbers count from the edit)"
-                ));
-            }
-            context.text = Some(text);
-            let (old, new) = (
-                reveal.text(old, Layout::Lines),
-                reveal.text(new, Layout::Lines),
-            );
-            push_diff(
-                &mut context,
-                path,
-                &unified_diff(&old, &new, &shown, &shown, offset),
-            );
-        }
-        ("MultiEdit", _, Some(path)) => {
-            let shown = file.clone().unwrap_or_default();
-            let mut diff = String::new();
-            for e in input
-                .get("edits")
-                .and_then(Value::as_array)
-                .into_iter()
-                .flatten()
-            {
-                let old = e.get("old_string").and_then(Value::as_str).unwrap_or("");
-                let new = e.get("new_string").and_then(Value::as_str).unwrap_or("");
-                let (old, new) = (
-                    reveal.text(old, Layout::Lines),
-                    reveal.text(new, Layout::Lines),
-                );
-                let d = unified_diff(&old, &new, &shown, &shown, 0);
-                if diff.is_empty() {
-                    diff = d;
-                } else {
-                    // One header; the hunks of every edit after it.
-                    diff.push_str(d.split_once("\n+++ ").map_or("", |(_, r)| {
-                        r.split_once('\n').map_or("", |(_, hunks)| hunks)
-                    }));
-                }
-            }
-            context.text = Some(shown);
-            push_diff(&mut context, path, &diff);
-        }
-        ("Write", _, Some(path)) => {
-            let new = reveal.text(str_field("content").unwrap_or_default(), Layout::Lines);
-            let shown = file.clone().unwrap_or_default();
-            let (old, from, note) = match disk::read_text(Path::new(path)) {
-                Ok(old) => (
-                    reveal.text(&old, Layout::Lines),
-                    shown.clone(),
-                    "(replaces the file)".to_owned(),
-                ),
-                Err(NotShown::Missing) => (
-                    String::new(),
-                    "/dev/null".to_owned(),
-                    "(a new file)".to_owned(),
-                ),
-                Err(why) => {
-                    let note = format!("(replaces the file; the file on disk is not shown: {why})");
-                    not_shown = Some(why);
-                    (String::new(), format!("{shown} (on disk, not shown)"), note)
-                }
-            };
-            context.text = Some(format!("{shown}\n{note}"));
-            push_diff(
-                &mut context,
-                path,
-                &unified_diff(&old, &new, &from, &shown, 0),
-            );
-        }
-        _ => {
-            let json = serde_json::to_string_pretty(input).unwrap_or_default();
-            if json != "null" && json != "{}" {
-                text_or_file(
-                    reveal.text(&json, Layout::Lines),
-                    "tool_input.json",
-                    &mut context,
-                );
-            }
-        }
-    }
-    (context, not_shown)
-}
-
-fn push_diff(context: &mut Context, path: &str, diff: &str) {
-    let base = Path::new(path)
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    context.files.push(ContextFile {
-        name: safe_name(&format!("{base}.diff")),
-        content: cap_bytes(diff, HOOK_FILE_MAX),
-    });
-}
-
-/// A path as shown: relative to the session's cwd when it is inside it, revealed as one line.
-fn shown_path(path: &str, cwd: Option<&Path>, reveal: &mut Reveal) -> String {
-    let relative = cwd
-        .and_then(|c| Path::new(path).strip_prefix(c).ok())
-        .filter(|r| !r.as_os_str().is_empty());
-    match relative {
-        Some(r) => reveal.os(r.as_os_str(), Layout::Line),
-        None => reveal.text(path, Layout::Line),
-    }
-}
-
 /// One line of at most `max` characters, revealed (a control character or a line break shows
 /// as an escape, not as a space), without spaces around it.
-fn one_line(s: &str, max: usize, reveal: &mut Reveal) -> String {
+pub(super) fn one_line(s: &str, max: usize, reveal: &mut Reveal) -> String {
     reveal
         .text(s, Layout::Line)
         .trim_matches(' ')
@@ -1052,99 +559,14 @@ fn one_line(s: &str, max: usize, reveal: &mut Reveal) -> String {
 }
 
 /// The last `max` characters of `s` (the end of a path says most).
-fn tail(s: &str, max: usize) -> String {
+pub(super) fn tail(s: &str, max: usize) -> String {
     let n = s.chars().count();
     s.chars().skip(n.saturating_sub(max)).collect()
 }
 
-/// A unified diff of `old` → `new` (whole lines), with three lines of context; line numbers
-/// start after `offset` lines (where an edit's fragment sits in its file).
-pub fn unified_diff(old: &str, new: &str, from: &str, to: &str, offset: usize) -> String {
-    let a: Vec<&str> = old.lines().collect();
-    let b: Vec<&str> = new.lines().collect();
-    let ops = diff_lines(&a, &b);
-    let mut out = format!("--- {from}\n+++ {to}\n");
-    const CONTEXT: usize = 3;
-    let mut hunks: Vec<(usize, usize)> = Vec::new();
-    for (i, _) in ops.iter().enumerate().filter(|(_, (k, _))| *k != ' ') {
-        let (start, end) = (i.saturating_sub(CONTEXT), (i + CONTEXT + 1).min(ops.len()));
-        match hunks.last_mut() {
-            Some(h) if start <= h.1 => h.1 = h.1.max(end),
-            _ => hunks.push((start, end)),
-        }
-    }
-    if hunks.is_empty() {
-        out.push_str("(no change)\n");
-        return out;
-    }
-    // The old and new line number before each op.
-    let mut old_no = vec![offset; ops.len() + 1];
-    let mut new_no = vec![offset; ops.len() + 1];
-    for (i, (k, _)) in ops.iter().enumerate() {
-        old_no[i + 1] = old_no[i] + usize::from(*k != '+');
-        new_no[i + 1] = new_no[i] + usize::from(*k != '-');
-    }
-    for (s, e) in hunks {
-        let (old_len, new_len) = (old_no[e] - old_no[s], new_no[e] - new_no[s]);
-        let start = |no: usize, len: usize| if len == 0 { no } else { no + 1 };
-        out.push_str(&format!(
-            "@@ -{},{old_len} +{},{new_len} @@\n",
-            start(old_no[s], old_len),
-            start(new_no[s], new_len)
-        ));
-        for (k, line) in &ops[s..e] {
-            out.push(*k);
-            out.push_str(line);
-            out.push('\n');
-        }
-    }
-    out
-}
-
-/// The line operations (' ' kept, '-' removed, '+' added) of a longest common subsequence;
-/// past a size where that costs too much, every old line removed and every new one added.
-fn diff_lines<'a>(a: &[&'a str], b: &[&'a str]) -> Vec<(char, &'a str)> {
-    let (n, m) = (a.len(), b.len());
-    if n.saturating_mul(m) > 4_000_000 {
-        return a
-            .iter()
-            .map(|l| ('-', *l))
-            .chain(b.iter().map(|l| ('+', *l)))
-            .collect();
-    }
-    let w = m + 1;
-    let mut lcs = vec![0u32; (n + 1) * w];
-    for i in (0..n).rev() {
-        for j in (0..m).rev() {
-            lcs[i * w + j] = if a[i] == b[j] {
-                lcs[(i + 1) * w + j + 1] + 1
-            } else {
-                lcs[(i + 1) * w + j].max(lcs[i * w + j + 1])
-            };
-        }
-    }
-    let (mut i, mut j) = (0, 0);
-    let mut out = Vec::with_capacity(n + m);
-    while i < n && j < m {
-        if a[i] == b[j] {
-            out.push((' ', a[i]));
-            i += 1;
-            j += 1;
-        } else if lcs[(i + 1) * w + j] >= lcs[i * w + j + 1] {
-            out.push(('-', a[i]));
-            i += 1;
-        } else {
-            out.push(('+', b[j]));
-            j += 1;
-        }
-    }
-    out.extend(a[i..].iter().map(|l| ('-', *l)));
-    out.extend(b[j..].iter().map(|l| ('+', *l)));
-    out
-}
-
 #[cfg(test)]
 mod tests {
+    use super::permission::suggestion_options;
     use super::*;
     use crate::core::AskError;
 
