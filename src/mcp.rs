@@ -105,8 +105,8 @@ pub struct ToolQuestion {
     /// session.
     #[schemars(length(min = 1, max = 4000))]
     pub question: String,
-    /// A short tag shown as the title, 12 characters or fewer, e.g. "Confirm", "Deploy",
-    /// "Naming".
+    /// A short tag shown as the title, at most 80 characters (a word or two reads best), e.g.
+    /// "Confirm", "Deploy", "Naming".
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(with = "String", length(max = 80))]
     pub header: Option<String>,

@@ -132,8 +132,8 @@ asked since DATE (no limit unless --limit is given), fetched page by page.")]
         /// Print JSON instead of a table.
         #[arg(long)]
         json: bool,
-        /// Only requests asked at or after DATE (YYYY-MM-DD, or an RFC 3339 time such as
-        /// 2026-11-01T12:00:00Z), in UTC.
+        /// Only requests asked at or after DATE: YYYY-MM-DD (midnight UTC), or an RFC 3339 time
+        /// such as 2026-11-01T12:00:00Z or 2026-11-01T13:00:00+01:00.
         #[arg(long, value_name = "DATE")]
         since: Option<String>,
     },

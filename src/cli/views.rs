@@ -326,14 +326,22 @@ pub(super) async fn health(target: &Target, as_json: bool) -> Result<i32> {
 /// The start of `DATE` (`YYYY-MM-DD`, or RFC 3339), UTC.
 fn parse_since(date: &str) -> Result<std::time::SystemTime, String> {
     let d = date.trim();
-    let full = if d.len() == 10 {
-        format!("{d}T00:00:00Z")
-    } else {
-        d.to_owned()
-    };
-    humantime::parse_rfc3339_weak(full.trim_end_matches('Z')).map_err(|_| {
-        format!("--since {d:?}: expected a date like 2026-11-01 or 2026-11-01T12:00:00Z (UTC)")
-    })
+    // A time with its offset (`Z`, `+01:00`), else a date or a time without one, in UTC.
+    let at = d
+        .parse::<jiff::Timestamp>()
+        .or_else(|_| {
+            d.parse::<jiff::civil::DateTime>()
+                .or_else(|_| d.parse::<jiff::civil::Date>().map(|day| day.at(0, 0, 0, 0)))
+                .and_then(|t| t.to_zoned(jiff::tz::TimeZone::UTC))
+                .map(|z| z.timestamp())
+        })
+        .map_err(|_| {
+            format!(
+                "--since {d:?}: expected a date like 2026-11-01 (UTC) or a time like \
+                 2026-11-01T12:00:00Z or 2026-11-01T13:00:00+01:00"
+            )
+        })?;
+    std::time::SystemTime::try_from(at).map_err(|e| format!("--since {d:?}: {e}"))
 }
 
 /// `askrelay history --since DATE`: every request asked since DATE, newest first, page by page;
@@ -372,7 +380,11 @@ pub(super) async fn export_history(
         };
         for r in page.0 {
             // Newest first: the first one older than DATE ends the export.
-            let asked = humantime::parse_rfc3339_weak(r.created_at.trim_end_matches('Z'))
+            let asked = r
+                .created_at
+                .parse::<jiff::Timestamp>()
+                .ok()
+                .and_then(|t| std::time::SystemTime::try_from(t).ok())
                 .unwrap_or(std::time::UNIX_EPOCH);
             if asked < since || shown >= limit {
                 break 'pages;
@@ -393,4 +405,23 @@ pub(super) async fn export_history(
         print_history(&table)?;
     }
     Ok(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_since;
+    use std::time::{Duration, UNIX_EPOCH};
+
+    #[test]
+    fn since_takes_a_date_a_utc_time_or_a_time_with_its_offset() {
+        let at = |s: &str| parse_since(s).unwrap().duration_since(UNIX_EPOCH).unwrap();
+        let noon = Duration::from_secs(1_793_534_400); // 2026-11-01T12:00:00Z
+        assert_eq!(at("2026-11-01T12:00:00Z"), noon);
+        assert_eq!(at("2026-11-01T13:00:00+01:00"), noon);
+        assert_eq!(at("2026-11-01T07:00:00-05:00"), noon);
+        assert_eq!(at("2026-11-01T12:00:00"), noon);
+        assert_eq!(at("2026-11-01"), noon - Duration::from_secs(12 * 3600));
+        let err = parse_since("yesterday").unwrap_err();
+        assert!(err.starts_with("--since \"yesterday\": expected"), "{err}");
+    }
 }
