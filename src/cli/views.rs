@@ -341,7 +341,7 @@ fn parse_since(date: &str) -> Result<std::time::SystemTime, String> {
                  2026-11-01T12:00:00Z or 2026-11-01T13:00:00+01:00"
             )
         })?;
-    std::time::SystemTime::try_from(at).map_err(|e| format!("--since {d:?}: {e}"))
+    Ok(std::time::SystemTime::from(at))
 }
 
 /// `askrelay history --since DATE`: every request asked since DATE, newest first, page by page;
@@ -384,7 +384,7 @@ pub(super) async fn export_history(
                 .created_at
                 .parse::<jiff::Timestamp>()
                 .ok()
-                .and_then(|t| std::time::SystemTime::try_from(t).ok())
+                .map(std::time::SystemTime::from)
                 .unwrap_or(std::time::UNIX_EPOCH);
             if asked < since || shown >= limit {
                 break 'pages;

@@ -135,17 +135,13 @@ async fn the_hook_denies_an_edit_with_the_reason_typed_under_other() {
     );
     let hook = start(&bin, &["hook", "claude-code"], &event).await;
     let create = posted(app.standin()).await;
-    // The file and the diff, with the line number the fragment has in the file.
+    // The file and the diff in the message, with the line number the fragment has in the file.
     assert_eq!(
         create.body.as_ref().unwrap()["content"],
-        "**Context**\n```\nnotes.txt\n```\nAttached: `notes.txt.diff`"
+        "**Context**\n```\nnotes.txt\n```\n\
+         ```diff\n--- notes.txt\n+++ notes.txt\n@@ -2,1 +2,1 @@\n-two\n+TWO\n```"
     );
-    assert_eq!(create.files.len(), 1);
-    assert_eq!(create.files[0].filename.as_deref(), Some("notes.txt.diff"));
-    assert_eq!(
-        String::from_utf8(create.files[0].data.clone()).unwrap(),
-        "--- notes.txt\n+++ notes.txt\n@@ -2,1 +2,1 @@\n-two\n+TWO\n"
-    );
+    assert!(create.files.is_empty());
     let m = app.messages(CHANNEL).remove(0);
     let cb = app.press(&m, &alice(), "Other…").await;
     assert_eq!(cb["type"], 9, "{cb}");
@@ -167,6 +163,55 @@ async fn the_hook_denies_an_edit_with_the_reason_typed_under_other() {
 }
 
 #[tokio::test]
+async fn a_one_line_edit_of_a_long_file_is_one_hunk_in_the_message_and_a_long_diff_is_attached() {
+    let app = App::discord().await;
+    let bin = bin_for(&app);
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("big.txt");
+    let old: String = (1..=2100).map(|i| format!("line {i}\n")).collect();
+    std::fs::write(&file, &old).unwrap();
+    // A Write of the whole file with one line changed: one hunk, shown in the message.
+    let event = pre_tool_use(
+        "Write",
+        json!({"file_path": file.display().to_string(),
+               "content": old.replace("line 1050\n", "line 1050, changed\n")}),
+        &dir.path().display().to_string(),
+        "toolu_big1",
+    );
+    let hook = start(&bin, &["hook", "claude-code"], &event).await;
+    let (create, m) = posted_for(&app, "claude-code-toolu_big1").await;
+    let content = create.body.as_ref().unwrap()["content"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(
+        content.ends_with(
+            "```diff\n--- big.txt\n+++ big.txt\n@@ -1047,7 +1047,7 @@\n line 1047\n line 1048\n \
+             line 1049\n-line 1050\n+line 1050, changed\n line 1051\n line 1052\n line 1053\n```"
+        ),
+        "{content}"
+    );
+    assert!(create.files.is_empty());
+    final_state(&app.press(&m, &alice(), "Allow").await);
+    finish(hook).await;
+    // Every tenth line changed: too long for the message, so the diff is a file.
+    let event = pre_tool_use(
+        "Write",
+        json!({"file_path": file.display().to_string(), "content": old.replace("0\n", "0!\n")}),
+        &dir.path().display().to_string(),
+        "toolu_big2",
+    );
+    let hook = start(&bin, &["hook", "claude-code"], &event).await;
+    let (create, m) = posted_for(&app, "claude-code-toolu_big2").await;
+    let content = create.body.as_ref().unwrap()["content"].as_str().unwrap();
+    assert!(content.ends_with("Attached: `big.txt.diff`"), "{content}");
+    assert_eq!(create.files[0].filename.as_deref(), Some("big.txt.diff"));
+    final_state(&app.press(&m, &alice(), "Allow").await);
+    finish(hook).await;
+    app.assert_payloads_valid();
+}
+
+#[tokio::test]
 async fn the_hook_shows_a_new_file_as_a_diff_and_denies_with_the_deny_button() {
     let app = App::discord().await;
     let bin = bin_for(&app);
@@ -181,11 +226,8 @@ async fn the_hook_shows_a_new_file_as_a_diff_and_denies_with_the_deny_button() {
     let create = posted(app.standin()).await;
     assert_eq!(
         create.body.as_ref().unwrap()["content"],
-        "**Context**\n```\nsrc/new.rs\n(a new file)\n```\nAttached: `new.rs.diff`"
-    );
-    assert_eq!(
-        String::from_utf8(create.files[0].data.clone()).unwrap(),
-        "--- /dev/null\n+++ src/new.rs\n@@ -0,0 +1,1 @@\n+fn main() {}\n"
+        "**Context**\n```\nsrc/new.rs\n(a new file)\n```\n\
+         ```diff\n--- /dev/null\n+++ src/new.rs\n@@ -0,0 +1,1 @@\n+fn main() {}\n```"
     );
     let m = app.messages(CHANNEL).remove(0);
     final_state(&app.press(&m, &alice(), "Deny").await);
@@ -643,12 +685,8 @@ async fn the_hook_shows_hidden_characters_escaped_and_flagged_in_discord() {
     let body = create.body.as_ref().unwrap();
     assert_eq!(
         body["content"],
-        "**Context**\n```\nno⟨U+202E⟩txt.sh\n```\nAttached: `no_txt.sh.diff`"
-    );
-    assert_eq!(
-        String::from_utf8(create.files[0].data.clone()).unwrap(),
-        "--- no⟨U+202E⟩txt.sh\n+++ no⟨U+202E⟩txt.sh\n@@ -2,1 +2,1 @@\n-two⟨U+200D⟩\n\
-         +TWO⟨U+2060⟩⟨U+000D⟩\n"
+        "**Context**\n```\nno⟨U+202E⟩txt.sh\n```\n```diff\n--- no⟨U+202E⟩txt.sh\n\
+         +++ no⟨U+202E⟩txt.sh\n@@ -2,1 +2,1 @@\n-two⟨U+200D⟩\n+TWO⟨U+2060⟩⟨U+000D⟩\n```"
     );
     assert!(
         shown(body["embeds"][0]["description"].as_str().unwrap()).starts_with(
@@ -672,9 +710,12 @@ async fn the_hook_shows_hidden_characters_escaped_and_flagged_in_discord() {
     let hook = start(&bin, &["hook", "claude-code"], &write).await;
     let (create, m) = posted_for(&app, "claude-code-toolu_h3").await;
     nothing_hidden_in(&create);
-    assert_eq!(
-        String::from_utf8(create.files[0].data.clone()).unwrap(),
-        "--- w.txt\n+++ w.txt\n@@ -1,1 +1,2 @@\n keep⟨U+FEFF⟩\n+⟨U+3164⟩⟨U+00A0⟩\n"
+    let content = create.body.as_ref().unwrap()["content"].as_str().unwrap();
+    assert!(
+        content.ends_with(
+            "```diff\n--- w.txt\n+++ w.txt\n@@ -1,1 +1,2 @@\n keep⟨U+FEFF⟩\n+⟨U+3164⟩⟨U+00A0⟩\n```"
+        ),
+        "{content}"
     );
     assert!(shown(
         create.body.as_ref().unwrap()["embeds"][0]["description"]

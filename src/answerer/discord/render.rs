@@ -321,7 +321,8 @@ pub struct QuestionPost {
 /// [`question_message`], with `context` (the request's, on its first question's message only)
 /// shown in the message content: the text in a code block under the mentions when it fits
 /// (2000 characters with them, and [`CONTEXT_INLINE_LINES_MAX`] lines), otherwise as the file
-/// [`CONTEXT_TEXT_FILE`]; every context file always as an attachment, named in the content.
+/// [`CONTEXT_TEXT_FILE`]; a `.diff` file that fits the same way in a `diff` code block after
+/// it; every other context file as an attachment, named in the content.
 /// The edits that follow set no content and no attachments, so both stay as posted.
 pub fn question_post(q: &Question, ctx: &RenderContext, context: Option<&Context>) -> QuestionPost {
     let mut message = question_message(q, ctx);
@@ -360,12 +361,16 @@ fn context_content(mentions: Option<&str>, context: &Context) -> (String, Vec<(S
             files.push((text_file_name(context), text.as_bytes().to_vec()));
         }
     }
-    files.extend(
-        context
-            .files
-            .iter()
-            .map(|f| (f.name.clone(), f.content.as_bytes().to_vec())),
-    );
+    for f in &context.files {
+        // A short diff reads best in the message, coloured as one; a long one is a file.
+        if f.name.ends_with(".diff") && f.content.lines().count() <= CONTEXT_INLINE_LINES_MAX {
+            let block = format!("```diff\n{}\n```", fence_safe(f.content.trim_end()));
+            if push(&mut content, &block) {
+                continue;
+            }
+        }
+        files.push((f.name.clone(), f.content.as_bytes().to_vec()));
+    }
     files.truncate(ATTACHMENTS_MAX);
     if !files.is_empty() {
         // Names are letters, digits and `._-+` (core validation), so a code span shows them

@@ -158,87 +158,53 @@ pub(super) fn shown_path(path: &str, cwd: Option<&Path>, reveal: &mut Reveal) ->
 }
 
 /// A unified diff of `old` → `new` (whole lines), with three lines of context; line numbers
-/// start after `offset` lines (where an edit's fragment sits in its file).
+/// start after `offset` lines (where an edit's fragment sits in its file). Patience diff, so
+/// that a change in a long file stays the few lines it is, and a moved block reads as moved.
 pub fn unified_diff(old: &str, new: &str, from: &str, to: &str, offset: usize) -> String {
+    const CONTEXT: usize = 3;
     let a: Vec<&str> = old.lines().collect();
     let b: Vec<&str> = new.lines().collect();
-    let ops = diff_lines(&a, &b);
+    let ops = similar::capture_diff_slices(similar::Algorithm::Patience, &a, &b);
+    let hunks = similar::group_diff_ops(ops, CONTEXT);
     let mut out = format!("--- {from}\n+++ {to}\n");
-    const CONTEXT: usize = 3;
-    let mut hunks: Vec<(usize, usize)> = Vec::new();
-    for (i, _) in ops.iter().enumerate().filter(|(_, (k, _))| *k != ' ') {
-        let (start, end) = (i.saturating_sub(CONTEXT), (i + CONTEXT + 1).min(ops.len()));
-        match hunks.last_mut() {
-            Some(h) if start <= h.1 => h.1 = h.1.max(end),
-            _ => hunks.push((start, end)),
-        }
-    }
     if hunks.is_empty() {
         out.push_str("(no change)\n");
         return out;
     }
-    // The old and new line number before each op.
-    let mut old_no = vec![offset; ops.len() + 1];
-    let mut new_no = vec![offset; ops.len() + 1];
-    for (i, (k, _)) in ops.iter().enumerate() {
-        old_no[i + 1] = old_no[i] + usize::from(*k != '+');
-        new_no[i + 1] = new_no[i] + usize::from(*k != '-');
-    }
-    for (s, e) in hunks {
-        let (old_len, new_len) = (old_no[e] - old_no[s], new_no[e] - new_no[s]);
-        let start = |no: usize, len: usize| if len == 0 { no } else { no + 1 };
+    for hunk in hunks {
+        let (Some(first), Some(last)) = (hunk.first(), hunk.last()) else {
+            continue;
+        };
+        let old_range = first.old_range().start..last.old_range().end;
+        let new_range = first.new_range().start..last.new_range().end;
+        // A hunk that adds to an empty range is numbered by the line before it, as diff does.
+        let start = |r: &std::ops::Range<usize>| offset + r.start + usize::from(!r.is_empty());
         out.push_str(&format!(
-            "@@ -{},{old_len} +{},{new_len} @@\n",
-            start(old_no[s], old_len),
-            start(new_no[s], new_len)
+            "@@ -{},{} +{},{} @@\n",
+            start(&old_range),
+            old_range.len(),
+            start(&new_range),
+            new_range.len()
         ));
-        for (k, line) in &ops[s..e] {
-            out.push(*k);
-            out.push_str(line);
-            out.push('\n');
+        let mut lines = |sign: char, lines: &[&str]| {
+            for line in lines {
+                out.push(sign);
+                out.push_str(line);
+                out.push('\n');
+            }
+        };
+        for op in &hunk {
+            let (tag, o, n) = op.as_tag_tuple();
+            match tag {
+                similar::DiffTag::Equal => lines(' ', &a[o]),
+                similar::DiffTag::Delete => lines('-', &a[o]),
+                similar::DiffTag::Insert => lines('+', &b[n]),
+                similar::DiffTag::Replace => {
+                    lines('-', &a[o]);
+                    lines('+', &b[n]);
+                }
+            }
         }
     }
-    out
-}
-
-/// The line operations (' ' kept, '-' removed, '+' added) of a longest common subsequence;
-/// past a size where that costs too much, every old line removed and every new one added.
-pub(super) fn diff_lines<'a>(a: &[&'a str], b: &[&'a str]) -> Vec<(char, &'a str)> {
-    let (n, m) = (a.len(), b.len());
-    if n.saturating_mul(m) > 4_000_000 {
-        return a
-            .iter()
-            .map(|l| ('-', *l))
-            .chain(b.iter().map(|l| ('+', *l)))
-            .collect();
-    }
-    let w = m + 1;
-    let mut lcs = vec![0u32; (n + 1) * w];
-    for i in (0..n).rev() {
-        for j in (0..m).rev() {
-            lcs[i * w + j] = if a[i] == b[j] {
-                lcs[(i + 1) * w + j + 1] + 1
-            } else {
-                lcs[(i + 1) * w + j].max(lcs[i * w + j + 1])
-            };
-        }
-    }
-    let (mut i, mut j) = (0, 0);
-    let mut out = Vec::with_capacity(n + m);
-    while i < n && j < m {
-        if a[i] == b[j] {
-            out.push((' ', a[i]));
-            i += 1;
-            j += 1;
-        } else if lcs[(i + 1) * w + j] >= lcs[i * w + j + 1] {
-            out.push(('-', a[i]));
-            i += 1;
-        } else {
-            out.push(('+', b[j]));
-            j += 1;
-        }
-    }
-    out.extend(a[i..].iter().map(|l| ('-', *l)));
-    out.extend(b[j..].iter().map(|l| ('+', *l)));
     out
 }

@@ -589,6 +589,23 @@ mod tests {
         assert!(unified_diff("same", "same", "f", "f", 0).ends_with("(no change)\n"));
     }
 
+    #[test]
+    fn a_one_line_change_in_a_long_file_is_one_short_hunk() {
+        let old: String = (1..=2100).map(|i| format!("line {i}\n")).collect();
+        let new = old.replace("line 1050\n", "line 1050, changed\n");
+        let diff = unified_diff(&old, &new, "big.txt", "big.txt", 0);
+        assert_eq!(diff.matches("\n@@ ").count(), 1, "{diff}");
+        assert!(
+            diff.contains("@@ -1047,7 +1047,7 @@\n line 1047\n line 1048\n line 1049\n-line 1050\n+line 1050, changed\n line 1051\n"),
+            "{diff}"
+        );
+        assert!(diff.len() < 300, "{} bytes: {diff}", diff.len());
+        // Two changes far apart: two hunks, each with its own context.
+        let two = new.replace("line 10\n", "line ten\n");
+        let diff = unified_diff(&old, &two, "big.txt", "big.txt", 0);
+        assert_eq!(diff.matches("\n@@ ").count(), 2, "{diff}");
+    }
+
     fn permission(r: &Reply) -> &'static str {
         match r {
             Reply::PreToolUse { permission, .. } => permission,
