@@ -230,12 +230,13 @@ async fn a_full_postgres_tablespace_loses_no_acknowledged_ask_answer_or_click() 
         Ok(d) => d,
         Err(why) => return skip(TEST, &why),
     };
+    // Declared after the disk, so dropped before it is unmounted, also when the test fails.
     let db = match PgOnDisk::create(&disk).await {
         Ok(db) => db,
         Err(why) => return skip(TEST, &why),
     };
     fill_check_and_recover(&disk, &db.url, Backend::Postgres).await;
-    db.drop_now().await;
+    drop(db);
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -267,6 +268,7 @@ impl PgOnDisk {
         let owner = std::fs::metadata(&data).map_err(|e| {
             format!("the PostgreSQL server's files are not on this machine ({data}: {e})")
         })?;
+        sweep_stale_tablespaces(&mut conn).await;
         let dir = disk.at.join("pg");
         std::fs::create_dir(&dir).unwrap();
         nix::unistd::chown(
@@ -298,17 +300,72 @@ impl PgOnDisk {
             url: url.to_string(),
         })
     }
+}
 
-    async fn drop_now(self) {
-        use sqlx::Connection;
-        let mut conn = sqlx::PgConnection::connect(&self.admin).await.unwrap();
-        for sql in [
-            format!("DROP DATABASE IF EXISTS \"{}\" WITH (FORCE)", self.name),
-            format!("DROP TABLESPACE IF EXISTS \"{}\"", self.name),
-        ] {
-            sqlx::query(&sql).execute(&mut conn).await.unwrap();
+/// The database and its tablespace go before the tmpfs does, however the test ends: a
+/// tablespace whose directory vanished makes every later checkpoint of the whole server fail.
+impl Drop for PgOnDisk {
+    fn drop(&mut self) {
+        let (admin, name) = (self.admin.clone(), self.name.clone());
+        // A runtime of its own: this may run while the test's runtime unwinds.
+        let done = std::thread::spawn(move || {
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .unwrap();
+            rt.block_on(async {
+                use sqlx::Connection;
+                let mut conn = sqlx::PgConnection::connect(&admin).await.unwrap();
+                drop_database_and_tablespace(&mut conn, &name).await;
+                let _ = conn.close().await;
+            })
+        })
+        .join();
+        if done.is_err() && !std::thread::panicking() {
+            panic!("could not drop the test database {}", self.name);
         }
-        let _ = conn.close().await;
+    }
+}
+
+async fn drop_database_and_tablespace(conn: &mut sqlx::PgConnection, name: &str) {
+    for sql in [
+        format!("DROP DATABASE IF EXISTS \"{name}\" WITH (FORCE)"),
+        format!("DROP TABLESPACE IF EXISTS \"{name}\""),
+    ] {
+        if let Err(e) = sqlx::query(&sql).execute(&mut *conn).await {
+            eprintln!("{sql}: {e}");
+        }
+    }
+}
+
+/// Drops what a run that was killed left behind: a full-disk tablespace whose directory is
+/// gone (its tmpfs went with the process). The directory is made again, empty and owned by the
+/// server, so that the drop can go through; a dropped database's pages are discarded unwritten.
+async fn sweep_stale_tablespaces(conn: &mut sqlx::PgConnection) {
+    let stale: Vec<(String, String, String)> = sqlx::query_as(
+        "SELECT spcname::text, pg_tablespace_location(oid), \
+         (SELECT setting FROM pg_settings WHERE name = 'data_directory') \
+         FROM pg_tablespace WHERE spcname LIKE 'askrelay\\_t\\_%\\_fulldisk\\_%'",
+    )
+    .fetch_all(&mut *conn)
+    .await
+    .unwrap_or_default();
+    for (name, location, data) in stale {
+        let dir = std::path::Path::new(&location);
+        if dir.exists() {
+            continue; // another test's, still running
+        }
+        if let Ok(owner) = std::fs::metadata(&data) {
+            use std::os::unix::fs::MetadataExt;
+            let _ = std::fs::create_dir_all(dir);
+            let _ = nix::unistd::chown(
+                dir,
+                Some(nix::unistd::Uid::from_raw(owner.uid())),
+                Some(nix::unistd::Gid::from_raw(owner.gid())),
+            );
+        }
+        drop_database_and_tablespace(conn, &name).await;
+        let _ = std::fs::remove_dir_all(dir);
     }
 }
 
