@@ -256,7 +256,7 @@ impl PgOnDisk {
     async fn create(disk: &Tmpfs) -> Result<PgOnDisk, String> {
         use sqlx::Connection;
         use std::os::unix::fs::MetadataExt;
-        let admin = askrelay::store::postgres::scratch::ScratchDb::admin_url();
+        let admin = askrelay_testkit::scratch::ScratchDb::admin_url();
         let mut conn = sqlx::PgConnection::connect(&admin)
             .await
             .map_err(|e| format!("no PostgreSQL server at {admin}: {e}"))?;

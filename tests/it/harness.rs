@@ -17,7 +17,7 @@ use askrelay::client::Client;
 use askrelay::config::{Config, Secret, Snowflake};
 use askrelay::core::Phase;
 use askrelay::daemon::{Daemon, DaemonHooks};
-use askrelay::store::postgres::scratch::ScratchDb;
+use askrelay_testkit::scratch::TestDb;
 use serde_json::{json, Value};
 use std::future::Future;
 use std::path::{Path, PathBuf};
@@ -57,69 +57,6 @@ pub fn skip(test: &str, why: &str) {
         use std::io::Write;
         let _ = writeln!(f, "{line}");
     }
-}
-
-/// Whether this run's tests use PostgreSQL (`ASKRELAY_TEST_BACKEND=postgres`) instead of SQLite.
-pub fn on_postgres() -> bool {
-    std::env::var("ASKRELAY_TEST_BACKEND").is_ok_and(|b| b == "postgres")
-}
-
-/// One test's database: a SQLite file, or a PostgreSQL database of its own that is dropped
-/// with this value.
-pub struct TestDb {
-    pub url: String,
-    _scratch: Option<ScratchDb>,
-}
-
-impl TestDb {
-    /// A SQLite file at `sqlite_path`, or (on PostgreSQL) a new database.
-    pub fn new(sqlite_path: &Path) -> TestDb {
-        if !on_postgres() {
-            return TestDb {
-                url: format!("sqlite://{}", sqlite_path.display()),
-                _scratch: None,
-            };
-        }
-        // Sync callers (the config builders) run inside the test's runtime, where blocking on
-        // a future panics: create it on a thread with a runtime of its own.
-        let scratch = std::thread::spawn(|| {
-            tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-                .unwrap()
-                .block_on(async {
-                    sweep_scratch_databases().await;
-                    ScratchDb::create().await
-                })
-        })
-        .join()
-        .unwrap()
-        .unwrap_or_else(|e| {
-            panic!("ASKRELAY_TEST_BACKEND=postgres needs a PostgreSQL server ({e:#})")
-        });
-        TestDb {
-            url: scratch.url.clone(),
-            _scratch: Some(scratch),
-        }
-    }
-
-    /// The URL, for a config that outlives this value's scope: the database is left for the
-    /// next run's sweep to drop.
-    pub fn leak(self) -> String {
-        let url = self.url.clone();
-        std::mem::forget(self);
-        url
-    }
-}
-
-/// Drops the scratch databases of earlier test processes that are gone (a test that panicked,
-/// or a config that leaked its database), once per process.
-async fn sweep_scratch_databases() {
-    static SWEPT: std::sync::OnceLock<()> = std::sync::OnceLock::new();
-    if SWEPT.set(()).is_err() {
-        return;
-    }
-    let _ = ScratchDb::sweep_orphans().await;
 }
 
 /// A config rooted in `dir`, with the terminal answerer on and no Discord.
