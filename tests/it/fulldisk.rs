@@ -9,9 +9,9 @@
 //! why (see [`skip`]).
 
 use crate::harness::*;
-use crate::support::fixtures::{self, At};
-use crate::support::standin::StandIn;
 use askrelay::client::Client;
+use askrelay_testkit::fixtures::{self, At};
+use askrelay_testkit::standin::StandIn;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 use std::path::PathBuf;

@@ -11,13 +11,13 @@
 //! The store is a SQLite file in the test's temp dir, or, with `ASKRELAY_TEST_BACKEND=postgres`,
 //! a fresh PostgreSQL database per test ([`TestDb`]): the same tests, run twice by `.ci/run`.
 
-use crate::support::fixtures::{self, At, Clicker};
-use crate::support::standin::StandIn;
 use askrelay::client::Client;
 use askrelay::config::{Config, Secret, Snowflake};
 use askrelay::core::Phase;
 use askrelay::daemon::{Daemon, DaemonHooks};
+use askrelay_testkit::fixtures::{self, At, Clicker};
 use askrelay_testkit::scratch::TestDb;
+use askrelay_testkit::standin::StandIn;
 use serde_json::{json, Value};
 use std::future::Future;
 use std::path::{Path, PathBuf};
@@ -319,13 +319,13 @@ impl App {
 
 /// What a person sees of a markdown text Discord renders (agent text is escaped in it).
 pub fn shown(text: &str) -> String {
-    crate::support::discord_markdown::shown(text)
+    askrelay_testkit::discord_markdown::shown(text)
 }
 
 /// What a person sees of a message body: each markdown text (content, embed titles,
 /// descriptions, fields) as shown, one a line.
 pub fn shown_body(body: &Value) -> String {
-    crate::support::discord_markdown::markdown_texts(body)
+    askrelay_testkit::discord_markdown::markdown_texts(body)
         .into_iter()
         .map(|(_, text)| shown(&text))
         .collect::<Vec<_>>()
@@ -333,11 +333,12 @@ pub fn shown_body(body: &Value) -> String {
 }
 
 /// Fails unless everything `body` shows is askrelay's own markup or inert text: every live
-/// markdown construct (in Discord's model, `support::discord_markdown`) is bold text holding
-/// none of `agent_words`, a timestamp, a link to a Discord message, or one of `mentions`; and
-/// every plain text (footers, labels) holds nothing that reads as a mention or a link.
+/// markdown construct (in Discord's model, `askrelay_testkit::discord_markdown`) is bold text
+/// holding none of `agent_words`, a timestamp, a link to a Discord message, or one of
+/// `mentions`; and every plain text (footers, labels) holds nothing that reads as a mention or a
+/// link.
 pub fn assert_markup_is_ours(body: &Value, agent_words: &[&str], mentions: &[&str]) {
-    use crate::support::discord_markdown::{live_in, plain_is_inert, plain_texts, Live};
+    use askrelay_testkit::discord_markdown::{live_in, plain_is_inert, plain_texts, Live};
     for (at, live) in live_in(body) {
         let ours = match &live {
             Live::Format("bold", text) => !agent_words.iter().any(|w| text.contains(w)),
@@ -394,7 +395,7 @@ pub async fn press_on(standin: &StandIn, message: &Value, who: &Clicker, label: 
 }
 
 pub fn assert_bodies_valid(standin: &StandIn) {
-    match crate::support::standin::check_bodies(&standin.requests()) {
+    match askrelay_testkit::standin::check_bodies(&standin.requests()) {
         Ok(0) => panic!("no body was checked"),
         Ok(_) => {}
         Err(e) => panic!("{e}"),

@@ -23,12 +23,12 @@
 
 use super::fixtures::{self, Clicker};
 use super::standin::{RateLimitCounts, RateLimits, StandIn, StandInOptions};
+use crate::scratch::ScratchDb;
 use askrelay::client::Client;
 use askrelay::config::{Config, Route, Secret, Snowflake};
 use askrelay::core::cluster::Role;
 use askrelay::daemon::{Daemon, DaemonHooks};
 use askrelay::store::redact_url;
-use askrelay_testkit::scratch::ScratchDb;
 use serde_json::{json, Value};
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
 use std::collections::HashSet;

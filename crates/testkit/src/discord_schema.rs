@@ -23,7 +23,8 @@ const IS_COMPONENTS_V2: u64 = 1 << 15;
 /// Where Discord's OpenAPI spec is expected. The file may be absent; [`Validator::load`] then
 /// returns an error that says so plainly.
 pub fn spec_path() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/discord-api-spec/openapi.json")
+    // The repository's parent: this crate is crates/testkit in it.
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/discord-api-spec/openapi.json")
 }
 
 /// A validator for recorded Discord REST request bodies. Cheap to clone; the spec is parsed once
