@@ -765,10 +765,6 @@ impl Served {
         self.child
     }
 
-    pub fn pid(&self) -> u32 {
-        self.child.id().unwrap()
-    }
-
     /// Sends a signal (`-TERM`, `-INT`, `-KILL`).
     pub async fn signal(&self, sig: &str) {
         signal(&self.child, sig).await;

@@ -2,7 +2,6 @@
 //! `askrelay` binary), a real Unix socket, SQLite files in temp dirs, and the Discord stand-in
 //! on 127.0.0.1. One binary compiles the shared harness once; the stand-ins, fixtures, scratch
 //! databases and the chaos and benchmark harnesses are in `askrelay_testkit` (crates/testkit).
-#![allow(dead_code)]
 
 mod fake_llm;
 mod harness;

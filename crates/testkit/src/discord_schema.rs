@@ -7,7 +7,6 @@
 //! `"type": ["string", "null"]` or `"oneOf": [{"type": "null"}, {"$ref": ...}]`, and unions use
 //! `oneOf` / `anyOf` of `$ref`s. It sets `additionalProperties: false` on none of the request
 //! schemas, so unknown fields are accepted (as Discord itself does).
-#![allow(dead_code)]
 
 use std::collections::HashMap;
 use std::fmt::Display;
