@@ -14,13 +14,10 @@
 //! postgres://postgres@127.0.0.1:5432/test, for each; or `--postgres URL`). Progress goes to
 //! stderr. Exits 1 when anything was lost.
 
-#[path = "../tests/support/mod.rs"]
-mod support;
-
+use askrelay_testkit::bench::{self, BenchConfig, Postgres};
 use clap::Parser;
 use std::path::PathBuf;
 use std::time::Duration;
-use support::bench::{self, BenchConfig, Postgres};
 
 #[derive(Debug, Parser)]
 #[command(about = "Benchmarks askrelay against the Discord stand-in")]

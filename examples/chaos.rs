@@ -1,5 +1,5 @@
 //! The fault harness: the real daemon against the Discord stand-in under SIGKILLs, crash points,
-//! injected 5xx and 429 bursts and gateway drops (see `tests/support/chaos.rs`).
+//! injected 5xx and 429 bursts and gateway drops (see `crates/testkit/src/chaos.rs`).
 //!
 //! ```text
 //! cargo run --release --example chaos -- --requests 200 --kills 20
@@ -20,13 +20,10 @@
 //! the end unless the work directory is kept. The report then adds the leader kills and the
 //! failover times.
 
-#[path = "../tests/support/mod.rs"]
-mod support;
-
+use askrelay_testkit::chaos::{self, ChaosConfig};
 use clap::Parser;
 use std::path::PathBuf;
 use std::time::Duration;
-use support::chaos::{self, ChaosConfig};
 
 #[derive(Debug, Parser)]
 #[command(

@@ -1,8 +1,7 @@
 //! The store contract, checked against every backend: each `check_*` takes a fresh store and
 //! asserts what [`Store`] promises, and [`both_backends!`] runs it on SQLite (a file in a temp
-//! dir) and on PostgreSQL (a scratch database, see [`super::postgres::scratch`]).
+//! dir) and on PostgreSQL (a scratch database, see `askrelay_testkit::scratch`).
 
-use super::postgres::scratch::ScratchDb;
 use super::postgres::PgStore;
 use super::sqlite::SqliteStore;
 use crate::config::PostgresConfig;
@@ -14,6 +13,7 @@ use crate::core::request::{
     SettleOutcome, Source, Status, Timer,
 };
 use crate::core::store::{Holder, NewAnswer, Page, Pruned, Store, Visibility};
+use askrelay_testkit::scratch::ScratchDb;
 use std::sync::Arc;
 
 /// A store under test, with a way past it to the raw database.

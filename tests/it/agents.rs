@@ -1,14 +1,14 @@
 //! The agents people run, for real: the Claude Code and Codex CLIs from npm (pinned versions
 //! that `tests/setup-clis.sh` installs under `target/agent-clis/`), driven offline by scripted
-//! fakes of their model APIs (`tests/support/fake_llm.rs`), with `askrelay hook` as their hook
+//! fakes of their model APIs (`fake_llm.rs`), with `askrelay hook` as their hook
 //! and a real daemon (in-process, with the Discord stand-in) answering. What the model was shown
 //! as the tool's result is what each test checks, with what the tool did.
 //!
 //! Where the CLIs could not be installed (no npm, no registry), each test says that it was
 //! skipped, and why (`skip`); it never passes silently.
 
+use crate::fake_llm::{FakeLlm, ToolCall};
 use crate::harness::*;
-use crate::support::fake_llm::{FakeLlm, ToolCall};
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
 use std::process::Stdio;

@@ -3,8 +3,8 @@
 //! on stdout) and `askrelay approve -- CMD` (the command runs only when approved).
 
 use crate::harness::*;
-use crate::support::standin::{Recorded, StandIn};
 use askrelay::config::Route;
+use askrelay_testkit::standin::{Recorded, StandIn};
 use serde_json::{json, Value};
 use std::process::Stdio;
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt};

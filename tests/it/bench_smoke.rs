@@ -1,9 +1,9 @@
-//! A tiny run of the benchmark (tests/support/bench.rs), its PostgreSQL columns included (on
+//! A tiny run of the benchmark (crates/testkit/src/bench.rs), its PostgreSQL columns included (on
 //! scratch databases of the server `ASKRELAY_TEST_POSTGRES` names): it must complete and lose
 //! nothing. No figure is checked: timing belongs in docs/performance.md, not in assertions.
 
-use crate::support::bench::{self, BenchConfig, Postgres};
-use crate::support::standin::RateLimits;
+use askrelay_testkit::bench::{self, BenchConfig, Postgres};
+use askrelay_testkit::standin::RateLimits;
 use std::time::Duration;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

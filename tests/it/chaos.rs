@@ -1,11 +1,11 @@
-//! The fault harness of `tests/support/chaos.rs` in small configurations: the real `askrelay`
+//! The fault harness of `crates/testkit/src/chaos.rs` in small configurations: the real `askrelay`
 //! binary against the Discord stand-in, with SIGKILLs and restarts, a crash point, 5xx and 429
 //! bursts and gateway drops; alone on SQLite, and as a cluster of three on PostgreSQL (a scratch
 //! database on the server `ASKRELAY_TEST_POSTGRES` names). The full runs are
 //! `cargo run --release --example chaos -- --requests 200 --kills 20` and the same with
 //! `--nodes 3 --database postgres`.
 
-use crate::support::chaos::{self, ChaosConfig};
+use askrelay_testkit::chaos::{self, ChaosConfig};
 use std::path::Path;
 use std::time::Duration;
 

@@ -2,7 +2,7 @@
 //! `cancel` in others.
 
 use crate::harness::*;
-use crate::support::standin::StandIn;
+use askrelay_testkit::standin::StandIn;
 use std::process::Stdio;
 use tokio::io::AsyncWriteExt;
 

@@ -4,10 +4,10 @@
 //! through the database.
 
 use crate::harness::*;
-use crate::support::standin::StandIn;
 use askrelay::client::Client;
 use askrelay::core::request::AuditAction;
-use askrelay::store::postgres::scratch::ScratchDb;
+use askrelay_testkit::scratch::ScratchDb;
+use askrelay_testkit::standin::StandIn;
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};

@@ -3,8 +3,8 @@
 //! with who may use it.
 
 use crate::harness::*;
-use crate::support::fixtures::{self, At, Clicker};
 use askrelay::config::{Route, Snowflake};
+use askrelay_testkit::fixtures::{self, At, Clicker};
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 
@@ -324,7 +324,7 @@ async fn an_id_with_a_backtick_cannot_break_out_of_a_listing() {
         let cb = slash(&app, CHANNEL, &who, "pending", options).await;
         assert_markup_is_ours(&cb, &words, &[]);
         // The id reads as it is, so that it can be copied into `/askrelay cancel`.
-        let shown = crate::support::discord_markdown::parse(&text(&cb)).display;
+        let shown = askrelay_testkit::discord_markdown::parse(&text(&cb)).display;
         assert!(shown.contains(&id), "{shown}");
     }
     let done = slash(
@@ -341,7 +341,7 @@ async fn an_id_with_a_backtick_cannot_break_out_of_a_listing() {
     expect_event(&mut c, "error").await;
     let history = slash(&app, CHANNEL, &alice(), "history", json!([])).await;
     assert!(
-        crate::support::discord_markdown::parse(&text(&history))
+        askrelay_testkit::discord_markdown::parse(&text(&history))
             .display
             .contains(&id),
         "{history}"

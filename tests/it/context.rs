@@ -5,8 +5,8 @@
 //! follow, and posted again with the same files after a crash.
 
 use crate::harness::*;
-use crate::support::standin::{Recorded, StandIn};
 use askrelay::client::Client;
+use askrelay_testkit::standin::{Recorded, StandIn};
 use serde_json::{json, Value};
 
 /// `yes_no("q")` with a context.

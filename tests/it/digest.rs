@@ -191,7 +191,7 @@ async fn the_digest_lists_only_its_channels_routes_and_nothing_left_to_the_termi
         "a terminal-only request: {list}"
     );
     assert!(!list.contains("secret"), "another channel's route: {list}");
-    let shown = crate::support::discord_markdown::parse(list).display;
+    let shown = askrelay_testkit::discord_markdown::parse(list).display;
     assert!(shown.contains(&infra), "{shown}");
     assert_markup_is_ours(&post, &["evil", "runbook", "1234567"], &[]);
     app.assert_payloads_valid();

@@ -3,9 +3,9 @@
 //! against Discord's OpenAPI spec and the limits it misses.
 
 use crate::harness::*;
-use crate::support::fixtures::Clicker;
-use crate::support::standin::{Failure, Recorded, StandIn};
 use askrelay::config::{Route, Snowflake};
+use askrelay_testkit::fixtures::Clicker;
+use askrelay_testkit::standin::{Failure, Recorded, StandIn};
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 

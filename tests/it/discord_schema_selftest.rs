@@ -1,9 +1,9 @@
-//! Proves that the Discord payload validator (tests/support/discord_schema.rs) can both pass and
-//! fail: good bodies pass, and each broken body fails with a problem that names what is wrong.
+//! Proves that the Discord payload validator (crates/testkit/src/discord_schema.rs) can both pass
+//! and fail: good bodies pass, and each broken body fails with a problem that names what is wrong.
 //! Needs Discord's OpenAPI spec at ../shared/discord-api-spec/openapi.json; without it every
 //! test here panics with a message that says so.
 
-use crate::support::discord_schema::{spec_path, Validator};
+use askrelay_testkit::discord_schema::{spec_path, Validator};
 use serde_json::{json, Value};
 use serenity::builder::{
     CreateActionRow, CreateAllowedMentions, CreateButton, CreateEmbed, CreateEmbedFooter,

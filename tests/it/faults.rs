@@ -2,10 +2,10 @@
 //! who may connect, and hostile clients.
 
 use crate::harness::*;
-use crate::support::fixtures::{self, At, Clicker};
-use crate::support::standin::{Failure, RateLimits, Recorded, StandIn, StandInOptions};
 use askrelay::client::Client;
 use askrelay::daemon::DaemonHooks;
+use askrelay_testkit::fixtures::{self, At, Clicker};
+use askrelay_testkit::standin::{Failure, RateLimits, Recorded, StandIn, StandInOptions};
 use serde_json::{json, Value};
 use std::os::unix::fs::PermissionsExt;
 use std::time::Duration;

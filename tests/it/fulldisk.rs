@@ -9,9 +9,9 @@
 //! why (see [`skip`]).
 
 use crate::harness::*;
-use crate::support::fixtures::{self, At};
-use crate::support::standin::StandIn;
 use askrelay::client::Client;
+use askrelay_testkit::fixtures::{self, At};
+use askrelay_testkit::standin::StandIn;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -257,7 +257,7 @@ impl PgOnDisk {
     async fn create(disk: &Tmpfs) -> Result<PgOnDisk, String> {
         use sqlx::Connection;
         use std::os::unix::fs::MetadataExt;
-        let admin = askrelay::store::postgres::scratch::ScratchDb::admin_url();
+        let admin = askrelay_testkit::scratch::ScratchDb::admin_url();
         let mut conn = sqlx::PgConnection::connect(&admin)
             .await
             .map_err(|e| format!("no PostgreSQL server at {admin}: {e}"))?;

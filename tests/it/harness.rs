@@ -11,13 +11,13 @@
 //! The store is a SQLite file in the test's temp dir, or, with `ASKRELAY_TEST_BACKEND=postgres`,
 //! a fresh PostgreSQL database per test ([`TestDb`]): the same tests, run twice by `.ci/run`.
 
-use crate::support::fixtures::{self, At, Clicker};
-use crate::support::standin::StandIn;
 use askrelay::client::Client;
 use askrelay::config::{Config, Secret, Snowflake};
 use askrelay::core::Phase;
 use askrelay::daemon::{Daemon, DaemonHooks};
-use askrelay::store::postgres::scratch::ScratchDb;
+use askrelay_testkit::fixtures::{self, At, Clicker};
+use askrelay_testkit::scratch::TestDb;
+use askrelay_testkit::standin::StandIn;
 use serde_json::{json, Value};
 use std::future::Future;
 use std::path::{Path, PathBuf};
@@ -57,69 +57,6 @@ pub fn skip(test: &str, why: &str) {
         use std::io::Write;
         let _ = writeln!(f, "{line}");
     }
-}
-
-/// Whether this run's tests use PostgreSQL (`ASKRELAY_TEST_BACKEND=postgres`) instead of SQLite.
-pub fn on_postgres() -> bool {
-    std::env::var("ASKRELAY_TEST_BACKEND").is_ok_and(|b| b == "postgres")
-}
-
-/// One test's database: a SQLite file, or a PostgreSQL database of its own that is dropped
-/// with this value.
-pub struct TestDb {
-    pub url: String,
-    _scratch: Option<ScratchDb>,
-}
-
-impl TestDb {
-    /// A SQLite file at `sqlite_path`, or (on PostgreSQL) a new database.
-    pub fn new(sqlite_path: &Path) -> TestDb {
-        if !on_postgres() {
-            return TestDb {
-                url: format!("sqlite://{}", sqlite_path.display()),
-                _scratch: None,
-            };
-        }
-        // Sync callers (the config builders) run inside the test's runtime, where blocking on
-        // a future panics: create it on a thread with a runtime of its own.
-        let scratch = std::thread::spawn(|| {
-            tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-                .unwrap()
-                .block_on(async {
-                    sweep_scratch_databases().await;
-                    ScratchDb::create().await
-                })
-        })
-        .join()
-        .unwrap()
-        .unwrap_or_else(|e| {
-            panic!("ASKRELAY_TEST_BACKEND=postgres needs a PostgreSQL server ({e:#})")
-        });
-        TestDb {
-            url: scratch.url.clone(),
-            _scratch: Some(scratch),
-        }
-    }
-
-    /// The URL, for a config that outlives this value's scope: the database is left for the
-    /// next run's sweep to drop.
-    pub fn leak(self) -> String {
-        let url = self.url.clone();
-        std::mem::forget(self);
-        url
-    }
-}
-
-/// Drops the scratch databases of earlier test processes that are gone (a test that panicked,
-/// or a config that leaked its database), once per process.
-async fn sweep_scratch_databases() {
-    static SWEPT: std::sync::OnceLock<()> = std::sync::OnceLock::new();
-    if SWEPT.set(()).is_err() {
-        return;
-    }
-    let _ = ScratchDb::sweep_orphans().await;
 }
 
 /// A config rooted in `dir`, with the terminal answerer on and no Discord.
@@ -382,13 +319,13 @@ impl App {
 
 /// What a person sees of a markdown text Discord renders (agent text is escaped in it).
 pub fn shown(text: &str) -> String {
-    crate::support::discord_markdown::shown(text)
+    askrelay_testkit::discord_markdown::shown(text)
 }
 
 /// What a person sees of a message body: each markdown text (content, embed titles,
 /// descriptions, fields) as shown, one a line.
 pub fn shown_body(body: &Value) -> String {
-    crate::support::discord_markdown::markdown_texts(body)
+    askrelay_testkit::discord_markdown::markdown_texts(body)
         .into_iter()
         .map(|(_, text)| shown(&text))
         .collect::<Vec<_>>()
@@ -396,11 +333,12 @@ pub fn shown_body(body: &Value) -> String {
 }
 
 /// Fails unless everything `body` shows is askrelay's own markup or inert text: every live
-/// markdown construct (in Discord's model, `support::discord_markdown`) is bold text holding
-/// none of `agent_words`, a timestamp, a link to a Discord message, or one of `mentions`; and
-/// every plain text (footers, labels) holds nothing that reads as a mention or a link.
+/// markdown construct (in Discord's model, `askrelay_testkit::discord_markdown`) is bold text
+/// holding none of `agent_words`, a timestamp, a link to a Discord message, or one of
+/// `mentions`; and every plain text (footers, labels) holds nothing that reads as a mention or a
+/// link.
 pub fn assert_markup_is_ours(body: &Value, agent_words: &[&str], mentions: &[&str]) {
-    use crate::support::discord_markdown::{live_in, plain_is_inert, plain_texts, Live};
+    use askrelay_testkit::discord_markdown::{live_in, plain_is_inert, plain_texts, Live};
     for (at, live) in live_in(body) {
         let ours = match &live {
             Live::Format("bold", text) => !agent_words.iter().any(|w| text.contains(w)),
@@ -457,7 +395,7 @@ pub async fn press_on(standin: &StandIn, message: &Value, who: &Clicker, label: 
 }
 
 pub fn assert_bodies_valid(standin: &StandIn) {
-    match crate::support::standin::check_bodies(&standin.requests()) {
+    match askrelay_testkit::standin::check_bodies(&standin.requests()) {
         Ok(0) => panic!("no body was checked"),
         Ok(_) => {}
         Err(e) => panic!("{e}"),
@@ -825,10 +763,6 @@ impl Served {
     /// The daemon keeps running with its log read in the background.
     pub fn drain(self) -> Child {
         self.child
-    }
-
-    pub fn pid(&self) -> u32 {
-        self.child.id().unwrap()
     }
 
     /// Sends a signal (`-TERM`, `-INT`, `-KILL`).

@@ -1,11 +1,10 @@
 //! The integration tests, as one test binary: the real daemon (in-process and as the
 //! `askrelay` binary), a real Unix socket, SQLite files in temp dirs, and the Discord stand-in
-//! on 127.0.0.1. One binary compiles the shared harness and support code once.
-#![allow(dead_code)]
+//! on 127.0.0.1. One binary compiles the shared harness once; the stand-ins, fixtures, scratch
+//! databases and the chaos and benchmark harnesses are in `askrelay_testkit` (crates/testkit).
 
+mod fake_llm;
 mod harness;
-#[path = "../support/mod.rs"]
-mod support;
 
 mod agents;
 mod approvals;

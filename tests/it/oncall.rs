@@ -189,8 +189,8 @@ async fn a_person_who_answers_first_beats_the_policy() {
 const COPIES: u64 = 555;
 const LEAD: u64 = 7777;
 
-fn lead() -> crate::support::fixtures::Clicker {
-    crate::support::fixtures::Clicker::new(LEAD, "lead", &[])
+fn lead() -> askrelay_testkit::fixtures::Clicker {
+    askrelay_testkit::fixtures::Clicker::new(LEAD, "lead", &[])
 }
 
 /// The POSTs that created messages in `channel` (waits for `n` of them).

@@ -4,9 +4,9 @@
 //! error said once), retention with an age of a few seconds, and the JSON Lines export.
 
 use crate::harness::*;
-use crate::support::standin::StandIn;
 use askrelay::config::Route;
 use askrelay::daemon::DaemonHooks;
+use askrelay_testkit::standin::StandIn;
 use serde_json::{json, Value};
 use sqlx::Connection;
 use std::sync::atomic::{AtomicU64, Ordering};

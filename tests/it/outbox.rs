@@ -4,8 +4,8 @@
 //! restart.
 
 use crate::harness::*;
-use crate::support::standin::{Failure, Stall};
 use askrelay::config::Route;
+use askrelay_testkit::standin::{Failure, Stall};
 use serde_json::json;
 use std::collections::BTreeMap;
 

@@ -1,5 +1,5 @@
-//! Proves the Discord stand-in (tests/support/standin.rs) and the interaction fixtures
-//! (tests/support/fixtures.rs) work with the real serenity 0.12.5 client: fixtures deserialize,
+//! Proves the Discord stand-in (crates/testkit/src/standin/) and the interaction fixtures
+//! (crates/testkit/src/fixtures.rs) work with the real serenity 0.12.5 client: fixtures deserialize,
 //! a serenity `Client` connects over the gateway and gets READY and INTERACTION_CREATE, serenity's
 //! `Http` posts, edits and responds, and injected failures surface.
 //!
@@ -8,8 +8,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::support::fixtures::{self, At, Clicker};
-use crate::support::standin::{check_bodies, Failure, StandIn};
+use askrelay_testkit::fixtures::{self, At, Clicker};
+use askrelay_testkit::standin::{check_bodies, Failure, StandIn};
 use serde_json::{json, Value};
 use serenity::all::{
     ActionRowComponent, ChannelId, ComponentInteractionDataKind, Context, CreateActionRow,

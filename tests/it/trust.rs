@@ -3,10 +3,10 @@
 //! kept. Each test here failed against the daemon before these promises were built.
 
 use crate::harness::*;
-use crate::support::fixtures::{self, At, Clicker};
 use askrelay::client::Client;
 use askrelay::config::Snowflake;
 use askrelay::daemon::DaemonHooks;
+use askrelay_testkit::fixtures::{self, At, Clicker};
 use serde_json::{json, Value};
 use std::os::unix::fs::PermissionsExt;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -187,10 +187,11 @@ async fn a_lone_backtick_cannot_make_agent_text_live() {
         assert_markup_is_ours(body, &words, &[]);
     }
     // The text still reads as the agent wrote it.
-    let shown =
-        crate::support::discord_markdown::parse(msg["embeds"][0]["description"].as_str().unwrap())
-            .display
-            .replace('\u{200B}', "");
+    let shown = askrelay_testkit::discord_markdown::parse(
+        msg["embeds"][0]["description"].as_str().unwrap(),
+    )
+    .display
+    .replace('\u{200B}', "");
     assert_eq!(shown, question.replace('\u{200B}', ""));
     app.assert_payloads_valid();
 }
@@ -479,7 +480,7 @@ async fn a_full_disk_never_reports_an_answer_it_did_not_store() {
     let mut hooks = DaemonHooks::default();
     hooks.store.sqlite_page_limit = Some(limit.clone());
     let app = App::build(
-        Some(crate::support::standin::StandIn::start().await),
+        Some(askrelay_testkit::standin::StandIn::start().await),
         hooks,
         |c| {
             c.terminal.enabled = Some(false);
@@ -777,7 +778,7 @@ async fn a_second_daemon_on_the_same_database_refuses_to_start() {
 
 #[tokio::test]
 async fn shutdown_finishes_while_the_gateway_is_unreachable() {
-    let standin = crate::support::standin::StandIn::start().await;
+    let standin = askrelay_testkit::standin::StandIn::start().await;
     let bin = Bin::new()
         .discord(&standin)
         .env("ASKRELAY_SHUTDOWN_TIMEOUT_SECS", 2);

@@ -14,8 +14,7 @@ mod gateway;
 mod interactions;
 /// The tests' model of Discord's markdown parser, shared with the integration tests.
 #[cfg(test)]
-#[path = "../../../tests/support/discord_markdown.rs"]
-pub(crate) mod markdown_model;
+pub(crate) use askrelay_testkit::discord_markdown as markdown_model;
 mod outbox;
 pub mod render;
 mod rest;

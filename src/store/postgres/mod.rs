@@ -20,7 +20,6 @@
 
 mod cluster;
 mod connect;
-pub mod scratch;
 #[cfg(test)]
 mod tests;
 

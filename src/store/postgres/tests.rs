@@ -6,7 +6,6 @@
 //! a connection with `pg_terminate_backend(pid, timeout)`, which returns once the backend is
 //! gone.
 
-use super::scratch::ScratchDb;
 use super::PgStore;
 use crate::config::PostgresConfig;
 use crate::core::answer::Settlement;
@@ -15,6 +14,7 @@ use crate::core::error::AskError;
 use crate::core::request::{AuditEntry, SettleOutcome, Status};
 use crate::core::store::{NewAnswer, Page, Store, Visibility};
 use crate::store::tests::{ask, create, finish, holder, new_request, person, two_questions};
+use askrelay_testkit::scratch::ScratchDb;
 use sqlx::{Connection, PgConnection};
 use std::sync::Arc;
 use std::time::Duration;

@@ -23,11 +23,11 @@
 
 use super::fixtures::{self, Clicker};
 use super::standin::{RateLimitCounts, RateLimits, StandIn, StandInOptions};
+use crate::scratch::ScratchDb;
 use askrelay::client::Client;
 use askrelay::config::{Config, Route, Secret, Snowflake};
 use askrelay::core::cluster::Role;
 use askrelay::daemon::{Daemon, DaemonHooks};
-use askrelay::store::postgres::scratch::ScratchDb;
 use askrelay::store::redact_url;
 use serde_json::{json, Value};
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};

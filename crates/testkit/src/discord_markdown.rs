@@ -20,9 +20,8 @@
 //! field names). The formatting rules skip escaped characters where simple-markdown does
 //! (`**`, `__`, `*`, `_`) and not where Discord's own rules do not (`~~`, `||`).
 //!
-//! It is used by the unit tests (through a `#[path]` module in `answerer/discord/mod.rs`) and
-//! by the integration tests.
-#![allow(dead_code)]
+//! It is used by the unit tests (as `markdown_model` in `answerer/discord/mod.rs`) and by the
+//! integration tests.
 
 /// A construct Discord would render as more than plain text.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]

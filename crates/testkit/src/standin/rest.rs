@@ -1087,7 +1087,7 @@ fn dm_channel_json(cid: u64, user: u64) -> Value {
         "type": 1,
         "last_message_id": null,
         "flags": 0,
-        "recipients": [crate::support::fixtures::user_json(user, &format!("user-{user}"))],
+        "recipients": [crate::fixtures::user_json(user, &format!("user-{user}"))],
     })
 }
 

@@ -5,10 +5,14 @@
 //! The server is the one `ASKRELAY_TEST_POSTGRES` points to (an admin URL: a user that may
 //! create databases, and a database to connect to while doing it), by default
 //! `postgres://postgres@127.0.0.1:5432/test`.
+//!
+//! [`TestDb`] is one integration test's database: a SQLite file in the test's temp dir, or,
+//! with `ASKRELAY_TEST_BACKEND=postgres`, a scratch database.
 
-use crate::store::redact_url;
 use anyhow::{Context, Result};
+use askrelay::store::redact_url;
 use sqlx::{Connection, PgConnection};
+use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 /// The environment variable with the admin URL of the test server.
@@ -152,4 +156,67 @@ async fn drop_database(admin: &str, name: &str) -> Result<()> {
         .with_context(|| format!("cannot drop the scratch database {name}"));
     let _ = conn.close().await;
     dropped.map(|_| ())
+}
+
+/// Whether this run's tests use PostgreSQL (`ASKRELAY_TEST_BACKEND=postgres`) instead of SQLite.
+pub fn on_postgres() -> bool {
+    std::env::var("ASKRELAY_TEST_BACKEND").is_ok_and(|b| b == "postgres")
+}
+
+/// One test's database: a SQLite file, or a PostgreSQL database of its own that is dropped
+/// with this value.
+pub struct TestDb {
+    pub url: String,
+    _scratch: Option<ScratchDb>,
+}
+
+impl TestDb {
+    /// A SQLite file at `sqlite_path`, or (on PostgreSQL) a new database.
+    pub fn new(sqlite_path: &Path) -> TestDb {
+        if !on_postgres() {
+            return TestDb {
+                url: format!("sqlite://{}", sqlite_path.display()),
+                _scratch: None,
+            };
+        }
+        // Sync callers (the config builders) run inside the test's runtime, where blocking on
+        // a future panics: create it on a thread with a runtime of its own.
+        let scratch = std::thread::spawn(|| {
+            tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .unwrap()
+                .block_on(async {
+                    sweep_scratch_databases().await;
+                    ScratchDb::create().await
+                })
+        })
+        .join()
+        .unwrap()
+        .unwrap_or_else(|e| {
+            panic!("ASKRELAY_TEST_BACKEND=postgres needs a PostgreSQL server ({e:#})")
+        });
+        TestDb {
+            url: scratch.url.clone(),
+            _scratch: Some(scratch),
+        }
+    }
+
+    /// The URL, for a config that outlives this value's scope: the database is left for the
+    /// next run's sweep to drop.
+    pub fn leak(self) -> String {
+        let url = self.url.clone();
+        std::mem::forget(self);
+        url
+    }
+}
+
+/// Drops the scratch databases of earlier test processes that are gone (a test that panicked,
+/// or a config that leaked its database), once per process.
+async fn sweep_scratch_databases() {
+    static SWEPT: std::sync::OnceLock<()> = std::sync::OnceLock::new();
+    if SWEPT.set(()).is_err() {
+        return;
+    }
+    let _ = ScratchDb::sweep_orphans().await;
 }

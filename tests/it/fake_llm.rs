@@ -17,7 +17,6 @@ use axum::response::{IntoResponse, Response};
 use axum::Router;
 use serde_json::{json, Value};
 use std::sync::{Arc, Mutex};
-use tokio::sync::watch;
 
 /// One tool call the model makes: a tool's name and its input.
 #[derive(Debug, Clone)]
@@ -45,7 +44,6 @@ struct Shared {
     api: Api,
     script: Vec<ToolCall>,
     requests: Mutex<Vec<Value>>,
-    seen: watch::Sender<usize>,
 }
 
 /// A running fake, on 127.0.0.1 with an OS-chosen port; it stops when dropped.
@@ -81,7 +79,6 @@ impl FakeLlm {
             api,
             script,
             requests: Mutex::new(Vec::new()),
-            seen: watch::channel(0).0,
         });
         let app = Router::new()
             .fallback(handle)
@@ -131,12 +128,6 @@ impl FakeLlm {
             .max_by_key(Vec::len)
             .unwrap_or_default()
     }
-
-    /// Waits until the model has been sent `n` requests with tools (main-thread turns).
-    pub async fn wait_turns(&self, n: usize) {
-        let mut rx = self.shared.seen.subscribe();
-        let _ = rx.wait_for(|seen| *seen >= n).await;
-    }
 }
 
 /// A tool result's content as text: a string, or the text blocks of a list.
@@ -169,9 +160,6 @@ async fn handle(
     }
     let is_turn = req["tools"].as_array().is_some_and(|t| !t.is_empty());
     shared.requests.lock().unwrap().push(req.clone());
-    if is_turn {
-        shared.seen.send_modify(|n| *n += 1);
-    }
     match (shared.api, path) {
         (Api::Anthropic, p) if p.starts_with("/v1/messages") => {
             let step = req["messages"]

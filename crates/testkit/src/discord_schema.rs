@@ -7,7 +7,6 @@
 //! `"type": ["string", "null"]` or `"oneOf": [{"type": "null"}, {"$ref": ...}]`, and unions use
 //! `oneOf` / `anyOf` of `$ref`s. It sets `additionalProperties: false` on none of the request
 //! schemas, so unknown fields are accepted (as Discord itself does).
-#![allow(dead_code)]
 
 use std::collections::HashMap;
 use std::fmt::Display;
@@ -23,7 +22,8 @@ const IS_COMPONENTS_V2: u64 = 1 << 15;
 /// Where Discord's OpenAPI spec is expected. The file may be absent; [`Validator::load`] then
 /// returns an error that says so plainly.
 pub fn spec_path() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/discord-api-spec/openapi.json")
+    // The repository's parent: this crate is crates/testkit in it.
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/discord-api-spec/openapi.json")
 }
 
 /// A validator for recorded Discord REST request bodies. Cheap to clone; the spec is parsed once

@@ -42,11 +42,11 @@
 use super::discord_schema::Validator;
 use super::fixtures::{self, Clicker};
 use super::standin::{Failure, Stall, StandIn};
+use crate::scratch::ScratchDb;
 use askrelay::answerer::discord::custom_id::{self, Action};
 use askrelay::client::Client;
 use askrelay::core::cluster::Role;
 use askrelay::protocol::{Event, Op};
-use askrelay::store::postgres::scratch::ScratchDb;
 use askrelay::store::redact_url;
 use serde_json::{json, Value};
 use std::collections::{BTreeMap, HashMap, HashSet};

@@ -1,0 +1,18 @@
+//! askrelay's test tooling, shared by the integration tests (`tests/it`), the unit tests, the
+//! chaos harness and the benchmark (`examples/`): a dev-dependency of the root crate, so none of
+//! it is in the daemon.
+//!
+//! - [`scratch`]: test databases (a SQLite file, or a PostgreSQL database of its own);
+//! - [`standin`]: the Discord stand-in (REST, gateway, rate limits, TLS), with [`fixtures`]
+//!   (interaction payloads), [`discord_schema`] (Discord's OpenAPI spec as a validator) and
+//!   [`discord_markdown`] (a model of Discord's markdown parser);
+//! - [`chaos`]: the fault harness (`examples/chaos.rs`, `tests/it/chaos.rs`);
+//! - [`bench`]: the benchmark (`examples/bench.rs`, `tests/it/bench_smoke.rs`).
+
+pub mod bench;
+pub mod chaos;
+pub mod discord_markdown;
+pub mod discord_schema;
+pub mod fixtures;
+pub mod scratch;
+pub mod standin;
