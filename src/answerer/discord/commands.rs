@@ -20,7 +20,6 @@ use super::interactions::Handler;
 use super::render::{inert, one_line, truncate, truncate_md};
 use super::rest::Rest;
 use super::route::{self, ResolvedRoute};
-use super::schedule::step_of;
 use super::NAME;
 use crate::config::Config;
 use crate::core::expiry::human;
@@ -473,7 +472,7 @@ pub(super) fn pending_line(
     } else if main.is_some() {
         line.push_str(" · **not posted yet**");
     }
-    if let Some(step) = posts.iter().filter_map(|p| step_of(&p.slot)).max() {
+    if let Some(step) = posts.iter().filter_map(|p| p.slot.step()).max() {
         line.push_str(&format!(" · **escalation step {step}**"));
     }
     line
@@ -648,7 +647,7 @@ mod tests {
         Post {
             idx: 0,
             answerer: NAME.into(),
-            slot: slot.into(),
+            slot: slot.parse().unwrap(),
             channel: "100".into(),
             guild: Some("1".into()),
             nonce: "n".into(),

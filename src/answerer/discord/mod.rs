@@ -30,7 +30,7 @@ mod schedule;
 
 use crate::config::{Config, DEFAULT_API_BASE};
 use crate::core::cluster::Role;
-use crate::core::request::{PlannedPost, Post, Request};
+use crate::core::request::{PlannedPost, Post, Request, Slot};
 use crate::core::{Answerer, AnswererContext, AskError, Claim, Delivery, ErrorCode, Proposal};
 use anyhow::{Context, Result};
 use async_trait::async_trait;
@@ -235,7 +235,7 @@ impl DiscordAnswerer {
         let mut planned: Vec<PlannedPost> = (0..count)
             .map(|idx| PlannedPost {
                 idx,
-                slot: Post::MAIN.to_owned(),
+                slot: Slot::Main,
                 channel: route.channel_id.to_string(),
                 guild: guild.clone(),
                 nonce: custom_id::nonce(token, idx),
@@ -246,7 +246,7 @@ impl DiscordAnswerer {
                 route
                     .dm_user_ids
                     .iter()
-                    .map(|&u| schedule::dm_copy(token, idx, format!("dm:{u}"), u)),
+                    .map(|&u| schedule::dm_copy(token, idx, Slot::Dm(u))),
             );
         }
         planned
@@ -274,11 +274,12 @@ impl DiscordAnswerer {
             let missing: Vec<PlannedPost> = self
                 .plan(&req.token, req.questions.len(), &route)
                 .into_iter()
-                .filter(|p| p.slot.is_empty() && !posts.iter().any(|q| q.idx == p.idx))
+                .filter(|p| p.slot.is_main() && !posts.iter().any(|q| q.idx == p.idx))
                 .collect();
             let _ = ctx.plan_posts(req, &missing).await;
             posts.extend(planned_posts(missing));
-            posts.sort_by(|a, b| (a.idx, &a.slot).cmp(&(b.idx, &b.slot)));
+            // In the store's order: by question, then by the slot's text.
+            posts.sort_by_cached_key(|p| (p.idx, p.slot.to_string()));
         }
         outbox.shown.insert(req.clone(), posts.clone());
         if posts.iter().any(|p| p.message.is_none()) {

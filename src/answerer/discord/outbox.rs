@@ -16,7 +16,7 @@ use super::route::{self, ResolvedRoute};
 use super::schedule::Schedule;
 use super::{Shown, NAME};
 use crate::config::Config;
-use crate::core::request::{now_ms, EditState, Post, Request};
+use crate::core::request::{now_ms, EditState, Post, Request, Slot};
 use crate::core::{AnswererContext, AskError, ErrorCode, Outcome};
 use std::sync::Arc;
 use std::time::Duration;
@@ -476,7 +476,7 @@ pub(crate) struct Busy {
     /// Requests whose questions are being posted.
     pub posting: Claims<i64>,
     /// Messages (request key, question, slot) being edited.
-    pub editing: Claims<(i64, usize, String)>,
+    pub editing: Claims<(i64, usize, Slot)>,
 }
 
 /// A set of things someone is working on; each is held by a [`Claim`].

@@ -16,10 +16,10 @@
 
 use super::custom_id::{Action, CustomId, Form, ModalId, TEXT_INPUT_ID};
 use super::route::ResolvedRoute;
-use super::schedule::{dm_user, step_of};
+use super::schedule::dm_user;
 use crate::core::expiry::human;
 use crate::core::model::{Context, Question, QuestionKind};
-use crate::core::request::{Answered, Post, Request};
+use crate::core::request::{Answered, Post, Request, Slot};
 use crate::core::{AskError, ErrorCode, Scope};
 use serenity::builder::{
     CreateActionRow, CreateAllowedMentions, CreateButton, CreateEmbed, CreateEmbedFooter,
@@ -959,9 +959,9 @@ pub fn copy_lead(post: &Post, waited: std::time::Duration, original: Option<Stri
     let link = original
         .map(|l| format!(" Original: {l}"))
         .unwrap_or_default();
-    if post.slot.starts_with("note:r") {
+    if matches!(post.slot, Slot::Reminder(_)) {
         format!("**Reminder:** this question has waited {age} for an answer.")
-    } else if step_of(&post.slot).is_some() {
+    } else if post.slot.step().is_some() {
         format!("**Escalated:** no answer after {age}.{link}")
     } else {
         format!("**A question for you from askrelay.**{link}")
@@ -971,16 +971,13 @@ pub fn copy_lead(post: &Post, waited: std::time::Duration, original: Option<Stri
 /// The mentions of a copy or a note (users, roles): a reminder repeats the route's; an
 /// escalation step's rows carry the step's (a DM carries none).
 pub fn copy_mentions<'r>(route: &'r ResolvedRoute, post: &Post) -> (&'r [u64], &'r [u64]) {
-    if dm_user(&post.channel).is_some()
-        || post.slot.contains(":dm:")
-        || post.slot.starts_with("dm:")
-    {
+    if dm_user(&post.channel).is_some() || post.slot.dm_user().is_some() {
         return (&[], &[]);
     }
-    if post.slot.starts_with("note:r") {
+    if matches!(post.slot, Slot::Reminder(_)) {
         return (&route.mention_user_ids, &route.mention_role_ids);
     }
-    match step_of(&post.slot).and_then(|k| route.escalate.get(k - 1)) {
+    match post.slot.step().and_then(|k| route.escalate.get(k - 1)) {
         Some(step) => (&step.mention_user_ids, &step.mention_role_ids),
         None => (&[], &[]),
     }

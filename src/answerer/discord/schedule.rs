@@ -20,7 +20,7 @@ use super::route::{self, ResolvedRoute};
 use super::NAME;
 use crate::config::Config;
 use crate::core::expiry::Deadlines;
-use crate::core::request::{now_ms, PlannedPost, Post, Request, Timer};
+use crate::core::request::{now_ms, PlannedPost, Post, Request, Slot, Timer};
 use crate::core::{AnswererContext, Status};
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
@@ -36,8 +36,10 @@ pub(crate) struct Due {
     fired: u32,
 }
 
-/// A DM copy of question `idx`, to the user `user`: its channel is opened when it is posted.
-pub(super) fn dm_copy(token: &str, idx: usize, slot: String, user: u64) -> PlannedPost {
+/// A DM copy of question `idx` in `slot` (which names the user): its channel is opened when it
+/// is posted.
+pub(super) fn dm_copy(token: &str, idx: usize, slot: Slot) -> PlannedPost {
+    let user = slot.dm_user().unwrap_or_default();
     PlannedPost {
         idx,
         slot,
@@ -48,7 +50,7 @@ pub(super) fn dm_copy(token: &str, idx: usize, slot: String, user: u64) -> Plann
 }
 
 /// The channel of a DM not opened yet, as the outbox row holds it until the post records the
-/// real one.
+/// real one (the store's format; the slot says whose DM it is).
 pub(super) fn dm_channel_placeholder(user: u64) -> String {
     format!("@{user}")
 }
@@ -56,13 +58,6 @@ pub(super) fn dm_channel_placeholder(user: u64) -> String {
 /// The user of a DM row whose channel is not opened yet.
 pub(super) fn dm_user(channel: &str) -> Option<u64> {
     channel.strip_prefix('@')?.parse().ok()
-}
-
-/// The escalation step (1-based) a slot belongs to: `e2`, `e2:dm:…` and `note:e2` are step 2.
-pub(super) fn step_of(slot: &str) -> Option<usize> {
-    let s = slot.strip_prefix("note:").unwrap_or(slot);
-    let s = s.strip_prefix('e')?;
-    s.split(':').next()?.parse().ok()
 }
 
 /// When a route's timers first come due for a request asked at `asked_ms`.
@@ -241,7 +236,7 @@ impl Schedule {
         let main = posts
             .iter()
             .find(|p| p.idx == first_open && p.is_main() && p.answerer == NAME)?;
-        let note = |slot: String| PlannedPost {
+        let note = |slot: Slot| PlannedPost {
             idx: first_open,
             slot,
             channel: main.channel.clone(),
@@ -255,7 +250,7 @@ impl Schedule {
                 return None;
             }
             let next = (n < r.max).then(|| now_ms() + secs(r.every_secs));
-            return Some((vec![note(format!("note:r{n}"))], next));
+            return Some((vec![note(Slot::Reminder(n))], next));
         }
         let step = route.escalate.get(due.fired as usize)?;
         let mut planned = Vec::new();
@@ -263,7 +258,7 @@ impl Schedule {
             planned.extend(open.iter().map(|&idx| {
                 PlannedPost {
                     idx,
-                    slot: format!("e{n}"),
+                    slot: Slot::Step(n),
                     channel: channel.to_string(),
                     guild: self
                         .rest
@@ -274,12 +269,12 @@ impl Schedule {
                 }
             }));
         } else if !step.mention_role_ids.is_empty() || !step.mention_user_ids.is_empty() {
-            planned.push(note(format!("note:e{n}")));
+            planned.push(note(Slot::StepNote(n)));
         }
         for &user in &step.dm_user_ids {
             planned.extend(
                 open.iter()
-                    .map(|&idx| dm_copy(&req.token, idx, format!("e{n}:dm:{user}"), user)),
+                    .map(|&idx| dm_copy(&req.token, idx, Slot::StepDm(n, user))),
             );
         }
         let next = route
@@ -296,6 +291,7 @@ mod tests {
 
     #[test]
     fn slots_name_their_step() {
+        let step_of = |s: &str| Slot::from(s).step();
         assert_eq!(step_of("e2"), Some(2));
         assert_eq!(step_of("e2:dm:55"), Some(2));
         assert_eq!(step_of("note:e3"), Some(3));
