@@ -30,6 +30,7 @@ mod schedule;
 
 use crate::config::{Config, DEFAULT_API_BASE};
 use crate::core::cluster::Role;
+use crate::core::metrics::RestRecorder;
 use crate::core::request::{PlannedPost, Post, Request, Slot};
 use crate::core::{Answerer, AnswererContext, AskError, Claim, Delivery, ErrorCode, Proposal};
 use anyhow::{Context, Result};
@@ -186,7 +187,7 @@ impl DiscordAnswerer {
         config: Arc<Config>,
         rest_client: Option<reqwest::Client>,
         shutdown: CancellationToken,
-        metrics: Arc<crate::metrics::Metrics>,
+        metrics: Arc<dyn RestRecorder>,
     ) -> Result<DiscordAnswerer> {
         let http = Arc::new(build_http_with(&config, rest_client.clone())?);
         let paced = config.discord.api_base.trim_end_matches('/') == DEFAULT_API_BASE;
