@@ -247,7 +247,7 @@ impl DiscordAnswerer {
                 route
                     .dm_user_ids
                     .iter()
-                    .map(|&u| schedule::dm_copy(token, idx, Slot::Dm(u))),
+                    .map(|&u| schedule::dm_copy(token, idx, u, None)),
             );
         }
         planned

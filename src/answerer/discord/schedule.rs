@@ -36,13 +36,15 @@ pub(crate) struct Due {
     fired: u32,
 }
 
-/// A DM copy of question `idx` in `slot` (which names the user): its channel is opened when it
-/// is posted.
-pub(super) fn dm_copy(token: &str, idx: usize, slot: Slot) -> PlannedPost {
-    let user = slot.dm_user().unwrap_or_default();
+/// A DM copy of question `idx` to `user`, for the route or for escalation step `step`: its
+/// channel is opened when it is posted.
+pub(super) fn dm_copy(token: &str, idx: usize, user: u64, step: Option<u32>) -> PlannedPost {
     PlannedPost {
         idx,
-        slot,
+        slot: match step {
+            None => Slot::Dm(user),
+            Some(n) => Slot::StepDm(n, user),
+        },
         channel: dm_channel_placeholder(user),
         guild: None,
         nonce: custom_id::extra_nonce(token),
@@ -274,7 +276,7 @@ impl Schedule {
         for &user in &step.dm_user_ids {
             planned.extend(
                 open.iter()
-                    .map(|&idx| dm_copy(&req.token, idx, Slot::StepDm(n, user))),
+                    .map(|&idx| dm_copy(&req.token, idx, user, Some(n))),
             );
         }
         let next = route
