@@ -54,7 +54,13 @@ impl Daemon {
     pub async fn start_with(config: Config, hooks: DaemonHooks) -> Result<Daemon> {
         let config = Arc::new(config);
         raise_fd_limit(config.limits.max_connections);
-        let metrics = Arc::new(Metrics::new(config.discord.token.is_some()));
+        let metrics = Arc::new(Metrics::new(
+            config
+                .discord
+                .token
+                .is_some()
+                .then_some(crate::answerer::discord::NAME),
+        ));
         let store =
             crate::store::open(&config.database_url, &config.postgres, &hooks.store).await?;
         let store: Arc<dyn Store> =

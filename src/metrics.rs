@@ -1,12 +1,12 @@
 //! The daemon's metrics: one Prometheus registry per daemon (never a global one, so several
 //! daemons in one process keep their own numbers), fed by the core through
-//! [`crate::core::metrics::Recorder`], by the Discord answerer's REST client, and, for the
-//! gauges, read from the hub when scraped. Only counts and durations: never question text,
+//! [`crate::core::metrics::Recorder`], by the Discord answerer's REST client through
+//! [`RestRecorder`], and, for the gauges, read from the hub when scraped. Only counts and durations: never question text,
 //! labels, names or ids.
 //!
 //! Served as OpenMetrics text on `GET /metrics` by [`crate::http`].
 
-use crate::core::metrics::Recorder;
+use crate::core::metrics::{Recorder, RestRecorder};
 use crate::core::{ErrorCode, Hub};
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
@@ -35,16 +35,18 @@ pub struct Metrics {
     errors: Family<Labels, Counter>,
     latency: Histogram,
     rest: Family<Labels, Counter>,
-    /// Registered only when Discord is configured.
-    gateway: Option<Gauge>,
+    /// Registered only when Discord is configured: the gauge, and the name of the answerer
+    /// whose connection it shows.
+    gateway: Option<(&'static str, Gauge)>,
     store_errors: Counter,
     /// One scrape at a time: the gauges are reset and filled from the hub while encoding.
     scrape: tokio::sync::Mutex<()>,
 }
 
 impl Metrics {
-    /// The registry of one daemon; the Discord series only `with_discord`.
-    pub fn new(with_discord: bool) -> Metrics {
+    /// The registry of one daemon; the Discord series only with `discord`, the name the
+    /// Discord answerer is known by (the hub reports its connection under it).
+    pub fn new(discord: Option<&'static str>) -> Metrics {
         let mut registry = Registry::default();
         let pending = Family::<Labels, Gauge>::default();
         let asks = Family::<Labels, Counter>::default();
@@ -52,7 +54,7 @@ impl Metrics {
         let errors = Family::<Labels, Counter>::default();
         let latency = Histogram::new(LATENCY_BUCKETS);
         let rest = Family::<Labels, Counter>::default();
-        let gateway = with_discord.then(Gauge::default);
+        let gateway = discord.map(|name| (name, Gauge::default()));
         let store_errors = Counter::default();
         registry.register(
             "askrelay_pending_requests",
@@ -80,7 +82,7 @@ impl Metrics {
             "Time from asked to answered, per answered request",
             latency.clone(),
         );
-        if let Some(gateway) = &gateway {
+        if let Some((_, gateway)) = &gateway {
             registry.register(
                 "askrelay_discord_rest_responses",
                 "Discord REST calls by outcome: the HTTP status of a failure, 2xx for a \
@@ -112,14 +114,6 @@ impl Metrics {
         }
     }
 
-    /// A Discord REST call ended: `status` is the HTTP status of a failure, "2xx" for a
-    /// success (serenity does not say which), "timeout" or "network".
-    pub fn discord_rest(&self, status: &str) {
-        self.rest
-            .get_or_create(&vec![("status", status.to_owned())])
-            .inc();
-    }
-
     /// The OpenMetrics text of every series, with the gauges read from `hub` now.
     pub async fn render(&self, hub: &Hub) -> String {
         let _one = self.scrape.lock().await;
@@ -129,17 +123,27 @@ impl Metrics {
                 .get_or_create(&vec![("answerer", answerer), ("route", route)])
                 .set(n as i64);
         }
-        if let Some(gateway) = &self.gateway {
+        if let Some((discord, gateway)) = &self.gateway {
             let up = hub
                 .connections()
                 .iter()
-                .any(|(name, c)| *name == crate::answerer::discord::NAME && *c.borrow());
+                .any(|(name, c)| name == discord && *c.borrow());
             gateway.set(i64::from(up));
         }
         let mut out = String::new();
         // Writing to a String cannot fail.
         let _ = prometheus_client::encoding::text::encode(&mut out, &self.registry);
         out
+    }
+}
+
+/// The Discord answerer's REST calls; "2xx" stands for any success (serenity does not say
+/// which).
+impl RestRecorder for Metrics {
+    fn rest_response(&self, status: &str) {
+        self.rest
+            .get_or_create(&vec![("status", status.to_owned())])
+            .inc();
     }
 }
 

@@ -15,7 +15,8 @@ use super::expiry::ExpiryRule;
 use super::model::{Question, Scope};
 use super::request::Source;
 use super::request::{
-    Actor, AuditEntry, DuePost, EditState, PlannedPost, Post, Request, Settled, Status, Timer,
+    Actor, AuditEntry, DuePost, EditState, PlannedPost, Post, PostKey, Request, Settled, Status,
+    Timer,
 };
 use super::store::{Page, Store, Visibility};
 use anyhow::Result;
@@ -289,22 +290,30 @@ impl AnswererContext {
         guild: Option<&str>,
     ) -> Result<()> {
         self.store()
-            .record_post(
-                req.key, post.idx, self.name, &post.slot, message, channel, guild,
-            )
+            .record_post(&self.key_of(req.key, post), message, channel, guild)
             .await
     }
 
     pub async fn record_post_failure(&self, req: &Request, post: &Post, error: &str) -> Result<()> {
         self.store()
-            .record_post_failure(req.key, post.idx, self.name, &post.slot, error)
+            .record_post_failure(&self.key_of(req.key, post), error)
             .await
     }
 
     pub async fn record_edit(&self, key: i64, post: &Post, edit: EditState) -> Result<()> {
         self.store()
-            .record_edit(key, post.idx, self.name, &post.slot, edit)
+            .record_edit(&self.key_of(key, post), edit)
             .await
+    }
+
+    /// This answerer's outbox row `post` of the request `key`.
+    fn key_of<'a>(&'a self, key: i64, post: &'a Post) -> PostKey<'a> {
+        PostKey {
+            key,
+            idx: post.idx,
+            answerer: self.name,
+            slot: &post.slot,
+        }
     }
 
     /// This answerer's timers that are still due, on pending requests (start-up).

@@ -1,10 +1,11 @@
-//! What the core counts, and nothing about how it is exported.
+//! What the core and the answerers count, and nothing about how it is exported.
 //!
 //! The hub reports what happens to requests (asked, answered after so long, failed with a code)
-//! and the store wrapper reports failed store calls, through one [`Recorder`]. The daemon hands
-//! in the implementation that feeds its Prometheus registry ([`crate::metrics`]); tests and
-//! tools that do not care get [`Silent`]. Each daemon has its own recorder, so several daemons
-//! in one process (the tests) never mix their numbers.
+//! and the store wrapper reports failed store calls, through one [`Recorder`]; an answerer's
+//! REST client reports its calls through a [`RestRecorder`]. The daemon hands in the
+//! implementation that feeds its Prometheus registry ([`crate::metrics`]), so that the
+//! answerers never name it; tests and tools that do not care get [`Silent`]. Each daemon has its
+//! own recorder, so several daemons in one process (the tests) never mix their numbers.
 
 use super::error::ErrorCode;
 use std::fmt::Debug;
@@ -26,8 +27,17 @@ pub trait Recorder: Debug + Send + Sync + 'static {
     fn store_failed(&self) {}
 }
 
+/// Receives the outcome of each call an answerer's REST client makes to its platform.
+pub trait RestRecorder: Send + Sync + 'static {
+    /// A call ended: `status` is the HTTP status of a failure, "2xx" for a success, "timeout"
+    /// or "network" for no answer, "other" for anything else.
+    fn rest_response(&self, _status: &str) {}
+}
+
 /// A recorder that keeps nothing.
 #[derive(Debug, Default, Clone, Copy)]
 pub struct Silent;
 
 impl Recorder for Silent {}
+
+impl RestRecorder for Silent {}

@@ -9,6 +9,7 @@ use super::error::{AskError, ErrorCode};
 use super::expiry::Expiry;
 use super::model::{Caller, Context, Question, Scope};
 use std::fmt;
+use std::str::FromStr;
 use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -302,10 +303,8 @@ pub struct Settled {
 pub struct Post {
     pub idx: usize,
     pub answerer: String,
-    /// Which of the question's places: `""` for its message in its route's channel, another
-    /// name for a copy (a DM, an escalation step) or, starting `note:`, a reply without
-    /// components (a reminder). Only the answerer reads the name.
-    pub slot: String,
+    /// Which of the question's places (see [`Slot`]).
+    pub slot: Slot,
     /// The platform's place (a Discord channel id).
     pub channel: String,
     /// The channel's guild, once known (`None` for a DM); interactions must come from it.
@@ -336,23 +335,20 @@ pub struct DuePost {
 pub struct PlannedPost {
     pub idx: usize,
     /// See [`Post::slot`].
-    pub slot: String,
+    pub slot: Slot,
     pub channel: String,
     pub guild: Option<String>,
     pub nonce: String,
 }
 
 impl Post {
-    /// The slot of a question's own message.
-    pub const MAIN: &'static str = "";
-
     /// A note is a reply that carries no components, so it is never edited to a final state.
     pub fn is_note(&self) -> bool {
-        is_note(&self.slot)
+        self.slot.is_note()
     }
 
     pub fn is_main(&self) -> bool {
-        self.slot.is_empty()
+        self.slot.is_main()
     }
 
     /// The row of a post just planned.
@@ -372,9 +368,116 @@ impl Post {
     }
 }
 
-/// Whether `slot` names a note (see [`Post::slot`]).
-pub fn is_note(slot: &str) -> bool {
-    slot.starts_with("note:")
+/// Which of a question's places an outbox row is. The store keeps it as text (`posts.slot`),
+/// converted only there with [`FromStr`] and [`Display`]: `""`, `dm:USER`, `eSTEP`,
+/// `eSTEP:dm:USER`, `note:rN` and `note:eSTEP`. Escalation steps count from 1.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum Slot {
+    /// The question's own message in its route's channel (`""`).
+    Main,
+    /// A copy in a user's DM, for the route (`dm:USER`).
+    Dm(u64),
+    /// A copy in an escalation step's channel (`eSTEP`).
+    Step(u32),
+    /// A copy in a user's DM, for an escalation step (`eSTEP:dm:USER`).
+    StepDm(u32, u64),
+    /// The n-th reminder: a reply without components (`note:rN`).
+    Reminder(u32),
+    /// An escalation step's mentions: a reply without components (`note:eSTEP`).
+    StepNote(u32),
+    /// Text this version does not read (another version wrote it), kept as it is so that the
+    /// row is still loaded and written back unchanged.
+    Other(String),
+}
+
+impl Slot {
+    pub fn is_main(&self) -> bool {
+        *self == Slot::Main
+    }
+
+    /// A reply that carries no components (a reminder, an escalation step's mentions).
+    pub fn is_note(&self) -> bool {
+        match self {
+            Slot::Reminder(_) | Slot::StepNote(_) => true,
+            Slot::Other(s) => s.starts_with("note:"),
+            _ => false,
+        }
+    }
+
+    /// The user whose DM a copy goes to.
+    pub fn dm_user(&self) -> Option<u64> {
+        match self {
+            Slot::Dm(user) | Slot::StepDm(_, user) => Some(*user),
+            _ => None,
+        }
+    }
+
+    /// The escalation step (1-based) the row belongs to: a copy or a note of that step.
+    pub fn step(&self) -> Option<usize> {
+        match self {
+            Slot::Step(k) | Slot::StepDm(k, _) | Slot::StepNote(k) => Some(*k as usize),
+            _ => None,
+        }
+    }
+
+    /// The slot the text names, if it is in the canonical form [`Display`] writes.
+    fn read(s: &str) -> Option<Slot> {
+        let step = |s: &str| s.strip_prefix('e')?.parse().ok();
+        let slot = if s.is_empty() {
+            Slot::Main
+        } else if let Some(user) = s.strip_prefix("dm:") {
+            Slot::Dm(user.parse().ok()?)
+        } else if let Some(n) = s.strip_prefix("note:r") {
+            Slot::Reminder(n.parse().ok()?)
+        } else if let Some(k) = s.strip_prefix("note:") {
+            Slot::StepNote(step(k)?)
+        } else if let Some((k, user)) = s.split_once(":dm:") {
+            Slot::StepDm(step(k)?, user.parse().ok()?)
+        } else {
+            Slot::Step(step(s)?)
+        };
+        // "e02" or "dm:+5" would read as another slot's text: kept as it is instead.
+        (slot.to_string() == s).then_some(slot)
+    }
+}
+
+impl FromStr for Slot {
+    type Err = std::convert::Infallible;
+
+    /// Never fails: text that is not a slot of this version is [`Slot::Other`].
+    fn from_str(s: &str) -> Result<Slot, Self::Err> {
+        Ok(Slot::read(s).unwrap_or_else(|| Slot::Other(s.to_owned())))
+    }
+}
+
+impl From<&str> for Slot {
+    fn from(s: &str) -> Slot {
+        let Ok(slot) = s.parse();
+        slot
+    }
+}
+
+impl fmt::Display for Slot {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Slot::Main => Ok(()),
+            Slot::Dm(user) => write!(f, "dm:{user}"),
+            Slot::Step(k) => write!(f, "e{k}"),
+            Slot::StepDm(k, user) => write!(f, "e{k}:dm:{user}"),
+            Slot::Reminder(n) => write!(f, "note:r{n}"),
+            Slot::StepNote(k) => write!(f, "note:e{k}"),
+            Slot::Other(s) => f.write_str(s),
+        }
+    }
+}
+
+/// Which outbox row a write is about: the request, the question, the answerer and the slot.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PostKey<'a> {
+    pub key: i64,
+    pub idx: usize,
+    pub answerer: &'a str,
+    pub slot: &'a Slot,
 }
 
 /// One of an answerer's timers for a request (reminders, escalation steps): how many times it
@@ -555,4 +658,55 @@ pub fn ended_error(status: Status, message: String) -> AskError {
         _ => ErrorCode::Aborted,
     };
     AskError::new(code, message)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Slot;
+
+    #[test]
+    fn slots_round_trip_through_their_text() {
+        let slots = [
+            ("", Slot::Main),
+            ("dm:55", Slot::Dm(55)),
+            ("e2", Slot::Step(2)),
+            ("e2:dm:55", Slot::StepDm(2, 55)),
+            ("note:r1", Slot::Reminder(1)),
+            ("note:e3", Slot::StepNote(3)),
+        ];
+        for (text, slot) in slots {
+            assert_eq!(text.parse::<Slot>().unwrap(), slot, "{text:?}");
+            assert_eq!(slot.to_string(), text);
+        }
+        // Text this version does not read is kept as it is, whatever it looks like.
+        for text in [
+            "dm",
+            "late",
+            "note:remind",
+            "e02",
+            "dm:+5",
+            "e1:dm:x",
+            "note:x",
+        ] {
+            let slot: Slot = text.parse().unwrap();
+            assert_eq!(slot, Slot::Other(text.to_owned()));
+            assert_eq!(slot.to_string(), text);
+        }
+    }
+
+    #[test]
+    fn slots_say_what_they_are() {
+        assert!(Slot::Main.is_main());
+        assert!(Slot::Reminder(1).is_note() && Slot::StepNote(2).is_note());
+        assert!(
+            Slot::from("note:remind").is_note(),
+            "a note of another version"
+        );
+        assert!(!Slot::Dm(5).is_note() && !Slot::Step(1).is_note());
+        assert_eq!(Slot::StepDm(2, 55).dm_user(), Some(55));
+        assert_eq!(Slot::Dm(55).dm_user(), Some(55));
+        assert_eq!(Slot::Step(2).dm_user(), None);
+        assert_eq!(Slot::StepNote(3).step(), Some(3));
+        assert_eq!(Slot::Reminder(1).step(), None);
+    }
 }

@@ -11,7 +11,7 @@ use super::cluster::ClusterHandle;
 use super::error::AskError;
 use super::request::{
     Actor, AuditEntry, AuditRow, Created, DuePost, EditState, NewRequest, PlannedPost, Post,
-    Request, SettleOutcome, Status, Timer,
+    PostKey, Request, SettleOutcome, Status, Timer,
 };
 use anyhow::Result;
 use async_trait::async_trait;
@@ -155,35 +155,17 @@ pub trait Store: Send + Sync + 'static {
 
     /// Records a message the platform confirmed; `channel` when it was only known then (a DM
     /// opened for it).
-    #[allow(clippy::too_many_arguments)]
     async fn record_post(
         &self,
-        key: i64,
-        idx: usize,
-        answerer: &str,
-        slot: &str,
+        post: &PostKey<'_>,
         message: &str,
         channel: Option<&str>,
         guild: Option<&str>,
     ) -> Result<()>;
 
-    async fn record_post_failure(
-        &self,
-        key: i64,
-        idx: usize,
-        answerer: &str,
-        slot: &str,
-        error: &str,
-    ) -> Result<()>;
+    async fn record_post_failure(&self, post: &PostKey<'_>, error: &str) -> Result<()>;
 
-    async fn record_edit(
-        &self,
-        key: i64,
-        idx: usize,
-        answerer: &str,
-        slot: &str,
-        edit: EditState,
-    ) -> Result<()>;
+    async fn record_edit(&self, post: &PostKey<'_>, edit: EditState) -> Result<()>;
 
     /// The timers of one answerer on pending requests that are still due at some point.
     async fn timers(&self, answerer: &str) -> Result<Vec<Timer>>;

@@ -5,8 +5,8 @@
 use crate::core::error::AskError;
 use crate::core::metrics::Recorder;
 use crate::core::request::{
-    AuditEntry, AuditRow, Created, DuePost, EditState, NewRequest, PlannedPost, Post, Request,
-    SettleOutcome, Status, Timer,
+    AuditEntry, AuditRow, Created, DuePost, EditState, NewRequest, PlannedPost, Post, PostKey,
+    Request, SettleOutcome, Status, Timer,
 };
 use crate::core::store::{Holder, NewAnswer, Page, Pruned, Store, Visibility};
 use anyhow::Result;
@@ -108,45 +108,21 @@ impl Store for Metered {
 
     async fn record_post(
         &self,
-        key: i64,
-        idx: usize,
-        answerer: &str,
-        slot: &str,
+        post: &PostKey<'_>,
         message: &str,
         channel: Option<&str>,
         guild: Option<&str>,
     ) -> Result<()> {
-        let r = self
-            .inner
-            .record_post(key, idx, answerer, slot, message, channel, guild)
-            .await;
+        let r = self.inner.record_post(post, message, channel, guild).await;
         self.count(r)
     }
 
-    async fn record_post_failure(
-        &self,
-        key: i64,
-        idx: usize,
-        answerer: &str,
-        slot: &str,
-        error: &str,
-    ) -> Result<()> {
-        let r = self
-            .inner
-            .record_post_failure(key, idx, answerer, slot, error)
-            .await;
-        self.count(r)
+    async fn record_post_failure(&self, post: &PostKey<'_>, error: &str) -> Result<()> {
+        self.count(self.inner.record_post_failure(post, error).await)
     }
 
-    async fn record_edit(
-        &self,
-        key: i64,
-        idx: usize,
-        answerer: &str,
-        slot: &str,
-        edit: EditState,
-    ) -> Result<()> {
-        self.count(self.inner.record_edit(key, idx, answerer, slot, edit).await)
+    async fn record_edit(&self, post: &PostKey<'_>, edit: EditState) -> Result<()> {
+        self.count(self.inner.record_edit(post, edit).await)
     }
 
     async fn timers(&self, answerer: &str) -> Result<Vec<Timer>> {

@@ -6,7 +6,9 @@
 use crate::core::answer::Settlement;
 use crate::core::error::{AskError, ErrorCode};
 use crate::core::expiry::{Expiry, OnExpire};
-use crate::core::request::{Actor, Answered, EditState, Outcome, Peer, Post, Request, Status, Via};
+use crate::core::request::{
+    Actor, Answered, EditState, Outcome, Peer, Post, Request, Slot, Status, Via,
+};
 use anyhow::{Context, Result};
 use std::sync::Arc;
 
@@ -179,7 +181,7 @@ impl PostRow {
         Post {
             idx: self.idx as usize,
             answerer: self.answerer,
-            slot: self.slot,
+            slot: Slot::from(self.slot.as_str()),
             channel: self.channel,
             guild: self.guild,
             nonce: self.nonce,
@@ -250,7 +252,7 @@ pub(super) fn posts_from_json(json: &str) -> Result<Vec<Post>> {
                 Post {
                     idx,
                     answerer,
-                    slot,
+                    slot: Slot::from(slot.as_str()),
                     channel,
                     guild,
                     nonce,

@@ -17,7 +17,7 @@ use crate::core::answer::Settlement;
 use crate::core::error::AskError;
 use crate::core::request::{
     Answered, AuditEntry, AuditRow, Created, DuePost, EditState, NewRequest, PlannedPost, Post,
-    Request, SettleOutcome, Status, Timer,
+    PostKey, Request, SettleOutcome, Status, Timer,
 };
 use crate::core::store::{Holder, NewAnswer, Page, Pruned, Store, Visibility};
 use anyhow::{bail, Context, Result};
@@ -345,7 +345,7 @@ impl Store for SqliteStore {
         let planned: Vec<serde_json::Value> = posts
             .iter()
             .map(|p| {
-                serde_json::json!({"idx": p.idx, "slot": p.slot, "channel": p.channel,
+                serde_json::json!({"idx": p.idx, "slot": p.slot.to_string(), "channel": p.channel,
                                    "guild": p.guild, "nonce": p.nonce})
             })
             .collect();
@@ -650,10 +650,7 @@ impl Store for SqliteStore {
 
     async fn record_post(
         &self,
-        key: i64,
-        idx: usize,
-        answerer: &str,
-        slot: &str,
+        post: &PostKey<'_>,
         message: &str,
         channel: Option<&str>,
         guild: Option<&str>,
@@ -669,56 +666,42 @@ impl Store for SqliteStore {
             .bind(at)
             .bind(guild)
             .bind(channel)
-            .bind(key)
-            .bind(idx as i64)
-            .bind(answerer)
-            .bind(slot),
+            .bind(post.key)
+            .bind(post.idx as i64)
+            .bind(post.answerer)
+            .bind(post.slot.to_string()),
         )
         .await
         .map(drop)
     }
 
-    async fn record_post_failure(
-        &self,
-        key: i64,
-        idx: usize,
-        answerer: &str,
-        slot: &str,
-        error: &str,
-    ) -> Result<()> {
+    async fn record_post_failure(&self, post: &PostKey<'_>, error: &str) -> Result<()> {
         self.commit_one(
             sqlx::query(committed!(
                 "UPDATE posts SET attempts = attempts + 1, last_error = ? \
                      WHERE request_key = ? AND idx = ? AND answerer = ? AND slot = ?"
             ))
             .bind(error)
-            .bind(key)
-            .bind(idx as i64)
-            .bind(answerer)
-            .bind(slot),
+            .bind(post.key)
+            .bind(post.idx as i64)
+            .bind(post.answerer)
+            .bind(post.slot.to_string()),
         )
         .await
         .map(drop)
     }
 
-    async fn record_edit(
-        &self,
-        key: i64,
-        idx: usize,
-        answerer: &str,
-        slot: &str,
-        edit: EditState,
-    ) -> Result<()> {
+    async fn record_edit(&self, post: &PostKey<'_>, edit: EditState) -> Result<()> {
         self.commit_one(
             sqlx::query(committed!(
                 "UPDATE posts SET edited = ? \
                  WHERE request_key = ? AND idx = ? AND answerer = ? AND slot = ?"
             ))
             .bind(edit.as_str())
-            .bind(key)
-            .bind(idx as i64)
-            .bind(answerer)
-            .bind(slot),
+            .bind(post.key)
+            .bind(post.idx as i64)
+            .bind(post.answerer)
+            .bind(post.slot.to_string()),
         )
         .await
         .map(drop)
@@ -1011,7 +994,7 @@ async fn insert_posts(
         .bind(key)
         .bind(p.idx as i64)
         .bind(answerer)
-        .bind(&p.slot)
+        .bind(p.slot.to_string())
         .bind(&p.channel)
         .bind(&p.guild)
         .bind(&p.nonce)

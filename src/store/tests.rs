@@ -10,7 +10,7 @@ use crate::core::error::AskError;
 use crate::core::model::{Caller, Question, QuestionOption, Scope};
 use crate::core::request::{
     Actor, AuditAction, AuditEntry, Created, DuePost, EditState, NewRequest, Peer, PlannedPost,
-    SettleOutcome, Source, Status, Timer,
+    PostKey, SettleOutcome, Slot, Source, Status, Timer,
 };
 use crate::core::store::{Holder, NewAnswer, Page, Pruned, Store, Visibility};
 use askrelay_testkit::scratch::ScratchDb;
@@ -150,6 +150,16 @@ pub(crate) async fn create(store: &dyn Store, new: &NewRequest) -> crate::core::
     match store.create(new, &[], &ask()).await.unwrap() {
         Created::New(req) => req,
         Created::Existing(_) => panic!("expected a new request"),
+    }
+}
+
+/// The terminal's row of question `idx`'s own message.
+fn main_of(key: i64, idx: usize) -> PostKey<'static> {
+    PostKey {
+        key,
+        idx,
+        answerer: "terminal",
+        slot: &Slot::Main,
     }
 }
 
@@ -338,10 +348,10 @@ async fn check_the_outbox_timers_drafts_and_schedules(t: TestStore) {
     let (read, stored) = store.by_token("tok-o1").await.unwrap().unwrap();
     assert_eq!(read.key, req.key);
     assert_eq!(read.answers, vec![None, None]);
-    let slots: Vec<(usize, &str)> = stored.iter().map(|p| (p.idx, p.slot.as_str())).collect();
+    let slots: Vec<(usize, String)> = stored.iter().map(|p| (p.idx, p.slot.to_string())).collect();
     assert_eq!(
         slots,
-        [(0, ""), (0, "dm"), (1, "")],
+        [(0, "".into()), (0, "dm".into()), (1, "".into())],
         "in question and slot order"
     );
     assert_eq!(stored[0].guild.as_deref(), Some("guild"));
@@ -353,11 +363,11 @@ async fn check_the_outbox_timers_drafts_and_schedules(t: TestStore) {
     assert!(store.outbox_due(Some("discord")).await.unwrap().is_empty());
 
     store
-        .record_post(req.key, 0, "terminal", "", "m0", None, Some("g2"))
+        .record_post(&main_of(req.key, 0), "m0", None, Some("g2"))
         .await
         .unwrap();
     store
-        .record_post_failure(req.key, 1, "terminal", "", "boom")
+        .record_post_failure(&main_of(req.key, 1), "boom")
         .await
         .unwrap();
     let posts = store.posts(&[req.key, 999]).await.unwrap();
@@ -438,7 +448,7 @@ async fn check_the_outbox_timers_drafts_and_schedules(t: TestStore) {
     assert_eq!(edits.len(), 1, "{edits:?}");
     assert_eq!((edits[0].idx, edits[0].due_since_ms), (0, 50));
     store
-        .record_edit(req.key, 0, "terminal", "", EditState::Settled)
+        .record_edit(&main_of(req.key, 0), EditState::Settled)
         .await
         .unwrap();
     assert!(store

@@ -254,10 +254,10 @@ async fn reminders_reply_with_the_mentions_are_counted_and_stop() {
         .unwrap()
         .remove(&req.key)
         .unwrap();
-    let notes: Vec<&str> = posts
+    let notes: Vec<String> = posts
         .iter()
         .filter(|p| p.is_note())
-        .map(|p| p.slot.as_str())
+        .map(|p| p.slot.to_string())
         .collect();
     assert_eq!(notes, ["note:r1", "note:r2"]);
     assert!(app.store().timers("discord").await.unwrap().is_empty());

@@ -18,9 +18,10 @@
 
 use super::interactions::Handler;
 use super::render::{inert, one_line, truncate, truncate_md};
+use super::rest::Rest;
 use super::route::{self, ResolvedRoute};
-use super::schedule::step_of;
-use super::{Shared, NAME};
+use super::NAME;
+use crate::config::Config;
 use crate::core::expiry::human;
 use crate::core::request::{now_ms, AuditAction, AuditEntry, Post, Request, Source};
 use crate::core::{QuestionAnswer, Status};
@@ -29,6 +30,7 @@ use serenity::all::{
     CreateCommandOption, CreateEmbed, CreateInteractionResponse, CreateInteractionResponseMessage,
     EditInteractionResponse, GuildId, ResolvedValue,
 };
+use std::sync::Arc;
 use std::time::Duration;
 
 /// The command's name.
@@ -160,7 +162,18 @@ fn parse(ci: &CommandInteraction) -> Option<Sub> {
     })
 }
 
-impl Shared {
+/// The command's registration and what its listings need besides the store: the routes and
+/// the jump links.
+pub(super) struct Commands {
+    config: Arc<Config>,
+    rest: Arc<Rest>,
+}
+
+impl Commands {
+    pub fn new(config: Arc<Config>, rest: Arc<Rest>) -> Commands {
+        Commands { config, rest }
+    }
+
     /// Registers `/askrelay` (bulk overwrite: idempotent) in the configured guilds, else
     /// globally. A failure is logged; questions work without the command.
     pub(super) async fn register_commands(&self, app: ApplicationId) {
@@ -234,7 +247,7 @@ impl Handler {
             .as_ref()
             .map(|m| m.roles.iter().map(|r| r.get()).collect())
             .unwrap_or_default();
-        let d = &self.shared.config.discord;
+        let d = &self.config.discord;
         let user = ci.user.id.get();
         let caller = Caller {
             user,
@@ -248,8 +261,8 @@ impl Handler {
         let sub = parse(&ci);
         let work = self.command_reply(&ci, &caller, sub.clone());
         tokio::pin!(work);
-        let http = &self.shared.rest.http;
-        let timeout = Duration::from_millis(self.shared.config.discord.callback_timeout_ms);
+        let http = &self.rest.http;
+        let timeout = Duration::from_millis(self.config.discord.callback_timeout_ms);
         let sent = tokio::select! {
             reply = &mut work => {
                 let (embed, _) = reply;
@@ -257,20 +270,19 @@ impl Handler {
                     .embed(embed)
                     .ephemeral(true)
                     .allowed_mentions(serenity::builder::CreateAllowedMentions::new());
-                self.shared.rest.respond(timeout, ci.id, &ci.token, ci.create_response(http, CreateInteractionResponse::Message(msg))).await
+                self.rest.respond(timeout, ci.id, &ci.token, ci.create_response(http, CreateInteractionResponse::Message(msg))).await
             }
             _ = tokio::time::sleep(DEFER_AFTER) => {
                 let defer = CreateInteractionResponse::Defer(
                     CreateInteractionResponseMessage::new().ephemeral(true),
                 );
-                match self.shared.rest.respond(timeout, ci.id, &ci.token, ci.create_response(http, defer)).await {
+                match self.rest.respond(timeout, ci.id, &ci.token, ci.create_response(http, defer)).await {
                     Ok(()) => {
                         let (embed, _) = work.await;
                         let edit = EditInteractionResponse::new().embed(embed);
-                        self.shared
-                            .rest
+                        self.rest
                             .retry("answering /askrelay", 3, || async {
-                                self.shared.rest.call(timeout * 4, ci.edit_response(http, edit.clone())).await
+                                self.rest.call(timeout * 4, ci.edit_response(http, edit.clone())).await
                             })
                             .await
                             .map(|_| ())
@@ -335,7 +347,7 @@ impl Handler {
         caller: &Caller,
         sub: &Sub,
     ) -> Result<(&'static str, String), String> {
-        let routes = self.shared.all_routes();
+        let routes = self.commands.all_routes();
         let channel = ci.channel_id.get();
         let may_see_here = caller.operator
             || routes
@@ -346,10 +358,11 @@ impl Handler {
         let visible = |req: &Request| {
             req.answerer.as_deref() == Some(NAME)
                 && (caller.operator
-                    || self
-                        .shared
-                        .route_of(req)
-                        .shows_in(channel, caller.user, &caller.roles))
+                    || route::of_request(&self.config, req).shows_in(
+                        channel,
+                        caller.user,
+                        &caller.roles,
+                    ))
         };
         let store_error = |e: anyhow::Error| {
             tracing::error!(error = %format!("{e:#}"), "cannot read requests for /askrelay");
@@ -390,7 +403,7 @@ impl Handler {
                                     p.answerer == NAME && !p.is_note() && p.channel == channel.to_string()
                                 }))
                     })
-                    .map(|(req, posts)| self.shared.pending_line(req, posts, now))
+                    .map(|(req, posts)| self.commands.pending_line(req, posts, now))
                     .collect();
                 let title = if *all { "Pending questions (all channels)" } else { "Pending questions (this channel)" };
                 Ok((title, listing(&shown, "Nothing is waiting for an answer.")))
@@ -459,7 +472,7 @@ pub(super) fn pending_line(
     } else if main.is_some() {
         line.push_str(" · **not posted yet**");
     }
-    if let Some(step) = posts.iter().filter_map(|p| step_of(&p.slot)).max() {
+    if let Some(step) = posts.iter().filter_map(|p| p.slot.step()).max() {
         line.push_str(&format!(" · **escalation step {step}**"));
     }
     line
@@ -634,7 +647,7 @@ mod tests {
         Post {
             idx: 0,
             answerer: NAME.into(),
-            slot: slot.into(),
+            slot: slot.parse().unwrap(),
             channel: "100".into(),
             guild: Some("1".into()),
             nonce: "n".into(),

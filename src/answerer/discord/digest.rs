@@ -11,9 +11,14 @@
 //! twice. A turn is taken before its post; a crash between the two skips that one digest (the
 //! next comes on schedule), and the post's nonce (from the due time) keeps a retry from posting
 //! it twice.
+//!
+//! [`Digest`] exists only when a digest is configured, and owns its channel and schedule.
 
 use super::render::truncate;
-use super::{Shared, NAME};
+use super::rest::Rest;
+use super::route;
+use super::NAME;
+use crate::config::Config;
 use crate::core::calendar::{self, Schedule};
 use crate::core::expiry::human;
 use crate::core::request::{now_ms, Request};
@@ -26,34 +31,43 @@ use std::time::Duration;
 pub(super) const DIGEST: &str = "digest";
 const DAY_MS: i64 = 86_400_000;
 
-impl Shared {
-    /// The digest's schedule from the config, if a digest is configured.
-    fn digest_schedule(&self) -> Option<(u64, Schedule)> {
-        let d = &self.config.digest;
+/// The digest of one daemon: where it posts and when.
+pub(super) struct Digest {
+    config: Arc<Config>,
+    rest: Arc<Rest>,
+    channel: u64,
+    schedule: Schedule,
+}
+
+impl Digest {
+    /// The digest from the config, if one is configured.
+    pub fn new(config: Arc<Config>, rest: Arc<Rest>) -> Option<Digest> {
+        let d = &config.digest;
         let channel = d.channel_id?.0;
         let zone = match d.timezone.as_deref() {
             Some(tz) => calendar::zone(tz).ok()?,
             None => jiff::tz::TimeZone::UTC,
         };
-        Some((
+        let schedule = Schedule {
+            every_secs: d.every_secs.unwrap_or(86_400),
+            at: d
+                .at
+                .as_deref()
+                .and_then(|a| calendar::parse_time_of_day(a).ok()),
+            zone,
+        };
+        Some(Digest {
+            config,
+            rest,
             channel,
-            Schedule {
-                every_secs: d.every_secs.unwrap_or(86_400),
-                at: d
-                    .at
-                    .as_deref()
-                    .and_then(|a| calendar::parse_time_of_day(a).ok()),
-                zone,
-            },
-        ))
+            schedule,
+        })
     }
 
     /// Runs the digest until shutdown, resuming the stored schedule.
-    pub(super) fn spawn_digest(self: &Arc<Self>, ctx: &AnswererContext) {
-        let Some((channel, schedule)) = self.digest_schedule() else {
-            return;
-        };
-        let me = self.clone();
+    pub(super) fn spawn(self: Arc<Self>, ctx: &AnswererContext) {
+        let (channel, schedule) = (self.channel, self.schedule.clone());
+        let me = self;
         let task_ctx = ctx.clone();
         ctx.spawn(async move {
             let ctx = task_ctx;
@@ -113,7 +127,7 @@ impl Shared {
         let named = &self.config.digest.routes;
         let listed = |req: &Request| {
             req.answerer.as_deref() == Some(NAME) && {
-                let route = self.route_of(req);
+                let route = route::of_request(&self.config, req);
                 route.posts_in(channel) || named.contains(&route.name)
             }
         };
@@ -125,7 +139,9 @@ impl Shared {
         let now = now_ms();
         let lines: Vec<String> = pending
             .iter()
-            .map(|(req, posts)| self.pending_line(req, posts, now))
+            .map(|(req, posts)| {
+                super::commands::pending_line(req, posts, now, |c, m| self.rest.link(c, m))
+            })
             .collect();
         let mut took: Vec<i64> = recent
             .iter()

@@ -13,6 +13,7 @@
 use serenity::gateway::{ConnectionStage, ShardRunnerInfo};
 use serenity::model::id::ShardId;
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tokio::sync::watch;
@@ -22,11 +23,15 @@ use tokio_util::sync::CancellationToken;
 /// resumed; nothing was lost).
 const EVERY: Duration = Duration::from_millis(250);
 
-/// The gateway's state as the rest of the daemon sees it.
+/// The gateway's state as the rest of the daemon sees it. It outlives the lead: a follower
+/// reports a closed session, and a node that leads again reconnects rather than connects.
 pub(crate) struct Gateway {
     connected: watch::Sender<bool>,
     /// When the session dropped, while it is down after having been up.
     down_since: Mutex<Option<Instant>>,
+    /// Whether a first Ready was seen: it is logged and registers `/askrelay`; later ones are
+    /// reconnects, summarised instead.
+    connected_once: AtomicBool,
 }
 
 impl Default for Gateway {
@@ -34,11 +39,17 @@ impl Default for Gateway {
         Gateway {
             connected: watch::Sender::new(false),
             down_since: Mutex::new(None),
+            connected_once: AtomicBool::new(false),
         }
     }
 }
 
 impl Gateway {
+    /// Whether this Ready is the first of the daemon's run (true once).
+    pub fn first_ready(&self) -> bool {
+        !self.connected_once.swap(true, Ordering::SeqCst)
+    }
+
     pub fn subscribe(&self) -> watch::Receiver<bool> {
         self.connected.subscribe()
     }

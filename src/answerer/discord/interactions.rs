@@ -9,11 +9,15 @@
 //! the question has; a person the route allows; a request still pending and a question still
 //! open. Only then does anything change, and nothing is acknowledged before it is stored.
 
+use super::commands::Commands;
 use super::custom_id::{self, Action, CustomId, Form, Kind, TEXT_INPUT_ID};
-use super::outbox::answered_view;
-use super::render;
-use super::route::ResolvedRoute;
-use super::{Shared, NAME};
+use super::gateway::Gateway;
+use super::outbox::Outbox;
+use super::render::{self, answered_view, RenderContext};
+use super::rest::Rest;
+use super::route::{self, ResolvedRoute};
+use super::NAME;
+use crate::config::Config;
 use crate::core::request::{
     Actor, Answered, AuditAction, AuditEntry, EditState, Post, Request, Source, Status, Via,
 };
@@ -26,8 +30,14 @@ use serenity::all::{
 };
 use std::sync::Arc;
 
+/// The gateway session's handler, built for one term of Discord work (see [`super::Lead`]).
 pub(crate) struct Handler {
-    pub shared: Arc<Shared>,
+    pub config: Arc<Config>,
+    pub rest: Arc<Rest>,
+    /// The term's outbox: what is shown, and the edits after a click.
+    pub outbox: Arc<Outbox>,
+    pub gateway: Arc<Gateway>,
+    pub commands: Arc<Commands>,
     pub ctx: AnswererContext,
 }
 
@@ -38,11 +48,7 @@ impl RawEventHandler for Handler {
             Event::Ready(r) => {
                 // Said once at the default level; a reconnect is summarised by the gateway
                 // watcher (one WARN when it drops, one INFO with the downtime when it is back).
-                if !self
-                    .shared
-                    .connected_once
-                    .swap(true, std::sync::atomic::Ordering::SeqCst)
-                {
+                if self.gateway.first_ready() {
                     tracing::info!(
                         bot = %r.ready.user.name,
                         bot_id = %r.ready.user.id,
@@ -51,21 +57,21 @@ impl RawEventHandler for Handler {
                     );
                     // Once per run: the bulk overwrite is idempotent, so a restart repeats it
                     // harmlessly, but a reconnect need not.
-                    let shared = self.shared.clone();
+                    let commands = self.commands.clone();
                     let app = r.ready.application.id;
                     self.ctx
-                        .spawn(async move { shared.register_commands(app).await });
+                        .spawn(async move { commands.register_commands(app).await });
                 } else {
                     tracing::debug!(session = %r.ready.session_id, "identified to the Discord gateway again");
                 }
-                self.shared.gateway.up();
+                self.gateway.up();
                 // After an outage: whatever could not be posted or edited goes now.
-                self.shared.repair_now.notify_one();
+                self.outbox.repair_now.notify_one();
             }
             Event::Resumed(_) => {
                 tracing::debug!("resumed the Discord gateway session");
-                self.shared.gateway.up();
-                self.shared.repair_now.notify_one();
+                self.gateway.up();
+                self.outbox.repair_now.notify_one();
             }
             Event::InteractionCreate(e) => match e.interaction {
                 Interaction::Component(ci) => self.on_component(ci).await,
@@ -191,12 +197,11 @@ impl Handler {
             ),
             Reply::Modal(m) => (CreateInteractionResponse::Modal(m), None),
         };
-        let http = &self.shared.rest.http;
+        let http = &self.rest.http;
         // A callback must land within Discord's 3 s: one that hangs is given up on in time for
         // the fallback below.
-        let deadline =
-            std::time::Duration::from_millis(self.shared.config.discord.callback_timeout_ms);
-        let rest = &self.shared.rest;
+        let deadline = std::time::Duration::from_millis(self.config.discord.callback_timeout_ms);
+        let rest = &self.rest;
         let sent = match (ci_or_mi, update) {
             // serenity writes `"attachments": []` into every update, which would strip the
             // context files off the message; left out, Discord keeps them.
@@ -245,7 +250,7 @@ impl Handler {
                 // The answer is stored; the message still shows the question: edit it instead.
                 if let Some(won) = edited {
                     let (outcome, post, req) = *won;
-                    self.shared
+                    self.outbox
                         .spawn_edit(&self.ctx, &req, &post, outcome, EditState::Settled);
                 }
             }
@@ -287,12 +292,12 @@ impl Handler {
                 "This control is not one askrelay knows; nothing was recorded.",
             )
         })?;
-        let shown = match self.shared.shown.get(&id.token) {
+        let shown = match self.outbox.shown.get(&id.token) {
             Some(shown) => Ok(Some(shown)),
             None => self.ctx.by_token(&id.token).await.map(|found| {
                 found.map(|(req, posts)| {
                     if req.status == Status::Pending {
-                        self.shared.shown.insert(req.clone(), posts.clone());
+                        self.outbox.shown.insert(req.clone(), posts.clone());
                     }
                     Arc::new((req, posts))
                 })
@@ -353,7 +358,7 @@ impl Handler {
                 .about(key, idx));
             }
         }
-        let route = self.shared.route_of(&req);
+        let route = route::of_request(&self.config, &req);
         let roles: Vec<u64> = o
             .member
             .map(|m| m.roles.iter().map(|r| r.get()).collect())
@@ -474,7 +479,7 @@ impl Handler {
                     Action::Answer => Form::Answer,
                     _ => Form::Note,
                 };
-                let ctx = self.shared.render_ctx(&a.req, &a.route, idx);
+                let ctx = RenderContext::of(&a.req, &a.route, idx);
                 let opened = self
                     .ctx
                     .record(AuditEntry {
@@ -575,7 +580,7 @@ impl Handler {
             .await;
         // Whatever happened, what is shown of the request changed (or may have): read it again
         // at the next click.
-        self.shared.shown.forget(&a.req.token);
+        self.outbox.shown.forget(&a.req.token);
         match settled {
             Ok(settled) => match settled.outcome {
                 SettleOutcome::Won { .. } => {
@@ -584,7 +589,7 @@ impl Handler {
                     let answered: &Answered = settled.request.answers[idx]
                         .as_ref()
                         .expect("a won settlement is recorded");
-                    let ctx = self.shared.render_ctx(&settled.request, &a.route, idx);
+                    let ctx = RenderContext::of(&settled.request, &a.route, idx);
                     let outcome = render::settled(q, &ctx, &answered_view(q, answered));
                     // Its copies elsewhere (DMs, escalation) show the answer too.
                     let copies: Vec<Post> = a
@@ -593,7 +598,7 @@ impl Handler {
                         .filter(|p| p.idx == idx && !p.is_note() && p.message.is_some())
                         .cloned()
                         .collect();
-                    self.shared.sync_edits(&self.ctx, &settled.request, &copies);
+                    self.outbox.sync_edits(&self.ctx, &settled.request, &copies);
                     Reply::Update(Box::new((outcome, a.post, settled.request)))
                 }
                 SettleOutcome::AlreadyAnswered(prev) => Reply::Tell(already(q, &prev)),

@@ -5,7 +5,13 @@
 //! raw event handler receives interactions ([`interactions`]). Every interaction goes through
 //! one global handler that reads its state from the store by the request token in the
 //! control's custom_id, so buttons keep working after a restart and never answer anything else.
-//! [`outbox`] posts, edits and repairs messages.
+//!
+//! Each part owns its state: [`Outbox`] posts, edits and repairs messages (and knows what is
+//! shown), [`Schedule`] runs reminders and escalation, [`Gateway`] says whether the session is
+//! up, [`Commands`] serves `/askrelay` and [`Digest`] posts the digest. Discord's work follows
+//! the cluster's lead through one gate: the outbox and the timers exist only inside a [`Lead`],
+//! built when this daemon starts leading (alone: at start) and dropped when it steps down;
+//! the answerer's entry points get it from the [`Gate`], or only describe the request.
 
 mod commands;
 pub mod custom_id;
@@ -23,19 +29,22 @@ mod schedule;
 
 use crate::config::{Config, DEFAULT_API_BASE};
 use crate::core::cluster::Role;
-use crate::core::expiry::Deadlines;
-use crate::core::request::{PlannedPost, Post, Request};
+use crate::core::metrics::RestRecorder;
+use crate::core::request::{PlannedPost, Post, Request, Slot};
 use crate::core::{
     Accepted, Answerer, AnswererContext, AskError, Claim, Delivery, ErrorCode, Proposal,
 };
 use anyhow::{Context, Result};
 use async_trait::async_trait;
-use render::RenderContext;
+use commands::Commands;
+use digest::Digest;
+use gateway::Gateway;
+use outbox::Outbox;
 use rest::{Failure, Rest};
 use route::ResolvedRoute;
+use schedule::Schedule;
 use serenity::all::{ChannelId, GatewayIntents, HttpBuilder};
 use serenity::http::Http;
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 
@@ -44,27 +53,35 @@ pub use rest::classify;
 /// The answerer name stored with requests and posts.
 pub const NAME: &str = "discord";
 
-/// What the answerer's parts share: the config, the REST client, and what it shows.
-pub(crate) struct Shared {
-    config: Arc<Config>,
-    rest: Rest,
-    shown: Shown,
-    busy: outbox::Busy,
-    /// Wakes the repair loop (the gateway is back after a drop).
-    repair_now: tokio::sync::Notify,
-    /// When each pending request's next reminder or escalation step is due (stored in its
-    /// timers; this is the index).
-    schedule: Deadlines<schedule::Due>,
-    /// The requests whose timers were loaded at start-up.
-    armed: std::sync::Mutex<std::collections::HashSet<i64>>,
-    /// Whether the gateway session is connected now (see [`gateway`]).
-    gateway: Arc<gateway::Gateway>,
-    /// Whether a first Ready was seen: it is logged and registers `/askrelay`; later ones are
-    /// reconnects, summarised instead.
-    connected_once: std::sync::atomic::AtomicBool,
-    /// Whether this daemon does Discord's work now: always alone, and while it leads its
-    /// cluster. A follower stores and shows nothing itself; the leader posts what it stored.
-    leading: std::sync::atomic::AtomicBool,
+/// Discord's work for one term: built when this daemon starts doing it (alone: at start; in a
+/// cluster: when it takes the lead) and dropped when it stops, with all that it holds in memory,
+/// so that the next term starts from the store. The answerer reaches the outbox and the
+/// timers only through the [`Gate`]: a daemon without a `Lead` describes and stores, and the
+/// leader posts what it stored.
+pub(crate) struct Lead {
+    outbox: Arc<Outbox>,
+    schedule: Arc<Schedule>,
+}
+
+/// The one gate in front of Discord's work: the current [`Lead`], while this daemon has one.
+#[derive(Default)]
+struct Gate(std::sync::Mutex<Option<Arc<Lead>>>);
+
+impl Gate {
+    /// The current term's work; `None` on a follower.
+    fn lead(&self) -> Option<Arc<Lead>> {
+        self.0.lock().unwrap().clone()
+    }
+
+    fn open(&self, lead: Arc<Lead>) {
+        *self.0.lock().unwrap() = Some(lead);
+    }
+
+    /// Ends the term: what it showed and scheduled is forgotten (its tasks stop with its
+    /// cancellation token).
+    fn close(&self) {
+        self.0.lock().unwrap().take();
+    }
 }
 
 /// The pending requests this answerer shows, with their outbox rows as they stand: what a
@@ -125,8 +142,17 @@ impl Shown {
     }
 }
 
+/// The Discord answerer: what lasts the daemon's run (the config, the REST client, the gateway's
+/// state, the command) and the gate to the term's work.
+#[derive(Clone)]
 pub struct DiscordAnswerer {
-    shared: Arc<Shared>,
+    config: Arc<Config>,
+    rest: Arc<Rest>,
+    gateway: Arc<Gateway>,
+    commands: Arc<Commands>,
+    /// What posters and edits are at work on, across terms (see [`Outbox::busy`]).
+    busy: Arc<outbox::Busy>,
+    gate: Arc<Gate>,
     /// The REST client the gateway client is built with too (`None`: serenity's own).
     rest_client: Option<reqwest::Client>,
 }
@@ -161,7 +187,7 @@ impl DiscordAnswerer {
         config: Arc<Config>,
         rest_client: Option<reqwest::Client>,
         shutdown: CancellationToken,
-        metrics: Arc<crate::metrics::Metrics>,
+        metrics: Arc<dyn RestRecorder>,
     ) -> Result<DiscordAnswerer> {
         let http = Arc::new(build_http_with(&config, rest_client.clone())?);
         let paced = config.discord.api_base.trim_end_matches('/') == DEFAULT_API_BASE;
@@ -182,51 +208,21 @@ impl DiscordAnswerer {
             shutdown,
             metrics,
         );
+        let rest = Arc::new(rest);
         Ok(DiscordAnswerer {
-            shared: Arc::new(Shared {
-                config,
-                rest,
-                shown: Shown::default(),
-                busy: Default::default(),
-                repair_now: Default::default(),
-                schedule: Default::default(),
-                armed: Default::default(),
-                gateway: Default::default(),
-                connected_once: Default::default(),
-                leading: Default::default(),
-            }),
+            commands: Arc::new(Commands::new(config.clone(), rest.clone())),
+            config,
+            rest,
+            gateway: Default::default(),
+            busy: Default::default(),
+            gate: Default::default(),
             rest_client,
         })
     }
-}
 
-impl Shared {
-    /// The route a request was posted through (by the name stored with it), else the one its
-    /// scope matches now.
+    /// The route a request was posted through (see [`route::of_request`]).
     fn route_of(&self, req: &Request) -> ResolvedRoute {
-        req.route
-            .as_deref()
-            .and_then(|n| route::by_name(&self.config, n))
-            .or_else(|| route::resolve(&self.config, &req.scope))
-            .unwrap_or_else(|| route::closed(&self.config))
-    }
-
-    fn render_ctx<'a>(
-        &self,
-        req: &'a Request,
-        route: &'a ResolvedRoute,
-        index: usize,
-    ) -> RenderContext<'a> {
-        RenderContext {
-            token: &req.token,
-            request_id: &req.request_id,
-            question_index: index,
-            question_count: req.questions.len(),
-            agent: req.agent(),
-            scope: &req.scope,
-            mention_user_ids: &route.mention_user_ids,
-            mention_role_ids: &route.mention_role_ids,
-        }
+        route::of_request(&self.config, req)
     }
 
     /// The outbox rows of a request on `route`, as planned when it is stored: each question's
@@ -240,7 +236,7 @@ impl Shared {
         let mut planned: Vec<PlannedPost> = (0..count)
             .map(|idx| PlannedPost {
                 idx,
-                slot: Post::MAIN.to_owned(),
+                slot: Slot::Main,
                 channel: route.channel_id.to_string(),
                 guild: guild.clone(),
                 nonce: custom_id::nonce(token, idx),
@@ -251,7 +247,7 @@ impl Shared {
                 route
                     .dm_user_ids
                     .iter()
-                    .map(|&u| schedule::dm_copy(token, idx, format!("dm:{u}"), u)),
+                    .map(|&u| schedule::dm_copy(token, idx, u, None)),
             );
         }
         planned
@@ -261,13 +257,14 @@ impl Shared {
     /// the lead) back into the outbox: posts what is not posted, edits what is behind, and
     /// starts its timers.
     async fn resume_request(
-        self: &Arc<Self>,
+        &self,
+        lead: &Lead,
         ctx: &AnswererContext,
         req: &Request,
         posts: &[Post],
     ) -> Accepted {
-        let shared = self;
-        let route = shared.route_of(req);
+        let outbox = &lead.outbox;
+        let route = self.route_of(req);
         let mut posts: Vec<Post> = posts
             .iter()
             .filter(|p| p.answerer == NAME)
@@ -275,34 +272,35 @@ impl Shared {
             .collect();
         if posts.iter().filter(|p| p.is_main()).count() < req.questions.len() {
             // A crash between storing and planning (an older version): plan the rest now.
-            let missing: Vec<PlannedPost> = shared
+            let missing: Vec<PlannedPost> = self
                 .plan(&req.token, req.questions.len(), &route)
                 .into_iter()
-                .filter(|p| p.slot.is_empty() && !posts.iter().any(|q| q.idx == p.idx))
+                .filter(|p| p.slot.is_main() && !posts.iter().any(|q| q.idx == p.idx))
                 .collect();
             let _ = ctx.plan_posts(req, &missing).await;
             posts.extend(planned_posts(missing));
-            posts.sort_by(|a, b| (a.idx, &a.slot).cmp(&(b.idx, &b.slot)));
+            // In the store's order: by question, then by the slot's text.
+            posts.sort_by_cached_key(|p| (p.idx, p.slot.to_string()));
         }
-        shared.shown.insert(req.clone(), posts.clone());
+        outbox.shown.insert(req.clone(), posts.clone());
         if posts.iter().any(|p| p.message.is_none()) {
             tracing::info!(
                 request_id = %crate::core::text::Escaped(&req.request_id),
                 "resuming the posting of a request"
             );
-            if let Some(claim) = shared.busy.posting.claim(req.key) {
-                shared.spawn_poster(ctx, claim, req.clone(), route.clone(), posts.clone(), 0);
+            if let Some(claim) = outbox.busy.posting.claim(req.key) {
+                outbox.spawn_poster(ctx, claim, req.clone(), route.clone(), posts.clone(), 0);
             }
         }
-        shared.sync_edits(ctx, req, &posts);
-        shared.arm(ctx, req, &route).await;
+        outbox.sync_edits(ctx, req, &posts);
+        lead.schedule.arm(ctx, req, &route).await;
         let links: Vec<String> = posts
             .iter()
             .filter(|p| p.is_main())
             .filter_map(placed)
-            .map(|(c, m)| shared.rest.link(c, m))
+            .map(|(c, m)| self.rest.link(c, m))
             .collect();
-        shared.detail(&route, links)
+        self.detail(&route, links)
     }
 
     /// The `accepted` detail of a request a follower stored: the leader posts it.
@@ -311,14 +309,6 @@ impl Shared {
             posting: Some("the cluster's leader posts the questions".into()),
             ..self.detail(route, Vec::new())
         }
-    }
-
-    /// Forgets what this daemon showed and scheduled (it stopped leading): the next leader
-    /// works from the store.
-    fn forget_all(&self) {
-        self.shown.0.lock().unwrap().clear();
-        self.armed.lock().unwrap().clear();
-        self.schedule.clear();
     }
 
     /// The `accepted` detail of a request on `route` whose messages are `links`.
@@ -352,13 +342,12 @@ impl Answerer for DiscordAnswerer {
     }
 
     async fn claim(&self, proposal: &Proposal<'_>) -> Claim {
-        let shared = &self.shared;
-        let Some(route) = route::resolve(&shared.config, proposal.scope) else {
+        let Some(route) = route::resolve(&self.config, proposal.scope) else {
             return Claim::Decline(
                 "no route matches the request's scope and discord.channel_id is not set".into(),
             );
         };
-        match shared
+        match self
             .rest
             .check_channel(route.channel_id, outbox::DELIVER_ATTEMPTS)
             .await
@@ -376,7 +365,7 @@ impl Answerer for DiscordAnswerer {
             }
         }
         Claim::Take {
-            posts: shared.plan(proposal.token, proposal.questions.len(), &route),
+            posts: self.plan(proposal.token, proposal.questions.len(), &route),
             expiry: route.expiry,
             route: Some(route.name),
         }
@@ -389,10 +378,7 @@ impl Answerer for DiscordAnswerer {
         }
         // In a cluster, Discord's work follows the lead: it starts when this node takes the
         // lead (taking over every node's pending requests) and stops when it loses it.
-        let me = DiscordAnswerer {
-            shared: self.shared.clone(),
-            rest_client: self.rest_client.clone(),
-        };
+        let me = self.clone();
         let daemon_ctx = ctx.clone();
         ctx.spawn(async move {
             let ctx = daemon_ctx;
@@ -410,9 +396,8 @@ impl Answerer for DiscordAnswerer {
                     }
                     (false, Some(t)) => {
                         tracing::info!("stepping down: closing the Discord gateway session");
-                        me.shared.leading.store(false, Ordering::SeqCst);
+                        me.gate.close();
                         t.cancel();
-                        me.shared.forget_all();
                         term = None;
                     }
                     _ => {}
@@ -427,34 +412,34 @@ impl Answerer for DiscordAnswerer {
     }
 
     async fn deliver(&self, ctx: &AnswererContext, req: &Request) -> Delivery {
-        let shared = &self.shared;
-        let route = shared.route_of(req);
-        if !shared.leading.load(Ordering::SeqCst) {
-            return Delivery::Shown(shared.follower_detail(&route));
-        }
-        let posts = planned_posts(shared.plan(&req.token, req.questions.len(), &route));
-        shared.shown.insert(req.clone(), posts.clone());
+        let route = self.route_of(req);
+        let Some(lead) = self.gate.lead() else {
+            return Delivery::Shown(self.follower_detail(&route));
+        };
+        let outbox = &lead.outbox;
+        let posts = planned_posts(self.plan(&req.token, req.questions.len(), &route));
+        outbox.shown.insert(req.clone(), posts.clone());
         // Held from the first try through the background poster, so that a repair pass that
         // finds the request meanwhile does not post it a second time.
-        let Some(claim) = shared.busy.posting.claim(req.key) else {
+        let Some(claim) = outbox.busy.posting.claim(req.key) else {
             let detail = Accepted {
                 posting: Some("the questions are being posted in the background".into()),
-                ..shared.detail(&route, Vec::new())
+                ..self.detail(&route, Vec::new())
             };
-            shared.arm(ctx, req, &route).await;
+            lead.schedule.arm(ctx, req, &route).await;
             return Delivery::Shown(detail);
         };
         // One try while Discord's state is unknown (the channel check failed), a few otherwise.
-        let attempts = match shared.rest.known_guild(route.channel_id) {
+        let attempts = match self.rest.known_guild(route.channel_id) {
             Some(_) => outbox::DELIVER_ATTEMPTS,
             None => 1,
         };
         let detail;
-        match shared
+        match outbox
             .post_outbox(ctx, req, &route, &posts, outbox::Tries::at_most(attempts))
             .await
         {
-            Ok(links) => detail = shared.detail(&route, links),
+            Ok(links) => detail = self.detail(&route, links),
             Err(Failure::Permanent(m)) => {
                 return Delivery::Failed(AskError::new(
                     ErrorCode::NoAnswerer,
@@ -467,60 +452,71 @@ impl Answerer for DiscordAnswerer {
             Err(Failure::Transient(m)) => {
                 detail = Accepted {
                     posting: Some(format!("Discord is unavailable ({m}); the questions are posted as soon as it is back")),
-                    ..shared.detail(&route, Vec::new())
+                    ..self.detail(&route, Vec::new())
                 };
                 let posts = ctx.outbox(req).await.unwrap_or(posts);
-                shared.spawn_poster(ctx, claim, req.clone(), route.clone(), posts, attempts);
+                outbox.spawn_poster(ctx, claim, req.clone(), route.clone(), posts, attempts);
             }
         }
-        shared.arm(ctx, req, &route).await;
+        lead.schedule.arm(ctx, req, &route).await;
         Delivery::Shown(detail)
     }
 
     async fn resume(&self, ctx: &AnswererContext, req: &Request, posts: &[Post]) -> Accepted {
-        if !self.shared.leading.load(Ordering::SeqCst) {
-            return self.shared.follower_detail(&self.shared.route_of(req));
-        }
-        self.shared.resume_request(ctx, req, posts).await
+        let Some(lead) = self.gate.lead() else {
+            return self.follower_detail(&self.route_of(req));
+        };
+        self.resume_request(&lead, ctx, req, posts).await
     }
 
     async fn settled(&self, ctx: &AnswererContext, req: &Request, idx: usize) {
-        self.shared.shown.forget(&req.token);
         // A follower's change reaches the leader through the store (it is outbox work there).
-        if self.shared.leading.load(Ordering::SeqCst) {
-            self.edit_to_state(ctx, req, Some(idx)).await;
+        if let Some(lead) = self.gate.lead() {
+            lead.outbox.shown.forget(&req.token);
+            lead.outbox.edit_to_state(ctx, req, Some(idx)).await;
         }
     }
 
     async fn ended(&self, ctx: &AnswererContext, req: &Request) {
-        self.shared.shown.forget(&req.token);
-        if self.shared.leading.load(Ordering::SeqCst) {
-            self.edit_to_state(ctx, req, None).await;
+        if let Some(lead) = self.gate.lead() {
+            lead.outbox.shown.forget(&req.token);
+            lead.outbox.edit_to_state(ctx, req, None).await;
         }
     }
 
     fn wake(&self) {
-        if self.shared.leading.load(Ordering::SeqCst) {
-            self.shared.repair_now.notify_one();
+        if let Some(lead) = self.gate.lead() {
+            lead.outbox.repair_now.notify_one();
         }
     }
 
     fn terminal_may_answer(&self, req: &Request) -> bool {
-        self.shared.route_of(req).terminal_answers
+        self.route_of(req).terminal_answers
     }
 
     fn connection(&self) -> Option<tokio::sync::watch::Receiver<bool>> {
-        Some(self.shared.gateway.subscribe())
+        Some(self.gateway.subscribe())
     }
 }
 
 impl DiscordAnswerer {
-    /// Starts Discord's work under `ctx` (whose shutdown ends it): the outbox repair, the
-    /// timers, the digest and the gateway session. A new leader (`takeover`) first takes over
-    /// the pending requests of every node.
+    /// Starts Discord's work under `ctx` (whose shutdown ends it): opens the gate to a new
+    /// [`Lead`], then starts the outbox repair, the timers, the digest and the gateway session.
+    /// A new leader (`takeover`) first takes over the pending requests of every node.
     async fn lead(&self, ctx: &AnswererContext, takeover: bool) -> Result<()> {
-        self.shared.leading.store(true, Ordering::SeqCst);
-        self.shared.load_schedule(ctx).await?;
+        let outbox = Arc::new(Outbox::new(
+            self.config.clone(),
+            self.rest.clone(),
+            self.busy.clone(),
+        ));
+        let schedule = Arc::new(Schedule::new(
+            self.config.clone(),
+            self.rest.clone(),
+            outbox.clone(),
+        ));
+        let lead = Arc::new(Lead { outbox, schedule });
+        self.gate.open(lead.clone());
+        lead.schedule.load(ctx).await?;
         if takeover {
             let pending = ctx.pending_everywhere().await?;
             tracing::info!(
@@ -528,15 +524,21 @@ impl DiscordAnswerer {
                 "leading the cluster: taking over the outbox and the Discord gateway"
             );
             for (req, posts) in &pending {
-                self.shared.resume_request(ctx, req, posts).await;
+                self.resume_request(&lead, ctx, req, posts).await;
             }
         }
-        self.shared.repair(ctx).await;
-        self.shared.spawn_repair_loop(ctx);
-        self.shared.spawn_digest(ctx);
-        let http = build_http_with(&self.shared.config, self.rest_client.clone())?;
+        lead.outbox.repair(ctx, &lead.schedule).await;
+        lead.outbox.spawn_repair_loop(ctx, lead.schedule.clone());
+        if let Some(digest) = Digest::new(self.config.clone(), self.rest.clone()) {
+            Arc::new(digest).spawn(ctx);
+        }
+        let http = build_http_with(&self.config, self.rest_client.clone())?;
         let handler = interactions::Handler {
-            shared: self.shared.clone(),
+            config: self.config.clone(),
+            rest: self.rest.clone(),
+            outbox: lead.outbox.clone(),
+            gateway: self.gateway.clone(),
+            commands: self.commands.clone(),
             ctx: ctx.clone(),
         };
         let mut client = serenity::all::ClientBuilder::new_with_http(http, GatewayIntents::empty())
@@ -547,10 +549,10 @@ impl DiscordAnswerer {
         let shutdown = ctx.shutdown().clone();
         ctx.spawn(gateway::watch(
             shards.runners.clone(),
-            self.shared.gateway.clone(),
+            self.gateway.clone(),
             shutdown.clone(),
         ));
-        let gateway = self.shared.gateway.clone();
+        let gateway = self.gateway.clone();
         ctx.spawn(async move {
             shutdown.cancelled().await;
             shards.shutdown_all().await;
@@ -563,29 +565,6 @@ impl DiscordAnswerer {
             }
         });
         Ok(())
-    }
-
-    /// Edits the messages of `req` (question `only`, or all of them) to their final state.
-    async fn edit_to_state(&self, ctx: &AnswererContext, req: &Request, only: Option<usize>) {
-        let shared = &self.shared;
-        let posts = match ctx.outbox(req).await {
-            Ok(p) => p,
-            Err(e) => {
-                tracing::error!(error = %format!("{e:#}"), "cannot read the outbox");
-                return;
-            }
-        };
-        let route = shared.route_of(req);
-        for post in posts.iter().filter(|p| p.message.is_some() && !p.is_note()) {
-            if only.is_some_and(|i| i != post.idx) {
-                continue;
-            }
-            if let Some((outcome, state)) = shared.outcome_of(req, &route, post.idx) {
-                if post.edited != state {
-                    shared.spawn_edit(ctx, req, post, outcome, state);
-                }
-            }
-        }
     }
 }
 

@@ -5,15 +5,34 @@
 //! nonce that Discord de-duplicates on: a create repeated after a crash returns the message
 //! Discord already has. Edits are recorded once Discord confirmed them, so the edits still due
 //! can be found and finished at the next start.
+//!
+//! [`Outbox`] owns what the posting needs in memory: what is shown ([`Shown`]), what is being
+//! posted or edited ([`Busy`]), and the repair loop's wake-up. One is built per term of Discord
+//! work (see [`super::Lead`]).
 
-use super::render::{self, AnsweredView};
-use super::rest::Failure;
-use super::route::ResolvedRoute;
-use super::{Shared, NAME};
-use crate::core::request::{EditState, Post, Request};
+use super::render::{self, answered_view, ended_status, RenderContext};
+use super::rest::{Failure, Rest};
+use super::route::{self, ResolvedRoute};
+use super::schedule::Schedule;
+use super::{Shown, NAME};
+use crate::config::Config;
+use crate::core::request::{now_ms, EditState, Post, Request, Slot};
 use crate::core::{AnswererContext, AskError, ErrorCode, Outcome};
 use std::sync::Arc;
 use std::time::Duration;
+
+/// Posts, edits and repairs the messages of the requests this daemon shows.
+pub(super) struct Outbox {
+    config: Arc<Config>,
+    rest: Arc<Rest>,
+    /// The pending requests shown, for the clicks on them.
+    pub shown: Shown,
+    /// What posters and edits are at work on. It outlives the term: a poster of the last term
+    /// may still be at work when the next begins.
+    pub busy: Arc<Busy>,
+    /// Wakes the repair loop (the gateway is back after a drop, new rows came from elsewhere).
+    pub repair_now: tokio::sync::Notify,
+}
 
 /// How many tries a question gets while the agent waits for `accepted`; after that, posting
 /// goes on in the background and the request stays pending until it is posted.
@@ -50,7 +69,17 @@ impl Tries {
 /// Edits are retried this often, then again at the next start.
 const EDIT_ATTEMPTS: u32 = 8;
 
-impl Shared {
+impl Outbox {
+    pub fn new(config: Arc<Config>, rest: Arc<Rest>, busy: Arc<Busy>) -> Outbox {
+        Outbox {
+            config,
+            rest,
+            shown: Shown::default(),
+            busy,
+            repair_now: Default::default(),
+        }
+    }
+
     /// The message of one outbox row: the question, a copy of it, or a note. `main` is where
     /// the question's own message is, once known.
     /// The request's context goes with its first question (and that question's copies) only;
@@ -64,14 +93,15 @@ impl Shared {
         post: &Post,
         main: Option<(u64, u64)>,
     ) -> render::QuestionPost {
-        let mut ctx = self.render_ctx(req, route, post.idx);
+        let mut ctx = RenderContext::of(req, route, post.idx);
         let context = req.context.as_deref().filter(|_| post.idx == 0);
         if post.is_main() {
             return render::question_post(q, &ctx, context);
         }
-        (ctx.mention_user_ids, ctx.mention_role_ids) = self.mentions_of(route, post);
+        (ctx.mention_user_ids, ctx.mention_role_ids) = render::copy_mentions(route, post);
         let link = main.map(|(c, m)| self.rest.link(c, m));
-        let lead = self.lead(req, post, link);
+        let waited = Duration::from_secs(((now_ms() - req.created_at_ms).max(0) / 1000) as u64);
+        let lead = render::copy_lead(post, waited, link);
         if post.is_note() {
             render::QuestionPost {
                 message: render::note(&lead, &ctx, main),
@@ -216,7 +246,6 @@ impl Shared {
     /// Keeps posting in the background until every question is up, after `failed` tries that
     /// failed already, under `claim`; a permanent failure ends the request with `NO_ANSWERER`
     /// and the cause.
-    #[allow(clippy::too_many_arguments)] // each is a different piece of the one posting job
     pub(super) fn spawn_poster(
         self: &Arc<Self>,
         ctx: &AnswererContext,
@@ -313,7 +342,7 @@ impl Shared {
         idx: usize,
     ) -> Option<(render::Outcome, EditState)> {
         let q = req.questions.get(idx)?;
-        let ctx = self.render_ctx(req, route, idx);
+        let ctx = RenderContext::of(req, route, idx);
         match (req.answers.get(idx), &req.outcome) {
             (Some(Some(a)), _) => Some((
                 render::settled(q, &ctx, &answered_view(q, a)),
@@ -327,6 +356,33 @@ impl Shared {
         }
     }
 
+    /// Edits the messages of `req` (question `only`, or all of them) to their final state.
+    pub(super) async fn edit_to_state(
+        self: &Arc<Self>,
+        ctx: &AnswererContext,
+        req: &Request,
+        only: Option<usize>,
+    ) {
+        let posts = match ctx.outbox(req).await {
+            Ok(p) => p,
+            Err(e) => {
+                tracing::error!(error = %format!("{e:#}"), "cannot read the outbox");
+                return;
+            }
+        };
+        let route = route::of_request(&self.config, req);
+        for post in posts.iter().filter(|p| p.message.is_some() && !p.is_note()) {
+            if only.is_some_and(|i| i != post.idx) {
+                continue;
+            }
+            if let Some((outcome, state)) = self.outcome_of(req, &route, post.idx) {
+                if post.edited != state {
+                    self.spawn_edit(ctx, req, post, outcome, state);
+                }
+            }
+        }
+    }
+
     /// Edits every posted message of the request whose last confirmed edit is behind its
     /// state: settled questions show their answer; if the request ended otherwise, open
     /// questions show why.
@@ -336,7 +392,7 @@ impl Shared {
         req: &Request,
         posts: &[Post],
     ) {
-        let route = self.route_of(req);
+        let route = route::of_request(&self.config, req);
         for post in posts.iter().filter(|p| p.message.is_some() && !p.is_note()) {
             if let Some((outcome, state)) = self.outcome_of(req, &route, post.idx) {
                 if post.edited != state {
@@ -348,8 +404,9 @@ impl Shared {
 
     /// One pass of the repair loop (and the start-up repair): every outbox row with work due
     /// (a question not posted, a message showing an older state than its question's) gets a
-    /// poster or an edit again, unless one is already at work on it.
-    pub(super) async fn repair(self: &Arc<Self>, ctx: &AnswererContext) {
+    /// poster or an edit again, unless one is already at work on it. A request another cluster
+    /// node stored gets its timers in `schedule`.
+    pub(super) async fn repair(self: &Arc<Self>, ctx: &AnswererContext, schedule: &Schedule) {
         let due = match ctx.outbox_due().await {
             Ok(d) => d,
             Err(e) => {
@@ -370,7 +427,7 @@ impl Shared {
                 continue;
             };
             let mine: Vec<Post> = posts.into_iter().filter(|p| p.answerer == NAME).collect();
-            let route = self.route_of(&req);
+            let route = route::of_request(&self.config, &req);
             // A request just stored here is posted by the delivery under way (which reports its
             // links to the agent), not by a repair pass that happened to run first.
             if req.status == crate::core::Status::Pending
@@ -379,7 +436,7 @@ impl Shared {
             {
                 // A request another cluster node stored starts its timers here, on the leader
                 // (a no-op for one already armed).
-                self.arm(ctx, &req, &route).await;
+                schedule.arm(ctx, &req, &route).await;
                 if let Some(claim) = self.busy.posting.claim(req.key) {
                     self.spawn_poster(ctx, claim, req.clone(), route, mine.clone(), 0);
                 }
@@ -388,9 +445,13 @@ impl Shared {
         }
     }
 
-    /// Runs [`Shared::repair`] every `discord.repair_interval_secs`, and at once when the
+    /// Runs [`Outbox::repair`] every `discord.repair_interval_secs`, and at once when the
     /// gateway comes back after a drop, until shutdown.
-    pub(super) fn spawn_repair_loop(self: &Arc<Self>, ctx: &AnswererContext) {
+    pub(super) fn spawn_repair_loop(
+        self: &Arc<Self>,
+        ctx: &AnswererContext,
+        schedule: Arc<Schedule>,
+    ) {
         let me = self.clone();
         let task_ctx = ctx.clone();
         let every = Duration::from_secs(self.config.discord.repair_interval_secs);
@@ -402,7 +463,7 @@ impl Shared {
                     _ = tokio::time::sleep(every) => {}
                     _ = me.repair_now.notified() => {}
                 }
-                me.repair(&ctx).await;
+                me.repair(&ctx, &schedule).await;
             }
         });
     }
@@ -415,7 +476,7 @@ pub(crate) struct Busy {
     /// Requests whose questions are being posted.
     pub posting: Claims<i64>,
     /// Messages (request key, question, slot) being edited.
-    pub editing: Claims<(i64, usize, String)>,
+    pub editing: Claims<(i64, usize, Slot)>,
 }
 
 /// A set of things someone is working on; each is held by a [`Claim`].
@@ -448,45 +509,5 @@ pub(crate) struct Claim<K: std::hash::Hash + Eq> {
 impl<K: std::hash::Hash + Eq> Drop for Claim<K> {
     fn drop(&mut self) {
         self.set.lock().unwrap().remove(&self.k);
-    }
-}
-
-pub(super) fn ended_status(err: &AskError) -> &'static str {
-    if err.code == ErrorCode::Expired {
-        "Expired"
-    } else {
-        "Cancelled"
-    }
-}
-
-/// Who answered, as the edited message shows it: a Discord member as a mention (of the real
-/// clicker), anyone else by the identity the platform vouched for.
-pub(super) fn answered_view(
-    q: &crate::core::Question,
-    a: &crate::core::request::Answered,
-) -> AnsweredView {
-    use crate::core::request::Via;
-    let answer = crate::core::QuestionAnswer::build(q, &a.settlement);
-    let by = match a.actor.via {
-        Via::Discord if a.actor.id.parse::<u64>().is_ok() => format!("<@{}>", a.actor.id),
-        Via::Discord => render::inert(&a.actor.name),
-        Via::Terminal => format!(
-            "{} (uid {}) via terminal",
-            render::inert(&a.actor.name),
-            render::inert(&a.actor.id)
-        ),
-        // "No answer within 2h: defaulted to “No, keep them”".
-        Via::Policy => format!(
-            "{}: defaulted to “{}”",
-            render::inert(&a.actor.name),
-            render::inert(&answer.selected.join("”, “"))
-        ),
-    };
-    AnsweredView {
-        by,
-        note: a.actor.note.clone(),
-        labels: answer.selected,
-        custom: answer.custom,
-        at_unix: a.at_ms / 1000,
     }
 }

@@ -15,8 +15,12 @@
 //! embed total whatever the input, and the edits keep the question's embed exactly as it was.
 
 use super::custom_id::{Action, CustomId, Form, ModalId, TEXT_INPUT_ID};
+use super::route::ResolvedRoute;
+use super::schedule::dm_user;
+use crate::core::expiry::human;
 use crate::core::model::{Context, Question, QuestionKind};
-use crate::core::Scope;
+use crate::core::request::{Answered, Post, Request, Slot};
+use crate::core::{AskError, ErrorCode, Scope};
 use serenity::builder::{
     CreateActionRow, CreateAllowedMentions, CreateButton, CreateEmbed, CreateEmbedFooter,
     CreateInputText, CreateInteractionResponseMessage, CreateMessage, CreateModal,
@@ -88,7 +92,21 @@ pub struct RenderContext<'a> {
     pub mention_role_ids: &'a [u64],
 }
 
-impl RenderContext<'_> {
+impl<'a> RenderContext<'a> {
+    /// The context of question `index` of `req`, posted through `route`.
+    pub fn of(req: &'a Request, route: &'a ResolvedRoute, index: usize) -> RenderContext<'a> {
+        RenderContext {
+            token: &req.token,
+            request_id: &req.request_id,
+            question_index: index,
+            question_count: req.questions.len(),
+            agent: req.agent(),
+            scope: &req.scope,
+            mention_user_ids: &route.mention_user_ids,
+            mention_role_ids: &route.mention_role_ids,
+        }
+    }
+
     fn custom_id(&self, action: Action) -> String {
         CustomId::new(self.token, self.question_index, action).encode()
     }
@@ -898,6 +916,76 @@ fn build_embed(text: &EmbedText, outcome: &[(String, String)]) -> CreateEmbed {
             .chain(outcome)
             .map(|(n, v)| (n.clone(), v.clone(), false)),
     )
+}
+
+/// The status an ended question shows: "Expired", or "Cancelled" for any other end.
+pub fn ended_status(err: &AskError) -> &'static str {
+    if err.code == ErrorCode::Expired {
+        "Expired"
+    } else {
+        "Cancelled"
+    }
+}
+
+/// Who answered, as the edited message shows it: a Discord member as a mention (of the real
+/// clicker), anyone else by the identity the platform vouched for.
+pub fn answered_view(q: &Question, a: &Answered) -> AnsweredView {
+    use crate::core::request::Via;
+    let answer = crate::core::QuestionAnswer::build(q, &a.settlement);
+    let by = match a.actor.via {
+        Via::Discord if a.actor.id.parse::<u64>().is_ok() => format!("<@{}>", a.actor.id),
+        Via::Discord => inert(&a.actor.name),
+        Via::Terminal => format!(
+            "{} (uid {}) via terminal",
+            inert(&a.actor.name),
+            inert(&a.actor.id)
+        ),
+        // "No answer within 2h: defaulted to “No, keep them”".
+        Via::Policy => format!(
+            "{}: defaulted to “{}”",
+            inert(&a.actor.name),
+            inert(&answer.selected.join("”, “"))
+        ),
+    };
+    AnsweredView {
+        by,
+        note: a.actor.note.clone(),
+        labels: answer.selected,
+        custom: answer.custom,
+        at_unix: a.at_ms / 1000,
+    }
+}
+
+/// What a copy or a note says before its mentions, e.g. "**Escalated:** no answer after
+/// 30m.", for a question that has `waited` so far: askrelay's status starts in bold, which
+/// agent text cannot be (docs/security.md).
+pub fn copy_lead(post: &Post, waited: std::time::Duration, original: Option<String>) -> String {
+    let age = human(waited);
+    let link = original
+        .map(|l| format!(" Original: {l}"))
+        .unwrap_or_default();
+    if matches!(post.slot, Slot::Reminder(_)) {
+        format!("**Reminder:** this question has waited {age} for an answer.")
+    } else if post.slot.step().is_some() {
+        format!("**Escalated:** no answer after {age}.{link}")
+    } else {
+        format!("**A question for you from askrelay.**{link}")
+    }
+}
+
+/// The mentions of a copy or a note (users, roles): a reminder repeats the route's; an
+/// escalation step's rows carry the step's (a DM carries none).
+pub fn copy_mentions<'r>(route: &'r ResolvedRoute, post: &Post) -> (&'r [u64], &'r [u64]) {
+    if dm_user(&post.channel).is_some() || post.slot.dm_user().is_some() {
+        return (&[], &[]);
+    }
+    if matches!(post.slot, Slot::Reminder(_)) {
+        return (&route.mention_user_ids, &route.mention_role_ids);
+    }
+    match post.slot.step().and_then(|k| route.escalate.get(k - 1)) {
+        Some(step) => (&step.mention_user_ids, &step.mention_role_ids),
+        None => (&[], &[]),
+    }
 }
 
 #[cfg(test)]

@@ -6,6 +6,7 @@
 //! of 50 requests a second. Failures are sorted into transient (retry with backoff) and
 //! permanent (give up and say why).
 
+use crate::core::metrics::RestRecorder;
 use serenity::all::{ChannelId, InteractionId, Message, MessageId};
 use serenity::builder::{CreateMessage, EditMessage};
 use serenity::http::{Http, HttpError};
@@ -96,7 +97,7 @@ pub(crate) struct Rest {
     pace: Option<GlobalPace>,
     shutdown: CancellationToken,
     /// Counts every call's outcome (`askrelay_discord_rest_responses_total`).
-    metrics: Arc<crate::metrics::Metrics>,
+    metrics: Arc<dyn RestRecorder>,
 }
 
 impl Rest {
@@ -107,7 +108,7 @@ impl Rest {
         retry_max_delay_ms: u64,
         request_timeout: Duration,
         shutdown: CancellationToken,
-        metrics: Arc<crate::metrics::Metrics>,
+        metrics: Arc<dyn RestRecorder>,
     ) -> Rest {
         Rest {
             http,
@@ -211,7 +212,7 @@ impl Rest {
         fut: impl Future<Output = serenity::Result<T>>,
     ) -> Result<T, Failure> {
         let outcome = tokio::time::timeout(deadline, fut).await;
-        self.metrics.discord_rest(&match &outcome {
+        self.metrics.rest_response(&match &outcome {
             Ok(Ok(_)) => "2xx".to_owned(),
             Ok(Err(serenity::Error::Http(HttpError::UnsuccessfulRequest(r)))) => {
                 r.status_code.as_u16().to_string()
@@ -521,7 +522,7 @@ mod tests {
             1000,
             Duration::from_secs(5),
             CancellationToken::new(),
-            Arc::new(crate::metrics::Metrics::new(true)),
+            Arc::new(crate::core::metrics::Silent),
         )
     }
 

@@ -4,6 +4,7 @@
 //! the default route (`discord.channel_id`) if it is set.
 
 use crate::config::{Config, EscalationStep, Route, Snowflake};
+use crate::core::request::Request;
 use crate::core::Scope;
 
 /// The name of the route built from the `[discord]` section.
@@ -206,6 +207,16 @@ pub fn by_name(config: &Config, name: &str) -> Option<ResolvedRoute> {
         .find(|r| r.name == name)
         .map(|r| from_route(config, r))
         .or_else(|| default_route(config))
+}
+
+/// The route a request was posted through (by the name stored with it), else the one its
+/// scope matches now, else [`closed`].
+pub fn of_request(config: &Config, req: &Request) -> ResolvedRoute {
+    req.route
+        .as_deref()
+        .and_then(|n| by_name(config, n))
+        .or_else(|| resolve(config, &req.scope))
+        .unwrap_or_else(|| closed(config))
 }
 
 /// The route of a request whose route is gone and that has no default: nobody may answer

@@ -4,7 +4,8 @@
 //! step advances the timer and writes the outbox rows it posts in one transaction, conditional
 //! on the count it read, so a restart or a second run can never take a step twice; the outbox
 //! then posts the rows exactly once, like any question. The timers of pending requests are
-//! loaded at start-up into one queue ([`Deadlines`]).
+//! loaded at start-up into one queue ([`Deadlines`]), which [`Schedule`] owns; a step it takes
+//! goes to the [`Outbox`] like any question.
 //!
 //! - A reminder is a reply to the first open question's message that gives the age and
 //!   mentions the route's mentions again; never a new question.
@@ -13,13 +14,16 @@
 //!   people's DMs; from then on its allowlists may answer too.
 
 use super::custom_id;
-use super::route::ResolvedRoute;
-use super::{Shared, NAME};
-use crate::core::expiry::human;
-use crate::core::request::{now_ms, PlannedPost, Post, Request, Timer};
+use super::outbox::Outbox;
+use super::rest::Rest;
+use super::route::{self, ResolvedRoute};
+use super::NAME;
+use crate::config::Config;
+use crate::core::expiry::Deadlines;
+use crate::core::request::{now_ms, PlannedPost, Post, Request, Slot, Timer};
 use crate::core::{AnswererContext, Status};
-use std::sync::Arc;
-use std::time::Duration;
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex};
 
 pub(super) const REMIND: &str = "remind";
 pub(super) const ESCALATE: &str = "escalate";
@@ -32,11 +36,15 @@ pub(crate) struct Due {
     fired: u32,
 }
 
-/// A DM copy of question `idx`, to the user `user`: its channel is opened when it is posted.
-pub(super) fn dm_copy(token: &str, idx: usize, slot: String, user: u64) -> PlannedPost {
+/// A DM copy of question `idx` to `user`, for the route or for escalation step `step`: its
+/// channel is opened when it is posted.
+pub(super) fn dm_copy(token: &str, idx: usize, user: u64, step: Option<u32>) -> PlannedPost {
     PlannedPost {
         idx,
-        slot,
+        slot: match step {
+            None => Slot::Dm(user),
+            Some(n) => Slot::StepDm(n, user),
+        },
         channel: dm_channel_placeholder(user),
         guild: None,
         nonce: custom_id::extra_nonce(token),
@@ -44,7 +52,7 @@ pub(super) fn dm_copy(token: &str, idx: usize, slot: String, user: u64) -> Plann
 }
 
 /// The channel of a DM not opened yet, as the outbox row holds it until the post records the
-/// real one.
+/// real one (the store's format; the slot says whose DM it is).
 pub(super) fn dm_channel_placeholder(user: u64) -> String {
     format!("@{user}")
 }
@@ -52,13 +60,6 @@ pub(super) fn dm_channel_placeholder(user: u64) -> String {
 /// The user of a DM row whose channel is not opened yet.
 pub(super) fn dm_user(channel: &str) -> Option<u64> {
     channel.strip_prefix('@')?.parse().ok()
-}
-
-/// The escalation step (1-based) a slot belongs to: `e2`, `e2:dm:…` and `note:e2` are step 2.
-pub(super) fn step_of(slot: &str) -> Option<usize> {
-    let s = slot.strip_prefix("note:").unwrap_or(slot);
-    let s = s.strip_prefix('e')?;
-    s.split(':').next()?.parse().ok()
 }
 
 /// When a route's timers first come due for a request asked at `asked_ms`.
@@ -77,19 +78,39 @@ fn secs(s: u64) -> i64 {
     (s as i64).saturating_mul(1000)
 }
 
-impl Shared {
+/// The reminders and escalation steps of the requests this daemon shows.
+pub(super) struct Schedule {
+    config: Arc<Config>,
+    rest: Arc<Rest>,
+    /// Where the steps' posts go.
+    outbox: Arc<Outbox>,
+    /// When each pending request's next reminder or escalation step is due (stored in its
+    /// timers; this is the index).
+    queue: Deadlines<Due>,
+    /// The requests whose timers are stored and in the queue (loaded at start-up, or armed).
+    armed: Mutex<HashSet<i64>>,
+}
+
+impl Schedule {
+    pub fn new(config: Arc<Config>, rest: Arc<Rest>, outbox: Arc<Outbox>) -> Schedule {
+        Schedule {
+            config,
+            rest,
+            outbox,
+            queue: Default::default(),
+            armed: Default::default(),
+        }
+    }
+
     /// Loads the timers of pending requests and runs them until shutdown.
-    pub(super) async fn load_schedule(
-        self: &Arc<Self>,
-        ctx: &AnswererContext,
-    ) -> anyhow::Result<()> {
+    pub(super) async fn load(self: &Arc<Self>, ctx: &AnswererContext) -> anyhow::Result<()> {
         let timers = ctx.timers().await?;
         {
             let mut armed = self.armed.lock().unwrap();
             for t in timers {
                 armed.insert(t.request_key);
                 if let Some(at) = t.due_at_ms {
-                    self.schedule.insert(
+                    self.queue.insert(
                         at,
                         Due {
                             key: t.request_key,
@@ -105,7 +126,7 @@ impl Shared {
         ctx.spawn(async move {
             let ctx = task_ctx;
             let shutdown = ctx.shutdown().clone();
-            me.schedule
+            me.queue
                 .run(&shutdown, now_ms, |due| {
                     let me = me.clone();
                     let ctx = ctx.clone();
@@ -132,7 +153,7 @@ impl Shared {
             match ctx.advance_timer(req, None, &timer, &[]).await {
                 // A timer stored already is either in the queue (loaded at start-up) or done.
                 Ok(false) => {}
-                Ok(true) => self.schedule.insert(
+                Ok(true) => self.queue.insert(
                     at,
                     Due {
                         key: req.key,
@@ -156,7 +177,7 @@ impl Shared {
         if req.status != Status::Pending {
             return;
         }
-        let route = self.route_of(&req);
+        let route = route::of_request(&self.config, &req);
         let Some((planned, next)) = self.step(&req, &route, &posts, &due) else {
             return;
         };
@@ -174,13 +195,13 @@ impl Shared {
             Ok(false) => return, // another run took this step, or the request ended
             Err(e) => {
                 tracing::error!(error = %format!("{e:#}"), timer = %due.name, "cannot take a reminder or escalation step; retrying in 30 s");
-                self.schedule.insert(now_ms() + 30_000, due);
+                self.queue.insert(now_ms() + 30_000, due);
                 return;
             }
         }
         tracing::info!(request_id = %crate::core::text::Escaped(&req.request_id), timer = %due.name, step = to.fired, posts = planned.len(), "nobody answered yet; {}", if due.name == REMIND { "reminding" } else { "escalating" });
         if let Some(at) = next {
-            self.schedule.insert(
+            self.queue.insert(
                 at,
                 Due {
                     key: req.key,
@@ -190,13 +211,14 @@ impl Shared {
             );
         }
         // Clicks on the new copies must find them: read the request again at the next click.
-        self.shown.forget(&req.token);
+        let outbox = &self.outbox;
+        outbox.shown.forget(&req.token);
         let mut all: Vec<Post> = posts.into_iter().filter(|p| p.answerer == NAME).collect();
         all.extend(planned.into_iter().map(|p| Post::planned(p, NAME)));
-        match self.busy.posting.claim(req.key) {
-            Some(claim) => self.spawn_poster(ctx, claim, req, route, all, 0),
+        match outbox.busy.posting.claim(req.key) {
+            Some(claim) => outbox.spawn_poster(ctx, claim, req, route, all, 0),
             // A poster is at work on this request; the repair loop picks the new rows up.
-            None => self.repair_now.notify_one(),
+            None => outbox.repair_now.notify_one(),
         }
     }
 
@@ -216,7 +238,7 @@ impl Shared {
         let main = posts
             .iter()
             .find(|p| p.idx == first_open && p.is_main() && p.answerer == NAME)?;
-        let note = |slot: String| PlannedPost {
+        let note = |slot: Slot| PlannedPost {
             idx: first_open,
             slot,
             channel: main.channel.clone(),
@@ -230,7 +252,7 @@ impl Shared {
                 return None;
             }
             let next = (n < r.max).then(|| now_ms() + secs(r.every_secs));
-            return Some((vec![note(format!("note:r{n}"))], next));
+            return Some((vec![note(Slot::Reminder(n))], next));
         }
         let step = route.escalate.get(due.fired as usize)?;
         let mut planned = Vec::new();
@@ -238,7 +260,7 @@ impl Shared {
             planned.extend(open.iter().map(|&idx| {
                 PlannedPost {
                     idx,
-                    slot: format!("e{n}"),
+                    slot: Slot::Step(n),
                     channel: channel.to_string(),
                     guild: self
                         .rest
@@ -249,12 +271,12 @@ impl Shared {
                 }
             }));
         } else if !step.mention_role_ids.is_empty() || !step.mention_user_ids.is_empty() {
-            planned.push(note(format!("note:e{n}")));
+            planned.push(note(Slot::StepNote(n)));
         }
         for &user in &step.dm_user_ids {
             planned.extend(
                 open.iter()
-                    .map(|&idx| dm_copy(&req.token, idx, format!("e{n}:dm:{user}"), user)),
+                    .map(|&idx| dm_copy(&req.token, idx, user, Some(n))),
             );
         }
         let next = route
@@ -262,46 +284,6 @@ impl Shared {
             .get(n as usize)
             .map(|s| req.created_at_ms + secs(s.after_secs));
         Some((planned, next))
-    }
-
-    /// What a copy or a note says before its mentions, e.g. "**Escalated:** no answer after
-    /// 30m.": askrelay's status starts in bold, which agent text cannot be (docs/security.md).
-    pub(super) fn lead(&self, req: &Request, post: &Post, original: Option<String>) -> String {
-        let age = human(Duration::from_secs(
-            ((now_ms() - req.created_at_ms).max(0) / 1000) as u64,
-        ));
-        let link = original
-            .map(|l| format!(" Original: {l}"))
-            .unwrap_or_default();
-        if post.slot.starts_with("note:r") {
-            format!("**Reminder:** this question has waited {age} for an answer.")
-        } else if step_of(&post.slot).is_some() {
-            format!("**Escalated:** no answer after {age}.{link}")
-        } else {
-            format!("**A question for you from askrelay.**{link}")
-        }
-    }
-
-    /// The mentions of a copy or a note: a reminder repeats the route's; an escalation step's
-    /// rows carry the step's (a DM carries none).
-    pub(super) fn mentions_of<'r>(
-        &self,
-        route: &'r ResolvedRoute,
-        post: &Post,
-    ) -> (&'r [u64], &'r [u64]) {
-        if dm_user(&post.channel).is_some()
-            || post.slot.contains(":dm:")
-            || post.slot.starts_with("dm:")
-        {
-            return (&[], &[]);
-        }
-        if post.slot.starts_with("note:r") {
-            return (&route.mention_user_ids, &route.mention_role_ids);
-        }
-        match step_of(&post.slot).and_then(|k| route.escalate.get(k - 1)) {
-            Some(step) => (&step.mention_user_ids, &step.mention_role_ids),
-            None => (&[], &[]),
-        }
     }
 }
 
@@ -311,6 +293,7 @@ mod tests {
 
     #[test]
     fn slots_name_their_step() {
+        let step_of = |s: &str| Slot::from(s).step();
         assert_eq!(step_of("e2"), Some(2));
         assert_eq!(step_of("e2:dm:55"), Some(2));
         assert_eq!(step_of("note:e3"), Some(3));

@@ -30,7 +30,7 @@ use crate::core::cluster::ClusterHandle;
 use crate::core::error::AskError;
 use crate::core::request::{
     now_ms, AuditEntry, AuditRow, Created, DuePost, EditState, NewRequest, PlannedPost, Post,
-    Request, SettleOutcome, Status, Timer,
+    PostKey, Request, SettleOutcome, Status, Timer,
 };
 use crate::core::store::{Holder, NewAnswer, Page, Pruned, Store, Visibility};
 use anyhow::{Context, Result};
@@ -328,7 +328,7 @@ impl Store for PgStore {
             .bind(&context_json)
             .bind(&node)
             .bind(posts.iter().map(|p| p.idx as i64).collect::<Vec<_>>())
-            .bind(posts.iter().map(|p| p.slot.clone()).collect::<Vec<_>>())
+            .bind(posts.iter().map(|p| p.slot.to_string()).collect::<Vec<_>>())
             .bind(posts.iter().map(|p| p.channel.clone()).collect::<Vec<_>>())
             .bind(posts.iter().map(|p| p.guild.clone()).collect::<Vec<_>>())
             .bind(posts.iter().map(|p| p.nonce.clone()).collect::<Vec<_>>())
@@ -617,10 +617,7 @@ impl Store for PgStore {
 
     async fn record_post(
         &self,
-        key: i64,
-        idx: usize,
-        answerer: &str,
-        slot: &str,
+        post: &PostKey<'_>,
         message: &str,
         channel: Option<&str>,
         guild: Option<&str>,
@@ -635,58 +632,44 @@ impl Store for PgStore {
             .bind(now_ms())
             .bind(guild)
             .bind(channel)
-            .bind(key)
-            .bind(idx as i64)
-            .bind(answerer)
-            .bind(slot)
+            .bind(post.key)
+            .bind(post.idx as i64)
+            .bind(post.answerer)
+            .bind(post.slot.to_string())
             .execute(&mut *tx)
             .await?;
             anyhow::Ok(())
         })
     }
 
-    async fn record_post_failure(
-        &self,
-        key: i64,
-        idx: usize,
-        answerer: &str,
-        slot: &str,
-        error: &str,
-    ) -> Result<()> {
+    async fn record_post_failure(&self, post: &PostKey<'_>, error: &str) -> Result<()> {
         write_tx!(self, |tx| {
             sqlx::query(
                 "UPDATE posts SET attempts = attempts + 1, last_error = $1 \
                  WHERE request_key = $2 AND idx = $3 AND answerer = $4 AND slot = $5",
             )
             .bind(error)
-            .bind(key)
-            .bind(idx as i64)
-            .bind(answerer)
-            .bind(slot)
+            .bind(post.key)
+            .bind(post.idx as i64)
+            .bind(post.answerer)
+            .bind(post.slot.to_string())
             .execute(&mut *tx)
             .await?;
             anyhow::Ok(())
         })
     }
 
-    async fn record_edit(
-        &self,
-        key: i64,
-        idx: usize,
-        answerer: &str,
-        slot: &str,
-        edit: EditState,
-    ) -> Result<()> {
+    async fn record_edit(&self, post: &PostKey<'_>, edit: EditState) -> Result<()> {
         write_tx!(self, |tx| {
             sqlx::query(
                 "UPDATE posts SET edited = $1 \
                  WHERE request_key = $2 AND idx = $3 AND answerer = $4 AND slot = $5",
             )
             .bind(edit.as_str())
-            .bind(key)
-            .bind(idx as i64)
-            .bind(answerer)
-            .bind(slot)
+            .bind(post.key)
+            .bind(post.idx as i64)
+            .bind(post.answerer)
+            .bind(post.slot.to_string())
             .execute(&mut *tx)
             .await?;
             anyhow::Ok(())
@@ -972,7 +955,7 @@ async fn insert_posts(
     .bind(key)
     .bind(answerer)
     .bind(posts.iter().map(|p| p.idx as i64).collect::<Vec<_>>())
-    .bind(posts.iter().map(|p| p.slot.clone()).collect::<Vec<_>>())
+    .bind(posts.iter().map(|p| p.slot.to_string()).collect::<Vec<_>>())
     .bind(posts.iter().map(|p| p.channel.clone()).collect::<Vec<_>>())
     .bind(posts.iter().map(|p| p.guild.clone()).collect::<Vec<_>>())
     .bind(posts.iter().map(|p| p.nonce.clone()).collect::<Vec<_>>())
