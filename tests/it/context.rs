@@ -76,7 +76,7 @@ async fn a_long_text_and_files_go_as_attachments_of_the_first_question_only() {
     let mut input = with_context(json!({
         "text": long,
         "files": [
-            {"name": "change.diff", "content": "--- a/x\n+++ b/x\n-old\n+new\n"},
+            {"name": "change.patch", "content": "--- a/x\n+++ b/x\n-old\n+new\n"},
             {"name": "plan.md", "content": "# Plan\n1. deploy\n"}
         ]
     }));
@@ -102,7 +102,7 @@ async fn a_long_text_and_files_go_as_attachments_of_the_first_question_only() {
             ("files[0]".into(), "context.md".into(), long.clone()),
             (
                 "files[1]".into(),
-                "change.diff".into(),
+                "change.patch".into(),
                 "--- a/x\n+++ b/x\n-old\n+new\n".into()
             ),
             (
@@ -121,13 +121,13 @@ async fn a_long_text_and_files_go_as_attachments_of_the_first_question_only() {
         payload["attachments"],
         json!([
             {"id": "0", "filename": "context.md"},
-            {"id": "1", "filename": "change.diff"},
+            {"id": "1", "filename": "change.patch"},
             {"id": "2", "filename": "plan.md"}
         ])
     );
     assert_eq!(
         payload["content"],
-        "**Context**\nAttached: `context.md`, `change.diff`, `plan.md`"
+        "**Context**\nAttached: `context.md`, `change.patch`, `plan.md`"
     );
     assert!(
         payload["nonce"].is_string() && payload["enforce_nonce"] == true,
@@ -149,7 +149,7 @@ async fn a_long_text_and_files_go_as_attachments_of_the_first_question_only() {
         shown,
         vec![
             ("context.md", long.len() as u64),
-            ("change.diff", 26),
+            ("change.patch", 26),
             ("plan.md", 17)
         ]
     );
@@ -292,7 +292,7 @@ async fn a_crash_after_posting_reposts_the_same_attachments() {
     let bin = Bin::new().discord(&standin);
     let input = with_context(json!({
         "text": "step\n".repeat(100),
-        "files": [{"name": "change.diff", "content": "+one line\n"}]
+        "files": [{"name": "change.patch", "content": "+one line\n"}]
     }));
     let serve = |crash: Option<&'static str>| {
         let mut cmd = bin.cmd(&["serve"]);
@@ -390,12 +390,10 @@ async fn ask_flags_set_the_context() {
     .await;
     assert_eq!(
         create.body.as_ref().unwrap()["content"],
-        "**Context**\n```\nDeploys 4.2\n```\nAttached: `my_change.diff`"
+        "**Context**\n```\nDeploys 4.2\n```\n```diff\n+x\n```"
     );
-    assert_eq!(
-        names_and_data(&create),
-        vec![("files[0]".into(), "my_change.diff".into(), "+x\n".into())]
-    );
+    // A short diff is shown in the message, not attached.
+    assert!(names_and_data(&create).is_empty());
     let m = app.messages(CHANNEL).remove(0);
     app.press(&m, &alice(), "No, keep them").await;
     let (code, out) = asker.finish().await;
