@@ -16,7 +16,6 @@
 //!   (ephemeral). It is sent within Discord's 3 s: when the answer takes longer than 1.5 s the
 //!   interaction is deferred first and the answer edited in.
 
-use super::interactions::Handler;
 use super::render::{inert, one_line, truncate, truncate_md};
 use super::rest::Rest;
 use super::route::{self, ResolvedRoute};
@@ -24,7 +23,7 @@ use super::NAME;
 use crate::config::Config;
 use crate::core::expiry::human;
 use crate::core::request::{now_ms, AuditAction, AuditEntry, Post, Request, Source};
-use crate::core::{QuestionAnswer, Status};
+use crate::core::{AnswererContext, QuestionAnswer, Status};
 use serenity::all::{
     ApplicationId, Command, CommandInteraction, CommandOptionType, CreateCommand,
     CreateCommandOption, CreateEmbed, CreateInteractionResponse, CreateInteractionResponseMessage,
@@ -237,8 +236,10 @@ struct Caller {
     operator: bool,
 }
 
-impl Handler {
-    pub(super) async fn on_command(&self, ci: CommandInteraction) {
+/// Slash commands, admitted by the interaction handler and answered here with the context it
+/// hands in.
+impl Commands {
+    pub(super) async fn on_command(&self, ctx: &AnswererContext, ci: CommandInteraction) {
         if ci.data.name != COMMAND {
             return;
         }
@@ -259,7 +260,7 @@ impl Handler {
             roles,
         };
         let sub = parse(&ci);
-        let work = self.command_reply(&ci, &caller, sub.clone());
+        let work = self.command_reply(ctx, &ci, &caller, sub.clone());
         tokio::pin!(work);
         let http = &self.rest.http;
         let timeout = Duration::from_millis(self.config.discord.callback_timeout_ms);
@@ -299,6 +300,7 @@ impl Handler {
     /// The reply to a command, audited, and whether it was allowed.
     async fn command_reply(
         &self,
+        ctx: &AnswererContext,
         ci: &CommandInteraction,
         caller: &Caller,
         sub: Option<Sub>,
@@ -314,7 +316,7 @@ impl Handler {
                 false,
                 "askrelay",
             ),
-            Some(sub) => match self.run_command(ci, caller, sub).await {
+            Some(sub) => match self.run_command(ctx, ci, caller, sub).await {
                 Ok((title, text)) => (text, true, title),
                 Err(text) => (text, false, "askrelay"),
             },
@@ -323,16 +325,15 @@ impl Handler {
             || format!("{:?}", crate::core::text::Escaped(&ci.data.name)),
             Sub::describe,
         );
-        self.ctx
-            .refuse(AuditEntry {
-                source: Source::Discord,
-                actor: Some(format!("{} (Discord user {})", ci.user.name, ci.user.id)),
-                action: AuditAction::Command,
-                detail: Some(format!("{detail} in channel {}", ci.channel_id)),
-                accepted: allowed,
-                ..Default::default()
-            })
-            .await;
+        ctx.refuse(AuditEntry {
+            source: Source::Discord,
+            actor: Some(format!("{} (Discord user {})", ci.user.name, ci.user.id)),
+            action: AuditAction::Command,
+            detail: Some(format!("{detail} in channel {}", ci.channel_id)),
+            accepted: allowed,
+            ..Default::default()
+        })
+        .await;
         (
             CreateEmbed::new()
                 .title(title)
@@ -343,11 +344,12 @@ impl Handler {
 
     async fn run_command(
         &self,
+        ctx: &AnswererContext,
         ci: &CommandInteraction,
         caller: &Caller,
         sub: &Sub,
     ) -> Result<(&'static str, String), String> {
-        let routes = self.commands.all_routes();
+        let routes = self.all_routes();
         let channel = ci.channel_id.get();
         let may_see_here = caller.operator
             || routes
@@ -373,8 +375,7 @@ impl Handler {
                 if !caller.operator {
                     return Err("Only askrelay operators (discord.operator_role_ids, discord.operator_user_ids) may cancel requests.".into());
                 }
-                let req = self
-                    .ctx
+                let req = ctx
                     .by_id(request)
                     .await
                     .map_err(store_error)?
@@ -384,7 +385,7 @@ impl Handler {
                 }
                 let who = format!("{} (Discord user {})", ci.user.name, ci.user.id);
                 let reason = reason.clone().unwrap_or_else(|| format!("cancelled by {who} from Discord"));
-                if self.ctx.cancel(&req, &reason, Source::Discord, who).await {
+                if ctx.cancel(&req, &reason, Source::Discord, who).await {
                     Ok(("Cancelled", cancelled_reply(request, &reason)))
                 } else {
                     Err(format!("Request “{}” has already ended.", inert(request)))
@@ -392,7 +393,7 @@ impl Handler {
             }
             _ if !may_see_here => Err("You are not allowed to answer questions in this channel, so askrelay shows you none here.".into()),
             Sub::Pending { all } => {
-                let pending = self.ctx.pending_all(500).await.map_err(store_error)?;
+                let pending = ctx.pending_all(500).await.map_err(store_error)?;
                 let now = now_ms();
                 let shown: Vec<String> = pending
                     .iter()
@@ -403,13 +404,13 @@ impl Handler {
                                     p.answerer == NAME && !p.is_note() && p.channel == channel.to_string()
                                 }))
                     })
-                    .map(|(req, posts)| self.commands.pending_line(req, posts, now))
+                    .map(|(req, posts)| self.pending_line(req, posts, now))
                     .collect();
                 let title = if *all { "Pending questions (all channels)" } else { "Pending questions (this channel)" };
                 Ok((title, listing(&shown, "Nothing is waiting for an answer.")))
             }
             Sub::History { n } => {
-                let recent = self.ctx.history_all(200).await.map_err(store_error)?;
+                let recent = ctx.history_all(200).await.map_err(store_error)?;
                 let shown: Vec<String> = recent
                     .iter()
                     .filter(|(req, _)| req.status != Status::Pending && visible(req))

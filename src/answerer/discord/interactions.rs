@@ -76,7 +76,7 @@ impl RawEventHandler for Handler {
             Event::InteractionCreate(e) => match e.interaction {
                 Interaction::Component(ci) => self.on_component(ci).await,
                 Interaction::Modal(mi) => self.on_modal(mi).await,
-                Interaction::Command(ci) => self.on_command(ci).await,
+                Interaction::Command(ci) => self.commands.on_command(&self.ctx, ci).await,
                 other => {
                     tracing::debug!(kind = ?other.kind(), "ignoring an interaction askrelay does not use")
                 }
@@ -331,7 +331,7 @@ impl Handler {
                 // already binds it to this request. A DM not recorded yet: a DM (no guild) with
                 // the very user it was sent to. Otherwise the channel, and the guild once known
                 // (a channel belongs to one guild).
-                (None, Some(_)) => match super::schedule::dm_user(&p.channel) {
+                (None, Some(_)) => match super::route::dm_user(&p.channel) {
                     Some(user) => o.guild.is_none() && o.user.id.get() == user,
                     None => {
                         p.channel == o.channel.to_string()

@@ -63,6 +63,42 @@ pub(crate) struct Lead {
     schedule: Arc<Schedule>,
 }
 
+impl Lead {
+    /// One pass of the repair loop (and the start-up repair): every request with outbox work
+    /// due gets a poster or its edits again; one another cluster node stored and nobody posted
+    /// gets its timers here, on the leader (a no-op for one already armed).
+    async fn repair(&self, ctx: &AnswererContext) {
+        for key in self.outbox.due_keys(ctx).await {
+            let Some(due) = self.outbox.due(ctx, key).await else {
+                continue;
+            };
+            if due.unposted {
+                self.schedule.arm(ctx, &due.req, &due.route).await;
+            }
+            self.outbox.repair(ctx, due);
+        }
+    }
+
+    /// Runs [`Lead::repair`] every `discord.repair_interval_secs`, and at once when the outbox
+    /// is woken (the gateway is back after a drop), until the term's shutdown.
+    fn spawn_repair_loop(self: &Arc<Self>, ctx: &AnswererContext) {
+        let me = self.clone();
+        let task_ctx = ctx.clone();
+        let every = std::time::Duration::from_secs(me.outbox.repair_interval_secs());
+        ctx.spawn(async move {
+            let ctx = task_ctx;
+            loop {
+                tokio::select! {
+                    _ = ctx.shutdown().cancelled() => return,
+                    _ = tokio::time::sleep(every) => {}
+                    _ = me.outbox.repair_wanted() => {}
+                }
+                me.repair(&ctx).await;
+            }
+        });
+    }
+}
+
 /// The one gate in front of Discord's work: the current [`Lead`], while this daemon has one.
 #[derive(Default)]
 struct Gate(std::sync::Mutex<Option<Arc<Lead>>>);
@@ -527,8 +563,8 @@ impl DiscordAnswerer {
                 self.resume_request(&lead, ctx, req, posts).await;
             }
         }
-        lead.outbox.repair(ctx, &lead.schedule).await;
-        lead.outbox.spawn_repair_loop(ctx, lead.schedule.clone());
+        lead.repair(ctx).await;
+        lead.spawn_repair_loop(ctx);
         if let Some(digest) = Digest::new(self.config.clone(), self.rest.clone()) {
             Arc::new(digest).spawn(ctx);
         }

@@ -13,7 +13,6 @@
 use super::render::{self, answered_view, ended_status, RenderContext};
 use super::rest::{Failure, Rest};
 use super::route::{self, ResolvedRoute};
-use super::schedule::Schedule;
 use super::{Shown, NAME};
 use crate::config::Config;
 use crate::core::request::{now_ms, EditState, Post, Request, Slot};
@@ -139,7 +138,7 @@ impl Outbox {
         };
         for i in order {
             let post = posted[i].clone();
-            let dm = super::schedule::dm_user(&post.channel);
+            let dm = super::route::dm_user(&post.channel);
             if let Some(m) = post.message.as_deref().and_then(|m| m.parse().ok()) {
                 if post.is_main() {
                     if let Ok(channel) = post.channel.parse() {
@@ -402,16 +401,14 @@ impl Outbox {
         }
     }
 
-    /// One pass of the repair loop (and the start-up repair): every outbox row with work due
-    /// (a question not posted, a message showing an older state than its question's) gets a
-    /// poster or an edit again, unless one is already at work on it. A request another cluster
-    /// node stored gets its timers in `schedule`.
-    pub(super) async fn repair(self: &Arc<Self>, ctx: &AnswererContext, schedule: &Schedule) {
+    /// The requests with outbox work due (a question not posted, a message showing an older
+    /// state than its question's), for a repair pass ([`Lead::repair`](super::Lead::repair)).
+    pub(super) async fn due_keys(&self, ctx: &AnswererContext) -> std::collections::BTreeSet<i64> {
         let due = match ctx.outbox_due().await {
             Ok(d) => d,
             Err(e) => {
                 tracing::error!(error = %format!("{e:#}"), "cannot read the outbox");
-                return;
+                return Default::default();
             }
         };
         let keys: std::collections::BTreeSet<i64> = due.iter().map(|d| d.request_key).collect();
@@ -422,51 +419,59 @@ impl Outbox {
                 "repairing the outbox"
             );
         }
-        for key in keys {
-            let Ok(Some((req, posts))) = ctx.with_posts(key).await else {
-                continue;
-            };
-            let mine: Vec<Post> = posts.into_iter().filter(|p| p.answerer == NAME).collect();
-            let route = route::of_request(&self.config, &req);
-            // A request just stored here is posted by the delivery under way (which reports its
-            // links to the agent), not by a repair pass that happened to run first.
-            if req.status == crate::core::Status::Pending
-                && mine.iter().any(|p| p.message.is_none())
-                && !ctx.is_being_delivered(&req.request_id)
-            {
-                // A request another cluster node stored starts its timers here, on the leader
-                // (a no-op for one already armed).
-                schedule.arm(ctx, &req, &route).await;
-                if let Some(claim) = self.busy.posting.claim(req.key) {
-                    self.spawn_poster(ctx, claim, req.clone(), route, mine.clone(), 0);
-                }
-            }
-            self.sync_edits(ctx, &req, &mine);
-        }
+        keys
     }
 
-    /// Runs [`Outbox::repair`] every `discord.repair_interval_secs`, and at once when the
-    /// gateway comes back after a drop, until shutdown.
-    pub(super) fn spawn_repair_loop(
-        self: &Arc<Self>,
-        ctx: &AnswererContext,
-        schedule: Arc<Schedule>,
-    ) {
-        let me = self.clone();
-        let task_ctx = ctx.clone();
-        let every = Duration::from_secs(self.config.discord.repair_interval_secs);
-        ctx.spawn(async move {
-            let ctx = task_ctx;
-            loop {
-                tokio::select! {
-                    _ = ctx.shutdown().cancelled() => return,
-                    _ = tokio::time::sleep(every) => {}
-                    _ = me.repair_now.notified() => {}
-                }
-                me.repair(&ctx, &schedule).await;
-            }
-        });
+    /// One request of a repair pass, as read now.
+    pub(super) async fn due(&self, ctx: &AnswererContext, key: i64) -> Option<Due> {
+        let Ok(Some((req, posts))) = ctx.with_posts(key).await else {
+            return None;
+        };
+        let mine: Vec<Post> = posts.into_iter().filter(|p| p.answerer == NAME).collect();
+        let route = route::of_request(&self.config, &req);
+        // A request just stored here is posted by the delivery under way (which reports its
+        // links to the agent), not by a repair pass that happened to run first.
+        let unposted = req.status == crate::core::Status::Pending
+            && mine.iter().any(|p| p.message.is_none())
+            && !ctx.is_being_delivered(&req.request_id);
+        Some(Due {
+            req,
+            route,
+            mine,
+            unposted,
+        })
     }
+
+    /// How often the repair loop runs without being woken.
+    pub(super) fn repair_interval_secs(&self) -> u64 {
+        self.config.discord.repair_interval_secs
+    }
+
+    /// Until someone wakes the repair loop ([`Outbox::repair_now`]).
+    pub(super) async fn repair_wanted(&self) {
+        self.repair_now.notified().await
+    }
+
+    /// Repairs one request: a poster for what is not posted (unless one is at work on it), and
+    /// the edits its messages are behind on.
+    pub(super) fn repair(self: &Arc<Self>, ctx: &AnswererContext, due: Due) {
+        if due.unposted {
+            if let Some(claim) = self.busy.posting.claim(due.req.key) {
+                self.spawn_poster(ctx, claim, due.req.clone(), due.route, due.mine.clone(), 0);
+            }
+        }
+        self.sync_edits(ctx, &due.req, &due.mine);
+    }
+}
+
+/// A request with outbox work due, found by a repair pass.
+pub(super) struct Due {
+    pub req: Request,
+    pub route: ResolvedRoute,
+    /// Its rows of this answerer.
+    pub mine: Vec<Post>,
+    /// Pending, with a question not posted, and not being delivered now.
+    pub unposted: bool,
 }
 
 /// What is being worked on now, so that a repair pass does not start a second poster for a

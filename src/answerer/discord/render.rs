@@ -15,8 +15,8 @@
 //! embed total whatever the input, and the edits keep the question's embed exactly as it was.
 
 use super::custom_id::{Action, CustomId, Form, ModalId, TEXT_INPUT_ID};
+use super::route::dm_user;
 use super::route::ResolvedRoute;
-use super::schedule::dm_user;
 use crate::core::expiry::human;
 use crate::core::model::{Context, Question, QuestionKind};
 use crate::core::request::{Answered, Post, Request, Slot};

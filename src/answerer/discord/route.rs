@@ -262,6 +262,12 @@ pub fn glob_match(pattern: &str, text: &str) -> bool {
     p[pi..].iter().all(|&c| c == '*')
 }
 
+/// The user of a DM row whose channel is not opened yet: a route's DM copies are planned
+/// with the placeholder channel `@<user id>` until the DM channel is opened.
+pub(super) fn dm_user(channel: &str) -> Option<u64> {
+    channel.strip_prefix('@')?.parse().ok()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

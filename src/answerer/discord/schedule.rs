@@ -57,11 +57,6 @@ pub(super) fn dm_channel_placeholder(user: u64) -> String {
     format!("@{user}")
 }
 
-/// The user of a DM row whose channel is not opened yet.
-pub(super) fn dm_user(channel: &str) -> Option<u64> {
-    channel.strip_prefix('@')?.parse().ok()
-}
-
 /// When a route's timers first come due for a request asked at `asked_ms`.
 fn first_due(route: &ResolvedRoute, asked_ms: i64) -> Vec<(&'static str, i64)> {
     let mut due = Vec::new();
@@ -300,7 +295,7 @@ mod tests {
         assert_eq!(step_of("note:r1"), None);
         assert_eq!(step_of("dm:55"), None);
         assert_eq!(step_of(""), None);
-        assert_eq!(dm_user("@42"), Some(42));
-        assert_eq!(dm_user("42"), None);
+        assert_eq!(super::super::route::dm_user("@42"), Some(42));
+        assert_eq!(super::super::route::dm_user("42"), None);
     }
 }

@@ -34,6 +34,7 @@
 
 mod gateway;
 mod ratelimit;
+mod reply;
 mod rest;
 mod tls;
 

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::json;
 
-use super::rest::Reply;
+use super::reply::Reply;
 use super::{now_secs_f64, parse_snowflake, St};
 
 /// A fixed rate-limit window: opens at the first request after the previous one closed.

@@ -8,13 +8,14 @@ use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use axum::body::{Body, Bytes};
+use axum::body::Bytes;
 use axum::extract::State;
 use axum::http::{HeaderMap, Method, StatusCode, Uri};
 use axum::response::Response;
 use serde_json::{json, Value};
 
 use super::ratelimit::{bucket_key, check_rate_limits, hash_hex, ratelimit_headers};
+use super::reply::Reply;
 use super::{
     now_secs_f64, parse_snowflake, Failure, Held, Ids, Recorded, RecordedFile, Shared, St, Stall,
     StoredMessage,
@@ -26,60 +27,6 @@ const MAX_CONTENT_CHARS: usize = 2000;
 const MAX_ROWS: usize = 5;
 const MAX_ROW_COMPONENTS: usize = 5;
 const MAX_CUSTOM_ID_CHARS: usize = 100;
-
-pub(super) struct Reply {
-    pub(super) status: u16,
-    pub(super) body: Option<Value>,
-    pub(super) headers: Vec<(String, String)>,
-}
-
-impl Reply {
-    fn json(status: u16, body: Value) -> Reply {
-        Reply {
-            status,
-            body: Some(body),
-            headers: Vec::new(),
-        }
-    }
-
-    fn no_content() -> Reply {
-        Reply {
-            status: 204,
-            body: None,
-            headers: Vec::new(),
-        }
-    }
-
-    fn error(status: u16, code: u64, message: &str) -> Reply {
-        Reply::json(status, json!({"message": message, "code": code}))
-    }
-
-    fn not_found() -> Reply {
-        Reply::error(404, 0, "404: Not Found")
-    }
-
-    fn unknown_message() -> Reply {
-        Reply::error(404, 10008, "Unknown Message")
-    }
-
-    fn unknown_webhook() -> Reply {
-        Reply::error(404, 10015, "Unknown Webhook")
-    }
-
-    fn into_response(self) -> Response {
-        let mut builder = Response::builder().status(self.status);
-        for (k, v) in &self.headers {
-            builder = builder.header(k.as_str(), v.as_str());
-        }
-        let response = match self.body {
-            Some(body) => builder
-                .header("content-type", "application/json")
-                .body(Body::from(body.to_string())),
-            None => builder.body(Body::empty()),
-        };
-        response.expect("stand-in: building a response")
-    }
-}
 
 pub(super) async fn rest(
     State(shared): State<Arc<Shared>>,
