@@ -1,0 +1,687 @@
+//! The [`Store`] operations on PostgreSQL, each a statement or a transaction whose commit is
+//! checked before its result is handed back.
+
+use super::*;
+
+#[async_trait]
+impl Store for PgStore {
+    async fn acquire_lease(&self, me: &Holder) -> Result<()> {
+        cluster::acquire(&self.shared, me).await?;
+        let _ = self.cluster.set(Arc::new(PgCluster::new(
+            self.shared.clone(),
+            me.node.clone(),
+        )));
+        Ok(())
+    }
+
+    fn cluster(&self) -> Option<ClusterHandle> {
+        self.cluster.get().cloned()
+    }
+
+    async fn create(
+        &self,
+        new: &NewRequest,
+        posts: &[PlannedPost],
+        audit: &AuditEntry,
+    ) -> Result<Created> {
+        let questions_json = serde_json::to_string(&*new.questions)?;
+        let context_json = match &new.context {
+            Some(c) => Some(serde_json::to_string(&**c)?),
+            None => None,
+        };
+        let node = self.node().map(str::to_owned);
+        // One statement: the request, its questions, its outbox rows and its audit row are
+        // written together or not at all, and the notice goes out when it commits. When the id
+        // is taken nothing is inserted, and no row comes back. It runs in a transaction whose
+        // COMMIT is checked: the row comes back before an auto-commit's own commit, whose
+        // failure would go unseen.
+        let inserted: Option<i64> = write_tx!(self, |tx| {
+            let keys: Vec<i64> = sqlx::query_scalar(
+                "WITH r AS ( \
+                     INSERT INTO requests (request_id, token, questions_json, caller_json, \
+                         scope_json, answerer, route, peer_uid, peer_pid, created_at, expire_at, \
+                         on_expire, context_json, node) \
+                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14) \
+                     ON CONFLICT (request_id) DO NOTHING RETURNING key), \
+                 q AS ( \
+                     INSERT INTO questions (request_key, idx, qid) \
+                     SELECT r.key, j.ord - 1, j.value ->> 'id' \
+                     FROM r, jsonb_array_elements($3::jsonb) WITH ORDINALITY AS j (value, ord)), \
+                 p AS ( \
+                     INSERT INTO posts (request_key, idx, answerer, slot, channel, guild, nonce) \
+                     SELECT r.key, p.idx, $6, p.slot, p.channel, p.guild, p.nonce \
+                     FROM r, unnest($15::bigint[], $16::text[], $17::text[], $18::text[], \
+                                    $19::text[]) AS p (idx, slot, channel, guild, nonce)), \
+                 a AS ( \
+                     INSERT INTO audit (at, request_key, question_idx, source, actor, action, \
+                         detail, accepted) \
+                     SELECT $10, r.key, $20, $21, $22, $23, $24, $25 FROM r) \
+                 SELECT key, pg_notify('askrelay_outbox', COALESCE($14, ''))::text FROM r",
+            )
+            .bind(&new.request_id)
+            .bind(&new.token)
+            .bind(&questions_json)
+            .bind(serde_json::to_string(&new.caller)?)
+            .bind(serde_json::to_string(&new.scope)?)
+            .bind(&new.answerer)
+            .bind(&new.route)
+            .bind(new.peer.uid.map(i64::from))
+            .bind(new.peer.pid)
+            .bind(new.created_at_ms)
+            .bind(new.expiry.as_ref().map(|e| e.at_ms))
+            .bind(
+                new.expiry
+                    .as_ref()
+                    .map(|e| serde_json::to_string(&e.on_expire))
+                    .transpose()?,
+            )
+            .bind(&context_json)
+            .bind(&node)
+            .bind(posts.iter().map(|p| p.idx as i64).collect::<Vec<_>>())
+            .bind(posts.iter().map(|p| p.slot.to_string()).collect::<Vec<_>>())
+            .bind(posts.iter().map(|p| p.channel.clone()).collect::<Vec<_>>())
+            .bind(posts.iter().map(|p| p.guild.clone()).collect::<Vec<_>>())
+            .bind(posts.iter().map(|p| p.nonce.clone()).collect::<Vec<_>>())
+            .bind(audit.question_idx.map(|i| i as i64))
+            .bind(audit.source.as_str())
+            .bind(&audit.actor)
+            .bind(audit.action.as_str())
+            .bind(&audit.detail)
+            .bind(audit.accepted)
+            // Every row, so that the statement has finished before the COMMIT.
+            .fetch_all(&mut *tx)
+            .await?;
+            anyhow::Ok(keys.first().copied())
+        })?;
+        match inserted {
+            Some(key) => {
+                let mut req = Request::created(key, new);
+                req.node = node;
+                Ok(Created::New(req))
+            }
+            None => {
+                let existing = self
+                    .by_id(&new.request_id)
+                    .await?
+                    .context("a conflicting request vanished")?;
+                Ok(Created::Existing(existing))
+            }
+        }
+    }
+
+    async fn by_id(&self, request_id: &str) -> Result<Option<Request>> {
+        self.one(CONTEXT, "request_id = $1", Bind::Text(request_id))
+            .await?
+            .as_ref()
+            .map(request_of)
+            .transpose()
+    }
+
+    async fn by_key(&self, key: i64) -> Result<Option<Request>> {
+        self.one(CONTEXT, "key = $1", Bind::Int(key))
+            .await?
+            .as_ref()
+            .map(request_of)
+            .transpose()
+    }
+
+    async fn by_token(&self, token: &str) -> Result<Option<(Request, Vec<Post>)>> {
+        self.one(FULL, "token = $1", Bind::Text(token))
+            .await?
+            .as_ref()
+            .map(with_posts_of)
+            .transpose()
+    }
+
+    async fn all_pending(&self) -> Result<Vec<(Request, Vec<Post>)>> {
+        let rows = sqlx::query(&select(
+            FULL,
+            "WHERE status = 'pending' AND node IS NOT DISTINCT FROM $1 ORDER BY key",
+        ))
+        .bind(self.node())
+        .fetch_all(self.pool())
+        .await?;
+        rows.iter().map(with_posts_of).collect()
+    }
+
+    async fn pending(&self, who: Visibility, page: Page) -> Result<Vec<Request>> {
+        self.listing(who, page, true, false).await
+    }
+
+    async fn history(&self, who: Visibility, page: Page) -> Result<Vec<Request>> {
+        self.listing(who, page, false, true).await
+    }
+
+    async fn settle(&self, answer: NewAnswer<'_>) -> Result<SettleOutcome> {
+        let NewAnswer {
+            key,
+            idx,
+            settlement,
+            actor,
+            at_ms,
+            audit,
+            result_if_last,
+            finish,
+        } = answer;
+        let selected_json = serde_json::to_string(&settlement.selected)?;
+        let won = write_tx!(self, |tx| {
+            // The request's row lock first (see the module comment): the count of open
+            // questions below then sees every answer committed before this one.
+            let locked: Option<(String, Option<String>)> = sqlx::query_as(
+                "SELECT status, node FROM requests WHERE key = $1 FOR NO KEY UPDATE",
+            )
+            .bind(key)
+            .fetch_optional(&mut *tx)
+            .await?;
+            let Some((status, node)) = locked else {
+                return anyhow::Ok(None);
+            };
+            if status != Status::Pending.as_str() {
+                return anyhow::Ok(None);
+            }
+            // The one conditional UPDATE that decides first-wins, with its audit row and the
+            // notices in the same statement. The count is of the other open questions: the
+            // statement's snapshot does not see its own update.
+            let open_after: Option<i64> = sqlx::query_scalar(
+                "WITH won AS ( \
+                     UPDATE questions SET answered_at = $1, answered_by = $2, \
+                         answered_via = $3, answered_id = $4, answered_note = $5, \
+                         selected_json = $6, custom = $7 \
+                     WHERE request_key = $8 AND idx = $9 AND answered_at IS NULL \
+                     AND EXISTS (SELECT 1 FROM requests WHERE key = $8 AND status = 'pending') \
+                     RETURNING request_key, idx), \
+                 a AS ( \
+                     INSERT INTO audit (at, request_key, question_idx, source, actor, action, \
+                         detail, accepted) \
+                     SELECT $1, request_key, idx, $10, $11, $12, $13, true FROM won) \
+                 SELECT (SELECT count(*) FROM questions q WHERE q.request_key = $8 \
+                         AND q.answered_at IS NULL AND q.idx <> $9), \
+                        pg_notify('askrelay_outbox', $15)::text, \
+                        pg_notify('askrelay_ended', $14)::text \
+                 FROM won",
+            )
+            .bind(at_ms)
+            .bind(&actor.name)
+            .bind(actor.via.as_str())
+            .bind(&actor.id)
+            .bind(&actor.note)
+            .bind(&selected_json)
+            .bind(&settlement.custom)
+            .bind(key)
+            .bind(idx as i64)
+            .bind(audit.source.as_str())
+            .bind(&audit.actor)
+            .bind(audit.action.as_str())
+            .bind(&audit.detail)
+            .bind(cluster::ended_payload(key, node.as_deref()))
+            .bind(self.node().unwrap_or_default())
+            .fetch_optional(&mut *tx)
+            .await?;
+            let Some(open_after) = open_after else {
+                return anyhow::Ok(None);
+            };
+            if open_after > 0 {
+                return anyhow::Ok(Some(SettleOutcome::Won { result: None }));
+            }
+            // The last open question: the request is answered in the same transaction.
+            let result = match &result_if_last {
+                Some(result) => result.clone(),
+                None => {
+                    let rows: Vec<(Option<String>, Option<String>)> = sqlx::query_as(
+                        "SELECT selected_json, custom FROM questions WHERE request_key = $1 \
+                         ORDER BY idx",
+                    )
+                    .bind(key)
+                    .fetch_all(&mut *tx)
+                    .await?;
+                    let mut all = Vec::with_capacity(rows.len());
+                    for (selected, custom) in rows {
+                        all.push(Settlement {
+                            selected: serde_json::from_str(selected.as_deref().unwrap_or("[]"))?,
+                            custom,
+                        });
+                    }
+                    finish(&all)
+                }
+            };
+            sqlx::query(
+                "UPDATE requests SET status = 'answered', result_json = $1, ended_at = $2 \
+                 WHERE key = $3 AND status = 'pending'",
+            )
+            .bind(&result)
+            .bind(at_ms)
+            .bind(key)
+            .execute(&mut *tx)
+            .await?;
+            anyhow::Ok(Some(SettleOutcome::Won {
+                result: Some(result),
+            }))
+        })?;
+        if let Some(won) = won {
+            return Ok(won);
+        }
+        // It did not count: audit that, and say why (the rare path).
+        let mut lost = audit.clone();
+        lost.accepted = false;
+        self.audit(&lost).await?;
+        let Some(req) = self.by_key(key).await? else {
+            return Ok(SettleOutcome::Unknown);
+        };
+        Ok(match req.answers.get(idx) {
+            None => SettleOutcome::Unknown,
+            Some(Some(a)) => SettleOutcome::AlreadyAnswered(a.clone()),
+            Some(None) => SettleOutcome::Ended(req.status),
+        })
+    }
+
+    async fn end(
+        &self,
+        key: i64,
+        status: Status,
+        error: &AskError,
+        audit: &AuditEntry,
+    ) -> Result<bool> {
+        let at = now_ms();
+        write_tx!(self, |tx| {
+            let ended: Option<Option<String>> = sqlx::query_scalar(
+                "UPDATE requests SET status = $1, error_code = $2, error_message = $3, \
+                 ended_at = $4 WHERE key = $5 AND status = 'pending' RETURNING node",
+            )
+            .bind(status.as_str())
+            .bind(error.code.as_str())
+            .bind(&error.message)
+            .bind(at)
+            .bind(key)
+            .fetch_optional(&mut *tx)
+            .await?;
+            let mut audit = audit.clone();
+            audit.accepted = ended.is_some();
+            insert_audit(&mut tx, &audit, at).await?;
+            if let Some(node) = &ended {
+                sqlx::query(
+                    "SELECT pg_notify('askrelay_outbox', $2), pg_notify('askrelay_ended', $1)",
+                )
+                .bind(cluster::ended_payload(key, node.as_deref()))
+                .bind(self.node().unwrap_or_default())
+                .execute(&mut *tx)
+                .await?;
+            }
+            anyhow::Ok(ended.is_some())
+        })
+    }
+
+    async fn audit(&self, entry: &AuditEntry) -> Result<()> {
+        let at = now_ms();
+        write_tx!(self, |tx| { insert_audit(&mut tx, entry, at).await })
+    }
+
+    async fn audit_rows(&self, request_key: Option<i64>) -> Result<Vec<AuditRow>> {
+        let rows = sqlx::query(
+            "SELECT id, at, request_key, question_idx, source, actor, action, detail, accepted \
+             FROM audit WHERE ($1::bigint IS NULL OR request_key = $1) ORDER BY id",
+        )
+        .bind(request_key)
+        .fetch_all(self.pool())
+        .await?;
+        rows.into_iter()
+            .map(|r| {
+                Ok(AuditRow {
+                    id: r.try_get(0)?,
+                    at_ms: r.try_get(1)?,
+                    request_key: r.try_get(2)?,
+                    question_idx: r.try_get(3)?,
+                    source: r.try_get(4)?,
+                    actor: r.try_get(5)?,
+                    action: r.try_get(6)?,
+                    detail: r.try_get(7)?,
+                    accepted: r.try_get(8)?,
+                })
+            })
+            .collect()
+    }
+
+    async fn posts(&self, keys: &[i64]) -> Result<HashMap<i64, Vec<Post>>> {
+        let mut out: HashMap<i64, Vec<Post>> = HashMap::new();
+        if keys.is_empty() {
+            return Ok(out);
+        }
+        // Slots in byte order, as SQLite compares text.
+        let rows: Vec<PostRow> = sqlx::query_as(&format!(
+            "SELECT {POST_COLUMNS} FROM posts WHERE request_key = ANY($1) \
+             ORDER BY request_key, idx, slot COLLATE \"C\""
+        ))
+        .bind(keys)
+        .fetch_all(self.pool())
+        .await?;
+        for r in rows {
+            out.entry(r.request_key).or_default().push(r.into_post());
+        }
+        Ok(out)
+    }
+
+    async fn plan_posts(&self, key: i64, answerer: &str, posts: &[PlannedPost]) -> Result<()> {
+        write_tx!(self, |tx| {
+            insert_posts(&mut tx, key, answerer, posts).await
+        })
+    }
+
+    async fn record_post(
+        &self,
+        post: &PostKey<'_>,
+        message: &str,
+        channel: Option<&str>,
+        guild: Option<&str>,
+    ) -> Result<()> {
+        write_tx!(self, |tx| {
+            sqlx::query(
+                "UPDATE posts SET message = $1, posted_at = $2, attempts = attempts + 1, \
+                 last_error = NULL, guild = COALESCE($3, guild), channel = COALESCE($4, channel) \
+                 WHERE request_key = $5 AND idx = $6 AND answerer = $7 AND slot = $8",
+            )
+            .bind(message)
+            .bind(now_ms())
+            .bind(guild)
+            .bind(channel)
+            .bind(post.key)
+            .bind(post.idx as i64)
+            .bind(post.answerer)
+            .bind(post.slot.to_string())
+            .execute(&mut *tx)
+            .await?;
+            anyhow::Ok(())
+        })
+    }
+
+    async fn record_post_failure(&self, post: &PostKey<'_>, error: &str) -> Result<()> {
+        write_tx!(self, |tx| {
+            sqlx::query(
+                "UPDATE posts SET attempts = attempts + 1, last_error = $1 \
+                 WHERE request_key = $2 AND idx = $3 AND answerer = $4 AND slot = $5",
+            )
+            .bind(error)
+            .bind(post.key)
+            .bind(post.idx as i64)
+            .bind(post.answerer)
+            .bind(post.slot.to_string())
+            .execute(&mut *tx)
+            .await?;
+            anyhow::Ok(())
+        })
+    }
+
+    async fn record_edit(&self, post: &PostKey<'_>, edit: EditState) -> Result<()> {
+        write_tx!(self, |tx| {
+            sqlx::query(
+                "UPDATE posts SET edited = $1 \
+                 WHERE request_key = $2 AND idx = $3 AND answerer = $4 AND slot = $5",
+            )
+            .bind(edit.as_str())
+            .bind(post.key)
+            .bind(post.idx as i64)
+            .bind(post.answerer)
+            .bind(post.slot.to_string())
+            .execute(&mut *tx)
+            .await?;
+            anyhow::Ok(())
+        })
+    }
+
+    async fn timers(&self, answerer: &str) -> Result<Vec<Timer>> {
+        let rows: Vec<(i64, String, i64, Option<i64>)> = sqlx::query_as(
+            "SELECT t.request_key, t.name, t.fired, t.due_at FROM timers t \
+             JOIN requests r ON r.key = t.request_key \
+             WHERE t.answerer = $1 AND t.due_at IS NOT NULL AND r.status = 'pending'",
+        )
+        .bind(answerer)
+        .fetch_all(self.pool())
+        .await?;
+        Ok(rows
+            .into_iter()
+            .map(|(request_key, name, fired, due_at_ms)| Timer {
+                request_key,
+                name,
+                fired: fired as u32,
+                due_at_ms,
+            })
+            .collect())
+    }
+
+    async fn advance_timer(
+        &self,
+        key: i64,
+        answerer: &str,
+        from: Option<u32>,
+        to: &Timer,
+        posts: &[PlannedPost],
+    ) -> Result<bool> {
+        write_tx!(self, |tx| {
+            // Shares the request's row lock, so it cannot end until this step is written.
+            let pending: Option<i32> = sqlx::query_scalar(
+                "SELECT 1 FROM requests WHERE key = $1 AND status = 'pending' FOR SHARE",
+            )
+            .bind(key)
+            .fetch_optional(&mut *tx)
+            .await?;
+            if pending.is_none() {
+                return anyhow::Ok(false);
+            }
+            let moved = match from {
+                None => sqlx::query(
+                    "INSERT INTO timers (request_key, answerer, name, fired, due_at) \
+                     VALUES ($1, $2, $3, $4, $5) ON CONFLICT DO NOTHING",
+                )
+                .bind(key)
+                .bind(answerer)
+                .bind(&to.name)
+                .bind(i64::from(to.fired))
+                .bind(to.due_at_ms)
+                .execute(&mut *tx)
+                .await?
+                .rows_affected(),
+                Some(fired) => sqlx::query(
+                    "UPDATE timers SET fired = $1, due_at = $2 \
+                     WHERE request_key = $3 AND answerer = $4 AND name = $5 AND fired = $6",
+                )
+                .bind(i64::from(to.fired))
+                .bind(to.due_at_ms)
+                .bind(key)
+                .bind(answerer)
+                .bind(&to.name)
+                .bind(i64::from(fired))
+                .execute(&mut *tx)
+                .await?
+                .rows_affected(),
+            };
+            if moved == 0 {
+                return anyhow::Ok(false);
+            }
+            insert_posts(&mut tx, key, answerer, posts).await?;
+            anyhow::Ok(true)
+        })
+    }
+
+    async fn outbox_due(&self, answerer: Option<&str>) -> Result<Vec<DuePost>> {
+        let rows: Vec<(i64, i64, String, bool, Option<i64>)> = sqlx::query_as(
+            "SELECT p.request_key, p.idx, p.answerer, p.message IS NULL AS unposted, \
+             CASE WHEN p.message IS NULL THEN r.created_at \
+                  WHEN q.answered_at IS NOT NULL THEN q.answered_at \
+                  ELSE r.ended_at END AS due_since \
+             FROM posts p \
+             JOIN requests r ON r.key = p.request_key \
+             JOIN questions q ON q.request_key = p.request_key AND q.idx = p.idx \
+             WHERE p.edited IS NULL AND ($1::text IS NULL OR p.answerer = $1) \
+             AND ((p.message IS NULL AND r.status = 'pending') \
+               OR (p.message IS NOT NULL AND p.slot NOT LIKE 'note:%' \
+                   AND (q.answered_at IS NOT NULL OR r.status <> 'pending'))) \
+             ORDER BY due_since NULLS FIRST",
+        )
+        .bind(answerer)
+        .fetch_all(self.pool())
+        .await?;
+        Ok(rows
+            .into_iter()
+            .map(
+                |(request_key, idx, answerer, unposted, due_since)| DuePost {
+                    request_key,
+                    idx: idx as usize,
+                    answerer,
+                    unposted,
+                    due_since_ms: due_since.unwrap_or(0),
+                },
+            )
+            .collect())
+    }
+
+    async fn with_posts_by_key(&self, key: i64) -> Result<Option<(Request, Vec<Post>)>> {
+        self.one(FULL, "key = $1", Bind::Int(key))
+            .await?
+            .as_ref()
+            .map(with_posts_of)
+            .transpose()
+    }
+
+    async fn save_draft(&self, key: i64, idx: usize, user: &str, selected: &[usize]) -> Result<()> {
+        write_tx!(self, |tx| {
+            sqlx::query(
+                "INSERT INTO drafts (request_key, idx, user_id, selected_json, updated_at) \
+                 VALUES ($1, $2, $3, $4, $5) ON CONFLICT (request_key, idx, user_id) \
+                 DO UPDATE SET selected_json = EXCLUDED.selected_json, \
+                 updated_at = EXCLUDED.updated_at",
+            )
+            .bind(key)
+            .bind(idx as i64)
+            .bind(user)
+            .bind(serde_json::to_string(selected)?)
+            .bind(now_ms())
+            .execute(&mut *tx)
+            .await?;
+            anyhow::Ok(())
+        })
+    }
+
+    async fn draft(&self, key: i64, idx: usize, user: &str) -> Result<Vec<usize>> {
+        let json: Option<String> = sqlx::query_scalar(
+            "SELECT selected_json FROM drafts \
+             WHERE request_key = $1 AND idx = $2 AND user_id = $3",
+        )
+        .bind(key)
+        .bind(idx as i64)
+        .bind(user)
+        .fetch_optional(self.pool())
+        .await?;
+        Ok(match json {
+            Some(j) => serde_json::from_str(&j)?,
+            None => Vec::new(),
+        })
+    }
+
+    async fn schedule_due(&self, name: &str) -> Result<Option<i64>> {
+        Ok(
+            sqlx::query_scalar("SELECT due_at FROM schedules WHERE name = $1")
+                .bind(name)
+                .fetch_optional(self.pool())
+                .await?,
+        )
+    }
+
+    async fn advance_schedule(&self, name: &str, from: Option<i64>, to: i64) -> Result<bool> {
+        let moved = write_tx!(self, |tx| {
+            let moved = match from {
+                None => sqlx::query(
+                    "INSERT INTO schedules (name, due_at) VALUES ($1, $2) ON CONFLICT DO NOTHING",
+                )
+                .bind(name)
+                .bind(to),
+                Some(from) => {
+                    sqlx::query("UPDATE schedules SET due_at = $1 WHERE name = $2 AND due_at = $3")
+                        .bind(to)
+                        .bind(name)
+                        .bind(from)
+                }
+            }
+            .execute(&mut *tx)
+            .await?
+            .rows_affected();
+            anyhow::Ok(moved)
+        })?;
+        Ok(moved == 1)
+    }
+
+    async fn writable(&self) -> Result<()> {
+        // A real write, committed: it fails on a read-only server (a standby) and, as it needs
+        // room in the WAL and the table, on a full disk (migrations/postgres/0002).
+        let node = self.node().unwrap_or_default().to_owned();
+        write_tx!(self, |tx| {
+            sqlx::query(
+                "INSERT INTO health_probe (node, at) VALUES ($1, $2) \
+                 ON CONFLICT (node) DO UPDATE SET at = EXCLUDED.at",
+            )
+            .bind(&node)
+            .bind(now_ms())
+            .execute(&mut *tx)
+            .await?;
+            anyhow::Ok(())
+        })
+    }
+
+    async fn prune(
+        &self,
+        ended_before_ms: Option<i64>,
+        audit_before_ms: Option<i64>,
+    ) -> Result<Pruned> {
+        let mut pruned = Pruned::default();
+        if let Some(before) = ended_before_ms {
+            pruned.requests = write_tx!(self, |tx| {
+                // The requests first, locked (every transaction locks a request before its
+                // rows); then their rows (foreign keys), then the requests.
+                let keys: Vec<i64> = sqlx::query_scalar(
+                    "SELECT key FROM requests WHERE status <> 'pending' AND ended_at < $1 \
+                     FOR UPDATE",
+                )
+                .bind(before)
+                .fetch_all(&mut *tx)
+                .await?;
+                if keys.is_empty() {
+                    return anyhow::Ok(0);
+                }
+                for table in ["drafts", "timers", "posts", "questions"] {
+                    sqlx::query(&format!("DELETE FROM {table} WHERE request_key = ANY($1)"))
+                        .bind(&keys)
+                        .execute(&mut *tx)
+                        .await?;
+                }
+                let gone = sqlx::query("DELETE FROM requests WHERE key = ANY($1)")
+                    .bind(&keys)
+                    .execute(&mut *tx)
+                    .await?
+                    .rows_affected();
+                anyhow::Ok(gone)
+            })?;
+        }
+        if let Some(before) = audit_before_ms {
+            // The one way past the audit log's DELETE trigger (migrations/postgres): the cutoff
+            // is a setting local to this transaction, gone when it ends.
+            pruned.audit = write_tx!(self, |tx| {
+                sqlx::query("SELECT set_config('askrelay.audit_prune_before', $1, true)")
+                    .bind(before.to_string())
+                    .execute(&mut *tx)
+                    .await?;
+                let gone = sqlx::query("DELETE FROM audit WHERE at < $1")
+                    .bind(before)
+                    .execute(&mut *tx)
+                    .await?
+                    .rows_affected();
+                anyhow::Ok(gone)
+            })?;
+        }
+        Ok(pruned)
+    }
+
+    async fn close(&self) {
+        self.shared.closed.cancel();
+        self.shared.tasks.close();
+        self.shared.tasks.wait().await;
+        cluster::release(&self.shared).await;
+        self.shared.pool.close().await;
+    }
+}
