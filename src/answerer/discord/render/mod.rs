@@ -29,6 +29,13 @@ use serenity::builder::{
 use serenity::model::application::{ButtonStyle, InputTextStyle};
 use serenity::model::id::{RoleId, UserId};
 
+mod context;
+mod markup;
+
+use context::context_content;
+pub use context::{question_post, QuestionPost};
+pub use markup::{inert, inert_plain, one_line, truncate, truncate_md};
+
 /// Discord's limits (docs/contract.md, "Discord limits").
 pub const CONTENT_MAX: usize = 2000;
 pub const EMBED_TOTAL_MAX: usize = 6000;
@@ -127,143 +134,6 @@ pub struct AnsweredView {
     pub at_unix: i64,
 }
 
-/// Cuts `s` to at most `max_chars` characters (not bytes). A cut string ends in "…", which counts
-/// toward `max_chars`.
-pub fn truncate(s: &str, max_chars: usize) -> String {
-    if s.chars().count() <= max_chars {
-        return s.to_owned();
-    }
-    if max_chars == 0 {
-        return String::new();
-    }
-    let mut out: String = s.chars().take(max_chars - 1).collect();
-    let trimmed = out.trim_end().len();
-    out.truncate(trimmed);
-    out.push('…');
-    out
-}
-
-/// [`truncate`] for markdown askrelay made: an escape (a backslash and the character after it)
-/// is never cut in two, so the cut text cannot end in a backslash that would escape the "…" or
-/// whatever askrelay writes after it.
-pub fn truncate_md(s: &str, max_chars: usize) -> String {
-    if s.chars().count() <= max_chars {
-        return s.to_owned();
-    }
-    if max_chars == 0 {
-        return String::new();
-    }
-    let mut out = String::new();
-    let mut n = 0;
-    let mut chars = s.chars();
-    while let Some(c) = chars.next() {
-        let escaped = if c == '\\' { chars.next() } else { None };
-        let len = 1 + usize::from(escaped.is_some());
-        if n + len > max_chars - 1 {
-            break;
-        }
-        out.push(c);
-        out.extend(escaped);
-        n += len;
-    }
-    let trimmed = out.trim_end().len();
-    out.truncate(trimmed);
-    // A backslash left last (one that escaped white space, which no escape does) goes too.
-    if out.chars().rev().take_while(|&c| c == '\\').count() % 2 == 1 {
-        out.pop();
-    }
-    out.push('…');
-    out
-}
-
-/// Makes agent and client text inert where Discord renders markdown (message content, embed
-/// titles, descriptions and fields): every ASCII punctuation character gets a backslash.
-///
-/// Discord's escape rule (simple-markdown's: a backslash before any character that is not a
-/// letter, a digit or white space) shows that character as it is and consumes it, so no other
-/// rule can start at it. Every piece of markup starts at, or needs, ASCII punctuation: links
-/// (`[`, and the `:` of `https://`), mentions, timestamps and custom emoji (`<`, `@`), code
-/// (`` ` ``), formatting (`*`, `_`, `~`, `|`), and at the start of a line headings, subtext,
-/// quotes and lists (`#`, `-#`, `>`, `-`, `*`, `1.`). Letters, digits, white space and other
-/// characters start no rule. Nothing is tracked across the text (no code spans), so no input
-/// can switch the escaping off, and the text reads exactly as written.
-///
-/// Besides, `@everyone` and `@here` get a zero-width space after the `@`, for whoever reads
-/// the raw text; and control and bidi characters other than newline and tab are dropped: they
-/// show nothing, and a bidi override would turn askrelay's own text later on the line around.
-pub fn inert(s: &str) -> String {
-    let chars: Vec<char> = shown_chars(s).collect();
-    let mut out = String::with_capacity(s.len() + s.len() / 4);
-    for (i, &c) in chars.iter().enumerate() {
-        if c.is_ascii_punctuation() {
-            out.push('\\');
-        }
-        out.push(c);
-        if c == '@' && mentions_everyone(&chars[i + 1..]) {
-            out.push('\u{200B}');
-        }
-    }
-    out
-}
-
-/// [`inert`] for places Discord shows as plain text (footers, button labels, select options,
-/// modal titles and placeholders), where a backslash would show: nothing renders there, and
-/// still a zero-width space goes after a `<` that could begin a mention, after the `@` of
-/// `@everyone` / `@here`, between `:` and `//` and between `]` and `(`, so that the text reads
-/// the same and cannot be taken for a mention or a link. Control and bidi characters other
-/// than newline and tab are dropped, as in [`inert`].
-pub fn inert_plain(s: &str) -> String {
-    let chars: Vec<char> = shown_chars(s).collect();
-    let mut out = String::with_capacity(s.len() + 8);
-    for (i, &c) in chars.iter().enumerate() {
-        out.push(c);
-        let rest = &chars[i + 1..];
-        let next = rest.first().copied();
-        let break_after = match c {
-            '<' => next.is_some_and(|n| {
-                matches!(n, '@' | '#' | '/' | ':' | 't' | 'a') || n.is_ascii_digit()
-            }),
-            '@' => mentions_everyone(rest),
-            ':' => rest.starts_with(&['/', '/']),
-            ']' => next == Some('('),
-            _ => false,
-        };
-        if break_after {
-            out.push('\u{200B}');
-        }
-    }
-    out
-}
-
-/// The characters of `s` as they are shown: control and bidi characters other than newline and
-/// tab become visible escapes (`\u{202e}`), as on a terminal, so that none reorders or hides
-/// what follows and none is dropped without a trace.
-fn shown_chars(s: &str) -> impl Iterator<Item = char> + '_ {
-    s.chars().flat_map(|c| {
-        let visible = c == '\n' || c == '\t' || !crate::core::text::is_display_control(c);
-        let shown = if visible {
-            c.to_string()
-        } else {
-            crate::core::text::escape(&c.to_string())
-        };
-        shown.chars().collect::<Vec<_>>()
-    })
-}
-
-/// Whether the text after an `@` makes it `@everyone` or `@here` (any letter case).
-fn mentions_everyone(rest: &[char]) -> bool {
-    starts_with_at(rest, "everyone") || starts_with_at(rest, "here")
-}
-
-fn starts_with_at(rest: &[char], word: &str) -> bool {
-    let w: Vec<char> = word.chars().collect();
-    rest.len() >= w.len()
-        && rest[..w.len()]
-            .iter()
-            .zip(&w)
-            .all(|(a, b)| a.eq_ignore_ascii_case(b))
-}
-
 /// The message that asks the question: mentions, one embed, components.
 pub fn question_message(q: &Question, ctx: &RenderContext) -> CreateMessage {
     let (content, allowed) = mentions(ctx);
@@ -326,111 +196,6 @@ pub fn note(text: &str, ctx: &RenderContext, reply_to: Option<(u64, u64)>) -> Cr
         ));
     }
     msg
-}
-
-/// A question's message with the request's context: the message to create, and the files to
-/// upload with it (name, bytes), in order.
-#[derive(Debug, Clone)]
-pub struct QuestionPost {
-    pub message: CreateMessage,
-    pub files: Vec<(String, Vec<u8>)>,
-}
-
-/// [`question_message`], with `context` (the request's, on its first question's message only)
-/// shown in the message content: the text in a code block under the mentions when it fits
-/// (2000 characters with them, and [`CONTEXT_INLINE_LINES_MAX`] lines), otherwise as the file
-/// [`CONTEXT_TEXT_FILE`]; a `.diff` file that fits the same way in a `diff` code block after
-/// it; every other context file as an attachment, named in the content.
-/// The edits that follow set no content and no attachments, so both stay as posted.
-pub fn question_post(q: &Question, ctx: &RenderContext, context: Option<&Context>) -> QuestionPost {
-    let mut message = question_message(q, ctx);
-    let Some(context) = context.filter(|c| !c.is_empty()) else {
-        return QuestionPost {
-            message,
-            files: Vec::new(),
-        };
-    };
-    let (mentions, _) = mentions(ctx);
-    let (content, files) = context_content(mentions.as_deref(), context);
-    message = message.content(content);
-    QuestionPost { message, files }
-}
-
-/// The message content for a context under `mentions`, and the files to attach.
-fn context_content(mentions: Option<&str>, context: &Context) -> (String, Vec<(String, Vec<u8>)>) {
-    let mut content = mentions.unwrap_or_default().to_owned();
-    let push = |content: &mut String, line: &str| -> bool {
-        let sep = usize::from(!content.is_empty());
-        if content.chars().count() + sep + line.chars().count() > CONTENT_MAX {
-            return false;
-        }
-        if sep == 1 {
-            content.push('\n');
-        }
-        content.push_str(line);
-        true
-    };
-    push(&mut content, "**Context**");
-    let mut files = Vec::new();
-    if let Some(text) = &context.text {
-        let block = format!("```\n{}\n```", fence_safe(text));
-        let inline = text.lines().count() <= CONTEXT_INLINE_LINES_MAX && push(&mut content, &block);
-        if !inline {
-            files.push((text_file_name(context), text.as_bytes().to_vec()));
-        }
-    }
-    for f in &context.files {
-        // A short diff reads best in the message, coloured as one; a long one is a file.
-        if f.name.ends_with(".diff") && f.content.lines().count() <= CONTEXT_INLINE_LINES_MAX {
-            let block = format!("```diff\n{}\n```", fence_safe(f.content.trim_end()));
-            if push(&mut content, &block) {
-                continue;
-            }
-        }
-        files.push((f.name.clone(), f.content.as_bytes().to_vec()));
-    }
-    files.truncate(ATTACHMENTS_MAX);
-    if !files.is_empty() {
-        // Names are letters, digits and `._-+` (core validation), so a code span shows them
-        // as they are.
-        let names: Vec<String> = files.iter().map(|(n, _)| format!("`{n}`")).collect();
-        let line = format!("Attached: {}", names.join(", "));
-        if !push(&mut content, &line) {
-            push(&mut content, "Attached below.");
-        }
-    }
-    (content, files)
-}
-
-/// Text that cannot close the code block it is shown in: no run of three backticks can form (a
-/// zero-width space goes between two, so runs of at most two are left), and a code block shows
-/// everything else as it is. Control and bidi characters other than newline, tab and carriage
-/// return are shown as escapes (`\u{202e}`), as on a terminal: in a command or a diff someone
-/// approves, a bidi override would make the text look like something it is not.
-fn fence_safe(text: &str) -> String {
-    let shown: String = text
-        .chars()
-        .map(|c| {
-            if matches!(c, '\n' | '\t' | '\r') || !crate::core::text::is_display_control(c) {
-                c.to_string()
-            } else {
-                crate::core::text::escape(&c.to_string())
-            }
-        })
-        .collect();
-    shown.replace("``", "`\u{200B}`")
-}
-
-/// [`CONTEXT_TEXT_FILE`], or a name no context file has.
-fn text_file_name(context: &Context) -> String {
-    let taken = |n: &str| context.files.iter().any(|f| f.name.eq_ignore_ascii_case(n));
-    if !taken(CONTEXT_TEXT_FILE) {
-        return CONTEXT_TEXT_FILE.to_owned();
-    }
-    (2..)
-        .map(|i| format!("context-{i}.md"))
-        .find(|n| !taken(n))
-        .unwrap_or_else(|| CONTEXT_TEXT_FILE.to_owned())
 }
 
 /// A message's final state: the question's embed with its outcome fields, no components.
@@ -698,10 +463,6 @@ fn outcome_edit(q: &Question, ctx: &RenderContext, outcome: Vec<(String, String)
         embed: build_embed(&embed_text(q, ctx), &outcome),
         allowed,
     }
-}
-
-pub fn one_line(s: &str) -> String {
-    s.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
 fn header(q: &Question) -> Option<&str> {
