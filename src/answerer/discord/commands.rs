@@ -23,6 +23,7 @@ use super::NAME;
 use crate::config::Config;
 use crate::core::expiry::human;
 use crate::core::request::{now_ms, AuditAction, AuditEntry, Post, Request, Source};
+use crate::core::text::Escaped;
 use crate::core::{AnswererContext, QuestionAnswer, Status};
 use serenity::all::{
     ApplicationId, Command, CommandInteraction, CommandOptionType, CreateCommand,
@@ -114,10 +115,7 @@ impl Sub {
         match self {
             Sub::Pending { all } => format!("/askrelay pending all={all}"),
             Sub::Cancel { request, .. } => {
-                format!(
-                    "/askrelay cancel request={:?}",
-                    crate::core::text::Escaped(request)
-                )
+                format!("/askrelay cancel request={:?}", Escaped(request))
             }
             Sub::History { n } => format!("/askrelay history n={n}"),
         }
@@ -321,10 +319,9 @@ impl Commands {
                 Err(text) => (text, false, "askrelay"),
             },
         };
-        let detail = sub.as_ref().map_or_else(
-            || format!("{:?}", crate::core::text::Escaped(&ci.data.name)),
-            Sub::describe,
-        );
+        let detail = sub
+            .as_ref()
+            .map_or_else(|| format!("{:?}", Escaped(&ci.data.name)), Sub::describe);
         ctx.refuse(AuditEntry {
             source: Source::Discord,
             actor: Some(format!("{} (Discord user {})", ci.user.name, ci.user.id)),

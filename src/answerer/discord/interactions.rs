@@ -21,6 +21,7 @@ use crate::config::Config;
 use crate::core::request::{
     Actor, Answered, AuditAction, AuditEntry, EditState, Post, Request, Source, Status, Via,
 };
+use crate::core::text::Escaped;
 use crate::core::{AnswererContext, QuestionAnswer, SettleOutcome, Settlement};
 use async_trait::async_trait;
 use serenity::all::{
@@ -90,8 +91,8 @@ impl RawEventHandler for Handler {
                     .and_then(|v| v.as_str())
                     .unwrap_or("?");
                 tracing::warn!(
-                    interaction_id = %crate::core::text::Escaped(id),
-                    custom_id = %crate::core::text::Escaped(custom_id),
+                    interaction_id = %Escaped(id),
+                    custom_id = %Escaped(custom_id),
                     "received an INTERACTION_CREATE that serenity could not parse; it was not answered"
                 );
             }
@@ -268,7 +269,7 @@ impl Handler {
                 action: r.action,
                 detail: Some(format!(
                     "custom_id {:?} in channel {} message {}",
-                    crate::core::text::Escaped(origin.custom_id),
+                    Escaped(origin.custom_id),
                     origin.channel,
                     origin.message.map_or("none".into(), |m| m.to_string())
                 )),
@@ -488,10 +489,7 @@ impl Handler {
                         source: Source::Discord,
                         actor: Some(describe(&ci.user)),
                         action: AuditAction::OpenModal,
-                        detail: Some(format!(
-                            "{:?}",
-                            crate::core::text::Escaped(&ci.data.custom_id)
-                        )),
+                        detail: Some(format!("{:?}", Escaped(&ci.data.custom_id))),
                         accepted: true,
                     })
                     .await;

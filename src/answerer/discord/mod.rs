@@ -31,6 +31,7 @@ use crate::config::{Config, DEFAULT_API_BASE};
 use crate::core::cluster::Role;
 use crate::core::metrics::RestRecorder;
 use crate::core::request::{PlannedPost, Post, Request, Slot};
+use crate::core::text::Escaped;
 use crate::core::{
     Accepted, Answerer, AnswererContext, AskError, Claim, Delivery, ErrorCode, Proposal,
 };
@@ -321,7 +322,7 @@ impl DiscordAnswerer {
         outbox.shown.insert(req.clone(), posts.clone());
         if posts.iter().any(|p| p.message.is_none()) {
             tracing::info!(
-                request_id = %crate::core::text::Escaped(&req.request_id),
+                request_id = %Escaped(&req.request_id),
                 "resuming the posting of a request"
             );
             if let Some(claim) = outbox.busy.posting.claim(req.key) {

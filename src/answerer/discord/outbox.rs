@@ -16,6 +16,7 @@ use super::route::{self, ResolvedRoute};
 use super::{Shown, NAME};
 use crate::config::Config;
 use crate::core::request::{now_ms, EditState, Post, Request, Slot};
+use crate::core::text::Escaped;
 use crate::core::{AnswererContext, AskError, ErrorCode, Outcome};
 use std::sync::Arc;
 use std::time::Duration;
@@ -227,7 +228,7 @@ impl Outbox {
                         match f {
                             Failure::Transient(m) if tries.last.is_none_or(|n| attempt < n) => {
                                 let wait = self.rest.backoff(attempt);
-                                tracing::warn!(request_id = %crate::core::text::Escaped(&req.request_id), question = post.idx, attempt, error = %m, retry_in_ms = wait.as_millis() as u64, "posting a question failed; retrying");
+                                tracing::warn!(request_id = %Escaped(&req.request_id), question = post.idx, attempt, error = %m, retry_in_ms = wait.as_millis() as u64, "posting a question failed; retrying");
                                 if !self.rest.pause(wait).await {
                                     return Err(Failure::Transient(m));
                                 }
@@ -264,7 +265,7 @@ impl Outbox {
             drop(claim);
             match posted {
                 Ok(_) => tracing::info!(
-                    request_id = %crate::core::text::Escaped(&req.request_id),
+                    request_id = %Escaped(&req.request_id),
                     "every question is posted"
                 ),
                 Err(Failure::Permanent(m)) => {
@@ -323,7 +324,7 @@ impl Outbox {
                     }
                 }
                 Err(f) => tracing::warn!(
-                    request_id = %crate::core::text::Escaped(&request_id),
+                    request_id = %Escaped(&request_id),
                     question = idx,
                     error = f.message(),
                     "cannot edit the question message; the repair loop tries again"

@@ -21,6 +21,7 @@ use super::NAME;
 use crate::config::Config;
 use crate::core::expiry::Deadlines;
 use crate::core::request::{now_ms, PlannedPost, Post, Request, Slot, Timer};
+use crate::core::text::Escaped;
 use crate::core::{AnswererContext, Status};
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
@@ -194,7 +195,7 @@ impl Schedule {
                 return;
             }
         }
-        tracing::info!(request_id = %crate::core::text::Escaped(&req.request_id), timer = %due.name, step = to.fired, posts = planned.len(), "nobody answered yet; {}", if due.name == REMIND { "reminding" } else { "escalating" });
+        tracing::info!(request_id = %Escaped(&req.request_id), timer = %due.name, step = to.fired, posts = planned.len(), "nobody answered yet; {}", if due.name == REMIND { "reminding" } else { "escalating" });
         if let Some(at) = next {
             self.queue.insert(
                 at,
