@@ -8,7 +8,7 @@
 //! whoever can write the socket's directory can swap the path between any check and the
 //! connect; a socket directory that another user owns or may write is refused outright.
 
-use crate::core::{Ask, AskError, ErrorCode};
+use crate::domain::{Ask, AskError, ErrorCode};
 use crate::protocol::{Accepted, Event, Op};
 use crate::server::framing::{Frame, LineReader};
 use anyhow::{bail, Context, Result};

@@ -7,8 +7,8 @@
 //! connection delays an answer but never loses it.
 
 use crate::config::ClusterConfig;
-use crate::core::cluster::{ClusterHandle, Notice, Role};
-use crate::core::Hub;
+use crate::domain::cluster::{ClusterHandle, Notice, Role};
+use crate::domain::Hub;
 use std::time::Duration;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;

@@ -5,8 +5,8 @@
 use crate::answerer::discord::DiscordAnswerer;
 use crate::answerer::terminal::TerminalAnswerer;
 use crate::config::Config;
-use crate::core::store::{Holder, Pruned, Store};
-use crate::core::{Answerer, Hub, HubSettings, Operators};
+use crate::domain::store::{Holder, Pruned, Store};
+use crate::domain::{Answerer, Hub, HubSettings, Operators};
 use crate::metrics::Metrics;
 use crate::protocol::{GatewayHealth, StoreHealth};
 use crate::server::{self, ServerContext};

@@ -5,7 +5,7 @@
 //! It has no authentication, so it serves only counts and states, never question text, and
 //! binds to localhost unless configured otherwise (docs/security.md).
 
-use crate::core::Hub;
+use crate::domain::Hub;
 use crate::metrics::Metrics;
 use anyhow::{Context, Result};
 use axum::extract::State;

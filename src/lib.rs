@@ -1,8 +1,8 @@
 //! askrelay: lets AI agents ask people questions through Discord or the terminal.
 //!
-//! Layout: [`core`] holds the rules and knows no platform; [`store`] is the only code that
-//! touches SQL; [`server`] and [`protocol`] are the socket front end; [`answerer`] holds the
-//! platforms; [`client`] and [`cli`] are the command line; [`http`], [`metrics`], [`systemd`],
+//! Layout: [`domain`] holds the rules and knows no platform (the core; named so as not to shadow
+//! Rust's own `core`); [`store`] is the only code that touches SQL; [`server`] and [`protocol`]
+//! are the socket front end; [`answerer`] holds the platforms; [`client`] and [`cli`] are the command line; [`http`], [`metrics`], [`systemd`],
 //! [`retention`] and [`memory`] serve operators; [`daemon`] wires it all together.
 
 pub mod answerer;
@@ -10,9 +10,9 @@ pub mod cli;
 pub mod client;
 pub mod cluster;
 pub mod config;
-pub mod core;
 pub mod crash;
 pub mod daemon;
+pub mod domain;
 pub mod front;
 pub mod http;
 pub mod mcp;

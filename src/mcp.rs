@@ -16,8 +16,8 @@
 //! stdout carries the protocol and nothing else; logs go to stderr.
 
 use crate::client::{AskSession, AskUpdate, Client, Target};
-use crate::core::model::parse_ask;
-use crate::core::{Ask, AskError};
+use crate::domain::model::parse_ask;
+use crate::domain::{Ask, AskError};
 use crate::protocol::Accepted;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
@@ -559,7 +559,7 @@ impl ServerHandler for McpServer {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::core::model::parse_ask;
+    use crate::domain::model::parse_ask;
 
     fn spec_input() -> Value {
         json!({"questions": [{

@@ -1,13 +1,13 @@
 //! The daemon's metrics: one Prometheus registry per daemon (never a global one, so several
 //! daemons in one process keep their own numbers), fed by the core through
-//! [`crate::core::metrics::Recorder`], by the Discord answerer's REST client through
+//! [`crate::domain::metrics::Recorder`], by the Discord answerer's REST client through
 //! [`RestRecorder`], and, for the gauges, read from the hub when scraped. Only counts and durations: never question text,
 //! labels, names or ids.
 //!
 //! Served as OpenMetrics text on `GET /metrics` by [`crate::http`].
 
-use crate::core::metrics::{Recorder, RestRecorder};
-use crate::core::{ErrorCode, Hub};
+use crate::domain::metrics::{Recorder, RestRecorder};
+use crate::domain::{ErrorCode, Hub};
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;

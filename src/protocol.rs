@@ -7,16 +7,16 @@
 //! them with serde. Events go the other way: the daemon writes them with serde, clients read
 //! them with [`Event::from_line`], which keeps an answer's `result` byte for byte.
 
-use crate::core::answer::QuestionAnswer;
-use crate::core::model::{
+use crate::domain::answer::QuestionAnswer;
+use crate::domain::model::{
     check_line, check_request_id, parse_ask, parse_request_id, Caller, Context, Scope,
     MAX_NOTE_CHARS, MAX_REASON_CHARS,
 };
-use crate::core::request::{Outcome, Post, Request};
-use crate::core::text::Escaped;
+use crate::domain::request::{Outcome, Post, Request};
+use crate::domain::text::Escaped;
 /// What an `accepted` event reports; the answerers build it, so it lives with them in the core.
-pub use crate::core::Accepted;
-use crate::core::{Ask, AskError, ErrorCode};
+pub use crate::domain::Accepted;
+use crate::domain::{Ask, AskError, ErrorCode};
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};

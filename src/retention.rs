@@ -4,8 +4,8 @@
 //! narrow exception, see docs/security.md). Pending requests are never pruned.
 
 use crate::config::RetentionConfig;
-use crate::core::request::now_ms;
-use crate::core::store::{Pruned, Store};
+use crate::domain::request::now_ms;
+use crate::domain::store::{Pruned, Store};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::watch;

@@ -1,5 +1,5 @@
 //! The answerers: platforms that show questions to people and turn their answers into
-//! settlements. Each implements [`crate::core::Answerer`].
+//! settlements. Each implements [`crate::domain::Answerer`].
 
 pub mod discord;
 pub mod terminal;

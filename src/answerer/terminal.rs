@@ -5,8 +5,8 @@
 //! `answer` operations from the request's owner (or an operator) and go through the hub like
 //! any other settlement.
 
-use crate::core::request::Request;
-use crate::core::{Accepted, Answerer, AnswererContext, Claim, Delivery, Proposal};
+use crate::domain::request::Request;
+use crate::domain::{Accepted, Answerer, AnswererContext, Claim, Delivery, Proposal};
 use async_trait::async_trait;
 
 #[derive(Debug, Default)]
@@ -44,7 +44,7 @@ impl Answerer for TerminalAnswerer {
         &self,
         _ctx: &AnswererContext,
         req: &Request,
-        _posts: &[crate::core::request::Post],
+        _posts: &[crate::domain::request::Post],
     ) -> Accepted {
         hint(req)
     }

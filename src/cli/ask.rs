@@ -5,9 +5,9 @@ use super::{
     connect, report_error, unexpected, unreachable_daemon, AnswerArgs, AskArgs, EXIT_UNREACHABLE,
 };
 use crate::client::{AskSession, AskUpdate, Target};
-use crate::core::model::{parse_ask, QuestionKind};
-use crate::core::text::Escaped;
-use crate::core::ErrorCode;
+use crate::domain::model::{parse_ask, QuestionKind};
+use crate::domain::text::Escaped;
+use crate::domain::ErrorCode;
 use crate::protocol::{Event, Op, RequestView};
 use anyhow::Result;
 use serde_json::{json, Map, Value};
@@ -16,7 +16,7 @@ use std::time::Duration;
 
 /// The ask to send: the input file's `{"questions":[...]}` with the flags merged in, checked
 /// with the daemon's own rules (the daemon checks again, with its limits).
-fn build_ask(args: &AskArgs) -> Result<crate::core::Ask, String> {
+fn build_ask(args: &AskArgs) -> Result<crate::domain::Ask, String> {
     let text = if args.input == "-" {
         let mut s = String::new();
         std::io::stdin()
@@ -215,14 +215,14 @@ fn resolve_answer(
             ));
         }
     };
-    let q = crate::core::Question {
+    let q = crate::domain::Question {
         id: q.id.clone(),
         question: q.question.clone(),
         header: q.header.clone(),
         options: q
             .options
             .iter()
-            .map(|label| crate::core::QuestionOption {
+            .map(|label| crate::domain::QuestionOption {
                 label: label.clone(),
                 description: None,
             })

@@ -3,8 +3,8 @@
 //! process exit code. Everything an agent wrote is printed with its control characters escaped.
 
 use crate::client::{Client, Target};
-use crate::core::text::Escaped;
-use crate::core::ErrorCode;
+use crate::domain::text::Escaped;
+use crate::domain::ErrorCode;
 use crate::protocol::Event;
 use anyhow::Result;
 use clap::{Args, Parser, Subcommand};
@@ -12,7 +12,7 @@ use serde_json::{json, Map};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-pub use crate::core::error::EXIT_UNREACHABLE;
+pub use crate::domain::error::EXIT_UNREACHABLE;
 
 mod ask;
 mod views;

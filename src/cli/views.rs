@@ -3,7 +3,7 @@
 
 use super::{connect, unexpected, EXIT_UNREACHABLE};
 use crate::client::{Client, Target};
-use crate::core::text::Escaped;
+use crate::domain::text::Escaped;
 use crate::protocol::{Event, Op, RequestView};
 use anyhow::Result;
 

@@ -143,10 +143,11 @@ impl Config {
             bail!("digest.every_secs: must be at least 1");
         }
         if let Some(at) = &self.digest.at {
-            crate::core::calendar::parse_time_of_day(at).map_err(|e| anyhow!("digest.at: {e}"))?;
+            crate::domain::calendar::parse_time_of_day(at)
+                .map_err(|e| anyhow!("digest.at: {e}"))?;
         }
         if let Some(tz) = &self.digest.timezone {
-            crate::core::calendar::zone(tz).map_err(|e| anyhow!("digest.timezone: {e}"))?;
+            crate::domain::calendar::zone(tz).map_err(|e| anyhow!("digest.timezone: {e}"))?;
         }
         for (i, name) in self.digest.routes.iter().enumerate() {
             let default = name == "default" && self.discord.channel_id.is_some();

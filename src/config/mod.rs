@@ -8,7 +8,7 @@ use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-pub use crate::core::expiry::{ExpiryRule, OnExpire};
+pub use crate::domain::expiry::{ExpiryRule, OnExpire};
 
 mod load;
 mod values;

@@ -13,9 +13,9 @@
 
 use super::{context_from_flags, decide, flagged, text_or_file, Verdict};
 use crate::client::Target;
-use crate::core::model::{Limits, Question, QuestionOption};
-use crate::core::text::{Escaped, Layout, Reveal};
-use crate::core::{Ask, Context, ErrorCode, Scope};
+use crate::domain::model::{Limits, Question, QuestionOption};
+use crate::domain::text::{Escaped, Layout, Reveal};
+use crate::domain::{Ask, Context, ErrorCode, Scope};
 use clap::Args;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -143,7 +143,7 @@ pub async fn run(config_file: Option<&Path>, args: ApproveArgs) -> i32 {
                 "askrelay: {}; start it with `askrelay serve`",
                 Escaped(&why)
             );
-            crate::core::error::EXIT_UNREACHABLE
+            crate::domain::error::EXIT_UNREACHABLE
         }
         Verdict::TimedOut(after) => {
             eprintln!(

@@ -18,9 +18,9 @@ pub mod hook;
 pub mod setup;
 
 use crate::client::{AskSession, AskUpdate, Client, Target};
-use crate::core::model::{MAX_CONTEXT_FILE_BYTES, MAX_CONTEXT_TEXT_BYTES, MAX_QUESTION_CHARS};
-use crate::core::text::{Escaped, Reveal};
-use crate::core::{Ask, AskError, Context, ContextFile, ErrorCode};
+use crate::domain::model::{MAX_CONTEXT_FILE_BYTES, MAX_CONTEXT_TEXT_BYTES, MAX_QUESTION_CHARS};
+use crate::domain::text::{Escaped, Reveal};
+use crate::domain::{Ask, AskError, Context, ContextFile, ErrorCode};
 use crate::protocol::{Accepted, AnsweredView, Event, Op};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -268,8 +268,8 @@ pub fn safe_name(raw: &str) -> String {
     while name.starts_with('.') {
         name.remove(0);
     }
-    if name.len() > crate::core::model::MAX_CONTEXT_FILE_NAME_CHARS {
-        let cut = name.len() - crate::core::model::MAX_CONTEXT_FILE_NAME_CHARS;
+    if name.len() > crate::domain::model::MAX_CONTEXT_FILE_NAME_CHARS {
+        let cut = name.len() - crate::domain::model::MAX_CONTEXT_FILE_NAME_CHARS;
         name.drain(..cut);
     }
     if name.is_empty() {

@@ -10,12 +10,12 @@ pub mod framing;
 mod send_queue;
 
 use crate::config::Config;
-use crate::core::cluster::Role;
-use crate::core::hub::TerminalAnswer;
-use crate::core::request::{AuditAction, AuditEntry, Source};
-use crate::core::store::Page;
-use crate::core::text::Escaped;
-use crate::core::{AskError, ErrorCode, Hub, LocalUser, Operators, Peer, Phase, SettleOutcome};
+use crate::domain::cluster::Role;
+use crate::domain::hub::TerminalAnswer;
+use crate::domain::request::{AuditAction, AuditEntry, Source};
+use crate::domain::store::Page;
+use crate::domain::text::Escaped;
+use crate::domain::{AskError, ErrorCode, Hub, LocalUser, Operators, Peer, Phase, SettleOutcome};
 use crate::protocol::{
     self, Event, GatewayHealth, Health, HealthPart, HealthStatus, Op, RequestView, StoreHealth,
 };
@@ -317,7 +317,7 @@ async fn handle_connection(stream: UnixStream, ctx: ServerContext) {
 }
 
 /// Follows one ask to its final line.
-async fn run_ask(hub: Hub, ask: Box<crate::core::Ask>, peer: Peer, tx: send_queue::LineTx) {
+async fn run_ask(hub: Hub, ask: Box<crate::domain::Ask>, peer: Peer, tx: send_queue::LineTx) {
     let given_id = ask.request_id.clone();
     // The ask boxed (a task's state holds its arguments until it first runs), the asking
     // boxed, and `phase` below in a block of its own: this task lives as long as the agent
@@ -455,7 +455,7 @@ async fn run_op(ctx: &ServerContext, op: Op, user: &LocalUser) -> Event {
             request_id: Some(id),
             ..
         } => match hub.request_for(&id, user).await {
-            Ok(req) if req.status == crate::core::Status::Pending => {
+            Ok(req) if req.status == crate::domain::Status::Pending => {
                 match hub.posts_of(&req).await {
                     Ok(posts) => Event::Pending {
                         requests: vec![RequestView::new(&req, &posts)],
@@ -530,7 +530,7 @@ async fn run_op(ctx: &ServerContext, op: Op, user: &LocalUser) -> Event {
                 note: by,
             };
             match hub.answer_from_terminal(answer, user).await {
-                Ok(crate::core::Settled {
+                Ok(crate::domain::Settled {
                     outcome: SettleOutcome::Won { result },
                     ..
                 }) => Event::AnswerAccepted {
@@ -538,7 +538,7 @@ async fn run_op(ctx: &ServerContext, op: Op, user: &LocalUser) -> Event {
                     question,
                     request_answered: result.is_some(),
                 },
-                Ok(crate::core::Settled {
+                Ok(crate::domain::Settled {
                     outcome: SettleOutcome::AlreadyAnswered(a),
                     request: req,
                 }) => {
@@ -547,7 +547,7 @@ async fn run_op(ctx: &ServerContext, op: Op, user: &LocalUser) -> Event {
                         .iter()
                         .find(|q| q.id == question)
                         .map(|q| {
-                            let qa = crate::core::QuestionAnswer::build(q, &a.settlement);
+                            let qa = crate::domain::QuestionAnswer::build(q, &a.settlement);
                             serde_json::to_string(&qa).unwrap_or_default()
                         })
                         .unwrap_or_default();
@@ -564,7 +564,7 @@ async fn run_op(ctx: &ServerContext, op: Op, user: &LocalUser) -> Event {
                         ),
                     )
                 }
-                Ok(crate::core::Settled {
+                Ok(crate::domain::Settled {
                     outcome: SettleOutcome::Ended(status),
                     ..
                 }) => Event::error(
@@ -578,7 +578,7 @@ async fn run_op(ctx: &ServerContext, op: Op, user: &LocalUser) -> Event {
                         ),
                     ),
                 ),
-                Ok(crate::core::Settled {
+                Ok(crate::domain::Settled {
                     outcome: SettleOutcome::Unknown,
                     ..
                 }) => Event::error(
@@ -606,7 +606,7 @@ async fn backlog(hub: &Hub) -> Option<protocol::OutboxBacklog> {
 }
 
 /// The cursor of the page after `reqs`, when the page was full.
-fn next_cursor<T>(reqs: &[(crate::core::Request, T)], page: Page) -> Option<String> {
+fn next_cursor<T>(reqs: &[(crate::domain::Request, T)], page: Page) -> Option<String> {
     if reqs.len() < page.limit as usize {
         return None;
     }

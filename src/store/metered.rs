@@ -2,13 +2,13 @@
 //! error to the daemon's [`Recorder`] (`askrelay_store_errors_total`), whoever made the call
 //! (the hub, an answerer's outbox, the health check). It changes nothing else.
 
-use crate::core::error::AskError;
-use crate::core::metrics::Recorder;
-use crate::core::request::{
+use crate::domain::error::AskError;
+use crate::domain::metrics::Recorder;
+use crate::domain::request::{
     AuditEntry, AuditRow, Created, DuePost, EditState, NewRequest, PlannedPost, Post, PostKey,
     Request, SettleOutcome, Status, Timer,
 };
-use crate::core::store::{Holder, NewAnswer, Page, Pruned, Store, Visibility};
+use crate::domain::store::{Holder, NewAnswer, Page, Pruned, Store, Visibility};
 use anyhow::Result;
 use async_trait::async_trait;
 use std::collections::HashMap;
@@ -38,7 +38,7 @@ impl Store for Metered {
         self.count(self.inner.acquire_lease(me).await)
     }
 
-    fn cluster(&self) -> Option<crate::core::cluster::ClusterHandle> {
+    fn cluster(&self) -> Option<crate::domain::cluster::ClusterHandle> {
         self.inner.cluster()
     }
 

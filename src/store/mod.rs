@@ -1,5 +1,5 @@
 //! The store backends: the only code that touches SQL. Each implements
-//! [`crate::core::store::Store`]; [`open`] picks one by the URL's scheme: SQLite for one daemon
+//! [`crate::domain::store::Store`]; [`open`] picks one by the URL's scheme: SQLite for one daemon
 //! on its own, PostgreSQL for daemons sharing a database in a cluster.
 
 pub mod metered;
@@ -10,7 +10,7 @@ pub mod sqlite;
 mod tests;
 
 use crate::config::PostgresConfig;
-use crate::core::store::Store;
+use crate::domain::store::Store;
 use anyhow::{bail, Result};
 use std::sync::Arc;
 

@@ -3,10 +3,10 @@
 //! `migrations/postgres/`), so turning those columns into the core's values is written once,
 //! here: a backend only chooses how to select them.
 
-use crate::core::answer::Settlement;
-use crate::core::error::{AskError, ErrorCode};
-use crate::core::expiry::{Expiry, OnExpire};
-use crate::core::request::{
+use crate::domain::answer::Settlement;
+use crate::domain::error::{AskError, ErrorCode};
+use crate::domain::expiry::{Expiry, OnExpire};
+use crate::domain::request::{
     Actor, Answered, EditState, Outcome, Peer, Post, Request, Slot, Status, Via,
 };
 use anyhow::{Context, Result};
@@ -65,7 +65,7 @@ impl RequestRow {
                 )))
             }
         };
-        let questions: Vec<crate::core::Question> = serde_json::from_str(&self.questions_json)?;
+        let questions: Vec<crate::domain::Question> = serde_json::from_str(&self.questions_json)?;
         let context = match &self.context_json {
             Some(json) => Some(Arc::new(serde_json::from_str(json)?)),
             None => None,

@@ -5,14 +5,14 @@
 use super::postgres::PgStore;
 use super::sqlite::SqliteStore;
 use crate::config::PostgresConfig;
-use crate::core::answer::Settlement;
-use crate::core::error::AskError;
-use crate::core::model::{Caller, Question, QuestionOption, Scope};
-use crate::core::request::{
+use crate::domain::answer::Settlement;
+use crate::domain::error::AskError;
+use crate::domain::model::{Caller, Question, QuestionOption, Scope};
+use crate::domain::request::{
     Actor, AuditAction, AuditEntry, Created, DuePost, EditState, NewRequest, Peer, PlannedPost,
     PostKey, SettleOutcome, Slot, Source, Status, Timer,
 };
-use crate::core::store::{Holder, NewAnswer, Page, Pruned, Store, Visibility};
+use crate::domain::store::{Holder, NewAnswer, Page, Pruned, Store, Visibility};
 use askrelay_testkit::scratch::ScratchDb;
 use std::sync::Arc;
 
@@ -146,7 +146,7 @@ fn about(key: i64) -> AuditEntry {
     }
 }
 
-pub(crate) async fn create(store: &dyn Store, new: &NewRequest) -> crate::core::request::Request {
+pub(crate) async fn create(store: &dyn Store, new: &NewRequest) -> crate::domain::request::Request {
     match store.create(new, &[], &ask()).await.unwrap() {
         Created::New(req) => req,
         Created::Existing(_) => panic!("expected a new request"),
@@ -537,7 +537,7 @@ async fn check_listings(t: TestStore) {
         .await
         .unwrap();
     let page = |after| Page { limit: 10, after };
-    let ids = |reqs: Vec<crate::core::request::Request>| -> Vec<i64> {
+    let ids = |reqs: Vec<crate::domain::request::Request>| -> Vec<i64> {
         reqs.into_iter().map(|r| r.key).collect()
     };
     assert_eq!(

@@ -244,8 +244,8 @@ async fn first_question(app: &App) -> (String, Value) {
     let pending = app
         .store()
         .pending(
-            askrelay::core::store::Visibility::All,
-            askrelay::core::store::Page {
+            askrelay::domain::store::Visibility::All,
+            askrelay::domain::store::Page {
                 limit: 10,
                 after: None,
             },
@@ -413,8 +413,8 @@ async fn claude_asks(
     let asked = app
         .store()
         .history(
-            askrelay::core::store::Visibility::All,
-            askrelay::core::store::Page {
+            askrelay::domain::store::Visibility::All,
+            askrelay::domain::store::Page {
                 limit: 10,
                 after: None,
             },

@@ -5,7 +5,7 @@
 
 use crate::harness::*;
 use askrelay::client::Client;
-use askrelay::core::request::AuditAction;
+use askrelay::domain::request::AuditAction;
 use askrelay_testkit::scratch::ScratchDb;
 use askrelay_testkit::standin::StandIn;
 use serde_json::Value;
@@ -387,7 +387,7 @@ fn request_of(message: &Value) -> String {
     text[start..end].to_owned()
 }
 
-async fn open_store(url: &str) -> std::sync::Arc<dyn askrelay::core::store::Store> {
+async fn open_store(url: &str) -> std::sync::Arc<dyn askrelay::domain::store::Store> {
     askrelay::store::open(url, &Default::default(), &Default::default())
         .await
         .unwrap()

@@ -784,7 +784,7 @@ async fn check_config_and_serve_against_the_standin() {
 /// exactly one counts; each of the others learns who won.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn settlements_from_one_stale_snapshot_count_once() {
-    use askrelay::core::{Actor, SettleOutcome, Settlement, Via};
+    use askrelay::domain::{Actor, SettleOutcome, Settlement, Via};
     let app = App::discord().await;
     let (mut c, _) = app.ask("stale", &yes_no("q")).await;
     let snapshot = app.hub().request("stale").await.unwrap();

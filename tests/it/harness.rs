@@ -13,8 +13,8 @@
 
 use askrelay::client::Client;
 use askrelay::config::{Config, Secret, Snowflake};
-use askrelay::core::Phase;
 use askrelay::daemon::{Daemon, DaemonHooks};
+use askrelay::domain::Phase;
 use askrelay_testkit::fixtures::{self, At, Clicker};
 use askrelay_testkit::scratch::TestDb;
 use askrelay_testkit::standin::StandIn;
@@ -149,11 +149,11 @@ impl App {
         Client::connect(&self.config.socket_path).await.unwrap()
     }
 
-    pub fn hub(&self) -> &askrelay::core::Hub {
+    pub fn hub(&self) -> &askrelay::domain::Hub {
         &self.daemon.as_ref().unwrap().hub
     }
 
-    pub fn store(&self) -> &std::sync::Arc<dyn askrelay::core::store::Store> {
+    pub fn store(&self) -> &std::sync::Arc<dyn askrelay::domain::store::Store> {
         self.daemon.as_ref().unwrap().store()
     }
 

@@ -3,7 +3,7 @@
 //! Unicode scalar values, so the at-limit inputs use multi-byte characters too.
 
 use crate::harness::*;
-use askrelay::core::{Question, Settlement};
+use askrelay::domain::{Question, Settlement};
 use askrelay::protocol::{parse_line, Op};
 use serde_json::{json, Value};
 

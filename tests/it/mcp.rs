@@ -3,7 +3,7 @@
 //! Every wait is on a line read or a daemon event, bounded by `WAIT` so a hang fails loudly.
 
 use crate::harness::{yes_no, App};
-use askrelay::core::{Outcome, Status};
+use askrelay::domain::{Outcome, Status};
 use serde_json::{json, Value};
 use std::path::Path;
 use std::process::Stdio;

@@ -79,7 +79,7 @@ async fn recommended_answers_with_the_recommended_option_as_the_policy() {
     // Recorded as answered by the policy, and audited.
     let req = app.hub().request("rec").await.unwrap();
     let a = req.answers[0].as_ref().unwrap();
-    assert_eq!(a.actor.via, askrelay::core::Via::Policy);
+    assert_eq!(a.actor.via, askrelay::domain::Via::Policy);
     let audit = app.store().audit_rows(Some(req.key)).await.unwrap();
     assert!(
         audit
@@ -182,7 +182,7 @@ async fn a_person_who_answers_first_beats_the_policy() {
     let req = app.hub().request("race").await.unwrap();
     assert_eq!(
         req.answers[0].as_ref().unwrap().actor.via,
-        askrelay::core::Via::Terminal
+        askrelay::domain::Via::Terminal
     );
 }
 

@@ -1,9 +1,9 @@
 //! The socket front end against the real daemon (in-process): docs/contract.md, "Tool input" and "Socket protocol".
 
 use crate::harness::*;
-use askrelay::core::store::{Page, Visibility};
-use askrelay::core::Outcome;
-use askrelay::core::Phase;
+use askrelay::domain::store::{Page, Visibility};
+use askrelay::domain::Outcome;
+use askrelay::domain::Phase;
 use serde_json::{json, Value};
 use std::os::unix::fs::PermissionsExt;
 

@@ -26,8 +26,8 @@ use super::standin::{RateLimitCounts, RateLimits, StandIn, StandInOptions};
 use crate::scratch::ScratchDb;
 use askrelay::client::Client;
 use askrelay::config::{Config, Route, Secret, Snowflake};
-use askrelay::core::cluster::Role;
 use askrelay::daemon::{Daemon, DaemonHooks};
+use askrelay::domain::cluster::Role;
 use askrelay::store::redact_url;
 use serde_json::{json, Value};
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
@@ -680,7 +680,7 @@ async fn floor_table(pool: &sqlx::SqlitePool) {
 }
 
 fn now_ms() -> i64 {
-    askrelay::core::request::now_ms()
+    askrelay::domain::request::now_ms()
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -45,7 +45,7 @@ use super::standin::{Failure, Stall, StandIn};
 use crate::scratch::ScratchDb;
 use askrelay::answerer::discord::custom_id::{self, Action};
 use askrelay::client::Client;
-use askrelay::core::cluster::Role;
+use askrelay::domain::cluster::Role;
 use askrelay::protocol::{Event, Op};
 use askrelay::store::redact_url;
 use serde_json::{json, Value};

@@ -21,10 +21,10 @@ use super::rest::Rest;
 use super::route::{self, ResolvedRoute};
 use super::NAME;
 use crate::config::Config;
-use crate::core::expiry::human;
-use crate::core::request::{now_ms, AuditAction, AuditEntry, Post, Request, Source};
-use crate::core::text::Escaped;
-use crate::core::{AnswererContext, QuestionAnswer, Status};
+use crate::domain::expiry::human;
+use crate::domain::request::{now_ms, AuditAction, AuditEntry, Post, Request, Source};
+use crate::domain::text::Escaped;
+use crate::domain::{AnswererContext, QuestionAnswer, Status};
 use serenity::all::{
     ApplicationId, Command, CommandInteraction, CommandOptionType, CreateCommand,
     CreateCommandOption, CreateEmbed, CreateInteractionResponse, CreateInteractionResponseMessage,
@@ -477,7 +477,7 @@ pub(super) fn pending_line(
 }
 
 /// "Confirm: Proceed with the cleanup?": the header and the question, each cut.
-fn question_text(q: &crate::core::Question, max: usize) -> String {
+fn question_text(q: &crate::domain::Question, max: usize) -> String {
     let header = q
         .header
         .as_deref()
@@ -533,10 +533,10 @@ fn history_line(req: &Request) -> String {
                 };
             }
             let by = match a.actor.via {
-                crate::core::Via::Discord if a.actor.id.parse::<u64>().is_ok() => {
+                crate::domain::Via::Discord if a.actor.id.parse::<u64>().is_ok() => {
                     format!("<@{}>", a.actor.id)
                 }
-                crate::core::Via::Discord => shown(&a.actor.name, 80),
+                crate::domain::Via::Discord => shown(&a.actor.name, 80),
                 _ => shown(&a.actor.describe(), 80),
             };
             line.push_str(&format!(" · **by** {by}: {}", shown(&what, 80)));
@@ -593,9 +593,9 @@ pub(super) fn listing(lines: &[String], empty: &str) -> String {
 mod tests {
     use super::super::markdown_model::{self, agent_text, visible};
     use super::*;
-    use crate::core::model::{Caller, Question, QuestionOption};
-    use crate::core::request::{Actor, Answered, EditState, NewRequest, Outcome, Peer, Via};
-    use crate::core::{AskError, ErrorCode, Settlement};
+    use crate::domain::model::{Caller, Question, QuestionOption};
+    use crate::domain::request::{Actor, Answered, EditState, NewRequest, Outcome, Peer, Via};
+    use crate::domain::{AskError, ErrorCode, Settlement};
     use proptest::prelude::*;
     use std::sync::Arc;
 

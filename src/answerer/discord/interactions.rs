@@ -18,11 +18,11 @@ use super::rest::Rest;
 use super::route::{self, ResolvedRoute};
 use super::NAME;
 use crate::config::Config;
-use crate::core::request::{
+use crate::domain::request::{
     Actor, Answered, AuditAction, AuditEntry, EditState, Post, Request, Source, Status, Via,
 };
-use crate::core::text::Escaped;
-use crate::core::{AnswererContext, QuestionAnswer, SettleOutcome, Settlement};
+use crate::domain::text::Escaped;
+use crate::domain::{AnswererContext, QuestionAnswer, SettleOutcome, Settlement};
 use async_trait::async_trait;
 use serenity::all::{
     ActionRowComponent, ChannelId, ComponentInteraction, ComponentInteractionDataKind, Context,
@@ -364,7 +364,7 @@ impl Handler {
             .member
             .map(|m| m.roles.iter().map(|r| r.get()).collect())
             .unwrap_or_default();
-        let now = crate::core::request::now_ms();
+        let now = crate::domain::request::now_ms();
         if !route.allows_at(o.user.id.get(), &roles, req.created_at_ms, now) {
             return Err(Refusal::new(AuditAction::Denied, "You are not allowed to answer this question. Ask an admin to add you (or one of your roles) to the route's allowed_user_ids or allowed_role_ids.").about(key, idx));
         }
@@ -606,7 +606,7 @@ impl Handler {
                 )),
                 SettleOutcome::Unknown => Reply::Tell(UNKNOWN.into()),
             },
-            Err(e) if e.code == crate::core::ErrorCode::Internal => {
+            Err(e) if e.code == crate::domain::ErrorCode::Internal => {
                 tracing::warn!(
                     key,
                     question = idx,
@@ -632,7 +632,7 @@ fn describe(user: &User) -> String {
     format!("{} (Discord user {})", user.name, user.id)
 }
 
-fn already(q: &crate::core::Question, a: &Answered) -> String {
+fn already(q: &crate::domain::Question, a: &Answered) -> String {
     let qa = QuestionAnswer::build(q, &a.settlement);
     let mut what = qa.selected.join(", ");
     if let Some(c) = qa.custom {

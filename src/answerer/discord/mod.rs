@@ -28,11 +28,11 @@ pub mod route;
 mod schedule;
 
 use crate::config::{Config, DEFAULT_API_BASE};
-use crate::core::cluster::Role;
-use crate::core::metrics::RestRecorder;
-use crate::core::request::{PlannedPost, Post, Request, Slot};
-use crate::core::text::Escaped;
-use crate::core::{
+use crate::domain::cluster::Role;
+use crate::domain::metrics::RestRecorder;
+use crate::domain::request::{PlannedPost, Post, Request, Slot};
+use crate::domain::text::Escaped;
+use crate::domain::{
     Accepted, Answerer, AnswererContext, AskError, Claim, Delivery, ErrorCode, Proposal,
 };
 use anyhow::{Context, Result};

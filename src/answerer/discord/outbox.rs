@@ -15,9 +15,9 @@ use super::rest::{Failure, Rest};
 use super::route::{self, ResolvedRoute};
 use super::{Shown, NAME};
 use crate::config::Config;
-use crate::core::request::{now_ms, EditState, Post, Request, Slot};
-use crate::core::text::Escaped;
-use crate::core::{AnswererContext, AskError, ErrorCode, Outcome};
+use crate::domain::request::{now_ms, EditState, Post, Request, Slot};
+use crate::domain::text::Escaped;
+use crate::domain::{AnswererContext, AskError, ErrorCode, Outcome};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -89,7 +89,7 @@ impl Outbox {
         &self,
         req: &Request,
         route: &ResolvedRoute,
-        q: &crate::core::Question,
+        q: &crate::domain::Question,
         post: &Post,
         main: Option<(u64, u64)>,
     ) -> render::QuestionPost {
@@ -432,7 +432,7 @@ impl Outbox {
         let route = route::of_request(&self.config, &req);
         // A request just stored here is posted by the delivery under way (which reports its
         // links to the agent), not by a repair pass that happened to run first.
-        let unposted = req.status == crate::core::Status::Pending
+        let unposted = req.status == crate::domain::Status::Pending
             && mine.iter().any(|p| p.message.is_none())
             && !ctx.is_being_delivered(&req.request_id);
         Some(Due {

@@ -6,7 +6,7 @@
 //! of 50 requests a second. Failures are sorted into transient (retry with backoff) and
 //! permanent (give up and say why).
 
-use crate::core::metrics::RestRecorder;
+use crate::domain::metrics::RestRecorder;
 use serenity::all::{ChannelId, InteractionId, Message, MessageId};
 use serenity::builder::{CreateMessage, EditMessage};
 use serenity::http::{Http, HttpError};
@@ -522,7 +522,7 @@ mod tests {
             1000,
             Duration::from_secs(5),
             CancellationToken::new(),
-            Arc::new(crate::core::metrics::Silent),
+            Arc::new(crate::domain::metrics::Silent),
         )
     }
 

@@ -4,8 +4,8 @@
 //! the default route (`discord.channel_id`) if it is set.
 
 use crate::config::{Config, EscalationStep, Route, Snowflake};
-use crate::core::request::Request;
-use crate::core::Scope;
+use crate::domain::request::Request;
+use crate::domain::Scope;
 
 /// The name of the route built from the `[discord]` section.
 pub const DEFAULT_ROUTE: &str = "default";
@@ -20,7 +20,7 @@ pub struct ResolvedRoute {
     pub mention_user_ids: Vec<u64>,
     pub mention_role_ids: Vec<u64>,
     /// The route's own expiry rule (else the daemon's `[expiry]` applies).
-    pub expiry: Option<crate::core::ExpiryRule>,
+    pub expiry: Option<crate::domain::ExpiryRule>,
     /// Whether a person at a terminal (`askrelay answer`) may answer requests on this route.
     pub terminal_answers: bool,
     /// Nobody may answer: the route a request was posted through is gone from the config and

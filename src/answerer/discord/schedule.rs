@@ -19,10 +19,10 @@ use super::rest::Rest;
 use super::route::{self, ResolvedRoute};
 use super::NAME;
 use crate::config::Config;
-use crate::core::expiry::Deadlines;
-use crate::core::request::{now_ms, PlannedPost, Post, Request, Slot, Timer};
-use crate::core::text::Escaped;
-use crate::core::{AnswererContext, Status};
+use crate::domain::expiry::Deadlines;
+use crate::domain::request::{now_ms, PlannedPost, Post, Request, Slot, Timer};
+use crate::domain::text::Escaped;
+use crate::domain::{AnswererContext, Status};
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
 

@@ -4,8 +4,8 @@
 use super::super::disk::{self, NotShown};
 use super::super::{cap_bytes, safe_name, text_or_file};
 use super::HOOK_FILE_MAX;
-use crate::core::text::{Layout, Reveal};
-use crate::core::{Context, ContextFile};
+use crate::domain::text::{Layout, Reveal};
+use crate::domain::{Context, ContextFile};
 use serde_json::Value;
 use std::path::Path;
 

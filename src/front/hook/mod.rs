@@ -31,9 +31,9 @@
 
 use super::{follow, Ended, Verdict};
 use crate::client::Target;
-use crate::core::model::MAX_SCOPE_VALUE_CHARS;
-use crate::core::text::{Escaped, Layout, Reveal};
-use crate::core::{Ask, ErrorCode, Scope};
+use crate::domain::model::MAX_SCOPE_VALUE_CHARS;
+use crate::domain::text::{Escaped, Layout, Reveal};
+use crate::domain::{Ask, ErrorCode, Scope};
 use clap::{Args, Subcommand, ValueEnum};
 use serde::Deserialize;
 use serde_json::{json, Value};
@@ -486,7 +486,7 @@ pub(super) fn first_answer(result: &str) -> FirstAnswer {
 
 /// The daemon's own rules, so that a problem shows here, named, instead of as a refusal.
 pub(super) fn validated(ask: Ask) -> Result<Ask, String> {
-    ask.validate(&crate::core::model::Limits::NONE)
+    ask.validate(&crate::domain::model::Limits::NONE)
         .map_err(|e| e.message)?;
     Ok(ask)
 }
@@ -503,7 +503,7 @@ pub(super) fn request_id(event: &HookEvent, agent: Agent, reveal: &mut Reveal) -
         .tool_use_id
         .as_deref()
         .map(|id| format!("{}-{}", agent.name(), reveal.text(id, Layout::Line)))
-        .filter(|id| crate::core::model::check_request_id(id).is_ok())
+        .filter(|id| crate::domain::model::check_request_id(id).is_ok())
         .unwrap_or_else(|| format!("{}-{}", agent.name(), uuid::Uuid::new_v4()))
 }
 
@@ -568,7 +568,7 @@ pub(super) fn tail(s: &str, max: usize) -> String {
 mod tests {
     use super::permission::suggestion_options;
     use super::*;
-    use crate::core::AskError;
+    use crate::domain::AskError;
 
     #[test]
     fn a_diff_has_hunks_with_context_and_line_numbers() {

@@ -9,9 +9,9 @@ use super::{
     DENY_AND_STOP, MAX_SUGGESTIONS,
 };
 use crate::client::Target;
-use crate::core::model::{Question, QuestionOption, MAX_LABEL_CHARS};
-use crate::core::text::{Layout, Reveal};
-use crate::core::Ask;
+use crate::domain::model::{Question, QuestionOption, MAX_LABEL_CHARS};
+use crate::domain::text::{Layout, Reveal};
+use crate::domain::Ask;
 use serde_json::{json, Value};
 use std::path::Path;
 use std::time::Duration;
@@ -245,7 +245,7 @@ pub(super) fn permission_ask(
     let ask = Ask {
         request_id: Some(request_id),
         // The session's main agent: hooks run for the agent itself, not for a sub-agent.
-        caller: crate::core::Caller {
+        caller: crate::domain::Caller {
             agent_id: Some(agent.name().into()),
             owner_agent_id: None,
         },

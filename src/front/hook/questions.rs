@@ -6,9 +6,9 @@ use super::{
     ask_and_follow, no_answer, request_id, scope_of, validated, Agent, CommonArgs, HookEvent, Reply,
 };
 use crate::client::Target;
-use crate::core::model::{Question, QuestionOption};
-use crate::core::text::Reveal;
-use crate::core::Ask;
+use crate::domain::model::{Question, QuestionOption};
+use crate::domain::text::Reveal;
+use crate::domain::Ask;
 use serde_json::{json, Map, Value};
 
 /// How a hook answers Claude Code's own questions.
@@ -119,7 +119,7 @@ pub(super) fn questions_ask(
     let scope = scope_of(event, args, &mut reveal)?;
     let ask = Ask {
         request_id: Some(request_id(event, agent, &mut reveal)),
-        caller: crate::core::Caller {
+        caller: crate::domain::Caller {
             agent_id: Some(agent.name().into()),
             owner_agent_id: None,
         },

@@ -19,9 +19,9 @@
 //! its own notices too; they only wake it for work it would find anyway.
 
 use super::Backend;
-use crate::core::cluster::{Cluster, NodeInfo, Notice};
-use crate::core::request::{now_ms, Post, Request};
-use crate::core::store::Holder;
+use crate::domain::cluster::{Cluster, NodeInfo, Notice};
+use crate::domain::request::{now_ms, Post, Request};
+use crate::domain::store::Holder;
 use anyhow::{bail, Context, Result};
 use async_trait::async_trait;
 use sqlx::postgres::{PgListener, PgPoolOptions};

@@ -25,14 +25,14 @@ mod tests;
 
 use super::rows::{answers_from_json, posts_from_json, PostRow, RequestRow, POST_COLUMNS};
 use crate::config::PostgresConfig;
-use crate::core::answer::Settlement;
-use crate::core::cluster::ClusterHandle;
-use crate::core::error::AskError;
-use crate::core::request::{
+use crate::domain::answer::Settlement;
+use crate::domain::cluster::ClusterHandle;
+use crate::domain::error::AskError;
+use crate::domain::request::{
     now_ms, AuditEntry, AuditRow, Created, DuePost, EditState, NewRequest, PlannedPost, Post,
     PostKey, Request, SettleOutcome, Status, Timer,
 };
-use crate::core::store::{Holder, NewAnswer, Page, Pruned, Store, Visibility};
+use crate::domain::store::{Holder, NewAnswer, Page, Pruned, Store, Visibility};
 use anyhow::{Context, Result};
 use async_trait::async_trait;
 use cluster::{Lease, PgCluster};

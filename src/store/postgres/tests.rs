@@ -8,11 +8,11 @@
 
 use super::PgStore;
 use crate::config::PostgresConfig;
-use crate::core::answer::Settlement;
-use crate::core::cluster::{ClusterHandle, Notice};
-use crate::core::error::AskError;
-use crate::core::request::{AuditEntry, SettleOutcome, Status};
-use crate::core::store::{NewAnswer, Page, Store, Visibility};
+use crate::domain::answer::Settlement;
+use crate::domain::cluster::{ClusterHandle, Notice};
+use crate::domain::error::AskError;
+use crate::domain::request::{AuditEntry, SettleOutcome, Status};
+use crate::domain::store::{NewAnswer, Page, Store, Visibility};
 use crate::store::tests::{ask, create, finish, holder, new_request, person, two_questions};
 use askrelay_testkit::scratch::ScratchDb;
 use sqlx::{Connection, PgConnection};
@@ -113,7 +113,7 @@ async fn each_node_sees_its_own_requests_and_the_cluster_sees_all() {
         a.by_key(theirs.key).await.unwrap().unwrap().node.as_deref(),
         Some("b")
     );
-    let keys = |reqs: Vec<crate::core::request::Request>| -> Vec<i64> {
+    let keys = |reqs: Vec<crate::domain::request::Request>| -> Vec<i64> {
         reqs.into_iter().map(|r| r.key).collect()
     };
     let page = Page {

@@ -13,13 +13,13 @@
 use super::rows::{
     answers_from_json, posts_from_json, AnswerRow, PostRow, RequestRow, POST_COLUMNS,
 };
-use crate::core::answer::Settlement;
-use crate::core::error::AskError;
-use crate::core::request::{
+use crate::domain::answer::Settlement;
+use crate::domain::error::AskError;
+use crate::domain::request::{
     Answered, AuditEntry, AuditRow, Created, DuePost, EditState, NewRequest, PlannedPost, Post,
     PostKey, Request, SettleOutcome, Status, Timer,
 };
-use crate::core::store::{Holder, NewAnswer, Page, Pruned, Store, Visibility};
+use crate::domain::store::{Holder, NewAnswer, Page, Pruned, Store, Visibility};
 use anyhow::{bail, Context, Result};
 use async_trait::async_trait;
 use sqlx::sqlite::{

@@ -266,7 +266,7 @@ impl Store for SqliteStore {
         error: &AskError,
         audit: &AuditEntry,
     ) -> Result<bool> {
-        let at = crate::core::request::now_ms();
+        let at = crate::domain::request::now_ms();
         write_tx!(self, |tx| {
             let ended = sqlx::query(
                 "UPDATE requests SET status = ?, error_code = ?, error_message = ?, \
@@ -289,7 +289,7 @@ impl Store for SqliteStore {
     }
 
     async fn audit(&self, entry: &AuditEntry) -> Result<()> {
-        let at = crate::core::request::now_ms();
+        let at = crate::domain::request::now_ms();
         self.commit_one(
             sqlx::query(committed!(
                 "INSERT INTO audit (at, request_key, question_idx, source, actor, action, \
@@ -371,7 +371,7 @@ impl Store for SqliteStore {
         channel: Option<&str>,
         guild: Option<&str>,
     ) -> Result<()> {
-        let at = crate::core::request::now_ms();
+        let at = crate::domain::request::now_ms();
         self.commit_one(
             sqlx::query(committed!(
                 "UPDATE posts SET message = ?, posted_at = ?, attempts = attempts + 1, \
@@ -531,7 +531,7 @@ impl Store for SqliteStore {
 
     async fn save_draft(&self, key: i64, idx: usize, user: &str, selected: &[usize]) -> Result<()> {
         let selected = serde_json::to_string(selected)?;
-        let at = crate::core::request::now_ms();
+        let at = crate::domain::request::now_ms();
         self.commit_one(
             sqlx::query(committed!(
                 "INSERT INTO drafts (request_key, idx, user_id, selected_json, updated_at) \
@@ -608,7 +608,7 @@ impl Store for SqliteStore {
                 "INSERT INTO settings (name, value) VALUES ('health_probe', ?) \
                  ON CONFLICT (name) DO UPDATE SET value = excluded.value"
             ))
-            .bind(crate::core::request::now_ms()),
+            .bind(crate::domain::request::now_ms()),
         )
         .await
         .map(drop)

@@ -5,7 +5,7 @@ use super::{
     mentions, question_message, RenderContext, ATTACHMENTS_MAX, CONTENT_MAX,
     CONTEXT_INLINE_LINES_MAX, CONTEXT_TEXT_FILE,
 };
-use crate::core::model::{Context, Question};
+use crate::domain::model::{Context, Question};
 use serenity::builder::CreateMessage;
 
 /// A question's message with the request's context: the message to create, and the files to
@@ -94,10 +94,10 @@ pub(super) fn fence_safe(text: &str) -> String {
     let shown: String = text
         .chars()
         .map(|c| {
-            if matches!(c, '\n' | '\t' | '\r') || !crate::core::text::is_display_control(c) {
+            if matches!(c, '\n' | '\t' | '\r') || !crate::domain::text::is_display_control(c) {
                 c.to_string()
             } else {
-                crate::core::text::escape(&c.to_string())
+                crate::domain::text::escape(&c.to_string())
             }
         })
         .collect();

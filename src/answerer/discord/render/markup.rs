@@ -115,11 +115,11 @@ pub fn inert_plain(s: &str) -> String {
 /// what follows and none is dropped without a trace.
 pub(super) fn shown_chars(s: &str) -> impl Iterator<Item = char> + '_ {
     s.chars().flat_map(|c| {
-        let visible = c == '\n' || c == '\t' || !crate::core::text::is_display_control(c);
+        let visible = c == '\n' || c == '\t' || !crate::domain::text::is_display_control(c);
         let shown = if visible {
             c.to_string()
         } else {
-            crate::core::text::escape(&c.to_string())
+            crate::domain::text::escape(&c.to_string())
         };
         shown.chars().collect::<Vec<_>>()
     })

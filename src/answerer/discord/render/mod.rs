@@ -17,10 +17,10 @@
 use super::custom_id::{Action, CustomId, Form, ModalId, TEXT_INPUT_ID};
 use super::route::dm_user;
 use super::route::ResolvedRoute;
-use crate::core::expiry::human;
-use crate::core::model::{Context, Question, QuestionKind};
-use crate::core::request::{Answered, Post, Request, Slot};
-use crate::core::{AskError, ErrorCode, Scope};
+use crate::domain::expiry::human;
+use crate::domain::model::{Context, Question, QuestionKind};
+use crate::domain::request::{Answered, Post, Request, Slot};
+use crate::domain::{AskError, ErrorCode, Scope};
 use serenity::builder::{
     CreateActionRow, CreateAllowedMentions, CreateButton, CreateEmbed, CreateEmbedFooter,
     CreateInputText, CreateInteractionResponseMessage, CreateMessage, CreateModal,
@@ -430,7 +430,7 @@ pub fn mentions(ctx: &RenderContext) -> (Option<String>, CreateAllowedMentions) 
     ((!content.is_empty()).then_some(content), allowed)
 }
 
-fn select_options(options: &[crate::core::QuestionOption]) -> Vec<CreateSelectMenuOption> {
+fn select_options(options: &[crate::domain::QuestionOption]) -> Vec<CreateSelectMenuOption> {
     options
         .iter()
         .enumerate()
@@ -691,8 +691,8 @@ pub fn ended_status(err: &AskError) -> &'static str {
 /// Who answered, as the edited message shows it: a Discord member as a mention (of the real
 /// clicker), anyone else by the identity the platform vouched for.
 pub fn answered_view(q: &Question, a: &Answered) -> AnsweredView {
-    use crate::core::request::Via;
-    let answer = crate::core::QuestionAnswer::build(q, &a.settlement);
+    use crate::domain::request::Via;
+    let answer = crate::domain::QuestionAnswer::build(q, &a.settlement);
     let by = match a.actor.via {
         Via::Discord if a.actor.id.parse::<u64>().is_ok() => format!("<@{}>", a.actor.id),
         Via::Discord => inert(&a.actor.name),
@@ -754,7 +754,7 @@ mod tests {
     use super::super::custom_id;
     use super::super::markdown_model;
     use super::*;
-    use crate::core::model::{QuestionOption, RECOMMENDED_SUFFIX};
+    use crate::domain::model::{QuestionOption, RECOMMENDED_SUFFIX};
     use serde_json::Value;
 
     fn opt(label: &str, description: Option<&str>) -> QuestionOption {

@@ -188,7 +188,7 @@ impl<K: Ord + Clone + Send + 'static> Deadlines<K> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::core::model::QuestionOption;
+    use crate::domain::model::QuestionOption;
 
     fn q(labels: &[&str]) -> Question {
         Question {

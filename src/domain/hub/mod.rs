@@ -105,7 +105,7 @@ struct Inner {
     /// The expiry deadlines of pending requests, by key.
     deadlines: Deadlines<i64>,
     /// The store's cluster, when it is shared (then this hub owns only its node's requests).
-    cluster: Option<crate::core::cluster::ClusterHandle>,
+    cluster: Option<crate::domain::cluster::ClusterHandle>,
     /// This daemon's role: `Solo` without a cluster; in one, the cluster driver sets it.
     role: watch::Sender<Role>,
     /// The keys of [`Content`] fingerprints.

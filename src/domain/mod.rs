@@ -1,4 +1,4 @@
-//! The core: requests, questions, answers, first-wins, the answerer order and who may do what.
+//! The domain, the core of askrelay: requests, questions, answers, first-wins, the answerer order and who may do what.
 //!
 //! Nothing here knows about Discord, sockets or SQL. Front ends call the [`hub::Hub`]; answerers
 //! implement [`answerer::Answerer`] and act through an [`answerer::AnswererContext`]; a backend

@@ -3,15 +3,15 @@
 //! first.
 
 use super::{storage_error, Hub};
-use crate::core::access::LocalUser;
-use crate::core::answer::{AskResult, Settlement};
-use crate::core::error::{AskError, ErrorCode};
-use crate::core::request::{
+use crate::domain::access::LocalUser;
+use crate::domain::answer::{AskResult, Settlement};
+use crate::domain::error::{AskError, ErrorCode};
+use crate::domain::request::{
     now_ms, Actor, Answered, AuditAction, AuditEntry, Outcome, Request, SettleOutcome, Settled,
     Source, Status,
 };
-use crate::core::store::NewAnswer;
-use crate::core::text::Escaped;
+use crate::domain::store::NewAnswer;
+use crate::domain::text::Escaped;
 use std::time::Duration;
 
 /// What a socket `answer` (a person at a terminal) asks for.

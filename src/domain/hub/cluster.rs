@@ -2,9 +2,9 @@
 //! catch-up of what ended elsewhere, and reaping the requests of nodes that stopped.
 
 use super::Hub;
-use crate::core::error::AskError;
-use crate::core::request::{now_ms, Post, Request, Source, Status};
-use crate::core::text::Escaped;
+use crate::domain::error::AskError;
+use crate::domain::request::{now_ms, Post, Request, Source, Status};
+use crate::domain::text::Escaped;
 use anyhow::Result;
 
 impl Hub {

@@ -3,10 +3,10 @@
 //! whose clients went away.
 
 use super::{foreign_error, AttachGuard, Attachment, Hub, Phase};
-use crate::core::error::AskError;
-use crate::core::model::{Context, Question};
-use crate::core::request::{Peer, Request, Source, Status};
-use crate::core::text::Escaped;
+use crate::domain::error::AskError;
+use crate::domain::model::{Context, Question};
+use crate::domain::request::{Peer, Request, Source, Status};
+use crate::domain::text::Escaped;
 use std::collections::HashMap;
 use std::time::Duration;
 use tokio::sync::watch;

@@ -793,7 +793,7 @@ mod tests {
             panic!("not an object")
         };
         parse_ask(&obj, 10).map_err(|e| {
-            assert_eq!(e.code, crate::core::ErrorCode::InvalidRequest);
+            assert_eq!(e.code, crate::domain::ErrorCode::InvalidRequest);
             e.message
         })
     }

@@ -2,11 +2,11 @@
 //! check and the gauges, and the audit writes of refusals.
 
 use super::Hub;
-use crate::core::access::LocalUser;
-use crate::core::error::AskError;
-use crate::core::request::{now_ms, AuditEntry, Post, Request};
-use crate::core::store::{Page, Visibility};
-use crate::core::text::Escaped;
+use crate::domain::access::LocalUser;
+use crate::domain::error::AskError;
+use crate::domain::request::{now_ms, AuditEntry, Post, Request};
+use crate::domain::store::{Page, Visibility};
+use crate::domain::text::Escaped;
 use std::time::Duration;
 use tokio::sync::watch;
 

@@ -134,7 +134,7 @@ impl AskResult {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::core::model::QuestionOption;
+    use crate::domain::model::QuestionOption;
 
     fn q(multi: bool, n: usize) -> Question {
         Question {

@@ -2,10 +2,10 @@
 //! clients and its answerer.
 
 use super::{Hub, Phase};
-use crate::core::access::LocalUser;
-use crate::core::error::AskError;
-use crate::core::request::{now_ms, AuditAction, AuditEntry, Outcome, Request, Source, Status};
-use crate::core::text::Escaped;
+use crate::domain::access::LocalUser;
+use crate::domain::error::AskError;
+use crate::domain::request::{now_ms, AuditAction, AuditEntry, Outcome, Request, Source, Status};
+use crate::domain::text::Escaped;
 
 impl Hub {
     /// Cancels a pending request for a local user; its waiting clients get `ABORTED`. The

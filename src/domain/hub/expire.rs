@@ -3,10 +3,10 @@
 //! request as `EXPIRED`.
 
 use super::{add_expiry, Backlog, Detail, Hub, Phase};
-use crate::core::error::{AskError, ErrorCode};
-use crate::core::expiry::OnExpire;
-use crate::core::request::{now_ms, Actor, SettleOutcome, Source, Status};
-use crate::core::text::Escaped;
+use crate::domain::error::{AskError, ErrorCode};
+use crate::domain::expiry::OnExpire;
+use crate::domain::request::{now_ms, Actor, SettleOutcome, Source, Status};
+use crate::domain::text::Escaped;
 use std::time::Duration;
 
 impl Hub {
@@ -106,7 +106,7 @@ impl Hub {
                     ErrorCode::Expired,
                     format!(
                         "nobody answered within {}{why}",
-                        crate::core::expiry::human(waited)
+                        crate::domain::expiry::human(waited)
                     ),
                 );
                 if self

@@ -3,15 +3,15 @@
 
 use super::live::{same_id_other_context, same_id_other_questions};
 use super::{add_expiry, foreign_error, new_token, storage_error, Attachment, Detail, Hub, Phase};
-use crate::core::answerer::{Answerer, Claim, Delivery, Proposal};
-use crate::core::error::{AskError, ErrorCode};
-use crate::core::expiry::ExpiryRule;
-use crate::core::model::{Ask, Question};
-use crate::core::request::{
+use crate::domain::answerer::{Answerer, Claim, Delivery, Proposal};
+use crate::domain::error::{AskError, ErrorCode};
+use crate::domain::expiry::ExpiryRule;
+use crate::domain::model::{Ask, Question};
+use crate::domain::request::{
     now_ms, AuditAction, AuditEntry, Created, NewRequest, Outcome, Peer, PlannedPost, Request,
     Source, Status,
 };
-use crate::core::text::Escaped;
+use crate::domain::text::Escaped;
 use std::sync::Arc;
 use tokio::sync::watch;
 
@@ -213,7 +213,7 @@ impl Hub {
         &self,
         token: &str,
         questions: &[Question],
-        scope: &crate::core::model::Scope,
+        scope: &crate::domain::model::Scope,
     ) -> Result<Taken, String> {
         let proposal = Proposal {
             token,
