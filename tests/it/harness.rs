@@ -743,11 +743,14 @@ impl ServedLog {
 impl Served {
     /// Waits for a log line (after the last one a wait found) containing `needle`.
     pub async fn wait_log(&mut self, needle: &str) -> String {
-        let found = within(
-            &format!("a log line with {needle:?}"),
-            self.log.find(self.cursor, needle),
-        )
-        .await;
+        let found = match tokio::time::timeout(WAIT, self.log.find(self.cursor, needle)).await {
+            Ok(found) => found,
+            Err(_) => panic!(
+                "gave up after {} s waiting for a log line with {needle:?}; the daemon said:\n{}",
+                WAIT.as_secs(),
+                self.log.text()
+            ),
+        };
         match found {
             Some(i) => {
                 self.cursor = i + 1;
