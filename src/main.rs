@@ -107,9 +107,9 @@ async fn check_config(config_file: Option<std::path::PathBuf>) -> i32 {
             return 2;
         }
     };
-    println!("config ok");
+    askrelay::outln!("config ok");
     if config.discord.token.is_none() {
-        println!("discord: not configured (no discord.token); the terminal answers");
+        askrelay::outln!("discord: not configured (no discord.token); the terminal answers");
         return 0;
     }
     let problems = askrelay::answerer::discord::check(&config).await;

@@ -161,7 +161,7 @@ pub(super) async fn ask(target: &Target, args: AskArgs) -> Result<i32> {
             AskUpdate::Reattached => eprintln!("askrelay: reconnected; re-attached"),
             AskUpdate::Answered(result) => {
                 // The result, byte for byte as the daemon sent it.
-                println!("{}", result.get());
+                crate::outln!("{}", result.get());
                 return Ok(0);
             }
             AskUpdate::Failed(e) if e.code == ErrorCode::Internal && e.message.starts_with("lost the askrelay daemon") => {
@@ -293,12 +293,12 @@ pub(super) async fn answer(target: &Target, args: AnswerArgs) -> Result<i32> {
             request_answered, ..
         } => {
             if request_answered {
-                println!(
+                crate::outln!(
                     "Answer recorded; request {} is now answered and its agent has the result.",
                     Escaped(&args.request_id)
                 );
             } else {
-                println!(
+                crate::outln!(
                     "Answer recorded for question {}; the request still has open questions.",
                     Escaped(&question)
                 );
@@ -334,7 +334,7 @@ pub(super) async fn cancel(
         .await?;
     match reply {
         Event::Cancelled { .. } => {
-            println!(
+            crate::outln!(
                 "Cancelled request {}; its agent gets ABORTED.",
                 Escaped(&request_id)
             );

@@ -14,7 +14,16 @@ use std::time::Duration;
 
 pub use crate::domain::error::EXIT_UNREACHABLE;
 
+/// `println!` for the client commands: a closed stdout ends the command quietly ([`out`]).
+#[macro_export]
+macro_rules! outln {
+    ($($arg:tt)*) => {
+        $crate::cli::out::line(format_args!($($arg)*))
+    };
+}
+
 mod ask;
+pub mod out;
 mod views;
 
 use ask::{answer, ask, cancel};
@@ -181,15 +190,14 @@ Examples:
 /// `askrelay completions SHELL`: the script on stdout.
 pub fn completions(shell: clap_complete::Shell) -> i32 {
     let mut cmd = <Cli as clap::CommandFactory>::command();
-    clap_complete::generate(shell, &mut cmd, "askrelay", &mut std::io::stdout());
+    clap_complete::generate(shell, &mut cmd, "askrelay", &mut out::Stdout);
     0
 }
 
 /// `askrelay man`: the manual page of askrelay and each of its commands, on stdout.
 pub fn man() -> i32 {
     let cmd = <Cli as clap::CommandFactory>::command();
-    let mut out = std::io::stdout().lock();
-    let mut render = |c: &clap::Command| clap_mangen::Man::new(c.clone()).render(&mut out);
+    let render = |c: &clap::Command| clap_mangen::Man::new(c.clone()).render(&mut out::Stdout);
     let mut result = render(&cmd);
     for sub in cmd.get_subcommands().filter(|s| s.get_name() != "help") {
         result = result.and_then(|()| render(sub));

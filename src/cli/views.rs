@@ -55,22 +55,25 @@ pub(super) async fn pending(target: &Target, as_json: bool) -> Result<i32> {
         );
     }
     if as_json {
-        println!("{}", serde_json::to_string_pretty(&requests)?);
+        crate::outln!("{}", serde_json::to_string_pretty(&requests)?);
         return Ok(0);
     }
     if requests.is_empty() {
-        println!("No pending requests.");
+        crate::outln!("No pending requests.");
         return Ok(0);
     }
-    println!(
+    crate::outln!(
         "{:<38} {:<16} {:<10} {:<8} QUESTION",
-        "REQUEST", "QUESTION ID", "ANSWERER", "STATE"
+        "REQUEST",
+        "QUESTION ID",
+        "ANSWERER",
+        "STATE"
     );
     let pad = "";
     for r in &requests {
         let id = Escaped(&r.request_id).to_string();
         if let Some(node) = &r.node {
-            println!("{id} (node {})", Escaped(node));
+            crate::outln!("{id} (node {})", Escaped(node));
         }
         let answerer = r.answerer.as_deref().unwrap_or("(not yet)");
         let n = r.questions.len();
@@ -95,7 +98,7 @@ pub(super) async fn pending(target: &Target, as_json: bool) -> Result<i32> {
                 .as_deref()
                 .map(|h| format!("[{}] ", Escaped(h)))
                 .unwrap_or_default();
-            println!(
+            crate::outln!(
                 "{:<38} {:<16} {:<10} {:<8} {}{} ({}{})",
                 if i == 0 { id.as_str() } else { "" },
                 Escaped(&q.id).to_string(),
@@ -111,10 +114,10 @@ pub(super) async fn pending(target: &Target, as_json: bool) -> Result<i32> {
                 },
             );
             for (j, o) in q.options.iter().enumerate() {
-                println!("{pad:>76}{}. {}", j + 1, Escaped(o));
+                crate::outln!("{pad:>76}{}. {}", j + 1, Escaped(o));
             }
             if let Some(post) = q.post.as_ref().filter(|_| unposted) {
-                println!(
+                crate::outln!(
                     "{pad:>76}not posted yet to channel {} after {} attempt(s): {}",
                     Escaped(&post.channel),
                     post.attempts,
@@ -126,7 +129,7 @@ pub(super) async fn pending(target: &Target, as_json: bool) -> Result<i32> {
                 );
             }
             if let Some(a) = &q.answered {
-                println!("{pad:>76}answered by {}", answered_by(a));
+                crate::outln!("{pad:>76}answered by {}", answered_by(a));
             }
         }
         if !r.scope.is_empty() {
@@ -135,7 +138,7 @@ pub(super) async fn pending(target: &Target, as_json: bool) -> Result<i32> {
                 .iter()
                 .map(|(k, v)| format!("{}={}", Escaped(k), Escaped(v)))
                 .collect();
-            println!("{pad:>76}scope: {}", labels.join(" "));
+            crate::outln!("{pad:>76}scope: {}", labels.join(" "));
         }
         if let Some(c) = &r.context {
             print_context(c);
@@ -153,9 +156,9 @@ fn print_context(c: &crate::protocol::ContextView) {
         } else {
             String::new()
         };
-        println!("    ── {title}{size} ──");
+        crate::outln!("    ── {title}{size} ──");
         for line in t.content.lines() {
-            println!("    │ {}", Escaped(line));
+            crate::outln!("    │ {}", Escaped(line));
         }
     };
     if let Some(t) = &c.text {
@@ -220,7 +223,7 @@ pub(super) async fn history(target: &Target, limit: u32, as_json: bool) -> Resul
         }
     }
     if as_json {
-        println!("{}", serde_json::to_string_pretty(&requests)?);
+        crate::outln!("{}", serde_json::to_string_pretty(&requests)?);
         return Ok(0);
     }
     print_history(&requests)?;
@@ -230,10 +233,10 @@ pub(super) async fn history(target: &Target, limit: u32, as_json: bool) -> Resul
 /// The history table.
 fn print_history(requests: &[RequestView]) -> Result<()> {
     if requests.is_empty() {
-        println!("No requests yet.");
+        crate::outln!("No requests yet.");
         return Ok(());
     }
-    println!("{:<38} {:<10} {:<21} OUTCOME", "REQUEST", "STATUS", "ASKED");
+    crate::outln!("{:<38} {:<10} {:<21} OUTCOME", "REQUEST", "STATUS", "ASKED");
     for r in requests {
         let outcome = if let Some(result) = &r.result {
             Escaped(&serde_json::to_string(result)?).to_string()
@@ -243,7 +246,7 @@ fn print_history(requests: &[RequestView]) -> Result<()> {
             let open = r.questions.iter().filter(|q| q.answered.is_none()).count();
             format!("{open} question(s) open")
         };
-        println!(
+        crate::outln!(
             "{:<38} {:<10} {:<21} {}",
             Escaped(&r.request_id).to_string(),
             r.status,
@@ -251,12 +254,12 @@ fn print_history(requests: &[RequestView]) -> Result<()> {
             outcome
         );
         if let Some(node) = &r.node {
-            println!("{:<38}   on node {}", "", Escaped(node));
+            crate::outln!("{:<38}   on node {}", "", Escaped(node));
         }
         for q in &r.questions {
-            println!("{:<38}   {}: {}", "", Escaped(&q.id), one_line(&q.question));
+            crate::outln!("{:<38}   {}: {}", "", Escaped(&q.id), one_line(&q.question));
             if let Some(a) = &q.answered {
-                println!(
+                crate::outln!(
                     "{:<38}   {} answered by {} at {}",
                     "",
                     Escaped(&q.id),
@@ -291,15 +294,15 @@ pub(super) async fn health(target: &Target, as_json: bool) -> Result<i32> {
         }
     };
     if as_json {
-        println!("{}", serde_json::to_string(&h)?);
+        crate::outln!("{}", serde_json::to_string(&h)?);
     } else {
-        println!("status: {}", h.status.as_str());
-        println!("store: {}", Escaped(&h.store.to_string()));
-        println!("gateway: {}", h.gateway.as_str());
-        println!("answerers: {}", h.answerers.join(", "));
-        println!("pending: {}", h.pending);
+        crate::outln!("status: {}", h.status.as_str());
+        crate::outln!("store: {}", Escaped(&h.store.to_string()));
+        crate::outln!("gateway: {}", h.gateway.as_str());
+        crate::outln!("answerers: {}", h.answerers.join(", "));
+        crate::outln!("pending: {}", h.pending);
         if let Some(c) = &h.cluster {
-            println!(
+            crate::outln!(
                 "cluster: node {} is {}; leader: {}",
                 Escaped(&c.node),
                 c.role,
@@ -308,11 +311,12 @@ pub(super) async fn health(target: &Target, as_json: bool) -> Result<i32> {
                     .map_or("none yet".into(), |l| Escaped(l).to_string())
             );
         }
-        println!(
+        crate::outln!(
             "outbox overdue: {} (oldest {} s)",
-            h.outbox.overdue, h.outbox.oldest_secs
+            h.outbox.overdue,
+            h.outbox.oldest_secs
         );
-        println!("version: {}", h.version);
+        crate::outln!("version: {}", h.version);
     }
     if h.failing.is_empty() {
         Ok(0)
@@ -391,7 +395,7 @@ pub(super) async fn export_history(
             }
             shown += 1;
             if as_json {
-                println!("{}", serde_json::to_string(&r)?);
+                crate::outln!("{}", serde_json::to_string(&r)?);
             } else {
                 table.push(r);
             }

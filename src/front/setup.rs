@@ -135,7 +135,7 @@ impl Change {
     fn apply(&self, dry_run: bool) -> Result<(), String> {
         let old = self.old.as_deref().unwrap_or("");
         if self.old.as_deref() == Some(self.new.as_str()) {
-            println!("{}: already as wanted ({})", self.path.display(), self.what);
+            crate::outln!("{}: already as wanted ({})", self.path.display(), self.what);
             return Ok(());
         }
         if dry_run {
@@ -151,7 +151,7 @@ impl Change {
                     .context_radius(3)
                     .header(&from, &self.path.display().to_string())
             );
-            println!(
+            crate::outln!(
                 "(dry run: {} not written; {})",
                 self.path.display(),
                 self.what
@@ -159,7 +159,7 @@ impl Change {
             return Ok(());
         }
         write_atomically(&self.path, &self.new)?;
-        println!("{}: {}", self.path.display(), self.what);
+        crate::outln!("{}: {}", self.path.display(), self.what);
         Ok(())
     }
 }

@@ -582,3 +582,41 @@ async fn completions_and_the_manual_page_are_generated() {
         "every command has a page"
     );
 }
+
+/// `askrelay … | head`: the reader has gone before the command writes. Every command that
+/// prints ends quietly with status 0, not with a panic (exit 101) or an error.
+#[tokio::test]
+async fn every_command_ends_quietly_on_a_closed_stdout() {
+    let env = Bin::new().env("USER", "alice");
+    let _daemon = env.serve().await;
+    let mut asker = env
+        .ask(&["--request-id", "pipe-1", "--project", "infra"], QUESTION)
+        .await;
+    asker
+        .wait_stderr("waiting for an answer via terminal")
+        .await;
+    for args in [
+        &["pending"][..],
+        &["pending", "--json"],
+        &["history"],
+        &["history", "--json"],
+        &["health"],
+        &["completions", "bash"],
+        &["man"],
+        &["--help"],
+        &["pending", "--help"],
+        &["check-config"],
+    ] {
+        // A pipe whose read end is closed before the command starts: its first write fails.
+        let (read, write) = nix::unistd::pipe().unwrap();
+        drop(read);
+        let mut cmd = env.cmd(args);
+        cmd.stdout(Stdio::from(write));
+        let out = within(&format!("askrelay {}", args.join(" ")), cmd.output())
+            .await
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(0), "askrelay {args:?}: {err}");
+        assert!(!err.contains("panicked"), "askrelay {args:?}: {err}");
+    }
+}

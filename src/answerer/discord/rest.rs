@@ -491,22 +491,34 @@ impl Rest {
     }
 }
 
-/// A small random number below `max`, for jitter; no need for a crypto RNG here.
+/// A random number below `max`, for jitter: from the OS, so that tasks that fail together do
+/// not retry together (the clock's nanoseconds, read by tasks woken at the same instant, are
+/// much alike).
 fn rand_ms(max: u64) -> u64 {
     if max == 0 {
         return 0;
     }
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.subsec_nanos() as u64)
-        .unwrap_or(0);
-    nanos % max
+    let mut bytes = [0u8; 8];
+    if getrandom::fill(&mut bytes).is_err() {
+        // No OS randomness at all: a v4 UUID's random bits (it has its own fallback).
+        bytes.copy_from_slice(&uuid::Uuid::new_v4().as_bytes()[..8]);
+    }
+    u64::from_le_bytes(bytes) % max
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use serenity::all::HttpBuilder;
+
+    #[test]
+    fn jitter_is_below_its_bound_and_not_the_same_for_tasks_woken_together() {
+        assert_eq!(rand_ms(0), 0);
+        let draws: Vec<u64> = (0..64).map(|_| rand_ms(1000)).collect();
+        assert!(draws.iter().all(|d| *d < 1000));
+        // 64 draws from 1000 values, all equal: about 1 in 10^189.
+        assert!(draws.iter().any(|d| *d != draws[0]), "{draws:?}");
+    }
 
     /// A `Rest` whose serenity limiter is on, in front of a port where nothing listens.
     fn limited_rest() -> Rest {
