@@ -181,10 +181,12 @@ fn resolve_answer(
     req: Option<&RequestView>,
 ) -> Result<(String, Vec<String>), String> {
     let Some(req) = req else {
-        let question = args.question.clone().ok_or_else(|| {
-            "give --question ID (the request is not pending, or not visible to you)".to_owned()
-        })?;
-        return Ok((question, args.select.clone()));
+        // Not pending (or not yours): the daemon says whether it ended, and how, or that there
+        // is no such request; the question and the options no longer matter.
+        return Ok((
+            args.question.clone().unwrap_or_default(),
+            args.select.clone(),
+        ));
     };
     let q = match &args.question {
         Some(id) => req.questions.iter().find(|q| &q.id == id).ok_or_else(|| {
@@ -304,6 +306,14 @@ pub(super) async fn answer(target: &Target, args: AnswerArgs) -> Result<i32> {
                 );
             }
             Ok(0)
+        }
+        Event::Error { code, message, .. } if message.starts_with("unknown request_id") => {
+            eprintln!(
+                "askrelay: no such request {:?} ({})",
+                Escaped(&args.request_id),
+                Escaped(&message)
+            );
+            Ok(code.exit_code())
         }
         Event::Error { code, message, .. } => {
             eprintln!("askrelay: your answer did not count: {}", Escaped(&message));

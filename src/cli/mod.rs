@@ -104,8 +104,8 @@ You see the requests you asked; operators (operator_uids, root) see all of them.
     /// Answer one question of a pending request from the terminal.
     #[command(after_help = "\
 Exits 0 only when this answer was the one that counted; 1 when the question was already
-answered or the request has ended (it says who answered), 2 for a bad request id, question
-or option, 7 when the daemon cannot be reached. Who answered is recorded from your login
+answered or the request has ended (it says who answered and when, or how it ended), 2 for no
+such request or a bad question or option, 7 when the daemon cannot be reached. Who answered is recorded from your login
 (uid and user name); --as only adds a note.
 
 Examples:

@@ -84,6 +84,26 @@ async fn walkthrough_ask_in_one_terminal_answer_in_another() {
         .await;
     assert_eq!(code, 2);
     assert!(err.contains("unknown request_id"), "{err}");
+    // An ended request says who answered and when, whatever option or question is given
+    // (before: `question has no option "1"`, exit 2, or "give --question ID"); an unknown one
+    // says there is no such request.
+    for args in [
+        &["answer", "walk-1", "--select", "1"][..],
+        &["answer", "walk-1", "--question", "cleanup", "--select", "9"],
+        &["answer", "walk-1", "--text", "anything"],
+    ] {
+        let (code, _, err) = env.run(args).await;
+        assert_eq!(code, 1, "{args:?}: {err}");
+        assert!(
+            err.contains(&format!(
+                "request \"walk-1\" was already answered by {name} (uid {uid}) via terminal at 20"
+            )),
+            "{args:?}: {err}"
+        );
+    }
+    let (code, _, err) = env.run(&["answer", "nope", "--select", "1"]).await;
+    assert_eq!(code, 2);
+    assert!(err.contains("no such request \"nope\""), "{err}");
 
     let (code, out, _) = env.run(&["history"]).await;
     assert_eq!(code, 0);

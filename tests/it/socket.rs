@@ -474,6 +474,46 @@ async fn first_wins_with_fifty_concurrent_answers() {
 }
 
 #[tokio::test]
+async fn an_answer_to_an_ended_request_says_how_it_ended_and_is_audited() {
+    let app = App::start().await;
+    let mut c = app.client().await;
+    c.send_json(&ask_line("gone", &yes_no("q"))).await.unwrap();
+    expect_event(&mut c, "accepted").await;
+    let mut other = app.client().await;
+    let reply = other
+        .call_json(&json!({"op": "cancel", "request_id": "gone", "reason": "not today"}))
+        .await
+        .unwrap();
+    assert_eq!(reply["event"], "cancelled", "{reply}");
+    // Whatever question and option it names: they no longer matter.
+    let reply = other
+        .call_json(
+            &json!({"op": "answer", "request_id": "gone", "question": "",
+                           "select": ["9"]}),
+        )
+        .await
+        .unwrap();
+    assert_eq!(reply["code"], "CONFLICT", "{reply}");
+    let m = reply["message"].as_str().unwrap();
+    assert!(
+        m.starts_with("request \"gone\" has ended (cancelled at 20")
+            && m.ends_with("did not count"),
+        "{m}"
+    );
+    let audit = app.store().audit_rows(None).await.unwrap();
+    let refused: Vec<_> = audit
+        .iter()
+        .filter(|r| r.action == "answer" && !r.accepted)
+        .collect();
+    assert_eq!(refused.len(), 1, "{audit:?}");
+    assert!(refused[0]
+        .detail
+        .as_deref()
+        .unwrap()
+        .starts_with("terminal answer refused: request \"gone\" has ended"));
+}
+
+#[tokio::test]
 async fn no_answerer_configured_is_an_error_not_a_wait() {
     let app = App::start_with(|c| c.terminal.enabled = Some(false)).await;
     let mut c = app.client().await;

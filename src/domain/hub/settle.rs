@@ -140,6 +140,21 @@ impl Hub {
         who: &LocalUser,
     ) -> Result<Settled, AskError> {
         let req = self.request_for(&answer.request_id, who).await?;
+        if req.status != Status::Pending {
+            // Said before the question and the options are checked: they no longer matter.
+            let err = ended_error(&req);
+            self.audit(AuditEntry {
+                request_key: Some(req.key),
+                source: Source::Terminal,
+                actor: Some(who.describe()),
+                action: AuditAction::Answer,
+                detail: Some(format!("terminal answer refused: {}", err.message)),
+                accepted: false,
+                ..Default::default()
+            })
+            .await;
+            return Err(err);
+        }
         let owner = self.answerer_for(&req);
         if !owner.as_ref().is_some_and(|a| a.terminal_may_answer(&req)) {
             let owner_name = req.answerer.clone().unwrap_or_else(|| "none".into());
@@ -190,4 +205,35 @@ impl Hub {
         };
         self.settle(&req, index, settlement, actor).await
     }
+}
+
+/// Why an answer to a request that has ended did not count: who answered and when, or how it
+/// ended.
+fn ended_error(req: &Request) -> AskError {
+    let at = |ms: i64| {
+        let t = std::time::UNIX_EPOCH + std::time::Duration::from_millis(ms.max(0) as u64);
+        humantime::format_rfc3339_seconds(t).to_string()
+    };
+    let answered: Vec<&Answered> = req.answers.iter().flatten().collect();
+    let message = match (req.status, answered.last()) {
+        (Status::Answered, Some(last)) => {
+            let mut by: Vec<String> = answered.iter().map(|a| a.actor.describe()).collect();
+            by.dedup();
+            format!(
+                "request {:?} was already answered by {} at {}; your answer did not count",
+                Escaped(&req.request_id),
+                by.join(", "),
+                at(last.at_ms)
+            )
+        }
+        (status, _) => format!(
+            "request {:?} has ended ({}{}); your answer did not count",
+            Escaped(&req.request_id),
+            status.as_str(),
+            req.ended_at_ms
+                .map(|ms| format!(" at {}", at(ms)))
+                .unwrap_or_default()
+        ),
+    };
+    AskError::new(ErrorCode::Conflict, message)
 }
