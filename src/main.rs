@@ -84,6 +84,13 @@ async fn serve(config_file: Option<std::path::PathBuf>) -> i32 {
             return 2;
         }
     };
+    // A token that cannot be one would only fail later, at the gateway, as a warning.
+    if let Some(token) = &config.discord.token {
+        if let Err(why) = askrelay::answerer::discord::token_shape(token.expose()) {
+            eprintln!("askrelay: discord.token does not look like a bot token: {why}");
+            return 2;
+        }
+    }
     let format = config.log_format;
     init_logs(SERVE_LOGS, format);
     match askrelay::daemon::run(config, signals()).await {

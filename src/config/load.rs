@@ -48,6 +48,17 @@ impl Config {
 
     /// Rules that types alone cannot express.
     fn validate(&self) -> Result<()> {
+        if self
+            .discord
+            .token
+            .as_ref()
+            .is_some_and(|t| t.expose().trim().is_empty())
+        {
+            bail!(
+                "discord.token: is empty; set the bot token, or leave the key out (and \
+                 ASKRELAY_DISCORD__TOKEN unset) to answer from the terminal only"
+            );
+        }
         if self.limits.max_questions == 0 {
             bail!("limits.max_questions: must be at least 1");
         }

@@ -640,3 +640,33 @@ async fn every_command_ends_quietly_on_a_closed_stdout() {
         assert!(!err.contains("panicked"), "askrelay {args:?}: {err}");
     }
 }
+
+/// An empty `ASKRELAY_DISCORD__TOKEN=` was a token (the terminal answerer went off with a mere
+/// warning), and a malformed one failed only later at the gateway: both stop `serve` now,
+/// naming the key and never the value; an empty one stops `check-config` too.
+#[tokio::test]
+async fn an_empty_or_malformed_token_stops_serve() {
+    for (token, says) in [
+        ("", "discord.token: is empty"),
+        ("   ", "discord.token: is empty"),
+        (
+            "Bot secret-part",
+            "discord.token does not look like a bot token: give the token alone",
+        ),
+        (
+            "secret-part",
+            "discord.token does not look like a bot token: it should have three parts",
+        ),
+    ] {
+        let env = Bin::new().env("ASKRELAY_DISCORD__TOKEN", token);
+        let (code, _, err) = env.run(&["serve"]).await;
+        assert_eq!(code, 2, "{token:?}: {err}");
+        assert!(err.contains(says), "{token:?}: {err}");
+        assert!(!err.contains("secret-part"), "{err}");
+        assert!(!env.socket().exists(), "{token:?}: it did not start");
+    }
+    let env = Bin::new().env("ASKRELAY_DISCORD__TOKEN", "");
+    let (code, _, err) = env.run(&["check-config"]).await;
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("discord.token: is empty"), "{err}");
+}

@@ -116,7 +116,9 @@ impl App {
         config.terminal.enabled = Some(true);
         if let Some(s) = &standin {
             config.terminal.enabled = Some(false);
-            config.discord.token = Some(Secret::new("test-bot-token"));
+            config.discord.token = Some(Secret::new(
+                "MTE4MDAwMDAwMDAwMDAwMDAwMQ.Gx1234.test-bot-token",
+            ));
             config.discord.api_base = s.base_url.clone();
             config.discord.channel_id = Some(Snowflake(CHANNEL));
             config.discord.retry_max_delay_ms = 20;
@@ -606,10 +608,13 @@ impl Bin {
 
     /// Discord through the stand-in, on [`CHANNEL`].
     pub fn discord(self, standin: &StandIn) -> Bin {
-        self.env("ASKRELAY_DISCORD__TOKEN", "test-bot-token")
-            .env("ASKRELAY_DISCORD__API_BASE", &standin.base_url)
-            .env("ASKRELAY_DISCORD__CHANNEL_ID", CHANNEL)
-            .env("ASKRELAY_DISCORD__RETRY_MAX_DELAY_MS", 20)
+        self.env(
+            "ASKRELAY_DISCORD__TOKEN",
+            "MTE4MDAwMDAwMDAwMDAwMDAwMQ.Gx1234.test-bot-token",
+        )
+        .env("ASKRELAY_DISCORD__API_BASE", &standin.base_url)
+        .env("ASKRELAY_DISCORD__CHANNEL_ID", CHANNEL)
+        .env("ASKRELAY_DISCORD__RETRY_MAX_DELAY_MS", 20)
     }
 
     pub fn cmd(&self, args: &[&str]) -> Command {

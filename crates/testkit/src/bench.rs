@@ -841,7 +841,9 @@ fn discord_config(dir: &Path) -> Config {
         ..Config::default()
     };
     config.terminal.enabled = Some(false);
-    config.discord.token = Some(Secret::new("bench-bot-token"));
+    config.discord.token = Some(Secret::new(
+        "MTE4MDAwMDAwMDAwMDAwMDAwMQ.Gx1234.bench-bot-token",
+    ));
     config
 }
 
@@ -1130,7 +1132,10 @@ async fn memory_rounds(bin: &Path, rounds: usize, per_round: usize) -> MemoryRep
         dir.path(),
         &[
             ("ASKRELAY_TERMINAL__ENABLED", "false".into()),
-            ("ASKRELAY_DISCORD__TOKEN", "bench-token".into()),
+            (
+                "ASKRELAY_DISCORD__TOKEN",
+                "MTE4MDAwMDAwMDAwMDAwMDAwMQ.Gx1234.bench-token".into(),
+            ),
             ("ASKRELAY_DISCORD__API_BASE", standin.base_url.clone()),
             ("ASKRELAY_DISCORD__CHANNEL_ID", CHANNEL.to_string()),
         ],

@@ -694,7 +694,10 @@ impl DaemonCtl {
             .env("PATH", std::env::var_os("PATH").unwrap_or_default())
             .env("ASKRELAY_SOCKET_PATH", &self.socket)
             .env("ASKRELAY_DATABASE_URL", &self.db_url)
-            .env("ASKRELAY_DISCORD__TOKEN", "chaos-bot-token")
+            .env(
+                "ASKRELAY_DISCORD__TOKEN",
+                "MTE4MDAwMDAwMDAwMDAwMDAwMQ.Gx1234.chaos-bot-token",
+            )
             .env("ASKRELAY_DISCORD__API_BASE", &self.base_url)
             .env("ASKRELAY_DISCORD__CHANNEL_ID", CHANNEL.to_string())
             .env("ASKRELAY_DISCORD__RETRY_MAX_DELAY_MS", "200")

@@ -680,7 +680,7 @@ fn reach_problem(e: &serenity::Error, base: &str, what: &str) -> String {
 
 /// A bot token is three dot-separated parts of URL-safe base64 (as the Bot page shows it,
 /// without a "Bot " prefix); says what is wrong without showing the token.
-fn token_shape(token: &str) -> Result<(), &'static str> {
+pub fn token_shape(token: &str) -> Result<(), &'static str> {
     if token.starts_with("Bot ") || token.starts_with("Bearer ") {
         return Err("give the token alone, without \"Bot \"");
     }
@@ -721,9 +721,11 @@ mod tests {
         assert!(token_shape("\"MTE4MDAwMDAwMDAwMDAwMDAwMQ.Gx1234.x\"")
             .unwrap_err()
             .contains("quoted"));
-        assert!(token_shape("test-bot-token")
-            .unwrap_err()
-            .contains("three parts"));
+        assert!(
+            token_shape("MTE4MDAwMDAwMDAwMDAwMDAwMQ.Gx1234.test-bot-token")
+                .unwrap_err()
+                .contains("three parts")
+        );
         assert!(token_shape("MTE4MDAwMDAwMDAwMDAwMDAwMQ.Gx1234.a/b")
             .unwrap_err()
             .contains("letters"));
