@@ -37,10 +37,17 @@ impl Target {
     /// Finds the daemon the way the daemon itself does: the defaults, then `--config FILE`,
     /// then the `ASKRELAY_*` environment (`ASKRELAY_SOCKET_PATH`, `ASKRELAY_DAEMON_UID`), the
     /// later winning (`config::ClientKeys`).
+    /// Without a configured socket, the daemon that listens at one of the default places
+    /// ([`socket_candidates`](crate::config::socket_candidates)); more than one is refused,
+    /// naming them all, rather than asking one of them at random.
     pub fn from_config(config_file: Option<&Path>) -> Result<Target> {
         let keys = crate::config::ClientKeys::load(config_file)?;
+        let socket = match &keys.socket_path {
+            Some(p) => p.clone(),
+            None => the_live_one(crate::config::socket_candidates())?,
+        };
         Ok(Target {
-            socket: keys.socket(),
+            socket,
             daemon_uid: keys.daemon_uid,
         })
     }
@@ -110,6 +117,27 @@ impl Target {
             "the daemon on {} runs as uid {uid}",
             self.socket.display()
         )))
+    }
+}
+
+/// The one candidate a daemon listens at (a connect that is accepted); the first when none
+/// does, so that the error names where the daemon is expected.
+fn the_live_one(candidates: Vec<PathBuf>) -> Result<PathBuf> {
+    let live: Vec<&PathBuf> = candidates
+        .iter()
+        .filter(|p| std::os::unix::net::UnixStream::connect(p).is_ok())
+        .collect();
+    match live.as_slice() {
+        [one] => Ok((*one).clone()),
+        [] => Ok(candidates[0].clone()),
+        many => {
+            let names: Vec<String> = many.iter().map(|p| p.display().to_string()).collect();
+            anyhow::bail!(
+                "more than one askrelay daemon is listening ({}); say which with \
+                 ASKRELAY_SOCKET_PATH or socket_path in --config",
+                names.join(", ")
+            )
+        }
     }
 }
 

@@ -383,6 +383,8 @@ pub async fn run_mcp(config_file: Option<&Path>, args: McpArgs) -> i32 {
             return 2;
         }
     };
+    // Said once at start-up, where MCP clients keep a server's stderr: which daemon is asked.
+    tracing::info!(socket = %target.socket.display(), "askrelay mcp: asking the daemon at this socket");
     let mut scope = Map::new();
     for (k, v) in [
         ("project", args.project),

@@ -388,16 +388,44 @@ pub(super) fn unexpected_kind(u: &impl fmt::Display) -> &'static str {
     }
 }
 
-/// `$XDG_RUNTIME_DIR/askrelay.sock`, else `askrelay.sock` in a private per-user directory,
-/// `/tmp/askrelay-$UID/` (created 0700 by the daemon, docs/contract.md, "Socket path"). Never the current directory:
-/// anyone who can write there could put a fake daemon's socket in its place.
+/// `$XDG_RUNTIME_DIR/askrelay.sock`; without it, where a login session would put it
+/// (`/run/user/$UID`, when that directory exists and is this user's); else `askrelay.sock` in a
+/// private per-user directory, `/tmp/askrelay-$UID/` (created 0700 by the daemon,
+/// docs/contract.md, "Socket path"). Never the current directory: anyone who can write there
+/// could put a fake daemon's socket in its place.
 pub fn default_socket_path() -> PathBuf {
-    match std::env::var_os("XDG_RUNTIME_DIR") {
-        Some(dir) if !dir.is_empty() => PathBuf::from(dir).join("askrelay.sock"),
-        _ => std::env::temp_dir()
-            .join(format!("askrelay-{}", nix::unistd::geteuid().as_raw()))
-            .join("askrelay.sock"),
+    socket_candidates().swap_remove(0)
+}
+
+/// Every place a daemon started with the default socket may be listening, the default first:
+/// `$XDG_RUNTIME_DIR`, `/run/user/$UID` and `/tmp/askrelay-$UID`. A client started with a short
+/// environment (MCP clients drop `XDG_RUNTIME_DIR`) looks at all of them.
+pub fn socket_candidates() -> Vec<PathBuf> {
+    let uid = nix::unistd::geteuid().as_raw();
+    let mut dirs = Vec::new();
+    if let Some(dir) = std::env::var_os("XDG_RUNTIME_DIR").filter(|d| !d.is_empty()) {
+        dirs.push(PathBuf::from(dir));
     }
+    // ASKRELAY_TEST_RUN_USER_DIR stands in for /run/user/$UID in tests, which cannot make it.
+    let login = std::env::var_os("ASKRELAY_TEST_RUN_USER_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(format!("/run/user/{uid}")));
+    let ours = std::fs::metadata(&login).is_ok_and(|m| {
+        use std::os::unix::fs::MetadataExt;
+        m.is_dir() && m.uid() == uid
+    });
+    if ours {
+        dirs.push(login);
+    }
+    dirs.push(std::env::temp_dir().join(format!("askrelay-{uid}")));
+    let mut sockets: Vec<PathBuf> = Vec::new();
+    for d in dirs {
+        let s = d.join("askrelay.sock");
+        if !sockets.contains(&s) {
+            sockets.push(s);
+        }
+    }
+    sockets
 }
 
 /// A file in `$XDG_STATE_HOME/askrelay/` (or its `~/.local/state` default).

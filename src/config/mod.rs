@@ -13,7 +13,7 @@ pub use crate::domain::expiry::{ExpiryRule, OnExpire};
 mod load;
 mod values;
 
-pub use load::{default_database_url, default_socket_path, ClientKeys};
+pub use load::{default_database_url, default_socket_path, socket_candidates, ClientKeys};
 use values::{opt_snowflakes, snowflakes, uids};
 pub use values::{Secret, Snowflake, SocketMode};
 

@@ -4,7 +4,7 @@
 use crate::harness::*;
 use askrelay_testkit::standin::StandIn;
 use std::process::Stdio;
-use tokio::io::AsyncWriteExt;
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
 
 const QUESTION: &str = r#"{"questions":[{"id":"cleanup","question":"Proceed with the destructive cleanup?","header":"Confirm","options":[{"label":"Yes, delete them (Recommended)","description":"Removes the three stale files."},{"label":"No, keep them","description":"Aborts the cleanup."}],"multiSelect":false}]}"#;
 
@@ -669,4 +669,78 @@ async fn an_empty_or_malformed_token_stops_serve() {
     let (code, _, err) = env.run(&["check-config"]).await;
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("discord.token: is empty"), "{err}");
+}
+
+/// The official MCP SDKs start `askrelay mcp` with HOME, LOGNAME, PATH, SHELL, TERM and USER
+/// only: no XDG_RUNTIME_DIR. It still finds the daemon a login shell started (on
+/// $XDG_RUNTIME_DIR, which is /run/user/$UID), says on stderr which socket it uses, and refuses
+/// to pick when two daemons listen at default places. /run/user/$UID is stood in for by a temp
+/// directory (ASKRELAY_TEST_RUN_USER_DIR).
+#[tokio::test]
+async fn a_client_with_the_mcp_sdks_environment_finds_the_login_sessions_daemon() {
+    let dir = tempfile::tempdir().unwrap();
+    let run_user = dir.path().join("run-user");
+    let tmp = dir.path().join("tmp");
+    for d in [&run_user, &tmp] {
+        std::fs::create_dir(d).unwrap();
+        std::fs::set_permissions(d, std::os::unix::fs::PermissionsExt::from_mode(0o700)).unwrap();
+    }
+    let sdk_env = |c: &mut tokio::process::Command| {
+        c.env_clear();
+        for k in ["HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER"] {
+            if let Some(v) = std::env::var_os(k) {
+                c.env(k, v);
+            }
+        }
+        c.env("TMPDIR", &tmp)
+            .env("ASKRELAY_TEST_RUN_USER_DIR", &run_user);
+    };
+    // The daemon of a login shell: XDG_RUNTIME_DIR is the session's runtime directory.
+    let login = Bin::new();
+    let mut cmd = login.cmd(&["serve"]);
+    cmd.env_remove("ASKRELAY_SOCKET_PATH")
+        .env("XDG_RUNTIME_DIR", &run_user);
+    let _login_daemon = login.serve_cmd(cmd).await;
+    let socket = run_user.join("askrelay.sock");
+    assert!(socket.exists());
+
+    let mut mcp = tokio::process::Command::new(BIN);
+    mcp.arg("mcp");
+    sdk_env(&mut mcp);
+    mcp.stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true);
+    let mut child = mcp.spawn().unwrap();
+    let mut lines = tokio::io::BufReader::new(child.stderr.take().unwrap()).lines();
+    let said = within("askrelay mcp to name its socket", async {
+        loop {
+            let line = lines.next_line().await.unwrap().expect("stderr ended");
+            if line.contains("asking the daemon at this socket") {
+                return line;
+            }
+        }
+    })
+    .await;
+    assert!(said.contains(&socket.display().to_string()), "{said}");
+    drop(child.stdin.take()); // the MCP client goes away
+    within("askrelay mcp to exit", child.wait()).await.unwrap();
+
+    // A second daemon at another default place (/tmp/askrelay-$UID): a client refuses to pick.
+    let other = Bin::new();
+    let mut cmd = other.cmd(&["serve"]);
+    cmd.env_remove("ASKRELAY_SOCKET_PATH").env("TMPDIR", &tmp);
+    let _other_daemon = other.serve_cmd(cmd).await;
+    let mut pending = tokio::process::Command::new(BIN);
+    pending.arg("pending");
+    sdk_env(&mut pending);
+    let out = within("askrelay pending", pending.output()).await.unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("more than one askrelay daemon is listening")
+            && err.contains(&socket.display().to_string())
+            && err.contains(&tmp.display().to_string()),
+        "{err}"
+    );
 }
