@@ -61,8 +61,9 @@ Client commands read only socket_path and daemon_uid from --config FILE.";
   askrelay health
 
 Client commands find the socket as the daemon does: ASKRELAY_SOCKET_PATH, else
-socket_path in --config FILE, else $XDG_RUNTIME_DIR/askrelay.sock, else
-/tmp/askrelay-$UID/askrelay.sock."
+socket_path in --config FILE, else the one daemon listening at
+$XDG_RUNTIME_DIR/askrelay.sock, /run/user/$UID/askrelay.sock or
+/tmp/askrelay-$UID/askrelay.sock (more than one is refused)."
 )]
 pub struct Cli {
     /// The TOML config file (see config/askrelay.example.toml).
