@@ -100,6 +100,16 @@ impl Metrics {
             "Store (database) calls that failed",
             store_errors.clone(),
         );
+        // The known label values start at 0, so that rate() and absence alerts work from
+        // start-up instead of from the first event.
+        for answerer in std::iter::once("terminal").chain(discord) {
+            let label = vec![("answerer", answerer.to_owned())];
+            drop(asks.get_or_create(&label));
+            drop(answers.get_or_create(&label));
+        }
+        for code in ErrorCode::ALL {
+            drop(errors.get_or_create(&vec![("code", code.as_str().to_owned())]));
+        }
         Metrics {
             registry,
             pending,

@@ -30,6 +30,19 @@ pub enum ErrorCode {
 pub const EXIT_UNREACHABLE: i32 = 7;
 
 impl ErrorCode {
+    /// Every code, for series that must exist before their first event.
+    pub const ALL: [ErrorCode; 9] = [
+        ErrorCode::InvalidRequest,
+        ErrorCode::DelegatedCaller,
+        ErrorCode::NoAnswerer,
+        ErrorCode::Aborted,
+        ErrorCode::Expired,
+        ErrorCode::Internal,
+        ErrorCode::Conflict,
+        ErrorCode::Forbidden,
+        ErrorCode::Busy,
+    ];
+
     pub fn as_str(self) -> &'static str {
         match self {
             ErrorCode::InvalidRequest => "INVALID_REQUEST",
