@@ -58,9 +58,25 @@ pub fn serve(
     Ok(bound)
 }
 
-async fn metrics_page(State(ctx): State<Ctx>) -> Response {
+/// OpenMetrics when the scraper asks for it (`Accept: application/openmetrics-text`, as
+/// Prometheus does by default); else the classic text format 0.0.4, which other parsers read
+/// (in OpenMetrics they would see every counter as `unknown`).
+async fn metrics_page(State(ctx): State<Ctx>, headers: axum::http::HeaderMap) -> Response {
     let body = ctx.metrics.render(&ctx.hub).await;
-    ([(header::CONTENT_TYPE, crate::metrics::CONTENT_TYPE)], body).into_response()
+    let openmetrics = headers
+        .get_all(header::ACCEPT)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .any(|v| v.contains("application/openmetrics-text"));
+    if openmetrics {
+        ([(header::CONTENT_TYPE, crate::metrics::CONTENT_TYPE)], body).into_response()
+    } else {
+        (
+            [(header::CONTENT_TYPE, crate::metrics::CLASSIC_CONTENT_TYPE)],
+            crate::metrics::classic_text(&body),
+        )
+            .into_response()
+    }
 }
 
 async fn healthz(State(ctx): State<Ctx>) -> Response {

@@ -4,7 +4,8 @@
 //! [`RestRecorder`], and, for the gauges, read from the hub when scraped. Only counts and durations: never question text,
 //! labels, names or ids.
 //!
-//! Served as OpenMetrics text on `GET /metrics` by [`crate::http`].
+//! Served on `GET /metrics` by [`crate::http`]: OpenMetrics text, or the classic text format
+//! 0.0.4 ([`classic_text`]) when the scraper does not ask for OpenMetrics.
 
 use crate::domain::metrics::{Recorder, RestRecorder};
 use crate::domain::{ErrorCode, Hub};
@@ -19,6 +20,36 @@ type Labels = Vec<(&'static str, String)>;
 
 /// The content type of [`Metrics::render`].
 pub const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
+
+/// The content type of [`classic_text`]: Prometheus's text format 0.0.4.
+pub const CLASSIC_CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
+
+/// The OpenMetrics text of [`Metrics::render`] in the classic text format 0.0.4: a counter's
+/// `# TYPE` and `# HELP` name its `_total` sample (the classic parser reads a family whose
+/// samples have another name as untyped), and OpenMetrics' `# UNIT` and `# EOF` go.
+pub fn classic_text(openmetrics: &str) -> String {
+    let counters: std::collections::HashSet<&str> = openmetrics
+        .lines()
+        .filter_map(|l| l.strip_prefix("# TYPE "))
+        .filter_map(|l| l.strip_suffix(" counter"))
+        .collect();
+    let mut out = String::with_capacity(openmetrics.len());
+    for line in openmetrics.lines() {
+        if line == "# EOF" || line.starts_with("# UNIT ") {
+            continue;
+        }
+        let renamed = ["# TYPE ", "# HELP "].iter().find_map(|p| {
+            let rest = line.strip_prefix(p)?;
+            let (name, tail) = rest.split_once(' ')?;
+            counters
+                .contains(name)
+                .then(|| format!("{p}{name}_total {tail}"))
+        });
+        out.push_str(renamed.as_deref().unwrap_or(line));
+        out.push('\n');
+    }
+    out
+}
 
 /// Seconds from asked to answered: people answer in seconds to hours.
 const LATENCY_BUCKETS: [f64; 14] = [
@@ -179,5 +210,25 @@ impl Recorder for Metrics {
 
     fn store_failed(&self) {
         self.store_errors.inc();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::classic_text;
+
+    #[test]
+    fn the_classic_format_names_counters_by_their_samples_and_has_no_eof() {
+        let om = "# HELP askrelay_asks Requests stored.\n# TYPE askrelay_asks counter\n\
+                  askrelay_asks_total{answerer=\"terminal\"} 0\n\
+                  # HELP askrelay_pending_requests Waiting.\n# TYPE askrelay_pending_requests gauge\n\
+                  askrelay_pending_requests 3\n# EOF\n";
+        assert_eq!(
+            classic_text(om),
+            "# HELP askrelay_asks_total Requests stored.\n# TYPE askrelay_asks_total counter\n\
+             askrelay_asks_total{answerer=\"terminal\"} 0\n\
+             # HELP askrelay_pending_requests Waiting.\n# TYPE askrelay_pending_requests gauge\n\
+             askrelay_pending_requests 3\n"
+        );
     }
 }

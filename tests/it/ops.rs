@@ -62,6 +62,35 @@ async fn metrics_count_a_known_sequence_of_asks_and_answers() {
     )
     .await;
 
+    // The format follows Accept: OpenMetrics for Prometheus, the classic text 0.0.4 otherwise.
+    let client = reqwest::Client::new();
+    let scrape = |accept: Option<&'static str>| {
+        let mut req = client.get(format!("{base}/metrics"));
+        if let Some(a) = accept {
+            req = req.header("accept", a);
+        }
+        async move {
+            let resp = within("GET /metrics", req.send()).await.unwrap();
+            let ct = resp.headers()["content-type"].to_str().unwrap().to_owned();
+            (ct, resp.text().await.unwrap())
+        }
+    };
+    let (ct, om) = scrape(Some(
+        "application/openmetrics-text;version=1.0.0,text/plain;version=0.0.4;q=0.5",
+    ))
+    .await;
+    assert!(ct.starts_with("application/openmetrics-text"), "{ct}");
+    assert!(
+        om.ends_with("# EOF\n") && om.contains("# TYPE askrelay_asks counter"),
+        "{om}"
+    );
+    let (ct, classic) = scrape(None).await;
+    assert_eq!(ct, "text/plain; version=0.0.4; charset=utf-8");
+    assert!(
+        classic.contains("# TYPE askrelay_asks_total counter") && !classic.contains("# EOF"),
+        "{classic}"
+    );
+
     // Before anything happened, every known series is there at 0.
     let (_, text) = get(&format!("{base}/metrics")).await;
     for series in [
