@@ -39,7 +39,7 @@ fn main() {
         }
         Command::Setup(args) => askrelay::front::setup::run(args),
         Command::Completions { shell } => cli::completions(shell),
-        Command::Man => cli::man(),
+        Command::Man { dir } => cli::man(dir.as_deref()),
         Command::Approve(args) => {
             runtime.block_on(askrelay::front::approve::run(cli.config.as_deref(), args))
         }

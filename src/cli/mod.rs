@@ -181,11 +181,16 @@ Examples:
         /// bash, zsh, fish, elvish or powershell.
         shell: clap_complete::Shell,
     },
-    /// Print the manual page (roff), for `man`.
+    /// Print the manual page (roff), for `man`; with --dir, write it and a page per command
+    /// (askrelay-ask.1 and so on, which the main page refers to).
     #[command(after_help = "Examples:
-  askrelay man > /usr/local/share/man/man1/askrelay.1 && man askrelay
-  askrelay man | man -l -")]
-    Man,
+  askrelay man | man -l -
+  askrelay man --dir /usr/local/share/man/man1 && man askrelay-ask")]
+    Man {
+        /// Write askrelay.1 and askrelay-COMMAND.1 into DIR instead of askrelay.1 on stdout.
+        #[arg(long, value_name = "DIR")]
+        dir: Option<PathBuf>,
+    },
 }
 
 /// `askrelay completions SHELL`: the script on stdout.
@@ -195,14 +200,43 @@ pub fn completions(shell: clap_complete::Shell) -> i32 {
     0
 }
 
-/// `askrelay man`: the manual page of askrelay and each of its commands, on stdout.
-pub fn man() -> i32 {
+/// `askrelay man`: the manual page of askrelay on stdout; with `dir`, that page and one per
+/// command (`askrelay-ask.1`, titled so, as the main page's SEE ALSO names them) in `dir`.
+pub fn man(dir: Option<&Path>) -> i32 {
     let cmd = <Cli as clap::CommandFactory>::command();
-    let render = |c: &clap::Command| clap_mangen::Man::new(c.clone()).render(&mut out::Stdout);
-    let mut result = render(&cmd);
-    for sub in cmd.get_subcommands().filter(|s| s.get_name() != "help") {
-        result = result.and_then(|()| render(sub));
-    }
+    let page = |c: clap::Command| -> std::io::Result<Vec<u8>> {
+        let mut roff = Vec::new();
+        clap_mangen::Man::new(c).render(&mut roff)?;
+        Ok(tidy_roff(&String::from_utf8_lossy(&roff)).into_bytes())
+    };
+    let result = match dir {
+        None => page(cmd).and_then(|p| std::io::Write::write_all(&mut out::Stdout, &p)),
+        Some(dir) => {
+            let mut pages = vec![("askrelay.1".to_owned(), cmd.clone())];
+            for sub in cmd.get_subcommands().filter(|s| s.get_name() != "help") {
+                // A command's name is a &'static str (clap without its `string` feature); the
+                // few leaked here live as long as this short command does anyway.
+                let name: &'static str = format!("askrelay-{}", sub.get_name()).leak();
+                pages.push((format!("{name}.1"), sub.clone().name(name)));
+            }
+            let mut written = Vec::new();
+            pages
+                .into_iter()
+                .try_for_each(|(file, c)| {
+                    let path = dir.join(&file);
+                    std::fs::write(&path, page(c)?)?;
+                    written.push(path);
+                    Ok(())
+                })
+                .map(|()| {
+                    // Listed once every page is written, so a reader that stops early (`| head`)
+                    // cannot cut the set short.
+                    for path in &written {
+                        outln!("{}", path.display());
+                    }
+                })
+        }
+    };
     match result {
         Ok(()) => 0,
         Err(e) => {
@@ -210,6 +244,38 @@ pub fn man() -> i32 {
             1
         }
     }
+}
+
+/// What clap's roff needs before groff reads it cleanly: every character outside ASCII as a
+/// groff escape (`\[u2026]`; groff warns on raw UTF-8), and the indented example lines of a
+/// help text set apart, unfilled, with a paragraph break before the prose that follows them.
+fn tidy_roff(roff: &str) -> String {
+    let mut out = String::with_capacity(roff.len());
+    let mut in_example = false;
+    for line in roff.lines() {
+        let example = line.starts_with("  ");
+        if example && !in_example {
+            out.push_str(".nf\n");
+        } else if !example && in_example {
+            out.push_str(".fi\n");
+            if !line.starts_with('.') {
+                out.push_str(".PP\n");
+            }
+        }
+        in_example = example;
+        for c in line.chars() {
+            if c.is_ascii() {
+                out.push(c);
+            } else {
+                out.push_str(&format!("\\[u{:04X}]", u32::from(c)));
+            }
+        }
+        out.push('\n');
+    }
+    if in_example {
+        out.push_str(".fi\n");
+    }
+    out
 }
 
 const MCP_EXAMPLES: &str = "\
@@ -319,7 +385,7 @@ pub async fn run_client(cli: Cli) -> i32 {
         | Command::Setup(_)
         | Command::Approve(_)
         | Command::Completions { .. }
-        | Command::Man => {
+        | Command::Man { .. } => {
             unreachable!("run by main on its own")
         }
         Command::Ask(args) => ask(&target, args).await,

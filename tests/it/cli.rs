@@ -598,9 +598,36 @@ async fn completions_and_the_manual_page_are_generated() {
         "{out}"
     );
     assert!(
-        out.contains(".TH askrelay-ask") || out.contains("askrelay\\-ask"),
-        "every command has a page"
+        out.contains("askrelay\\-ask(1)"),
+        "it names the commands' pages"
     );
+    // One page on stdout (several would be one page with several titles for `man -l -`), in
+    // ASCII (groff warns on raw UTF-8 such as `…`), the examples set apart from the prose.
+    assert_eq!(out.matches(".TH ").count(), 1, "{out}");
+    assert!(out.is_ascii(), "{out}");
+    assert!(out.contains(".nf\n"), "{out}");
+
+    // --dir: the main page and one per command, titled as the main page names them.
+    let dir = tempfile::tempdir().unwrap();
+    let (code, listed, err) = env
+        .run(&["man", "--dir", dir.path().to_str().unwrap()])
+        .await;
+    assert_eq!(code, 0, "{err}");
+    for name in [
+        "askrelay",
+        "askrelay-ask",
+        "askrelay-answer",
+        "askrelay-hook",
+    ] {
+        let path = dir.path().join(format!("{name}.1"));
+        let page = std::fs::read_to_string(&path).unwrap();
+        assert!(page.contains(&format!(".TH {name} 1")), "{name}: {page}");
+        assert!(page.is_ascii(), "{name}");
+        assert!(listed.contains(&path.display().to_string()), "{listed}");
+    }
+    // `serve`'s examples hold a `…`: written as groff's escape.
+    let serve = std::fs::read_to_string(dir.path().join("askrelay-serve.1")).unwrap();
+    assert!(serve.contains("TOKEN=\\[u2026]"), "{serve}");
 }
 
 /// `askrelay … | head`: the reader has gone before the command writes. Every command that
