@@ -698,6 +698,8 @@ mod tests {
         #![proptest_config(ProptestConfig {
             cases: 256,
             failure_persistence: None,
+            // Deterministic: the same cases every run (a property that fails fails always).
+            rng_seed: proptest::test_runner::RngSeed::Fixed(20261202),
             ..ProptestConfig::default()
         })]
 

@@ -1428,6 +1428,8 @@ mod tests {
         ProptestConfig {
             cases: 256,
             failure_persistence: None,
+            // Deterministic: the same cases every run (a property that fails fails always).
+            rng_seed: proptest::test_runner::RngSeed::Fixed(20261202),
             ..ProptestConfig::default()
         }
     }
@@ -1468,7 +1470,11 @@ mod tests {
         /// plain placeholder; and no plain text reads as markup.
         #[test]
         fn agent_text_adds_no_markup_to_any_surface(
-            s in agent_text().prop_filter("visible", |s| !visible(s).trim().is_empty()),
+            // Text that is blank to Rust (a lone "\r\n") is left out of an answer's note on
+            // purpose, so it cannot be compared with a placeholder that shows.
+            s in agent_text().prop_filter("visible", |s| {
+                !visible(s).trim().is_empty() && !s.trim().is_empty()
+            }),
             options in 1usize..=25,
             second in any::<bool>(),
         ) {
