@@ -496,8 +496,7 @@ async fn an_answer_to_an_ended_request_says_how_it_ended_and_is_audited() {
     assert_eq!(reply["code"], "CONFLICT", "{reply}");
     let m = reply["message"].as_str().unwrap();
     assert!(
-        m.starts_with("request \"gone\" has ended (cancelled at 20")
-            && m.ends_with("did not count"),
+        m.starts_with("request \"gone\" has ended (cancelled at 20") && m.ends_with("Z)"),
         "{m}"
     );
     let audit = app.store().audit_rows(None).await.unwrap();

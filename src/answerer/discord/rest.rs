@@ -512,7 +512,7 @@ mod tests {
     use serenity::all::HttpBuilder;
 
     #[test]
-    fn jitter_is_below_its_bound_and_not_the_same_for_tasks_woken_together() {
+    fn jitter_is_below_its_bound_and_varies() {
         assert_eq!(rand_ms(0), 0);
         let draws: Vec<u64> = (0..64).map(|_| rand_ms(1000)).collect();
         assert!(draws.iter().all(|d| *d < 1000));

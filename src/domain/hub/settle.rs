@@ -142,7 +142,7 @@ impl Hub {
         let req = self.request_for(&answer.request_id, who).await?;
         if req.status != Status::Pending {
             // Said before the question and the options are checked: they no longer matter.
-            let err = ended_error(&req);
+            let err = too_late(&req);
             self.audit(AuditEntry {
                 request_key: Some(req.key),
                 source: Source::Terminal,
@@ -208,8 +208,8 @@ impl Hub {
 }
 
 /// Why an answer to a request that has ended did not count: who answered and when, or how it
-/// ended.
-fn ended_error(req: &Request) -> AskError {
+/// ended (the code, `CONFLICT`, and the CLI say that it did not count).
+fn too_late(req: &Request) -> AskError {
     let at = |ms: i64| {
         let t = std::time::UNIX_EPOCH + std::time::Duration::from_millis(ms.max(0) as u64);
         humantime::format_rfc3339_seconds(t).to_string()
@@ -220,14 +220,14 @@ fn ended_error(req: &Request) -> AskError {
             let mut by: Vec<String> = answered.iter().map(|a| a.actor.describe()).collect();
             by.dedup();
             format!(
-                "request {:?} was already answered by {} at {}; your answer did not count",
+                "request {:?} was already answered by {} at {}",
                 Escaped(&req.request_id),
                 by.join(", "),
                 at(last.at_ms)
             )
         }
         (status, _) => format!(
-            "request {:?} has ended ({}{}); your answer did not count",
+            "request {:?} has ended ({}{})",
             Escaped(&req.request_id),
             status.as_str(),
             req.ended_at_ms
