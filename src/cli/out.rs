@@ -35,3 +35,45 @@ fn closed(e: &io::Error) {
     eprintln!("askrelay: cannot write to standard output: {e}");
     std::process::exit(1);
 }
+
+/// A table for people: no borders, columns two spaces apart, rows wrapped to fit the
+/// terminal's width (or `COLUMNS`); in a pipe without `COLUMNS`, rows are not wrapped, so
+/// that `grep` and `cut` see one row per line. The first `whole` columns (ids, states) are
+/// never wrapped; the last takes what is left.
+pub fn table(header: &[&str], whole: usize) -> comfy_table::Table {
+    use comfy_table::{presets, ColumnConstraint, ContentArrangement, Table};
+    let mut t = Table::new();
+    t.load_style(presets::NOTHING)
+        .set_content_arrangement(ContentArrangement::Dynamic)
+        .set_header(header.to_vec());
+    if let Some(width) = width() {
+        t.set_width(width);
+    }
+    for (i, column) in t.column_iter_mut().enumerate() {
+        column.set_padding((0, 2));
+        if i < whole {
+            column.set_constraint(ColumnConstraint::ContentWidth);
+        }
+    }
+    t
+}
+
+/// Prints a [`table`], each line with its trailing spaces trimmed.
+pub fn print_table(t: &comfy_table::Table) {
+    for row in t.lines() {
+        line(format_args!("{}", row.trim_end()));
+    }
+}
+
+/// The width to fit: the terminal's, else `COLUMNS`, else none.
+fn width() -> Option<u16> {
+    if let Some((terminal_size::Width(w), _)) = terminal_size::terminal_size_of(io::stdout()) {
+        return Some(w);
+    }
+    std::env::var("COLUMNS")
+        .ok()?
+        .trim()
+        .parse()
+        .ok()
+        .filter(|w| *w > 0)
+}

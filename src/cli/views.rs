@@ -62,30 +62,29 @@ pub(super) async fn pending(target: &Target, as_json: bool) -> Result<i32> {
         crate::outln!("No pending requests.");
         return Ok(0);
     }
-    crate::outln!(
-        "{:<38} {:<16} {:<10} {:<8} QUESTION",
-        "REQUEST",
-        "QUESTION ID",
-        "ANSWERER",
-        "STATE"
-    );
-    let pad = "";
+    let mut table = super::out::table(&["REQUEST", "STATE", "QUESTION"], 2);
     for r in &requests {
-        let id = Escaped(&r.request_id).to_string();
+        let mut id = Escaped(&r.request_id).to_string();
         if let Some(node) = &r.node {
-            crate::outln!("{id} (node {})", Escaped(node));
+            id.push_str(&format!("\non node {}", Escaped(node)));
         }
-        let answerer = r.answerer.as_deref().unwrap_or("(not yet)");
         let n = r.questions.len();
         for (i, q) in r.questions.iter().enumerate() {
             let unposted = q.post.as_ref().is_some_and(|p| !p.posted);
-            let state = if q.answered.is_some() {
+            let mut state = if q.answered.is_some() {
                 "answered"
             } else if unposted {
                 "unposted"
             } else {
                 "open"
-            };
+            }
+            .to_owned();
+            if i == 0 {
+                state.push_str(&format!(
+                    "\nvia {}",
+                    r.answerer.as_deref().unwrap_or("(not yet)")
+                ));
+            }
             let kind = if q.options.is_empty() {
                 "free text"
             } else if q.multi_select {
@@ -98,27 +97,22 @@ pub(super) async fn pending(target: &Target, as_json: bool) -> Result<i32> {
                 .as_deref()
                 .map(|h| format!("[{}] ", Escaped(h)))
                 .unwrap_or_default();
-            crate::outln!(
-                "{:<38} {:<16} {:<10} {:<8} {}{} ({}{})",
-                if i == 0 { id.as_str() } else { "" },
-                Escaped(&q.id).to_string(),
-                if i == 0 { answerer } else { "" },
-                state,
-                header,
-                one_line(&q.question),
-                kind,
-                if n > 1 {
-                    format!(", {} of {n}", i + 1)
-                } else {
-                    String::new()
-                },
-            );
+            let of = if n > 1 {
+                format!(", {} of {n}", i + 1)
+            } else {
+                String::new()
+            };
+            let mut cell = vec![format!(
+                "{}: {header}{} ({kind}{of})",
+                Escaped(&q.id),
+                one_line(&q.question)
+            )];
             for (j, o) in q.options.iter().enumerate() {
-                crate::outln!("{pad:>76}{}. {}", j + 1, Escaped(o));
+                cell.push(format!("{}. {}", j + 1, Escaped(o)));
             }
             if let Some(post) = q.post.as_ref().filter(|_| unposted) {
-                crate::outln!(
-                    "{pad:>76}not posted yet to channel {} after {} attempt(s): {}",
+                cell.push(format!(
+                    "not posted yet to channel {} after {} attempt(s): {}",
                     Escaped(&post.channel),
                     post.attempts,
                     Escaped(
@@ -126,25 +120,40 @@ pub(super) async fn pending(target: &Target, as_json: bool) -> Result<i32> {
                             .as_deref()
                             .unwrap_or("waiting for the first attempt")
                     )
-                );
+                ));
             }
             if let Some(a) = &q.answered {
-                crate::outln!("{pad:>76}answered by {}", answered_by(a));
+                cell.push(format!("answered by {}", answered_by(a)));
             }
+            if i + 1 == n && !r.scope.is_empty() {
+                let labels: Vec<String> = r
+                    .scope
+                    .iter()
+                    .map(|(k, v)| format!("{}={}", Escaped(k), Escaped(v)))
+                    .collect();
+                cell.push(format!("scope: {}", labels.join(" ")));
+            }
+            table.add_row(vec![
+                if i == 0 { id.clone() } else { String::new() },
+                state,
+                cell.join("\n"),
+            ]);
         }
-        if !r.scope.is_empty() {
-            let labels: Vec<String> = r
-                .scope
-                .iter()
-                .map(|(k, v)| format!("{}={}", Escaped(k), Escaped(v)))
-                .collect();
-            crate::outln!("{pad:>76}scope: {}", labels.join(" "));
-        }
+    }
+    super::out::print_table(&table);
+    print_contexts(&requests);
+    Ok(0)
+}
+
+/// Each request's context below the table, headed by its id: a diff is read line by line.
+fn print_contexts(requests: &[RequestView]) {
+    for r in requests {
         if let Some(c) = &r.context {
+            crate::outln!("");
+            crate::outln!("{}:", Escaped(&r.request_id));
             print_context(c);
         }
     }
-    Ok(0)
 }
 
 /// What is being approved, as Discord shows it with the question: the context's text and
@@ -236,7 +245,7 @@ fn print_history(requests: &[RequestView]) -> Result<()> {
         crate::outln!("No requests yet.");
         return Ok(());
     }
-    crate::outln!("{:<38} {:<10} {:<21} OUTCOME", "REQUEST", "STATUS", "ASKED");
+    let mut table = super::out::table(&["REQUEST", "STATUS, ASKED", "QUESTIONS AND OUTCOME"], 2);
     for r in requests {
         let outcome = if let Some(result) = &r.result {
             Escaped(&serde_json::to_string(result)?).to_string()
@@ -246,32 +255,26 @@ fn print_history(requests: &[RequestView]) -> Result<()> {
             let open = r.questions.iter().filter(|q| q.answered.is_none()).count();
             format!("{open} question(s) open")
         };
-        crate::outln!(
-            "{:<38} {:<10} {:<21} {}",
-            Escaped(&r.request_id).to_string(),
-            r.status,
-            r.created_at,
-            outcome
-        );
+        let mut id = Escaped(&r.request_id).to_string();
         if let Some(node) = &r.node {
-            crate::outln!("{:<38}   on node {}", "", Escaped(node));
+            id.push_str(&format!("\non node {}", Escaped(node)));
         }
+        let mut cell = Vec::new();
         for q in &r.questions {
-            crate::outln!("{:<38}   {}: {}", "", Escaped(&q.id), one_line(&q.question));
+            cell.push(format!("{}: {}", Escaped(&q.id), one_line(&q.question)));
             if let Some(a) = &q.answered {
-                crate::outln!(
-                    "{:<38}   {} answered by {} at {}",
-                    "",
-                    Escaped(&q.id),
-                    answered_by(a),
-                    a.at
-                );
+                cell.push(format!("  answered by {} at {}", answered_by(a), a.at));
             }
         }
-        if let Some(c) = &r.context {
-            print_context(c);
-        }
+        cell.push(format!("→ {outcome}"));
+        table.add_row(vec![
+            id,
+            format!("{}\n{}", r.status, r.created_at),
+            cell.join("\n"),
+        ]);
     }
+    super::out::print_table(&table);
+    print_contexts(requests);
     Ok(())
 }
 

@@ -630,6 +630,56 @@ async fn completions_and_the_manual_page_are_generated() {
     assert!(serve.contains("TOKEN=\\[u2026]"), "{serve}");
 }
 
+/// `pending` and `history` fit the terminal's width (here `COLUMNS`, as a pipe has no
+/// terminal): long questions wrap in their column, and request ids stay whole on one line.
+#[tokio::test]
+async fn pending_and_history_fit_the_width_and_keep_ids_whole() {
+    let env = Bin::new();
+    let _daemon = env.serve().await;
+    let id = "approve-0f9a8b7c-6d5e-4f3a-9b2c-1d0e9f8a7b6c";
+    let long = r#"{"questions":[{"id":"deploy","question":"Deploy the payments service to the production cluster in eu-west-1 now that the canary looks healthy, and drain the old pods?","header":"Deploy","options":[{"label":"Deploy now","description":"d"},{"label":"Wait for the next window","description":"w"}],"multiSelect":false}]}"#;
+    let mut asker = env.ask(&["--request-id", id], long).await;
+    asker.wait_stderr("waiting for an answer").await;
+    let wide = |out: &str| -> Vec<String> {
+        out.lines()
+            .filter(|l| l.chars().count() > 100)
+            .map(str::to_owned)
+            .collect()
+    };
+    let narrow = |cmd: &'static str| {
+        let mut c = env.cmd(&[cmd]);
+        c.env("COLUMNS", "100");
+        async move {
+            let o = within(cmd, c.output()).await.unwrap();
+            (
+                o.status.code().unwrap_or(-1),
+                String::from_utf8_lossy(&o.stdout).into_owned(),
+                String::from_utf8_lossy(&o.stderr).into_owned(),
+            )
+        }
+    };
+    let (code, out, err) = narrow("pending").await;
+    assert_eq!(code, 0, "{err}");
+    assert!(wide(&out).is_empty(), "rows past 100 columns:\n{out}");
+    assert!(out.lines().any(|l| l.contains(id)), "{out}");
+    assert!(out.contains("Wait for the next window"), "{out}");
+    // In a pipe without COLUMNS, a row is one line, for grep.
+    let (_, out, _) = env.run(&["pending"]).await;
+    assert!(
+        out.lines()
+            .any(|l| l.contains(id) && l.contains("production cluster")),
+        "{out}"
+    );
+    let (code, _, err) = env.run(&["answer", id, "--select", "2"]).await;
+    assert_eq!(code, 0, "{err}");
+    asker.finish().await;
+    let (code, out, err) = narrow("history").await;
+    assert_eq!(code, 0, "{err}");
+    assert!(wide(&out).is_empty(), "rows past 100 columns:\n{out}");
+    assert!(out.lines().any(|l| l.contains(id)), "{out}");
+    assert!(out.contains("answered by"), "{out}");
+}
+
 /// `askrelay … | head`: the reader has gone before the command writes. Every command that
 /// prints ends quietly with status 0, not with a panic (exit 101) or an error.
 #[tokio::test]
