@@ -54,8 +54,13 @@ fn main() {
 const SERVE_LOGS: &str = "info,serenity=error";
 
 /// Logs go to stderr, filtered by ASKRELAY_LOG, then RUST_LOG, then `default`; as text (in
-/// colour on a terminal, unless NO_COLOR is set) or as one JSON object per line.
+/// colour on a terminal, unless NO_COLOR is set) or as one JSON object per line. Beside them,
+/// the Discord answerer reads serenity's own warnings about the gateway whatever the filter
+/// (it logs their causes itself).
 fn init_logs(default: &str, format: LogFormat) {
+    use tracing_subscriber::layer::SubscriberExt as _;
+    use tracing_subscriber::util::SubscriberInitExt as _;
+    use tracing_subscriber::Layer as _;
     let filter = std::env::var("ASKRELAY_LOG")
         .ok()
         .and_then(|f| EnvFilter::try_new(f).ok())
@@ -64,15 +69,17 @@ fn init_logs(default: &str, format: LogFormat) {
         });
     // https://no-color.org: set and not empty means no colour.
     let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
-    let builder = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr);
-    match format {
-        LogFormat::Text => builder
+    let output = tracing_subscriber::fmt::layer().with_writer(std::io::stderr);
+    let output = match format {
+        LogFormat::Text => output
             .with_ansi(!no_color && std::io::IsTerminal::is_terminal(&std::io::stderr()))
-            .init(),
-        LogFormat::Json => builder.json().with_ansi(false).init(),
-    }
+            .boxed(),
+        LogFormat::Json => output.json().with_ansi(false).boxed(),
+    };
+    tracing_subscriber::registry()
+        .with(output.with_filter(filter))
+        .with(askrelay::answerer::discord::GatewayCauses::layer())
+        .init();
 }
 
 async fn serve(config_file: Option<std::path::PathBuf>) -> i32 {

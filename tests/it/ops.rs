@@ -419,6 +419,36 @@ async fn read_until(
 }
 
 #[tokio::test]
+async fn a_daemon_that_cannot_reach_the_gateway_says_why_and_stops_at_once() {
+    let standin = StandIn::start().await;
+    standin.set_gateway_down(true);
+    let bin = Bin::new().discord(&standin);
+    // The daemon's default log filter, which hides serenity's own warnings.
+    let mut child = bin.cmd(&["serve"]).spawn().unwrap();
+    let mut lines = tokio::io::BufReader::new(child.stderr.take().unwrap()).lines();
+    let mut log = String::new();
+    let l = &mut lines;
+    let why = read_until(l, &mut log, "cannot connect to the Discord gateway").await;
+    assert!(
+        why.contains(" WARN ") && why.contains("503") && why.contains("trying again in"),
+        "the cause and the time to the next try: {why}"
+    );
+    // The same cause again is not logged again.
+    within("more tries", standin.wait_refused_upgrades(3)).await;
+    // Nothing to flush and no session: SIGTERM stops at once, not after
+    // shutdown_timeout_secs.
+    signal(&child, "-TERM").await;
+    read_until(l, &mut log, "stopped").await;
+    within("the daemon to exit", child.wait()).await.unwrap();
+    assert!(!log.contains("shutdown_timeout_secs ran out"), "{log}");
+    assert_eq!(
+        log.matches("cannot connect to the Discord gateway").count(),
+        1,
+        "{log}"
+    );
+}
+
+#[tokio::test]
 async fn a_gateway_outage_logs_one_warning_and_one_line_when_it_is_back() {
     let standin = StandIn::start().await;
     let bin = Bin::new().discord(&standin);
@@ -441,14 +471,18 @@ async fn a_gateway_outage_logs_one_warning_and_one_line_when_it_is_back() {
     signal(&child, "-TERM").await;
     read_until(l, &mut log, "stopped").await;
     within("the daemon to exit", child.wait()).await.unwrap();
+    // One warning that the session is gone, and one for the cause of the failed tries (the
+    // same at each), nothing else.
     let loud: Vec<&str> = log
         .lines()
         .filter(|l| l.contains(" WARN ") || l.contains(" ERROR "))
         .collect();
-    assert_eq!(
-        loud.len(),
-        1,
-        "one warning for the whole outage, nothing else:\n{log}"
+    assert_eq!(loud.len(), 2, "{log}");
+    assert!(
+        loud[0].contains("lost the Discord gateway connection")
+            && loud[1].contains("cannot connect to the Discord gateway")
+            && loud[1].contains("503"),
+        "{log}"
     );
     assert_eq!(
         log.matches("connected to the Discord gateway").count(),

@@ -49,6 +49,7 @@ use serenity::http::Http;
 use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 
+pub use gateway::Causes as GatewayCauses;
 pub use rest::classify;
 
 /// The answerer name stored with requests and posts.
@@ -591,15 +592,19 @@ impl DiscordAnswerer {
         ));
         let gateway = self.gateway.clone();
         ctx.spawn(async move {
-            shutdown.cancelled().await;
-            shards.shutdown_all().await;
-            gateway.closed();
-        });
-        ctx.spawn(async move {
             tracing::info!("connecting to the Discord gateway");
-            if let Err(e) = client.start().await {
-                tracing::error!(error = %e, "the Discord gateway client stopped");
+            tokio::select! {
+                stopped = client.start() => {
+                    if let Err(e) = stopped {
+                        tracing::error!(error = %e, "the Discord gateway client stopped");
+                    }
+                }
+                // A live session is closed (serenity waits for each shard's close); with none
+                // (Discord unreachable, a try pending) there is nothing to wait for: serenity's
+                // `start` would not return until the next try, so it is dropped.
+                _ = shutdown.cancelled() => shards.shutdown_all().await,
             }
+            gateway.closed();
         });
         Ok(())
     }
