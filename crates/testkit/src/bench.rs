@@ -22,7 +22,7 @@
 //! what it waited for, so a broken run never hangs.
 
 use super::fixtures::{self, Clicker};
-use super::standin::{RateLimitCounts, RateLimits, StandIn, StandInOptions};
+use super::standin::{RateLimitCounts, RateLimits, Stall, StandIn, StandInOptions};
 use crate::scratch::ScratchDb;
 use askrelay::client::Client;
 use askrelay::config::{Config, Route, Secret, Snowflake};
@@ -261,6 +261,19 @@ pub struct BenchReport {
     pub rate: RateReport,
     /// SQLite first (its paths are items 1 and 2), then PostgreSQL with 1 and 3 nodes.
     pub backends: Vec<BackendReport>,
+    pub stop: StopReport,
+}
+
+/// Item 7: SIGTERM → exit, with the gateway up, with it down (every connection refused), and
+/// with message edits still to send.
+#[derive(Clone, Debug)]
+pub struct StopReport {
+    pub gateway_up: Duration,
+    pub gateway_down: Duration,
+    pub pending_edits: Duration,
+    /// The edits queued when SIGTERM was sent in the last case, and how many reached Discord.
+    pub edits: usize,
+    pub edits_sent: usize,
 }
 
 impl BenchReport {
@@ -509,6 +522,32 @@ impl BenchReport {
             "within 10%".into(),
             yes(m.growth() <= 1.10 && m.lost == 0),
         ]);
+        let st = &self.stop;
+        for (what, took, detail) in [
+            (
+                "gateway up",
+                st.gateway_up,
+                String::from("the session closed"),
+            ),
+            (
+                "gateway down",
+                st.gateway_down,
+                String::from("every connection refused"),
+            ),
+            (
+                "edits pending",
+                st.pending_edits,
+                format!("{} of {} edits sent first", st.edits_sent, st.edits),
+            ),
+        ] {
+            rows.push([
+                format!("7. SIGTERM → exit, {what}"),
+                fmt_dur(took),
+                detail,
+                "< shutdown_timeout_secs (10 s)".into(),
+                yes(took < Duration::from_secs(10)),
+            ]);
+        }
         let mut out = String::new();
         out.push_str("| measure | askrelay | detail | target | met |\n");
         out.push_str("|---|---|---|---|---|\n");
@@ -561,7 +600,10 @@ pub async fn run(cfg: &BenchConfig) -> BenchReport {
         cfg.memory_rounds, cfg.memory_per_round
     );
     let memory = memory_rounds(&cfg.daemon_bin, cfg.memory_rounds, cfg.memory_per_round).await;
+    eprintln!("bench: stop times");
+    let stop = stop_times(&cfg.daemon_bin).await;
     BenchReport {
+        stop,
         ask: paths.ask,
         ask_floor,
         ask_http: paths.http,
@@ -1555,6 +1597,113 @@ async fn startup(bin: &Path, n: usize) -> StartupReport {
         to_serve,
         pending_reported,
     }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Item 7: how long SIGTERM takes
+
+#[derive(Clone, Copy, PartialEq)]
+enum StopCase {
+    GatewayUp,
+    GatewayDown,
+    PendingEdits,
+}
+
+/// The edits queued before SIGTERM in the last case.
+const STOP_EDITS: usize = 20;
+
+async fn stop_times(bin: &Path) -> StopReport {
+    let (gateway_up, _) = stop_once(bin, StopCase::GatewayUp).await;
+    let (gateway_down, _) = stop_once(bin, StopCase::GatewayDown).await;
+    let (pending_edits, edits_sent) = stop_once(bin, StopCase::PendingEdits).await;
+    StopReport {
+        gateway_up,
+        gateway_down,
+        pending_edits,
+        edits: STOP_EDITS,
+        edits_sent,
+    }
+}
+
+/// One daemon on the stand-in, stopped with SIGTERM: the time to its exit, and the message
+/// edits the stand-in got.
+async fn stop_once(bin: &Path, case: StopCase) -> (Duration, usize) {
+    let standin = StandIn::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    if case == StopCase::GatewayDown {
+        standin.set_gateway_down(true);
+    }
+    let mut daemon = DaemonProc::spawn_with(
+        bin,
+        dir.path(),
+        &[
+            (
+                "ASKRELAY_DISCORD__TOKEN",
+                "MTE4MDAwMDAwMDAwMDAwMDAwMQ.Gx1234.bench-bot-token".into(),
+            ),
+            ("ASKRELAY_DISCORD__API_BASE", standin.base_url.clone()),
+            ("ASKRELAY_DISCORD__CHANNEL_ID", CHANNEL.to_string()),
+            ("ASKRELAY_DISCORD__TERMINAL_ANSWERS", "true".into()),
+        ],
+    );
+    daemon.wait_serving().await;
+    match case {
+        StopCase::GatewayDown => {
+            bounded(
+                "the gateway to refuse a connection",
+                STEP_LIMIT,
+                standin.wait_refused_upgrades(1),
+            )
+            .await
+        }
+        _ => {
+            bounded(
+                "the gateway session",
+                STEP_LIMIT,
+                standin.wait_identify_count(1),
+            )
+            .await
+        }
+    }
+    let edits = |standin: &StandIn| {
+        standin
+            .requests()
+            .iter()
+            .filter(|r| r.method == "PATCH" && r.path.contains("/messages/"))
+            .count()
+    };
+    if case == StopCase::PendingEdits {
+        let mut c = connect(&daemon.socket).await;
+        for i in 0..STOP_EDITS {
+            c.send_json(&ask_line(&format!("stop-{i}"), None))
+                .await
+                .unwrap();
+            expect_event(&mut c, "accepted").await;
+        }
+        bounded(
+            "the questions to be posted",
+            STEP_LIMIT,
+            standin.wait_for_requests(STOP_EDITS, |r| r.method == "POST" && r.status == 200),
+        )
+        .await;
+        // Each edit is held a little, so that most are still to send when SIGTERM comes.
+        standin.stall_next(
+            "PATCH",
+            "/messages/",
+            Stall::For(Duration::from_millis(50)),
+            STOP_EDITS,
+        );
+        let mut a = connect(&daemon.socket).await;
+        for i in 0..STOP_EDITS {
+            a.send_json(&answer_line(&format!("stop-{i}")))
+                .await
+                .unwrap();
+            expect_event(&mut a, "answer_accepted").await;
+        }
+    }
+    let t0 = Instant::now();
+    daemon.terminate().await;
+    (t0.elapsed(), edits(&standin))
 }
 
 // ---------------------------------------------------------------------------------------------
