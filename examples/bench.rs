@@ -4,6 +4,7 @@
 //! cargo run --release --example bench
 //! cargo run --release --example bench -- --asks 500 --capacity 2000   # smaller
 //! cargo run --release --example bench -- --no-postgres                # SQLite only
+//! cargo run --release --example bench -- --stop-only                  # SIGTERM times alone
 //! ```
 //!
 //! Runs the real daemon against the Discord stand-in of the tests (in this process for the ask,
@@ -62,6 +63,9 @@ struct Args {
     /// Leave out the PostgreSQL columns.
     #[arg(long)]
     no_postgres: bool,
+    /// Only item 7: how long SIGTERM takes with the gateway up, down, and with edits pending.
+    #[arg(long)]
+    stop_only: bool,
 }
 
 fn daemon_binary() -> PathBuf {
@@ -90,6 +94,10 @@ fn daemon_binary() -> PathBuf {
 async fn main() {
     let args = Args::parse();
     let daemon_bin = args.daemon.clone().unwrap_or_else(daemon_binary);
+    if args.stop_only {
+        print!("{}", bench::stop_times(&daemon_bin).await.table());
+        return;
+    }
     let mut cfg = BenchConfig::full(daemon_bin);
     cfg.asks = args.asks;
     cfg.warmup = args.warmup;

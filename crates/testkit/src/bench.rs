@@ -522,39 +522,56 @@ impl BenchReport {
             "within 10%".into(),
             yes(m.growth() <= 1.10 && m.lost == 0),
         ]);
-        let st = &self.stop;
-        for (what, took, detail) in [
+        rows.extend(self.stop.rows());
+        markdown(rows)
+    }
+}
+
+fn markdown(rows: Vec<[String; 5]>) -> String {
+    let mut out = String::new();
+    out.push_str("| measure | askrelay | detail | target | met |\n");
+    out.push_str("|---|---|---|---|---|\n");
+    for row in rows {
+        out.push_str(&format!("| {} |\n", row.join(" | ")));
+    }
+    out
+}
+
+impl StopReport {
+    fn rows(&self) -> Vec<[String; 5]> {
+        [
             (
                 "gateway up",
-                st.gateway_up,
+                self.gateway_up,
                 String::from("the session closed"),
             ),
             (
                 "gateway down",
-                st.gateway_down,
+                self.gateway_down,
                 String::from("every connection refused"),
             ),
             (
                 "edits pending",
-                st.pending_edits,
-                format!("{} of {} edits sent first", st.edits_sent, st.edits),
+                self.pending_edits,
+                format!("{} of {} edits sent first", self.edits_sent, self.edits),
             ),
-        ] {
-            rows.push([
+        ]
+        .into_iter()
+        .map(|(what, took, detail)| {
+            [
                 format!("7. SIGTERM → exit, {what}"),
                 fmt_dur(took),
                 detail,
                 "< shutdown_timeout_secs (10 s)".into(),
                 yes(took < Duration::from_secs(10)),
-            ]);
-        }
-        let mut out = String::new();
-        out.push_str("| measure | askrelay | detail | target | met |\n");
-        out.push_str("|---|---|---|---|---|\n");
-        for row in rows {
-            out.push_str(&format!("| {} |\n", row.join(" | ")));
-        }
-        out
+            ]
+        })
+        .collect()
+    }
+
+    /// Item 7 alone, as a Markdown table.
+    pub fn table(&self) -> String {
+        markdown(self.rows())
     }
 }
 
@@ -1612,7 +1629,8 @@ enum StopCase {
 /// The edits queued before SIGTERM in the last case.
 const STOP_EDITS: usize = 20;
 
-async fn stop_times(bin: &Path) -> StopReport {
+/// Item 7 (also run alone: `bench --stop-only`).
+pub async fn stop_times(bin: &Path) -> StopReport {
     let (gateway_up, _) = stop_once(bin, StopCase::GatewayUp).await;
     let (gateway_down, _) = stop_once(bin, StopCase::GatewayDown).await;
     let (pending_edits, edits_sent) = stop_once(bin, StopCase::PendingEdits).await;
