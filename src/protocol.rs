@@ -278,11 +278,15 @@ pub enum Event {
     ShuttingDown {
         request_id: String,
     },
-    /// The reply to `answer`: the settlement counted.
+    /// The reply to `answer`: the settlement counted. On a quorum route, a vote that did not
+    /// settle the question yet carries `votes` (how many chose this answer, of how many
+    /// needed).
     AnswerAccepted {
         request_id: String,
         question: String,
         request_answered: bool,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        votes: Option<VoteCount>,
     },
     Pending {
         requests: Vec<RequestView>,
@@ -439,6 +443,13 @@ pub struct ClusterHealth {
 
 /// Outbox work due for longer than it should take: questions not posted yet and messages not
 /// edited to their final state (Discord down or failing).
+/// Votes for an answer on a quorum route: `count` of the `needed` people chose it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct VoteCount {
+    pub count: usize,
+    pub needed: usize,
+}
+
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct OutboxBacklog {
     pub overdue: usize,
@@ -1046,6 +1057,7 @@ mod tests {
                 request_id: r(),
                 question: "q".into(),
                 request_answered: true,
+                votes: None,
             },
             Event::final_line("r", &Outcome::Error(AskError::invalid("x"))),
         ];

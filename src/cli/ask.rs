@@ -292,9 +292,20 @@ pub(super) async fn answer(target: &Target, args: AnswerArgs) -> Result<i32> {
         .await?;
     match reply {
         Event::AnswerAccepted {
-            request_answered, ..
+            request_answered,
+            votes,
+            ..
         } => {
-            if request_answered {
+            if let Some(v) = votes {
+                crate::outln!(
+                    "Vote recorded for question {}: {} of {} approvals; it settles when {} more \
+                     choose the same.",
+                    Escaped(&question),
+                    v.count,
+                    v.needed,
+                    v.needed.saturating_sub(v.count)
+                );
+            } else if request_answered {
                 crate::outln!(
                     "Answer recorded; request {} is now answered and its agent has the result.",
                     Escaped(&args.request_id)

@@ -17,6 +17,9 @@ pub(super) const NOT_CONFIG_ENV: &[&str] = &[
     "ASKRELAY_TEST_",
 ];
 
+/// The most approvals a route may ask for.
+const MAX_APPROVALS: u32 = 25;
+
 impl Config {
     /// Loads the configuration from the defaults, `file` and the process environment.
     pub fn load(file: Option<&Path>) -> Result<Config> {
@@ -202,6 +205,31 @@ impl Config {
                 if l.trim().is_empty() {
                     bail!("routes[{i}].on_expire.select: must name an option label");
                 }
+            }
+            if let Some(n) = r.approvals {
+                if !(1..=MAX_APPROVALS).contains(&n) {
+                    bail!("routes[{i}].approvals: must be 1 to {MAX_APPROVALS} (1: the first answer wins)");
+                }
+            }
+            for (j, l) in r.decisive_labels.iter().flatten().enumerate() {
+                if l.trim().is_empty() {
+                    bail!("routes[{i}].decisive_labels[{j}]: must name an option label");
+                }
+            }
+        }
+        let mut names = std::collections::HashSet::new();
+        for (i, p) in self.identities.iter().enumerate() {
+            if p.name.trim().is_empty() {
+                bail!("identities[{i}].name: must not be empty");
+            }
+            if !names.insert(p.name.as_str()) {
+                bail!(
+                    "identities[{i}].name: {:?} is already the name of another identity",
+                    p.name
+                );
+            }
+            if p.uids.is_empty() && p.discord_user_ids.is_empty() {
+                bail!("identities[{i}]: give uids, discord_user_ids or both");
             }
         }
         Ok(())

@@ -66,6 +66,23 @@ pub struct Config {
     pub postgres: PostgresConfig,
     /// Cluster mode: daemons sharing one PostgreSQL database.
     pub cluster: ClusterConfig,
+    /// People and their handles on each surface (`[[identities]]`): votes count once per
+    /// person, and `exclude_requester` knows who asked.
+    pub identities: Vec<IdentityConfig>,
+}
+
+/// An `[[identities]]` entry: one person's local accounts and Discord user.
+#[derive(Debug, Clone, Deserialize, Default)]
+pub struct IdentityConfig {
+    pub name: String,
+    /// Local uids (the socket's peer credentials).
+    #[serde(default, deserialize_with = "uids")]
+    pub uids: Vec<u32>,
+    /// The hosts (cluster node names) where those uids are this person; every host when empty.
+    #[serde(default)]
+    pub hosts: Vec<String>,
+    #[serde(default, deserialize_with = "snowflakes")]
+    pub discord_user_ids: Vec<Snowflake>,
 }
 
 /// `[postgres]`: the pool of the PostgreSQL store. The password belongs in `database_url` (or
@@ -401,6 +418,22 @@ pub struct Route {
     /// Escalation steps (default: as `[[discord.escalate]]`).
     #[serde(default)]
     pub escalate: Option<Vec<EscalationStep>>,
+    /// Distinct people who must choose the same answer before a question settles (default 1:
+    /// the first answer wins).
+    #[serde(default)]
+    pub approvals: Option<u32>,
+    /// Labels that settle with one vote on a quorum route (the approval front doors' "Deny"
+    /// and "Deny and stop" always do).
+    #[serde(default)]
+    pub decisive_labels: Option<Vec<String>>,
+    /// Whether free text (Other…) settles with one vote on a quorum route; else it is not
+    /// offered there (default false).
+    #[serde(default)]
+    pub custom_decides: Option<bool>,
+    /// Whether the person who asked (their uid, or their `[[identities]]` entry) is refused
+    /// (default: true where `approvals` > 1).
+    #[serde(default)]
+    pub exclude_requester: Option<bool>,
 }
 
 impl Route {
@@ -424,6 +457,10 @@ impl Route {
             remind_max: None,
             dm_user_ids: None,
             escalate: None,
+            approvals: None,
+            decisive_labels: None,
+            custom_decides: None,
+            exclude_requester: None,
         }
     }
 
@@ -467,6 +504,7 @@ impl Default for Config {
             retention: RetentionConfig::default(),
             postgres: PostgresConfig::default(),
             cluster: ClusterConfig::default(),
+            identities: Vec::new(),
         }
     }
 }

@@ -133,6 +133,12 @@ pub trait Answerer: Send + Sync + 'static {
         false
     }
 
+    /// The approval policy of a request it owns (its route's quorum, decisive labels and
+    /// requester rule); first-wins by default.
+    fn policy(&self, _req: &Request) -> crate::domain::quorum::Policy {
+        crate::domain::quorum::Policy::default()
+    }
+
     /// Whether its platform connection is up now, for answerers that keep one (a gateway);
     /// `None` for those that do not. Health checks and readiness wait on it.
     fn connection(&self) -> Option<tokio::sync::watch::Receiver<bool>> {

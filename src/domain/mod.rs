@@ -14,6 +14,7 @@ pub mod expiry;
 pub mod hub;
 pub mod metrics;
 pub mod model;
+pub mod quorum;
 pub mod request;
 pub mod store;
 pub mod text;

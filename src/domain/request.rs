@@ -216,6 +216,8 @@ pub struct Request {
     pub outcome: Option<Outcome>,
     /// One entry per question, in order; `None` while unanswered.
     pub answers: Vec<Option<Answered>>,
+    /// One entry per question, in order: the votes so far on a quorum route (else empty).
+    pub votes: Vec<Vec<crate::domain::quorum::Vote>>,
     /// When and how it expires, if it does.
     pub expiry: Option<Expiry>,
     /// The cluster node that owns it (`None`: no cluster).
@@ -241,6 +243,7 @@ impl Request {
             ended_at_ms: None,
             outcome: None,
             answers: vec![None; new.questions.len()],
+            votes: vec![Vec::new(); new.questions.len()],
             expiry: new.expiry.clone(),
             node: new.node.clone(),
         }
@@ -283,6 +286,10 @@ pub enum SettleOutcome {
     Won { result: Option<String> },
     /// Someone else settled the question first.
     AlreadyAnswered(Answered),
+    /// A vote on a quorum route counted; the question is still open.
+    Voted(crate::domain::quorum::Tally),
+    /// This person already voted for this answer.
+    AlreadyVoted(crate::domain::quorum::Tally),
     /// The request is no longer pending.
     Ended(Status),
     /// No such request or question.
@@ -587,6 +594,8 @@ pub enum AuditAction {
     NotReady,
     /// A platform command (Discord's `/askrelay`): what was asked, and whether it was allowed.
     Command,
+    /// A vote on a quorum route (the settlement, once the quorum is reached, is an `Answer`).
+    Vote,
 }
 
 impl AuditAction {
@@ -611,6 +620,7 @@ impl AuditAction {
             AuditAction::StoreError => "store_error",
             AuditAction::NotReady => "not_ready",
             AuditAction::Command => "command",
+            AuditAction::Vote => "vote",
         }
     }
 

@@ -119,6 +119,19 @@ pub trait Store: Send + Sync + 'static {
     /// build it, else `finish` builds it from the stored settlements.
     async fn settle(&self, answer: NewAnswer<'_>) -> Result<SettleOutcome>;
 
+    /// Replaces the votes of question `idx` (a JSON array, see `migrations/0012_votes.sql`) if
+    /// they are still `expected` (`None`: no vote yet), the question open and its request
+    /// pending, with `audit`, in one transaction: a compare-and-swap, so that two votes at
+    /// once never lose one. False if anything changed meanwhile (nothing is written).
+    async fn vote(
+        &self,
+        key: i64,
+        idx: usize,
+        expected: Option<&str>,
+        votes_json: &str,
+        audit: &AuditEntry,
+    ) -> Result<bool>;
+
     /// Ends a pending request with an error outcome, and audits it. False if it had already
     /// ended (the audit row then says it was not accepted).
     async fn end(

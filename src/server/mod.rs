@@ -537,7 +537,37 @@ async fn run_op(ctx: &ServerContext, op: Op, user: &LocalUser) -> Event {
                     request_id,
                     question,
                     request_answered: result.is_some(),
+                    votes: None,
                 },
+                Ok(crate::domain::Settled {
+                    outcome: SettleOutcome::Voted(t),
+                    ..
+                }) => Event::AnswerAccepted {
+                    request_id,
+                    question,
+                    request_answered: false,
+                    votes: Some(protocol::VoteCount {
+                        count: t.count,
+                        needed: t.needed,
+                    }),
+                },
+                Ok(crate::domain::Settled {
+                    outcome: SettleOutcome::AlreadyVoted(t),
+                    ..
+                }) => Event::error(
+                    Some(request_id),
+                    AskError::new(
+                        ErrorCode::Conflict,
+                        format!(
+                            "you already voted for this answer to question {:?} ({} of {} \
+                             approvals); it settles when {} more chose the same",
+                            Escaped(&question),
+                            t.count,
+                            t.needed,
+                            t.needed.saturating_sub(t.count)
+                        ),
+                    ),
+                ),
                 Ok(crate::domain::Settled {
                     outcome: SettleOutcome::AlreadyAnswered(a),
                     request: req,

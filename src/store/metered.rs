@@ -160,6 +160,17 @@ impl Store for Metered {
         self.count(self.inner.with_posts_by_key(key).await)
     }
 
+    async fn vote(
+        &self,
+        key: i64,
+        idx: usize,
+        expected: Option<&str>,
+        votes_json: &str,
+        audit: &AuditEntry,
+    ) -> Result<bool> {
+        self.count(self.inner.vote(key, idx, expected, votes_json, audit).await)
+    }
+
     async fn save_draft(&self, key: i64, idx: usize, user: &str, selected: &[usize]) -> Result<()> {
         self.count(self.inner.save_draft(key, idx, user, selected).await)
     }

@@ -6,11 +6,29 @@
 use crate::domain::answer::Settlement;
 use crate::domain::error::{AskError, ErrorCode};
 use crate::domain::expiry::{Expiry, OnExpire};
+use crate::domain::quorum::Vote;
 use crate::domain::request::{
     Actor, Answered, EditState, Outcome, Peer, Post, Request, Slot, Status, Via,
 };
 use anyhow::{Context, Result};
 use std::sync::Arc;
+
+/// The state of one question as stored: its answer (`None` while open) and its votes.
+#[derive(Debug, Default)]
+pub(super) struct QuestionState {
+    answer: Option<Answered>,
+    votes: Vec<Vote>,
+}
+
+impl QuestionState {
+    fn read(answer: Option<Answered>, votes_json: Option<&str>) -> Result<QuestionState> {
+        let votes = match votes_json {
+            Some(j) => serde_json::from_str(j).context("bad votes in the database")?,
+            None => Vec::new(),
+        };
+        Ok(QuestionState { answer, votes })
+    }
+}
 
 /// The columns of `requests` that make a [`Request`]. `context_json` is only in the reads that
 /// select it (what answerers show), and `node` only in the PostgreSQL schema; a read without
@@ -47,7 +65,8 @@ impl RequestRow {
     }
 
     /// The request, with the answer state of its questions (in question order).
-    pub(super) fn into_request(self, answers: Vec<Option<Answered>>) -> Result<Request> {
+    pub(super) fn into_request(self, states: Vec<QuestionState>) -> Result<Request> {
+        let (answers, votes) = states.into_iter().map(|s| (s.answer, s.votes)).unzip();
         let status = Status::parse(&self.status)
             .with_context(|| format!("unknown request status {:?} in the database", self.status))?;
         let outcome = match status {
@@ -101,6 +120,7 @@ impl RequestRow {
             ended_at_ms: self.ended_at,
             outcome,
             answers,
+            votes,
             expiry,
             node: self.node,
         })
@@ -118,12 +138,13 @@ pub(super) struct AnswerRow {
     answered_note: Option<String>,
     selected_json: Option<String>,
     custom: Option<String>,
+    votes_json: Option<String>,
 }
 
 impl AnswerRow {
-    /// The answer, or `None` while the question is open.
-    pub(super) fn into_answer(self) -> Result<Option<Answered>> {
-        answered(
+    /// The answer (`None` while the question is open) and the votes.
+    pub(super) fn into_state(self) -> Result<QuestionState> {
+        let answer = answered(
             self.answered_at,
             self.answered_by,
             self.answered_via,
@@ -131,7 +152,8 @@ impl AnswerRow {
             self.answered_note,
             self.selected_json,
             self.custom,
-        )
+        )?;
+        QuestionState::read(answer, self.votes_json.as_deref())
     }
 }
 
@@ -194,11 +216,13 @@ impl PostRow {
 }
 
 /// The answers of a request's questions as one JSON array (a backend's `answers_json`):
-/// `[idx, answered_at, by, via, id, note, selected_json, custom]` per question, in any order.
-pub(super) fn answers_from_json(json: &str) -> Result<Vec<Option<Answered>>> {
+/// `[idx, answered_at, by, via, id, note, selected_json, custom, votes_json]` per question, in
+/// any order.
+pub(super) fn answers_from_json(json: &str) -> Result<Vec<QuestionState>> {
     type Row = (
         usize,
         Option<i64>,
+        Option<String>,
         Option<String>,
         Option<String>,
         Option<String>,
@@ -209,8 +233,11 @@ pub(super) fn answers_from_json(json: &str) -> Result<Vec<Option<Answered>>> {
     let mut rows: Vec<Row> = serde_json::from_str(json)?;
     rows.sort_by_key(|r| r.0);
     rows.into_iter()
-        .map(|(_, at, by, via, id, note, selected, custom)| {
-            answered(at, by, via, id, note, selected, custom)
+        .map(|(_, at, by, via, id, note, selected, custom, votes)| {
+            QuestionState::read(
+                answered(at, by, via, id, note, selected, custom)?,
+                votes.as_deref(),
+            )
         })
         .collect()
 }

@@ -25,6 +25,7 @@ mod mcp;
 mod oncall;
 mod ops;
 mod outbox;
+mod quorum;
 mod setup;
 mod socket;
 mod standin_selftest;

@@ -107,6 +107,9 @@ enum Reply {
     Ack,
     /// Replace the message with its final rendering (type 7): the winning click.
     Update(Box<(render::Outcome, Post, Request)>),
+    /// Replace the message with its open rendering (type 7), its vote count changed: a vote
+    /// on a quorum route.
+    Refresh(Box<render::Outcome>),
     /// An ephemeral message (type 4, flag 64) to the clicking person only.
     Tell(String),
     /// Open a modal (type 9).
@@ -180,9 +183,13 @@ const NOT_SAVED: &str = "Your answer could not be saved, try again. Nothing was 
 
 impl Handler {
     async fn respond(&self, ci_or_mi: Responder<'_>, reply: Reply) {
-        let update = matches!(reply, Reply::Update(..));
+        let update = matches!(reply, Reply::Update(..) | Reply::Refresh(..));
         let (resp, edited) = match reply {
             Reply::Ack => (CreateInteractionResponse::Acknowledge, None),
+            Reply::Refresh(shown) => (
+                CreateInteractionResponse::UpdateMessage(shown.update()),
+                None,
+            ),
             Reply::Update(won) => (
                 CreateInteractionResponse::UpdateMessage(won.0.update()),
                 Some(won),
@@ -251,8 +258,13 @@ impl Handler {
                 // The answer is stored; the message still shows the question: edit it instead.
                 if let Some(won) = edited {
                     let (outcome, post, req) = *won;
-                    self.outbox
-                        .spawn_edit(&self.ctx, &req, &post, outcome, EditState::Settled);
+                    self.outbox.spawn_edit(
+                        &self.ctx,
+                        &req,
+                        &post,
+                        outcome,
+                        Some(EditState::Settled),
+                    );
                 }
             }
             _ => {}
@@ -599,6 +611,27 @@ impl Handler {
                     self.outbox.sync_edits(&self.ctx, &settled.request, &copies);
                     Reply::Update(Box::new((outcome, a.post, settled.request)))
                 }
+                SettleOutcome::Voted(_) => {
+                    // This copy shows the new count at once; the others follow.
+                    let ctx = RenderContext::of(&settled.request, &a.route, idx);
+                    let shown = render::open(q, &ctx);
+                    let copies: Vec<Post> = a
+                        .others
+                        .iter()
+                        .filter(|p| p.idx == idx && !p.is_note() && p.message.is_some())
+                        .cloned()
+                        .collect();
+                    self.outbox
+                        .show_votes(&self.ctx, &settled.request, idx, &copies);
+                    Reply::Refresh(Box::new(shown))
+                }
+                SettleOutcome::AlreadyVoted(t) => Reply::Tell(format!(
+                    "You already voted for this answer ({} of {} approvals); it settles when {} \
+                     more choose the same.",
+                    t.count,
+                    t.needed,
+                    t.needed.saturating_sub(t.count)
+                )),
                 SettleOutcome::AlreadyAnswered(prev) => Reply::Tell(already(q, &prev)),
                 SettleOutcome::Ended(status) => Reply::Tell(format!(
                     "This request has ended ({}); your answer did not count.",

@@ -511,6 +511,14 @@ impl Answerer for DiscordAnswerer {
         // A follower's change reaches the leader through the store (it is outbox work there).
         if let Some(lead) = self.gate.lead() {
             lead.outbox.shown.forget(&req.token);
+            if req.answers.get(idx).is_some_and(Option::is_none) {
+                // A vote from another surface: its messages show the new count.
+                match ctx.outbox(req).await {
+                    Ok(posts) => lead.outbox.show_votes(ctx, req, idx, &posts),
+                    Err(e) => tracing::error!(error = %format!("{e:#}"), "cannot read the outbox"),
+                }
+                return;
+            }
             lead.outbox.edit_to_state(ctx, req, Some(idx)).await;
         }
     }
@@ -530,6 +538,10 @@ impl Answerer for DiscordAnswerer {
 
     fn terminal_may_answer(&self, req: &Request) -> bool {
         self.route_of(req).terminal_answers
+    }
+
+    fn policy(&self, req: &Request) -> crate::domain::quorum::Policy {
+        self.route_of(req).policy
     }
 
     fn connection(&self) -> Option<tokio::sync::watch::Receiver<bool>> {

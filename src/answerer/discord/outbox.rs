@@ -101,7 +101,7 @@ impl Outbox {
         (ctx.mention_user_ids, ctx.mention_role_ids) = render::copy_mentions(route, post);
         let link = main.map(|(c, m)| self.rest.link(c, m));
         let waited = Duration::from_secs(((now_ms() - req.created_at_ms).max(0) / 1000) as u64);
-        let lead = render::copy_lead(post, waited, link);
+        let lead = render::copy_lead(post, waited, link, ctx.votes_missing());
         if post.is_note() {
             render::QuestionPost {
                 message: render::note(&lead, &ctx, main),
@@ -291,7 +291,7 @@ impl Outbox {
         req: &Request,
         post: &Post,
         outcome: render::Outcome,
-        state: EditState,
+        state: Option<EditState>,
     ) {
         let (Ok(channel), Some(Ok(message))) = (
             post.channel.parse::<u64>(),
@@ -319,6 +319,7 @@ impl Outbox {
             drop(claim);
             match edited {
                 Ok(()) => {
+                    let Some(state) = state else { return };
                     if let Err(e) = task_ctx.record_edit(key, &edited_post, state).await {
                         tracing::error!(error = %format!("{e:#}"), "cannot record an edit");
                     }
@@ -331,6 +332,31 @@ impl Outbox {
                 ),
             }
         });
+    }
+
+    /// Shows the vote count of question `idx` (still open) on `posts`, its messages: edits in
+    /// the background, not recorded (the settlement's edit, which is, follows the last vote).
+    pub(super) fn show_votes(
+        self: &Arc<Self>,
+        ctx: &AnswererContext,
+        req: &Request,
+        idx: usize,
+        posts: &[Post],
+    ) {
+        let (Some(q), None) = (
+            req.questions.get(idx),
+            req.answers.get(idx).cloned().flatten(),
+        ) else {
+            return;
+        };
+        let route = route::of_request(&self.config, req);
+        let shown = render::open(q, &RenderContext::of(req, &route, idx));
+        for post in posts
+            .iter()
+            .filter(|p| p.idx == idx && p.message.is_some() && !p.is_note())
+        {
+            self.spawn_edit(ctx, req, post, shown.clone(), None);
+        }
     }
 
     /// The final rendering of question `idx` of `req` as it stands, if it has one: its answer,
@@ -377,7 +403,7 @@ impl Outbox {
             }
             if let Some((outcome, state)) = self.outcome_of(req, &route, post.idx) {
                 if post.edited != state {
-                    self.spawn_edit(ctx, req, post, outcome, state);
+                    self.spawn_edit(ctx, req, post, outcome, Some(state));
                 }
             }
         }
@@ -396,7 +422,7 @@ impl Outbox {
         for post in posts.iter().filter(|p| p.message.is_some() && !p.is_note()) {
             if let Some((outcome, state)) = self.outcome_of(req, &route, post.idx) {
                 if post.edited != state {
-                    self.spawn_edit(ctx, req, post, outcome, state);
+                    self.spawn_edit(ctx, req, post, outcome, Some(state));
                 }
             }
         }

@@ -4,8 +4,10 @@
 //! the default route (`discord.channel_id`) if it is set.
 
 use crate::config::{Config, EscalationStep, Route, Snowflake};
+use crate::domain::quorum::{Identity, Policy};
 use crate::domain::request::Request;
 use crate::domain::Scope;
+use std::sync::Arc;
 
 /// The name of the route built from the `[discord]` section.
 pub const DEFAULT_ROUTE: &str = "default";
@@ -31,6 +33,8 @@ pub struct ResolvedRoute {
     pub remind: Option<Remind>,
     /// Escalation steps, in order of `after_secs`.
     pub escalate: Vec<Step>,
+    /// Quorum, decisive labels and the requester rule.
+    pub policy: Policy,
 }
 
 /// Reminders: a reply after `after_secs`, then every `every_secs`, at most `max` in all.
@@ -163,7 +167,33 @@ fn from_route(config: &Config, r: &Route) -> ResolvedRoute {
             )
         },
         escalate: steps(r.escalate.as_deref().unwrap_or(&d.escalate)),
+        policy: policy(config, r),
     }
+}
+
+/// A route's approval policy, with every `[[identities]]` entry.
+fn policy(config: &Config, r: &Route) -> Policy {
+    let approvals = r.approvals.unwrap_or(1).max(1);
+    Policy {
+        approvals,
+        decisive: r.decisive_labels.clone().unwrap_or_default(),
+        custom_decides: r.custom_decides.unwrap_or(approvals <= 1),
+        exclude_requester: r.exclude_requester.unwrap_or(approvals > 1),
+        identities: identities(config),
+    }
+}
+
+fn identities(config: &Config) -> Arc<[Identity]> {
+    config
+        .identities
+        .iter()
+        .map(|i| Identity {
+            name: i.name.clone(),
+            uids: i.uids.clone(),
+            hosts: i.hosts.clone(),
+            platform_ids: i.discord_user_ids.iter().map(|s| s.0.to_string()).collect(),
+        })
+        .collect()
 }
 
 fn default_route(config: &Config) -> Option<ResolvedRoute> {
@@ -181,6 +211,10 @@ fn default_route(config: &Config) -> Option<ResolvedRoute> {
         dm_user_ids: ids(&d.dm_user_ids),
         remind: remind(d.remind_after_secs, d.remind_every_secs, d.remind_max),
         escalate: steps(&d.escalate),
+        policy: Policy {
+            identities: identities(config),
+            ..Policy::default()
+        },
     })
 }
 
@@ -235,6 +269,7 @@ pub fn closed(config: &Config) -> ResolvedRoute {
         dm_user_ids: Vec::new(),
         remind: None,
         escalate: Vec::new(),
+        policy: Policy::default(),
     }
 }
 

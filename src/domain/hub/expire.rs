@@ -36,6 +36,8 @@ impl Hub {
                             },
                         );
                     }
+                    // A vote that reached its quorum just before a crash.
+                    self.settle_reached_quorums(&req).await;
                 }
                 None => {
                     let err = AskError::new(

@@ -6,9 +6,10 @@ use super::{storage_error, Hub};
 use crate::domain::access::LocalUser;
 use crate::domain::answer::{AskResult, Settlement};
 use crate::domain::error::{AskError, ErrorCode};
+use crate::domain::quorum::{Policy, Vote};
 use crate::domain::request::{
     now_ms, Actor, Answered, AuditAction, AuditEntry, Outcome, Request, SettleOutcome, Settled,
-    Source, Status,
+    Source, Status, Via,
 };
 use crate::domain::store::NewAnswer;
 use crate::domain::text::Escaped;
@@ -35,9 +36,12 @@ pub(super) fn audit_detail(s: &Settlement, note: Option<&str>) -> String {
 }
 
 impl Hub {
-    /// Settles question `idx` of `req` (as loaded by the caller; it is not read again). First
-    /// wins; a settlement that does not count says why. When another surface than the owner
-    /// settled it, the owner is told so that it updates what people see.
+    /// Settles question `idx` of `req` (as loaded by the caller; it is not read again) under
+    /// the approval policy of its answerer: the person who asked is refused where the policy
+    /// says so, and on a quorum route a choice that does not decide alone is a vote, which
+    /// settles the question once enough people chose the same. Then first wins; a settlement
+    /// that does not count says why. When another surface than the owner settled it (or
+    /// voted), the owner is told so that it updates what people see.
     pub async fn settle(
         &self,
         req: &Request,
@@ -45,22 +49,232 @@ impl Hub {
         settlement: Settlement,
         actor: Actor,
     ) -> Result<Settled, AskError> {
-        let question = req.questions.get(idx).ok_or_else(|| {
-            AskError::invalid(format!(
-                "request {:?} has no question number {}",
-                Escaped(&req.request_id),
-                idx + 1
-            ))
-        })?;
+        let question = question(req, idx)?;
         let settlement = settlement.normalise(question)?;
+        if actor.via != Via::Policy {
+            let policy = self.policy_of(req);
+            if policy.exclude_requester && policy.is_requester(req, &actor, self.node()) {
+                let err = AskError::new(
+                    ErrorCode::Forbidden,
+                    format!(
+                        "{} asked this (their agent did); on this route another person must \
+                         answer it",
+                        Escaped(&actor.describe())
+                    ),
+                );
+                self.audit(AuditEntry {
+                    request_key: Some(req.key),
+                    question_idx: Some(idx),
+                    source: actor.via.into(),
+                    actor: Some(actor.describe()),
+                    action: AuditAction::Forbidden,
+                    detail: Some(format!(
+                        "the requester's answer refused: {}",
+                        audit_detail(&settlement, actor.note.as_deref())
+                    )),
+                    accepted: false,
+                })
+                .await;
+                return Err(err);
+            }
+            if !policy.decides(question, &settlement) {
+                return self.vote(req, idx, settlement, actor, &policy).await;
+            }
+        }
+        self.settle_now(req, idx, settlement, actor, &[]).await
+    }
+
+    /// The approval policy of `req`, as its answerer says (first-wins without one).
+    pub fn policy_of(&self, req: &Request) -> Policy {
+        self.answerer_for(req)
+            .map(|a| a.policy(req))
+            .unwrap_or_default()
+    }
+
+    /// One person's vote on a quorum route: stored (replacing their earlier vote) with a
+    /// compare-and-swap on the question's votes, then the question settles if enough people
+    /// chose the same answer.
+    async fn vote(
+        &self,
+        req: &Request,
+        idx: usize,
+        settlement: Settlement,
+        actor: Actor,
+        policy: &Policy,
+    ) -> Result<Settled, AskError> {
+        let person = policy.person(&actor, self.node());
+        let mut cur = req.clone();
+        // Each retry follows a vote that landed meanwhile; a few are plenty.
+        for _ in 0..8 {
+            if cur.status != Status::Pending {
+                let outcome = SettleOutcome::Ended(cur.status);
+                return Ok(Settled {
+                    outcome,
+                    request: cur,
+                });
+            }
+            if let Some(a) = &cur.answers[idx] {
+                let outcome = SettleOutcome::AlreadyAnswered(a.clone());
+                return Ok(Settled {
+                    outcome,
+                    request: cur,
+                });
+            }
+            let old = &cur.votes[idx];
+            if old
+                .iter()
+                .any(|v| v.person == person && v.settlement() == settlement)
+            {
+                let outcome = SettleOutcome::AlreadyVoted(policy.tally(old, &settlement));
+                return Ok(Settled {
+                    outcome,
+                    request: cur,
+                });
+            }
+            let mut votes: Vec<Vote> = old.iter().filter(|v| v.person != person).cloned().collect();
+            votes.push(Vote {
+                person: person.clone(),
+                via: actor.via.as_str().to_owned(),
+                id: actor.id.clone(),
+                name: actor.name.clone(),
+                selected: settlement.selected.clone(),
+                custom: settlement.custom.clone(),
+                at_ms: now_ms(),
+            });
+            let tally = policy.tally(&votes, &settlement);
+            let json = |v: &[Vote]| serde_json::to_string(v).unwrap_or_default();
+            let expected = (!old.is_empty()).then(|| json(old));
+            let audit = AuditEntry {
+                request_key: Some(req.key),
+                question_idx: Some(idx),
+                source: actor.via.into(),
+                actor: Some(actor.describe()),
+                action: AuditAction::Vote,
+                detail: Some(format!(
+                    "{} ({} of {})",
+                    audit_detail(&settlement, actor.note.as_deref()),
+                    tally.count,
+                    tally.needed
+                )),
+                accepted: true,
+            };
+            let swapped = self
+                .inner
+                .store
+                .vote(req.key, idx, expected.as_deref(), &json(&votes), &audit)
+                .await
+                .map_err(|e| storage_error("the vote", &e))?;
+            if !swapped {
+                cur = self
+                    .inner
+                    .store
+                    .by_key(req.key)
+                    .await
+                    .map_err(|e| storage_error("the request", &e))?
+                    .ok_or_else(|| AskError::new(ErrorCode::Internal, "the request is gone"))?;
+                continue;
+            }
+            crate::crash::point("voted");
+            cur.votes[idx] = votes;
+            tracing::info!(
+                request_id = %Escaped(&req.request_id),
+                question = %Escaped(&req.questions[idx].id),
+                by = %Escaped(&actor.describe()),
+                votes = tally.count,
+                needed = tally.needed,
+                "vote counted"
+            );
+            if tally.count >= tally.needed {
+                return self.settle_quorum(&cur, idx, &settlement, actor).await;
+            }
+            if let Some(a) = self.answerer_for(&cur) {
+                if a.name() != actor.via.as_str() {
+                    a.settled(&self.context(a.name()), &cur, idx).await;
+                }
+            }
+            let outcome = SettleOutcome::Voted(tally);
+            return Ok(Settled {
+                outcome,
+                request: cur,
+            });
+        }
+        Err(AskError::new(
+            ErrorCode::Conflict,
+            "too many votes at once on this question; vote again",
+        ))
+    }
+
+    /// The question's votes for `settlement` reached the quorum: it settles, and its audit
+    /// row names every voter.
+    async fn settle_quorum(
+        &self,
+        req: &Request,
+        idx: usize,
+        settlement: &Settlement,
+        actor: Actor,
+    ) -> Result<Settled, AskError> {
+        let voters: Vec<String> = req.votes[idx]
+            .iter()
+            .filter(|v| v.settlement() == *settlement)
+            .map(|v| format!("{} ({} {})", v.name, v.via, v.id))
+            .collect();
+        self.settle_now(req, idx, settlement.clone(), actor, &voters)
+            .await
+    }
+
+    /// Settles the quorum questions whose votes reached it before a crash or a restart cut
+    /// the settlement off (a vote is stored before the settlement it completes).
+    pub(super) async fn settle_reached_quorums(&self, req: &Request) {
+        let policy = self.policy_of(req);
+        if !policy.is_quorum() || req.status != Status::Pending {
+            return;
+        }
+        for (idx, votes) in req.votes.iter().enumerate() {
+            if req.answers[idx].is_some() {
+                continue;
+            }
+            let reached = votes
+                .iter()
+                .find(|v| policy.tally(votes, &v.settlement()).count >= policy.approvals as usize);
+            if let Some(last) = reached {
+                let actor = Actor {
+                    via: Via::parse(&last.via).unwrap_or(Via::Terminal),
+                    id: last.id.clone(),
+                    name: last.name.clone(),
+                    note: None,
+                };
+                if let Err(e) = self
+                    .settle_quorum(req, idx, &last.settlement(), actor)
+                    .await
+                {
+                    tracing::warn!(error = %e.message, "cannot settle a question whose quorum was reached");
+                }
+            }
+        }
+    }
+
+    /// First-wins settlement (`voters`: the quorum that chose it, for the audit row).
+    async fn settle_now(
+        &self,
+        req: &Request,
+        idx: usize,
+        settlement: Settlement,
+        actor: Actor,
+        voters: &[String],
+    ) -> Result<Settled, AskError> {
+        let question = question(req, idx)?;
         let at_ms = now_ms();
+        let mut detail = audit_detail(&settlement, actor.note.as_deref());
+        if !voters.is_empty() {
+            detail.push_str(&format!(" voters: {}", voters.join(", ")));
+        }
         let audit = AuditEntry {
             request_key: Some(req.key),
             question_idx: Some(idx),
             source: actor.via.into(),
             actor: Some(actor.describe()),
             action: AuditAction::Answer,
-            detail: Some(audit_detail(&settlement, actor.note.as_deref())),
+            detail: Some(detail),
             accepted: false,
         };
         let questions = req.questions.clone();
@@ -205,6 +419,16 @@ impl Hub {
         };
         self.settle(&req, index, settlement, actor).await
     }
+}
+
+fn question(req: &Request, idx: usize) -> Result<&crate::domain::Question, AskError> {
+    req.questions.get(idx).ok_or_else(|| {
+        AskError::invalid(format!(
+            "request {:?} has no question number {}",
+            Escaped(&req.request_id),
+            idx + 1
+        ))
+    })
 }
 
 /// Why an answer to a request that has ended did not count: who answered and when, or how it

@@ -106,7 +106,8 @@ const REQUEST_COLUMNS: &str =
 /// The answer state of the request's questions, as the JSON that
 /// [`answers_from_json`] reads: one query returns a request with its answers.
 const ANSWERS_JSON: &str = "(SELECT COALESCE(json_agg(json_build_array(idx, answered_at, \
-     answered_by, answered_via, answered_id, answered_note, selected_json, custom)), '[]')::text \
+     answered_by, answered_via, answered_id, answered_note, selected_json, custom, votes_json)), \
+     '[]')::text \
      FROM questions WHERE request_key = requests.key) AS answers_json";
 
 /// Options for [`select`]: what to read besides the request and its answers.

@@ -540,6 +540,36 @@ impl Store for PgStore {
             .transpose()
     }
 
+    async fn vote(
+        &self,
+        key: i64,
+        idx: usize,
+        expected: Option<&str>,
+        votes_json: &str,
+        audit: &AuditEntry,
+    ) -> Result<bool> {
+        write_tx!(self, |tx| {
+            let swapped = sqlx::query(
+                "UPDATE questions SET votes_json = $1 \
+                 WHERE request_key = $2 AND idx = $3 AND answered_at IS NULL \
+                 AND votes_json IS NOT DISTINCT FROM $4 \
+                 AND EXISTS (SELECT 1 FROM requests WHERE key = $2 AND status = 'pending')",
+            )
+            .bind(votes_json)
+            .bind(key)
+            .bind(idx as i64)
+            .bind(expected)
+            .execute(&mut *tx)
+            .await?
+            .rows_affected()
+                == 1;
+            if swapped {
+                insert_audit(&mut tx, audit, now_ms()).await?;
+            }
+            anyhow::Ok(swapped)
+        })
+    }
+
     async fn save_draft(&self, key: i64, idx: usize, user: &str, selected: &[usize]) -> Result<()> {
         write_tx!(self, |tx| {
             sqlx::query(

@@ -11,13 +11,13 @@
 //! and turn later "commits" into savepoints that never reach the file.
 
 use super::rows::{
-    answers_from_json, posts_from_json, AnswerRow, PostRow, RequestRow, POST_COLUMNS,
+    answers_from_json, posts_from_json, AnswerRow, PostRow, QuestionState, RequestRow, POST_COLUMNS,
 };
 use crate::domain::answer::Settlement;
 use crate::domain::error::AskError;
 use crate::domain::request::{
-    Answered, AuditEntry, AuditRow, Created, DuePost, EditState, NewRequest, PlannedPost, Post,
-    PostKey, Request, SettleOutcome, Status, Timer,
+    AuditEntry, AuditRow, Created, DuePost, EditState, NewRequest, PlannedPost, Post, PostKey,
+    Request, SettleOutcome, Status, Timer,
 };
 use crate::domain::store::{Holder, NewAnswer, Page, Pruned, Store, Visibility};
 use anyhow::{bail, Context, Result};
@@ -220,7 +220,7 @@ impl SqliteStore {
         let sql = format!(
             "SELECT {REQUEST_COLUMNS_WITH_CONTEXT}, \
              (SELECT json_group_array(json_array(idx, answered_at, answered_by, answered_via, \
-                answered_id, answered_note, selected_json, custom)) \
+                answered_id, answered_note, selected_json, custom, votes_json)) \
               FROM questions WHERE request_key = requests.key) AS answers_json, \
              (SELECT json_group_array(json_array({POST_COLUMNS})) \
               FROM posts WHERE request_key = requests.key) AS posts_json \
@@ -356,16 +356,13 @@ async fn insert_audit(tx: &mut SqliteConnection, e: &AuditEntry, at: i64) -> Res
 }
 
 /// The answer state of every question of the given requests, in question order.
-async fn answers_of(
-    pool: &SqlitePool,
-    keys: &[i64],
-) -> Result<HashMap<i64, Vec<Option<Answered>>>> {
-    let mut out: HashMap<i64, Vec<Option<Answered>>> = HashMap::with_capacity(keys.len());
+async fn answers_of(pool: &SqlitePool, keys: &[i64]) -> Result<HashMap<i64, Vec<QuestionState>>> {
+    let mut out: HashMap<i64, Vec<QuestionState>> = HashMap::with_capacity(keys.len());
     if keys.is_empty() {
         return Ok(out);
     }
     let cols = "request_key, answered_at, answered_by, answered_via, answered_id, answered_note, \
-                selected_json, custom";
+                selected_json, custom, votes_json";
     let rows: Vec<AnswerRow> = if keys.len() == 1 {
         sqlx::query_as(&format!(
             "SELECT {cols} FROM questions WHERE request_key = ? ORDER BY idx"
@@ -384,7 +381,7 @@ async fn answers_of(
     };
     for q in rows {
         let key = q.request_key;
-        out.entry(key).or_default().push(q.into_answer()?);
+        out.entry(key).or_default().push(q.into_state()?);
     }
     Ok(out)
 }

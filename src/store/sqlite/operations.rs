@@ -529,6 +529,38 @@ impl Store for SqliteStore {
         self.one("key = ?", Bind::Int(key)).await
     }
 
+    async fn vote(
+        &self,
+        key: i64,
+        idx: usize,
+        expected: Option<&str>,
+        votes_json: &str,
+        audit: &AuditEntry,
+    ) -> Result<bool> {
+        let at_ms = crate::domain::request::now_ms();
+        let mut tx = TxConn::acquire(&self.pool).await?;
+        let swapped: Vec<i64> = sqlx::query_scalar(concat!(
+            "BEGIN IMMEDIATE; ",
+            "UPDATE questions SET votes_json = ? \
+             WHERE request_key = ? AND idx = ? AND answered_at IS NULL AND votes_json IS ? \
+             AND (SELECT status FROM requests WHERE key = ?) = 'pending' RETURNING 1"
+        ))
+        .bind(votes_json)
+        .bind(key)
+        .bind(idx as i64)
+        .bind(expected)
+        .bind(key)
+        .fetch_all(&mut **tx)
+        .await?;
+        let swapped = !swapped.is_empty();
+        if swapped {
+            insert_audit(&mut tx, audit, at_ms).await?;
+        }
+        sqlx::query("COMMIT").execute(&mut **tx).await?;
+        tx.finished();
+        Ok(swapped)
+    }
+
     async fn save_draft(&self, key: i64, idx: usize, user: &str, selected: &[usize]) -> Result<()> {
         let selected = serde_json::to_string(selected)?;
         let at = crate::domain::request::now_ms();

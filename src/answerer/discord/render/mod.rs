@@ -19,6 +19,7 @@ use super::route::dm_user;
 use super::route::ResolvedRoute;
 use crate::domain::expiry::human;
 use crate::domain::model::{Context, Question, QuestionKind};
+use crate::domain::quorum::Vote;
 use crate::domain::request::{Answered, Post, Request, Slot};
 use crate::domain::{AskError, ErrorCode, Scope};
 use serenity::builder::{
@@ -97,6 +98,11 @@ pub struct RenderContext<'a> {
     pub scope: &'a Scope,
     pub mention_user_ids: &'a [u64],
     pub mention_role_ids: &'a [u64],
+    /// The votes so far on this question (a quorum route), and how many must agree.
+    pub votes: &'a [Vote],
+    pub approvals: u32,
+    /// Whether free text (Other…, Submit with note…) is offered.
+    pub offers_custom: bool,
 }
 
 impl<'a> RenderContext<'a> {
@@ -111,7 +117,28 @@ impl<'a> RenderContext<'a> {
             scope: &req.scope,
             mention_user_ids: &route.mention_user_ids,
             mention_role_ids: &route.mention_role_ids,
+            votes: req.votes.get(index).map_or(&[], Vec::as_slice),
+            approvals: route.policy.approvals,
+            offers_custom: route.policy.offers_custom(),
         }
+    }
+
+    /// How many more people must choose the leading answer, on a quorum route.
+    pub fn votes_missing(&self) -> Option<usize> {
+        (self.approvals > 1).then(|| {
+            let most = self
+                .votes
+                .iter()
+                .map(|v| {
+                    self.votes
+                        .iter()
+                        .filter(|w| w.selected == v.selected && w.custom == v.custom)
+                        .count()
+                })
+                .max()
+                .unwrap_or(0);
+            (self.approvals as usize).saturating_sub(most)
+        })
     }
 
     fn custom_id(&self, action: Action) -> String {
@@ -203,6 +230,8 @@ pub fn note(text: &str, ctx: &RenderContext, reply_to: Option<(u64, u64)>) -> Cr
 pub struct Outcome {
     embed: CreateEmbed,
     allowed: CreateAllowedMentions,
+    /// None once settled or ended; an open question's (a vote changed its count) otherwise.
+    components: Vec<CreateActionRow>,
 }
 
 impl Outcome {
@@ -210,16 +239,25 @@ impl Outcome {
     pub fn edit(&self) -> EditMessage {
         EditMessage::new()
             .embed(self.embed.clone())
-            .components(Vec::new())
+            .components(self.components.clone())
             .allowed_mentions(self.allowed.clone())
     }
 
-    /// As the update-message callback (type 7) of the interaction that settled it.
+    /// As the update-message callback (type 7) of the interaction that settled it (or voted).
     pub fn update(&self) -> CreateInteractionResponseMessage {
         CreateInteractionResponseMessage::new()
             .embed(self.embed.clone())
-            .components(Vec::new())
+            .components(self.components.clone())
             .allowed_mentions(self.allowed.clone())
+    }
+}
+
+/// An open question's message as it stands, with its votes (after a vote on a quorum route).
+pub fn open(q: &Question, ctx: &RenderContext) -> Outcome {
+    Outcome {
+        embed: question_embed(q, ctx),
+        allowed: CreateAllowedMentions::new(),
+        components: components(q, ctx),
     }
 }
 
@@ -364,6 +402,9 @@ pub fn components(q: &Question, ctx: &RenderContext) -> Vec<CreateActionRow> {
                 .max_values(1);
                 CreateActionRow::SelectMenu(menu)
             };
+            if !ctx.offers_custom {
+                return vec![first];
+            }
             let other =
                 CreateActionRow::Buttons(vec![CreateButton::new(ctx.custom_id(Action::Other))
                     .label(OTHER_LABEL)
@@ -384,14 +425,17 @@ pub fn components(q: &Question, ctx: &RenderContext) -> Vec<CreateActionRow> {
             ))
             .min_values(0)
             .max_values(max);
-            let submit = CreateActionRow::Buttons(vec![
-                CreateButton::new(ctx.custom_id(Action::Submit))
-                    .label(SUBMIT_LABEL)
-                    .style(ButtonStyle::Primary),
-                CreateButton::new(ctx.custom_id(Action::SubmitWithNote))
-                    .label(SUBMIT_WITH_NOTE_LABEL)
-                    .style(ButtonStyle::Secondary),
-            ]);
+            let mut buttons = vec![CreateButton::new(ctx.custom_id(Action::Submit))
+                .label(SUBMIT_LABEL)
+                .style(ButtonStyle::Primary)];
+            if ctx.offers_custom {
+                buttons.push(
+                    CreateButton::new(ctx.custom_id(Action::SubmitWithNote))
+                        .label(SUBMIT_WITH_NOTE_LABEL)
+                        .style(ButtonStyle::Secondary),
+                );
+            }
+            let submit = CreateActionRow::Buttons(buttons);
             vec![CreateActionRow::SelectMenu(menu), submit]
         }
     }
@@ -462,7 +506,32 @@ fn outcome_edit(q: &Question, ctx: &RenderContext, outcome: Vec<(String, String)
     Outcome {
         embed: build_embed(&embed_text(q, ctx), &outcome),
         allowed,
+        components: Vec::new(),
     }
+}
+
+/// The most characters of the votes line.
+const VOTES_MAX: usize = 300;
+
+/// "**Approvals: 1 of 2** · alice: Allow" on a quorum route (askrelay's own bold, which agent
+/// text cannot write), with each voter's choice; `None` elsewhere.
+fn votes_line(q: &Question, ctx: &RenderContext) -> Option<String> {
+    let missing = ctx.votes_missing()?;
+    let needed = ctx.approvals as usize;
+    let mut line = format!("**Approvals: {} of {needed}**", needed - missing);
+    for v in ctx.votes {
+        let mut what: Vec<String> = v
+            .selected
+            .iter()
+            .filter_map(|&i| q.options.get(i))
+            .map(|o| inert(&o.label))
+            .collect();
+        if let Some(c) = &v.custom {
+            what.push(format!("“{}”", inert(c)));
+        }
+        line.push_str(&format!(" · {}: {}", inert(&v.name), what.join(", ")));
+    }
+    Some(truncate_md(&line, VOTES_MAX))
 }
 
 fn header(q: &Question) -> Option<&str> {
@@ -493,6 +562,10 @@ fn embed_text(q: &Question, ctx: &RenderContext) -> EmbedText {
     );
 
     let mut description = String::new();
+    if let Some(votes) = votes_line(q, ctx) {
+        description.push_str(&votes);
+        description.push('\n');
+    }
     if ctx.question_count > 1 {
         description.push_str(&format!(
             "**Question {} of {}**\n",
@@ -720,13 +793,24 @@ pub fn answered_view(q: &Question, a: &Answered) -> AnsweredView {
 /// What a copy or a note says before its mentions, e.g. "**Escalated:** no answer after
 /// 30m.", for a question that has `waited` so far: askrelay's status starts in bold, which
 /// agent text cannot be (docs/security.md).
-pub fn copy_lead(post: &Post, waited: std::time::Duration, original: Option<String>) -> String {
+pub fn copy_lead(
+    post: &Post,
+    waited: std::time::Duration,
+    original: Option<String>,
+    votes_missing: Option<usize>,
+) -> String {
     let age = human(waited);
     let link = original
         .map(|l| format!(" Original: {l}"))
         .unwrap_or_default();
     if matches!(post.slot, Slot::Reminder(_)) {
-        format!("**Reminder:** this question has waited {age} for an answer.")
+        match votes_missing {
+            Some(n) => format!(
+                "**Reminder:** this question has waited {age}; it needs {n} more approval{}.",
+                if n == 1 { "" } else { "s" }
+            ),
+            None => format!("**Reminder:** this question has waited {age} for an answer."),
+        }
     } else if post.slot.step().is_some() {
         format!("**Escalated:** no answer after {age}.{link}")
     } else {
@@ -791,6 +875,9 @@ mod tests {
             scope,
             mention_user_ids: &[],
             mention_role_ids: &[],
+            votes: &[],
+            approvals: 1,
+            offers_custom: true,
         }
     }
 
@@ -1240,6 +1327,9 @@ mod tests {
             scope: &s,
             mention_user_ids: &users,
             mention_role_ids: &roles,
+            votes: &[],
+            approvals: 1,
+            offers_custom: true,
         };
         let answered = AnsweredView {
             by: "b".repeat(5000),
@@ -1515,6 +1605,9 @@ mod tests {
             scope: &scope,
             mention_user_ids: &[11],
             mention_role_ids: &[22],
+            votes: &[],
+            approvals: 1,
+            offers_custom: true,
         };
         let context = Context {
             text: Some(text.to_owned()),

@@ -1,0 +1,265 @@
+//! Approval policy: how many distinct people must choose the same answer before a question
+//! settles (the quorum), which choices settle with one vote (decisive: one person can always
+//! stop a step), and whether the person who asked may answer. The answerer that owns a request
+//! says its policy (a route's keys); the hub applies it to every settlement, whatever surface
+//! it came through.
+
+use super::answer::Settlement;
+use super::model::Question;
+use super::request::{Actor, Request, Via};
+use serde::{Deserialize, Serialize};
+use std::sync::Arc;
+
+/// The labels of the approval front doors' deny options (`askrelay hook`, `askrelay approve`):
+/// decisive on every quorum route. They are known by name rather than marked in the request,
+/// which the agent's side writes: a mark there could make "Allow" decisive.
+pub const FRONT_DOOR_DENY: [&str; 2] = ["Deny", "Deny and stop"];
+
+/// A person and their handles on each surface (`[[identities]]`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Identity {
+    pub name: String,
+    /// Local uids, on `hosts` (every host when empty: cluster nodes by their node name).
+    pub uids: Vec<u32>,
+    pub hosts: Vec<String>,
+    /// Ids on the chat platform (Discord user ids).
+    pub platform_ids: Vec<String>,
+}
+
+impl Identity {
+    fn has_uid(&self, uid: u32, host: Option<&str>) -> bool {
+        self.uids.contains(&uid)
+            && (self.hosts.is_empty() || host.is_some_and(|h| self.hosts.iter().any(|x| x == h)))
+    }
+
+    fn is(&self, actor: &Actor, host: Option<&str>) -> bool {
+        match actor.via {
+            Via::Terminal => actor
+                .id
+                .parse()
+                .is_ok_and(|uid: u32| self.has_uid(uid, host)),
+            Via::Discord => self.platform_ids.contains(&actor.id),
+            Via::Policy => false,
+        }
+    }
+}
+
+/// A request's approval policy. The default (one approval) is first-wins.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Policy {
+    /// Distinct people who must choose the same answer.
+    pub approvals: u32,
+    /// Labels that settle with one vote, besides [`FRONT_DOOR_DENY`].
+    pub decisive: Vec<String>,
+    /// Whether free text settles with one vote (else it is not offered on a quorum route).
+    pub custom_decides: bool,
+    /// Whether the person who asked is refused.
+    pub exclude_requester: bool,
+    pub identities: Arc<[Identity]>,
+}
+
+impl Default for Policy {
+    fn default() -> Self {
+        Policy {
+            approvals: 1,
+            decisive: Vec::new(),
+            custom_decides: true,
+            exclude_requester: false,
+            identities: Arc::from(Vec::new()),
+        }
+    }
+}
+
+/// One person's vote on a question of a quorum route. `person` counts them once, whatever
+/// surface or copy of the message they voted through.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Vote {
+    pub person: String,
+    pub via: String,
+    pub id: String,
+    pub name: String,
+    pub selected: Vec<usize>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub custom: Option<String>,
+    pub at_ms: i64,
+}
+
+impl Vote {
+    pub fn settlement(&self) -> Settlement {
+        Settlement {
+            selected: self.selected.clone(),
+            custom: self.custom.clone(),
+        }
+    }
+}
+
+/// How a question's votes stand, for messages and replies.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Tally {
+    /// Votes for the answer that has the most (the one this vote chose, when it is asked
+    /// for).
+    pub count: usize,
+    pub needed: usize,
+}
+
+impl Policy {
+    pub fn is_quorum(&self) -> bool {
+        self.approvals > 1
+    }
+
+    /// Whether free text may be offered (Other…): always, but on a quorum route only when it
+    /// decides alone.
+    pub fn offers_custom(&self) -> bool {
+        !self.is_quorum() || self.custom_decides
+    }
+
+    /// Whether this settlement settles the question with one vote.
+    pub fn decides(&self, q: &Question, s: &Settlement) -> bool {
+        if !self.is_quorum() {
+            return true;
+        }
+        if s.custom.is_some() && s.selected.is_empty() {
+            return self.custom_decides;
+        }
+        s.selected.iter().any(|&i| {
+            q.options.get(i).is_some_and(|o| {
+                FRONT_DOOR_DENY.contains(&o.label.as_str()) || self.decisive.contains(&o.label)
+            })
+        })
+    }
+
+    /// Who a voter is, to count them once: their identity's name, else the surface and id.
+    pub fn person(&self, actor: &Actor, host: Option<&str>) -> String {
+        match self.identities.iter().find(|i| i.is(actor, host)) {
+            Some(i) => format!("identity:{}", i.name),
+            None => format!("{}:{}", actor.via.as_str(), actor.id),
+        }
+    }
+
+    /// Whether `actor` (answering on `host`) is the person who asked `req`: the same local
+    /// account on the same host, or the identity the asking uid maps to.
+    pub fn is_requester(&self, req: &Request, actor: &Actor, host: Option<&str>) -> bool {
+        let Some(uid) = req.peer.uid else {
+            return false;
+        };
+        let asked_on = req.node.as_deref().or(host);
+        if actor.via == Via::Terminal && actor.id == uid.to_string() && req.node.as_deref() == host
+        {
+            return true;
+        }
+        self.identities
+            .iter()
+            .filter(|i| i.has_uid(uid, asked_on))
+            .any(|i| i.is(actor, host))
+    }
+
+    /// The votes that chose `s`.
+    pub fn tally(&self, votes: &[Vote], s: &Settlement) -> Tally {
+        Tally {
+            count: votes.iter().filter(|v| v.settlement() == *s).count(),
+            needed: self.approvals as usize,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::model::QuestionOption;
+    use crate::domain::request::Peer;
+
+    fn q() -> Question {
+        Question {
+            id: "permission".into(),
+            question: "Allow?".into(),
+            header: None,
+            options: ["Allow", "Deny", "Hold"]
+                .iter()
+                .map(|l| QuestionOption {
+                    label: (*l).into(),
+                    description: None,
+                })
+                .collect(),
+            multi_select: false,
+        }
+    }
+
+    fn actor(via: Via, id: &str) -> Actor {
+        Actor {
+            via,
+            id: id.into(),
+            name: id.into(),
+            note: None,
+        }
+    }
+
+    #[test]
+    fn deny_and_the_routes_labels_decide_alone_on_a_quorum_route() {
+        let mut p = Policy {
+            approvals: 2,
+            custom_decides: false,
+            ..Policy::default()
+        };
+        assert!(!p.decides(&q(), &Settlement::choice(0)));
+        assert!(p.decides(&q(), &Settlement::choice(1)));
+        assert!(!p.decides(&q(), &Settlement::choice(2)));
+        assert!(!p.decides(&q(), &Settlement::text("x".to_owned())));
+        p.decisive = vec!["Hold".into()];
+        assert!(p.decides(&q(), &Settlement::choice(2)));
+        assert!(Policy::default().decides(&q(), &Settlement::choice(0)));
+    }
+
+    #[test]
+    fn the_requester_is_their_account_or_their_identity() {
+        let alice = Identity {
+            name: "alice".into(),
+            uids: vec![1000],
+            hosts: vec![],
+            platform_ids: vec!["111".into()],
+        };
+        let p = Policy {
+            approvals: 2,
+            exclude_requester: true,
+            identities: Arc::from(vec![alice]),
+            ..Policy::default()
+        };
+        let new = crate::domain::request::NewRequest {
+            request_id: "r".into(),
+            token: "t".into(),
+            questions: Arc::from(vec![q()]),
+            context: None,
+            caller: Default::default(),
+            scope: Default::default(),
+            peer: Peer {
+                uid: Some(1000),
+                pid: None,
+            },
+            answerer: "discord".into(),
+            route: None,
+            created_at_ms: 0,
+            expiry: None,
+            node: None,
+        };
+        let mut req = Request::created(1, &new);
+        assert!(p.is_requester(&req, &actor(Via::Terminal, "1000"), None));
+        assert!(p.is_requester(&req, &actor(Via::Discord, "111"), None));
+        assert!(!p.is_requester(&req, &actor(Via::Discord, "222"), None));
+        assert!(!p.is_requester(&req, &actor(Via::Terminal, "1001"), None));
+        // With hosts, the same uid on another cluster node is another account.
+        let mut on_a = p.clone();
+        on_a.identities = Arc::from(vec![Identity {
+            hosts: vec!["a".into()],
+            ..on_a.identities[0].clone()
+        }]);
+        req.node = Some("a".into());
+        assert!(on_a.is_requester(&req, &actor(Via::Discord, "111"), Some("b")));
+        assert!(!on_a.is_requester(&req, &actor(Via::Terminal, "1000"), Some("b")));
+        req.node = Some("b".into());
+        assert!(!on_a.is_requester(&req, &actor(Via::Discord, "111"), Some("b")));
+        assert_eq!(
+            p.person(&actor(Via::Discord, "111"), None),
+            "identity:alice"
+        );
+        assert_eq!(p.person(&actor(Via::Discord, "222"), None), "discord:222");
+    }
+}

@@ -1,0 +1,195 @@
+//! Approval policy on a route: a quorum of distinct people (`approvals`), decisive labels that
+//! settle alone, and the person who asked refused (`exclude_requester`, `[[identities]]`), on
+//! Discord clicks and terminal answers alike.
+
+use crate::harness::*;
+use askrelay::config::{Config, IdentityConfig, Route, Snowflake};
+use askrelay_testkit::fixtures::Clicker;
+use serde_json::{json, Value};
+
+/// Carol's Discord id: in the tests' identity, the same person as the local user who asks.
+const CAROL: u64 = 4545;
+
+fn carol() -> Clicker {
+    Clicker::new(CAROL, "carol", &[])
+}
+
+/// Every request goes to a route that needs two approvals; terminals may answer there.
+fn two_approvals(exclude_requester: Option<bool>) -> impl FnOnce(&mut Config) {
+    move |c: &mut Config| {
+        let mut r = Route::new("prod", CHANNEL);
+        r.approvals = Some(2);
+        r.terminal_answers = Some(true);
+        r.exclude_requester = exclude_requester;
+        c.routes.push(r);
+        c.identities.push(IdentityConfig {
+            name: "carol".into(),
+            uids: vec![nix::unistd::geteuid().as_raw()],
+            hosts: Vec::new(),
+            discord_user_ids: vec![Snowflake(CAROL)],
+        });
+    }
+}
+
+fn allow_deny() -> Value {
+    json!({"questions": [{
+        "id": "permission",
+        "question": "Run `terraform apply` in prod?",
+        "header": "Approve",
+        "options": [{"label": "Allow"}, {"label": "Deny"}],
+        "multiSelect": false
+    }]})
+}
+
+fn description(message: &Value) -> String {
+    message["embeds"][0]["description"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned()
+}
+
+async fn audit(app: &App, action: &str) -> Vec<askrelay::domain::request::AuditRow> {
+    app.store()
+        .audit_rows(None)
+        .await
+        .unwrap()
+        .into_iter()
+        .filter(|r| r.action == action)
+        .collect()
+}
+
+#[tokio::test]
+async fn two_people_reach_the_quorum_and_one_vote_does_not_settle() {
+    let app = App::discord_with(two_approvals(None)).await;
+    let (mut c, _) = app.ask("q-1", &allow_deny()).await;
+    let msg = app.messages(CHANNEL)[0].clone();
+    // Free text would decide alone; this route does not allow that, so it is not offered.
+    let labels: Vec<String> = controls(&msg).into_iter().map(|(_, l)| l).collect();
+    assert_eq!(labels, ["Allow", "Deny"], "{msg}");
+
+    let cb = app.press(&msg, &alice(), "Allow").await;
+    assert_eq!(cb["type"], 7, "the clicked message shows the vote: {cb}");
+    let shown = cb["data"]["embeds"][0]["description"].as_str().unwrap();
+    assert!(
+        shown.contains("**Approvals: 1 of 2** · alice: Allow"),
+        "{shown}"
+    );
+    assert!(
+        !cb["data"]["components"].as_array().unwrap().is_empty(),
+        "still open: {cb}"
+    );
+    // The same choice again is not a second vote.
+    let again = app.press(&msg, &alice(), "Allow").await;
+    assert!(
+        is_ephemeral(&again) && ephemeral(&again).contains("already voted"),
+        "{again}"
+    );
+    assert!(
+        app.hub().observe("q-1").is_some(),
+        "one vote does not settle"
+    );
+
+    let done = app.press(&msg, &bob(), "Allow").await;
+    assert_eq!(done["type"], 7, "{done}");
+    assert!(final_state(&done)["components"]
+        .as_array()
+        .is_none_or(|c| c.is_empty()));
+    let answered = expect_event(&mut c, "answered").await;
+    assert_eq!(
+        answered["result"]["answers"][0]["selected"],
+        json!(["Allow"]),
+        "{answered}"
+    );
+    // Every vote is audited, and the settlement names both voters.
+    assert_eq!(audit(&app, "vote").await.len(), 2, "both votes");
+    let settled = audit(&app, "answer").await;
+    let detail = settled.last().unwrap().detail.clone().unwrap_or_default();
+    assert!(
+        detail.contains("voters: alice (discord 4242), bob (discord 4343)"),
+        "{detail}"
+    );
+    app.assert_payloads_valid();
+}
+
+#[tokio::test]
+async fn a_deny_decides_alone_and_a_changed_vote_counts_once() {
+    let app = App::discord_with(two_approvals(None)).await;
+    let (mut c, _) = app.ask("q-2", &allow_deny()).await;
+    let msg = app.messages(CHANNEL)[0].clone();
+    let cb = app.press(&msg, &alice(), "Allow").await;
+    assert!(description(&cb["data"]).contains("1 of 2"), "{cb}");
+    // Alice changes her mind: Deny decides with one vote.
+    let cb = app.press(&msg, &alice(), "Deny").await;
+    assert_eq!(cb["type"], 7, "{cb}");
+    let answered = expect_event(&mut c, "answered").await;
+    assert_eq!(
+        answered["result"]["answers"][0]["selected"],
+        json!(["Deny"]),
+        "{answered}"
+    );
+    app.assert_payloads_valid();
+}
+
+#[tokio::test]
+async fn the_requester_is_refused_on_discord_and_at_the_terminal() {
+    let app = App::discord_with(two_approvals(None)).await;
+    let (mut c, _) = app.ask("q-3", &allow_deny()).await;
+    let msg = app.messages(CHANNEL)[0].clone();
+    // Carol is the local user who asked (her identity maps this uid to her Discord id).
+    let cb = app.press(&msg, &carol(), "Allow").await;
+    assert!(
+        is_ephemeral(&cb) && ephemeral(&cb).contains("another person must answer it"),
+        "{cb}"
+    );
+    // So is a Deny, and so is the same account at a terminal.
+    let cb = app.press(&msg, &carol(), "Deny").await;
+    assert!(is_ephemeral(&cb), "{cb}");
+    let reply = app.answer("q-3", "permission", &["Allow"]).await;
+    assert_eq!(reply["code"], "FORBIDDEN", "{reply}");
+    let refused = audit(&app, "forbidden").await;
+    assert_eq!(refused.len(), 3, "{refused:?}");
+    assert!(refused.iter().all(|r| !r.accepted));
+    // Others still settle it.
+    app.press(&msg, &alice(), "Deny").await;
+    let answered = expect_event(&mut c, "answered").await;
+    assert_eq!(
+        answered["result"]["answers"][0]["selected"],
+        json!(["Deny"])
+    );
+}
+
+#[tokio::test]
+async fn a_discord_vote_and_a_terminal_vote_reach_the_quorum_together() {
+    // The requester may answer here (exclude_requester = false): the terminal is a second
+    // person beside alice.
+    let app = App::discord_with(two_approvals(Some(false))).await;
+    let (mut c, _) = app.ask("q-4", &allow_deny()).await;
+    let msg = app.messages(CHANNEL)[0].clone();
+    let reply = app.answer("q-4", "permission", &["Allow"]).await;
+    assert_eq!(reply["event"], "answer_accepted", "{reply}");
+    assert_eq!(reply["votes"], json!({"count": 1, "needed": 2}), "{reply}");
+    assert_eq!(reply["request_answered"], false);
+    // The message shows the terminal's vote.
+    let edited = within("the message to show the vote", async {
+        let mut seen = app.standin().subscribe();
+        loop {
+            let now = app.standin().message(id_of(&msg)).unwrap();
+            if description(&now).contains("1 of 2") {
+                return now;
+            }
+            seen.changed().await.unwrap();
+        }
+    })
+    .await;
+    assert!(description(&edited).contains("Approvals"), "{edited}");
+    // Carol on Discord is the same person as the terminal: her Allow does not count twice.
+    let cb = app.press(&msg, &carol(), "Allow").await;
+    assert!(ephemeral(&cb).contains("already voted"), "{cb}");
+    app.press(&msg, &alice(), "Allow").await;
+    let answered = expect_event(&mut c, "answered").await;
+    assert_eq!(
+        answered["result"]["answers"][0]["selected"],
+        json!(["Allow"])
+    );
+    app.assert_payloads_valid();
+}
