@@ -6,6 +6,7 @@
 
 pub mod access;
 pub mod answer;
+pub mod audit;
 pub mod answerer;
 pub mod calendar;
 pub mod cluster;
