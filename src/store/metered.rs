@@ -4,6 +4,7 @@
 
 use crate::domain::error::AskError;
 use crate::domain::metrics::Recorder;
+use crate::domain::audit::{ChainStart, ChainedRow};
 use crate::domain::request::{
     AuditEntry, AuditRow, Created, DuePost, EditState, NewRequest, PlannedPost, Post, PostKey,
     Request, SettleOutcome, Status, Timer,
@@ -96,6 +97,14 @@ impl Store for Metered {
 
     async fn audit_rows(&self, request_key: Option<i64>) -> Result<Vec<AuditRow>> {
         self.count(self.inner.audit_rows(request_key).await)
+    }
+
+    async fn audit_start(&self, since_ms: Option<i64>) -> Result<ChainStart> {
+        self.count(self.inner.audit_start(since_ms).await)
+    }
+
+    async fn audit_chain(&self, after: i64, limit: u32) -> Result<Vec<ChainedRow>> {
+        self.count(self.inner.audit_chain(after, limit).await)
     }
 
     async fn posts(&self, keys: &[i64]) -> Result<HashMap<i64, Vec<Post>>> {
