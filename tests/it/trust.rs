@@ -356,6 +356,12 @@ async fn only_operators_export_the_audit_log() {
     let (code, out, err) = bin.run(&["audit", "export"]).await;
     assert_eq!(code, 0, "{err}");
     assert!(out.starts_with("{\"kind\":\"start\""), "{out}");
+    // The refusals are in it.
+    let refused = out
+        .lines()
+        .filter(|l| l.contains("\"action\":\"forbidden\"") && l.contains("audit_export"))
+        .count();
+    assert_eq!(refused, 2, "{out}");
     daemon.terminate().await;
 }
 

@@ -5,7 +5,7 @@ use super::Hub;
 use crate::domain::access::LocalUser;
 use crate::domain::audit::{ChainStart, ChainedRow};
 use crate::domain::error::{AskError, ErrorCode};
-use crate::domain::request::{now_ms, AuditEntry, Post, Request};
+use crate::domain::request::{now_ms, AuditAction, AuditEntry, Post, Request, Source};
 use crate::domain::store::{Page, Visibility};
 use crate::domain::text::Escaped;
 use std::time::Duration;
@@ -152,6 +152,15 @@ impl Hub {
         limit: u32,
     ) -> Result<(Option<ChainStart>, Vec<ChainedRow>), AskError> {
         if !who.operator {
+            self.audit(AuditEntry {
+                source: Source::Socket,
+                actor: Some(who.describe()),
+                action: AuditAction::Forbidden,
+                detail: Some("audit_export refused: not an operator".into()),
+                accepted: false,
+                ..Default::default()
+            })
+            .await;
             return Err(AskError::new(
                 ErrorCode::Forbidden,
                 "the audit log is for operators (operator_uids, root, or the daemon's own uid)",
