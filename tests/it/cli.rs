@@ -791,8 +791,12 @@ async fn audit_export_verifies_and_a_tampered_export_names_the_row() {
     for i in 0..4 {
         waiting.push(app.ask(&format!("audit-{i}"), &yes_no("q")).await.0);
     }
-    app.answer("audit-0", "q", &["Yes"]).await;
-    app.answer("audit-0", "q", &["No"]).await;
+    let won = app
+        .answer("audit-0", "q", &["Yes, delete them (Recommended)"])
+        .await;
+    assert_eq!(won["event"], "answer_accepted", "{won}");
+    let lost = app.answer("audit-0", "q", &["No, keep them"]).await;
+    assert_eq!(lost["code"], "CONFLICT", "{lost}");
     let (code, _, err) = bin.run(&["cancel", "audit-1"]).await;
     assert_eq!(code, 0, "{err}");
 
