@@ -400,7 +400,9 @@ mod tests {
         let lines = export(5);
         let v = verify(lines.iter().map(String::as_str));
         assert!(matches!(v, Verdict::Intact { rows: 5, .. }), "{v}");
-        assert!(v.to_string().starts_with("ok: 5 rows, chain intact from genesis to "));
+        assert!(v
+            .to_string()
+            .starts_with("ok: 5 rows, chain intact from genesis to "));
 
         let mut changed = lines.clone();
         changed[3] = changed[3].replace("\"ask\"", "\"answer\"");

@@ -6,8 +6,8 @@
 
 pub mod access;
 pub mod answer;
-pub mod audit;
 pub mod answerer;
+pub mod audit;
 pub mod calendar;
 pub mod cluster;
 pub mod error;

@@ -2,9 +2,9 @@
 //! error to the daemon's [`Recorder`] (`askrelay_store_errors_total`), whoever made the call
 //! (the hub, an answerer's outbox, the health check). It changes nothing else.
 
+use crate::domain::audit::{ChainStart, ChainedRow};
 use crate::domain::error::AskError;
 use crate::domain::metrics::Recorder;
-use crate::domain::audit::{ChainStart, ChainedRow};
 use crate::domain::request::{
     AuditEntry, AuditRow, Created, DuePost, EditState, NewRequest, PlannedPost, Post, PostKey,
     Request, SettleOutcome, Status, Timer,

@@ -809,7 +809,11 @@ async fn audit_export_verifies_and_a_tampered_export_names_the_row() {
         .collect();
     assert_eq!(parsed[0]["kind"], "start", "{out}");
     assert_eq!(parsed[0]["reason"], "genesis", "{out}");
-    assert_eq!(parsed.len(), 8, "the start, 4 asks, 2 answers, 1 cancel:\n{out}");
+    assert_eq!(
+        parsed.len(),
+        8,
+        "the start, 4 asks, 2 answers, 1 cancel:\n{out}"
+    );
     let last = parsed.last().unwrap()["hash"].as_str().unwrap().to_owned();
 
     let file = app.dir.path().join("audit.jsonl");
@@ -870,7 +874,10 @@ async fn audit_export_verifies_and_a_tampered_export_names_the_row() {
     // Against the daemon, and from a date.
     let (code, out, err) = bin.run(&["audit", "verify"]).await;
     assert_eq!(code, 0, "{err}");
-    assert!(out.starts_with("ok: 7 rows, chain intact from genesis to "), "{out}");
+    assert!(
+        out.starts_with("ok: 7 rows, chain intact from genesis to "),
+        "{out}"
+    );
     let (code, out, err) = bin.run(&["audit", "export", "--since", "2000-01-01"]).await;
     assert_eq!((code, out.lines().count()), (0, 8), "{err}");
 

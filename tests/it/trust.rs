@@ -349,7 +349,10 @@ async fn only_operators_export_the_audit_log() {
     let (bin, daemon) = shared_daemon(&[]).await;
     let (code, _, err) = run_as(&bin, NOBODY, &["audit", "export"]).await;
     assert_ne!(code, 0, "{err}");
-    assert!(err.contains("FORBIDDEN") && err.contains("operators"), "{err}");
+    assert!(
+        err.contains("FORBIDDEN") && err.contains("operators"),
+        "{err}"
+    );
     let (code, _, err) = run_as(&bin, NOBODY, &["audit", "verify"]).await;
     assert_ne!(code, 0, "{err}");
     // root is an operator.

@@ -326,13 +326,12 @@ impl Store for PgStore {
         };
         // The rows after the checkpoint are numbered without gaps (the chain gives the ids),
         // so the row before the first one wanted is `first - 1`.
-        let first: Option<i64> = sqlx::query_scalar(
-            "SELECT MIN(id) FROM audit WHERE at >= $1 AND id > $2",
-        )
-        .bind(since)
-        .bind(checkpoint.after)
-        .fetch_one(self.pool())
-        .await?;
+        let first: Option<i64> =
+            sqlx::query_scalar("SELECT MIN(id) FROM audit WHERE at >= $1 AND id > $2")
+                .bind(since)
+                .bind(checkpoint.after)
+                .fetch_one(self.pool())
+                .await?;
         let before: (i64, String) = match first {
             Some(first) if first - 1 == checkpoint.after => return Ok(checkpoint),
             Some(first) => sqlx::query_as("SELECT id, hash FROM audit WHERE id = $1")
@@ -340,9 +339,11 @@ impl Store for PgStore {
                 .fetch_one(self.pool())
                 .await
                 .context("the audit chain has a gap")?,
-            None => sqlx::query_as("SELECT id, hash FROM audit_head")
-                .fetch_one(self.pool())
-                .await?,
+            None => {
+                sqlx::query_as("SELECT id, hash FROM audit_head")
+                    .fetch_one(self.pool())
+                    .await?
+            }
         };
         if before.0 == checkpoint.after {
             return Ok(checkpoint);
@@ -357,7 +358,8 @@ impl Store for PgStore {
     async fn audit_chain(&self, after: i64, limit: u32) -> Result<Vec<ChainedRow>> {
         let rows = sqlx::query(
             "SELECT id, at, request_key, question_idx, source, actor, action, detail, accepted, \
-             prev_hash, hash FROM audit WHERE id > $1 AND hash IS NOT NULL ORDER BY id LIMIT $2",
+             prev_hash, hash FROM audit WHERE id > $1 AND hash IS NOT NULL \
+             ORDER BY id LIMIT $2",
         )
         .bind(after)
         .bind(i64::from(limit))

@@ -299,7 +299,6 @@ enum Bind<'a> {
     Int(i64),
 }
 
-
 /// The test hook of [`PageLimit`]: 0 leaves the connection as it is.
 async fn apply_page_limit(conn: &mut SqliteConnection, pages: u64) -> Result<(), sqlx::Error> {
     if pages > 0 {
