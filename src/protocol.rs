@@ -8,6 +8,7 @@
 //! them with [`Event::from_line`], which keeps an answer's `result` byte for byte.
 
 use crate::domain::answer::QuestionAnswer;
+use crate::domain::audit::{ChainStart, ChainedRow};
 use crate::domain::model::{
     check_line, check_request_id, parse_ask, parse_request_id, Caller, Context, Scope,
     MAX_NOTE_CHARS, MAX_REASON_CHARS,
@@ -67,9 +68,32 @@ pub enum Op {
         before: Option<String>,
     },
     Health,
+    /// The audit chain, oldest first, page by page (operators only; docs/protocol.md).
+    AuditExport {
+        /// Start at the first row written at or after this time (milliseconds since the
+        /// epoch); without it, at the chain's newest checkpoint.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        since_ms: Option<i64>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        limit: Option<u32>,
+        /// A `next` cursor from the previous page.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        after: Option<String>,
+    },
 }
 
-pub const OPS: &[&str] = &["ask", "cancel", "pending", "answer", "history", "health"];
+pub const OPS: &[&str] = &[
+    "ask",
+    "cancel",
+    "pending",
+    "answer",
+    "history",
+    "health",
+    "audit_export",
+];
+
+/// The page size of `audit_export` when the client gives none.
+pub const AUDIT_PAGE_DEFAULT: u32 = PAGE_MAX;
 
 impl Op {
     /// The line, without its newline.
@@ -173,6 +197,20 @@ fn parse_op(obj: &Map<String, Value>, max_questions: usize) -> Result<Op, AskErr
         "health" => {
             only(obj, &["op"])?;
             Ok(Op::Health)
+        }
+        "audit_export" => {
+            only(obj, &["op", "since_ms", "limit", "after"])?;
+            let since_ms = match obj.get("since_ms") {
+                None | Some(Value::Null) => None,
+                Some(v) => Some(v.as_i64().filter(|n| *n >= 0).ok_or_else(|| {
+                    AskError::invalid("since_ms: must be a time in milliseconds since the epoch")
+                })?),
+            };
+            Ok(Op::AuditExport {
+                since_ms,
+                limit: opt_limit(obj)?,
+                after: opt_cursor(obj, "after")?,
+            })
         }
         other => Err(AskError::invalid(format!(
             "op: unknown operation {:?}; expected one of {}",
@@ -304,6 +342,15 @@ pub enum Event {
         next: Option<String>,
     },
     Health(Health),
+    /// A page of the audit chain: on the first page (no `after`), where it starts.
+    Audit {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        start: Option<ChainStart>,
+        rows: Vec<ChainedRow>,
+        /// Pass as `after` for the next page; absent on the last page.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        next: Option<String>,
+    },
 }
 
 /// The reply to `health` (also the body of the HTTP `/healthz`).
@@ -518,7 +565,10 @@ impl Event {
             | Event::ShuttingDown { request_id }
             | Event::AnswerAccepted { request_id, .. } => Some(request_id),
             Event::Error { request_id, .. } => request_id.as_deref(),
-            Event::Pending { .. } | Event::History { .. } | Event::Health(_) => None,
+            Event::Pending { .. }
+            | Event::History { .. }
+            | Event::Health(_)
+            | Event::Audit { .. } => None,
         }
     }
 }
@@ -937,7 +987,8 @@ mod tests {
             (r#"{"op":1}"#, "op: must be a string"),
             (
                 r#"{"nop":"ask"}"#,
-                "op: is required; one of ask, cancel, pending, answer, history, health",
+                "op: is required; one of ask, cancel, pending, answer, history, health, \
+                 audit_export",
             ),
             (
                 r#"{"op":"cancel","request_id":null}"#,

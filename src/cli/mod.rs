@@ -23,6 +23,7 @@ macro_rules! outln {
 }
 
 mod ask;
+mod audit;
 pub mod out;
 mod views;
 
@@ -161,6 +162,9 @@ Examples:
         #[arg(long)]
         json: bool,
     },
+    /// Export the audit log with its hash chain, or verify that chain.
+    #[command(subcommand)]
+    Audit(AuditCommand),
     /// Serve ask_user_question over MCP on stdio, for Claude Code, Codex, Cursor and others.
     #[command(after_help = MCP_EXAMPLES)]
     Mcp(McpArgs),
@@ -190,6 +194,42 @@ Examples:
         /// Write askrelay.1 and askrelay-COMMAND.1 into DIR instead of askrelay.1 on stdout.
         #[arg(long, value_name = "DIR")]
         dir: Option<PathBuf>,
+    },
+}
+
+/// `askrelay audit …`: the audit chain (docs/security.md, "The audit chain").
+#[derive(Debug, Subcommand)]
+pub enum AuditCommand {
+    /// Write the audit log as JSON Lines, with each row's hash and the hash of the row before
+    /// it (operators only).
+    #[command(after_help = "Examples:
+  askrelay audit export > audit.jsonl
+  askrelay audit export --since 2026-11-01 > audit-november.jsonl
+  askrelay audit export | tail -n 1 | jq -r .hash     # the head, to keep somewhere else
+The first line says where the chain starts: {\"kind\":\"start\",\"after\":N,\"hash\":…,
+\"reason\":…}, where reason is genesis, upgrade (rows older than the chain are left out),
+pruned (retention deleted the rows up to N; hash is the last one's) or since. Then one row
+per line, oldest first: {\"kind\":\"row\",\"id\":…,…,\"prev_hash\":…,\"hash\":…}.
+Only operators (operator_uids, root, the daemon's own uid) may export: the rows name people.")]
+    Export {
+        /// Start at the first row written at or after DATE: YYYY-MM-DD (midnight UTC), or an
+        /// RFC 3339 time such as 2026-11-01T12:00:00Z.
+        #[arg(long, value_name = "DATE")]
+        since: Option<String>,
+    },
+    /// Check an export's hash chain (offline), or the daemon's log when no FILE is given.
+    #[command(after_help = "Examples:
+  askrelay audit verify audit.jsonl
+  askrelay audit export | askrelay audit verify -
+  askrelay audit verify                  # exports from the daemon and checks it
+Prints \"ok: N rows, chain intact from <start> to <last hash>\" and exits 0; names the first
+broken row and exits 1 (\"broken at row ID (line N): …\"); exits 2 when FILE is not an
+export. An intact chain proves that no row was changed, removed or reordered after it was
+written, up to its last hash: compare that hash with one you kept elsewhere.")]
+    Verify {
+        /// An export (`askrelay audit export`); - reads standard input.
+        #[arg(value_name = "FILE")]
+        file: Option<PathBuf>,
     },
 }
 
@@ -370,6 +410,10 @@ pub struct AnswerArgs {
 
 /// Runs a client command and returns the exit code.
 pub async fn run_client(cli: Cli) -> i32 {
+    // A file is verified without a daemon, or a config.
+    if let Command::Audit(AuditCommand::Verify { file: Some(file) }) = &cli.command {
+        return audit::verify_file(file);
+    }
     let target = match Target::from_config(cli.config.as_deref()) {
         Ok(t) => t,
         Err(e) => {
@@ -397,6 +441,10 @@ pub async fn run_client(cli: Cli) -> i32 {
             None => history(&target, limit.unwrap_or(20), json).await,
         },
         Command::Health { json } => health(&target, json).await,
+        Command::Audit(AuditCommand::Export { since }) => {
+            audit::export(&target, since.as_deref()).await
+        }
+        Command::Audit(AuditCommand::Verify { .. }) => audit::verify_daemon(&target).await,
     };
     match result {
         Ok(code) => code,

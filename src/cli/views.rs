@@ -331,7 +331,7 @@ pub(super) async fn health(target: &Target, as_json: bool) -> Result<i32> {
 }
 
 /// The start of `DATE` (`YYYY-MM-DD`, or RFC 3339), UTC.
-fn parse_since(date: &str) -> Result<std::time::SystemTime, String> {
+pub(super) fn parse_since(date: &str) -> Result<std::time::SystemTime, String> {
     let d = date.trim();
     // A time with its offset (`Z`, `+01:00`), else a date or a time without one, in UTC.
     let at = d

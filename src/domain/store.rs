@@ -7,6 +7,7 @@
 //! connection that failed mid-transaction serve anything else.
 
 use super::answer::Settlement;
+use super::audit::{ChainStart, ChainedRow};
 use super::cluster::ClusterHandle;
 use super::error::AskError;
 use super::request::{
@@ -146,6 +147,15 @@ pub trait Store: Send + Sync + 'static {
 
     /// Audit rows, oldest first; all of them, or those of one request.
     async fn audit_rows(&self, request_key: Option<i64>) -> Result<Vec<AuditRow>>;
+
+    /// Where an export of the audit chain starts: its newest checkpoint (the chain's start, or
+    /// the last row retention deleted), or with `since_ms` the row before the first row written
+    /// at or after it (the head when there is none).
+    async fn audit_start(&self, since_ms: Option<i64>) -> Result<ChainStart>;
+
+    /// The audit rows of the chain after row `after`, oldest first, at most `limit`, with
+    /// their hashes.
+    async fn audit_chain(&self, after: i64, limit: u32) -> Result<Vec<ChainedRow>>;
 
     /// The outbox rows of the given requests.
     async fn posts(&self, keys: &[i64]) -> Result<HashMap<i64, Vec<Post>>>;

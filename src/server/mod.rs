@@ -515,6 +515,23 @@ async fn run_op(ctx: &ServerContext, op: Op, user: &LocalUser) -> Event {
             }
         }
         Op::Health => Event::Health(health(hub).await),
+        Op::AuditExport {
+            since_ms,
+            limit,
+            after,
+        } => {
+            let limit = limit.unwrap_or(protocol::AUDIT_PAGE_DEFAULT);
+            let after = after.as_deref().and_then(protocol::parse_cursor);
+            match hub.audit_export(user, since_ms, after, limit).await {
+                Ok((start, rows)) => {
+                    let next = (rows.len() as u32 == limit)
+                        .then(|| rows.last().map(|r| r.id.to_string()))
+                        .flatten();
+                    Event::Audit { start, rows, next }
+                }
+                Err(e) => Event::error(None, e),
+            }
+        }
         Op::Answer {
             request_id,
             question,

@@ -2,6 +2,7 @@
 //! error to the daemon's [`Recorder`] (`askrelay_store_errors_total`), whoever made the call
 //! (the hub, an answerer's outbox, the health check). It changes nothing else.
 
+use crate::domain::audit::{ChainStart, ChainedRow};
 use crate::domain::error::AskError;
 use crate::domain::metrics::Recorder;
 use crate::domain::request::{
@@ -96,6 +97,14 @@ impl Store for Metered {
 
     async fn audit_rows(&self, request_key: Option<i64>) -> Result<Vec<AuditRow>> {
         self.count(self.inner.audit_rows(request_key).await)
+    }
+
+    async fn audit_start(&self, since_ms: Option<i64>) -> Result<ChainStart> {
+        self.count(self.inner.audit_start(since_ms).await)
+    }
+
+    async fn audit_chain(&self, after: i64, limit: u32) -> Result<Vec<ChainedRow>> {
+        self.count(self.inner.audit_chain(after, limit).await)
     }
 
     async fn posts(&self, keys: &[i64]) -> Result<HashMap<i64, Vec<Post>>> {

@@ -332,6 +332,116 @@ async fn check_pruning_deletes_only_what_ended_and_audit_rows_older_than_the_cut
     assert!(err.to_string().contains("append-only"), "{err}");
 }
 
+/// The audit chain as an export writes it: the start, then the rows page by page.
+async fn export(store: &dyn Store, since_ms: Option<i64>) -> Vec<String> {
+    use crate::domain::audit::ExportLine;
+    let start = store.audit_start(since_ms).await.unwrap();
+    let mut after = start.after;
+    let mut lines = vec![serde_json::to_string(&ExportLine::Start(start)).unwrap()];
+    loop {
+        let rows = store.audit_chain(after, 2).await.unwrap();
+        let Some(last) = rows.last() else {
+            return lines;
+        };
+        after = last.id;
+        for row in rows {
+            lines.push(serde_json::to_string(&ExportLine::Row(row)).unwrap());
+        }
+    }
+}
+
+/// Every write that audits (create, settle won and lost, end, a lone audit row, concurrent
+/// ones) appends to one chain that verifies; a row that does not follow the head is refused;
+/// pruning leaves a checkpoint from which what is left still verifies.
+async fn check_the_audit_chain_links_every_write_and_survives_pruning(t: TestStore) {
+    use crate::domain::audit::{verify, StartReason, Verdict, GENESIS};
+    let store = &*t.store;
+    let start = store.audit_start(None).await.unwrap();
+    assert_eq!((start.after, start.reason), (0, StartReason::Genesis));
+    assert_eq!(start.hash, GENESIS);
+    let a = create(store, &new_request("chain-a")).await;
+    let b = create(store, &new_request("chain-b")).await;
+    let settlement = Settlement {
+        selected: vec![0],
+        custom: None,
+    };
+    for _ in 0..2 {
+        store
+            .settle(NewAnswer {
+                key: a.key,
+                idx: 0,
+                settlement: &settlement,
+                actor: &person("ann"),
+                at_ms: 5,
+                audit: &about(a.key),
+                result_if_last: Some("{}".into()),
+                finish: &finish,
+            })
+            .await
+            .unwrap();
+    }
+    let err = AskError::aborted("gone");
+    assert!(store
+        .end(b.key, Status::Cancelled, &err, &about(b.key))
+        .await
+        .unwrap());
+    let entries: Vec<AuditEntry> = (0..6)
+        .map(|i| AuditEntry {
+            source: Source::Socket,
+            action: AuditAction::Connect,
+            detail: Some(format!("concurrent {i}")),
+            ..Default::default()
+        })
+        .collect();
+    let writes = entries.iter().map(|e| store.audit(e));
+    for r in futures_util::future::join_all(writes).await {
+        r.unwrap();
+    }
+    let rows = store.audit_rows(None).await.unwrap();
+    assert_eq!(rows.len(), 11);
+    let lines = export(store, None).await;
+    assert_eq!(lines.len(), 12, "the start and every row");
+    match verify(lines.iter().map(String::as_str)) {
+        Verdict::Intact { rows: 11, .. } => {}
+        v => panic!("{v}"),
+    }
+    // From a time: the rows from the first written at or after it, after that row's hash.
+    let since = export(store, Some(5)).await;
+    assert!(since[0].contains("\"after\":2"), "{}", since[0]);
+    assert!(matches!(
+        verify(since.iter().map(String::as_str)),
+        Verdict::Intact { rows: 9, .. }
+    ));
+
+    // A row that does not follow the head is refused.
+    let err = t
+        .exec(&format!(
+            "INSERT INTO audit (id, at, source, action, accepted, prev_hash, hash) \
+             VALUES (12, 1, 'socket', 'ask', true, '{GENESIS}', '{GENESIS}')"
+        ))
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("head of the audit chain"), "{err}");
+
+    // Pruning the first rows leaves a checkpoint with the last one's id and hash.
+    let pruned = store.prune(None, Some(5)).await.unwrap();
+    assert_eq!(pruned.audit, 2);
+    let start = store.audit_start(None).await.unwrap();
+    assert_eq!((start.after, start.reason), (2, StartReason::Pruned));
+    let after_prune = export(store, None).await;
+    assert_eq!(after_prune[1..], lines[3..]);
+    assert!(matches!(
+        verify(after_prune.iter().map(String::as_str)),
+        Verdict::Intact { rows: 9, .. }
+    ));
+    // The chain goes on after the checkpoint.
+    store.audit(&ask()).await.unwrap();
+    assert!(matches!(
+        verify(export(store, None).await.iter().map(String::as_str)),
+        Verdict::Intact { rows: 10, .. }
+    ));
+}
+
 /// A request is stored with its questions, outbox rows and audit row, once; the outbox, the
 /// timers, the drafts and the schedules then move as the contract says.
 async fn check_the_outbox_timers_drafts_and_schedules(t: TestStore) {
@@ -611,6 +721,8 @@ both_backends! {
     check_first_settlement_wins_and_completes_the_request =>
         first_settlement_wins_and_completes_the_request,
     check_the_audit_log_is_append_only => the_audit_log_is_append_only,
+    check_the_audit_chain_links_every_write_and_survives_pruning =>
+        the_audit_chain_links_every_write_and_survives_pruning,
     check_concurrent_settlements_have_one_winner => concurrent_settlements_have_one_winner,
     check_pruning_deletes_only_what_ended_and_audit_rows_older_than_the_cutoff =>
         pruning_deletes_only_what_ended_and_audit_rows_older_than_the_cutoff,

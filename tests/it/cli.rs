@@ -3,6 +3,7 @@
 
 use crate::harness::*;
 use askrelay_testkit::standin::StandIn;
+use serde_json::{json, Value};
 use std::process::Stdio;
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
 
@@ -381,6 +382,11 @@ async fn every_command_has_help_with_examples() {
                 "{cmd} --help: {t:?} has no help line:\n{out}"
             );
         }
+    }
+    for sub in ["export", "verify"] {
+        let (code, out, _) = env.run(&["audit", sub, "--help"]).await;
+        assert_eq!(code, 0);
+        assert!(out.contains("Examples:"), "audit {sub} --help:\n{out}");
     }
     let (_, out, _) = env.run(&["ask", "--help"]).await;
     assert!(out.contains("4  NO_ANSWERER"), "{out}");
@@ -820,4 +826,136 @@ async fn a_client_with_the_mcp_sdks_environment_finds_the_login_sessions_daemon(
             && err.contains(&tmp.display().to_string()),
         "{err}"
     );
+}
+
+/// `askrelay audit export` writes the chain as JSON Lines and `askrelay audit verify` checks
+/// it: intact as exported; a changed field names its row, a removed row the row after it; a
+/// file that is not an export exits 2; after retention pruned the oldest rows, the export
+/// starts at their checkpoint and still verifies. Runs on PostgreSQL too (tests/run).
+#[tokio::test]
+async fn audit_export_verifies_and_a_tampered_export_names_the_row() {
+    use askrelay::domain::audit::ExportLine;
+    let app = App::start().await;
+    let bin = Bin::in_dir(app.dir.path());
+    let mut waiting = Vec::new();
+    for i in 0..4 {
+        waiting.push(app.ask(&format!("audit-{i}"), &yes_no("q")).await.0);
+    }
+    let won = app
+        .answer("audit-0", "q", &["Yes, delete them (Recommended)"])
+        .await;
+    assert_eq!(won["event"], "answer_accepted", "{won}");
+    let lost = app.answer("audit-0", "q", &["No, keep them"]).await;
+    assert_eq!(lost["code"], "CONFLICT", "{lost}");
+    let (code, _, err) = bin.run(&["cancel", "audit-1"]).await;
+    assert_eq!(code, 0, "{err}");
+
+    let (code, out, err) = bin.run(&["audit", "export"]).await;
+    assert_eq!(code, 0, "{err}");
+    let lines: Vec<String> = out.lines().map(str::to_owned).collect();
+    let parsed: Vec<Value> = lines
+        .iter()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(parsed[0]["kind"], "start", "{out}");
+    assert_eq!(parsed[0]["reason"], "genesis", "{out}");
+    assert_eq!(
+        parsed.len(),
+        8,
+        "the start, 4 asks, 2 answers, 1 cancel:\n{out}"
+    );
+    let last = parsed.last().unwrap()["hash"].as_str().unwrap().to_owned();
+
+    let file = app.dir.path().join("audit.jsonl");
+    let verify = |text: String| {
+        let bin = &bin;
+        let file = file.clone();
+        async move {
+            std::fs::write(&file, text).unwrap();
+            bin.run(&["audit", "verify", file.to_str().unwrap()]).await
+        }
+    };
+    let (code, out, err) = verify(lines.join("\n") + "\n").await;
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(
+        out.trim(),
+        format!("ok: 7 rows, chain intact from genesis to {last}")
+    );
+
+    // One field of a middle row changed: that row's hash no longer matches.
+    let mut changed = parsed.clone();
+    changed[4]["actor"] = json!("someone else");
+    let text: Vec<String> = changed.iter().map(Value::to_string).collect();
+    let id = parsed[4]["id"].as_i64().unwrap();
+    let (code, out, _) = verify(text.join("\n")).await;
+    assert_eq!(code, 1, "{out}");
+    assert_eq!(
+        out.trim(),
+        format!("broken at row {id} (line 5): row {id}'s hash does not match its content")
+    );
+    // Its hash recomputed too: then the next row no longer follows it.
+    let Ok(ExportLine::Row(row)) = serde_json::from_value(changed[4].clone()) else {
+        panic!("a row: {}", changed[4]);
+    };
+    changed[4]["hash"] = json!(row.computed_hash());
+    let text: Vec<String> = changed.iter().map(Value::to_string).collect();
+    let (code, out, _) = verify(text.join("\n")).await;
+    assert_eq!(code, 1, "{out}");
+    assert!(
+        out.starts_with(&format!("broken at row {} (line 6)", parsed[5]["id"])),
+        "{out}"
+    );
+    // A row removed: the next one does not follow the row before it.
+    let mut gone = lines.clone();
+    gone.remove(3);
+    let (code, out, _) = verify(gone.join("\n")).await;
+    assert_eq!(code, 1, "{out}");
+    assert_eq!(
+        out.trim(),
+        format!(
+            "broken at row {} (line 4): its prev_hash does not match the hash of row {}",
+            parsed[4]["id"], parsed[2]["id"]
+        )
+    );
+    let (code, _, err) = verify("hello\n".into()).await;
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("not an audit export"), "{err}");
+
+    // Against the daemon, and from a date.
+    let (code, out, err) = bin.run(&["audit", "verify"]).await;
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        out.starts_with("ok: 7 rows, chain intact from genesis to "),
+        "{out}"
+    );
+    let (code, out, err) = bin.run(&["audit", "export", "--since", "2000-01-01"]).await;
+    assert_eq!((code, out.lines().count()), (0, 8), "{err}");
+
+    // Retention prunes the oldest rows: the export starts at their checkpoint and verifies.
+    let cutoff = parsed[3]["at"].as_i64().unwrap() + 1;
+    let kept = parsed[1..]
+        .iter()
+        .position(|r| r["at"].as_i64().unwrap() >= cutoff)
+        .unwrap();
+    let pruned = app.store().prune(None, Some(cutoff)).await.unwrap();
+    assert_eq!(pruned.audit, kept as u64);
+    let (code, out, err) = bin.run(&["audit", "export"]).await;
+    assert_eq!(code, 0, "{err}");
+    let after: Vec<&str> = out.lines().collect();
+    let start: Value = serde_json::from_str(after[0]).unwrap();
+    assert_eq!(start["reason"], "pruned", "{out}");
+    assert_eq!(start["after"], parsed[kept]["id"]);
+    assert_eq!(start["hash"], parsed[kept]["hash"]);
+    assert_eq!(after[1..], lines[kept + 1..]);
+    let (code, out, _) = verify(out).await;
+    assert_eq!(code, 0, "{out}");
+    assert!(
+        out.starts_with(&format!(
+            "ok: {} rows, chain intact from the checkpoint after row {}",
+            7 - kept,
+            parsed[kept]["id"]
+        )),
+        "{out}"
+    );
+    drop(waiting);
 }

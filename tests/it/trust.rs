@@ -342,6 +342,32 @@ async fn operators_see_and_cancel_every_request() {
     daemon.terminate().await;
 }
 
+/// The audit log names people and what they answered: only operators export it
+/// (docs/security.md, "The audit chain").
+#[tokio::test]
+async fn only_operators_export_the_audit_log() {
+    let (bin, daemon) = shared_daemon(&[]).await;
+    let (code, _, err) = run_as(&bin, NOBODY, &["audit", "export"]).await;
+    assert_ne!(code, 0, "{err}");
+    assert!(
+        err.contains("FORBIDDEN") && err.contains("operators"),
+        "{err}"
+    );
+    let (code, _, err) = run_as(&bin, NOBODY, &["audit", "verify"]).await;
+    assert_ne!(code, 0, "{err}");
+    // root is an operator.
+    let (code, out, err) = bin.run(&["audit", "export"]).await;
+    assert_eq!(code, 0, "{err}");
+    assert!(out.starts_with("{\"kind\":\"start\""), "{out}");
+    // The refusals are in it.
+    let refused = out
+        .lines()
+        .filter(|l| l.contains("\"action\":\"forbidden\"") && l.contains("audit_export"))
+        .count();
+    assert_eq!(refused, 2, "{out}");
+    daemon.terminate().await;
+}
+
 // --- 2. a control answers only the question it was posted for ----------------------------------
 
 #[tokio::test]

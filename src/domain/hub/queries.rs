@@ -3,8 +3,9 @@
 
 use super::Hub;
 use crate::domain::access::LocalUser;
-use crate::domain::error::AskError;
-use crate::domain::request::{now_ms, AuditEntry, Post, Request};
+use crate::domain::audit::{ChainStart, ChainedRow};
+use crate::domain::error::{AskError, ErrorCode};
+use crate::domain::request::{now_ms, AuditAction, AuditEntry, Post, Request, Source};
 use crate::domain::store::{Page, Visibility};
 use crate::domain::text::Escaped;
 use std::time::Duration;
@@ -138,6 +139,50 @@ impl Hub {
             .writable()
             .await
             .map_err(|e| format!("{e:#}"))
+    }
+
+    /// A page of the audit chain for `audit_export`: where it starts on the first page (no
+    /// `after`), then up to `limit` rows. Operators only: the rows name people and what they
+    /// answered.
+    pub async fn audit_export(
+        &self,
+        who: &LocalUser,
+        since_ms: Option<i64>,
+        after: Option<i64>,
+        limit: u32,
+    ) -> Result<(Option<ChainStart>, Vec<ChainedRow>), AskError> {
+        if !who.operator {
+            self.audit(AuditEntry {
+                source: Source::Socket,
+                actor: Some(who.describe()),
+                action: AuditAction::Forbidden,
+                detail: Some("audit_export refused: not an operator".into()),
+                accepted: false,
+                ..Default::default()
+            })
+            .await;
+            return Err(AskError::new(
+                ErrorCode::Forbidden,
+                "the audit log is for operators (operator_uids, root, or the daemon's own uid)",
+            ));
+        }
+        let store = &self.inner.store;
+        let (start, after) = match after {
+            Some(after) => (None, after),
+            None => {
+                let start = store
+                    .audit_start(since_ms)
+                    .await
+                    .map_err(|e| AskError::internal(&e))?;
+                let after = start.after;
+                (Some(start), after)
+            }
+        };
+        let rows = store
+            .audit_chain(after, limit)
+            .await
+            .map_err(|e| AskError::internal(&e))?;
+        Ok((start, rows))
     }
 
     /// Writes an audit row; a failure is logged, never swallowed silently.

@@ -26,6 +26,7 @@ mod tests;
 use super::rows::{answers_from_json, posts_from_json, PostRow, RequestRow, POST_COLUMNS};
 use crate::config::PostgresConfig;
 use crate::domain::answer::Settlement;
+use crate::domain::audit::{ChainHead, ChainStart, ChainedRow, StartReason};
 use crate::domain::cluster::ClusterHandle;
 use crate::domain::error::AskError;
 use crate::domain::request::{
@@ -285,19 +286,33 @@ async fn insert_posts(
     Ok(())
 }
 
-async fn insert_audit(conn: &mut PgConnection, e: &AuditEntry, at: i64) -> Result<()> {
+/// Appends `e` to the audit chain: the head is read and locked (`FOR UPDATE`: the appends of
+/// every node of a cluster take their turn on it until their transaction ends), the row is
+/// hashed after it and inserted; the trigger of migrations/postgres/0003 checks that it follows
+/// the head and moves the head. Called last in its transaction, so that the lock is held for
+/// as short a time as can be and is always taken after the request's.
+async fn append_audit(conn: &mut PgConnection, e: &AuditEntry, at: i64) -> Result<()> {
+    let (id, hash): (i64, String) =
+        sqlx::query_as("SELECT id, hash FROM audit_head WHERE one = 1 FOR UPDATE")
+            .fetch_one(&mut *conn)
+            .await
+            .context("cannot read the head of the audit chain")?;
+    let row = ChainHead { id, hash }.next(&e.content(at));
     sqlx::query(
-        "INSERT INTO audit (at, request_key, question_idx, source, actor, action, detail, \
-         accepted) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
+        "INSERT INTO audit (id, at, request_key, question_idx, source, actor, action, detail, \
+         accepted, prev_hash, hash) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)",
     )
-    .bind(at)
-    .bind(e.request_key)
-    .bind(e.question_idx.map(|i| i as i64))
-    .bind(e.source.as_str())
-    .bind(&e.actor)
-    .bind(e.action.as_str())
-    .bind(&e.detail)
-    .bind(e.accepted)
+    .bind(row.id)
+    .bind(row.at)
+    .bind(row.request_key)
+    .bind(row.question_idx)
+    .bind(&row.source)
+    .bind(&row.actor)
+    .bind(&row.action)
+    .bind(&row.detail)
+    .bind(row.accepted)
+    .bind(&row.prev_hash)
+    .bind(&row.hash)
     .execute(&mut *conn)
     .await?;
     Ok(())

@@ -30,11 +30,11 @@ impl Store for PgStore {
             None => None,
         };
         let node = self.node().map(str::to_owned);
-        // One statement: the request, its questions, its outbox rows and its audit row are
-        // written together or not at all, and the notice goes out when it commits. When the id
-        // is taken nothing is inserted, and no row comes back. It runs in a transaction whose
-        // COMMIT is checked: the row comes back before an auto-commit's own commit, whose
-        // failure would go unseen.
+        // One statement for the request, its questions and its outbox rows, then its audit row
+        // appended to the chain (which needs the key), in one transaction: written together or
+        // not at all, and the notice goes out when it commits. When the id is taken nothing is
+        // inserted, and no row comes back. The transaction's COMMIT is checked: the row comes
+        // back before an auto-commit's own commit, whose failure would go unseen.
         let inserted: Option<i64> = write_tx!(self, |tx| {
             let keys: Vec<i64> = sqlx::query_scalar(
                 "WITH r AS ( \
@@ -51,11 +51,7 @@ impl Store for PgStore {
                      INSERT INTO posts (request_key, idx, answerer, slot, channel, guild, nonce) \
                      SELECT r.key, p.idx, $6, p.slot, p.channel, p.guild, p.nonce \
                      FROM r, unnest($15::bigint[], $16::text[], $17::text[], $18::text[], \
-                                    $19::text[]) AS p (idx, slot, channel, guild, nonce)), \
-                 a AS ( \
-                     INSERT INTO audit (at, request_key, question_idx, source, actor, action, \
-                         detail, accepted) \
-                     SELECT $10, r.key, $20, $21, $22, $23, $24, $25 FROM r) \
+                                    $19::text[]) AS p (idx, slot, channel, guild, nonce)) \
                  SELECT key, pg_notify('askrelay_outbox', COALESCE($14, ''))::text FROM r",
             )
             .bind(&new.request_id)
@@ -82,16 +78,16 @@ impl Store for PgStore {
             .bind(posts.iter().map(|p| p.channel.clone()).collect::<Vec<_>>())
             .bind(posts.iter().map(|p| p.guild.clone()).collect::<Vec<_>>())
             .bind(posts.iter().map(|p| p.nonce.clone()).collect::<Vec<_>>())
-            .bind(audit.question_idx.map(|i| i as i64))
-            .bind(audit.source.as_str())
-            .bind(&audit.actor)
-            .bind(audit.action.as_str())
-            .bind(&audit.detail)
-            .bind(audit.accepted)
-            // Every row, so that the statement has finished before the COMMIT.
+            // Every row, so that the statement has finished before the next one.
             .fetch_all(&mut *tx)
             .await?;
-            anyhow::Ok(keys.first().copied())
+            let key = keys.first().copied();
+            if let Some(key) = key {
+                let mut audit = audit.clone();
+                audit.request_key = Some(key);
+                append_audit(&mut tx, &audit, new.created_at_ms).await?;
+            }
+            anyhow::Ok(key)
         })?;
         match inserted {
             Some(key) => {
@@ -179,8 +175,8 @@ impl Store for PgStore {
             if status != Status::Pending.as_str() {
                 return anyhow::Ok(None);
             }
-            // The one conditional UPDATE that decides first-wins, with its audit row and the
-            // notices in the same statement. The count is of the other open questions: the
+            // The one conditional UPDATE that decides first-wins, with the notices in the same
+            // statement (the audit row is appended last, below). The count is of the other open questions: the
             // statement's snapshot does not see its own update.
             let open_after: Option<i64> = sqlx::query_scalar(
                 "WITH won AS ( \
@@ -189,15 +185,11 @@ impl Store for PgStore {
                          selected_json = $6, custom = $7 \
                      WHERE request_key = $8 AND idx = $9 AND answered_at IS NULL \
                      AND EXISTS (SELECT 1 FROM requests WHERE key = $8 AND status = 'pending') \
-                     RETURNING request_key, idx), \
-                 a AS ( \
-                     INSERT INTO audit (at, request_key, question_idx, source, actor, action, \
-                         detail, accepted) \
-                     SELECT $1, request_key, idx, $10, $11, $12, $13, true FROM won) \
+                     RETURNING request_key, idx) \
                  SELECT (SELECT count(*) FROM questions q WHERE q.request_key = $8 \
                          AND q.answered_at IS NULL AND q.idx <> $9), \
-                        pg_notify('askrelay_outbox', $15)::text, \
-                        pg_notify('askrelay_ended', $14)::text \
+                        pg_notify('askrelay_outbox', $11)::text, \
+                        pg_notify('askrelay_ended', $10)::text \
                  FROM won",
             )
             .bind(at_ms)
@@ -209,10 +201,6 @@ impl Store for PgStore {
             .bind(&settlement.custom)
             .bind(key)
             .bind(idx as i64)
-            .bind(audit.source.as_str())
-            .bind(&audit.actor)
-            .bind(audit.action.as_str())
-            .bind(&audit.detail)
             .bind(cluster::ended_payload(key, node.as_deref()))
             .bind(self.node().unwrap_or_default())
             .fetch_optional(&mut *tx)
@@ -220,7 +208,12 @@ impl Store for PgStore {
             let Some(open_after) = open_after else {
                 return anyhow::Ok(None);
             };
+            let mut won = audit.clone();
+            won.request_key = Some(key);
+            won.question_idx = Some(idx);
+            won.accepted = true;
             if open_after > 0 {
+                append_audit(&mut tx, &won, at_ms).await?;
                 return anyhow::Ok(Some(SettleOutcome::Won { result: None }));
             }
             // The last open question: the request is answered in the same transaction.
@@ -253,6 +246,7 @@ impl Store for PgStore {
             .bind(key)
             .execute(&mut *tx)
             .await?;
+            append_audit(&mut tx, &won, at_ms).await?;
             anyhow::Ok(Some(SettleOutcome::Won {
                 result: Some(result),
             }))
@@ -294,9 +288,6 @@ impl Store for PgStore {
             .bind(key)
             .fetch_optional(&mut *tx)
             .await?;
-            let mut audit = audit.clone();
-            audit.accepted = ended.is_some();
-            insert_audit(&mut tx, &audit, at).await?;
             if let Some(node) = &ended {
                 sqlx::query(
                     "SELECT pg_notify('askrelay_outbox', $2), pg_notify('askrelay_ended', $1)",
@@ -306,13 +297,90 @@ impl Store for PgStore {
                 .execute(&mut *tx)
                 .await?;
             }
+            let mut audit = audit.clone();
+            audit.accepted = ended.is_some();
+            append_audit(&mut tx, &audit, at).await?;
             anyhow::Ok(ended.is_some())
         })
     }
 
     async fn audit(&self, entry: &AuditEntry) -> Result<()> {
         let at = now_ms();
-        write_tx!(self, |tx| { insert_audit(&mut tx, entry, at).await })
+        write_tx!(self, |tx| { append_audit(&mut tx, entry, at).await })
+    }
+
+    async fn audit_start(&self, since_ms: Option<i64>) -> Result<ChainStart> {
+        let (after, hash, reason): (i64, String, String) = sqlx::query_as(
+            "SELECT after, hash, reason FROM audit_checkpoints ORDER BY after DESC LIMIT 1",
+        )
+        .fetch_one(self.pool())
+        .await
+        .context("the audit chain has no checkpoint")?;
+        let checkpoint = ChainStart {
+            after,
+            hash,
+            reason: reason.parse().map_err(anyhow::Error::msg)?,
+        };
+        let Some(since) = since_ms else {
+            return Ok(checkpoint);
+        };
+        // The rows after the checkpoint are numbered without gaps (the chain gives the ids),
+        // so the row before the first one wanted is `first - 1`.
+        let first: Option<i64> =
+            sqlx::query_scalar("SELECT MIN(id) FROM audit WHERE at >= $1 AND id > $2")
+                .bind(since)
+                .bind(checkpoint.after)
+                .fetch_one(self.pool())
+                .await?;
+        let before: (i64, String) = match first {
+            Some(first) if first - 1 == checkpoint.after => return Ok(checkpoint),
+            Some(first) => sqlx::query_as("SELECT id, hash FROM audit WHERE id = $1")
+                .bind(first - 1)
+                .fetch_one(self.pool())
+                .await
+                .context("the audit chain has a gap")?,
+            None => {
+                sqlx::query_as("SELECT id, hash FROM audit_head")
+                    .fetch_one(self.pool())
+                    .await?
+            }
+        };
+        if before.0 == checkpoint.after {
+            return Ok(checkpoint);
+        }
+        Ok(ChainStart {
+            after: before.0,
+            hash: before.1,
+            reason: StartReason::Since,
+        })
+    }
+
+    async fn audit_chain(&self, after: i64, limit: u32) -> Result<Vec<ChainedRow>> {
+        let rows = sqlx::query(
+            "SELECT id, at, request_key, question_idx, source, actor, action, detail, accepted, \
+             prev_hash, hash FROM audit WHERE id > $1 AND hash IS NOT NULL \
+             ORDER BY id LIMIT $2",
+        )
+        .bind(after)
+        .bind(i64::from(limit))
+        .fetch_all(self.pool())
+        .await?;
+        Ok(rows
+            .into_iter()
+            .map(|r| ChainedRow {
+                id: r.get(0),
+                at: r.get(1),
+                request_key: r.get(2),
+                question_idx: r.get(3),
+                source: r.get(4),
+                actor: r.get(5),
+                action: r.get(6),
+                detail: r.get(7),
+                accepted: r.get(8),
+                prev_hash: r.get(9),
+                hash: r.get(10),
+            })
+            .collect())
     }
 
     async fn audit_rows(&self, request_key: Option<i64>) -> Result<Vec<AuditRow>> {
@@ -691,16 +759,43 @@ impl Store for PgStore {
         if let Some(before) = audit_before_ms {
             // The one way past the audit log's DELETE trigger (migrations/postgres): the cutoff
             // is a setting local to this transaction, gone when it ends.
+            // What goes is a prefix of the chain, as on SQLite (store/sqlite/operations.rs,
+            // `prune`): the rows before the first one written at or after the cutoff, with a
+            // checkpoint of the last one's id and hash. A row appended meanwhile has a larger
+            // id than any this transaction sees, so it is never in the prefix.
             pruned.audit = write_tx!(self, |tx| {
+                let last: Option<(i64, Option<String>)> = sqlx::query_as(
+                    "SELECT id, hash FROM audit WHERE id < COALESCE( \
+                         (SELECT MIN(id) FROM audit WHERE at >= $1), \
+                         (SELECT id + 1 FROM audit_head)) \
+                     ORDER BY id DESC LIMIT 1",
+                )
+                .bind(before)
+                .fetch_optional(&mut *tx)
+                .await?;
+                let Some((last, hash)) = last else {
+                    return anyhow::Ok(0);
+                };
                 sqlx::query("SELECT set_config('askrelay.audit_prune_before', $1, true)")
                     .bind(before.to_string())
                     .execute(&mut *tx)
                     .await?;
-                let gone = sqlx::query("DELETE FROM audit WHERE at < $1")
-                    .bind(before)
+                let gone = sqlx::query("DELETE FROM audit WHERE id <= $1")
+                    .bind(last)
                     .execute(&mut *tx)
                     .await?
                     .rows_affected();
+                if let Some(hash) = hash {
+                    sqlx::query(
+                        "INSERT INTO audit_checkpoints (after, hash, reason, at) \
+                         VALUES ($1, $2, 'pruned', $3) ON CONFLICT (after) DO NOTHING",
+                    )
+                    .bind(last)
+                    .bind(hash)
+                    .bind(now_ms())
+                    .execute(&mut *tx)
+                    .await?;
+                }
                 anyhow::Ok(gone)
             })?;
         }

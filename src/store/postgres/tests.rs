@@ -271,6 +271,41 @@ async fn racing_daemons_settle_a_question_once() {
     db.drop_now().await.unwrap();
 }
 
+/// Two nodes asking and auditing at once write one audit chain: every row follows the one
+/// before it, whichever node wrote it, and the export verifies.
+#[tokio::test]
+async fn two_nodes_append_to_one_audit_chain() {
+    use crate::domain::audit::{verify, ExportLine, Verdict};
+    let db = ScratchDb::create().await.unwrap();
+    let stores = [node(&db, "a").await, node(&db, "b").await];
+    let mut writers = Vec::new();
+    for i in 0..24usize {
+        let store = stores[i % 2].clone();
+        writers.push(tokio::spawn(async move {
+            if i % 3 == 0 {
+                create(&*store, &new_request(&format!("chain{i}"))).await;
+            } else {
+                store.audit(&ask()).await.unwrap();
+            }
+        }));
+    }
+    for w in writers {
+        w.await.unwrap();
+    }
+    let start = stores[1].audit_start(None).await.unwrap();
+    let rows = stores[1].audit_chain(start.after, 200).await.unwrap();
+    assert_eq!(rows.len(), 24);
+    assert!(rows.windows(2).all(|w| w[1].id == w[0].id + 1));
+    let lines: Vec<String> = std::iter::once(ExportLine::Start(start))
+        .chain(rows.into_iter().map(ExportLine::Row))
+        .map(|l| serde_json::to_string(&l).unwrap())
+        .collect();
+    match verify(lines.iter().map(String::as_str)) {
+        Verdict::Intact { rows: 24, .. } => {}
+        v => panic!("{v}"),
+    }
+}
+
 #[tokio::test]
 async fn one_node_leads_and_a_dead_lease_connection_hands_the_lead_over() {
     let db = ScratchDb::create().await.unwrap();

@@ -14,6 +14,7 @@ use super::rows::{
     answers_from_json, posts_from_json, AnswerRow, PostRow, QuestionState, RequestRow, POST_COLUMNS,
 };
 use crate::domain::answer::Settlement;
+use crate::domain::audit::{ChainHead, ChainStart, ChainedRow, StartReason};
 use crate::domain::error::AskError;
 use crate::domain::request::{
     AuditEntry, AuditRow, Created, DuePost, EditState, NewRequest, PlannedPost, Post, PostKey,
@@ -109,6 +110,15 @@ impl Drop for TxConn {
 macro_rules! committed {
     ($sql:expr) => {
         concat!("BEGIN IMMEDIATE; ", $sql, "; COMMIT")
+    };
+}
+
+/// The statement that appends one row to the audit chain, to bind with [`bind_row`]. A macro,
+/// so that it can be sent in one call with the statement after it (`…; COMMIT`).
+macro_rules! insert_audit {
+    () => {
+        "INSERT INTO audit (id, at, request_key, question_idx, source, actor, action, detail, \
+         accepted, prev_hash, hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
     };
 }
 
@@ -289,20 +299,6 @@ enum Bind<'a> {
     Int(i64),
 }
 
-/// An audit entry as the JSON the triggers of migrations/0004 read.
-fn audit_json(e: &AuditEntry, at: i64) -> String {
-    serde_json::json!({
-        "at": at,
-        "question_idx": e.question_idx,
-        "source": e.source.as_str(),
-        "actor": e.actor,
-        "action": e.action.as_str(),
-        "detail": e.detail,
-        "accepted": e.accepted,
-    })
-    .to_string()
-}
-
 /// The test hook of [`PageLimit`]: 0 leaves the connection as it is.
 async fn apply_page_limit(conn: &mut SqliteConnection, pages: u64) -> Result<(), sqlx::Error> {
     if pages > 0 {
@@ -337,22 +333,51 @@ async fn insert_posts(
     Ok(())
 }
 
-async fn insert_audit(tx: &mut SqliteConnection, e: &AuditEntry, at: i64) -> Result<()> {
-    sqlx::query(
-        "INSERT INTO audit (at, request_key, question_idx, source, actor, action, detail, \
-         accepted) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-    )
-    .bind(at)
-    .bind(e.request_key)
-    .bind(e.question_idx.map(|i| i as i64))
-    .bind(e.source.as_str())
-    .bind(&e.actor)
-    .bind(e.action.as_str())
-    .bind(&e.detail)
-    .bind(e.accepted)
-    .execute(&mut *tx)
-    .await?;
+/// The head of the audit chain, read inside the transaction that appends after it (SQLite has
+/// one writer at a time: `BEGIN IMMEDIATE` holds the write lock from the start).
+async fn chain_head(tx: &mut SqliteConnection) -> Result<ChainHead> {
+    let (id, hash): (i64, String) = sqlx::query_as("SELECT id, hash FROM audit_head WHERE one = 1")
+        .fetch_one(&mut *tx)
+        .await
+        .context("cannot read the head of the audit chain")?;
+    Ok(ChainHead { id, hash })
+}
+
+/// Binds the values of [`insert_audit!`].
+fn bind_row<'q>(
+    q: sqlx::query::Query<'q, sqlx::Sqlite, sqlx::sqlite::SqliteArguments<'q>>,
+    row: &'q ChainedRow,
+) -> sqlx::query::Query<'q, sqlx::Sqlite, sqlx::sqlite::SqliteArguments<'q>> {
+    q.bind(row.id)
+        .bind(row.at)
+        .bind(row.request_key)
+        .bind(row.question_idx)
+        .bind(&row.source)
+        .bind(&row.actor)
+        .bind(&row.action)
+        .bind(&row.detail)
+        .bind(row.accepted)
+        .bind(&row.prev_hash)
+        .bind(&row.hash)
+}
+
+/// Appends `e` to the audit chain, after the head read in the same transaction; the trigger of
+/// migrations/0011 checks that it follows the head and moves the head.
+async fn append_audit(tx: &mut SqliteConnection, e: &AuditEntry, at: i64) -> Result<()> {
+    let row = chain_head(tx).await?.next(&e.content(at));
+    bind_row(sqlx::query(insert_audit!()), &row)
+        .execute(&mut *tx)
+        .await?;
     Ok(())
+}
+
+/// Reads the head that a statement's `RETURNING …, (SELECT id FROM audit_head),
+/// (SELECT hash FROM audit_head)` gave back from columns `at` and `at + 1`.
+fn head_of(row: &SqliteRow, at: usize) -> ChainHead {
+    ChainHead {
+        id: row.get(at),
+        hash: row.get(at + 1),
+    }
 }
 
 /// The answer state of every question of the given requests, in question order.

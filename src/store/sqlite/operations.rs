@@ -65,43 +65,59 @@ impl Store for SqliteStore {
                                    "guild": p.guild, "nonce": p.nonce})
             })
             .collect();
-        // One statement: the trigger `requests_created` writes the questions, the outbox rows
-        // and the audit row from the same row (see migrations/0004_one_statement.sql). It runs
-        // in a transaction whose COMMIT is checked: in auto-commit the row RETURNING gives back
-        // comes before the statement's own commit, whose failure (a full disk) went unseen.
+        // Two calls to the connection's worker thread, in one transaction whose COMMIT is
+        // checked (in auto-commit the row RETURNING gives back comes before the statement's own
+        // commit, whose failure, a full disk, went unseen): the INSERT, whose trigger
+        // `requests_created` writes the questions and the outbox rows from the same row (see
+        // migrations/0004_one_statement.sql) and which gives back the key and the head of the
+        // audit chain; then the audit row, hashed after that head with the key, and the COMMIT.
         let planned_json = serde_json::to_string(&planned)?;
-        let audit_json = audit_json(audit, new.created_at_ms);
         let on_expire = new
             .expiry
             .as_ref()
             .map(|e| serde_json::to_string(&e.on_expire))
             .transpose()?;
-        let rows = self
-            .commit_one(
-                sqlx::query(committed!(
-                    "INSERT INTO requests (request_id, token, questions_json, caller_json, \
-                     scope_json, answerer, route, peer_uid, peer_pid, created_at, planned_json, \
-                     audit_json, expire_at, on_expire, context_json) \
-                     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) \
-                     ON CONFLICT (request_id) DO NOTHING RETURNING key"
-                ))
-                .bind(&new.request_id)
-                .bind(&new.token)
-                .bind(&questions_json)
-                .bind(&caller_json)
-                .bind(&scope_json)
-                .bind(&new.answerer)
-                .bind(&new.route)
-                .bind(new.peer.uid.map(i64::from))
-                .bind(new.peer.pid)
-                .bind(new.created_at_ms)
-                .bind(&planned_json)
-                .bind(&audit_json)
-                .bind(new.expiry.as_ref().map(|e| e.at_ms))
-                .bind(&on_expire)
-                .bind(&context_json),
-            )
-            .await?;
+        let mut tx = TxConn::acquire(&self.pool).await?;
+        let rows = sqlx::query(concat!(
+            "BEGIN IMMEDIATE; ",
+            "INSERT INTO requests (request_id, token, questions_json, caller_json, \
+             scope_json, answerer, route, peer_uid, peer_pid, created_at, planned_json, \
+             expire_at, on_expire, context_json) \
+             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) \
+             ON CONFLICT (request_id) DO NOTHING \
+             RETURNING key, (SELECT id FROM audit_head), (SELECT hash FROM audit_head)"
+        ))
+        .bind(&new.request_id)
+        .bind(&new.token)
+        .bind(&questions_json)
+        .bind(&caller_json)
+        .bind(&scope_json)
+        .bind(&new.answerer)
+        .bind(&new.route)
+        .bind(new.peer.uid.map(i64::from))
+        .bind(new.peer.pid)
+        .bind(new.created_at_ms)
+        .bind(&planned_json)
+        .bind(new.expiry.as_ref().map(|e| e.at_ms))
+        .bind(&on_expire)
+        .bind(&context_json)
+        .fetch_all(&mut **tx)
+        .await?;
+        match rows.first() {
+            Some(r) => {
+                let mut audit = audit.clone();
+                audit.request_key = Some(r.get(0));
+                let row = head_of(r, 1).next(&audit.content(new.created_at_ms));
+                bind_row(sqlx::query(concat!(insert_audit!(), "; COMMIT")), &row)
+                    .execute(&mut **tx)
+                    .await?;
+            }
+            None => {
+                sqlx::query("COMMIT").execute(&mut **tx).await?;
+            }
+        }
+        tx.finished();
+        drop(tx);
         let inserted: Option<i64> = rows.first().map(|r| r.get(0));
         match inserted {
             Some(key) => Ok(Created::New(Request::created(key, new))),
@@ -161,24 +177,25 @@ impl Store for SqliteStore {
             finish,
         } = answer;
         let selected_json = serde_json::to_string(&settlement.selected)?;
-        let audit_json = audit_json(audit, at_ms);
         // One transaction, whose COMMIT is checked before anyone is told: the conditional
-        // UPDATE decides first-wins, and its trigger writes the audit row and, when
-        // `result_if_last` is given and no question is left open, the request's final result.
-        // Usually two calls to the connection's worker thread: BEGIN with the UPDATE, then
+        // UPDATE decides first-wins, and its trigger writes, when `result_if_last` is given and
+        // no question is left open, the request's final result; it gives back the head of the
+        // audit chain, after which the audit row is hashed and appended. Usually two calls to
+        // the connection's worker thread: BEGIN with the UPDATE, then the audit row with the
         // COMMIT.
         let mut tx = TxConn::acquire(&self.pool).await?;
         let settled = {
-            let open_after: Vec<i64> = sqlx::query_scalar(concat!(
+            let open_after: Vec<SqliteRow> = sqlx::query(concat!(
                 "BEGIN IMMEDIATE; ",
                 "UPDATE questions SET answered_at = ?, answered_by = ?, answered_via = ?, \
                  answered_id = ?, answered_note = ?, selected_json = ?, custom = ?, \
-                 audit_json = ?, result_if_last = ? \
+                 result_if_last = ? \
                  WHERE request_key = ? AND idx = ? AND answered_at IS NULL \
                  AND (SELECT status FROM requests WHERE key = ?) = 'pending' \
                  RETURNING (SELECT count(*) FROM questions q \
                             WHERE q.request_key = questions.request_key \
-                            AND q.answered_at IS NULL)"
+                            AND q.answered_at IS NULL), \
+                 (SELECT id FROM audit_head), (SELECT hash FROM audit_head)"
             ))
             .bind(at_ms)
             .bind(&actor.name)
@@ -187,14 +204,15 @@ impl Store for SqliteStore {
             .bind(&actor.note)
             .bind(&selected_json)
             .bind(&settlement.custom)
-            .bind(&audit_json)
             .bind(&result_if_last)
             .bind(key)
             .bind(idx as i64)
             .bind(key)
             .fetch_all(&mut **tx)
             .await?;
-            let settled = match (open_after.first(), &result_if_last) {
+            let head = open_after.first().map(|r| head_of(r, 1));
+            let open_after: Option<i64> = open_after.first().map(|r| r.get(0));
+            let settled = match (open_after, &result_if_last) {
                 (Some(0), Some(result)) => Settled::Won(Some(result.clone())),
                 (Some(0), None) => {
                     // The other questions were answered since the caller read the request:
@@ -229,14 +247,22 @@ impl Store for SqliteStore {
                 }
                 (Some(_), _) => Settled::Won(None),
                 (None, _) => {
-                    // It did not count: audit that (the rare path).
-                    let mut lost = audit.clone();
-                    lost.accepted = false;
-                    insert_audit(&mut tx, &lost, at_ms).await?;
+                    // It did not count (the rare path): audited as such below.
                     Settled::Lost
                 }
             };
-            sqlx::query("COMMIT").execute(&mut **tx).await?;
+            let mut row = audit.clone();
+            row.request_key = Some(key);
+            row.question_idx = Some(idx);
+            row.accepted = matches!(settled, Settled::Won(_));
+            let head = match head {
+                Some(head) => head,
+                None => chain_head(&mut tx).await?,
+            };
+            let row = head.next(&row.content(at_ms));
+            bind_row(sqlx::query(concat!(insert_audit!(), "; COMMIT")), &row)
+                .execute(&mut **tx)
+                .await?;
             tx.finished();
             settled
         };
@@ -283,29 +309,88 @@ impl Store for SqliteStore {
                 == 1;
             let mut audit = audit.clone();
             audit.accepted = ended;
-            insert_audit(&mut tx, &audit, at).await?;
+            append_audit(&mut tx, &audit, at).await?;
             anyhow::Ok(ended)
         })
     }
 
     async fn audit(&self, entry: &AuditEntry) -> Result<()> {
         let at = crate::domain::request::now_ms();
-        self.commit_one(
-            sqlx::query(committed!(
-                "INSERT INTO audit (at, request_key, question_idx, source, actor, action, \
-                 detail, accepted) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
-            ))
-            .bind(at)
-            .bind(entry.request_key)
-            .bind(entry.question_idx.map(|i| i as i64))
-            .bind(entry.source.as_str())
-            .bind(&entry.actor)
-            .bind(entry.action.as_str())
-            .bind(&entry.detail)
-            .bind(entry.accepted),
+        write_tx!(self, |tx| { append_audit(&mut tx, entry, at).await })
+    }
+
+    async fn audit_start(&self, since_ms: Option<i64>) -> Result<ChainStart> {
+        let (after, hash, reason): (i64, String, String) = sqlx::query_as(
+            "SELECT after, hash, reason FROM audit_checkpoints ORDER BY after DESC LIMIT 1",
         )
+        .fetch_one(&self.pool)
         .await
-        .map(drop)
+        .context("the audit chain has no checkpoint")?;
+        let checkpoint = ChainStart {
+            after,
+            hash,
+            reason: reason.parse().map_err(anyhow::Error::msg)?,
+        };
+        let Some(since) = since_ms else {
+            return Ok(checkpoint);
+        };
+        // The rows after the checkpoint are numbered without gaps (the chain gives the ids),
+        // so the row before the first one wanted is `first - 1`.
+        let first: Option<i64> =
+            sqlx::query_scalar("SELECT MIN(id) FROM audit WHERE at >= ? AND id > ?")
+                .bind(since)
+                .bind(checkpoint.after)
+                .fetch_one(&self.pool)
+                .await?;
+        let before: (i64, String) = match first {
+            Some(first) if first - 1 == checkpoint.after => return Ok(checkpoint),
+            Some(first) => sqlx::query_as("SELECT id, hash FROM audit WHERE id = ?")
+                .bind(first - 1)
+                .fetch_one(&self.pool)
+                .await
+                .context("the audit chain has a gap")?,
+            None => {
+                sqlx::query_as("SELECT id, hash FROM audit_head")
+                    .fetch_one(&self.pool)
+                    .await?
+            }
+        };
+        if before.0 == checkpoint.after {
+            return Ok(checkpoint);
+        }
+        Ok(ChainStart {
+            after: before.0,
+            hash: before.1,
+            reason: StartReason::Since,
+        })
+    }
+
+    async fn audit_chain(&self, after: i64, limit: u32) -> Result<Vec<ChainedRow>> {
+        let rows = sqlx::query(
+            "SELECT id, at, request_key, question_idx, source, actor, action, detail, accepted, \
+             prev_hash, hash FROM audit WHERE id > ? AND hash IS NOT NULL \
+             ORDER BY id LIMIT ?",
+        )
+        .bind(after)
+        .bind(i64::from(limit))
+        .fetch_all(&self.pool)
+        .await?;
+        Ok(rows
+            .into_iter()
+            .map(|r| ChainedRow {
+                id: r.get(0),
+                at: r.get(1),
+                request_key: r.get(2),
+                question_idx: r.get(3),
+                source: r.get(4),
+                actor: r.get(5),
+                action: r.get(6),
+                detail: r.get(7),
+                accepted: r.get(8),
+                prev_hash: r.get(9),
+                hash: r.get(10),
+            })
+            .collect())
     }
 
     async fn audit_rows(&self, request_key: Option<i64>) -> Result<Vec<AuditRow>> {
@@ -675,8 +760,23 @@ impl Store for SqliteStore {
         }
         if let Some(before) = audit_before_ms {
             // The one way past the audit log's DELETE trigger (migrations/0010_retention.sql):
-            // the cutoff exists only inside this transaction.
+            // the cutoff exists only inside this transaction. What goes is a prefix of the
+            // chain, the rows before the first one written at or after the cutoff (a row's
+            // time is taken before its turn in the chain, so times may be out of order by a
+            // little), and a checkpoint keeps the last one's id and hash (migrations/0011).
             pruned.audit = write_tx!(self, |tx| {
+                let last: Option<(i64, Option<String>)> = sqlx::query_as(
+                    "SELECT id, hash FROM audit WHERE id < COALESCE( \
+                         (SELECT MIN(id) FROM audit WHERE at >= ?), \
+                         (SELECT id + 1 FROM audit_head)) \
+                     ORDER BY id DESC LIMIT 1",
+                )
+                .bind(before)
+                .fetch_optional(&mut *tx)
+                .await?;
+                let Some((last, hash)) = last else {
+                    return anyhow::Ok(0);
+                };
                 sqlx::query(
                     "INSERT INTO settings (name, value) VALUES ('audit_prune_before', ?) \
                      ON CONFLICT (name) DO UPDATE SET value = excluded.value",
@@ -684,14 +784,27 @@ impl Store for SqliteStore {
                 .bind(before)
                 .execute(&mut *tx)
                 .await?;
-                let gone = sqlx::query("DELETE FROM audit WHERE at < ?")
-                    .bind(before)
+                let gone = sqlx::query("DELETE FROM audit WHERE id <= ?")
+                    .bind(last)
                     .execute(&mut *tx)
                     .await?
                     .rows_affected();
                 sqlx::query("DELETE FROM settings WHERE name = 'audit_prune_before'")
                     .execute(&mut *tx)
                     .await?;
+                // A row from before the chain has no hash: the upgrade's checkpoint stays the
+                // start.
+                if let Some(hash) = hash {
+                    sqlx::query(
+                        "INSERT INTO audit_checkpoints (after, hash, reason, at) \
+                         VALUES (?, ?, 'pruned', ?) ON CONFLICT (after) DO NOTHING",
+                    )
+                    .bind(last)
+                    .bind(hash)
+                    .bind(crate::domain::request::now_ms())
+                    .execute(&mut *tx)
+                    .await?;
+                }
                 anyhow::Ok(gone)
             })?;
         }
