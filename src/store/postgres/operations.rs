@@ -632,7 +632,7 @@ impl Store for PgStore {
             .rows_affected()
                 == 1;
             if swapped {
-                insert_audit(&mut tx, audit, now_ms()).await?;
+                append_audit(&mut tx, audit, now_ms()).await?;
             }
             anyhow::Ok(swapped)
         })

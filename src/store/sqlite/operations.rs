@@ -639,7 +639,7 @@ impl Store for SqliteStore {
         .await?;
         let swapped = !swapped.is_empty();
         if swapped {
-            insert_audit(&mut tx, audit, at_ms).await?;
+            append_audit(&mut tx, audit, at_ms).await?;
         }
         sqlx::query("COMMIT").execute(&mut **tx).await?;
         tx.finished();
