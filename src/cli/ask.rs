@@ -176,6 +176,113 @@ pub(super) async fn ask(target: &Target, args: AskArgs) -> Result<i32> {
 /// The answer to send: the question (the only one when `--question` is left out) and the
 /// labels for `--select` values given as numbers, checked against the request when it can be
 /// seen. When it cannot (ended, not yours), the daemon's reply says why.
+/// `askrelay answer --all`: every pending request the caller may see (on `--route`), each
+/// answered with the same choice on its own; a summary of what counted and what was refused,
+/// and why.
+pub(super) async fn answer_all(target: &Target, args: AnswerArgs) -> Result<i32> {
+    let mut client = match connect(target).await {
+        Ok(c) => c,
+        Err(code) => return Ok(code),
+    };
+    let (requests, _) = match super::views::all_pending(&mut client).await? {
+        Ok(r) => r,
+        Err(other) => return Ok(super::unexpected(&other)),
+    };
+    let chosen: Vec<&RequestView> = requests
+        .iter()
+        .filter(|r| {
+            args.route
+                .as_deref()
+                .is_none_or(|want| r.route.as_deref() == Some(want))
+        })
+        .collect();
+    if chosen.is_empty() {
+        crate::outln!("No pending requests{}.", on_route(&args));
+        return Ok(0);
+    }
+    let what = args
+        .select
+        .iter()
+        .map(|s| Escaped(s).to_string())
+        .collect::<Vec<_>>()
+        .join(", ");
+    if !args.yes {
+        let ids: Vec<String> = chosen
+            .iter()
+            .map(|r| Escaped(&r.request_id).to_string())
+            .collect();
+        if !std::io::IsTerminal::is_terminal(&std::io::stdin()) {
+            eprintln!(
+                "askrelay: {} request(s){} would be answered with {what}; give --yes to confirm \
+                 without a terminal",
+                chosen.len(),
+                on_route(&args)
+            );
+            return Ok(2);
+        }
+        eprint!(
+            "Answer {} request(s){} with {what}? {}\n[y/N] ",
+            chosen.len(),
+            on_route(&args),
+            ids.join(", ")
+        );
+        let mut line = String::new();
+        std::io::stdin().read_line(&mut line)?;
+        if !matches!(line.trim(), "y" | "Y" | "yes") {
+            eprintln!("askrelay: nothing was answered");
+            return Ok(1);
+        }
+    }
+    let mut refused = 0;
+    for r in chosen {
+        let one = AnswerArgs {
+            request_id: Some(r.request_id.clone()),
+            all: false,
+            route: None,
+            yes: false,
+            ..args.clone()
+        };
+        let outcome = match resolve_answer(&one, Some(r)) {
+            Err(e) => Err(e),
+            Ok((question, select)) => {
+                let reply = client
+                    .call(&Op::Answer {
+                        request_id: r.request_id.clone(),
+                        question,
+                        select,
+                        custom: args.custom.clone(),
+                        by: args.note.clone(),
+                    })
+                    .await?;
+                match reply {
+                    Event::AnswerAccepted { votes: Some(v), .. } => Ok(format!(
+                        "vote recorded, {} of {} approvals",
+                        v.count, v.needed
+                    )),
+                    Event::AnswerAccepted { .. } => Ok("answered".to_owned()),
+                    Event::Error { message, .. } => Err(message),
+                    other => Err(format!("unexpected reply {other:?}")),
+                }
+            }
+        };
+        match outcome {
+            Ok(done) => crate::outln!("done     {}: {done}", Escaped(&r.request_id)),
+            Err(why) => {
+                refused += 1;
+                crate::outln!("refused  {}: {}", Escaped(&r.request_id), Escaped(&why));
+            }
+        }
+    }
+    Ok(if refused == 0 { 0 } else { 1 })
+}
+
+fn on_route(args: &AnswerArgs) -> String {
+    args.route
+        .as_deref()
+        .map(|r| format!(" on route {}", Escaped(r)))
+        .unwrap_or_default()
+}
+
 fn resolve_answer(
     args: &AnswerArgs,
     req: Option<&RequestView>,
@@ -255,6 +362,7 @@ fn resolve_answer(
 }
 
 pub(super) async fn answer(target: &Target, args: AnswerArgs) -> Result<i32> {
+    let request_id = args.request_id.clone().unwrap_or_default();
     if args.select.is_empty() && args.custom.is_none() {
         eprintln!("askrelay: give --select LABEL|N (repeatable) or --text TEXT");
         return Ok(2);
@@ -265,7 +373,7 @@ pub(super) async fn answer(target: &Target, args: AnswerArgs) -> Result<i32> {
     };
     let lookup = client
         .call(&Op::Pending {
-            request_id: Some(args.request_id.clone()),
+            request_id: Some(request_id.clone()),
             limit: None,
             after: None,
         })
@@ -283,7 +391,7 @@ pub(super) async fn answer(target: &Target, args: AnswerArgs) -> Result<i32> {
     };
     let reply = client
         .call(&Op::Answer {
-            request_id: args.request_id.clone(),
+            request_id: request_id.clone(),
             question: question.clone(),
             select,
             custom: args.custom.clone(),
@@ -308,7 +416,7 @@ pub(super) async fn answer(target: &Target, args: AnswerArgs) -> Result<i32> {
             } else if request_answered {
                 crate::outln!(
                     "Answer recorded; request {} is now answered and its agent has the result.",
-                    Escaped(&args.request_id)
+                    Escaped(&request_id)
                 );
             } else {
                 crate::outln!(
@@ -321,7 +429,7 @@ pub(super) async fn answer(target: &Target, args: AnswerArgs) -> Result<i32> {
         Event::Error { code, message, .. } if message.starts_with("unknown request_id") => {
             eprintln!(
                 "askrelay: no such request {:?} ({})",
-                Escaped(&args.request_id),
+                Escaped(&request_id),
                 Escaped(&message)
             );
             Ok(code.exit_code())

@@ -27,7 +27,7 @@ mod audit;
 pub mod out;
 mod views;
 
-use ask::{answer, ask, cancel};
+use ask::{answer, answer_all, ask, cancel};
 use views::{export_history, health, history, pending};
 
 const ASK_EXAMPLES: &str = "\
@@ -115,7 +115,11 @@ Examples:
   askrelay answer deploy-42 --select 2
   askrelay answer deploy-42 --question targets --select web --select db
   askrelay answer deploy-42 --question targets --select web --custom 'and canary'
-  askrelay answer deploy-42 --question name --text 'call it v2'")]
+  askrelay answer deploy-42 --question name --text 'call it v2'
+  askrelay answer --all --route prod --select Deny          # asks to confirm first
+  askrelay answer --all --route prod --select Deny --yes
+With --all, each request is answered (or refused) on its own; the exit code is 0 when every
+one counted, 1 when any was refused.")]
     Answer(AnswerArgs),
     /// Cancel a pending request; its agent gets ABORTED.
     #[command(after_help = "Examples:
@@ -388,10 +392,21 @@ pub struct AskArgs {
     pub context_files: Vec<PathBuf>,
 }
 
-#[derive(Debug, Args)]
+#[derive(Debug, Clone, Args)]
 pub struct AnswerArgs {
     /// The id of the request to answer (see `askrelay pending`).
-    pub request_id: String,
+    #[arg(required_unless_present = "all", conflicts_with = "all")]
+    pub request_id: Option<String>,
+    /// Answer every pending request you may answer (on --route, when given) with the same
+    /// choice, each on its own, through the same checks as one answer.
+    #[arg(long, requires = "select")]
+    pub all: bool,
+    /// With --all: only the requests of this route.
+    #[arg(long, requires = "all", value_name = "ROUTE")]
+    pub route: Option<String>,
+    /// With --all: do not ask for confirmation.
+    #[arg(long, short = 'y', requires = "all")]
+    pub yes: bool,
     /// The question's id; may be left out when the request has one question.
     #[arg(long)]
     pub question: Option<String>,
@@ -434,6 +449,7 @@ pub async fn run_client(cli: Cli) -> i32 {
         }
         Command::Ask(args) => ask(&target, args).await,
         Command::Pending { json } => pending(&target, json).await,
+        Command::Answer(args) if args.all => answer_all(&target, args).await,
         Command::Answer(args) => answer(&target, args).await,
         Command::Cancel { request_id, reason } => cancel(&target, request_id, reason).await,
         Command::History { limit, json, since } => match since {

@@ -8,7 +8,7 @@ use crate::protocol::{Event, Op, RequestView};
 use anyhow::Result;
 
 /// Every page of the pending list, and the outbox backlog the first page reported.
-async fn all_pending(
+pub(super) async fn all_pending(
     client: &mut Client,
 ) -> Result<Result<(Vec<RequestView>, Option<crate::protocol::OutboxBacklog>), Event>> {
     let mut out = Vec::new();

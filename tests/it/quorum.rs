@@ -193,3 +193,66 @@ async fn a_discord_vote_and_a_terminal_vote_reach_the_quorum_together() {
     );
     app.assert_payloads_valid();
 }
+
+/// `askrelay answer --all --route R --select LABEL`: each request of the route is answered on
+/// its own; one without that option is refused and said so; other routes are left alone.
+#[tokio::test]
+async fn a_batch_answers_each_request_of_the_route_and_names_the_refused_one() {
+    let app = App::discord_with(|c: &mut Config| {
+        let mut r = Route::new("prod", CHANNEL);
+        r.matches.insert("project".into(), "prod".into());
+        r.terminal_answers = Some(true);
+        c.routes.push(r);
+        c.discord.terminal_answers = true;
+    })
+    .await;
+    let mut clients = Vec::new();
+    for (id, input, project) in [
+        ("b-1", allow_deny(), "prod"),
+        ("b-2", allow_deny(), "prod"),
+        ("b-3", yes_no("q"), "prod"),
+        ("b-4", allow_deny(), "staging"),
+    ] {
+        let mut line = ask_line(id, &input);
+        line["scope"] = json!({ "project": project });
+        let mut c = app.client().await;
+        c.send_json(&line).await.unwrap();
+        expect_event(&mut c, "accepted").await;
+        clients.push(c);
+    }
+    let bin = Bin::new().env("ASKRELAY_SOCKET_PATH", app.socket().display());
+    // Without a terminal to confirm on, nothing is answered.
+    let (code, _, err) = bin
+        .run(&["answer", "--all", "--route", "prod", "--select", "Deny"])
+        .await;
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("3 request(s) on route prod") && err.contains("--yes"),
+        "{err}"
+    );
+    let (code, out, err) = bin
+        .run(&[
+            "answer", "--all", "--route", "prod", "--select", "Deny", "--yes",
+        ])
+        .await;
+    assert_eq!(code, 1, "one was refused: {out}{err}");
+    assert!(out.contains("done     b-1: answered"), "{out}");
+    assert!(out.contains("done     b-2: answered"), "{out}");
+    assert!(
+        out.contains("refused  b-3: ") && out.contains("no option"),
+        "{out}"
+    );
+    assert!(!out.contains("b-4"), "another route: {out}");
+    for c in &mut clients[..2] {
+        let answered = expect_event(c, "answered").await;
+        assert_eq!(
+            answered["result"]["answers"][0]["selected"],
+            json!(["Deny"])
+        );
+    }
+    let (_, pending, _) = bin.run(&["pending", "--json"]).await;
+    assert!(
+        pending.contains("b-3") && pending.contains("b-4"),
+        "{pending}"
+    );
+}
