@@ -256,3 +256,110 @@ async fn a_batch_answers_each_request_of_the_route_and_names_the_refused_one() {
         "{pending}"
     );
 }
+
+/// Two votes stored at the same moment (each from the request as it was before either): the
+/// compare-and-swap makes the later one read the earlier and count it, so the quorum is
+/// reached once, and no vote is lost.
+#[tokio::test]
+async fn votes_at_the_same_moment_are_both_counted() {
+    use askrelay::domain::{Actor, SettleOutcome, Settlement, Via};
+    let app = App::discord_with(two_approvals(Some(false))).await;
+    let (mut c, _) = app.ask("q-5", &allow_deny()).await;
+    let req = app.store().by_id("q-5").await.unwrap().unwrap();
+    let hub = app.hub();
+    let vote = |id: &str| {
+        let actor = Actor {
+            via: Via::Discord,
+            id: id.into(),
+            name: format!("voter {id}"),
+            note: None,
+        };
+        hub.settle(&req, 0, Settlement::choice(0), actor)
+    };
+    let (a, b) = tokio::join!(vote("1"), vote("2"));
+    let outcomes = [a.unwrap().outcome, b.unwrap().outcome];
+    let won = outcomes
+        .iter()
+        .filter(|o| matches!(o, SettleOutcome::Won { .. }))
+        .count();
+    let voted = outcomes
+        .iter()
+        .filter(|o| matches!(o, SettleOutcome::Voted(_)))
+        .count();
+    assert_eq!((won, voted), (1, 1), "{outcomes:?}");
+    let answered = expect_event(&mut c, "answered").await;
+    assert_eq!(
+        answered["result"]["answers"][0]["selected"],
+        json!(["Allow"])
+    );
+    let stored = app.store().by_id("q-5").await.unwrap().unwrap();
+    assert_eq!(stored.votes[0].len(), 2, "{:?}", stored.votes);
+}
+
+/// The real binary dies (SIGABRT) right after the vote that completes the quorum is stored and
+/// before the question settles: the next start settles it, and the agent that re-attaches
+/// gets the answer.
+#[tokio::test]
+async fn a_quorum_reached_before_a_crash_settles_at_the_next_start() {
+    use askrelay_testkit::fixtures::{self, At};
+    use askrelay_testkit::standin::StandIn;
+    let standin = StandIn::start().await;
+    let bin = Bin::new().discord(&standin);
+    let config = bin.dir().join("quorum.toml");
+    std::fs::write(
+        &config,
+        format!("[[routes]]\nname = \"prod\"\nchannel_id = \"{CHANNEL}\"\napprovals = 2\n"),
+    )
+    .unwrap();
+    let config = config.display().to_string();
+    let serve = |crash: Option<&str>| {
+        let mut cmd = bin.cmd(&["serve", "--config", &config]);
+        if let Some(p) = crash {
+            cmd.env(askrelay::crash::ENV, p);
+        }
+        cmd
+    };
+    let crashing = bin.serve_cmd(serve(Some("quorum"))).await;
+    let mut c = askrelay::client::Client::connect(&bin.socket())
+        .await
+        .unwrap();
+    c.send_json(&ask_line("q-6", &allow_deny())).await.unwrap();
+    expect_event(&mut c, "accepted").await;
+    let m = within("the question to be posted", async {
+        let mut seen = standin.subscribe();
+        loop {
+            if let Some(m) = standin.messages_in(CHANNEL).first() {
+                return m.clone();
+            }
+            seen.changed().await.unwrap();
+        }
+    })
+    .await;
+    let at = At {
+        application_id: standin.application_id(),
+        guild_id: Some(standin.guild_id()),
+        channel_id: CHANNEL,
+        message_id: id_of(&m),
+    };
+    for (n, who) in [alice(), bob()].iter().enumerate() {
+        let click = fixtures::component_click(90 + n as u64, &at, who, &control(&m, "Allow"));
+        standin.send_interaction(click).await;
+    }
+    let (status, log) = crashing.finish().await;
+    use std::os::unix::process::ExitStatusExt;
+    assert_eq!(
+        status.signal(),
+        Some(nix::sys::signal::Signal::SIGABRT as i32),
+        "{log}"
+    );
+    let _daemon = bin.serve_cmd(serve(None)).await.drain();
+    let mut c = askrelay::client::Client::connect(&bin.socket())
+        .await
+        .unwrap();
+    c.send_json(&ask_line("q-6", &allow_deny())).await.unwrap();
+    let answered = expect_event(&mut c, "answered").await;
+    assert_eq!(
+        answered["result"]["answers"][0]["selected"],
+        json!(["Allow"])
+    );
+}

@@ -185,6 +185,8 @@ impl Hub {
                 "vote counted"
             );
             if tally.count >= tally.needed {
+                // The vote that completes the quorum is stored; the settlement is not yet.
+                crate::crash::point("quorum");
                 return self.settle_quorum(&cur, idx, &settlement, actor).await;
             }
             if let Some(a) = self.answerer_for(&cur) {
