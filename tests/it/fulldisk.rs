@@ -395,7 +395,9 @@ async fn fill_check_and_recover(disk: &Tmpfs, url: &str, backend: Backend) {
             c
         })
         .await;
-    let line = served.wait_log("serving /metrics and /healthz").await;
+    let line = served
+        .wait_log_anywhere("serving /metrics and /healthz")
+        .await;
     let addr = line
         .split("addr=")
         .nth(1)

@@ -746,6 +746,15 @@ impl ServedLog {
 }
 
 impl Served {
+    /// Waits for a log line containing `needle`, however early it came (start-up lines whose
+    /// order is not fixed, such as the HTTP listener's and the socket's).
+    pub async fn wait_log_anywhere(&mut self, needle: &str) -> String {
+        let cursor = std::mem::take(&mut self.cursor);
+        let line = self.wait_log(needle).await;
+        self.cursor = self.cursor.max(cursor);
+        line
+    }
+
     /// Waits for a log line (after the last one a wait found) containing `needle`.
     pub async fn wait_log(&mut self, needle: &str) -> String {
         let found = match tokio::time::timeout(WAIT, self.log.find(self.cursor, needle)).await {
