@@ -156,10 +156,24 @@ impl Policy {
     /// The votes that chose `s`.
     pub fn tally(&self, votes: &[Vote], s: &Settlement) -> Tally {
         Tally {
-            count: votes.iter().filter(|v| v.settlement() == *s).count(),
+            count: count_for(votes, s),
             needed: self.approvals as usize,
         }
     }
+}
+
+/// How many of `votes` chose `s`.
+fn count_for(votes: &[Vote], s: &Settlement) -> usize {
+    votes.iter().filter(|v| v.settlement() == *s).count()
+}
+
+/// The most votes any one answer has (0 without votes).
+pub fn leading(votes: &[Vote]) -> usize {
+    votes
+        .iter()
+        .map(|v| count_for(votes, &v.settlement()))
+        .max()
+        .unwrap_or(0)
 }
 
 #[cfg(test)]

@@ -126,17 +126,7 @@ impl<'a> RenderContext<'a> {
     /// How many more people must choose the leading answer, on a quorum route.
     pub fn votes_missing(&self) -> Option<usize> {
         (self.approvals > 1).then(|| {
-            let most = self
-                .votes
-                .iter()
-                .map(|v| {
-                    self.votes
-                        .iter()
-                        .filter(|w| w.selected == v.selected && w.custom == v.custom)
-                        .count()
-                })
-                .max()
-                .unwrap_or(0);
+            let most = crate::domain::quorum::leading(self.votes);
             (self.approvals as usize).saturating_sub(most)
         })
     }
