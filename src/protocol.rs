@@ -68,6 +68,12 @@ pub enum Op {
         before: Option<String>,
     },
     Health,
+    /// The live grants this user may see (operators: all; docs/protocol.md).
+    Grants,
+    /// Ends a grant now (its approver or an operator).
+    RevokeGrant {
+        grant: String,
+    },
     /// The audit chain, oldest first, page by page (operators only; docs/protocol.md).
     AuditExport {
         /// Start at the first row written at or after this time (milliseconds since the
@@ -89,6 +95,8 @@ pub const OPS: &[&str] = &[
     "answer",
     "history",
     "health",
+    "grants",
+    "revoke_grant",
     "audit_export",
 ];
 
@@ -197,6 +205,19 @@ fn parse_op(obj: &Map<String, Value>, max_questions: usize) -> Result<Op, AskErr
         "health" => {
             only(obj, &["op"])?;
             Ok(Op::Health)
+        }
+        "grants" => {
+            only(obj, &["op"])?;
+            Ok(Op::Grants)
+        }
+        "revoke_grant" => {
+            only(obj, &["op", "grant"])?;
+            let grant = obj.get("grant").and_then(Value::as_str).ok_or_else(|| {
+                AskError::invalid("grant: must be a grant id such as \"g-0123456789ab\"")
+            })?;
+            Ok(Op::RevokeGrant {
+                grant: grant.to_owned(),
+            })
         }
         "audit_export" => {
             only(obj, &["op", "since_ms", "limit", "after"])?;
@@ -350,6 +371,14 @@ pub enum Event {
         /// Pass as `after` for the next page; absent on the last page.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         next: Option<String>,
+    },
+    /// The reply to `grants`.
+    Grants {
+        grants: Vec<crate::domain::grant::Grant>,
+    },
+    /// The reply to `revoke_grant`: the grant as it now stands.
+    Revoked {
+        grant: crate::domain::grant::Grant,
     },
 }
 
@@ -568,7 +597,9 @@ impl Event {
             Event::Pending { .. }
             | Event::History { .. }
             | Event::Health(_)
-            | Event::Audit { .. } => None,
+            | Event::Audit { .. }
+            | Event::Grants { .. }
+            | Event::Revoked { .. } => None,
         }
     }
 }
@@ -701,6 +732,10 @@ pub struct AnsweredView {
     pub at: String,
     pub selected: Vec<String>,
     pub custom: Option<String>,
+    /// What the approver attached (docs/approvals.md): a grant, an edited command. The asking
+    /// front door reads the edited command here; the result JSON never carries it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub terms: Option<crate::domain::answer::Terms>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -735,6 +770,7 @@ impl RequestView {
                         at: rfc3339(a.at_ms),
                         selected: qa.selected,
                         custom: qa.custom,
+                        terms: a.settlement.terms.clone(),
                     }
                 }),
                 post: posts.iter().find(|p| p.idx == i).map(|p| PostView {

@@ -166,6 +166,21 @@ Examples:
         #[arg(long)]
         json: bool,
     },
+    /// List the live grants ("Allow for 30 min"), or end one now.
+    #[command(after_help = "Examples:
+  askrelay grants
+  askrelay grants --json
+  askrelay grants --revoke g-0123456789ab
+Operators see every grant; anyone else the grants for their own uid, or that they approved
+from this terminal. Only a grant's approver or an operator may revoke it.")]
+    Grants {
+        /// End this grant now; matching requests go to people again.
+        #[arg(long, value_name = "GRANT")]
+        revoke: Option<String>,
+        /// Print the daemon's JSON reply instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
     /// Export the audit log with its hash chain, or verify that chain.
     #[command(subcommand)]
     Audit(AuditCommand),
@@ -457,6 +472,7 @@ pub async fn run_client(cli: Cli) -> i32 {
             None => history(&target, limit.unwrap_or(20), json).await,
         },
         Command::Health { json } => health(&target, json).await,
+        Command::Grants { revoke, json } => views::grants(&target, revoke, json).await,
         Command::Audit(AuditCommand::Export { since }) => {
             audit::export(&target, since.as_deref()).await
         }

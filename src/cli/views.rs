@@ -432,3 +432,67 @@ mod tests {
         assert!(err.starts_with("--since \"yesterday\": expected"), "{err}");
     }
 }
+
+/// `askrelay grants`: the live grants as a table (or JSON), or `--revoke GRANT`.
+pub(super) async fn grants(target: &Target, revoke: Option<String>, as_json: bool) -> Result<i32> {
+    let mut client = match connect(target).await {
+        Ok(c) => c,
+        Err(code) => return Ok(code),
+    };
+    if let Some(id) = revoke {
+        let reply = client.call(&Op::RevokeGrant { grant: id }).await?;
+        let Event::Revoked { grant } = reply else {
+            return Ok(unexpected(&reply));
+        };
+        if as_json {
+            crate::outln!("{}", serde_json::to_string_pretty(&grant)?);
+        } else {
+            crate::outln!(
+                "Revoked {}: {} {} ({}) for uid {} no longer runs without asking.",
+                grant.id,
+                Escaped(&grant.tool),
+                Escaped(&grant.pattern),
+                grant.kind(),
+                grant.uid
+            );
+        }
+        return Ok(0);
+    }
+    let reply = client.call(&Op::Grants).await?;
+    let Event::Grants { grants } = reply else {
+        return Ok(unexpected(&reply));
+    };
+    if as_json {
+        crate::outln!("{}", serde_json::to_string_pretty(&grants)?);
+        return Ok(0);
+    }
+    if grants.is_empty() {
+        crate::outln!("No live grants.");
+        return Ok(0);
+    }
+    let mut table = super::out::table(&["GRANT", "ROUTE", "ALLOWS", "FOR", "BY", "UNTIL"], 1);
+    for g in &grants {
+        let mut who = format!("uid {}", g.uid);
+        if let Some(h) = &g.host {
+            who.push_str(&format!(" on {}", Escaped(h)));
+        }
+        if let Some(s) = &g.session {
+            who.push_str(&format!("\nsession {}", Escaped(s)));
+        }
+        table.add_row(vec![
+            g.id.clone(),
+            Escaped(&g.route).to_string(),
+            format!(
+                "{} {}\n({})",
+                Escaped(&g.tool),
+                Escaped(&g.pattern),
+                g.kind()
+            ),
+            who,
+            Escaped(&g.approver).to_string(),
+            crate::domain::grant::rfc3339(g.ends_at_ms),
+        ]);
+    }
+    super::out::print_table(&table);
+    Ok(0)
+}

@@ -216,6 +216,23 @@ impl Config {
                     bail!("routes[{i}].decisive_labels[{j}]: must name an option label");
                 }
             }
+            let durations = r.grant_durations.as_deref().unwrap_or_default();
+            if durations.len() > super::MAX_GRANT_DURATIONS {
+                bail!(
+                    "routes[{i}].grant_durations: at most {} durations (one button each), got {}",
+                    super::MAX_GRANT_DURATIONS,
+                    durations.len()
+                );
+            }
+            let mut seen = Vec::new();
+            for (j, d) in durations.iter().enumerate() {
+                let secs = super::grant_secs(d)
+                    .map_err(|e| anyhow::anyhow!("routes[{i}].grant_durations[{j}]: {e}"))?;
+                if seen.contains(&secs) {
+                    bail!("routes[{i}].grant_durations[{j}]: {d:?} is given twice");
+                }
+                seen.push(secs);
+            }
         }
         let mut names = std::collections::HashSet::new();
         for (i, p) in self.identities.iter().enumerate() {

@@ -434,6 +434,33 @@ pub struct Route {
     /// (default: true where `approvals` > 1).
     #[serde(default)]
     pub exclude_requester: Option<bool>,
+    /// How long the grants approvers may give on this route last (`["30m", "8h"]`: the
+    /// message offers "Allow for 30 min" and "Allow for 8 h"); none by default.
+    #[serde(default)]
+    pub grant_durations: Option<Vec<String>>,
+    /// Whether approvers may edit a command before approving it (Edit…), where the front door
+    /// says it runs the edited one (default false).
+    #[serde(default)]
+    pub allow_edits: Option<bool>,
+}
+
+/// The most grant durations a route may offer (one button each).
+pub const MAX_GRANT_DURATIONS: usize = 3;
+
+/// The shortest and the longest grant.
+pub const GRANT_SECS: std::ops::RangeInclusive<u64> = 60..=7 * 24 * 3600;
+
+/// A grant duration as written in `grant_durations` (`30m`, `8h`, `1h 30m`), in seconds.
+pub fn grant_secs(s: &str) -> Result<u64, String> {
+    let d = humantime::parse_duration(s.trim())
+        .map_err(|e| format!("{s:?} is not a duration like \"30m\" or \"8h\" ({e})"))?;
+    let secs = d.as_secs();
+    if !GRANT_SECS.contains(&secs) || d.subsec_nanos() != 0 {
+        return Err(format!(
+            "{s:?}: a grant lasts from 1 minute to 7 days, in whole seconds"
+        ));
+    }
+    Ok(secs)
 }
 
 impl Route {
@@ -461,6 +488,8 @@ impl Route {
             decisive_labels: None,
             custom_decides: None,
             exclude_requester: None,
+            grant_durations: None,
+            allow_edits: None,
         }
     }
 

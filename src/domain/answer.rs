@@ -14,20 +14,49 @@ pub struct Settlement {
     pub selected: Vec<usize>,
     /// Free text, when the person typed some.
     pub custom: Option<String>,
+    /// What an approver attached to an allow (a grant, an edited command). Never part of the
+    /// result JSON: the agent's front door reads it (docs/approvals.md).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub terms: Option<Terms>,
+}
+
+/// Terms an approver attached to an allow on a request with an approval subject
+/// ([`super::model::Approval`]).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
+pub struct Terms {
+    /// Allow the requester's later requests that match too, for a while (a grant).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub grant: Option<GrantTerms>,
+    /// The command as the approver edited it: what is approved instead of the one asked.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub edited: Option<String>,
+}
+
+/// How long a grant lasts and what it matches.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct GrantTerms {
+    pub secs: u64,
+    /// A pattern the approver wrote (`*` and `?`, see [`super::grant::pattern_matches`]);
+    /// without one the grant matches the exact command that was asked.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pattern: Option<String>,
+    /// The grant's id, once it is stored (set by the settlement that stores it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id: Option<String>,
 }
 
 impl Settlement {
     pub fn choice(index: usize) -> Self {
         Settlement {
             selected: vec![index],
-            custom: None,
+            ..Settlement::default()
         }
     }
 
     pub fn text(custom: impl Into<String>) -> Self {
         Settlement {
-            selected: Vec::new(),
             custom: Some(custom.into()),
+            ..Settlement::default()
         }
     }
 
@@ -76,6 +105,11 @@ impl Settlement {
                 }
             }
             QuestionKind::Multi => {}
+        }
+        if self.terms.is_some() && (self.custom.is_some() || self.selected.len() != 1) {
+            return Err(AskError::invalid(
+                "terms: a grant or an edit goes with one chosen option and no text",
+            ));
         }
         Ok(self)
     }
@@ -157,6 +191,7 @@ mod tests {
         let s = Settlement {
             selected: vec![1],
             custom: Some("mine".into()),
+            terms: None,
         }
         .normalise(&q)
         .unwrap();
@@ -175,6 +210,7 @@ mod tests {
         let s = Settlement {
             selected: vec![3, 0, 3],
             custom: Some("also".into()),
+            terms: None,
         }
         .normalise(&q)
         .unwrap();
@@ -202,7 +238,7 @@ mod tests {
         assert!(Settlement::default().normalise(&q(false, 2)).is_err());
         assert!(Settlement {
             selected: vec![0, 1],
-            custom: None
+            ..Settlement::default()
         }
         .normalise(&q(false, 2))
         .is_err());

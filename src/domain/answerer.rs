@@ -174,6 +174,14 @@ pub trait Core: Send + Sync + 'static {
     /// Appends an audit row (a failure is logged).
     async fn audit(&self, entry: AuditEntry);
 
+    /// Ends a grant early, for its approver or an operator (see `Hub::revoke_grant`).
+    async fn revoke_grant(
+        &self,
+        id: &str,
+        actor: &Actor,
+        operator: bool,
+    ) -> Result<crate::domain::grant::Grant, AskError>;
+
     /// Whether the request is still pending.
     async fn is_pending(&self, req: &Request) -> bool;
 
@@ -378,6 +386,26 @@ impl AnswererContext {
     /// Cancels a request for a person the platform vouches for (an operator's slash command).
     pub async fn cancel(&self, req: &Request, reason: &str, source: Source, actor: String) -> bool {
         self.core.cancel_as(req, reason, source, actor).await
+    }
+
+    /// The live grants, the newest first.
+    pub async fn live_grants(&self) -> Result<Vec<crate::domain::grant::Grant>> {
+        self.store()
+            .grants(
+                crate::domain::request::now_ms(),
+                crate::domain::hub::GRANTS_LISTED,
+            )
+            .await
+    }
+
+    /// Ends a grant early, for its approver or an operator.
+    pub async fn revoke_grant(
+        &self,
+        id: &str,
+        actor: &Actor,
+        operator: bool,
+    ) -> Result<crate::domain::grant::Grant, AskError> {
+        self.core.revoke_grant(id, actor, operator).await
     }
 
     /// When the schedule `name` is due next (see [`Store::schedule_due`]).

@@ -12,6 +12,7 @@ pub mod calendar;
 pub mod cluster;
 pub mod error;
 pub mod expiry;
+pub mod grant;
 pub mod hub;
 pub mod metrics;
 pub mod model;
@@ -26,5 +27,7 @@ pub use answerer::{Accepted, Answerer, AnswererContext, Claim, Core, Delivery, P
 pub use error::{AskError, ErrorCode};
 pub use expiry::{Expiry, ExpiryRule, OnExpire};
 pub use hub::{Attachment, Detail, Hub, HubSettings, Phase};
-pub use model::{Ask, Caller, Context, ContextFile, Question, QuestionKind, QuestionOption, Scope};
+pub use model::{
+    Approval, Ask, Caller, Context, ContextFile, Question, QuestionKind, QuestionOption, Scope,
+};
 pub use request::{Actor, Outcome, Peer, Request, SettleOutcome, Settled, Status, Via};

@@ -165,7 +165,29 @@ pub struct Context {
     pub text: Option<String>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub files: Vec<ContextFile>,
+    /// What the approval is for, in a form grants match on and approvers may edit: set by the
+    /// approval front doors (`askrelay hook`, `askrelay approve`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approval: Option<Approval>,
 }
+
+/// The subject of an approval: a tool and its exact command, and the agent session asking
+/// (docs/approvals.md, "Grants"). A grant matches the tool, the command (or its pattern), the
+/// asking uid and host, and the session when there is one.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Approval {
+    pub tool: String,
+    pub command: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session: Option<String>,
+    /// Whether the approver may edit the command before approving it (Edit…): the front door
+    /// runs the edited command.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub editable: bool,
+}
+
+/// The longest approval command: what Discord's modal can hold to edit it.
+pub const MAX_APPROVAL_COMMAND_CHARS: usize = 4000;
 
 /// One file of a [`Context`]: always text (UTF-8).
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -177,7 +199,7 @@ pub struct ContextFile {
 impl Context {
     /// Neither text nor files.
     pub fn is_empty(&self) -> bool {
-        self.text.is_none() && self.files.is_empty()
+        self.text.is_none() && self.files.is_empty() && self.approval.is_none()
     }
 }
 
@@ -349,7 +371,7 @@ fn read_context(v: &Value) -> Result<Context, AskError> {
     let obj = v.as_object().ok_or_else(|| {
         AskError::invalid("context: must be an object like {\"text\": \"...\", \"files\": [...]}")
     })?;
-    reject_unknown(obj, "context", &["text", "files"])?;
+    reject_unknown(obj, "context", &["text", "files", "approval"])?;
     let text = match obj.get("text") {
         None | Some(Value::Null) => None,
         Some(Value::String(s)) => Some(s.clone()),
@@ -383,7 +405,50 @@ fn read_context(v: &Value) -> Result<Context, AskError> {
         }
         Some(_) => return Err(AskError::invalid("context.files: must be an array")),
     };
-    Ok(Context { text, files })
+    let approval = match obj.get("approval") {
+        None | Some(Value::Null) => None,
+        Some(v) => Some(read_approval(v)?),
+    };
+    Ok(Context {
+        text,
+        files,
+        approval,
+    })
+}
+
+/// An approval subject's shape: `{"tool", "command", "session"?, "editable"?}`.
+fn read_approval(v: &Value) -> Result<Approval, AskError> {
+    let path = "context.approval";
+    let obj = v.as_object().ok_or_else(|| {
+        AskError::invalid(
+            "context.approval: must be an object like {\"tool\": \"Bash\", \"command\": \"...\"}",
+        )
+    })?;
+    reject_unknown(obj, path, &["tool", "command", "session", "editable"])?;
+    let session = match obj.get("session") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(s)) => Some(s.clone()),
+        Some(_) => {
+            return Err(AskError::invalid(
+                "context.approval.session: must be a string",
+            ))
+        }
+    };
+    let editable = match obj.get("editable") {
+        None | Some(Value::Null) => false,
+        Some(Value::Bool(b)) => *b,
+        Some(_) => {
+            return Err(AskError::invalid(
+                "context.approval.editable: must be true or false",
+            ))
+        }
+    };
+    Ok(Approval {
+        tool: required_string(obj, path, "tool")?,
+        command: required_string(obj, path, "command")?,
+        session,
+        editable,
+    })
 }
 
 fn check_bytes(s: &str, field: &str, max: usize) -> Result<(), AskError> {
@@ -768,7 +833,7 @@ fn is_emoji_part(c: char) -> bool {
         | '\u{E0020}'..='\u{E007F}')
 }
 
-fn check_text(s: &str, field: &str, max: usize) -> Result<(), AskError> {
+pub fn check_text(s: &str, field: &str, max: usize) -> Result<(), AskError> {
     if s.trim().is_empty() {
         return Err(AskError::invalid(format!("{field}: must not be empty")));
     }

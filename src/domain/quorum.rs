@@ -5,7 +5,8 @@
 //! it came through.
 
 use super::answer::Settlement;
-use super::model::Question;
+use super::error::AskError;
+use super::model::{check_line, check_text, Question, MAX_APPROVAL_COMMAND_CHARS};
 use super::request::{Actor, Request, Via};
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
@@ -13,7 +14,7 @@ use std::sync::Arc;
 /// The labels of the approval front doors' deny options (`askrelay hook`, `askrelay approve`):
 /// decisive on every quorum route. They are known by name rather than marked in the request,
 /// which the agent's side writes: a mark there could make "Allow" decisive.
-pub const FRONT_DOOR_DENY: [&str; 2] = ["Deny", "Deny and stop"];
+pub const FRONT_DOOR_DENY: [&str; 3] = ["Deny", "Deny and stop", "Do not run"];
 
 /// A person and their handles on each surface (`[[identities]]`).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -39,7 +40,7 @@ impl Identity {
                 .parse()
                 .is_ok_and(|uid: u32| self.has_uid(uid, host)),
             Via::Discord => self.platform_ids.contains(&actor.id),
-            Via::Policy => false,
+            Via::Policy | Via::Grant => false,
         }
     }
 }
@@ -56,6 +57,10 @@ pub struct Policy {
     /// Whether the person who asked is refused.
     pub exclude_requester: bool,
     pub identities: Arc<[Identity]>,
+    /// How long the grants approvers may give last (`grant_durations`; none: no grants).
+    pub grant_secs: Vec<u64>,
+    /// Whether approvers may edit an editable command before approving it (`allow_edits`).
+    pub allow_edits: bool,
 }
 
 impl Default for Policy {
@@ -66,6 +71,8 @@ impl Default for Policy {
             custom_decides: true,
             exclude_requester: false,
             identities: Arc::from(Vec::new()),
+            grant_secs: Vec::new(),
+            allow_edits: false,
         }
     }
 }
@@ -82,6 +89,8 @@ pub struct Vote {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub custom: Option<String>,
     pub at_ms: i64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub terms: Option<crate::domain::answer::Terms>,
 }
 
 impl Vote {
@@ -89,6 +98,7 @@ impl Vote {
         Settlement {
             selected: self.selected.clone(),
             custom: self.custom.clone(),
+            terms: self.terms.clone(),
         }
     }
 }
@@ -113,6 +123,71 @@ impl Policy {
         !self.is_quorum() || self.custom_decides
     }
 
+    /// Whether `label` denies: a front door's deny option, or one of the route's decisive
+    /// labels.
+    pub fn is_deny(&self, label: &str) -> bool {
+        FRONT_DOOR_DENY.contains(&label) || self.decisive.iter().any(|d| d == label)
+    }
+
+    /// Whether the terms of `s` (a grant, an edit) are ones this route lets an approver give
+    /// on `req`'s question `q`: an allow of a request with an approval subject, a grant of
+    /// one of the route's durations, an edit where the route and the front door allow it.
+    pub fn check_terms(&self, req: &Request, q: &Question, s: &Settlement) -> Result<(), AskError> {
+        let Some(terms) = &s.terms else {
+            return Ok(());
+        };
+        let approval = req
+            .context
+            .as_deref()
+            .and_then(|c| c.approval.as_ref())
+            .ok_or_else(|| AskError::invalid("terms: this request is not an approval"))?;
+        let label = s
+            .selected
+            .first()
+            .and_then(|&i| q.options.get(i))
+            .map(|o| o.label.as_str())
+            .unwrap_or_default();
+        if self.is_deny(label) {
+            return Err(AskError::invalid(format!(
+                "terms: {label:?} denies; only an allow takes a grant or an edit"
+            )));
+        }
+        if terms.grant.is_some() && terms.edited.is_some() {
+            return Err(AskError::invalid(
+                "terms: a grant is for the command as asked; an edited command is approved once",
+            ));
+        }
+        if let Some(g) = &terms.grant {
+            if !self.grant_secs.contains(&g.secs) {
+                return Err(AskError::invalid(
+                    "terms.grant: this route gives no grant of that length (grant_durations)",
+                ));
+            }
+            if req.route.is_none() || req.peer.uid.is_none() {
+                return Err(AskError::invalid(
+                    "terms.grant: only a request of a local account on a route can be granted",
+                ));
+            }
+            if let Some(p) = &g.pattern {
+                check_line(p, "terms.grant.pattern", MAX_APPROVAL_COMMAND_CHARS)?;
+                if !crate::domain::grant::pattern_matches(p, &approval.command) {
+                    return Err(AskError::invalid(
+                        "terms.grant.pattern: the pattern must match the command that was asked",
+                    ));
+                }
+            }
+        }
+        if let Some(e) = &terms.edited {
+            if !(self.allow_edits && approval.editable) {
+                return Err(AskError::invalid(
+                    "terms.edited: this request's command cannot be edited here",
+                ));
+            }
+            check_text(e, "terms.edited", MAX_APPROVAL_COMMAND_CHARS)?;
+        }
+        Ok(())
+    }
+
     /// Whether this settlement settles the question with one vote.
     pub fn decides(&self, q: &Question, s: &Settlement) -> bool {
         if !self.is_quorum() {
@@ -121,11 +196,9 @@ impl Policy {
         if s.custom.is_some() && s.selected.is_empty() {
             return self.custom_decides;
         }
-        s.selected.iter().any(|&i| {
-            q.options.get(i).is_some_and(|o| {
-                FRONT_DOOR_DENY.contains(&o.label.as_str()) || self.decisive.contains(&o.label)
-            })
-        })
+        s.selected
+            .iter()
+            .any(|&i| q.options.get(i).is_some_and(|o| self.is_deny(&o.label)))
     }
 
     /// Who a voter is, to count them once: their identity's name, else the surface and id.

@@ -70,6 +70,9 @@ pub enum Via {
     Terminal,
     /// An expiry policy chose the answer (no person did).
     Policy,
+    /// A live grant answered it (docs/approvals.md, "Grants"): `id` is the grant's, `name` its
+    /// approver.
+    Grant,
 }
 
 impl Via {
@@ -78,6 +81,7 @@ impl Via {
             Via::Discord => "discord",
             Via::Terminal => "terminal",
             Via::Policy => "policy",
+            Via::Grant => "grant",
         }
     }
 
@@ -86,6 +90,7 @@ impl Via {
             "discord" => Via::Discord,
             "terminal" => Via::Terminal,
             "policy" => Via::Policy,
+            "grant" => Via::Grant,
             _ => return None,
         })
     }
@@ -135,6 +140,7 @@ impl Actor {
             Via::Terminal => format!("{} (uid {}) via terminal", self.name, self.id),
             Via::Discord => format!("{} (Discord user {})", self.name, self.id),
             Via::Policy => "the expiry policy".to_owned(),
+            Via::Grant => format!("grant {} (approved by {})", self.id, self.name),
         }
     }
 }
@@ -225,6 +231,15 @@ pub struct Request {
 }
 
 impl Request {
+    /// Whether a grant answered it (its messages are an announcement, not a question).
+    pub fn granted(&self) -> bool {
+        self.status == Status::Answered
+            && self
+                .answers
+                .iter()
+                .all(|a| a.as_ref().is_some_and(|a| a.actor.via == Via::Grant))
+    }
+
     /// The request as it is right after `new` was stored.
     pub fn created(key: i64, new: &NewRequest) -> Request {
         Request {
@@ -536,6 +551,7 @@ pub enum Source {
     Discord,
     Daemon,
     Policy,
+    Grant,
 }
 
 impl Source {
@@ -546,6 +562,7 @@ impl Source {
             Source::Discord => "discord",
             Source::Daemon => "daemon",
             Source::Policy => "policy",
+            Source::Grant => "grant",
         }
     }
 }
@@ -556,6 +573,7 @@ impl From<Via> for Source {
             Via::Discord => Source::Discord,
             Via::Terminal => Source::Terminal,
             Via::Policy => Source::Policy,
+            Via::Grant => Source::Grant,
         }
     }
 }
@@ -596,6 +614,8 @@ pub enum AuditAction {
     Command,
     /// A vote on a quorum route (the settlement, once the quorum is reached, is an `Answer`).
     Vote,
+    /// A grant ended early by a person.
+    Revoke,
 }
 
 impl AuditAction {
@@ -621,6 +641,7 @@ impl AuditAction {
             AuditAction::NotReady => "not_ready",
             AuditAction::Command => "command",
             AuditAction::Vote => "vote",
+            AuditAction::Revoke => "revoke",
         }
     }
 

@@ -10,6 +10,7 @@ use super::answer::Settlement;
 use super::audit::{ChainStart, ChainedRow};
 use super::cluster::ClusterHandle;
 use super::error::AskError;
+use super::grant::Grant;
 use super::request::{
     Actor, AuditEntry, AuditRow, Created, DuePost, EditState, NewRequest, PlannedPost, Post,
     PostKey, Request, SettleOutcome, Status, Timer,
@@ -71,6 +72,8 @@ pub struct NewAnswer<'a> {
     pub result_if_last: Option<String>,
     /// Builds the result from the stored settlements otherwise.
     pub finish: Finish<'a>,
+    /// The grant the answer creates (its terms asked for one), stored if it wins.
+    pub grant: Option<&'a Grant>,
 }
 
 #[async_trait]
@@ -224,6 +227,26 @@ pub trait Store: Send + Sync + 'static {
     /// Moves schedule `name` from due at `from` (`None`: not started) to `to`. False, with
     /// nothing written, when it is not where the caller read it (another run took the turn).
     async fn advance_schedule(&self, name: &str, from: Option<i64>, to: i64) -> Result<bool>;
+
+    /// The grants on `route` for `uid` that are live at `now_ms` (docs/approvals.md,
+    /// "Grants"); the caller matches the rest.
+    async fn live_grants(&self, route: &str, uid: u32, now_ms: i64) -> Result<Vec<Grant>>;
+
+    /// The grants live at `now_ms`, the newest first, at most `limit`.
+    async fn grants(&self, now_ms: i64, limit: u32) -> Result<Vec<Grant>>;
+
+    /// One grant, live or not.
+    async fn grant(&self, id: &str) -> Result<Option<Grant>>;
+
+    /// Ends grant `id` at `at_ms` (revoked by `by`) if it is live then, with `audit`
+    /// (`accepted` set to whether it was), in one transaction.
+    async fn revoke_grant(
+        &self,
+        id: &str,
+        by: &str,
+        at_ms: i64,
+        audit: &AuditEntry,
+    ) -> Result<bool>;
 
     /// Whether a write goes through now (the health check).
     async fn writable(&self) -> Result<()>;

@@ -13,7 +13,9 @@
 
 use super::{context_from_flags, decide, flagged, text_or_file, Verdict};
 use crate::client::Target;
-use crate::domain::model::{Limits, Question, QuestionOption};
+use crate::domain::model::{
+    Approval, Limits, Question, QuestionOption, MAX_APPROVAL_COMMAND_CHARS,
+};
 use crate::domain::text::{Escaped, Layout, Reveal};
 use crate::domain::{Ask, Context, ErrorCode, Scope};
 use clap::Args;
@@ -120,7 +122,17 @@ pub async fn run(config_file: Option<&Path>, args: ApproveArgs) -> i32 {
     )
     .await;
     match verdict {
-        Verdict::Allowed { by } => {
+        // `approve` never offers Edit…: an edited command is not run.
+        Verdict::Allowed {
+            by,
+            edited: Some(_),
+        } => {
+            eprintln!(
+                "askrelay: {by} approved an edited command, which `askrelay approve` does not run"
+            );
+            EXIT_DENIED
+        }
+        Verdict::Allowed { by, edited: None } => {
             eprintln!(
                 "askrelay: approved by {by}; running {}",
                 Escaped(&shell_line(&args.command, &mut Reveal::default()))
@@ -206,6 +218,15 @@ fn build_ask(args: &ApproveArgs) -> Result<Ask, String> {
         text.push_str(&reveal.text(extra_text, Layout::Lines));
     }
     text_or_file(text, "command.txt", &mut context);
+    // What grants match on: the command line as shown.
+    if !argv.trim().is_empty() && argv.chars().count() <= MAX_APPROVAL_COMMAND_CHARS {
+        context.approval = Some(Approval {
+            tool: "command".into(),
+            command: argv.clone(),
+            session: None,
+            editable: false,
+        });
+    }
     context
         .files
         .extend(extra.map(|c| c.files).unwrap_or_default());

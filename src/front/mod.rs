@@ -18,6 +18,7 @@ pub mod hook;
 pub mod setup;
 
 use crate::client::{AskSession, AskUpdate, Client, Target};
+use crate::domain::answer::Terms;
 use crate::domain::model::{MAX_CONTEXT_FILE_BYTES, MAX_CONTEXT_TEXT_BYTES, MAX_QUESTION_CHARS};
 use crate::domain::text::{Escaped, Reveal};
 use crate::domain::{Ask, AskError, Context, ContextFile, ErrorCode};
@@ -28,8 +29,9 @@ use std::time::Duration;
 /// How an approval ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Verdict {
-    /// The allowing option was chosen; `by` describes who (best effort).
-    Allowed { by: String },
+    /// The allowing option was chosen; `by` describes who (best effort). `edited`: the
+    /// command the approver edited, to run instead of the one asked (docs/approvals.md).
+    Allowed { by: String, edited: Option<String> },
     /// The other option, or free text (`Other…`), which is the reason.
     Denied { by: String, reason: Option<String> },
     /// The request ended with an error: `EXPIRED`, `ABORTED`, `NO_ANSWERER`, …
@@ -43,8 +45,13 @@ pub enum Verdict {
 /// How an ask ended, as a front door reads it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Ended {
-    /// Answered: the result (docs/contract.md, "Result JSON"), and who answered its first question (best effort).
-    Answered { result: String, by: String },
+    /// Answered: the result (docs/contract.md, "Result JSON"), who answered its first question
+    /// (best effort), and what they attached to it (an edited command).
+    Answered {
+        result: String,
+        by: String,
+        terms: Option<Terms>,
+    },
     /// The request ended with an error: `EXPIRED`, `ABORTED`, `NO_ANSWERER`, …
     Failed(AskError),
     /// The daemon cannot be reached, or went away and did not come back.
@@ -65,7 +72,7 @@ pub async fn decide(
     on_accepted: impl FnMut(&str, &Accepted),
 ) -> Verdict {
     match follow(target, ask, reconnect, timeout, on_accepted).await {
-        Ended::Answered { result, by } => read_answer(&result, allow, by),
+        Ended::Answered { result, by, terms } => read_answer(&result, allow, by, terms),
         Ended::Failed(e) => Verdict::Failed(e),
         Ended::Unreachable(why) => Verdict::Unreachable(why),
         Ended::TimedOut(after) => Verdict::TimedOut(after),
@@ -132,12 +139,14 @@ pub async fn follow(
             AskUpdate::Accepted { answerer, detail } => on_accepted(&answerer, &detail),
             AskUpdate::Lost { .. } | AskUpdate::Reattached => {}
             AskUpdate::Answered(result) => {
-                let by = who_answered(target, session.request_id())
-                    .await
-                    .unwrap_or_else(|| "someone".to_owned());
+                let answered = answer_of(target, session.request_id()).await;
+                let by = answered
+                    .as_ref()
+                    .map_or_else(|| "someone".to_owned(), describe);
                 return Ended::Answered {
                     result: result.get().to_owned(),
                     by,
+                    terms: answered.and_then(|a| a.terms),
                 };
             }
             AskUpdate::Failed(_) if cancelled_for_time => {
@@ -162,7 +171,7 @@ async fn sleep_until(deadline: Option<tokio::time::Instant>) {
 }
 
 /// The verdict in the result (docs/contract.md, "Result JSON") of a one-question approval.
-fn read_answer(result: &str, allow: &str, by: String) -> Verdict {
+fn read_answer(result: &str, allow: &str, by: String, terms: Option<Terms>) -> Verdict {
     let parsed: serde_json::Value = serde_json::from_str(result).unwrap_or_default();
     let first = &parsed["answers"][0];
     let selected: Vec<&str> = first["selected"]
@@ -171,7 +180,10 @@ fn read_answer(result: &str, allow: &str, by: String) -> Verdict {
         .unwrap_or_default();
     let custom = first["custom"].as_str().map(str::to_owned);
     if custom.is_none() && selected == [allow] {
-        Verdict::Allowed { by }
+        Verdict::Allowed {
+            by,
+            edited: terms.and_then(|t| t.edited),
+        }
     } else {
         Verdict::Denied { by, reason: custom }
     }
@@ -181,6 +193,12 @@ fn read_answer(result: &str, allow: &str, by: String) -> Verdict {
 /// (the answer does not say; the request just ended, so it is near the top). `None` when it
 /// cannot be told.
 pub async fn who_answered(target: &Target, request_id: &str) -> Option<String> {
+    answer_of(target, request_id).await.as_ref().map(describe)
+}
+
+/// The answer to the first question of an ended request, from the newest pages of `history`
+/// (the request just ended, so it is near the top). `None` when it cannot be told.
+pub async fn answer_of(target: &Target, request_id: &str) -> Option<AnsweredView> {
     let mut client = Client::connect_to(target).await.ok()?;
     let mut before = None;
     for _ in 0..5 {
@@ -194,8 +212,8 @@ pub async fn who_answered(target: &Target, request_id: &str) -> Option<String> {
         let Event::History { requests, next } = reply else {
             return None;
         };
-        if let Some(r) = requests.iter().find(|r| r.request_id == request_id) {
-            return r.questions.first()?.answered.as_ref().map(describe);
+        if let Some(r) = requests.into_iter().find(|r| r.request_id == request_id) {
+            return r.questions.into_iter().next()?.answered;
         }
         before = Some(next?);
     }
@@ -211,6 +229,7 @@ fn describe(a: &AnsweredView) -> String {
         "terminal" => format!("{name} (uid {id}) in the terminal"),
         "discord" => format!("{name} on Discord"),
         "policy" => "the expiry policy".to_owned(),
+        "grant" => format!("grant {id} (approved by {name})"),
         via => format!("{name} on {}", Escaped(via)),
     }
 }
@@ -225,6 +244,7 @@ pub fn context_from_flags(
     let mut context = Context {
         text: text.filter(|t| !t.trim().is_empty()),
         files: Vec::with_capacity(files.len()),
+        approval: None,
     };
     for path in files {
         let bytes = std::fs::read(path)
@@ -322,10 +342,13 @@ mod tests {
 
     #[test]
     fn answers_read_as_verdicts() {
-        let r = |s: &str| read_answer(s, "Allow", "alice".into());
+        let r = |s: &str| read_answer(s, "Allow", "alice".into(), None);
         assert_eq!(
             r(r#"{"answers":[{"id":"a","selected":["Allow"]}]}"#),
-            Verdict::Allowed { by: "alice".into() }
+            Verdict::Allowed {
+                by: "alice".into(),
+                edited: None
+            }
         );
         assert_eq!(
             r(r#"{"answers":[{"id":"a","selected":["Deny"]}]}"#),

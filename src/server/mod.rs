@@ -515,6 +515,31 @@ async fn run_op(ctx: &ServerContext, op: Op, user: &LocalUser) -> Event {
             }
         }
         Op::Health => Event::Health(health(hub).await),
+        Op::Grants => match hub.live_grants().await {
+            // A grant names who asked and who approved: an operator sees every one, anyone
+            // else those for their uid or approved from their terminal.
+            Ok(grants) => Event::Grants {
+                grants: grants
+                    .into_iter()
+                    .filter(|g| {
+                        user.operator
+                            || user.peer.uid.is_some_and(|uid| {
+                                g.uid == uid
+                                    || (g.approver_via == "terminal"
+                                        && g.approver_id == uid.to_string())
+                            })
+                    })
+                    .collect(),
+            },
+            Err(e) => Event::error(None, e),
+        },
+        Op::RevokeGrant { grant } => {
+            let actor = crate::domain::Actor::local(user.peer.uid, user.name.clone(), None);
+            match hub.revoke_grant(&grant, &actor, user.operator).await {
+                Ok(grant) => Event::Revoked { grant },
+                Err(e) => Event::error(None, e),
+            }
+        }
         Op::AuditExport {
             since_ms,
             limit,

@@ -4,6 +4,7 @@
 
 use crate::domain::audit::{ChainStart, ChainedRow};
 use crate::domain::error::AskError;
+use crate::domain::grant::Grant;
 use crate::domain::metrics::Recorder;
 use crate::domain::request::{
     AuditEntry, AuditRow, Created, DuePost, EditState, NewRequest, PlannedPost, Post, PostKey,
@@ -186,6 +187,28 @@ impl Store for Metered {
 
     async fn draft(&self, key: i64, idx: usize, user: &str) -> Result<Vec<usize>> {
         self.count(self.inner.draft(key, idx, user).await)
+    }
+
+    async fn live_grants(&self, route: &str, uid: u32, now_ms: i64) -> Result<Vec<Grant>> {
+        self.count(self.inner.live_grants(route, uid, now_ms).await)
+    }
+
+    async fn grants(&self, now_ms: i64, limit: u32) -> Result<Vec<Grant>> {
+        self.count(self.inner.grants(now_ms, limit).await)
+    }
+
+    async fn grant(&self, id: &str) -> Result<Option<Grant>> {
+        self.count(self.inner.grant(id).await)
+    }
+
+    async fn revoke_grant(
+        &self,
+        id: &str,
+        by: &str,
+        at_ms: i64,
+        audit: &AuditEntry,
+    ) -> Result<bool> {
+        self.count(self.inner.revoke_grant(id, by, at_ms, audit).await)
     }
 
     async fn writable(&self) -> Result<()> {

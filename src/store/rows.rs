@@ -6,6 +6,7 @@
 use crate::domain::answer::Settlement;
 use crate::domain::error::{AskError, ErrorCode};
 use crate::domain::expiry::{Expiry, OnExpire};
+use crate::domain::grant::Grant;
 use crate::domain::quorum::Vote;
 use crate::domain::request::{
     Actor, Answered, EditState, Outcome, Peer, Post, Request, Slot, Status, Via,
@@ -139,6 +140,7 @@ pub(super) struct AnswerRow {
     selected_json: Option<String>,
     custom: Option<String>,
     votes_json: Option<String>,
+    terms_json: Option<String>,
 }
 
 impl AnswerRow {
@@ -152,11 +154,13 @@ impl AnswerRow {
             self.answered_note,
             self.selected_json,
             self.custom,
+            self.terms_json,
         )?;
         QuestionState::read(answer, self.votes_json.as_deref())
     }
 }
 
+#[allow(clippy::too_many_arguments)]
 fn answered(
     at: Option<i64>,
     by: Option<String>,
@@ -165,6 +169,7 @@ fn answered(
     note: Option<String>,
     selected: Option<String>,
     custom: Option<String>,
+    terms: Option<String>,
 ) -> Result<Option<Answered>> {
     let Some(at_ms) = at else { return Ok(None) };
     Ok(Some(Answered {
@@ -178,6 +183,11 @@ fn answered(
         settlement: Settlement {
             selected: serde_json::from_str(selected.as_deref().unwrap_or("[]"))?,
             custom,
+            terms: terms
+                .as_deref()
+                .map(serde_json::from_str)
+                .transpose()
+                .context("bad answer terms in the database")?,
         },
     }))
 }
@@ -216,7 +226,8 @@ impl PostRow {
 }
 
 /// The answers of a request's questions as one JSON array (a backend's `answers_json`):
-/// `[idx, answered_at, by, via, id, note, selected_json, custom, votes_json]` per question, in
+/// `[idx, answered_at, by, via, id, note, selected_json, custom, votes_json, terms_json]` per
+/// question, in
 /// any order.
 pub(super) fn answers_from_json(json: &str) -> Result<Vec<QuestionState>> {
     type Row = (
@@ -229,16 +240,19 @@ pub(super) fn answers_from_json(json: &str) -> Result<Vec<QuestionState>> {
         Option<String>,
         Option<String>,
         Option<String>,
+        Option<String>,
     );
     let mut rows: Vec<Row> = serde_json::from_str(json)?;
     rows.sort_by_key(|r| r.0);
     rows.into_iter()
-        .map(|(_, at, by, via, id, note, selected, custom, votes)| {
-            QuestionState::read(
-                answered(at, by, via, id, note, selected, custom)?,
-                votes.as_deref(),
-            )
-        })
+        .map(
+            |(_, at, by, via, id, note, selected, custom, votes, terms)| {
+                QuestionState::read(
+                    answered(at, by, via, id, note, selected, custom, terms)?,
+                    votes.as_deref(),
+                )
+            },
+        )
         .collect()
 }
 
@@ -296,3 +310,54 @@ pub(super) fn posts_from_json(json: &str) -> Result<Vec<Post>> {
 /// The columns of `posts` in the order [`posts_from_json`] reads them, and [`PostRow`] by name.
 pub(super) const POST_COLUMNS: &str =
     "request_key, idx, answerer, channel, guild, nonce, message, attempts, last_error, edited, slot";
+
+/// One row of `grants`.
+#[derive(sqlx::FromRow)]
+pub(super) struct GrantRow {
+    id: String,
+    route: String,
+    tool: String,
+    pattern: String,
+    exact: bool,
+    uid: i64,
+    host: Option<String>,
+    session: Option<String>,
+    label: String,
+    approver: String,
+    approver_via: String,
+    approver_id: String,
+    request_key: i64,
+    created_at: i64,
+    ends_at: i64,
+    revoked_at: Option<i64>,
+    revoked_by: Option<String>,
+}
+
+/// The columns of `grants`, in the order of [`GrantRow`] and of the insert's binds.
+pub(super) const GRANT_COLUMNS: &str = "id, route, tool, pattern, exact, uid, host, session, \
+     label, approver, approver_via, approver_id, request_key, created_at, ends_at, revoked_at, \
+     revoked_by";
+
+impl GrantRow {
+    pub(super) fn into_grant(self) -> Grant {
+        Grant {
+            id: self.id,
+            route: self.route,
+            tool: self.tool,
+            pattern: self.pattern,
+            exact: self.exact,
+            uid: self.uid as u32,
+            host: self.host,
+            session: self.session,
+            label: self.label,
+            approver: self.approver,
+            approver_via: self.approver_via,
+            approver_id: self.approver_id,
+            request_key: self.request_key,
+            created_at_ms: self.created_at,
+            ends_at_ms: self.ends_at,
+            revoked_at_ms: self.revoked_at,
+            revoked_by: self.revoked_by,
+        }
+    }
+}

@@ -192,6 +192,7 @@ async fn check_first_settlement_wins_and_completes_the_request(t: TestStore) {
             audit: &answer,
             result_if_last: None,
             finish: &finish,
+            grant: None,
         })
         .await
         .unwrap();
@@ -212,6 +213,7 @@ async fn check_first_settlement_wins_and_completes_the_request(t: TestStore) {
             audit: &answer,
             result_if_last: None,
             finish: &finish,
+            grant: None,
         })
         .await
         .unwrap();
@@ -249,6 +251,7 @@ async fn check_concurrent_settlements_have_one_winner(t: TestStore) {
                     audit: &answer,
                     result_if_last: None,
                     finish: &finish,
+                    grant: None,
                 })
                 .await
                 .unwrap()
@@ -361,10 +364,7 @@ async fn check_the_audit_chain_links_every_write_and_survives_pruning(t: TestSto
     assert_eq!(start.hash, GENESIS);
     let a = create(store, &new_request("chain-a")).await;
     let b = create(store, &new_request("chain-b")).await;
-    let settlement = Settlement {
-        selected: vec![0],
-        custom: None,
-    };
+    let settlement = Settlement::choice(0);
     for _ in 0..2 {
         store
             .settle(NewAnswer {
@@ -376,6 +376,7 @@ async fn check_the_audit_chain_links_every_write_and_survives_pruning(t: TestSto
                 audit: &about(a.key),
                 result_if_last: Some("{}".into()),
                 finish: &finish,
+                grant: None,
             })
             .await
             .unwrap();
@@ -544,6 +545,7 @@ async fn check_the_outbox_timers_drafts_and_schedules(t: TestStore) {
             audit: &ask(),
             result_if_last: None,
             finish: &finish,
+            grant: None,
         })
         .await
         .unwrap();
@@ -601,6 +603,7 @@ async fn check_the_outbox_timers_drafts_and_schedules(t: TestStore) {
             audit: &about(req.key),
             result_if_last: None,
             finish: &finish,
+            grant: None,
         })
         .await
         .unwrap();

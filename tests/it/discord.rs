@@ -801,10 +801,7 @@ async fn settlements_from_one_stale_snapshot_count_once() {
                 name: format!("racer{i}"),
                 note: None,
             };
-            let pick = Settlement {
-                selected: vec![i % 2],
-                custom: None,
-            };
+            let pick = Settlement::choice(i % 2);
             (i, hub.settle(&req, 0, pick, actor).await.unwrap())
         })
     });

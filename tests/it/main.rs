@@ -19,6 +19,7 @@ mod discord;
 mod discord_schema_selftest;
 mod faults;
 mod fulldisk;
+mod grants;
 mod hostile;
 mod limits;
 mod mcp;

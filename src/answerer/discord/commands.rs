@@ -81,6 +81,27 @@ pub fn definition() -> CreateCommand {
                 .max_length(500),
             ),
         )
+        .add_option(CreateCommandOption::new(
+            CommandOptionType::SubCommand,
+            "grants",
+            "The live grants (\"Allow for 30 min\") of this channel's routes",
+        ))
+        .add_option(
+            CreateCommandOption::new(
+                CommandOptionType::SubCommand,
+                "revoke",
+                "End a grant now (its approver or an operator)",
+            )
+            .add_sub_option(
+                CreateCommandOption::new(
+                    CommandOptionType::String,
+                    "grant",
+                    "The grant id (see /askrelay grants)",
+                )
+                .required(true)
+                .max_length(20),
+            ),
+        )
         .add_option(
             CreateCommandOption::new(
                 CommandOptionType::SubCommand,
@@ -108,6 +129,10 @@ enum Sub {
     History {
         n: u32,
     },
+    Grants,
+    Revoke {
+        grant: String,
+    },
 }
 
 impl Sub {
@@ -118,6 +143,8 @@ impl Sub {
                 format!("/askrelay cancel request={:?}", Escaped(request))
             }
             Sub::History { n } => format!("/askrelay history n={n}"),
+            Sub::Grants => "/askrelay grants".to_owned(),
+            Sub::Revoke { grant } => format!("/askrelay revoke grant={:?}", Escaped(grant)),
         }
     }
 }
@@ -154,6 +181,10 @@ fn parse(ci: &CommandInteraction) -> Option<Sub> {
                     _ => None,
                 })
                 .unwrap_or(10),
+        },
+        "grants" => Sub::Grants,
+        "revoke" => Sub::Revoke {
+            grant: string("grant")?,
         },
         _ => return None,
     })
@@ -388,6 +419,18 @@ impl Commands {
                     Err(format!("Request “{}” has already ended.", inert(request)))
                 }
             }
+            Sub::Revoke { grant } => {
+                let actor = crate::domain::Actor {
+                    via: crate::domain::Via::Discord,
+                    id: ci.user.id.to_string(),
+                    name: ci.user.name.clone(),
+                    note: None,
+                };
+                match ctx.revoke_grant(grant, &actor, caller.operator).await {
+                    Ok(g) => Ok(("Grant revoked", format!("{} ended now; matching requests go to people again.", grant_line(&g)))),
+                    Err(e) => Err(inert(&e.message)),
+                }
+            }
             _ if !may_see_here => Err("You are not allowed to answer questions in this channel, so askrelay shows you none here.".into()),
             Sub::Pending { all } => {
                 let pending = ctx.pending_all(500).await.map_err(store_error)?;
@@ -406,6 +449,20 @@ impl Commands {
                 let title = if *all { "Pending questions (all channels)" } else { "Pending questions (this channel)" };
                 Ok((title, listing(&shown, "Nothing is waiting for an answer.")))
             }
+            Sub::Grants => {
+                let grants = ctx.live_grants().await.map_err(store_error)?;
+                let shown: Vec<String> = grants
+                    .iter()
+                    .filter(|g| {
+                        caller.operator
+                            || routes.iter().any(|r| {
+                                r.name == g.route && r.shows_in(channel, caller.user, &caller.roles)
+                            })
+                    })
+                    .map(grant_line)
+                    .collect();
+                Ok(("Live grants", listing(&shown, "No grant is live.")))
+            }
             Sub::History { n } => {
                 let recent = ctx.history_all(200).await.map_err(store_error)?;
                 let shown: Vec<String> = recent
@@ -418,6 +475,32 @@ impl Commands {
             }
         }
     }
+}
+
+/// One live grant as `/askrelay grants` lists it: "`g-…` · route **infra** · Bash `cargo
+/// test` (exact command) · for uid 1000 · by alice · until <t:…:f>".
+fn grant_line(g: &crate::domain::grant::Grant) -> String {
+    let mut line = format!(
+        "`{}` · route {} · {} `{}` ({}) · for uid {}",
+        g.id,
+        shown(&g.route, 40),
+        shown(&g.tool, 40),
+        one_line(&truncate(&g.pattern, 200)).replace('`', "ˋ"),
+        g.kind(),
+        g.uid
+    );
+    if let Some(h) = &g.host {
+        line.push_str(&format!(" on {}", shown(h, 40)));
+    }
+    if let Some(s) = &g.session {
+        line.push_str(&format!(", session {}", shown(s, 40)));
+    }
+    line.push_str(&format!(
+        " · by {} · until <t:{}:f>",
+        shown(&g.approver, 120),
+        g.ends_at_ms / 1000
+    ));
+    line
 }
 
 /// How much of each agent text a listing line shows (characters, before escaping), so that
@@ -676,6 +759,7 @@ mod tests {
             settlement: Settlement {
                 selected: vec![0, 1],
                 custom: Some(text.into()),
+                terms: None,
             },
         });
         let mut cancelled = request(text, questions);

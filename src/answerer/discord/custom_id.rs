@@ -70,6 +70,10 @@ pub enum Action {
     Other,
     /// "Answer…" on a free-text question: opens the form.
     Answer,
+    /// "Allow for 30 min": allows with a grant of the route's `grant_durations[i]`.
+    Grant(usize),
+    /// "Edit…": opens the form to edit the command, then approve it.
+    Edit,
 }
 
 /// Which modal form was submitted.
@@ -81,6 +85,8 @@ pub enum Form {
     Answer,
     /// Opened by [`Action::SubmitWithNote`]: the clicker's draft plus a note.
     Note,
+    /// Opened by [`Action::Edit`]: the command as the approver edited it.
+    Edit,
 }
 
 /// What a custom_id can name: a component's action or a modal's form. Each has codes of its
@@ -102,6 +108,8 @@ impl Kind for Action {
             Action::SubmitWithNote => ("N", None),
             Action::Other => ("O", None),
             Action::Answer => ("A", None),
+            Action::Grant(i) => ("g", Some(i)),
+            Action::Edit => ("E", None),
         }
     }
 
@@ -115,6 +123,8 @@ impl Kind for Action {
             "N" => plain(Action::SubmitWithNote),
             "O" => plain(Action::Other),
             "A" => plain(Action::Answer),
+            "g" => Some(Action::Grant(parse_canonical(option?)?)),
+            "E" => plain(Action::Edit),
             _ => None,
         }
     }
@@ -126,6 +136,7 @@ impl Kind for Form {
             Form::Other => ("mO", None),
             Form::Answer => ("mA", None),
             Form::Note => ("mN", None),
+            Form::Edit => ("mE", None),
         }
     }
 
@@ -137,6 +148,7 @@ impl Kind for Form {
             "mO" => Some(Form::Other),
             "mA" => Some(Form::Answer),
             "mN" => Some(Form::Note),
+            "mE" => Some(Form::Edit),
             _ => None,
         }
     }

@@ -18,6 +18,7 @@ use super::rest::Rest;
 use super::route::{self, ResolvedRoute};
 use super::NAME;
 use crate::config::Config;
+use crate::domain::answer::{GrantTerms, Terms};
 use crate::domain::request::{
     Actor, Answered, AuditAction, AuditEntry, EditState, Post, Request, Source, Status, Via,
 };
@@ -482,9 +483,73 @@ impl Handler {
                     )
                     .await;
             }
+            (Action::Grant(i), _) => match a.route.policy.grant_secs.get(i) {
+                Some(&secs) => Settlement {
+                    selected: vec![0],
+                    custom: None,
+                    terms: Some(Terms {
+                        grant: Some(GrantTerms {
+                            secs,
+                            pattern: None,
+                            id: None,
+                        }),
+                        edited: None,
+                    }),
+                },
+                None => {
+                    return self
+                        .refuse(
+                            origin,
+                            Refusal::new(
+                                AuditAction::Forged,
+                                "This route gives no such grant (any more).",
+                            )
+                            .about(key, idx),
+                        )
+                        .await;
+                }
+            },
+            (Action::Edit, _) => {
+                let ctx = RenderContext::of(&a.req, &a.route, idx);
+                let Some(asked) = ctx.editable else {
+                    return self
+                        .refuse(
+                            origin,
+                            Refusal::new(
+                                AuditAction::Forged,
+                                "This command cannot be edited here.",
+                            )
+                            .about(key, idx),
+                        )
+                        .await;
+                };
+                // On a quorum route the form starts from the edit others voted for last, so
+                // that a second approver approves the same edited command.
+                let command = a.req.votes[idx]
+                    .iter()
+                    .rev()
+                    .find_map(|v| v.terms.as_ref().and_then(|t| t.edited.clone()))
+                    .unwrap_or_else(|| asked.to_owned());
+                let opened = self
+                    .ctx
+                    .record(AuditEntry {
+                        request_key: Some(key),
+                        question_idx: Some(idx),
+                        source: Source::Discord,
+                        actor: Some(describe(&ci.user)),
+                        action: AuditAction::OpenModal,
+                        detail: Some(format!("{:?}", Escaped(&ci.data.custom_id))),
+                        accepted: true,
+                    })
+                    .await;
+                return match opened {
+                    Ok(()) => Reply::Modal(render::edit_modal(q, &ctx, &command)),
+                    Err(_) => Reply::Tell(NOT_SAVED.into()),
+                };
+            }
             (Action::Submit, _) => Settlement {
                 selected: self.draft(&a.req, idx, &user).await,
-                custom: None,
+                ..Settlement::default()
             },
             (Action::Other | Action::Answer | Action::SubmitWithNote, _) => {
                 let form = match a.id.action {
@@ -566,7 +631,26 @@ impl Handler {
             Form::Note => Settlement {
                 selected: self.draft(&a.req, idx, &mi.user.id.to_string()).await,
                 custom: Some(text),
+                terms: None,
             },
+            Form::Edit => {
+                let asked = a
+                    .req
+                    .context
+                    .as_deref()
+                    .and_then(|c| c.approval.as_ref())
+                    .map(|ap| ap.command.as_str());
+                // The command as asked, unchanged, is a plain allow.
+                let edited = (asked != Some(text.as_str())).then_some(text);
+                Settlement {
+                    selected: vec![0],
+                    custom: None,
+                    terms: edited.map(|e| Terms {
+                        grant: None,
+                        edited: Some(e),
+                    }),
+                }
+            }
         };
         crate::crash::point("clicked");
         self.settle(a, settlement).await

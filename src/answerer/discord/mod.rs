@@ -455,7 +455,27 @@ impl Answerer for DiscordAnswerer {
             return Delivery::Shown(self.follower_detail(&route));
         };
         let outbox = &lead.outbox;
-        let posts = planned_posts(self.plan(&req.token, req.questions.len(), &route));
+        let mut posts = planned_posts(self.plan(&req.token, req.questions.len(), &route));
+        if req.granted() {
+            // One line in the route's channel; no copies, reminders or escalation.
+            posts.retain(Post::is_main);
+            return match outbox
+                .post_outbox(
+                    ctx,
+                    req,
+                    &route,
+                    &posts,
+                    outbox::Tries::at_most(outbox::DELIVER_ATTEMPTS),
+                )
+                .await
+            {
+                Ok(links) => Delivery::Shown(self.detail(&route, links)),
+                Err(f) => {
+                    tracing::warn!(request_id = %crate::domain::text::Escaped(&req.request_id), error = %f.message(), "cannot announce a request answered by a grant");
+                    Delivery::Shown(self.detail(&route, Vec::new()))
+                }
+            };
+        }
         outbox.shown.insert(req.clone(), posts.clone());
         // Held from the first try through the background poster, so that a repair pass that
         // finds the request meanwhile does not post it a second time.

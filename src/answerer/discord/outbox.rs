@@ -94,6 +94,12 @@ impl Outbox {
         main: Option<(u64, u64)>,
     ) -> render::QuestionPost {
         let mut ctx = RenderContext::of(req, route, post.idx);
+        if let Some(Some(a)) = req.answers.get(post.idx).filter(|_| req.granted()) {
+            return render::QuestionPost {
+                message: render::grant_announcement(&ctx, a),
+                files: Vec::new(),
+            };
+        }
         let context = req.context.as_deref().filter(|_| post.idx == 0);
         if post.is_main() {
             return render::question_post(q, &ctx, context);
@@ -169,8 +175,9 @@ impl Outbox {
             let files = rendered.files;
             let mut attempt = tries.first;
             loop {
-                // A request cancelled while Discord was down is not posted afterwards.
-                if !ctx.is_pending(req).await {
+                // A request cancelled while Discord was down is not posted afterwards; one a
+                // grant answered is announced.
+                if !req.granted() && !ctx.is_pending(req).await {
                     return Err(Failure::Permanent("the request has ended".into()));
                 }
                 // A DM is opened first; the guild is recorded with the message: clicks must

@@ -180,6 +180,14 @@ fn policy(config: &Config, r: &Route) -> Policy {
         custom_decides: r.custom_decides.unwrap_or(approvals <= 1),
         exclude_requester: r.exclude_requester.unwrap_or(approvals > 1),
         identities: identities(config),
+        // Checked when the configuration was loaded.
+        grant_secs: r
+            .grant_durations
+            .iter()
+            .flatten()
+            .filter_map(|d| crate::config::grant_secs(d).ok())
+            .collect(),
+        allow_edits: r.allow_edits.unwrap_or(false),
     }
 }
 

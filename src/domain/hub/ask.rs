@@ -276,6 +276,7 @@ impl Hub {
 
     /// Shows a stored request through its answerer and tells waiting clients.
     pub(super) async fn deliver(&self, answerer: Arc<dyn Answerer>, req: Request) {
+        let req = self.answer_by_grant(req).await;
         let ctx = self.context(answerer.name());
         match answerer.deliver(&ctx, &req).await {
             Delivery::Shown(mut detail) => {

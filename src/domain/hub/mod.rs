@@ -145,6 +145,8 @@ mod ask;
 mod cluster;
 mod end;
 mod expire;
+mod grants;
+pub use grants::GRANTS_LISTED;
 mod live;
 mod queries;
 mod settle;
@@ -312,6 +314,15 @@ impl Core for Hub {
 
     async fn audit(&self, entry: AuditEntry) {
         Hub::audit(self, entry).await
+    }
+
+    async fn revoke_grant(
+        &self,
+        id: &str,
+        actor: &Actor,
+        operator: bool,
+    ) -> Result<crate::domain::grant::Grant, AskError> {
+        Hub::revoke_grant(self, id, actor, operator).await
     }
 
     fn is_being_delivered(&self, request_id: &str) -> bool {

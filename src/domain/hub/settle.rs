@@ -6,6 +6,7 @@ use super::{storage_error, Hub};
 use crate::domain::access::LocalUser;
 use crate::domain::answer::{AskResult, Settlement};
 use crate::domain::error::{AskError, ErrorCode};
+use crate::domain::grant::{self, Grant};
 use crate::domain::quorum::{Policy, Vote};
 use crate::domain::request::{
     now_ms, Actor, Answered, AuditAction, AuditEntry, Outcome, Request, SettleOutcome, Settled,
@@ -51,8 +52,11 @@ impl Hub {
     ) -> Result<Settled, AskError> {
         let question = question(req, idx)?;
         let settlement = settlement.normalise(question)?;
-        if actor.via != Via::Policy {
+        // The expiry policy and a grant (which had its approvals when it was given) decide
+        // alone.
+        if !matches!(actor.via, Via::Policy | Via::Grant) {
             let policy = self.policy_of(req);
+            policy.check_terms(req, question, &settlement)?;
             if policy.exclude_requester && policy.is_requester(req, &actor, self.node()) {
                 let err = AskError::new(
                     ErrorCode::Forbidden,
@@ -140,6 +144,7 @@ impl Hub {
                 selected: settlement.selected.clone(),
                 custom: settlement.custom.clone(),
                 at_ms: now_ms(),
+                terms: settlement.terms.clone(),
             });
             let tally = policy.tally(&votes, &settlement);
             let json = |v: &[Vote]| serde_json::to_string(v).unwrap_or_default();
@@ -270,6 +275,32 @@ impl Hub {
         if !voters.is_empty() {
             detail.push_str(&format!(" voters: {}", voters.join(", ")));
         }
+        let mut settlement = settlement;
+        let grant = self.grant_of(req, idx, &settlement, &actor, voters, at_ms)?;
+        if let Some(g) = &grant {
+            if let Some(t) = settlement.terms.as_mut().and_then(|t| t.grant.as_mut()) {
+                t.id = Some(g.id.clone());
+            }
+            detail.push_str(&format!(
+                " grant: {} for {} {:?} ({}) until {}",
+                g.id,
+                g.tool,
+                g.pattern,
+                g.kind(),
+                crate::domain::grant::rfc3339(g.ends_at_ms)
+            ));
+        }
+        if actor.via == Via::Grant {
+            detail.push_str(&format!(" by grant {}", actor.id));
+        }
+        if let Some(e) = settlement.terms.as_ref().and_then(|t| t.edited.as_deref()) {
+            let asked = req.context.as_deref().and_then(|c| c.approval.as_ref());
+            detail.push_str(&format!(
+                " edited: asked {:?}, approved {:?}",
+                asked.map(|a| a.command.as_str()).unwrap_or_default(),
+                e
+            ));
+        }
         let audit = AuditEntry {
             request_key: Some(req.key),
             question_idx: Some(idx),
@@ -305,6 +336,7 @@ impl Hub {
                 audit: &audit,
                 result_if_last,
                 finish: &finish,
+                grant: grant.as_ref(),
             })
             .await
             .map_err(|e| storage_error("the answer", &e))?;
@@ -418,8 +450,112 @@ impl Hub {
         let settlement = Settlement {
             selected,
             custom: answer.custom,
+            terms: None,
         };
         self.settle(&req, index, settlement, actor).await
+    }
+}
+
+impl Hub {
+    /// Answers a new request at once when a live grant covers it (docs/approvals.md,
+    /// "Grants"): the same route (whose grants are still on), tool, requester and session,
+    /// and a command the grant matches. Returns the request as it then stands.
+    pub(super) async fn answer_by_grant(&self, req: Request) -> Request {
+        let (Some(route), Some(uid)) = (req.route.as_deref(), req.peer.uid) else {
+            return req;
+        };
+        if req
+            .context
+            .as_deref()
+            .and_then(|c| c.approval.as_ref())
+            .is_none()
+            || self.policy_of(&req).grant_secs.is_empty()
+        {
+            return req;
+        }
+        let now = now_ms();
+        let grants = match self.inner.store.live_grants(route, uid, now).await {
+            Ok(g) => g,
+            Err(e) => {
+                // The people are asked instead.
+                tracing::warn!(error = %format!("{e:#}"), "cannot read the grants; asking people");
+                return req;
+            }
+        };
+        let Some((g, option)) = grants
+            .iter()
+            .find_map(|g| g.answers(&req, route, now).map(|i| (g, i)))
+        else {
+            return req;
+        };
+        let actor = Actor {
+            via: Via::Grant,
+            id: g.id.clone(),
+            name: g.approver.clone(),
+            note: None,
+        };
+        match self
+            .settle_now(&req, 0, Settlement::choice(option), actor, &[])
+            .await
+        {
+            Ok(settled) => {
+                tracing::info!(
+                    request_id = %Escaped(&req.request_id),
+                    grant = %g.id,
+                    "answered by a grant"
+                );
+                settled.request
+            }
+            Err(e) => {
+                tracing::warn!(error = %e.message, "cannot answer by a grant; asking people");
+                req
+            }
+        }
+    }
+
+    /// The grant that settling question `idx` of `req` with `settlement` gives, when its
+    /// terms ask for one; its approver is the person who settled it, or the quorum's voters.
+    fn grant_of(
+        &self,
+        req: &Request,
+        idx: usize,
+        settlement: &Settlement,
+        actor: &Actor,
+        voters: &[String],
+        at_ms: i64,
+    ) -> Result<Option<Grant>, AskError> {
+        let Some(terms) = settlement.terms.as_ref().and_then(|t| t.grant.as_ref()) else {
+            return Ok(None);
+        };
+        let approval = req.context.as_deref().and_then(|c| c.approval.as_ref());
+        let label = settlement
+            .selected
+            .first()
+            .and_then(|&i| req.questions[idx].options.get(i))
+            .map(|o| o.label.as_str());
+        let (Some(approval), Some(label)) = (approval, label) else {
+            return Err(AskError::invalid(
+                "terms.grant: this request is not an approval",
+            ));
+        };
+        let mut g = grant::from_terms(
+            req,
+            approval,
+            terms.pattern.as_deref(),
+            label,
+            terms.secs,
+            actor,
+            at_ms,
+        )
+        .ok_or_else(|| {
+            AskError::invalid(
+                "terms.grant: only a request of a local account on a route can be granted",
+            )
+        })?;
+        if !voters.is_empty() {
+            g.approver = voters.join(", ");
+        }
+        Ok(Some(g))
     }
 }
 

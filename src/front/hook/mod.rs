@@ -332,7 +332,21 @@ pub(super) async fn claude_code(config_file: Option<&Path>, args: &ClaudeCodeArg
         }
         ("PreToolUse", _) => {
             let verdict = tool_call(&target, &event, &args.common, Agent::ClaudeCode).await;
-            decision_for(verdict, args.on_expire)
+            match verdict {
+                // The approver edited the command: Claude Code runs the edited one.
+                Verdict::Allowed {
+                    by,
+                    edited: Some(command),
+                } => match permission::edited_input(&event, &command) {
+                    Some(input) => Reply::PreToolUse {
+                        permission: "allow",
+                        reason: format!("Allowed by {by}, edited to: {command}"),
+                        updated_input: Some(input),
+                    },
+                    None => Reply::pre("deny", permission::edit_not_applied(&by)),
+                },
+                verdict => decision_for(verdict, args.on_expire),
+            }
         }
         ("PermissionRequest", _) => permission_request(&target, &event, &args.common).await,
         (other, _) => Reply::NoDecision(format!(
@@ -370,7 +384,12 @@ pub(super) async fn codex(config_file: Option<&Path>, args: &CodexArgs) -> Reply
     }
     match tool_call(&target, &event, &args.common, Agent::Codex).await {
         // Codex takes no explicit allow: no decision lets the call run.
-        Verdict::Allowed { by } => Reply::NoDecision(format!("allowed by {by}")),
+        Verdict::Allowed { by, edited: None } => Reply::NoDecision(format!("allowed by {by}")),
+        // Codex is never offered Edit…; an edit it cannot run is not the command asked.
+        Verdict::Allowed {
+            by,
+            edited: Some(_),
+        } => Reply::pre("deny", permission::edit_not_applied(&by)),
         Verdict::Denied { by, reason } => Reply::pre("deny", denied_by(&by, reason.as_deref())),
         Verdict::Failed(e) if e.code == ErrorCode::Expired => Reply::pre(
             "deny",
@@ -420,7 +439,11 @@ pub(super) fn waiting(request_id: &str, answerer: &str) {
 /// What the PreToolUse hook answers for a verdict.
 pub fn decision_for(verdict: Verdict, on_expire: OnExpire) -> Reply {
     match verdict {
-        Verdict::Allowed { by } => Reply::pre("allow", format!("Allowed by {by}")),
+        Verdict::Allowed { by, edited: None } => Reply::pre("allow", format!("Allowed by {by}")),
+        Verdict::Allowed {
+            by,
+            edited: Some(_),
+        } => Reply::pre("deny", permission::edit_not_applied(&by)),
         Verdict::Denied { by, reason } => Reply::pre("deny", denied_by(&by, reason.as_deref())),
         Verdict::Failed(e) if e.code == ErrorCode::Expired => {
             let reason = format!("askrelay: nobody answered in time ({})", e.message);
@@ -618,6 +641,7 @@ mod tests {
         let d = |v: Verdict| decision_for(v, OnExpire::Deny);
         assert_eq!(
             d(Verdict::Allowed {
+                edited: None,
                 by: "alice on Discord".into()
             }),
             Reply::pre("allow", "Allowed by alice on Discord")

@@ -9,7 +9,9 @@ use super::{
     DENY_AND_STOP, MAX_SUGGESTIONS,
 };
 use crate::client::Target;
-use crate::domain::model::{Question, QuestionOption, MAX_LABEL_CHARS};
+use crate::domain::model::{
+    Approval, Question, QuestionOption, MAX_APPROVAL_COMMAND_CHARS, MAX_LABEL_CHARS,
+};
 use crate::domain::text::{Layout, Reveal};
 use crate::domain::Ask;
 use serde_json::{json, Value};
@@ -85,8 +87,8 @@ pub(super) async fn permission_request(
         Err(e) => return Reply::NoDecision(format!("{e}; no decision (Claude Code's own dialog)")),
     };
     let ended = ask_and_follow(target, ask, args).await;
-    let (result, by) = match ended {
-        Ended::Answered { result, by } => (result, by),
+    let (result, by, edited) = match ended {
+        Ended::Answered { result, by, terms } => (result, by, terms.and_then(|t| t.edited)),
         other => return Reply::NoDecision(no_answer(&other, "Claude Code's own dialog")),
     };
     let answer = first_answer(&result);
@@ -105,9 +107,18 @@ pub(super) async fn permission_request(
     }
     let chosen = answer.selected.first().map(String::as_str).unwrap_or(DENY);
     if chosen == ALLOW_ONCE {
-        return Reply::PermissionRequest {
-            decision: json!({"behavior": "allow"}),
-            note: format!("allowed once by {by}"),
+        return match edited {
+            None => Reply::PermissionRequest {
+                decision: json!({"behavior": "allow"}),
+                note: format!("allowed once by {by}"),
+            },
+            Some(command) => match edited_input(event, &command) {
+                Some(input) => Reply::PermissionRequest {
+                    decision: json!({"behavior": "allow", "updatedInput": input}),
+                    note: format!("allowed once by {by}, edited to: {command}"),
+                },
+                None => deny(edit_not_applied(&by), false),
+            },
         };
     }
     if let Some((o, suggestion)) = suggestions.iter().find(|(o, _)| o.label == chosen) {
@@ -117,6 +128,48 @@ pub(super) async fn permission_request(
         };
     }
     deny(denied_by(&by, None), chosen == DENY_AND_STOP)
+}
+
+/// What a grant matches and an approver may edit: the tool, its exact input (a shell
+/// command as it is; any other tool's input as its JSON), and the agent's session. Only a
+/// Claude Code shell command is editable: its hook can run the edited one (`updatedInput`).
+pub(super) fn approval_of(event: &HookEvent, agent: Agent) -> Option<Approval> {
+    let shell = event.tool_input.get("command").and_then(Value::as_str);
+    let command = match shell {
+        Some(c) if event.tool_name == "Bash" => c.to_owned(),
+        _ => serde_json::to_string(&event.tool_input).ok()?,
+    };
+    if command.trim().is_empty()
+        || command.chars().count() > MAX_APPROVAL_COMMAND_CHARS
+        || event.tool_name.trim().is_empty()
+        || event.tool_name.chars().count() > 80
+    {
+        return None;
+    }
+    Some(Approval {
+        tool: event.tool_name.clone(),
+        command,
+        session: event
+            .session_id
+            .clone()
+            .filter(|s| !s.trim().is_empty() && s.chars().count() <= 200),
+        editable: agent == Agent::ClaudeCode && event.tool_name == "Bash" && shell.is_some(),
+    })
+}
+
+/// The tool input with the approver's edited command in place of the asked one (`None`
+/// when the input has no command to replace).
+pub(super) fn edited_input(event: &HookEvent, command: &str) -> Option<Value> {
+    let mut input = event.tool_input.clone();
+    let slot = input.as_object_mut()?.get_mut("command")?;
+    slot.is_string().then_some(())?;
+    *slot = Value::String(command.to_owned());
+    Some(input)
+}
+
+/// Why an approved edit was not run: the hook could not carry it.
+pub(super) fn edit_not_applied(by: &str) -> String {
+    format!("{by} approved an edited command, which this hook cannot run here; denied")
 }
 
 /// An option for each of Claude Code's permission suggestions that allows something (adding
@@ -242,6 +295,8 @@ pub(super) fn permission_ask(
     let scope = scope_of(event, args, &mut reveal)?;
     let request_id = request_id(event, agent, &mut reveal);
     let question = flagged(question, &reveal);
+    let mut context = context;
+    context.approval = approval_of(event, agent);
     let ask = Ask {
         request_id: Some(request_id),
         // The session's main agent: hooks run for the agent itself, not for a sub-agent.

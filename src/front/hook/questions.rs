@@ -34,7 +34,7 @@ pub(super) async fn questions(
     };
     let ended = ask_and_follow(target, ask, args).await;
     let (result, by) = match ended {
-        Ended::Answered { result, by } => (result, by),
+        Ended::Answered { result, by, .. } => (result, by),
         other => return Reply::NoDecision(no_answer(&other, fallback)),
     };
     let parsed: Value = serde_json::from_str(&result).unwrap_or_default();

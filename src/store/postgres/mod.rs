@@ -66,6 +66,7 @@ macro_rules! write_tx {
 }
 
 // After the macro, which its operations use.
+mod grants;
 mod operations;
 
 /// The backend's connections and lease, which the store and its cluster share.
@@ -107,7 +108,7 @@ const REQUEST_COLUMNS: &str =
 /// The answer state of the request's questions, as the JSON that
 /// [`answers_from_json`] reads: one query returns a request with its answers.
 const ANSWERS_JSON: &str = "(SELECT COALESCE(json_agg(json_build_array(idx, answered_at, \
-     answered_by, answered_via, answered_id, answered_note, selected_json, custom, votes_json)), \
+     answered_by, answered_via, answered_id, answered_note, selected_json, custom, votes_json, terms_json)), \
      '[]')::text \
      FROM questions WHERE request_key = requests.key) AS answers_json";
 

@@ -1,7 +1,9 @@
 //! The [`Store`] operations on PostgreSQL, each a statement or a transaction whose commit is
 //! checked before its result is handed back.
 
+use super::grants::insert_grant;
 use super::*;
+use crate::domain::grant::Grant;
 
 #[async_trait]
 impl Store for PgStore {
@@ -158,8 +160,14 @@ impl Store for PgStore {
             audit,
             result_if_last,
             finish,
+            grant,
         } = answer;
         let selected_json = serde_json::to_string(&settlement.selected)?;
+        let terms_json = settlement
+            .terms
+            .as_ref()
+            .map(serde_json::to_string)
+            .transpose()?;
         let won = write_tx!(self, |tx| {
             // The request's row lock first (see the module comment): the count of open
             // questions below then sees every answer committed before this one.
@@ -182,7 +190,7 @@ impl Store for PgStore {
                 "WITH won AS ( \
                      UPDATE questions SET answered_at = $1, answered_by = $2, \
                          answered_via = $3, answered_id = $4, answered_note = $5, \
-                         selected_json = $6, custom = $7 \
+                         selected_json = $6, custom = $7, terms_json = $12 \
                      WHERE request_key = $8 AND idx = $9 AND answered_at IS NULL \
                      AND EXISTS (SELECT 1 FROM requests WHERE key = $8 AND status = 'pending') \
                      RETURNING request_key, idx) \
@@ -203,11 +211,15 @@ impl Store for PgStore {
             .bind(idx as i64)
             .bind(cluster::ended_payload(key, node.as_deref()))
             .bind(self.node().unwrap_or_default())
+            .bind(&terms_json)
             .fetch_optional(&mut *tx)
             .await?;
             let Some(open_after) = open_after else {
                 return anyhow::Ok(None);
             };
+            if let Some(g) = grant {
+                insert_grant(&mut tx, g).await?;
+            }
             let mut won = audit.clone();
             won.request_key = Some(key);
             won.question_idx = Some(idx);
@@ -232,6 +244,7 @@ impl Store for PgStore {
                         all.push(Settlement {
                             selected: serde_json::from_str(selected.as_deref().unwrap_or("[]"))?,
                             custom,
+                            terms: None,
                         });
                     }
                     finish(&all)
@@ -703,6 +716,28 @@ impl Store for PgStore {
             anyhow::Ok(moved)
         })?;
         Ok(moved == 1)
+    }
+
+    async fn live_grants(&self, route: &str, uid: u32, now_ms: i64) -> Result<Vec<Grant>> {
+        self.grants_for(route, uid, now_ms).await
+    }
+
+    async fn grants(&self, now_ms: i64, limit: u32) -> Result<Vec<Grant>> {
+        self.grants_live(now_ms, limit).await
+    }
+
+    async fn grant(&self, id: &str) -> Result<Option<Grant>> {
+        self.grant_by_id(id).await
+    }
+
+    async fn revoke_grant(
+        &self,
+        id: &str,
+        by: &str,
+        at_ms: i64,
+        audit: &AuditEntry,
+    ) -> Result<bool> {
+        self.end_grant(id, by, at_ms, audit).await
     }
 
     async fn writable(&self) -> Result<()> {

@@ -198,6 +198,7 @@ async fn racing_daemons_settle_a_question_once() {
                         audit: &AuditEntry::default(),
                         result_if_last: None,
                         finish: &finish,
+                        grant: None,
                     })
                     .await
                     .unwrap();
@@ -244,6 +245,7 @@ async fn racing_daemons_settle_a_question_once() {
                             audit: &AuditEntry::default(),
                             result_if_last: None,
                             finish: &finish,
+                            grant: None,
                         })
                         .await
                         .unwrap()
@@ -368,6 +370,7 @@ async fn notices_reach_other_nodes_and_resume_after_a_cut() {
             audit: &AuditEntry::default(),
             result_if_last: None,
             finish: &finish,
+            grant: None,
         })
         .await
         .unwrap();

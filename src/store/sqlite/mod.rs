@@ -122,6 +122,7 @@ macro_rules! insert_audit {
     };
 }
 
+mod grants;
 mod operations;
 
 pub struct SqliteStore {
@@ -230,7 +231,7 @@ impl SqliteStore {
         let sql = format!(
             "SELECT {REQUEST_COLUMNS_WITH_CONTEXT}, \
              (SELECT json_group_array(json_array(idx, answered_at, answered_by, answered_via, \
-                answered_id, answered_note, selected_json, custom, votes_json)) \
+                answered_id, answered_note, selected_json, custom, votes_json, terms_json)) \
               FROM questions WHERE request_key = requests.key) AS answers_json, \
              (SELECT json_group_array(json_array({POST_COLUMNS})) \
               FROM posts WHERE request_key = requests.key) AS posts_json \
@@ -387,7 +388,7 @@ async fn answers_of(pool: &SqlitePool, keys: &[i64]) -> Result<HashMap<i64, Vec<
         return Ok(out);
     }
     let cols = "request_key, answered_at, answered_by, answered_via, answered_id, answered_note, \
-                selected_json, custom, votes_json";
+                selected_json, custom, votes_json, terms_json";
     let rows: Vec<AnswerRow> = if keys.len() == 1 {
         sqlx::query_as(&format!(
             "SELECT {cols} FROM questions WHERE request_key = ? ORDER BY idx"

@@ -1,7 +1,9 @@
 //! The [`Store`] operations on SQLite, each a statement or a transaction whose commit is
 //! checked before its result is handed back (the module comment of [`super`] says why).
 
+use super::grants::insert_grant;
 use super::*;
+use crate::domain::grant::Grant;
 
 #[async_trait]
 impl Store for SqliteStore {
@@ -175,8 +177,14 @@ impl Store for SqliteStore {
             audit,
             result_if_last,
             finish,
+            grant,
         } = answer;
         let selected_json = serde_json::to_string(&settlement.selected)?;
+        let terms_json = settlement
+            .terms
+            .as_ref()
+            .map(serde_json::to_string)
+            .transpose()?;
         // One transaction, whose COMMIT is checked before anyone is told: the conditional
         // UPDATE decides first-wins, and its trigger writes, when `result_if_last` is given and
         // no question is left open, the request's final result; it gives back the head of the
@@ -189,7 +197,7 @@ impl Store for SqliteStore {
                 "BEGIN IMMEDIATE; ",
                 "UPDATE questions SET answered_at = ?, answered_by = ?, answered_via = ?, \
                  answered_id = ?, answered_note = ?, selected_json = ?, custom = ?, \
-                 result_if_last = ? \
+                 terms_json = ?, result_if_last = ? \
                  WHERE request_key = ? AND idx = ? AND answered_at IS NULL \
                  AND (SELECT status FROM requests WHERE key = ?) = 'pending' \
                  RETURNING (SELECT count(*) FROM questions q \
@@ -204,6 +212,7 @@ impl Store for SqliteStore {
             .bind(&actor.note)
             .bind(&selected_json)
             .bind(&settlement.custom)
+            .bind(&terms_json)
             .bind(&result_if_last)
             .bind(key)
             .bind(idx as i64)
@@ -231,6 +240,7 @@ impl Store for SqliteStore {
                                 r.get::<Option<&str>, _>(0).unwrap_or("[]"),
                             )?,
                             custom: r.get(1),
+                            terms: None,
                         });
                     }
                     let result = finish(&all);
@@ -251,6 +261,9 @@ impl Store for SqliteStore {
                     Settled::Lost
                 }
             };
+            if let (Settled::Won(_), Some(g)) = (&settled, grant) {
+                insert_grant(&mut tx, g).await?;
+            }
             let mut row = audit.clone();
             row.request_key = Some(key);
             row.question_idx = Some(idx);
@@ -711,6 +724,28 @@ impl Store for SqliteStore {
             anyhow::Ok(moved)
         })?;
         Ok(moved == 1)
+    }
+
+    async fn live_grants(&self, route: &str, uid: u32, now_ms: i64) -> Result<Vec<Grant>> {
+        self.grants_for(route, uid, now_ms).await
+    }
+
+    async fn grants(&self, now_ms: i64, limit: u32) -> Result<Vec<Grant>> {
+        self.grants_live(now_ms, limit).await
+    }
+
+    async fn grant(&self, id: &str) -> Result<Option<Grant>> {
+        self.grant_by_id(id).await
+    }
+
+    async fn revoke_grant(
+        &self,
+        id: &str,
+        by: &str,
+        at_ms: i64,
+        audit: &AuditEntry,
+    ) -> Result<bool> {
+        self.end_grant(id, by, at_ms, audit).await
     }
 
     async fn writable(&self) -> Result<()> {

@@ -103,11 +103,20 @@ pub struct RenderContext<'a> {
     pub approvals: u32,
     /// Whether free text (Other…, Submit with note…) is offered.
     pub offers_custom: bool,
+    /// The grants offered beside the options ("Allow for 30 min"), in seconds: an approval on
+    /// a route with `grant_durations`.
+    pub grant_secs: &'a [u64],
+    /// The command an approver may edit before approving it (Edit…), where the route and the
+    /// front door allow it.
+    pub editable: Option<&'a str>,
+    /// What the request approves, when it is an approval.
+    pub approval: Option<&'a crate::domain::Approval>,
 }
 
 impl<'a> RenderContext<'a> {
     /// The context of question `index` of `req`, posted through `route`.
     pub fn of(req: &'a Request, route: &'a ResolvedRoute, index: usize) -> RenderContext<'a> {
+        let approval = req.context.as_deref().and_then(|c| c.approval.as_ref());
         RenderContext {
             token: &req.token,
             request_id: &req.request_id,
@@ -120,6 +129,14 @@ impl<'a> RenderContext<'a> {
             votes: req.votes.get(index).map_or(&[], Vec::as_slice),
             approvals: route.policy.approvals,
             offers_custom: route.policy.offers_custom(),
+            grant_secs: match approval {
+                Some(_) if req.questions.len() == 1 => &route.policy.grant_secs,
+                _ => &[],
+            },
+            editable: approval
+                .filter(|a| a.editable && route.policy.allow_edits && req.questions.len() == 1)
+                .map(|a| a.command.as_str()),
+            approval,
         }
     }
 
@@ -149,6 +166,8 @@ pub struct AnsweredView {
     /// The custom text (Other…, Answer…, or the note of Submit with note…).
     pub custom: Option<String>,
     pub at_unix: i64,
+    /// What the approver attached: a grant, an edited command.
+    pub terms: Option<crate::domain::answer::Terms>,
 }
 
 /// The message that asks the question: mentions, one embed, components.
@@ -215,6 +234,36 @@ pub fn note(text: &str, ctx: &RenderContext, reply_to: Option<(u64, u64)>) -> Cr
     msg
 }
 
+/// The one line that announces a request a grant answered (grants are never silent): what
+/// ran, which grant allowed it and who approved that, the agent and the request. No
+/// components, no embed, no ping.
+pub fn grant_announcement(ctx: &RenderContext, answered: &Answered) -> CreateMessage {
+    let what = match ctx.approval {
+        Some(a) => format!(
+            "`{}` `{}`",
+            inert_code(&truncate(&a.tool, 80)),
+            inert_code(&truncate(&a.command, 600))
+        ),
+        None => "a request".to_owned(),
+    };
+    let mut line = format!(
+        "**Allowed by grant** `{}` (approved by {}): {what} · request `{}`",
+        inert_code(&a_id(&answered.actor.id)),
+        inert(&truncate(&answered.actor.name, 200)),
+        inert_code(&truncate(ctx.request_id, 120)),
+    );
+    if let Some(agent) = ctx.agent.filter(|a| !a.trim().is_empty()) {
+        line.push_str(&format!(" · agent `{}`", inert_code(&truncate(agent, 80))));
+    }
+    CreateMessage::new()
+        .content(truncate_md(&line, CONTENT_MAX))
+        .allowed_mentions(CreateAllowedMentions::new())
+}
+
+fn a_id(id: &str) -> String {
+    truncate(id, 40)
+}
+
 /// A message's final state: the question's embed with its outcome fields, no components.
 #[derive(Debug, Clone)]
 pub struct Outcome {
@@ -266,7 +315,7 @@ pub fn settled(q: &Question, ctx: &RenderContext, answered: &AnsweredView) -> Ou
             "Answered by".to_owned(),
             truncate_md(&by, BY_MAX + NOTE_MAX),
         ),
-        ("Answer".to_owned(), answer_value(answered)),
+        ("Answer".to_owned(), answer_value(answered, ctx)),
         (
             "Answered at".to_owned(),
             format!("<t:{}:f>", answered.at_unix),
@@ -280,8 +329,11 @@ const NOTE_MARK: &str = "\n**Note:** ";
 
 /// The "Answer" field: the chosen labels, one a line, then the custom text after
 /// [`NOTE_MARK`]. Each part is cut to its share, so that the mark is always shown.
-fn answer_value(answered: &AnsweredView) -> String {
-    let labels = inert(&answered.labels.join("\n"));
+fn answer_value(answered: &AnsweredView, ctx: &RenderContext) -> String {
+    let mut labels = inert(&answered.labels.join("\n"));
+    if let Some(t) = &answered.terms {
+        labels.push_str(&terms_text(t, ctx, answered.at_unix));
+    }
     let custom = answered
         .custom
         .as_deref()
@@ -299,6 +351,55 @@ fn answer_value(answered: &AnsweredView) -> String {
             format!("{labels}{NOTE_MARK}{custom}")
         }
     }
+}
+
+/// The most characters of each side of an edited command's diff.
+const EDIT_SIDE_MAX: usize = 400;
+
+/// What an approver attached to an allow, after the label: the grant with its end, or the
+/// asked and the approved command as a diff. askrelay's own bold starts each.
+fn terms_text(t: &crate::domain::answer::Terms, ctx: &RenderContext, at_unix: i64) -> String {
+    let mut out = String::new();
+    if let Some(g) = &t.grant {
+        let what = match (&g.pattern, ctx.approval) {
+            (Some(p), _) => format!(
+                "commands matching `{}` ({})",
+                inert_code(p),
+                crate::domain::grant::pattern_kind(p)
+            ),
+            (None, Some(a)) => format!("`{}`", inert_code(&truncate(&a.command, EDIT_SIDE_MAX))),
+            (None, None) => "this command".to_owned(),
+        };
+        out.push_str(&format!(
+            "\n**Granted for {}**{}: {what}, until <t:{}:f>",
+            grant_length(g.secs),
+            g.id.as_deref()
+                .map(|id| format!(" (`{}`)", inert_code(id)))
+                .unwrap_or_default(),
+            at_unix.saturating_add(g.secs as i64)
+        ));
+    }
+    if let Some(e) = &t.edited {
+        let asked = ctx.approval.map(|a| a.command.as_str()).unwrap_or_default();
+        let side = |sign: char, text: &str| -> String {
+            truncate(text, EDIT_SIDE_MAX)
+                .lines()
+                .map(|l| format!("{sign} {l}"))
+                .collect::<Vec<_>>()
+                .join("\n")
+        };
+        out.push_str(&format!(
+            "\n**Edited, then approved:**\n```diff\n{}\n{}\n```",
+            context::fence_safe(&side('-', asked)),
+            context::fence_safe(&side('+', e))
+        ));
+    }
+    out
+}
+
+/// Text inside inline code: no backticks to close it early.
+fn inert_code(s: &str) -> String {
+    context::fence_safe(&one_line(s)).replace('`', "ˋ")
 }
 
 /// A question's message after its request is cancelled or expires: the same embed plus the
@@ -324,6 +425,7 @@ pub fn modal(q: &Question, ctx: &RenderContext, form: Form) -> CreateModal {
     let (label, placeholder) = match form {
         Form::Other | Form::Answer => ("Your answer", q.question.as_str()),
         Form::Note => ("Note", "A note to send with your selection"),
+        Form::Edit => ("The command to approve", ""),
     };
     let title = match header(q) {
         Some(h) => truncate(&inert_plain(h), MODAL_TITLE_MAX),
@@ -392,14 +494,16 @@ pub fn components(q: &Question, ctx: &RenderContext) -> Vec<CreateActionRow> {
                 .max_values(1);
                 CreateActionRow::SelectMenu(menu)
             };
-            if !ctx.offers_custom {
-                return vec![first];
+            let mut rows = vec![first];
+            rows.extend(terms_row(q, ctx));
+            if ctx.offers_custom {
+                rows.push(CreateActionRow::Buttons(vec![CreateButton::new(
+                    ctx.custom_id(Action::Other),
+                )
+                .label(OTHER_LABEL)
+                .style(ButtonStyle::Secondary)]));
             }
-            let other =
-                CreateActionRow::Buttons(vec![CreateButton::new(ctx.custom_id(Action::Other))
-                    .label(OTHER_LABEL)
-                    .style(ButtonStyle::Secondary)]);
-            vec![first, other]
+            rows
         }
         QuestionKind::Multi => {
             let max = u8::try_from(options.len()).unwrap_or(SELECT_OPTIONS_MAX as u8);
@@ -429,6 +533,78 @@ pub fn components(q: &Question, ctx: &RenderContext) -> Vec<CreateActionRow> {
             vec![CreateActionRow::SelectMenu(menu), submit]
         }
     }
+}
+
+/// "Allow for 30 min" for each of the route's grant durations, and "Edit…", on an approval
+/// whose first option allows: a row of its own, under the options.
+fn terms_row(q: &Question, ctx: &RenderContext) -> Option<CreateActionRow> {
+    q.options.first()?;
+    let mut buttons: Vec<CreateButton> = ctx
+        .grant_secs
+        .iter()
+        .enumerate()
+        .map(|(i, &secs)| {
+            CreateButton::new(ctx.custom_id(Action::Grant(i)))
+                .label(grant_label(secs))
+                .style(ButtonStyle::Secondary)
+        })
+        .collect();
+    if ctx.editable.is_some() {
+        buttons.push(
+            CreateButton::new(ctx.custom_id(Action::Edit))
+                .label(EDIT_LABEL)
+                .style(ButtonStyle::Secondary),
+        );
+    }
+    (!buttons.is_empty()).then(|| CreateActionRow::Buttons(buttons))
+}
+
+/// The button that opens the form to edit a command before approving it.
+pub const EDIT_LABEL: &str = "Edit…";
+
+/// "Allow for 30 min", "Allow for 8 h", "Allow for 1 h 30 min".
+pub fn grant_label(secs: u64) -> String {
+    format!("Allow for {}", grant_length(secs))
+}
+
+/// "30 min", "8 h", "1 h 30 min", "2 days".
+pub fn grant_length(secs: u64) -> String {
+    let (d, h, m) = (secs / 86_400, secs % 86_400 / 3600, secs % 3600 / 60);
+    let mut parts = Vec::new();
+    if d > 0 {
+        parts.push(format!("{d} day{}", if d == 1 { "" } else { "s" }));
+    }
+    if h > 0 {
+        parts.push(format!("{h} h"));
+    }
+    if m > 0 || parts.is_empty() {
+        parts.push(format!("{m} min"));
+    }
+    parts.join(" ")
+}
+
+/// The form to edit a command and approve the edited one, filled in with `command`.
+pub fn edit_modal(q: &Question, ctx: &RenderContext, command: &str) -> CreateModal {
+    let title = match header(q) {
+        Some(h) => truncate(
+            &format!("Edit, then approve: {}", inert_plain(h)),
+            MODAL_TITLE_MAX,
+        ),
+        None => "Edit, then approve".to_owned(),
+    };
+    let input = CreateInputText::new(
+        InputTextStyle::Paragraph,
+        "The command to approve (it runs as written)",
+        TEXT_INPUT_ID,
+    )
+    .required(true)
+    .max_length(TEXT_INPUT_VALUE_MAX)
+    .value(truncate(command, usize::from(TEXT_INPUT_VALUE_MAX)));
+    CreateModal::new(
+        ModalId::new(ctx.token, ctx.question_index, Form::Edit).encode(),
+        title,
+    )
+    .components(vec![CreateActionRow::InputText(input)])
 }
 
 /// The message content (mentions only, `None` when there are none) and the allowed mentions that
@@ -770,6 +946,12 @@ pub fn answered_view(q: &Question, a: &Answered) -> AnsweredView {
             inert(&a.actor.name),
             inert(&answer.selected.join("”, “"))
         ),
+        // "grant g-…, approved by <@111>": the approver is text the daemon wrote.
+        Via::Grant => format!(
+            "grant `{}`, approved by {}",
+            inert(&a.actor.id),
+            inert(&a.actor.name)
+        ),
     };
     AnsweredView {
         by,
@@ -777,6 +959,7 @@ pub fn answered_view(q: &Question, a: &Answered) -> AnsweredView {
         labels: answer.selected,
         custom: answer.custom,
         at_unix: a.at_ms / 1000,
+        terms: a.settlement.terms.clone(),
     }
 }
 
@@ -868,6 +1051,9 @@ mod tests {
             votes: &[],
             approvals: 1,
             offers_custom: true,
+            grant_secs: &[],
+            editable: None,
+            approval: None,
         }
     }
 
@@ -1082,6 +1268,7 @@ mod tests {
             labels: vec!["Answered by".into()],
             custom: None,
             at_unix: 1,
+            terms: None,
         };
         let edit = json(&settled(&q, &ctx(&s), &answered).edit());
         let by = edit["embeds"][0]["fields"][1]["value"].as_str().unwrap();
@@ -1320,6 +1507,9 @@ mod tests {
             votes: &[],
             approvals: 1,
             offers_custom: true,
+            grant_secs: &[],
+            editable: None,
+            approval: None,
         };
         let answered = AnsweredView {
             by: "b".repeat(5000),
@@ -1327,6 +1517,7 @@ mod tests {
             labels: (0..25).map(|i| format!("{i}{}", "L".repeat(199))).collect(),
             custom: Some("C".repeat(4000)),
             at_unix: i64::MIN,
+            terms: None,
         };
         for (multi, n) in [(false, 25), (true, 25), (false, 5), (false, 0), (true, 1)] {
             let q = worst_case(multi, n);
@@ -1416,6 +1607,7 @@ mod tests {
             labels: vec!["Postgres".to_owned(), "SQLite".to_owned()],
             custom: Some("both, please".to_owned()),
             at_unix: 1_700_000_000,
+            terms: None,
         };
         let edit = json(&settled(&q, &c, &answered).edit());
         assert!(serde_json::to_string(&edit)
@@ -1598,10 +1790,14 @@ mod tests {
             votes: &[],
             approvals: 1,
             offers_custom: true,
+            grant_secs: &[],
+            editable: None,
+            approval: None,
         };
         let context = Context {
             text: Some(text.to_owned()),
             files: Vec::new(),
+            approval: None,
         };
         let answered = AnsweredView {
             by: format!("{} (uid 1000) via terminal", inert(text)),
@@ -1609,6 +1805,7 @@ mod tests {
             labels: vec![text.to_owned(), format!("1{text}")],
             custom: Some(text.to_owned()),
             at_unix: 1_700_000_000,
+            terms: None,
         };
         let lead =
             "**Escalated:** no answer after 5m. Original: https://discord.com/channels/1/2/3";

@@ -1,0 +1,229 @@
+//! Grants: "allow this for a while". An approver who allows a request with a grant also
+//! allows the same requester's later requests on the same route, for the same tool and the
+//! same command (or a pattern the approver wrote), until the grant ends or is revoked. Such a
+//! request is answered at once, by the grant, and announced (docs/approvals.md, "Grants").
+
+use super::model::Approval;
+use super::request::Request;
+use serde::{Deserialize, Serialize};
+
+/// A stored grant.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Grant {
+    /// `g-` and 12 hex digits.
+    pub id: String,
+    pub route: String,
+    pub tool: String,
+    /// The exact command, or the approver's pattern (see [`pattern_matches`]).
+    pub pattern: String,
+    pub exact: bool,
+    /// Who it allows: the asking uid, on its node (cluster mode), in its agent session.
+    pub uid: u32,
+    pub host: Option<String>,
+    pub session: Option<String>,
+    /// The option it answers with (the front door's allow label).
+    pub label: String,
+    /// Who approved it ([`super::request::Actor::describe`]), and their surface and id.
+    pub approver: String,
+    pub approver_via: String,
+    pub approver_id: String,
+    /// The request it was granted on.
+    pub request_key: i64,
+    pub created_at_ms: i64,
+    pub ends_at_ms: i64,
+    pub revoked_at_ms: Option<i64>,
+    pub revoked_by: Option<String>,
+}
+
+impl Grant {
+    /// Whether it still allows anything at `now_ms`.
+    pub fn is_live(&self, now_ms: i64) -> bool {
+        self.revoked_at_ms.is_none() && now_ms < self.ends_at_ms
+    }
+
+    /// Whether it answers `req` (on `route`), at `now_ms`: the same route, tool, requester and
+    /// session, and the command matches; and the request's single question offers its label.
+    /// Returns the option to answer with.
+    pub fn answers(&self, req: &Request, route: &str, now_ms: i64) -> Option<usize> {
+        let a = req.context.as_deref()?.approval.as_ref()?;
+        let same = self.is_live(now_ms)
+            && self.route == route
+            && self.tool == a.tool
+            && req.peer.uid == Some(self.uid)
+            && req.node == self.host
+            && a.session == self.session
+            && self.covers(&a.command);
+        if !same || req.questions.len() != 1 {
+            return None;
+        }
+        req.questions[0]
+            .options
+            .iter()
+            .position(|o| o.label == self.label)
+    }
+
+    /// Whether the grant covers `command`.
+    pub fn covers(&self, command: &str) -> bool {
+        if self.exact {
+            self.pattern == command
+        } else {
+            pattern_matches(&self.pattern, command)
+        }
+    }
+
+    /// How the grant's command shows: `cargo test` (exact) or `cargo test *` (pattern).
+    pub fn kind(&self) -> &'static str {
+        if self.exact {
+            "exact command"
+        } else {
+            pattern_kind(&self.pattern)
+        }
+    }
+}
+
+/// What a pattern is, to show it before it is saved: `prefix` (one `*`, at the end), or
+/// `pattern`.
+pub fn pattern_kind(pattern: &str) -> &'static str {
+    let stars = pattern.matches('*').count();
+    if stars == 0 && !pattern.contains('?') {
+        "exact command"
+    } else if stars == 1 && pattern.ends_with('*') && !pattern.contains('?') {
+        "prefix"
+    } else {
+        "pattern"
+    }
+}
+
+/// Characters a wildcard never stands for: what would let a pattern for one command match a
+/// second one chained to it (`cargo test *` must not match `cargo test; rm -rf ~`).
+pub const SHELL_CONTROL: &[char] = &[';', '&', '|', '`', '$', '(', ')', '<', '>', '\n', '\r'];
+
+/// Whether `text` matches `pattern`: `*` stands for any run of characters and `?` for one,
+/// except the [`SHELL_CONTROL`] characters, which only match themselves written out.
+pub fn pattern_matches(pattern: &str, text: &str) -> bool {
+    let p: Vec<char> = pattern.chars().collect();
+    let t: Vec<char> = text.chars().collect();
+    // Iterative matching with one backtrack point (the last `*`).
+    let (mut pi, mut ti) = (0, 0);
+    let mut star: Option<(usize, usize)> = None;
+    while ti < t.len() {
+        if pi < p.len() && p[pi] == '*' {
+            star = Some((pi, ti));
+            pi += 1;
+        } else if pi < p.len()
+            && ((p[pi] == '?' && !SHELL_CONTROL.contains(&t[ti])) || p[pi] == t[ti])
+        {
+            pi += 1;
+            ti += 1;
+        } else if let Some((sp, st)) = star {
+            // The star takes one more character, unless that one is a control character.
+            if SHELL_CONTROL.contains(&t[st]) {
+                return false;
+            }
+            pi = sp + 1;
+            ti = st + 1;
+            star = Some((sp, st + 1));
+        } else {
+            return false;
+        }
+    }
+    p[pi..].iter().all(|&c| c == '*')
+}
+
+/// A time as RFC 3339, to the second.
+pub fn rfc3339(ms: i64) -> String {
+    let t = std::time::UNIX_EPOCH + std::time::Duration::from_millis(ms.max(0) as u64);
+    humantime::format_rfc3339_seconds(t).to_string()
+}
+
+/// A new grant id.
+pub fn new_id() -> String {
+    let mut bytes = [0u8; 6];
+    if getrandom::fill(&mut bytes).is_err() {
+        bytes.copy_from_slice(&uuid::Uuid::new_v4().as_bytes()[..6]);
+    }
+    let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+    format!("g-{hex}")
+}
+
+/// Whether `s` has the form of a grant id.
+pub fn is_id(s: &str) -> bool {
+    s.len() == 14
+        && s.starts_with("g-")
+        && s[2..]
+            .bytes()
+            .all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+}
+
+/// The grant that settling `req` with these terms creates.
+#[allow(clippy::too_many_arguments)]
+pub fn from_terms(
+    req: &Request,
+    approval: &Approval,
+    pattern: Option<&str>,
+    label: &str,
+    secs: u64,
+    approver: &super::request::Actor,
+    at_ms: i64,
+) -> Option<Grant> {
+    Some(Grant {
+        id: new_id(),
+        route: req.route.clone()?,
+        tool: approval.tool.clone(),
+        pattern: pattern.unwrap_or(&approval.command).to_owned(),
+        exact: pattern.is_none(),
+        uid: req.peer.uid?,
+        host: req.node.clone(),
+        session: approval.session.clone(),
+        label: label.to_owned(),
+        approver: approver.describe(),
+        approver_via: approver.via.as_str().to_owned(),
+        approver_id: approver.id.clone(),
+        request_key: req.key,
+        created_at_ms: at_ms,
+        ends_at_ms: at_ms.saturating_add((secs as i64).saturating_mul(1000)),
+        revoked_at_ms: None,
+        revoked_by: None,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_wildcard_never_reaches_past_a_shell_control_character() {
+        assert!(pattern_matches("cargo test *", "cargo test --all"));
+        assert!(pattern_matches("cargo test *", "cargo test "));
+        assert!(!pattern_matches("cargo test *", "cargo test; rm -rf ~"));
+        assert!(!pattern_matches(
+            "cargo test *",
+            "cargo test && curl x | sh"
+        ));
+        assert!(!pattern_matches("cargo test *", "cargo test $(id)"));
+        assert!(!pattern_matches("cargo test *", "cargo test\nrm -rf ~"));
+        assert!(!pattern_matches("cargo test *", "cargo build"));
+        assert!(pattern_matches(
+            "git * --dry-run",
+            "git clean -fd --dry-run"
+        ));
+        assert!(!pattern_matches("git * --dry-run", "git clean -fd"));
+        assert!(pattern_matches("ls ?", "ls a"));
+        assert!(!pattern_matches("ls ?", "ls ;"));
+        // A control character written out in the pattern matches itself.
+        assert!(pattern_matches("make a; make *", "make a; make b"));
+        assert!(pattern_matches("exact", "exact"));
+        assert!(!pattern_matches("exact", "exactly"));
+    }
+
+    #[test]
+    fn kinds_and_ids() {
+        assert_eq!(pattern_kind("cargo test *"), "prefix");
+        assert_eq!(pattern_kind("git * --dry-run"), "pattern");
+        assert_eq!(pattern_kind("ls"), "exact command");
+        let id = new_id();
+        assert!(is_id(&id), "{id}");
+        assert!(!is_id("g-12"));
+        assert!(!is_id("g-ABCDEF123456"));
+    }
+}

@@ -1,0 +1,104 @@
+//! Grants in PostgreSQL (migrations/postgres/0005_grants.sql).
+
+use super::*;
+use crate::domain::grant::Grant;
+use crate::store::rows::{GrantRow, GRANT_COLUMNS};
+
+/// Stores `g`, inside the transaction of the answer that granted it.
+pub(super) async fn insert_grant(tx: &mut PgConnection, g: &Grant) -> Result<()> {
+    sqlx::query(&format!(
+        "INSERT INTO grants ({GRANT_COLUMNS}) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)"
+    ))
+    .bind(&g.id)
+    .bind(&g.route)
+    .bind(&g.tool)
+    .bind(&g.pattern)
+    .bind(g.exact)
+    .bind(i64::from(g.uid))
+    .bind(&g.host)
+    .bind(&g.session)
+    .bind(&g.label)
+    .bind(&g.approver)
+    .bind(&g.approver_via)
+    .bind(&g.approver_id)
+    .bind(g.request_key)
+    .bind(g.created_at_ms)
+    .bind(g.ends_at_ms)
+    .bind(g.revoked_at_ms)
+    .bind(&g.revoked_by)
+    .execute(&mut *tx)
+    .await?;
+    Ok(())
+}
+
+impl PgStore {
+    /// The live grants on `route` for `uid`.
+    pub(super) async fn grants_for(
+        &self,
+        route: &str,
+        uid: u32,
+        now_ms: i64,
+    ) -> Result<Vec<Grant>> {
+        let rows: Vec<GrantRow> = sqlx::query_as(&format!(
+            "SELECT {GRANT_COLUMNS} FROM grants \
+             WHERE route = $1 AND uid = $2 AND revoked_at IS NULL AND ends_at > $3 \
+             ORDER BY created_at DESC"
+        ))
+        .bind(route)
+        .bind(i64::from(uid))
+        .bind(now_ms)
+        .fetch_all(self.pool())
+        .await?;
+        Ok(rows.into_iter().map(GrantRow::into_grant).collect())
+    }
+
+    /// Every live grant, the newest first.
+    pub(super) async fn grants_live(&self, now_ms: i64, limit: u32) -> Result<Vec<Grant>> {
+        let rows: Vec<GrantRow> = sqlx::query_as(&format!(
+            "SELECT {GRANT_COLUMNS} FROM grants WHERE revoked_at IS NULL AND ends_at > $1 \
+             ORDER BY created_at DESC LIMIT $2"
+        ))
+        .bind(now_ms)
+        .bind(i64::from(limit))
+        .fetch_all(self.pool())
+        .await?;
+        Ok(rows.into_iter().map(GrantRow::into_grant).collect())
+    }
+
+    pub(super) async fn grant_by_id(&self, id: &str) -> Result<Option<Grant>> {
+        let row: Option<GrantRow> =
+            sqlx::query_as(&format!("SELECT {GRANT_COLUMNS} FROM grants WHERE id = $1"))
+                .bind(id)
+                .fetch_optional(self.pool())
+                .await?;
+        Ok(row.map(GrantRow::into_grant))
+    }
+
+    pub(super) async fn end_grant(
+        &self,
+        id: &str,
+        by: &str,
+        at_ms: i64,
+        audit: &AuditEntry,
+    ) -> Result<bool> {
+        write_tx!(self, |tx| {
+            let revoked = sqlx::query(
+                "UPDATE grants SET revoked_at = $1, revoked_by = $2 \
+                 WHERE id = $3 AND revoked_at IS NULL AND ends_at > $4",
+            )
+            .bind(at_ms)
+            .bind(by)
+            .bind(id)
+            .bind(at_ms)
+            .execute(&mut *tx)
+            .await?
+            .rows_affected()
+                == 1;
+            let mut audit = audit.clone();
+            audit.accepted = revoked;
+            append_audit(&mut tx, &audit, at_ms).await?;
+            anyhow::Ok(revoked)
+        })
+    }
+}

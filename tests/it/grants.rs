@@ -1,0 +1,317 @@
+//! Grants ("Allow for 30 min") and edit-then-approve, against the Discord stand-in: a grant
+//! answers the same requester's matching requests at once, announced in one line, until it is
+//! revoked; on a quorum route it needs the quorum; an approver's edited command reaches
+//! Claude Code's hook output as `updatedInput`.
+
+use crate::harness::*;
+use askrelay::config::Route;
+use askrelay_testkit::fixtures::{self, At};
+use serde_json::{json, Value};
+use std::process::Stdio;
+use tokio::io::AsyncWriteExt;
+
+/// Every request goes to a route that gives 30-minute grants and lets approvers edit.
+fn grants(approvals: Option<u32>) -> impl FnOnce(&mut askrelay::config::Config) {
+    move |c| {
+        let mut r = Route::new("dev", CHANNEL);
+        r.grant_durations = Some(vec!["30m".into(), "8h".into()]);
+        r.allow_edits = Some(true);
+        r.approvals = approvals;
+        r.exclude_requester = Some(false);
+        c.routes.push(r);
+    }
+}
+
+/// A Bash approval as the hook asks it, for `command` in session `session`.
+fn approval(command: &str, session: &str) -> Value {
+    json!({"questions": [{
+        "id": "permission",
+        "question": "Allow Bash?",
+        "header": "Claude Code",
+        "options": [{"label": "Allow"}, {"label": "Deny"}],
+        "multiSelect": false
+    }],
+    "context": {"text": command, "approval": {"tool": "Bash", "command": command, "session": session}}})
+}
+
+/// Asks and reads the events until the final line (a request a grant answers may get no
+/// `accepted`).
+async fn ask_to_end(app: &App, request_id: &str, input: &Value) -> Value {
+    let mut c = app.client().await;
+    c.send_json(&ask_line(request_id, input)).await.unwrap();
+    loop {
+        let ev = recv(&mut c, "the ask's events").await;
+        if ev["event"] != "accepted" {
+            return ev;
+        }
+    }
+}
+
+fn labels(msg: &Value) -> Vec<String> {
+    controls(msg).into_iter().map(|(_, l)| l).collect()
+}
+
+async fn revoke(app: &App, grant: &str) -> Value {
+    app.client()
+        .await
+        .call_json(&json!({"op": "revoke_grant", "grant": grant}))
+        .await
+        .unwrap()
+}
+
+async fn live_grants(app: &App) -> Vec<Value> {
+    let reply = app
+        .client()
+        .await
+        .call_json(&json!({"op": "grants"}))
+        .await
+        .unwrap();
+    reply["grants"].as_array().cloned().unwrap_or_default()
+}
+
+#[tokio::test]
+async fn a_grant_answers_the_same_command_at_once_until_it_is_revoked() {
+    let app = App::discord_with(grants(None)).await;
+    let (mut c, _) = app.ask("g-1", &approval("cargo test", "s1")).await;
+    let msg = app.messages(CHANNEL)[0].clone();
+    assert_eq!(
+        labels(&msg),
+        // No Edit…: this approval's command is not marked editable by its front door.
+        [
+            "Allow",
+            "Deny",
+            "Allow for 30 min",
+            "Allow for 8 h",
+            "Other…"
+        ],
+        "{msg}"
+    );
+    let cb = app.press(&msg, &alice(), "Allow for 30 min").await;
+    let shown = final_state(&cb)["embeds"][0]["fields"].to_string();
+    assert!(shown.contains("Granted for 30 min"), "{shown}");
+    let answered = expect_event(&mut c, "answered").await;
+    // The result is the contract's: the grant is not in it.
+    assert_eq!(
+        answered["result"].to_string(),
+        r#"{"answers":[{"id":"permission","selected":["Allow"]}]}"#
+    );
+    let listed = live_grants(&app).await;
+    assert_eq!(listed.len(), 1, "{listed:?}");
+    let id = listed[0]["id"].as_str().unwrap().to_owned();
+    assert_eq!(listed[0]["pattern"], "cargo test");
+    assert_eq!(listed[0]["session"], "s1");
+
+    // The same command from the same session: answered at once, and announced in one line.
+    let second = ask_to_end(&app, "g-2", &approval("cargo test", "s1")).await;
+    assert_eq!(second["event"], "answered", "{second}");
+    assert_eq!(second["result"]["answers"][0]["selected"], json!(["Allow"]));
+    app.standin()
+        .wait_for_requests(2, |r| {
+            r.method == "POST" && r.path.ends_with("/messages") && r.status == 200
+        })
+        .await;
+    let line = app.messages(CHANNEL)[1].clone();
+    let content = line["content"].as_str().unwrap_or_default();
+    assert!(
+        content.starts_with("**Allowed by grant** `g-") && content.contains("`cargo test`"),
+        "{line}"
+    );
+    assert!(
+        line["components"].as_array().is_none_or(|c| c.is_empty()),
+        "an announcement has no buttons: {line}"
+    );
+    let audit = app.store().audit_rows(None).await.unwrap();
+    assert!(
+        audit.iter().any(|r| r.action == "answer"
+            && r.source == "grant"
+            && r.detail.as_deref().unwrap_or_default().contains(&id)),
+        "the grant's answer is audited with its id"
+    );
+
+    // Another command, or another session: people are asked.
+    for (rid, cmd, session) in [
+        ("g-3", "cargo test; rm -rf ~", "s1"),
+        ("g-4", "cargo test", "s2"),
+    ] {
+        let (_c, accepted) = app.ask(rid, &approval(cmd, session)).await;
+        assert_eq!(accepted["event"], "accepted");
+        assert!(app.hub().observe(rid).is_some(), "{rid} waits for a person");
+    }
+
+    // Revoked: the same command goes to people again.
+    let r = revoke(&app, &id).await;
+    assert_eq!(r["event"], "revoked", "{r}");
+    assert!(live_grants(&app).await.is_empty());
+    let again = revoke(&app, &id).await;
+    assert_eq!(again["code"], "CONFLICT", "{again}");
+    let (_c, _) = app.ask("g-5", &approval("cargo test", "s1")).await;
+    assert!(app.hub().observe("g-5").is_some(), "no grant any more");
+    assert!(audit_has(&app, "revoke").await);
+    app.assert_payloads_valid();
+}
+
+async fn audit_has(app: &App, action: &str) -> bool {
+    app.store()
+        .audit_rows(None)
+        .await
+        .unwrap()
+        .iter()
+        .any(|r| r.action == action && r.accepted)
+}
+
+#[tokio::test]
+async fn only_the_approver_or_an_operator_revokes_a_grant_from_discord() {
+    let app = App::discord_with(|c| {
+        grants(None)(c);
+        c.discord.operator_user_ids = vec![askrelay::config::Snowflake(5151)];
+    })
+    .await;
+    let (mut c, _) = app.ask("g-10", &approval("make lint", "s1")).await;
+    let msg = app.messages(CHANNEL)[0].clone();
+    final_state(&app.press(&msg, &alice(), "Allow for 8 h").await);
+    expect_event(&mut c, "answered").await;
+    let id = live_grants(&app).await[0]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let slash = |who: fixtures::Clicker, sub: &'static str, options: Value| {
+        let at = At {
+            application_id: app.standin().application_id(),
+            guild_id: Some(app.standin().guild_id()),
+            channel_id: CHANNEL,
+            message_id: 0,
+        };
+        let payload = fixtures::slash_command(app.next_id(), &at, &who, "askrelay", sub, options);
+        app.interact(payload)
+    };
+    let listed = slash(bob(), "grants", json!([])).await;
+    let text = listed["data"]["embeds"][0]["description"].to_string();
+    assert!(text.contains(&id) && text.contains("make lint"), "{listed}");
+    // Bob neither approved it nor is an operator.
+    let refused = slash(
+        bob(),
+        "revoke",
+        json!([{"name": "grant", "type": 3, "value": id}]),
+    )
+    .await;
+    let text = refused["data"]["embeds"][0]["description"].to_string();
+    assert!(text.contains("or an operator may revoke"), "{refused}");
+    assert_eq!(live_grants(&app).await.len(), 1);
+    // Alice approved it.
+    let done = slash(
+        alice(),
+        "revoke",
+        json!([{"name": "grant", "type": 3, "value": id}]),
+    )
+    .await;
+    let text = done["data"]["embeds"][0]["description"].to_string();
+    assert!(text.contains("ended now"), "{done}");
+    assert!(live_grants(&app).await.is_empty());
+    app.assert_payloads_valid();
+}
+
+#[tokio::test]
+async fn a_grant_on_a_quorum_route_needs_the_quorum() {
+    let app = App::discord_with(grants(Some(2))).await;
+    let (mut c, _) = app.ask("g-20", &approval("terraform plan", "s1")).await;
+    let msg = app.messages(CHANNEL)[0].clone();
+    let cb = app.press(&msg, &alice(), "Allow for 30 min").await;
+    assert_eq!(cb["type"], 7, "a vote: {cb}");
+    assert!(
+        live_grants(&app).await.is_empty(),
+        "one vote gives no grant"
+    );
+    // A plain Allow is another answer: it does not complete the grant's quorum.
+    app.press(&msg, &bob(), "Allow").await;
+    assert!(app.hub().observe("g-20").is_some());
+    final_state(&app.press(&msg, &bob(), "Allow for 30 min").await);
+    let answered = expect_event(&mut c, "answered").await;
+    assert_eq!(
+        answered["result"]["answers"][0]["selected"],
+        json!(["Allow"])
+    );
+    let g = live_grants(&app).await;
+    assert_eq!(g.len(), 1, "{g:?}");
+    let approver = g[0]["approver"].as_str().unwrap();
+    assert!(
+        approver.contains("alice") && approver.contains("bob"),
+        "{approver}"
+    );
+    let next = ask_to_end(&app, "g-21", &approval("terraform plan", "s1")).await;
+    assert_eq!(next["event"], "answered", "{next}");
+    app.assert_payloads_valid();
+}
+
+#[tokio::test]
+async fn an_edited_command_reaches_claude_codes_hook_output() {
+    let app = App::discord_with(grants(None)).await;
+    let bin = Bin::new().env("ASKRELAY_SOCKET_PATH", app.socket().display());
+    let event = json!({
+        "session_id": "sess-7",
+        "cwd": "/work/shop",
+        "hook_event_name": "PreToolUse",
+        "tool_name": "Bash",
+        "tool_input": {"command": "rm -rf build/", "description": "Clean the build"},
+        "tool_use_id": "toolu_e1"
+    })
+    .to_string();
+    let mut hook = bin
+        .cmd(&["hook", "claude-code"])
+        .stdin(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut pipe = hook.stdin.take().unwrap();
+    pipe.write_all(event.as_bytes()).await.unwrap();
+    drop(pipe);
+    let msg = within("the question", async {
+        loop {
+            if let Some(m) = app.messages(CHANNEL).first() {
+                return m.clone();
+            }
+            app.standin()
+                .wait_for_request(|r| r.method == "POST" && r.path.ends_with("/messages"))
+                .await;
+        }
+    })
+    .await;
+    assert!(labels(&msg).contains(&"Edit…".to_owned()), "{msg}");
+    let opened = app.press(&msg, &alice(), "Edit…").await;
+    assert_eq!(opened["type"], 9, "a modal: {opened}");
+    let prefilled = &opened["data"]["components"][0]["components"][0]["value"];
+    assert_eq!(prefilled, "rm -rf build/", "{opened}");
+    let modal = opened["data"]["custom_id"].as_str().unwrap().to_owned();
+    let done = app
+        .submit_modal(&msg, &alice(), &modal, "rm -rf build/cache")
+        .await;
+    let fields = final_state(&done)["embeds"][0]["fields"].to_string();
+    assert!(
+        fields.contains("Edited, then approved")
+            && fields.contains("- rm -rf build/")
+            && fields.contains("+ rm -rf build/cache"),
+        "the message shows the diff: {fields}"
+    );
+    let out = within("the hook to exit", hook.wait_with_output())
+        .await
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let v: Value = serde_json::from_str(stdout.trim()).unwrap();
+    let d = &v["hookSpecificOutput"];
+    assert_eq!(d["permissionDecision"], "allow", "{v}");
+    assert_eq!(
+        d["updatedInput"],
+        json!({"command": "rm -rf build/cache", "description": "Clean the build"}),
+        "{v}"
+    );
+    // The audit keeps both: the asked command in the ask's context, the approved one in the
+    // answer.
+    let audit = app.store().audit_rows(None).await.unwrap();
+    assert!(
+        audit.iter().any(|r| r.action == "answer"
+            && r.detail
+                .as_deref()
+                .unwrap_or_default()
+                .contains("rm -rf build/cache")),
+        "the edited command is audited"
+    );
+    app.assert_payloads_valid();
+}
