@@ -95,9 +95,9 @@ pub const OPS: &[&str] = &[
     "answer",
     "history",
     "health",
+    "audit_export",
     "grants",
     "revoke_grant",
-    "audit_export",
 ];
 
 /// The page size of `audit_export` when the client gives none.

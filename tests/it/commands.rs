@@ -66,7 +66,7 @@ async fn the_command_is_registered_per_guild_by_bulk_overwrite() {
         .iter()
         .map(|o| o["name"].as_str().unwrap())
         .collect();
-    assert_eq!(subs, ["pending", "cancel", "history"]);
+    assert_eq!(subs, ["pending", "cancel", "grants", "revoke", "history"]);
     // A restart registers the same body again: idempotent.
     app.restart().await;
     let puts = within(
