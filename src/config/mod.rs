@@ -434,6 +434,14 @@ pub struct Route {
     /// (default: true where `approvals` > 1).
     #[serde(default)]
     pub exclude_requester: Option<bool>,
+    /// Labels that settle (or vote) only when the person also types `confirm_word`: a modal
+    /// on Discord, `--confirm` at a terminal.
+    #[serde(default)]
+    pub confirm_labels: Option<Vec<String>>,
+    /// The word to type for `confirm_labels`: a literal, or `{scope.KEY}` for the request's
+    /// scope label KEY (default `approve`, also when the request lacks that label).
+    #[serde(default)]
+    pub confirm_word: Option<String>,
 }
 
 impl Route {
@@ -461,6 +469,8 @@ impl Route {
             decisive_labels: None,
             custom_decides: None,
             exclude_requester: None,
+            confirm_labels: None,
+            confirm_word: None,
         }
     }
 

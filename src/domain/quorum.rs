@@ -56,6 +56,8 @@ pub struct Policy {
     /// Whether the person who asked is refused.
     pub exclude_requester: bool,
     pub identities: Arc<[Identity]>,
+    /// Labels that need a typed word to confirm them (`confirm_labels`, `confirm_word`).
+    pub confirm: super::confirm::Confirm,
 }
 
 impl Default for Policy {
@@ -66,6 +68,7 @@ impl Default for Policy {
             custom_decides: true,
             exclude_requester: false,
             identities: Arc::from(Vec::new()),
+            confirm: Default::default(),
         }
     }
 }

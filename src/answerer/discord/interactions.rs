@@ -487,6 +487,11 @@ impl Handler {
                 custom: None,
             },
             (Action::Other | Action::Answer | Action::SubmitWithNote, _) => {
+                if a.id.action == Action::SubmitWithNote {
+                    if let Some(r) = self.note_needs_word(origin, &a, &user).await {
+                        return r;
+                    }
+                }
                 let form = match a.id.action {
                     Action::Other => Form::Other,
                     Action::Answer => Form::Answer,
@@ -511,8 +516,112 @@ impl Handler {
                 };
             }
         };
+        if let Some(form) = confirm_form(&a, &settlement) {
+            return self.open_confirm(ci, &a, form).await;
+        }
         crate::crash::point("clicked");
-        self.settle(a, settlement).await
+        self.settle(a, settlement, None).await
+    }
+
+    /// A click on a label that needs the typed word (the route's `confirm_labels`) settles
+    /// nothing: it opens the modal that asks for the word, audited as opened.
+    async fn open_confirm(
+        &self,
+        ci: &ComponentInteraction,
+        a: &Admitted<Action>,
+        form: Form,
+    ) -> Reply {
+        let (key, idx) = (a.req.key, a.id.question);
+        let opened = self
+            .ctx
+            .record(AuditEntry {
+                request_key: Some(key),
+                question_idx: Some(idx),
+                source: Source::Discord,
+                actor: Some(describe(&ci.user)),
+                action: AuditAction::OpenModal,
+                detail: Some(format!(
+                    "{:?}: asks for the word that confirms it",
+                    Escaped(&ci.data.custom_id)
+                )),
+                accepted: true,
+            })
+            .await;
+        let ctx = RenderContext::of(&a.req, &a.route, idx);
+        match opened {
+            Ok(()) => Reply::Modal(render::confirm_modal(&a.req.questions[idx], &ctx, form)),
+            Err(_) => Reply::Tell(NOT_SAVED.into()),
+        }
+    }
+
+    /// "Submit with note…" with a label in the draft that needs the typed word: the note's
+    /// form has no room for the word, so it is refused and Submit (which asks for it) named.
+    async fn note_needs_word(
+        &self,
+        origin: &Origin<'_>,
+        a: &Admitted<Action>,
+        user: &str,
+    ) -> Option<Reply> {
+        let (key, idx) = (a.req.key, a.id.question);
+        let q = &a.req.questions[idx];
+        let draft = Settlement {
+            selected: self.draft(&a.req, idx, user).await,
+            custom: None,
+        };
+        let needed = a.route.policy.confirm.needed(q, &draft);
+        if needed.is_empty() {
+            return None;
+        }
+        let labels: Vec<String> = needed.iter().map(|l| render::inert(l)).collect();
+        let word = a.route.policy.confirm.word.resolve(&a.req.scope);
+        let text = format!(
+            "{} needs typing `{word}` to confirm, and a note cannot go with it: use **Submit**, \
+             which asks for the word. Nothing was recorded.",
+            labels.join(", ")
+        );
+        Some(
+            self.refuse(
+                origin,
+                Refusal::new(AuditAction::Forbidden, text).about(key, idx),
+            )
+            .await,
+        )
+    }
+
+    /// The confirm modal was submitted: the word, trimmed, must be the one the question shows
+    /// (case matters); then it settles through the core, which checks it again.
+    async fn confirmed(
+        &self,
+        origin: &Origin<'_>,
+        mi: &ModalInteraction,
+        a: Admitted<Form>,
+        typed: String,
+    ) -> Reply {
+        let (key, idx) = (a.req.key, a.id.question);
+        let word = a.route.policy.confirm.word.resolve(&a.req.scope);
+        if !crate::domain::confirm::matches(word, &typed) {
+            return self
+                .refuse(
+                    origin,
+                    Refusal::new(
+                        AuditAction::Forbidden,
+                        format!(
+                            "What you typed did not match `{word}`; nothing was recorded."
+                        ),
+                    )
+                    .about(key, idx),
+                )
+                .await;
+        }
+        let settlement = match a.id.action {
+            Form::Confirm(i) => Settlement::choice(i),
+            _ => Settlement {
+                selected: self.draft(&a.req, idx, &mi.user.id.to_string()).await,
+                custom: None,
+            },
+        };
+        crate::crash::point("clicked");
+        self.settle(a, settlement, Some(typed)).await
     }
 
     async fn on_modal(&self, mi: ModalInteraction) {
@@ -567,9 +676,12 @@ impl Handler {
                 selected: self.draft(&a.req, idx, &mi.user.id.to_string()).await,
                 custom: Some(text),
             },
+            Form::Confirm(_) | Form::ConfirmDraft => {
+                return self.confirmed(origin, mi, a, text).await
+            }
         };
         crate::crash::point("clicked");
-        self.settle(a, settlement).await
+        self.settle(a, settlement, None).await
     }
 
     async fn draft(&self, req: &Request, idx: usize, user: &str) -> Vec<usize> {
@@ -581,12 +693,18 @@ impl Handler {
 
     /// Settles through the core (first wins) and says what to answer the interaction with:
     /// the winner sees the message change to its final state.
-    async fn settle<K>(&self, a: Admitted<K>, settlement: Settlement) -> Reply {
+    /// `typed`: the word typed to confirm a label of the route's `confirm_labels`.
+    async fn settle<K>(
+        &self,
+        a: Admitted<K>,
+        settlement: Settlement,
+        typed: Option<String>,
+    ) -> Reply {
         let (key, idx) = (a.req.key, a.id.question);
         let q = &a.req.questions[idx];
         let settled = self
             .ctx
-            .settle(&a.req, idx, settlement, a.actor.clone())
+            .settle_confirmed(&a.req, idx, settlement, a.actor.clone(), typed.as_deref())
             .await;
         // Whatever happened, what is shown of the request changed (or may have): read it again
         // at the next click.
@@ -653,6 +771,19 @@ impl Handler {
             )),
         }
     }
+}
+
+/// The form that asks for the typed word, when `settlement` (a click's choice, or Submit's
+/// draft) has a label of the route's `confirm_labels`.
+fn confirm_form(a: &Admitted<Action>, settlement: &Settlement) -> Option<Form> {
+    let q = &a.req.questions[a.id.question];
+    if a.route.policy.confirm.needed(q, settlement).is_empty() {
+        return None;
+    }
+    Some(match a.id.action {
+        Action::Submit => Form::ConfirmDraft,
+        _ => Form::Confirm(*settlement.selected.first()?),
+    })
 }
 
 enum Responder<'a> {

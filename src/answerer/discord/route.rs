@@ -180,6 +180,15 @@ fn policy(config: &Config, r: &Route) -> Policy {
         custom_decides: r.custom_decides.unwrap_or(approvals <= 1),
         exclude_requester: r.exclude_requester.unwrap_or(approvals > 1),
         identities: identities(config),
+        confirm: crate::domain::confirm::Confirm {
+            labels: r.confirm_labels.clone().unwrap_or_default(),
+            // Checked at load; a word that no longer parses asks for the default.
+            word: r
+                .confirm_word
+                .as_deref()
+                .and_then(|w| w.parse().ok())
+                .unwrap_or_default(),
+        },
     }
 }
 
