@@ -267,7 +267,9 @@ fn check_confirm(i: usize, r: &Route) -> Result<()> {
         w.parse::<crate::domain::confirm::Word>()
             .map_err(|e| anyhow!("routes[{i}].confirm_word: {e}"))?;
         if labels.is_empty() {
-            bail!("routes[{i}].confirm_word: set confirm_labels too (the labels that need the word)");
+            bail!(
+                "routes[{i}].confirm_word: set confirm_labels too (the labels that need the word)"
+            );
         }
     }
     Ok(())

@@ -236,14 +236,8 @@ mod tests {
     #[test]
     fn a_word_is_a_literal_or_a_scope_label() {
         assert_eq!("approve".parse(), Ok(Word::default()));
-        assert_eq!(
-            "prod-eu.1".parse(),
-            Ok(Word::Literal("prod-eu.1".into()))
-        );
-        assert_eq!(
-            "{scope.project}".parse(),
-            Ok(Word::Scope("project".into()))
-        );
+        assert_eq!("prod-eu.1".parse(), Ok(Word::Literal("prod-eu.1".into())));
+        assert_eq!("{scope.project}".parse(), Ok(Word::Scope("project".into())));
         for bad in [
             "",
             "two words",

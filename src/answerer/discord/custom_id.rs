@@ -402,7 +402,11 @@ mod tests {
     fn confirm_forms_round_trip_and_carry_only_indices() {
         for form in [Form::Confirm(0), Form::Confirm(24), Form::ConfirmDraft] {
             let s = ModalId::new(TOKEN, 2, form).encode();
-            assert_eq!(ModalId::parse(&s), Some(ModalId::new(TOKEN, 2, form)), "{s}");
+            assert_eq!(
+                ModalId::parse(&s),
+                Some(ModalId::new(TOKEN, 2, form)),
+                "{s}"
+            );
             assert_eq!(parse(&s), None, "a form is not a component: {s}");
         }
         assert_eq!(

@@ -605,9 +605,7 @@ impl Handler {
                     origin,
                     Refusal::new(
                         AuditAction::Forbidden,
-                        format!(
-                            "What you typed did not match `{word}`; nothing was recorded."
-                        ),
+                        format!("What you typed did not match `{word}`; nothing was recorded."),
                     )
                     .about(key, idx),
                 )

@@ -1725,7 +1725,11 @@ mod tests {
         let long = "w".repeat(64);
         let q = question(
             Some("Approve"),
-            vec![opt("Allow", None), opt("Deny", None), opt("Nuke *all*", None)],
+            vec![
+                opt("Allow", None),
+                opt("Deny", None),
+                opt("Nuke *all*", None),
+            ],
             false,
         );
         let c = RenderContext {
