@@ -91,7 +91,9 @@ async fn a_confirm_label_asks_for_the_word_and_only_the_exact_word_settles() {
     assert_eq!(status(&app, "c-1").await, Status::Pending);
     let rows = refused(&app).await;
     assert_eq!(rows.len(), 2, "{rows:?}");
-    assert!(rows.iter().all(|r| !r.accepted));
+    assert!(rows
+        .iter()
+        .all(|r| !r.accepted && r.detail.as_deref().unwrap_or("").contains("not confirmed")));
 
     // The word, with spaces around it, settles as Allow.
     let cb = app

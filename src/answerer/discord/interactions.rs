@@ -8,6 +8,10 @@
 //! it carries; the very message, channel and guild askrelay posted that question in; an option
 //! the question has; a person the route allows; a request still pending and a question still
 //! open. Only then does anything change, and nothing is acknowledged before it is stored.
+//!
+//! A choice of a label that needs a typed word (the route's `confirm_labels`) opens a modal
+//! that asks for it instead of settling; the modal's submission settles with the word, which
+//! the core checks again.
 
 use super::commands::Commands;
 use super::custom_id::{self, Action, CustomId, Form, Kind, TEXT_INPUT_ID};
@@ -600,16 +604,23 @@ impl Handler {
         let (key, idx) = (a.req.key, a.id.question);
         let word = a.route.policy.confirm.word.resolve(&a.req.scope);
         if !crate::domain::confirm::matches(word, &typed) {
-            return self
-                .refuse(
-                    origin,
-                    Refusal::new(
-                        AuditAction::Forbidden,
-                        format!("What you typed did not match `{word}`; nothing was recorded."),
-                    )
-                    .about(key, idx),
-                )
+            self.ctx
+                .refuse(AuditEntry {
+                    request_key: Some(key),
+                    question_idx: Some(idx),
+                    source: Source::Discord,
+                    actor: Some(describe(origin.user)),
+                    action: AuditAction::Forbidden,
+                    detail: Some(format!(
+                        "not confirmed (the word typed did not match): custom_id {:?}",
+                        Escaped(origin.custom_id)
+                    )),
+                    accepted: false,
+                })
                 .await;
+            return Reply::Tell(format!(
+                "What you typed did not match `{word}`; nothing was recorded."
+            ));
         }
         let settlement = match a.id.action {
             Form::Confirm(i) => Settlement::choice(i),
