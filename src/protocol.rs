@@ -59,6 +59,10 @@ pub enum Op {
         /// A free-text note about who answers; the daemon records the peer's uid and name.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         by: Option<String>,
+        /// The word typed to confirm a label of the route's `confirm_labels`
+        /// (docs/approvals.md, "Type to confirm").
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        confirm: Option<String>,
     },
     History {
         #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -171,7 +175,15 @@ fn parse_op(obj: &Map<String, Value>, max_questions: usize) -> Result<Op, AskErr
         "answer" => {
             only(
                 obj,
-                &["op", "request_id", "question", "select", "custom", "by"],
+                &[
+                    "op",
+                    "request_id",
+                    "question",
+                    "select",
+                    "custom",
+                    "by",
+                    "confirm",
+                ],
             )?;
             let question = opt_string(obj, "question")?
                 .ok_or_else(|| AskError::invalid("question: is required (a question id)"))?;
@@ -193,6 +205,7 @@ fn parse_op(obj: &Map<String, Value>, max_questions: usize) -> Result<Op, AskErr
                 select,
                 custom: opt_string(obj, "custom")?,
                 by: opt_line(obj, "by", MAX_NOTE_CHARS)?,
+                confirm: opt_line(obj, "confirm", MAX_NOTE_CHARS)?,
             })
         }
         "history" => {
@@ -874,6 +887,7 @@ mod tests {
                 select: vec!["a".into()],
                 custom: None,
                 by: Some("me".into()),
+                confirm: Some("prod-eu".into()),
             },
             Op::History {
                 limit: None,
@@ -963,7 +977,8 @@ mod tests {
                 question: "q".into(),
                 select: vec!["a".into(), "b".into()],
                 custom: Some("c".into()),
-                by: Some("on call".into())
+                by: Some("on call".into()),
+                confirm: None
             }
         );
         assert_eq!(
@@ -973,7 +988,8 @@ mod tests {
                 question: "q".into(),
                 select: vec![],
                 custom: None,
-                by: None
+                by: None,
+                confirm: None
             }
         );
         assert_eq!(
@@ -1004,7 +1020,7 @@ mod tests {
             (r#"{"op":"pending","x":1}"#, "op, request_id, limit, after"),
             (
                 r#"{"op":"answer","request_id":"r","question":"q","x":1}"#,
-                "op, request_id, question, select, custom, by",
+                "op, request_id, question, select, custom, by, confirm",
             ),
             (r#"{"op":"history","x":1}"#, "op, limit, before"),
             (r#"{"op":"health","x":1}"#, "op"),

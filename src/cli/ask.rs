@@ -252,6 +252,7 @@ pub(super) async fn answer_all(target: &Target, args: AnswerArgs) -> Result<i32>
                         select,
                         custom: args.custom.clone(),
                         by: args.note.clone(),
+                        confirm: args.confirm.clone(),
                     })
                     .await?;
                 match reply {
@@ -396,6 +397,7 @@ pub(super) async fn answer(target: &Target, args: AnswerArgs) -> Result<i32> {
             select,
             custom: args.custom.clone(),
             by: args.note.clone(),
+            confirm: args.confirm.clone(),
         })
         .await?;
     match reply {

@@ -436,6 +436,10 @@ pub struct AnswerArgs {
     /// A note shown with your answer (who you are is taken from your login, not from this).
     #[arg(long = "as", value_name = "NOTE")]
     pub note: Option<String>,
+    /// The word that confirms a label of the route's confirm_labels (the error of an answer
+    /// without it names the word); with --all, checked for each request.
+    #[arg(long, value_name = "WORD")]
+    pub confirm: Option<String>,
 }
 
 /// Runs a client command and returns the exit code.

@@ -233,6 +233,7 @@ impl Config {
                 }
                 seen.push(secs);
             }
+            check_confirm(i, r)?;
         }
         let mut names = std::collections::HashSet::new();
         for (i, p) in self.identities.iter().enumerate() {
@@ -265,6 +266,30 @@ impl Config {
             .enabled
             .unwrap_or(self.discord.token.is_none())
     }
+}
+
+/// A route's typed confirmation: labels that are labels, each once, and a word that can be
+/// typed (or `{scope.KEY}`).
+fn check_confirm(i: usize, r: &Route) -> Result<()> {
+    let labels = r.confirm_labels.as_deref().unwrap_or_default();
+    for (j, l) in labels.iter().enumerate() {
+        if l.trim().is_empty() {
+            bail!("routes[{i}].confirm_labels[{j}]: must name an option label");
+        }
+        if labels[..j].contains(l) {
+            bail!("routes[{i}].confirm_labels[{j}]: {l:?} is listed twice");
+        }
+    }
+    if let Some(w) = &r.confirm_word {
+        w.parse::<crate::domain::confirm::Word>()
+            .map_err(|e| anyhow!("routes[{i}].confirm_word: {e}"))?;
+        if labels.is_empty() {
+            bail!(
+                "routes[{i}].confirm_word: set confirm_labels too (the labels that need the word)"
+            );
+        }
+    }
+    Ok(())
 }
 
 /// Reminders and escalation steps under `at` (`discord`, `routes[0]`) must be usable.

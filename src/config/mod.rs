@@ -442,6 +442,14 @@ pub struct Route {
     /// says it runs the edited one (default false).
     #[serde(default)]
     pub allow_edits: Option<bool>,
+    /// Labels that settle (or vote) only when the person also types `confirm_word`: a modal
+    /// on Discord, `--confirm` at a terminal.
+    #[serde(default)]
+    pub confirm_labels: Option<Vec<String>>,
+    /// The word to type for `confirm_labels`: a literal, or `{scope.KEY}` for the request's
+    /// scope label KEY (default `approve`, also when the request lacks that label).
+    #[serde(default)]
+    pub confirm_word: Option<String>,
 }
 
 /// The most grant durations a route may offer (one button each).
@@ -490,6 +498,8 @@ impl Route {
             exclude_requester: None,
             grant_durations: None,
             allow_edits: None,
+            confirm_labels: None,
+            confirm_word: None,
         }
     }
 

@@ -163,6 +163,16 @@ pub trait Core: Send + Sync + 'static {
         actor: Actor,
     ) -> Result<Settled, AskError>;
 
+    /// [`Core::settle`] with the word typed to confirm a label that needs it.
+    async fn settle_confirmed(
+        &self,
+        req: &Request,
+        idx: usize,
+        settlement: Settlement,
+        actor: Actor,
+        typed: Option<&str>,
+    ) -> Result<Settled, AskError>;
+
     /// Ends a pending request with an error; false if it had already ended.
     async fn end(&self, req: &Request, status: Status, error: AskError) -> bool;
 
@@ -258,6 +268,21 @@ impl AnswererContext {
         actor: Actor,
     ) -> Result<Settled, AskError> {
         self.core.settle(req, idx, settlement, actor).await
+    }
+
+    /// [`AnswererContext::settle`] with the word the person typed to confirm (a route's
+    /// `confirm_labels`).
+    pub async fn settle_confirmed(
+        &self,
+        req: &Request,
+        idx: usize,
+        settlement: Settlement,
+        actor: Actor,
+        typed: Option<&str>,
+    ) -> Result<Settled, AskError> {
+        self.core
+            .settle_confirmed(req, idx, settlement, actor, typed)
+            .await
     }
 
     /// Records a refused interaction in the audit log.

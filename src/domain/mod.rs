@@ -10,6 +10,7 @@ pub mod answerer;
 pub mod audit;
 pub mod calendar;
 pub mod cluster;
+pub mod confirm;
 pub mod error;
 pub mod expiry;
 pub mod grant;

@@ -61,6 +61,8 @@ pub struct Policy {
     pub grant_secs: Vec<u64>,
     /// Whether approvers may edit an editable command before approving it (`allow_edits`).
     pub allow_edits: bool,
+    /// Labels that need a typed word to confirm them (`confirm_labels`, `confirm_word`).
+    pub confirm: super::confirm::Confirm,
 }
 
 impl Default for Policy {
@@ -73,6 +75,7 @@ impl Default for Policy {
             identities: Arc::from(Vec::new()),
             grant_secs: Vec::new(),
             allow_edits: false,
+            confirm: Default::default(),
         }
     }
 }

@@ -563,6 +563,7 @@ async fn run_op(ctx: &ServerContext, op: Op, user: &LocalUser) -> Event {
             select,
             custom,
             by,
+            confirm,
         } => {
             let answer = TerminalAnswer {
                 request_id: request_id.clone(),
@@ -570,6 +571,7 @@ async fn run_op(ctx: &ServerContext, op: Op, user: &LocalUser) -> Event {
                 labels: select,
                 custom,
                 note: by,
+                confirm,
             };
             match hub.answer_from_terminal(answer, user).await {
                 Ok(crate::domain::Settled {

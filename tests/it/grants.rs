@@ -315,3 +315,34 @@ async fn an_edited_command_reaches_claude_codes_hook_output() {
     );
     app.assert_payloads_valid();
 }
+
+#[tokio::test]
+async fn a_grant_of_a_label_that_needs_the_word_asks_for_it_first() {
+    let app = App::discord_with(|c| {
+        grants(None)(c);
+        c.routes[0].confirm_labels = Some(vec!["Allow".into()]);
+        c.routes[0].confirm_word = Some("ship-it".into());
+    })
+    .await;
+    let (mut c, _) = app.ask("g-30", &approval("make deploy", "s1")).await;
+    let msg = app.messages(CHANNEL)[0].clone();
+    let opened = app.press(&msg, &alice(), "Allow for 30 min").await;
+    assert_eq!(opened["type"], 9, "the word is asked for: {opened}");
+    assert_eq!(opened["data"]["title"], "Confirm: Allow for 30 min");
+    assert!(live_grants(&app).await.is_empty());
+    let modal = opened["data"]["custom_id"].as_str().unwrap().to_owned();
+    let wrong = app.submit_modal(&msg, &alice(), &modal, "ship it").await;
+    assert!(is_ephemeral(&wrong), "{wrong}");
+    assert!(
+        live_grants(&app).await.is_empty(),
+        "a wrong word grants nothing"
+    );
+    final_state(&app.submit_modal(&msg, &alice(), &modal, "ship-it").await);
+    expect_event(&mut c, "answered").await;
+    assert_eq!(
+        live_grants(&app).await.len(),
+        1,
+        "the word given, the grant is"
+    );
+    app.assert_payloads_valid();
+}

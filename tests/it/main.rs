@@ -13,6 +13,7 @@ mod chaos;
 mod cli;
 mod cluster;
 mod commands;
+mod confirm;
 mod context;
 mod digest;
 mod discord;

@@ -87,6 +87,13 @@ pub enum Form {
     Note,
     /// Opened by [`Action::Edit`]: the command as the approver edited it.
     Edit,
+    /// Opened by a click on option `i`, a label of the route's `confirm_labels`: the word that
+    /// confirms it.
+    Confirm(usize),
+    /// Opened by [`Action::Submit`] when the draft has a label that needs the word.
+    ConfirmDraft,
+    /// Opened by [`Action::Grant`] (grant `i`) when the allow label needs the word.
+    ConfirmGrant(usize),
 }
 
 /// What a custom_id can name: a component's action or a modal's form. Each has codes of its
@@ -137,10 +144,19 @@ impl Kind for Form {
             Form::Answer => ("mA", None),
             Form::Note => ("mN", None),
             Form::Edit => ("mE", None),
+            Form::Confirm(i) => ("mC", Some(i)),
+            Form::ConfirmDraft => ("mD", None),
+            Form::ConfirmGrant(i) => ("mG", Some(i)),
         }
     }
 
     fn from_code(code: &str, option: Option<&str>) -> Option<Self> {
+        if code == "mC" {
+            return Some(Form::Confirm(parse_canonical(option?)?));
+        }
+        if code == "mG" {
+            return Some(Form::ConfirmGrant(parse_canonical(option?)?));
+        }
         if option.is_some() {
             return None;
         }
@@ -149,6 +165,7 @@ impl Kind for Form {
             "mA" => Some(Form::Answer),
             "mN" => Some(Form::Note),
             "mE" => Some(Form::Edit),
+            "mD" => Some(Form::ConfirmDraft),
             _ => None,
         }
     }
@@ -397,5 +414,33 @@ mod tests {
             assert_eq!(parse_option_value(s, 25), None, "{s:?}");
         }
         assert_eq!(parse_option_value("7", usize::MAX), Some(7));
+    }
+
+    #[test]
+    fn confirm_forms_round_trip_and_carry_only_indices() {
+        for form in [Form::Confirm(0), Form::Confirm(24), Form::ConfirmDraft] {
+            let s = ModalId::new(TOKEN, 2, form).encode();
+            assert_eq!(
+                ModalId::parse(&s),
+                Some(ModalId::new(TOKEN, 2, form)),
+                "{s}"
+            );
+            assert_eq!(parse(&s), None, "a form is not a component: {s}");
+        }
+        assert_eq!(
+            ModalId::new(TOKEN, 1, Form::Confirm(3)).encode(),
+            "ar:0123456789abcdef0123:1:mC:3"
+        );
+        let longest = ModalId::new(TOKEN, usize::MAX, Form::Confirm(usize::MAX)).encode();
+        assert!(longest.len() <= MAX_CUSTOM_ID_CHARS, "{longest}");
+        for bad in [
+            format!("ar:{TOKEN}:1:mC"),
+            format!("ar:{TOKEN}:1:mC:"),
+            format!("ar:{TOKEN}:1:mC:03"),
+            format!("ar:{TOKEN}:1:mC:1:2"),
+            format!("ar:{TOKEN}:1:mD:1"),
+        ] {
+            assert_eq!(ModalId::parse(&bad), None, "{bad}");
+        }
     }
 }

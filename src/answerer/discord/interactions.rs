@@ -8,6 +8,10 @@
 //! it carries; the very message, channel and guild askrelay posted that question in; an option
 //! the question has; a person the route allows; a request still pending and a question still
 //! open. Only then does anything change, and nothing is acknowledged before it is stored.
+//!
+//! A choice of a label that needs a typed word (the route's `confirm_labels`) opens a modal
+//! that asks for it instead of settling; the modal's submission settles with the word, which
+//! the core checks again.
 
 use super::commands::Commands;
 use super::custom_id::{self, Action, CustomId, Form, Kind, TEXT_INPUT_ID};
@@ -483,28 +487,13 @@ impl Handler {
                     )
                     .await;
             }
-            (Action::Grant(i), _) => match a.route.policy.grant_secs.get(i) {
-                Some(&secs) => Settlement {
-                    selected: vec![0],
-                    custom: None,
-                    terms: Some(Terms {
-                        grant: Some(GrantTerms {
-                            secs,
-                            pattern: None,
-                            id: None,
-                        }),
-                        edited: None,
-                    }),
-                },
+            (Action::Grant(i), _) => match grant_settlement(&a.route, i) {
+                Some(s) => s,
                 None => {
                     return self
                         .refuse(
                             origin,
-                            Refusal::new(
-                                AuditAction::Forged,
-                                "This route gives no such grant (any more).",
-                            )
-                            .about(key, idx),
+                            Refusal::new(AuditAction::Forged, NO_SUCH_GRANT).about(key, idx),
                         )
                         .await;
                 }
@@ -552,6 +541,11 @@ impl Handler {
                 ..Settlement::default()
             },
             (Action::Other | Action::Answer | Action::SubmitWithNote, _) => {
+                if a.id.action == Action::SubmitWithNote {
+                    if let Some(r) = self.note_needs_word(origin, &a, &user).await {
+                        return r;
+                    }
+                }
                 let form = match a.id.action {
                     Action::Other => Form::Other,
                     Action::Answer => Form::Answer,
@@ -576,8 +570,128 @@ impl Handler {
                 };
             }
         };
+        if let Some(form) = confirm_form(&a, &settlement) {
+            return self.open_confirm(ci, &a, form).await;
+        }
         crate::crash::point("clicked");
-        self.settle(a, settlement).await
+        self.settle(a, settlement, None).await
+    }
+
+    /// A click on a label that needs the typed word (the route's `confirm_labels`) settles
+    /// nothing: it opens the modal that asks for the word, audited as opened.
+    async fn open_confirm(
+        &self,
+        ci: &ComponentInteraction,
+        a: &Admitted<Action>,
+        form: Form,
+    ) -> Reply {
+        let (key, idx) = (a.req.key, a.id.question);
+        let opened = self
+            .ctx
+            .record(AuditEntry {
+                request_key: Some(key),
+                question_idx: Some(idx),
+                source: Source::Discord,
+                actor: Some(describe(&ci.user)),
+                action: AuditAction::OpenModal,
+                detail: Some(format!(
+                    "{:?}: asks for the word that confirms it",
+                    Escaped(&ci.data.custom_id)
+                )),
+                accepted: true,
+            })
+            .await;
+        let ctx = RenderContext::of(&a.req, &a.route, idx);
+        match opened {
+            Ok(()) => Reply::Modal(render::confirm_modal(&a.req.questions[idx], &ctx, form)),
+            Err(_) => Reply::Tell(NOT_SAVED.into()),
+        }
+    }
+
+    /// "Submit with note…" with a label in the draft that needs the typed word: the note's
+    /// form has no room for the word, so it is refused and Submit (which asks for it) named.
+    async fn note_needs_word(
+        &self,
+        origin: &Origin<'_>,
+        a: &Admitted<Action>,
+        user: &str,
+    ) -> Option<Reply> {
+        let (key, idx) = (a.req.key, a.id.question);
+        let q = &a.req.questions[idx];
+        let draft = Settlement {
+            selected: self.draft(&a.req, idx, user).await,
+            ..Settlement::default()
+        };
+        let needed = a.route.policy.confirm.needed(q, &draft);
+        if needed.is_empty() {
+            return None;
+        }
+        let labels: Vec<String> = needed.iter().map(|l| render::inert(l)).collect();
+        let word = a.route.policy.confirm.word.resolve(&a.req.scope);
+        let text = format!(
+            "{} needs typing `{word}` to confirm, and a note cannot go with it: use **Submit**, \
+             which asks for the word. Nothing was recorded.",
+            labels.join(", ")
+        );
+        Some(
+            self.refuse(
+                origin,
+                Refusal::new(AuditAction::Forbidden, text).about(key, idx),
+            )
+            .await,
+        )
+    }
+
+    /// The confirm modal was submitted: the word, trimmed, must be the one the question shows
+    /// (case matters); then it settles through the core, which checks it again.
+    async fn confirmed(
+        &self,
+        origin: &Origin<'_>,
+        mi: &ModalInteraction,
+        a: Admitted<Form>,
+        typed: String,
+    ) -> Reply {
+        let (key, idx) = (a.req.key, a.id.question);
+        let word = a.route.policy.confirm.word.resolve(&a.req.scope);
+        if !crate::domain::confirm::matches(word, &typed) {
+            self.ctx
+                .refuse(AuditEntry {
+                    request_key: Some(key),
+                    question_idx: Some(idx),
+                    source: Source::Discord,
+                    actor: Some(describe(origin.user)),
+                    action: AuditAction::Forbidden,
+                    detail: Some(format!(
+                        "not confirmed (the word typed did not match): custom_id {:?}",
+                        Escaped(origin.custom_id)
+                    )),
+                    accepted: false,
+                })
+                .await;
+            return Reply::Tell(format!(
+                "What you typed did not match `{word}`; nothing was recorded."
+            ));
+        }
+        let settlement = match a.id.action {
+            Form::Confirm(i) => Settlement::choice(i),
+            Form::ConfirmGrant(g) => match grant_settlement(&a.route, g) {
+                Some(s) => s,
+                None => {
+                    return self
+                        .refuse(
+                            origin,
+                            Refusal::new(AuditAction::Forged, NO_SUCH_GRANT).about(key, idx),
+                        )
+                        .await
+                }
+            },
+            _ => Settlement {
+                selected: self.draft(&a.req, idx, &mi.user.id.to_string()).await,
+                ..Settlement::default()
+            },
+        };
+        crate::crash::point("clicked");
+        self.settle(a, settlement, Some(typed)).await
     }
 
     async fn on_modal(&self, mi: ModalInteraction) {
@@ -651,9 +765,16 @@ impl Handler {
                     }),
                 }
             }
+            Form::Confirm(_) | Form::ConfirmDraft | Form::ConfirmGrant(_) => {
+                return self.confirmed(origin, mi, a, text).await
+            }
         };
+        // An edit of a label that needs the word carries it in its second input.
+        let typed = (a.id.action == Form::Edit)
+            .then(|| input_value(mi, render::CONFIRM_INPUT_ID))
+            .flatten();
         crate::crash::point("clicked");
-        self.settle(a, settlement).await
+        self.settle(a, settlement, typed).await
     }
 
     async fn draft(&self, req: &Request, idx: usize, user: &str) -> Vec<usize> {
@@ -665,12 +786,18 @@ impl Handler {
 
     /// Settles through the core (first wins) and says what to answer the interaction with:
     /// the winner sees the message change to its final state.
-    async fn settle<K>(&self, a: Admitted<K>, settlement: Settlement) -> Reply {
+    /// `typed`: the word typed to confirm a label of the route's `confirm_labels`.
+    async fn settle<K>(
+        &self,
+        a: Admitted<K>,
+        settlement: Settlement,
+        typed: Option<String>,
+    ) -> Reply {
         let (key, idx) = (a.req.key, a.id.question);
         let q = &a.req.questions[idx];
         let settled = self
             .ctx
-            .settle(&a.req, idx, settlement, a.actor.clone())
+            .settle_confirmed(&a.req, idx, settlement, a.actor.clone(), typed.as_deref())
             .await;
         // Whatever happened, what is shown of the request changed (or may have): read it again
         // at the next click.
@@ -737,6 +864,54 @@ impl Handler {
             )),
         }
     }
+}
+
+/// The form that asks for the typed word, when `settlement` (a click's choice, or Submit's
+/// draft) has a label of the route's `confirm_labels`.
+/// The reply to a grant button the route no longer has.
+const NO_SUCH_GRANT: &str = "This route gives no such grant (any more).";
+
+/// "Allow for …" with the route's grant `i`: the first option (the front door's allow), with
+/// the grant's terms.
+fn grant_settlement(route: &ResolvedRoute, i: usize) -> Option<Settlement> {
+    let secs = *route.policy.grant_secs.get(i)?;
+    Some(Settlement {
+        selected: vec![0],
+        custom: None,
+        terms: Some(Terms {
+            grant: Some(GrantTerms {
+                secs,
+                pattern: None,
+                id: None,
+            }),
+            edited: None,
+        }),
+    })
+}
+
+/// The value of the modal's text input `id`, when it is not blank.
+fn input_value(mi: &ModalInteraction, id: &str) -> Option<String> {
+    mi.data
+        .components
+        .iter()
+        .flat_map(|row| row.components.iter())
+        .find_map(|c| match c {
+            ActionRowComponent::InputText(t) if t.custom_id == id => t.value.clone(),
+            _ => None,
+        })
+        .filter(|t| !t.trim().is_empty())
+}
+
+fn confirm_form(a: &Admitted<Action>, settlement: &Settlement) -> Option<Form> {
+    let q = &a.req.questions[a.id.question];
+    if a.route.policy.confirm.needed(q, settlement).is_empty() {
+        return None;
+    }
+    Some(match a.id.action {
+        Action::Submit => Form::ConfirmDraft,
+        Action::Grant(g) => Form::ConfirmGrant(g),
+        _ => Form::Confirm(*settlement.selected.first()?),
+    })
 }
 
 enum Responder<'a> {

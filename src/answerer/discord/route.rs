@@ -188,6 +188,15 @@ fn policy(config: &Config, r: &Route) -> Policy {
             .filter_map(|d| crate::config::grant_secs(d).ok())
             .collect(),
         allow_edits: r.allow_edits.unwrap_or(false),
+        confirm: crate::domain::confirm::Confirm {
+            labels: r.confirm_labels.clone().unwrap_or_default(),
+            // Checked at load; a word that no longer parses asks for the default.
+            word: r
+                .confirm_word
+                .as_deref()
+                .and_then(|w| w.parse().ok())
+                .unwrap_or_default(),
+        },
     }
 }
 

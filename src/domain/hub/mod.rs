@@ -295,6 +295,17 @@ impl Core for Hub {
         Hub::settle(self, req, idx, settlement, actor).await
     }
 
+    async fn settle_confirmed(
+        &self,
+        req: &Request,
+        idx: usize,
+        settlement: Settlement,
+        actor: Actor,
+        typed: Option<&str>,
+    ) -> Result<Settled, AskError> {
+        Hub::settle_confirmed(self, req, idx, settlement, actor, typed).await
+    }
+
     async fn end(&self, req: &Request, status: Status, error: AskError) -> bool {
         self.end_by(req, status, error, Source::Daemon).await
     }

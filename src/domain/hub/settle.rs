@@ -5,6 +5,7 @@
 use super::{storage_error, Hub};
 use crate::domain::access::LocalUser;
 use crate::domain::answer::{AskResult, Settlement};
+use crate::domain::confirm::Unconfirmed;
 use crate::domain::error::{AskError, ErrorCode};
 use crate::domain::grant::{self, Grant};
 use crate::domain::quorum::{Policy, Vote};
@@ -25,6 +26,8 @@ pub struct TerminalAnswer {
     pub custom: Option<String>,
     /// Free text about who is answering; shown quoted, trusted for nothing.
     pub note: Option<String>,
+    /// The word typed to confirm a label of the route's `confirm_labels`.
+    pub confirm: Option<String>,
 }
 
 /// The audit detail of a settlement: what was chosen, and the note quoted.
@@ -49,6 +52,21 @@ impl Hub {
         idx: usize,
         settlement: Settlement,
         actor: Actor,
+    ) -> Result<Settled, AskError> {
+        self.settle_confirmed(req, idx, settlement, actor, None)
+            .await
+    }
+
+    /// [`Hub::settle`] with the word the person typed to confirm (a route's
+    /// `confirm_labels`): a label that needs it settles or votes only with the word, and
+    /// without it nothing is recorded and the refusal is audited.
+    pub async fn settle_confirmed(
+        &self,
+        req: &Request,
+        idx: usize,
+        settlement: Settlement,
+        actor: Actor,
+        typed: Option<&str>,
     ) -> Result<Settled, AskError> {
         let question = question(req, idx)?;
         let settlement = settlement.normalise(question)?;
@@ -80,6 +98,29 @@ impl Hub {
                 })
                 .await;
                 return Err(err);
+            }
+            if let Err(why) = policy
+                .confirm
+                .check(question, &settlement, &req.scope, typed)
+            {
+                self.audit(AuditEntry {
+                    request_key: Some(req.key),
+                    question_idx: Some(idx),
+                    source: actor.via.into(),
+                    actor: Some(actor.describe()),
+                    action: AuditAction::Forbidden,
+                    detail: Some(format!(
+                        "not confirmed ({}): {}",
+                        match why {
+                            Unconfirmed::Missing { .. } => "no word typed",
+                            Unconfirmed::Wrong { .. } => "the word typed did not match",
+                        },
+                        audit_detail(&settlement, actor.note.as_deref())
+                    )),
+                    accepted: false,
+                })
+                .await;
+                return Err(AskError::new(ErrorCode::Forbidden, why.to_string()));
             }
             if !policy.decides(question, &settlement) {
                 return self.vote(req, idx, settlement, actor, &policy).await;
@@ -452,7 +493,8 @@ impl Hub {
             custom: answer.custom,
             terms: None,
         };
-        self.settle(&req, index, settlement, actor).await
+        self.settle_confirmed(&req, index, settlement, actor, answer.confirm.as_deref())
+            .await
     }
 }
 

@@ -111,6 +111,10 @@ pub struct RenderContext<'a> {
     pub editable: Option<&'a str>,
     /// What the request approves, when it is an approval.
     pub approval: Option<&'a crate::domain::Approval>,
+    /// Labels that need a typed word to confirm (the route's `confirm_labels`), and the word
+    /// this request asks for.
+    pub confirm_labels: &'a [String],
+    pub confirm_word: &'a str,
 }
 
 impl<'a> RenderContext<'a> {
@@ -137,6 +141,8 @@ impl<'a> RenderContext<'a> {
                 .filter(|a| a.editable && route.policy.allow_edits && req.questions.len() == 1)
                 .map(|a| a.command.as_str()),
             approval,
+            confirm_labels: &route.policy.confirm.labels,
+            confirm_word: route.policy.confirm.word.resolve(&req.scope),
         }
     }
 
@@ -426,6 +432,9 @@ pub fn modal(q: &Question, ctx: &RenderContext, form: Form) -> CreateModal {
         Form::Other | Form::Answer => ("Your answer", q.question.as_str()),
         Form::Note => ("Note", "A note to send with your selection"),
         Form::Edit => ("The command to approve", ""),
+        Form::Confirm(_) | Form::ConfirmDraft | Form::ConfirmGrant(_) => {
+            return confirm_modal(q, ctx, form)
+        }
     };
     let title = match header(q) {
         Some(h) => truncate(&inert_plain(h), MODAL_TITLE_MAX),
@@ -450,6 +459,76 @@ pub fn modal(q: &Question, ctx: &RenderContext, form: Form) -> CreateModal {
     )
     .components(vec![CreateActionRow::InputText(input)])
 }
+
+/// The confirm modal's label around the word; a word too long for Discord's 45 characters is
+/// cut there (the message shows it whole).
+const CONFIRM_LABEL_PREFIX: &str = "Type ";
+const CONFIRM_LABEL_SUFFIX: &str = " to confirm";
+
+/// The modal that asks for the word confirming a label of the route's `confirm_labels`
+/// (opened by a click on it, or by Submit with it in the draft): one short required input,
+/// labelled "Type WORD to confirm", with custom_id [`TEXT_INPUT_ID`].
+pub fn confirm_modal(q: &Question, ctx: &RenderContext, form: Form) -> CreateModal {
+    let title = match form {
+        Form::Confirm(i) => q
+            .options
+            .get(i)
+            .map(|o| format!("Confirm: {}", inert_plain(&one_line(&o.label))))
+            .unwrap_or_else(|| "Confirm".to_owned()),
+        Form::ConfirmGrant(g) => format!(
+            "Confirm: {}",
+            grant_label(ctx.grant_secs.get(g).copied().unwrap_or_default())
+        ),
+        _ => "Confirm your selection".to_owned(),
+    };
+    let room = TEXT_INPUT_LABEL_MAX
+        - CONFIRM_LABEL_PREFIX.chars().count()
+        - CONFIRM_LABEL_SUFFIX.chars().count();
+    let label = format!(
+        "{CONFIRM_LABEL_PREFIX}{}{CONFIRM_LABEL_SUFFIX}",
+        truncate(&inert_plain(ctx.confirm_word), room)
+    );
+    let input = CreateInputText::new(
+        InputTextStyle::Short,
+        truncate(&label, TEXT_INPUT_LABEL_MAX),
+        TEXT_INPUT_ID,
+    )
+    .required(true)
+    .min_length(1)
+    .max_length(100);
+    CreateModal::new(
+        ModalId::new(ctx.token, ctx.question_index, form).encode(),
+        truncate(&title, MODAL_TITLE_MAX),
+    )
+    .components(vec![CreateActionRow::InputText(input)])
+}
+
+/// "**Typed confirmation:** Allow needs typing `prod-eu` to confirm." for a question with a
+/// label of the route's `confirm_labels` (askrelay's own bold; the word is a plain word, see
+/// [`crate::domain::confirm::is_word`], so a code span shows it as is); `None` elsewhere.
+fn confirm_line(q: &Question, ctx: &RenderContext) -> Option<String> {
+    let labels: Vec<String> = q
+        .options
+        .iter()
+        .filter(|o| ctx.confirm_labels.contains(&o.label))
+        .map(|o| inert(&one_line(&o.label)))
+        .collect();
+    if labels.is_empty() {
+        return None;
+    }
+    let verb = if labels.len() == 1 { "needs" } else { "need" };
+    Some(truncate_md(
+        &format!(
+            "**Typed confirmation:** {} {verb} typing `{}` to confirm.",
+            labels.join(", "),
+            ctx.confirm_word
+        ),
+        CONFIRM_LINE_MAX,
+    ))
+}
+
+/// The most characters of the confirmation line.
+const CONFIRM_LINE_MAX: usize = 400;
 
 /// The question's embed as posted (and kept by the edits).
 pub fn question_embed(q: &Question, ctx: &RenderContext) -> CreateEmbed {
@@ -600,12 +679,39 @@ pub fn edit_modal(q: &Question, ctx: &RenderContext, command: &str) -> CreateMod
     .required(true)
     .max_length(TEXT_INPUT_VALUE_MAX)
     .value(truncate(command, usize::from(TEXT_INPUT_VALUE_MAX)));
+    let mut rows = vec![CreateActionRow::InputText(input)];
+    // Approving needs the typed word too when the allow label is one of `confirm_labels`.
+    if q.options
+        .first()
+        .is_some_and(|o| ctx.confirm_labels.contains(&o.label))
+    {
+        let room = TEXT_INPUT_LABEL_MAX
+            - CONFIRM_LABEL_PREFIX.chars().count()
+            - CONFIRM_LABEL_SUFFIX.chars().count();
+        let label = format!(
+            "{CONFIRM_LABEL_PREFIX}{}{CONFIRM_LABEL_SUFFIX}",
+            truncate(&inert_plain(ctx.confirm_word), room)
+        );
+        rows.push(CreateActionRow::InputText(
+            CreateInputText::new(
+                InputTextStyle::Short,
+                truncate(&label, TEXT_INPUT_LABEL_MAX),
+                CONFIRM_INPUT_ID,
+            )
+            .required(true)
+            .min_length(1)
+            .max_length(100),
+        ));
+    }
     CreateModal::new(
         ModalId::new(ctx.token, ctx.question_index, Form::Edit).encode(),
         title,
     )
-    .components(vec![CreateActionRow::InputText(input)])
+    .components(rows)
 }
+
+/// The custom_id of the edit form's second input: the word that confirms the allow.
+pub const CONFIRM_INPUT_ID: &str = "confirm";
 
 /// The message content (mentions only, `None` when there are none) and the allowed mentions that
 /// let exactly those users and roles be pinged and parse nothing from text.
@@ -730,6 +836,10 @@ fn embed_text(q: &Question, ctx: &RenderContext) -> EmbedText {
     let mut description = String::new();
     if let Some(votes) = votes_line(q, ctx) {
         description.push_str(&votes);
+        description.push('\n');
+    }
+    if let Some(line) = confirm_line(q, ctx) {
+        description.push_str(&line);
         description.push('\n');
     }
     if ctx.question_count > 1 {
@@ -1054,6 +1164,8 @@ mod tests {
             grant_secs: &[],
             editable: None,
             approval: None,
+            confirm_labels: &[],
+            confirm_word: "approve",
         }
     }
 
@@ -1510,6 +1622,8 @@ mod tests {
             grant_secs: &[],
             editable: None,
             approval: None,
+            confirm_labels: &[],
+            confirm_word: "approve",
         };
         let answered = AnsweredView {
             by: "b".repeat(5000),
@@ -1793,6 +1907,8 @@ mod tests {
             grant_secs: &[],
             editable: None,
             approval: None,
+            confirm_labels: &[],
+            confirm_word: "approve",
         };
         let context = Context {
             text: Some(text.to_owned()),
@@ -1830,5 +1946,61 @@ mod tests {
             ("ended", json(&ended(&q, &c, "Cancelled", text).edit())),
             ("modal", json(&modal(&q, &c, Form::Other))),
         ]
+    }
+
+    #[test]
+    fn a_confirm_label_is_named_with_its_word_and_its_modal_fits() {
+        let sc = scope();
+        let labels = vec!["Allow".to_owned(), "Nuke *all*".to_owned()];
+        let long = "w".repeat(64);
+        let q = question(
+            Some("Approve"),
+            vec![
+                opt("Allow", None),
+                opt("Deny", None),
+                opt("Nuke *all*", None),
+            ],
+            false,
+        );
+        let c = RenderContext {
+            confirm_labels: &labels,
+            confirm_word: "prod-eu",
+            ..ctx(&sc)
+        };
+        let body = json(&question_embed(&q, &c));
+        let d = body["description"].as_str().unwrap();
+        assert!(
+            d.starts_with(
+                "**Typed confirmation:** Allow, Nuke \\*all\\* need typing `prod-eu` to confirm.\n"
+            ),
+            "{d}"
+        );
+        assert!(!json(&question_embed(&q, &ctx(&sc)))["description"]
+            .as_str()
+            .unwrap()
+            .contains("confirm"));
+
+        let m = json(&modal(&q, &c, Form::Confirm(0)));
+        assert_eq!(m["title"], "Confirm: Allow");
+        assert_eq!(m["custom_id"], "ar:0123456789abcdef0123:0:mC:0");
+        let input = &m["components"][0]["components"][0];
+        assert_eq!(input["label"], "Type prod-eu to confirm");
+        assert_eq!(input["style"], 1, "short: {input}");
+        assert_eq!(input["required"], true);
+        assert_eq!(input["custom_id"], TEXT_INPUT_ID);
+        // A long word and a long label are cut to Discord's 45 characters.
+        let lq = question(None, vec![opt(&"L".repeat(80), None)], false);
+        let c = RenderContext {
+            confirm_word: &long,
+            ..c
+        };
+        let m = json(&modal(&lq, &c, Form::Confirm(0)));
+        assert_eq!(chars(&m["title"]), MODAL_TITLE_MAX);
+        let label = &m["components"][0]["components"][0]["label"];
+        assert_eq!(chars(label), TEXT_INPUT_LABEL_MAX, "{label}");
+        assert!(label.as_str().unwrap().ends_with("… to confirm"), "{label}");
+        let m = json(&modal(&q, &c, Form::ConfirmDraft));
+        assert_eq!(m["title"], "Confirm your selection");
+        assert_eq!(m["custom_id"], "ar:0123456789abcdef0123:0:mD");
     }
 }
