@@ -16,6 +16,7 @@
 //!   (ephemeral). It is sent within Discord's 3 s: when the answer takes longer than 1.5 s the
 //!   interaction is deferred first and the answer edited in.
 
+use super::batch;
 use super::render::{inert, one_line, truncate, truncate_md};
 use super::rest::Rest;
 use super::route::{self, ResolvedRoute};
@@ -26,9 +27,9 @@ use crate::domain::request::{now_ms, AuditAction, AuditEntry, Post, Request, Sou
 use crate::domain::text::Escaped;
 use crate::domain::{AnswererContext, QuestionAnswer, Status};
 use serenity::all::{
-    ApplicationId, Command, CommandInteraction, CommandOptionType, CreateCommand,
+    ApplicationId, Command, CommandInteraction, CommandOptionType, CreateActionRow, CreateCommand,
     CreateCommandOption, CreateEmbed, CreateInteractionResponse, CreateInteractionResponseMessage,
-    EditInteractionResponse, GuildId, ResolvedValue,
+    EditInteractionResponse, GuildId, Member, ResolvedValue, User,
 };
 use std::sync::Arc;
 use std::time::Duration;
@@ -227,11 +228,41 @@ impl Commands {
     }
 }
 
-/// Who ran the command, as the checks need them.
-struct Caller {
-    user: u64,
-    roles: Vec<u64>,
-    operator: bool,
+/// Who ran the command (or used a batch control), as the checks need them.
+pub(super) struct Caller {
+    pub user: u64,
+    pub roles: Vec<u64>,
+    pub operator: bool,
+}
+
+impl Caller {
+    /// The person Discord vouches for, with their roles here, and whether they are an operator
+    /// (`discord.operator_role_ids`, `discord.operator_user_ids`; never a bot).
+    pub(super) fn of(config: &Config, user: &User, member: Option<&Member>) -> Caller {
+        let roles: Vec<u64> = member
+            .map(|m| m.roles.iter().map(|r| r.get()).collect())
+            .unwrap_or_default();
+        let d = &config.discord;
+        let id = user.id.get();
+        Caller {
+            user: id,
+            operator: !user.bot
+                && (d.operator_user_ids.iter().any(|u| u.0 == id)
+                    || roles
+                        .iter()
+                        .any(|r| d.operator_role_ids.iter().any(|o| o.0 == *r))),
+            roles,
+        }
+    }
+
+    /// Whether a listing in `channel` shows them `req`: a request that went to Discord
+    /// through a route that posts in this channel and that they may answer on (operators:
+    /// every such request).
+    pub(super) fn sees(&self, config: &Config, channel: u64, req: &Request) -> bool {
+        req.answerer.as_deref() == Some(NAME)
+            && (self.operator
+                || route::of_request(config, req).shows_in(channel, self.user, &self.roles))
+    }
 }
 
 /// Slash commands, admitted by the interaction handler and answered here with the context it
@@ -241,22 +272,7 @@ impl Commands {
         if ci.data.name != COMMAND {
             return;
         }
-        let roles: Vec<u64> = ci
-            .member
-            .as_ref()
-            .map(|m| m.roles.iter().map(|r| r.get()).collect())
-            .unwrap_or_default();
-        let d = &self.config.discord;
-        let user = ci.user.id.get();
-        let caller = Caller {
-            user,
-            operator: !ci.user.bot
-                && (d.operator_user_ids.iter().any(|u| u.0 == user)
-                    || roles
-                        .iter()
-                        .any(|r| d.operator_role_ids.iter().any(|o| o.0 == *r))),
-            roles,
-        };
+        let caller = Caller::of(&self.config, &ci.user, ci.member.as_deref());
         let sub = parse(&ci);
         let work = self.command_reply(ctx, &ci, &caller, sub.clone());
         tokio::pin!(work);
@@ -264,9 +280,10 @@ impl Commands {
         let timeout = Duration::from_millis(self.config.discord.callback_timeout_ms);
         let sent = tokio::select! {
             reply = &mut work => {
-                let (embed, _) = reply;
+                let (embed, rows, _) = reply;
                 let msg = CreateInteractionResponseMessage::new()
                     .embed(embed)
+                    .components(rows)
                     .ephemeral(true)
                     .allowed_mentions(serenity::builder::CreateAllowedMentions::new());
                 self.rest.respond(timeout, ci.id, &ci.token, ci.create_response(http, CreateInteractionResponse::Message(msg))).await
@@ -277,8 +294,8 @@ impl Commands {
                 );
                 match self.rest.respond(timeout, ci.id, &ci.token, ci.create_response(http, defer)).await {
                     Ok(()) => {
-                        let (embed, _) = work.await;
-                        let edit = EditInteractionResponse::new().embed(embed);
+                        let (embed, rows, _) = work.await;
+                        let edit = EditInteractionResponse::new().embed(embed).components(rows);
                         self.rest
                             .retry("answering /askrelay", 3, || async {
                                 self.rest.call(timeout * 4, ci.edit_response(http, edit.clone())).await
@@ -295,28 +312,31 @@ impl Commands {
         }
     }
 
-    /// The reply to a command, audited, and whether it was allowed.
+    /// The reply to a command (an embed, and the batch controls of a `pending` that lists
+    /// approvals), audited, and whether it was allowed.
     async fn command_reply(
         &self,
         ctx: &AnswererContext,
         ci: &CommandInteraction,
         caller: &Caller,
         sub: Option<Sub>,
-    ) -> (CreateEmbed, bool) {
-        let (text, allowed, title) = match &sub {
+    ) -> (CreateEmbed, Vec<CreateActionRow>, bool) {
+        let (text, rows, allowed, title) = match &sub {
             None => (
                 "This command is not one askrelay knows.".to_owned(),
+                Vec::new(),
                 false,
                 "askrelay",
             ),
             Some(_) if ci.user.bot => (
                 "Bot accounts cannot use askrelay's commands.".to_owned(),
+                Vec::new(),
                 false,
                 "askrelay",
             ),
             Some(sub) => match self.run_command(ctx, ci, caller, sub).await {
-                Ok((title, text)) => (text, true, title),
-                Err(text) => (text, false, "askrelay"),
+                Ok((title, text, rows)) => (text, rows, true, title),
+                Err(text) => (text, Vec::new(), false, "askrelay"),
             },
         };
         let detail = sub
@@ -335,6 +355,7 @@ impl Commands {
             CreateEmbed::new()
                 .title(title)
                 .description(truncate_md(&text, LIST_MAX)),
+            rows,
             allowed,
         )
     }
@@ -345,7 +366,7 @@ impl Commands {
         ci: &CommandInteraction,
         caller: &Caller,
         sub: &Sub,
-    ) -> Result<(&'static str, String), String> {
+    ) -> Result<(&'static str, String, Vec<CreateActionRow>), String> {
         let routes = self.all_routes();
         let channel = ci.channel_id.get();
         let may_see_here = caller.operator
@@ -354,15 +375,7 @@ impl Commands {
                 .any(|r| r.shows_in(channel, caller.user, &caller.roles));
         // What this person may see listed here: the requests that went to Discord through a
         // route that posts in this channel and that they may answer on (operators: all).
-        let visible = |req: &Request| {
-            req.answerer.as_deref() == Some(NAME)
-                && (caller.operator
-                    || route::of_request(&self.config, req).shows_in(
-                        channel,
-                        caller.user,
-                        &caller.roles,
-                    ))
-        };
+        let visible = |req: &Request| caller.sees(&self.config, channel, req);
         let store_error = |e: anyhow::Error| {
             tracing::error!(error = %format!("{e:#}"), "cannot read requests for /askrelay");
             "askrelay could not read its requests; try again.".to_owned()
@@ -383,7 +396,7 @@ impl Commands {
                 let who = format!("{} (Discord user {})", ci.user.name, ci.user.id);
                 let reason = reason.clone().unwrap_or_else(|| format!("cancelled by {who} from Discord"));
                 if ctx.cancel(&req, &reason, Source::Discord, who).await {
-                    Ok(("Cancelled", cancelled_reply(request, &reason)))
+                    Ok(("Cancelled", cancelled_reply(request, &reason), Vec::new()))
                 } else {
                     Err(format!("Request “{}” has already ended.", inert(request)))
                 }
@@ -392,7 +405,7 @@ impl Commands {
             Sub::Pending { all } => {
                 let pending = ctx.pending_all(500).await.map_err(store_error)?;
                 let now = now_ms();
-                let shown: Vec<String> = pending
+                let listed: Vec<&(Request, Vec<Post>)> = pending
                     .iter()
                     .filter(|(req, posts)| {
                         visible(req)
@@ -401,10 +414,19 @@ impl Commands {
                                     p.answerer == NAME && !p.is_note() && p.channel == channel.to_string()
                                 }))
                     })
+                    .collect();
+                let shown: Vec<String> = listed
+                    .iter()
                     .map(|(req, posts)| self.pending_line(req, posts, now))
                     .collect();
+                // The listed approvals this person may answer, for the batch controls.
+                let approvals: Vec<&Request> = listed
+                    .iter()
+                    .map(|(req, _)| req)
+                    .filter(|req| batch::answerable(&self.config, req, caller, now))
+                    .collect();
                 let title = if *all { "Pending questions (all channels)" } else { "Pending questions (this channel)" };
-                Ok((title, listing(&shown, "Nothing is waiting for an answer.")))
+                Ok((title, listing(&shown, "Nothing is waiting for an answer."), batch::menu(&approvals)))
             }
             Sub::History { n } => {
                 let recent = ctx.history_all(200).await.map_err(store_error)?;
@@ -414,7 +436,7 @@ impl Commands {
                     .take(*n as usize)
                     .map(|(req, _)| history_line(req))
                     .collect();
-                Ok(("Recent requests", listing(&shown, "No request has ended yet.")))
+                Ok(("Recent requests", listing(&shown, "No request has ended yet."), Vec::new()))
             }
         }
     }
