@@ -655,3 +655,185 @@ fn private(text: &str) -> CreateInteractionResponseMessage {
 fn describe(user: &serenity::all::User) -> String {
     format!("{} (Discord user {})", user.name, user.id)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::model::{Caller as AgentCaller, QuestionOption};
+    use crate::domain::request::{NewRequest, Peer};
+    use std::sync::Arc;
+
+    fn question(labels: &[&str]) -> Question {
+        Question {
+            id: "permission".into(),
+            question: "Run `rm -rf build`?".into(),
+            header: Some("Approve".into()),
+            options: labels
+                .iter()
+                .map(|l| QuestionOption {
+                    label: (*l).into(),
+                    description: None,
+                })
+                .collect(),
+            multi_select: false,
+        }
+    }
+
+    fn request(id: &str, token: &str, questions: Vec<Question>) -> Request {
+        let new = NewRequest {
+            request_id: id.into(),
+            token: token.into(),
+            questions: Arc::from(questions),
+            context: None,
+            caller: AgentCaller {
+                agent_id: Some("agent-7".into()),
+                owner_agent_id: None,
+            },
+            scope: Default::default(),
+            peer: Peer::default(),
+            answerer: NAME.into(),
+            route: Some("default".into()),
+            created_at_ms: 1_000,
+            expiry: None,
+            node: None,
+        };
+        Request::created(1, &new)
+    }
+
+    #[test]
+    fn the_custom_ids_read_back_and_nothing_else_does() {
+        for id in [
+            BatchId::Pick,
+            BatchId::Decide(Verdict::Allow),
+            BatchId::Decide(Verdict::Deny),
+        ] {
+            let s = id.to_string();
+            assert!(s.len() <= super::super::custom_id::MAX_CUSTOM_ID_CHARS);
+            assert_eq!(s.parse::<BatchId>(), Ok(id));
+            // Never taken for a question's control.
+            assert!(
+                super::super::custom_id::CustomId::<super::super::custom_id::Action>::parse(&s)
+                    .is_none()
+            );
+        }
+        for bad in [
+            "ar:batch:",
+            "ar:batch:Allow",
+            "ar:batch:allow:1",
+            "batch:allow",
+            "",
+        ] {
+            assert!(bad.parse::<BatchId>().is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn an_approval_has_deny_and_allow_or_allow_once() {
+        let t = "0123456789abcdef0123";
+        let hook = request("r", t, vec![question(&["Allow", "Deny"])]);
+        let claude = request(
+            "r",
+            t,
+            vec![question(&["Allow once", "Deny", "Deny and stop"])],
+        );
+        assert!(is_approval(&hook) && is_approval(&claude));
+        assert_eq!(Verdict::Allow.option(&claude.questions[0]), Some(0));
+        assert_eq!(Verdict::Deny.option(&claude.questions[0]), Some(1));
+        let both = question(&["Allow once", "Allow", "Deny"]);
+        assert_eq!(Verdict::Allow.option(&both), Some(1), "Allow first");
+        for not in [
+            request("r", t, vec![question(&["Yes", "No"])]),
+            request("r", t, vec![question(&["Allow", "Refuse"])]),
+            request("r", t, vec![question(&["Allow", "Deny"]); 2]),
+            request("r", t, vec![question(&["allow", "deny"])]),
+        ] {
+            assert!(!is_approval(&not), "{:?}", not.questions);
+        }
+        let mut multi = request("r", t, vec![question(&["Allow", "Deny"])]);
+        Arc::make_mut(&mut multi.questions)[0].multi_select = true;
+        assert!(!is_approval(&multi));
+    }
+
+    /// The menu as Discord would send it back in a later interaction's message.
+    fn as_received(rows: &[CreateActionRow]) -> Vec<ActionRow> {
+        serde_json::from_value(serde_json::to_value(rows).unwrap()).unwrap()
+    }
+
+    #[test]
+    fn the_selection_is_kept_in_the_message_and_read_back_from_it() {
+        let reqs: Vec<Request> = (0..30)
+            .map(|i| {
+                request(
+                    &format!("req-{i} <@&1> [x](https://evil.example)"),
+                    &format!("{i:020x}"),
+                    vec![question(&["Allow", "Deny"])],
+                )
+            })
+            .collect();
+        let refs: Vec<&Request> = reqs.iter().collect();
+        let rows = menu(&refs);
+        let json = serde_json::to_value(&rows).unwrap();
+        let options = json[0]["components"][0]["options"].as_array().unwrap();
+        assert_eq!(options.len(), BATCH_MAX);
+        assert_eq!(json[0]["components"][0]["max_values"], 25);
+        assert!(json[0]["components"][0]["placeholder"]
+            .as_str()
+            .unwrap()
+            .contains("first 25 of 30"));
+        for o in options {
+            let label = o["label"].as_str().unwrap();
+            assert!(
+                label.chars().count() <= 100 && !label.contains("<@&"),
+                "{label}"
+            );
+            assert!(!label.contains("https://"), "{label}");
+        }
+        let received = as_received(&rows);
+        assert!(selected(&received).is_empty(), "nothing chosen yet");
+        let chosen = vec![
+            format!("{:020x}", 3),
+            format!("{:020x}", 7),
+            "forged".to_owned(),
+        ];
+        let again = as_received(&reselect(&received, &chosen).unwrap());
+        assert_eq!(selected(&again), chosen[..2].to_vec());
+        // A message without the menu has no batch.
+        assert!(reselect(&[], &chosen).is_none());
+        assert!(menu(&[]).is_empty());
+    }
+
+    #[test]
+    fn the_report_fits_a_message_and_says_how_many_more() {
+        let items: Vec<Item> = (0..200)
+            .map(|i| Item {
+                request_id: Some(format!("request{i}*x*")),
+                outcome: if i % 2 == 0 {
+                    Ok("allowed".into())
+                } else {
+                    Err("you are not allowed to answer it.".into())
+                },
+            })
+            .collect();
+        let text = report(Verdict::Allow, &items);
+        assert!(
+            text.chars().count() <= render::CONTENT_MAX,
+            "{}",
+            text.len()
+        );
+        assert!(
+            text.starts_with("**Allow selected**: 100 done, 100 refused."),
+            "{text}"
+        );
+        assert!(
+            text.contains("**done** · request0\\*x\\* · allowed"),
+            "{text}"
+        );
+        assert!(text.ends_with("more**"), "{text}");
+        let short = report(Verdict::Deny, &items[..2]);
+        assert_eq!(
+            short,
+            "**Deny selected**: 1 done, 1 refused.\n**done** · request0\\*x\\* · allowed\n\
+             **refused** · request1\\*x\\* · you are not allowed to answer it."
+        );
+    }
+}
