@@ -12,6 +12,8 @@
 //!   (`discord.operator_role_ids`, `discord.operator_user_ids`) see every route's requests, in
 //!   any channel, and alone may `cancel`. A request only the terminal was asked is never
 //!   listed: it never went to Discord.
+//! - `pending` also offers the approvals it lists that its user may answer, in a menu with
+//!   "Allow selected" and "Deny selected" (see [`super::batch`]).
 //! - Every use is audited (`command`, with whether it was allowed). The reply is private
 //!   (ephemeral). It is sent within Discord's 3 s: when the answer takes longer than 1.5 s the
 //!   interaction is deferred first and the answer edited in.
