@@ -423,3 +423,130 @@ async fn the_menu_lists_only_the_approvals_its_user_may_answer() {
     assert_eq!(status(&app, "infra-1").await, "pending");
     app.assert_payloads_valid();
 }
+
+/// On a quorum route a batch's Allow is one vote per request, shown on each message; a
+/// second person's "Deny selected" decides alone, as a click on Deny does.
+#[tokio::test]
+async fn on_a_quorum_route_allow_selected_votes_and_deny_selected_decides() {
+    let app = App::discord_with(|c: &mut Config| {
+        let mut r = Route::new("prod", CHANNEL);
+        r.approvals = Some(2);
+        r.exclude_requester = Some(false);
+        c.routes.push(r);
+    })
+    .await;
+    let mut q1 = ask_in(&app, "q-1", &allow_deny(), None).await;
+    let mut q2 = ask_in(&app, "q-2", &allow_deny(), None).await;
+    let cb = pending(&app, CHANNEL, &alice()).await;
+    let components = cb["data"]["components"].clone();
+    let values: Vec<String> = options(&components).into_iter().map(|(_, v)| v).collect();
+    let values: Vec<&str> = values.iter().map(String::as_str).collect();
+    assert_eq!(values.len(), 2, "{components}");
+    let chosen = select(&app, CHANNEL, &alice(), &components, &values).await;
+    let cb = app
+        .interact(on_listing(
+            &app,
+            CHANNEL,
+            &alice(),
+            &chosen,
+            "ar:batch:allow",
+            None,
+        ))
+        .await;
+    let reply = shown(ephemeral(&cb));
+    assert!(
+        reply.contains("done · q-1 · vote recorded, 1 of 2 approvals")
+            && reply.contains("done · q-2 · vote recorded, 1 of 2 approvals"),
+        "{reply}"
+    );
+    let msg = app.messages(CHANNEL)[0].clone();
+    within("the message to show the vote", async {
+        let mut seen = app.standin().subscribe();
+        loop {
+            let now = app.standin().message(id_of(&msg)).unwrap();
+            if now.to_string().contains("1 of 2") {
+                return;
+            }
+            seen.changed().await.unwrap();
+        }
+    })
+    .await;
+    assert_eq!(status(&app, "q-1").await, "pending");
+    // Bob's Deny settles both at once.
+    let cb = pending(&app, CHANNEL, &bob()).await;
+    let components = cb["data"]["components"].clone();
+    let chosen = select(&app, CHANNEL, &bob(), &components, &values).await;
+    let cb = app
+        .interact(on_listing(
+            &app,
+            CHANNEL,
+            &bob(),
+            &chosen,
+            "ar:batch:deny",
+            None,
+        ))
+        .await;
+    let reply = shown(ephemeral(&cb));
+    assert!(
+        reply.starts_with("Deny selected: 2 done, 0 refused."),
+        "{reply}"
+    );
+    for c in [&mut q1, &mut q2] {
+        let answered = expect_event(c, "answered").await;
+        assert_eq!(
+            answered["result"]["answers"][0]["selected"],
+            json!(["Deny"])
+        );
+    }
+    app.assert_payloads_valid();
+}
+
+/// A batch that takes longer than 1.5 s is deferred (privately) and its reply edited in.
+#[tokio::test]
+async fn a_slow_batch_is_deferred_then_edited_in() {
+    use sqlx::{Connection, Executor};
+    if askrelay_testkit::scratch::on_postgres() {
+        // The lock below is SQLite's.
+        return;
+    }
+    let app = App::discord_with(app_config).await;
+    let mut c = ask_in(&app, "s-1", &allow_deny(), None).await;
+    let cb = pending(&app, CHANNEL, &alice()).await;
+    let components = cb["data"]["components"].clone();
+    let t = token(&app, "s-1").await;
+    let chosen = select(&app, CHANNEL, &alice(), &components, &[t.as_str()]).await;
+    // Another connection holds the write lock: the settlement waits (busy_timeout).
+    let mut other = sqlx::SqliteConnection::connect(&app.config.database_url)
+        .await
+        .unwrap();
+    other.execute("BEGIN IMMEDIATE").await.unwrap();
+    let payload = on_listing(&app, CHANNEL, &alice(), &chosen, "ar:batch:allow", None);
+    let id = payload["id"].as_str().unwrap().to_owned();
+    fixtures::parse(&payload);
+    app.standin().send_interaction(payload).await;
+    let deferred = within(
+        "the deferral",
+        app.standin()
+            .wait_for_request(|r| r.path.contains(&format!("/interactions/{id}/"))),
+    )
+    .await;
+    let body = deferred.body.unwrap();
+    assert_eq!(body["type"], 5, "{body}");
+    assert_eq!(body["data"]["flags"], 64, "{body}");
+    other.execute("COMMIT").await.unwrap();
+    drop(other);
+    let edit = within(
+        "the reply edited in",
+        app.standin().wait_for_request(|r| {
+            r.method == "PATCH" && r.path.ends_with(&format!("/tok{id}/messages/@original"))
+        }),
+    )
+    .await;
+    let body = edit.body.unwrap();
+    assert!(
+        shown(body["content"].as_str().unwrap()).contains("done · s-1 · allowed"),
+        "{body}"
+    );
+    expect_event(&mut c, "answered").await;
+    app.assert_payloads_valid();
+}
