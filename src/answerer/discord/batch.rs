@@ -357,7 +357,7 @@ impl Handler {
                         )
                         .await;
                 };
-                // A selection changes nothing stored: it is shown, and audited.
+                // A selection changes no request: it is audited, then shown.
                 audit.action = AuditAction::Draft;
                 audit.accepted = true;
                 audit.detail = Some(format!(
@@ -365,7 +365,15 @@ impl Handler {
                     values.len(),
                     ci.channel_id
                 ));
-                self.ctx.refuse(audit).await;
+                if let Err(e) = self.ctx.record(audit).await {
+                    tracing::error!(error = %format!("{e:#}"), "cannot audit a batch selection");
+                    return self
+                        .tell(
+                            ci,
+                            "askrelay could not save your selection, try again.".into(),
+                        )
+                        .await;
+                }
                 let update = CreateInteractionResponse::UpdateMessage(
                     CreateInteractionResponseMessage::new().components(rows),
                 );
@@ -410,8 +418,10 @@ impl Handler {
             items.push(self.decide_one(ci, caller, verdict, token).await);
         }
         let done = items.iter().filter(|i| i.outcome.is_ok()).count();
-        self.ctx
-            .refuse(AuditEntry {
+        // Each request's answer or refusal is audited already; this row ties them together.
+        let summary = self
+            .ctx
+            .record(AuditEntry {
                 source: Source::Discord,
                 actor: Some(describe(&ci.user)),
                 action: AuditAction::Command,
@@ -425,6 +435,9 @@ impl Handler {
                 ..Default::default()
             })
             .await;
+        if let Err(e) = summary {
+            tracing::error!(error = %format!("{e:#}"), "cannot audit a batch");
+        }
         report(verdict, &items)
     }
 
