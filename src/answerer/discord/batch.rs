@@ -638,7 +638,8 @@ impl Handler {
                     Ok(()) => {
                         let text = work.await;
                         let edit = EditInteractionResponse::new()
-                            .content(render::truncate_md(&text, render::CONTENT_MAX));
+                            .content(render::truncate_md(&text, render::CONTENT_MAX))
+                            .allowed_mentions(serenity::builder::CreateAllowedMentions::new());
                         self.rest
                             .retry("answering a batch", 3, || async {
                                 self.rest.call(timeout * 4, ci.edit_response(http, edit.clone())).await
