@@ -550,3 +550,42 @@ async fn a_slow_batch_is_deferred_then_edited_in() {
     expect_event(&mut c, "answered").await;
     app.assert_payloads_valid();
 }
+
+/// Agent text in the menu (plain) and in the batch's reply (markdown) is inert.
+#[tokio::test]
+async fn agent_text_in_the_menu_and_the_reply_is_inert() {
+    let app = App::discord_with(app_config).await;
+    let evil = "` [Open the runbook](https://evil.example) <@&123456789012345678> @everyone `";
+    let id = format!("x{evil}");
+    let mut line = ask_line(&id, &allow_deny());
+    line["caller"] = json!({"agent_id": format!("a{evil}")});
+    let mut c = app.client().await;
+    c.send_json(&line).await.unwrap();
+    expect_event(&mut c, "accepted").await;
+    let words = ["evil", "runbook", "1234567", "everyone"];
+    let cb = pending(&app, CHANNEL, &alice()).await;
+    assert_markup_is_ours(&cb, &words, &[]);
+    let components = cb["data"]["components"].clone();
+    let t = token(&app, &id).await;
+    let chosen = select(&app, CHANNEL, &alice(), &components, &[t.as_str()]).await;
+    let cb = app
+        .interact(on_listing(
+            &app,
+            CHANNEL,
+            &alice(),
+            &chosen,
+            "ar:batch:deny",
+            None,
+        ))
+        .await;
+    assert_markup_is_ours(&cb, &words, &[]);
+    let reply = askrelay_testkit::discord_markdown::parse(ephemeral(&cb)).display;
+    // It reads as written (`@everyone` gets a zero-width space after its `@`).
+    assert!(
+        reply.contains("done · x` [Open the runbook](https://evil.example) <@&123456789012345678>")
+            && reply.ends_with("` · denied"),
+        "{reply}"
+    );
+    expect_event(&mut c, "answered").await;
+    app.assert_payloads_valid();
+}
