@@ -589,3 +589,30 @@ async fn agent_text_in_the_menu_and_the_reply_is_inert() {
     expect_event(&mut c, "answered").await;
     app.assert_payloads_valid();
 }
+
+/// The selection is kept in the message, not in the daemon: a button pressed after a restart
+/// answers what was selected before it.
+#[tokio::test]
+async fn a_selection_made_before_a_restart_is_answered_after_it() {
+    let mut app = App::discord_with(app_config).await;
+    let _c = ask_in(&app, "r-1", &allow_deny(), None).await;
+    let cb = pending(&app, CHANNEL, &alice()).await;
+    let components = cb["data"]["components"].clone();
+    let t = token(&app, "r-1").await;
+    let chosen = select(&app, CHANNEL, &alice(), &components, &[t.as_str()]).await;
+    app.restart().await;
+    let cb = app
+        .interact(on_listing(
+            &app,
+            CHANNEL,
+            &alice(),
+            &chosen,
+            "ar:batch:allow",
+            None,
+        ))
+        .await;
+    let reply = shown(ephemeral(&cb));
+    assert!(reply.contains("done · r-1 · allowed"), "{reply}");
+    assert_eq!(status(&app, "r-1").await, "answered");
+    app.assert_payloads_valid();
+}
