@@ -8,6 +8,7 @@ mod harness;
 
 mod agents;
 mod approvals;
+mod batch;
 mod bench_smoke;
 mod chaos;
 mod cli;

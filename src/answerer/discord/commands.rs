@@ -12,10 +12,13 @@
 //!   (`discord.operator_role_ids`, `discord.operator_user_ids`) see every route's requests, in
 //!   any channel, and alone may `cancel`. A request only the terminal was asked is never
 //!   listed: it never went to Discord.
+//! - `pending` also offers the approvals it lists that its user may answer, in a menu with
+//!   "Allow selected" and "Deny selected" (see [`super::batch`]).
 //! - Every use is audited (`command`, with whether it was allowed). The reply is private
 //!   (ephemeral). It is sent within Discord's 3 s: when the answer takes longer than 1.5 s the
 //!   interaction is deferred first and the answer edited in.
 
+use super::batch;
 use super::render::{inert, one_line, truncate, truncate_md};
 use super::rest::Rest;
 use super::route::{self, ResolvedRoute};
@@ -26,9 +29,9 @@ use crate::domain::request::{now_ms, AuditAction, AuditEntry, Post, Request, Sou
 use crate::domain::text::Escaped;
 use crate::domain::{AnswererContext, QuestionAnswer, Status};
 use serenity::all::{
-    ApplicationId, Command, CommandInteraction, CommandOptionType, CreateCommand,
+    ApplicationId, Command, CommandInteraction, CommandOptionType, CreateActionRow, CreateCommand,
     CreateCommandOption, CreateEmbed, CreateInteractionResponse, CreateInteractionResponseMessage,
-    EditInteractionResponse, GuildId, ResolvedValue,
+    EditInteractionResponse, GuildId, Member, ResolvedValue, User,
 };
 use std::sync::Arc;
 use std::time::Duration;
@@ -258,11 +261,41 @@ impl Commands {
     }
 }
 
-/// Who ran the command, as the checks need them.
-struct Caller {
-    user: u64,
-    roles: Vec<u64>,
-    operator: bool,
+/// Who ran the command (or used a batch control), as the checks need them.
+pub(super) struct Caller {
+    pub user: u64,
+    pub roles: Vec<u64>,
+    pub operator: bool,
+}
+
+impl Caller {
+    /// The person Discord vouches for, with their roles here, and whether they are an operator
+    /// (`discord.operator_role_ids`, `discord.operator_user_ids`; never a bot).
+    pub(super) fn of(config: &Config, user: &User, member: Option<&Member>) -> Caller {
+        let roles: Vec<u64> = member
+            .map(|m| m.roles.iter().map(|r| r.get()).collect())
+            .unwrap_or_default();
+        let d = &config.discord;
+        let id = user.id.get();
+        Caller {
+            user: id,
+            operator: !user.bot
+                && (d.operator_user_ids.iter().any(|u| u.0 == id)
+                    || roles
+                        .iter()
+                        .any(|r| d.operator_role_ids.iter().any(|o| o.0 == *r))),
+            roles,
+        }
+    }
+
+    /// Whether a listing in `channel` shows them `req`: a request that went to Discord
+    /// through a route that posts in this channel and that they may answer on (operators:
+    /// every such request).
+    pub(super) fn sees(&self, config: &Config, channel: u64, req: &Request) -> bool {
+        req.answerer.as_deref() == Some(NAME)
+            && (self.operator
+                || route::of_request(config, req).shows_in(channel, self.user, &self.roles))
+    }
 }
 
 /// Slash commands, admitted by the interaction handler and answered here with the context it
@@ -272,22 +305,7 @@ impl Commands {
         if ci.data.name != COMMAND {
             return;
         }
-        let roles: Vec<u64> = ci
-            .member
-            .as_ref()
-            .map(|m| m.roles.iter().map(|r| r.get()).collect())
-            .unwrap_or_default();
-        let d = &self.config.discord;
-        let user = ci.user.id.get();
-        let caller = Caller {
-            user,
-            operator: !ci.user.bot
-                && (d.operator_user_ids.iter().any(|u| u.0 == user)
-                    || roles
-                        .iter()
-                        .any(|r| d.operator_role_ids.iter().any(|o| o.0 == *r))),
-            roles,
-        };
+        let caller = Caller::of(&self.config, &ci.user, ci.member.as_deref());
         let sub = parse(&ci);
         let work = self.command_reply(ctx, &ci, &caller, sub.clone());
         tokio::pin!(work);
@@ -295,9 +313,10 @@ impl Commands {
         let timeout = Duration::from_millis(self.config.discord.callback_timeout_ms);
         let sent = tokio::select! {
             reply = &mut work => {
-                let (embed, _) = reply;
+                let (embed, rows, _) = reply;
                 let msg = CreateInteractionResponseMessage::new()
                     .embed(embed)
+                    .components(rows)
                     .ephemeral(true)
                     .allowed_mentions(serenity::builder::CreateAllowedMentions::new());
                 self.rest.respond(timeout, ci.id, &ci.token, ci.create_response(http, CreateInteractionResponse::Message(msg))).await
@@ -308,8 +327,8 @@ impl Commands {
                 );
                 match self.rest.respond(timeout, ci.id, &ci.token, ci.create_response(http, defer)).await {
                     Ok(()) => {
-                        let (embed, _) = work.await;
-                        let edit = EditInteractionResponse::new().embed(embed);
+                        let (embed, rows, _) = work.await;
+                        let edit = EditInteractionResponse::new().embed(embed).components(rows);
                         self.rest
                             .retry("answering /askrelay", 3, || async {
                                 self.rest.call(timeout * 4, ci.edit_response(http, edit.clone())).await
@@ -326,28 +345,31 @@ impl Commands {
         }
     }
 
-    /// The reply to a command, audited, and whether it was allowed.
+    /// The reply to a command (an embed, and the batch controls of a `pending` that lists
+    /// approvals), audited, and whether it was allowed.
     async fn command_reply(
         &self,
         ctx: &AnswererContext,
         ci: &CommandInteraction,
         caller: &Caller,
         sub: Option<Sub>,
-    ) -> (CreateEmbed, bool) {
-        let (text, allowed, title) = match &sub {
+    ) -> (CreateEmbed, Vec<CreateActionRow>, bool) {
+        let (text, rows, allowed, title) = match &sub {
             None => (
                 "This command is not one askrelay knows.".to_owned(),
+                Vec::new(),
                 false,
                 "askrelay",
             ),
             Some(_) if ci.user.bot => (
                 "Bot accounts cannot use askrelay's commands.".to_owned(),
+                Vec::new(),
                 false,
                 "askrelay",
             ),
             Some(sub) => match self.run_command(ctx, ci, caller, sub).await {
-                Ok((title, text)) => (text, true, title),
-                Err(text) => (text, false, "askrelay"),
+                Ok((title, text, rows)) => (text, rows, true, title),
+                Err(text) => (text, Vec::new(), false, "askrelay"),
             },
         };
         let detail = sub
@@ -366,6 +388,7 @@ impl Commands {
             CreateEmbed::new()
                 .title(title)
                 .description(truncate_md(&text, LIST_MAX)),
+            rows,
             allowed,
         )
     }
@@ -376,7 +399,7 @@ impl Commands {
         ci: &CommandInteraction,
         caller: &Caller,
         sub: &Sub,
-    ) -> Result<(&'static str, String), String> {
+    ) -> Result<(&'static str, String, Vec<CreateActionRow>), String> {
         let routes = self.all_routes();
         let channel = ci.channel_id.get();
         let may_see_here = caller.operator
@@ -385,15 +408,7 @@ impl Commands {
                 .any(|r| r.shows_in(channel, caller.user, &caller.roles));
         // What this person may see listed here: the requests that went to Discord through a
         // route that posts in this channel and that they may answer on (operators: all).
-        let visible = |req: &Request| {
-            req.answerer.as_deref() == Some(NAME)
-                && (caller.operator
-                    || route::of_request(&self.config, req).shows_in(
-                        channel,
-                        caller.user,
-                        &caller.roles,
-                    ))
-        };
+        let visible = |req: &Request| caller.sees(&self.config, channel, req);
         let store_error = |e: anyhow::Error| {
             tracing::error!(error = %format!("{e:#}"), "cannot read requests for /askrelay");
             "askrelay could not read its requests; try again.".to_owned()
@@ -414,7 +429,7 @@ impl Commands {
                 let who = format!("{} (Discord user {})", ci.user.name, ci.user.id);
                 let reason = reason.clone().unwrap_or_else(|| format!("cancelled by {who} from Discord"));
                 if ctx.cancel(&req, &reason, Source::Discord, who).await {
-                    Ok(("Cancelled", cancelled_reply(request, &reason)))
+                    Ok(("Cancelled", cancelled_reply(request, &reason), Vec::new()))
                 } else {
                     Err(format!("Request “{}” has already ended.", inert(request)))
                 }
@@ -427,7 +442,7 @@ impl Commands {
                     note: None,
                 };
                 match ctx.revoke_grant(grant, &actor, caller.operator).await {
-                    Ok(g) => Ok(("Grant revoked", format!("{} ended now; matching requests go to people again.", grant_line(&g)))),
+                    Ok(g) => Ok(("Grant revoked", format!("{} ended now; matching requests go to people again.", grant_line(&g)), Vec::new())),
                     Err(e) => Err(inert(&e.message)),
                 }
             }
@@ -435,7 +450,7 @@ impl Commands {
             Sub::Pending { all } => {
                 let pending = ctx.pending_all(500).await.map_err(store_error)?;
                 let now = now_ms();
-                let shown: Vec<String> = pending
+                let listed: Vec<&(Request, Vec<Post>)> = pending
                     .iter()
                     .filter(|(req, posts)| {
                         visible(req)
@@ -444,10 +459,19 @@ impl Commands {
                                     p.answerer == NAME && !p.is_note() && p.channel == channel.to_string()
                                 }))
                     })
+                    .collect();
+                let shown: Vec<String> = listed
+                    .iter()
                     .map(|(req, posts)| self.pending_line(req, posts, now))
                     .collect();
+                // The listed approvals this person may answer, for the batch controls.
+                let approvals: Vec<&Request> = listed
+                    .iter()
+                    .map(|(req, _)| req)
+                    .filter(|req| batch::answerable(&self.config, req, caller, now))
+                    .collect();
                 let title = if *all { "Pending questions (all channels)" } else { "Pending questions (this channel)" };
-                Ok((title, listing(&shown, "Nothing is waiting for an answer.")))
+                Ok((title, listing(&shown, "Nothing is waiting for an answer."), batch::menu(&approvals)))
             }
             Sub::Grants => {
                 let grants = ctx.live_grants().await.map_err(store_error)?;
@@ -461,7 +485,7 @@ impl Commands {
                     })
                     .map(grant_line)
                     .collect();
-                Ok(("Live grants", listing(&shown, "No grant is live.")))
+                Ok(("Live grants", listing(&shown, "No grant is live."), Vec::new()))
             }
             Sub::History { n } => {
                 let recent = ctx.history_all(200).await.map_err(store_error)?;
@@ -471,7 +495,7 @@ impl Commands {
                     .take(*n as usize)
                     .map(|(req, _)| history_line(req))
                     .collect();
-                Ok(("Recent requests", listing(&shown, "No request has ended yet.")))
+                Ok(("Recent requests", listing(&shown, "No request has ended yet."), Vec::new()))
             }
         }
     }

@@ -417,6 +417,10 @@ impl Handler {
     }
 
     async fn on_component(&self, ci: ComponentInteraction) {
+        // A batch control is not tied to one request: its requests are checked one by one.
+        if let Ok(batch) = ci.data.custom_id.parse::<super::batch::BatchId>() {
+            return self.on_batch(&ci, batch).await;
+        }
         let origin = Origin {
             custom_id: &ci.data.custom_id,
             user: &ci.user,
@@ -924,7 +928,8 @@ fn describe(user: &User) -> String {
     format!("{} (Discord user {})", user.name, user.id)
 }
 
-fn already(q: &crate::domain::Question, a: &Answered) -> String {
+/// Why an answer to a question already settled did not count: by whom, when, and what.
+pub(super) fn already(q: &crate::domain::Question, a: &Answered) -> String {
     let qa = QuestionAnswer::build(q, &a.settlement);
     let mut what = qa.selected.join(", ");
     if let Some(c) = qa.custom {

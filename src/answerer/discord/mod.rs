@@ -13,6 +13,7 @@
 //! built when this daemon starts leading (alone: at start) and dropped when it steps down;
 //! the answerer's entry points get it from the [`Gate`], or only describe the request.
 
+mod batch;
 mod commands;
 pub mod custom_id;
 mod digest;
