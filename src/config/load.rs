@@ -246,6 +246,11 @@ impl Config {
                     p.name
                 );
             }
+            for (j, g) in p.sessions.iter().enumerate() {
+                if g.trim().is_empty() || g.chars().count() > 200 {
+                    bail!("identities[{i}].sessions[{j}]: must be a glob of 1 to 200 characters");
+                }
+            }
             if p.uids.is_empty() && p.discord_user_ids.is_empty() {
                 bail!("identities[{i}]: give uids, discord_user_ids or both");
             }

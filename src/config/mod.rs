@@ -83,6 +83,10 @@ pub struct IdentityConfig {
     pub hosts: Vec<String>,
     #[serde(default, deserialize_with = "snowflakes")]
     pub discord_user_ids: Vec<Snowflake>,
+    /// Agent sessions that are this person's (globs on the session id the hooks report, e.g.
+    /// `"alice-*"`): for agents that run under a shared account, where the uid is not a person.
+    #[serde(default)]
+    pub sessions: Vec<String>,
 }
 
 /// `[postgres]`: the pool of the PostgreSQL store. The password belongs in `database_url` (or

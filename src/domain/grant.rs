@@ -101,33 +101,7 @@ pub const SHELL_CONTROL: &[char] = &[';', '&', '|', '`', '$', '(', ')', '<', '>'
 /// Whether `text` matches `pattern`: `*` stands for any run of characters and `?` for one,
 /// except the [`SHELL_CONTROL`] characters, which only match themselves written out.
 pub fn pattern_matches(pattern: &str, text: &str) -> bool {
-    let p: Vec<char> = pattern.chars().collect();
-    let t: Vec<char> = text.chars().collect();
-    // Iterative matching with one backtrack point (the last `*`).
-    let (mut pi, mut ti) = (0, 0);
-    let mut star: Option<(usize, usize)> = None;
-    while ti < t.len() {
-        if pi < p.len() && p[pi] == '*' {
-            star = Some((pi, ti));
-            pi += 1;
-        } else if pi < p.len()
-            && ((p[pi] == '?' && !SHELL_CONTROL.contains(&t[ti])) || p[pi] == t[ti])
-        {
-            pi += 1;
-            ti += 1;
-        } else if let Some((sp, st)) = star {
-            // The star takes one more character, unless that one is a control character.
-            if SHELL_CONTROL.contains(&t[st]) {
-                return false;
-            }
-            pi = sp + 1;
-            ti = st + 1;
-            star = Some((sp, st + 1));
-        } else {
-            return false;
-        }
-    }
-    p[pi..].iter().all(|&c| c == '*')
+    super::glob::matches_except(pattern, text, SHELL_CONTROL)
 }
 
 /// A time as RFC 3339, to the second.

@@ -13,6 +13,7 @@ pub mod cluster;
 pub mod confirm;
 pub mod error;
 pub mod expiry;
+pub mod glob;
 pub mod grant;
 pub mod hub;
 pub mod metrics;

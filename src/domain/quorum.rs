@@ -25,6 +25,9 @@ pub struct Identity {
     pub hosts: Vec<String>,
     /// Ids on the chat platform (Discord user ids).
     pub platform_ids: Vec<String>,
+    /// Globs on the agent session ids the front doors report (`context.approval.session`, or
+    /// the `session` scope label): the sessions this person runs, under whatever uid.
+    pub sessions: Vec<String>,
 }
 
 impl Identity {
@@ -223,9 +226,18 @@ impl Policy {
         {
             return true;
         }
+        let session = req
+            .context
+            .as_deref()
+            .and_then(|c| c.approval.as_ref())
+            .and_then(|a| a.session.as_deref())
+            .or_else(|| req.scope.get("session").map(String::as_str));
         self.identities
             .iter()
-            .filter(|i| i.has_uid(uid, asked_on))
+            .filter(|i| {
+                i.has_uid(uid, asked_on)
+                    || session.is_some_and(|s| i.sessions.iter().any(|g| super::glob::matches(g, s)))
+            })
             .any(|i| i.is(actor, host))
     }
 
@@ -306,6 +318,7 @@ mod tests {
             uids: vec![1000],
             hosts: vec![],
             platform_ids: vec!["111".into()],
+            sessions: vec!["alice-*".into()],
         };
         let p = Policy {
             approvals: 2,
@@ -350,6 +363,13 @@ mod tests {
             p.person(&actor(Via::Discord, "111"), None),
             "identity:alice"
         );
+        // Under a shared account, the agent session says who asked.
+        let mut shared = Request::created(2, &new);
+        shared.peer.uid = Some(2000);
+        assert!(!p.is_requester(&shared, &actor(Via::Discord, "111"), None));
+        shared.scope.insert("session".into(), "alice-42".into());
+        assert!(p.is_requester(&shared, &actor(Via::Discord, "111"), None));
+        assert!(!p.is_requester(&shared, &actor(Via::Discord, "222"), None));
         assert_eq!(p.person(&actor(Via::Discord, "222"), None), "discord:222");
     }
 }

@@ -321,6 +321,7 @@ async fn deny_selected_denies_each_and_the_requester_is_refused_by_the_core() {
             uids: vec![nix::unistd::geteuid().as_raw()],
             hosts: Vec::new(),
             discord_user_ids: vec![Snowflake(4242)],
+            sessions: Vec::new(),
         });
     })
     .await;

@@ -27,6 +27,7 @@ fn two_approvals(exclude_requester: Option<bool>) -> impl FnOnce(&mut Config) {
             uids: vec![nix::unistd::geteuid().as_raw()],
             hosts: Vec::new(),
             discord_user_ids: vec![Snowflake(CAROL)],
+            sessions: Vec::new(),
         });
     }
 }

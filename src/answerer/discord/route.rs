@@ -209,6 +209,7 @@ fn identities(config: &Config) -> Arc<[Identity]> {
             uids: i.uids.clone(),
             hosts: i.hosts.clone(),
             platform_ids: i.discord_user_ids.iter().map(|s| s.0.to_string()).collect(),
+            sessions: i.sessions.clone(),
         })
         .collect()
 }
@@ -290,29 +291,7 @@ pub fn closed(config: &Config) -> ResolvedRoute {
     }
 }
 
-/// Shell-style globs: `*` matches any run of characters, `?` one character.
-pub fn glob_match(pattern: &str, text: &str) -> bool {
-    let p: Vec<char> = pattern.chars().collect();
-    let t: Vec<char> = text.chars().collect();
-    let (mut pi, mut ti) = (0, 0);
-    let mut star: Option<(usize, usize)> = None;
-    while ti < t.len() {
-        if pi < p.len() && (p[pi] == '?' || p[pi] == t[ti]) {
-            pi += 1;
-            ti += 1;
-        } else if pi < p.len() && p[pi] == '*' {
-            star = Some((pi, ti));
-            pi += 1;
-        } else if let Some((sp, st)) = star {
-            pi = sp + 1;
-            ti = st + 1;
-            star = Some((sp, st + 1));
-        } else {
-            return false;
-        }
-    }
-    p[pi..].iter().all(|&c| c == '*')
-}
+pub use crate::domain::glob::matches as glob_match;
 
 /// The user of a DM row whose channel is not opened yet: a route's DM copies are planned
 /// with the placeholder channel `@<user id>` until the DM channel is opened.
