@@ -236,7 +236,8 @@ impl Policy {
             .iter()
             .filter(|i| {
                 i.has_uid(uid, asked_on)
-                    || session.is_some_and(|s| i.sessions.iter().any(|g| super::glob::matches(g, s)))
+                    || session
+                        .is_some_and(|s| i.sessions.iter().any(|g| super::glob::matches(g, s)))
             })
             .any(|i| i.is(actor, host))
     }

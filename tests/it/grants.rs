@@ -346,3 +346,55 @@ async fn a_grant_of_a_label_that_needs_the_word_asks_for_it_first() {
     );
     app.assert_payloads_valid();
 }
+
+#[tokio::test]
+async fn a_grants_announcement_lands_after_a_discord_outage_and_is_never_edited() {
+    let app = App::discord_with(|c| {
+        grants(None)(c);
+        c.discord.repair_interval_secs = 1;
+        c.outbox_overdue_secs = 1;
+    })
+    .await;
+    let (mut c, _) = app.ask("g-40", &approval("npm test", "s1")).await;
+    let msg = app.messages(CHANNEL)[0].clone();
+    final_state(&app.press(&msg, &alice(), "Allow for 30 min").await);
+    expect_event(&mut c, "answered").await;
+    let s = app.standin();
+    // Discord refuses the next posts: the grant still answers at once.
+    s.fail_next(
+        "POST",
+        "/messages",
+        askrelay_testkit::standin::Failure::Status(503),
+        6,
+    );
+    let answered = ask_to_end(&app, "g-41", &approval("npm test", "s1")).await;
+    assert_eq!(answered["event"], "answered", "{answered}");
+    // The repair loop posts the announcement once Discord takes it.
+    s.wait_for_requests(2, |r| {
+        r.method == "POST" && r.path.ends_with("/messages") && r.status == 200
+    })
+    .await;
+    let line = app.messages(CHANNEL)[1].clone();
+    assert!(
+        line["content"]
+            .as_str()
+            .unwrap_or_default()
+            .starts_with("**Allowed by grant**"),
+        "{line}"
+    );
+    // Nothing is left due: the announcement is final as posted.
+    let mut op = app.client().await;
+    // (Each look is a round trip to the daemon; the post is recorded just after Discord took it.)
+    within("no overdue outbox work", async {
+        while op.call_json(&json!({"op": "health"})).await.unwrap()["outbox"]["overdue"] != 0 {}
+    })
+    .await;
+    let id = line["id"].as_str().unwrap();
+    assert!(
+        !s.requests()
+            .iter()
+            .any(|r| r.method == "PATCH" && r.path.ends_with(&format!("/messages/{id}"))),
+        "an announcement is never edited"
+    );
+    app.assert_payloads_valid();
+}

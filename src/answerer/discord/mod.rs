@@ -458,8 +458,12 @@ impl Answerer for DiscordAnswerer {
         let outbox = &lead.outbox;
         let mut posts = planned_posts(self.plan(&req.token, req.questions.len(), &route));
         if req.granted() {
-            // One line in the route's channel; no copies, reminders or escalation.
+            // One line in the route's channel; no copies, reminders or escalation. A repair
+            // pass posts it when Discord cannot take it now.
             posts.retain(Post::is_main);
+            let Some(_claim) = outbox.busy.posting.claim(req.key) else {
+                return Delivery::Shown(self.detail(&route, Vec::new()));
+            };
             return match outbox
                 .post_outbox(
                     ctx,

@@ -145,6 +145,10 @@ impl Outbox {
         };
         for i in order {
             let post = posted[i].clone();
+            // A request a grant answered is announced once, in the route's channel.
+            if req.granted() && !post.is_main() {
+                continue;
+            }
             let dm = super::route::dm_user(&post.channel);
             if let Some(m) = post.message.as_deref().and_then(|m| m.parse().ok()) {
                 if post.is_main() {
@@ -212,13 +216,23 @@ impl Outbox {
                             .record_post(req, &post, &message, opened.as_deref(), guild.as_deref())
                             .await
                         {
-                            Ok(()) => self.shown.posted(
-                                &req.token,
-                                &post,
-                                &message,
-                                &channel.to_string(),
-                                guild.as_deref(),
-                            ),
+                            Ok(()) => {
+                                self.shown.posted(
+                                    &req.token,
+                                    &post,
+                                    &message,
+                                    &channel.to_string(),
+                                    guild.as_deref(),
+                                );
+                                // An announcement is final as posted: no edit is due.
+                                if req.granted() {
+                                    if let Err(e) =
+                                        ctx.record_edit(req.key, &post, EditState::Settled).await
+                                    {
+                                        tracing::error!(error = %format!("{e:#}"), "cannot record an announcement as final");
+                                    }
+                                }
+                            }
                             Err(e) => {
                                 tracing::error!(error = %format!("{e:#}"), "cannot record a posted message")
                             }
@@ -403,6 +417,9 @@ impl Outbox {
                 return;
             }
         };
+        if req.granted() {
+            return;
+        }
         let route = route::of_request(&self.config, req);
         for post in posts.iter().filter(|p| p.message.is_some() && !p.is_note()) {
             if only.is_some_and(|i| i != post.idx) {
@@ -465,8 +482,10 @@ impl Outbox {
         let route = route::of_request(&self.config, &req);
         // A request just stored here is posted by the delivery under way (which reports its
         // links to the agent), not by a repair pass that happened to run first.
-        let unposted = req.status == crate::domain::Status::Pending
+        // A grant's announcement is posted even though its request is answered.
+        let unposted = (req.status == crate::domain::Status::Pending
             && mine.iter().any(|p| p.message.is_none())
+            || req.granted() && mine.iter().any(|p| p.is_main() && p.message.is_none()))
             && !ctx.is_being_delivered(&req.request_id);
         Some(Due {
             req,

@@ -591,7 +591,8 @@ impl Store for PgStore {
              JOIN requests r ON r.key = p.request_key \
              JOIN questions q ON q.request_key = p.request_key AND q.idx = p.idx \
              WHERE p.edited IS NULL AND ($1::text IS NULL OR p.answerer = $1) \
-             AND ((p.message IS NULL AND r.status = 'pending') \
+             AND ((p.message IS NULL AND (r.status = 'pending' \
+                    OR (p.slot = '' AND q.answered_via = 'grant'))) \
                OR (p.message IS NOT NULL AND p.slot NOT LIKE 'note:%' \
                    AND (q.answered_at IS NOT NULL OR r.status <> 'pending'))) \
              ORDER BY due_since NULLS FIRST",
