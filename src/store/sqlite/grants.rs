@@ -82,23 +82,27 @@ impl SqliteStore {
         at_ms: i64,
         audit: &AuditEntry,
     ) -> Result<bool> {
-        write_tx!(self, |tx| {
-            let revoked = sqlx::query(
-                "UPDATE grants SET revoked_at = ?, revoked_by = ? \
-                 WHERE id = ? AND revoked_at IS NULL AND ends_at > ?",
-            )
-            .bind(at_ms)
-            .bind(by)
-            .bind(id)
-            .bind(at_ms)
-            .execute(&mut *tx)
+        // One call, as every audited write: the update, the audit row (accepted or refused
+        // as the update decided, both hashed beforehand after the tip) and the COMMIT.
+        let turn = self.tip().await?;
+        let (won, lost) = outcomes(&turn.tip.head, audit, at_ms);
+        let query = sqlx::query(concat!(
+            "BEGIN IMMEDIATE; ",
+            "UPDATE grants SET revoked_at = ?, revoked_by = ? \
+             WHERE id = ? AND revoked_at IS NULL AND ends_at > ? RETURNING 1; ",
+            insert_audit_outcome!(),
+            "; COMMIT"
+        ))
+        .bind(at_ms)
+        .bind(by)
+        .bind(id)
+        .bind(at_ms);
+        let revoked = !self
+            .commit_one(bind_outcomes(query, &won, &lost))
             .await?
-            .rows_affected()
-                == 1;
-            let mut audit = audit.clone();
-            audit.accepted = revoked;
-            append_audit(&mut tx, &audit, at_ms).await?;
-            anyhow::Ok(revoked)
-        })
+            .is_empty();
+        let tip = turn.tip.after(if revoked { &won } else { &lost });
+        turn.done(tip);
+        Ok(revoked)
     }
 }

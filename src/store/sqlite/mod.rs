@@ -113,12 +113,36 @@ macro_rules! committed {
     };
 }
 
-/// The statement that appends one row to the audit chain, to bind with [`bind_row`]. A macro,
-/// so that it can be sent in one call with the statement after it (`…; COMMIT`).
-macro_rules! insert_audit {
+/// The start of the statement that appends one row to the audit chain. Its values come from a
+/// `SELECT`, so that the statement can depend on the one before it in the same call: see
+/// [`insert_audit!`] and [`insert_audit_outcome!`]. Macros, so that a write, its audit row and
+/// the `COMMIT` are sent to the connection's worker thread as one string.
+macro_rules! audit_into {
     () => {
         "INSERT INTO audit (id, at, request_key, question_idx, source, actor, action, detail, \
-         accepted, prev_hash, hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+         accepted, prev_hash, hash) "
+    };
+}
+
+/// Appends one row, hashed beforehand ([`bind_row`]). A `WHERE changes() > 0` after it appends
+/// it only if the statement before it changed a row (`changes()` counts that statement's own
+/// rows, not its triggers'; the `SELECT` is evaluated before this statement changes anything).
+macro_rules! insert_audit {
+    () => {
+        concat!(audit_into!(), "SELECT ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?")
+    };
+}
+
+/// Appends one of two rows hashed beforehand ([`bind_outcomes`]), which differ only in
+/// `accepted` and `hash`: the accepted one if the statement before it changed a row (the
+/// conditional write that decides), the refused one if not.
+macro_rules! insert_audit_outcome {
+    () => {
+        concat!(
+            audit_into!(),
+            "SELECT ?, ?, ?, ?, ?, ?, ?, ?, changes() > 0, ?, \
+             CASE WHEN changes() > 0 THEN ? ELSE ? END"
+        )
     };
 }
 
@@ -129,6 +153,56 @@ pub struct SqliteStore {
     pool: SqlitePool,
     path: Option<PathBuf>,
     lease: Mutex<Option<nix::fcntl::Flock<File>>>,
+    /// Where the next audited write goes, as the last one committed it ([`Tip`]); `None` until
+    /// it is read, and again after a write that failed or was dropped half-way. Locked for the
+    /// whole of every write that appends to the audit chain, so those writes take their turn
+    /// here rather than on SQLite's write lock (one writer at a time either way).
+    tip: tokio::sync::Mutex<Option<Tip>>,
+}
+
+/// The head of the audit chain and the key the next request takes. A store that knows them
+/// hashes a write's audit row before sending the write, so that the write, the row and the
+/// `COMMIT` go to the connection's worker thread in one call (a head read inside the
+/// transaction would need a call of its own before the hash).
+///
+/// Only this store writes the database while it holds the lease, and its audited writes take
+/// their turn on [`SqliteStore::tip`], so what it remembers is what is in the file. Were
+/// something else to append a row, the trigger of migrations/0011 would refuse the next row
+/// hashed after the old head (and a request inserted by something else would make the next
+/// key collide): that write fails, and the one after it reads the tip again.
+#[derive(Debug, Clone)]
+struct Tip {
+    head: ChainHead,
+    /// What `AUTOINCREMENT` would give: the store gives it itself, as the audit row names it.
+    next_key: i64,
+}
+
+impl Tip {
+    /// The tip after `row` was appended.
+    fn after(&self, row: &ChainedRow) -> Tip {
+        Tip {
+            head: ChainHead {
+                id: row.id,
+                hash: row.hash.clone(),
+            },
+            next_key: self.next_key,
+        }
+    }
+}
+
+/// The tip, taken for one audited write, with [`SqliteStore::tip`] locked until the write is
+/// done. Only [`TipTurn::done`], called after the write's checked `COMMIT`, puts a tip back:
+/// after an error, or a future dropped half-way (whose `COMMIT` may or may not have reached
+/// the file), the next write reads the tip again.
+struct TipTurn<'a> {
+    slot: tokio::sync::MutexGuard<'a, Option<Tip>>,
+    tip: Tip,
+}
+
+impl TipTurn<'_> {
+    fn done(mut self, tip: Tip) {
+        *self.slot = Some(tip);
+    }
 }
 
 /// The columns every read of a request takes, its context included (what answerers and
@@ -186,7 +260,33 @@ impl SqliteStore {
             pool,
             path,
             lease: Mutex::new(None),
+            tip: tokio::sync::Mutex::new(None),
         })
+    }
+
+    /// Waits for the turn of an audited write and gives the tip, read from the database if
+    /// the last write did not leave one.
+    async fn tip(&self) -> Result<TipTurn<'_>> {
+        let mut slot = self.tip.lock().await;
+        let tip = match slot.take() {
+            Some(tip) => tip,
+            None => {
+                let (id, hash, next_key): (i64, String, i64) = sqlx::query_as(
+                    "SELECT id, hash, \
+                     MAX(COALESCE((SELECT seq FROM sqlite_sequence WHERE name = 'requests'), 0), \
+                         COALESCE((SELECT MAX(key) FROM requests), 0)) + 1 \
+                     FROM audit_head WHERE one = 1",
+                )
+                .fetch_one(&self.pool)
+                .await
+                .context("cannot read the head of the audit chain")?;
+                Tip {
+                    head: ChainHead { id, hash },
+                    next_key,
+                }
+            }
+        };
+        Ok(TipTurn { slot, tip })
     }
 
     /// Runs a [`committed!`] statement to its end on a connection of its own and returns the
@@ -334,16 +434,6 @@ async fn insert_posts(
     Ok(())
 }
 
-/// The head of the audit chain, read inside the transaction that appends after it (SQLite has
-/// one writer at a time: `BEGIN IMMEDIATE` holds the write lock from the start).
-async fn chain_head(tx: &mut SqliteConnection) -> Result<ChainHead> {
-    let (id, hash): (i64, String) = sqlx::query_as("SELECT id, hash FROM audit_head WHERE one = 1")
-        .fetch_one(&mut *tx)
-        .await
-        .context("cannot read the head of the audit chain")?;
-    Ok(ChainHead { id, hash })
-}
-
 /// Binds the values of [`insert_audit!`].
 fn bind_row<'q>(
     q: sqlx::query::Query<'q, sqlx::Sqlite, sqlx::sqlite::SqliteArguments<'q>>,
@@ -362,23 +452,38 @@ fn bind_row<'q>(
         .bind(&row.hash)
 }
 
-/// Appends `e` to the audit chain, after the head read in the same transaction; the trigger of
-/// migrations/0011 checks that it follows the head and moves the head.
-async fn append_audit(tx: &mut SqliteConnection, e: &AuditEntry, at: i64) -> Result<()> {
-    let row = chain_head(tx).await?.next(&e.content(at));
-    bind_row(sqlx::query(insert_audit!()), &row)
-        .execute(&mut *tx)
-        .await?;
-    Ok(())
+/// Binds the values of [`insert_audit_outcome!`]: the two rows that the same entry gives,
+/// accepted and refused.
+fn bind_outcomes<'q>(
+    q: sqlx::query::Query<'q, sqlx::Sqlite, sqlx::sqlite::SqliteArguments<'q>>,
+    accepted: &'q ChainedRow,
+    refused: &'q ChainedRow,
+) -> sqlx::query::Query<'q, sqlx::Sqlite, sqlx::sqlite::SqliteArguments<'q>> {
+    debug_assert_eq!(
+        (accepted.id, &accepted.prev_hash, &accepted.detail),
+        (refused.id, &refused.prev_hash, &refused.detail)
+    );
+    q.bind(accepted.id)
+        .bind(accepted.at)
+        .bind(accepted.request_key)
+        .bind(accepted.question_idx)
+        .bind(&accepted.source)
+        .bind(&accepted.actor)
+        .bind(&accepted.action)
+        .bind(&accepted.detail)
+        .bind(&accepted.prev_hash)
+        .bind(&accepted.hash)
+        .bind(&refused.hash)
 }
 
-/// Reads the head that a statement's `RETURNING …, (SELECT id FROM audit_head),
-/// (SELECT hash FROM audit_head)` gave back from columns `at` and `at + 1`.
-fn head_of(row: &SqliteRow, at: usize) -> ChainHead {
-    ChainHead {
-        id: row.get(at),
-        hash: row.get(at + 1),
-    }
+/// The rows that `entry`, written at `at`, gives after `head`: accepted, then refused.
+fn outcomes(head: &ChainHead, entry: &AuditEntry, at: i64) -> (ChainedRow, ChainedRow) {
+    let mut entry = entry.clone();
+    entry.accepted = true;
+    let accepted = head.next(&entry.content(at));
+    entry.accepted = false;
+    let refused = head.next(&entry.content(at));
+    (accepted, refused)
 }
 
 /// The answer state of every question of the given requests, in question order.
@@ -525,5 +630,57 @@ mod tests {
         assert!(err.contains("pid 11 on host here"), "{err}");
         store.close().await;
         other.acquire_lease(&me).await.unwrap();
+    }
+
+    /// The store remembers the audit chain's tip between writes ([`Tip`]): a row appended by
+    /// something else makes its next audited write fail on the trigger, and the one after reads
+    /// the tip again. The key it gives is the one `AUTOINCREMENT` would, even after the newest
+    /// request was pruned and the store opened again; the chain verifies throughout.
+    #[tokio::test]
+    async fn the_tip_is_read_again_after_a_write_the_store_did_not_make() {
+        use crate::domain::audit::{verify, ExportLine, Verdict};
+        use crate::store::tests::{ask, create, new_request};
+        let dir = tempfile::tempdir().unwrap();
+        let url = format!("sqlite://{}", dir.path().join("t.db").display());
+        let store = SqliteStore::open(&url, None).await.unwrap();
+        let a = create(&store, &new_request("a")).await;
+        let b = create(&store, &new_request("b")).await;
+        assert_eq!((a.key, b.key), (1, 2));
+
+        let (id, hash): (i64, String) = sqlx::query_as("SELECT id, hash FROM audit_head")
+            .fetch_one(store.raw_pool())
+            .await
+            .unwrap();
+        let outside = ChainHead { id, hash }.next(&ask().content(3));
+        bind_row(sqlx::query(insert_audit!()), &outside)
+            .execute(store.raw_pool())
+            .await
+            .unwrap();
+        let err = store.audit(&ask()).await.unwrap_err();
+        assert!(
+            format!("{err:#}").contains("head of the audit chain"),
+            "{err:#}"
+        );
+        store.audit(&ask()).await.unwrap();
+
+        let gone = AskError::aborted("gone");
+        assert!(store
+            .end(b.key, Status::Cancelled, &gone, &ask())
+            .await
+            .unwrap());
+        assert_eq!(store.prune(Some(i64::MAX), None).await.unwrap().requests, 1);
+        store.close().await;
+        let store = SqliteStore::open(&url, None).await.unwrap();
+        assert_eq!(create(&store, &new_request("c")).await.key, 3);
+
+        let start = store.audit_start(None).await.unwrap();
+        let mut lines = vec![serde_json::to_string(&ExportLine::Start(start)).unwrap()];
+        for row in store.audit_chain(0, 100).await.unwrap() {
+            lines.push(serde_json::to_string(&ExportLine::Row(row)).unwrap());
+        }
+        match verify(lines.iter().map(String::as_str)) {
+            Verdict::Intact { rows: 6, .. } => {}
+            v => panic!("{v}"),
+        }
     }
 }

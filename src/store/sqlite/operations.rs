@@ -67,28 +67,34 @@ impl Store for SqliteStore {
                                    "guild": p.guild, "nonce": p.nonce})
             })
             .collect();
-        // Two calls to the connection's worker thread, in one transaction whose COMMIT is
-        // checked (in auto-commit the row RETURNING gives back comes before the statement's own
+        // One call to the connection's worker thread, one transaction whose COMMIT is checked
+        // (in auto-commit the row RETURNING gives back comes before the statement's own
         // commit, whose failure, a full disk, went unseen): the INSERT, whose trigger
         // `requests_created` writes the questions and the outbox rows from the same row (see
-        // migrations/0004_one_statement.sql) and which gives back the key and the head of the
-        // audit chain; then the audit row, hashed after that head with the key, and the COMMIT.
+        // migrations/0004_one_statement.sql), then the audit row if the INSERT was not a
+        // conflict, hashed beforehand after the tip with the key the store gives, then COMMIT.
         let planned_json = serde_json::to_string(&planned)?;
         let on_expire = new
             .expiry
             .as_ref()
             .map(|e| serde_json::to_string(&e.on_expire))
             .transpose()?;
-        let mut tx = TxConn::acquire(&self.pool).await?;
-        let rows = sqlx::query(concat!(
+        let turn = self.tip().await?;
+        let key = turn.tip.next_key;
+        let mut entry = audit.clone();
+        entry.request_key = Some(key);
+        let row = turn.tip.head.next(&entry.content(new.created_at_ms));
+        let query = sqlx::query(concat!(
             "BEGIN IMMEDIATE; ",
-            "INSERT INTO requests (request_id, token, questions_json, caller_json, \
+            "INSERT INTO requests (key, request_id, token, questions_json, caller_json, \
              scope_json, answerer, route, peer_uid, peer_pid, created_at, planned_json, \
              expire_at, on_expire, context_json) \
-             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) \
-             ON CONFLICT (request_id) DO NOTHING \
-             RETURNING key, (SELECT id FROM audit_head), (SELECT hash FROM audit_head)"
+             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) \
+             ON CONFLICT (request_id) DO NOTHING RETURNING key; ",
+            insert_audit!(),
+            " WHERE changes() > 0; COMMIT"
         ))
+        .bind(key)
         .bind(&new.request_id)
         .bind(&new.token)
         .bind(&questions_json)
@@ -102,34 +108,22 @@ impl Store for SqliteStore {
         .bind(&planned_json)
         .bind(new.expiry.as_ref().map(|e| e.at_ms))
         .bind(&on_expire)
-        .bind(&context_json)
-        .fetch_all(&mut **tx)
-        .await?;
-        match rows.first() {
-            Some(r) => {
-                let mut audit = audit.clone();
-                audit.request_key = Some(r.get(0));
-                let row = head_of(r, 1).next(&audit.content(new.created_at_ms));
-                bind_row(sqlx::query(concat!(insert_audit!(), "; COMMIT")), &row)
-                    .execute(&mut **tx)
-                    .await?;
-            }
-            None => {
-                sqlx::query("COMMIT").execute(&mut **tx).await?;
-            }
-        }
-        tx.finished();
-        drop(tx);
-        let inserted: Option<i64> = rows.first().map(|r| r.get(0));
-        match inserted {
-            Some(key) => Ok(Created::New(Request::created(key, new))),
-            None => {
-                let existing = self
-                    .by_id(&new.request_id)
-                    .await?
-                    .context("a conflicting request vanished")?;
-                Ok(Created::Existing(existing))
-            }
+        .bind(&context_json);
+        let inserted = !self.commit_one(bind_row(query, &row)).await?.is_empty();
+        if inserted {
+            let mut tip = turn.tip.after(&row);
+            tip.next_key = key + 1;
+            turn.done(tip);
+            Ok(Created::New(Request::created(key, new)))
+        } else {
+            // A conflict wrote nothing: the tip is as it was.
+            let tip = turn.tip.clone();
+            turn.done(tip);
+            let existing = self
+                .by_id(&new.request_id)
+                .await?
+                .context("a conflicting request vanished")?;
+            Ok(Created::Existing(existing))
         }
     }
 
@@ -187,101 +181,112 @@ impl Store for SqliteStore {
             .transpose()?;
         // One transaction, whose COMMIT is checked before anyone is told: the conditional
         // UPDATE decides first-wins, and its trigger writes, when `result_if_last` is given and
-        // no question is left open, the request's final result; it gives back the head of the
-        // audit chain, after which the audit row is hashed and appended. Usually two calls to
-        // the connection's worker thread: BEGIN with the UPDATE, then the audit row with the
-        // COMMIT.
-        let mut tx = TxConn::acquire(&self.pool).await?;
-        let settled = {
-            let open_after: Vec<SqliteRow> = sqlx::query(concat!(
-                "BEGIN IMMEDIATE; ",
-                "UPDATE questions SET answered_at = ?, answered_by = ?, answered_via = ?, \
-                 answered_id = ?, answered_note = ?, selected_json = ?, custom = ?, \
-                 terms_json = ?, result_if_last = ? \
-                 WHERE request_key = ? AND idx = ? AND answered_at IS NULL \
-                 AND (SELECT status FROM requests WHERE key = ?) = 'pending' \
-                 RETURNING (SELECT count(*) FROM questions q \
-                            WHERE q.request_key = questions.request_key \
-                            AND q.answered_at IS NULL), \
-                 (SELECT id FROM audit_head), (SELECT hash FROM audit_head)"
-            ))
-            .bind(at_ms)
-            .bind(&actor.name)
-            .bind(actor.via.as_str())
-            .bind(&actor.id)
-            .bind(&actor.note)
-            .bind(&selected_json)
-            .bind(&settlement.custom)
-            .bind(&terms_json)
-            .bind(&result_if_last)
-            .bind(key)
-            .bind(idx as i64)
-            .bind(key)
-            .fetch_all(&mut **tx)
-            .await?;
-            let head = open_after.first().map(|r| head_of(r, 1));
-            let open_after: Option<i64> = open_after.first().map(|r| r.get(0));
-            let settled = match (open_after, &result_if_last) {
-                (Some(0), Some(result)) => Settled::Won(Some(result.clone())),
-                (Some(0), None) => {
-                    // The other questions were answered since the caller read the request:
-                    // finish it here. Only the last winner sees no open question.
-                    let rows = sqlx::query(
-                        "SELECT selected_json, custom FROM questions WHERE request_key = ? \
-                         ORDER BY idx",
-                    )
-                    .bind(key)
-                    .fetch_all(&mut **tx)
-                    .await?;
-                    let mut all = Vec::with_capacity(rows.len());
-                    for r in &rows {
-                        all.push(Settlement {
-                            selected: serde_json::from_str(
-                                r.get::<Option<&str>, _>(0).unwrap_or("[]"),
-                            )?,
-                            custom: r.get(1),
-                            terms: None,
-                        });
-                    }
-                    let result = finish(&all);
-                    sqlx::query(
-                        "UPDATE requests SET status = 'answered', result_json = ?, ended_at = ? \
-                         WHERE key = ? AND status = 'pending'",
-                    )
-                    .bind(&result)
-                    .bind(at_ms)
-                    .bind(key)
-                    .execute(&mut **tx)
-                    .await?;
-                    Settled::Won(Some(result))
-                }
-                (Some(_), _) => Settled::Won(None),
-                (None, _) => {
-                    // It did not count (the rare path): audited as such below.
-                    Settled::Lost
-                }
+        // no question is left open, the request's final result; the audit row follows it,
+        // accepted or refused as the UPDATE decided, both hashed beforehand after the tip. With
+        // `result_if_last`, one call to the connection's worker thread (the COMMIT goes with
+        // them); without, a second call for the COMMIT, after finishing the request here if
+        // the answer turns out to be its last.
+        macro_rules! settle_sql {
+            ($end:literal) => {
+                concat!(
+                    "BEGIN IMMEDIATE; ",
+                    "UPDATE questions SET answered_at = ?, answered_by = ?, answered_via = ?, \
+                     answered_id = ?, answered_note = ?, selected_json = ?, custom = ?, \
+                     terms_json = ?, result_if_last = ? \
+                     WHERE request_key = ? AND idx = ? AND answered_at IS NULL \
+                     AND (SELECT status FROM requests WHERE key = ?) = 'pending' \
+                     RETURNING (SELECT count(*) FROM questions q \
+                                WHERE q.request_key = questions.request_key \
+                                AND q.answered_at IS NULL); ",
+                    insert_audit_outcome!(),
+                    $end
+                )
             };
+        }
+        let turn = self.tip().await?;
+        let mut entry = audit.clone();
+        entry.request_key = Some(key);
+        entry.question_idx = Some(idx);
+        let (won, lost) = outcomes(&turn.tip.head, &entry, at_ms);
+        // A grant is written only if the answer wins: after the first call, before the COMMIT.
+        let last_known = result_if_last.is_some() && grant.is_none();
+        let query = sqlx::query(if last_known {
+            settle_sql!("; COMMIT")
+        } else {
+            settle_sql!("")
+        })
+        .bind(at_ms)
+        .bind(&actor.name)
+        .bind(actor.via.as_str())
+        .bind(&actor.id)
+        .bind(&actor.note)
+        .bind(&selected_json)
+        .bind(&settlement.custom)
+        .bind(&terms_json)
+        .bind(&result_if_last)
+        .bind(key)
+        .bind(idx as i64)
+        .bind(key);
+        let mut tx = TxConn::acquire(&self.pool).await?;
+        let open_after: Option<i64> = bind_outcomes(query, &won, &lost)
+            .fetch_all(&mut **tx)
+            .await?
+            .first()
+            .map(|r| r.get(0));
+        let settled = match (open_after, &result_if_last) {
+            (Some(0), Some(result)) => Settled::Won(Some(result.clone())),
+            (Some(0), None) => {
+                // The other questions were answered since the caller read the request:
+                // finish it here. Only the last winner sees no open question.
+                let rows = sqlx::query(
+                    "SELECT selected_json, custom FROM questions WHERE request_key = ? \
+                     ORDER BY idx",
+                )
+                .bind(key)
+                .fetch_all(&mut **tx)
+                .await?;
+                let mut all = Vec::with_capacity(rows.len());
+                for r in &rows {
+                    all.push(Settlement {
+                        selected: serde_json::from_str(
+                            r.get::<Option<&str>, _>(0).unwrap_or("[]"),
+                        )?,
+                        custom: r.get(1),
+                        terms: None,
+                    });
+                }
+                let result = finish(&all);
+                sqlx::query(
+                    "UPDATE requests SET status = 'answered', result_json = ?, ended_at = ? \
+                     WHERE key = ? AND status = 'pending'",
+                )
+                .bind(&result)
+                .bind(at_ms)
+                .bind(key)
+                .execute(&mut **tx)
+                .await?;
+                Settled::Won(Some(result))
+            }
+            (Some(_), _) => Settled::Won(None),
+            // It did not count (the rare path): audited as such.
+            (None, _) => Settled::Lost,
+        };
+        if !last_known {
             if let (Settled::Won(_), Some(g)) = (&settled, grant) {
                 insert_grant(&mut tx, g).await?;
             }
-            let mut row = audit.clone();
-            row.request_key = Some(key);
-            row.question_idx = Some(idx);
-            row.accepted = matches!(settled, Settled::Won(_));
-            let head = match head {
-                Some(head) => head,
-                None => chain_head(&mut tx).await?,
-            };
-            let row = head.next(&row.content(at_ms));
-            bind_row(sqlx::query(concat!(insert_audit!(), "; COMMIT")), &row)
-                .execute(&mut **tx)
-                .await?;
-            tx.finished();
-            settled
-        };
+            sqlx::query("COMMIT").execute(&mut **tx).await?;
+        }
+        tx.finished();
         // Back to the pool before anything else is read: holding it while waiting for another
         // connection could wait for ever once every connection is held so.
         drop(tx);
+        let appended = match settled {
+            Settled::Won(_) => &won,
+            Settled::Lost => &lost,
+        };
+        let tip = turn.tip.after(appended);
+        turn.done(tip);
         match settled {
             Settled::Won(result) => Ok(SettleOutcome::Won { result }),
             Settled::Lost => {
@@ -306,30 +311,41 @@ impl Store for SqliteStore {
         audit: &AuditEntry,
     ) -> Result<bool> {
         let at = crate::domain::request::now_ms();
-        write_tx!(self, |tx| {
-            let ended = sqlx::query(
-                "UPDATE requests SET status = ?, error_code = ?, error_message = ?, \
-                     ended_at = ? WHERE key = ? AND status = 'pending'",
-            )
-            .bind(status.as_str())
-            .bind(error.code.as_str())
-            .bind(&error.message)
-            .bind(at)
-            .bind(key)
-            .execute(&mut *tx)
+        let turn = self.tip().await?;
+        let (won, lost) = outcomes(&turn.tip.head, audit, at);
+        let query = sqlx::query(concat!(
+            "BEGIN IMMEDIATE; ",
+            "UPDATE requests SET status = ?, error_code = ?, error_message = ?, ended_at = ? \
+             WHERE key = ? AND status = 'pending' RETURNING 1; ",
+            insert_audit_outcome!(),
+            "; COMMIT"
+        ))
+        .bind(status.as_str())
+        .bind(error.code.as_str())
+        .bind(&error.message)
+        .bind(at)
+        .bind(key);
+        let ended = !self
+            .commit_one(bind_outcomes(query, &won, &lost))
             .await?
-            .rows_affected()
-                == 1;
-            let mut audit = audit.clone();
-            audit.accepted = ended;
-            append_audit(&mut tx, &audit, at).await?;
-            anyhow::Ok(ended)
-        })
+            .is_empty();
+        let tip = turn.tip.after(if ended { &won } else { &lost });
+        turn.done(tip);
+        Ok(ended)
     }
 
     async fn audit(&self, entry: &AuditEntry) -> Result<()> {
         let at = crate::domain::request::now_ms();
-        write_tx!(self, |tx| { append_audit(&mut tx, entry, at).await })
+        let turn = self.tip().await?;
+        let row = turn.tip.head.next(&entry.content(at));
+        self.commit_one(bind_row(
+            sqlx::query(concat!("BEGIN IMMEDIATE; ", insert_audit!(), "; COMMIT")),
+            &row,
+        ))
+        .await?;
+        let tip = turn.tip.after(&row);
+        turn.done(tip);
+        Ok(())
     }
 
     async fn audit_start(&self, since_ms: Option<i64>) -> Result<ChainStart> {
@@ -637,26 +653,29 @@ impl Store for SqliteStore {
         audit: &AuditEntry,
     ) -> Result<bool> {
         let at_ms = crate::domain::request::now_ms();
-        let mut tx = TxConn::acquire(&self.pool).await?;
-        let swapped: Vec<i64> = sqlx::query_scalar(concat!(
+        // One call: the compare-and-swap, the audit row if it swapped, the COMMIT.
+        let turn = self.tip().await?;
+        let row = turn.tip.head.next(&audit.content(at_ms));
+        let query = sqlx::query(concat!(
             "BEGIN IMMEDIATE; ",
             "UPDATE questions SET votes_json = ? \
              WHERE request_key = ? AND idx = ? AND answered_at IS NULL AND votes_json IS ? \
-             AND (SELECT status FROM requests WHERE key = ?) = 'pending' RETURNING 1"
+             AND (SELECT status FROM requests WHERE key = ?) = 'pending' RETURNING 1; ",
+            insert_audit!(),
+            " WHERE changes() > 0; COMMIT"
         ))
         .bind(votes_json)
         .bind(key)
         .bind(idx as i64)
         .bind(expected)
-        .bind(key)
-        .fetch_all(&mut **tx)
-        .await?;
-        let swapped = !swapped.is_empty();
-        if swapped {
-            append_audit(&mut tx, audit, at_ms).await?;
-        }
-        sqlx::query("COMMIT").execute(&mut **tx).await?;
-        tx.finished();
+        .bind(key);
+        let swapped = !self.commit_one(bind_row(query, &row)).await?.is_empty();
+        let tip = if swapped {
+            turn.tip.after(&row)
+        } else {
+            turn.tip.clone()
+        };
+        turn.done(tip);
         Ok(swapped)
     }
 
