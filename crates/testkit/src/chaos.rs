@@ -1354,6 +1354,9 @@ async fn client(
                     shared.record_final(i, &text, final_here);
                     final_here = true;
                 }
+                // A graceful stop (a cluster node restarted without its crash point): the
+                // request stays pending, the connection closes, and the client re-attaches.
+                Some("shutting_down") if !final_here => {}
                 _ => shared.reqs.lock().unwrap()[i]
                     .odd
                     .push(format!("unexpected line: {text}")),
