@@ -1948,16 +1948,19 @@ impl ClickerTask {
                 Some(7) if step == Step::Settle => {
                     match expect {
                         Expect::Refused => self.shared.problem(format!(
-                            "{rid} question {qi}: the requester's click on a quorum route was                              taken: {body}"
+                            "{rid} question {qi}: the requester's click on a quorum route was \
+                             taken: {body}"
                         )),
                         Expect::Votes if !open => self.shared.problem(format!(
-                            "{rid} question {qi}: {who}'s vote (ballot {} of {}) settled the                              question before the quorum of {} was reached",
+                            "{rid} question {qi}: {who}'s vote (ballot {} of {}) settled the \
+                             question before the quorum of {} was reached",
                             ballot + 1,
                             pq.ballots.len(),
                             self.plan[ri].approvals
                         )),
                         Expect::Settles if open => self.shared.problem(format!(
-                            "{rid} question {qi}: {who}'s vote should have settled the question                              and left it open: {content:?}"
+                            "{rid} question {qi}: {who}'s vote completes the quorum, and the \
+                             question is still open"
                         )),
                         _ => {}
                     }
