@@ -10,8 +10,10 @@
 //! It runs `askrelay serve` from next to this example (`target/<profile>/askrelay`), building it
 //! first with `cargo build --bin askrelay` (same profile) when it is missing or when run through
 //! `cargo run`. At the end it prints requests, questions posted, duplicates posted, answers lost,
-//! requests ended twice and wrong answers (the bar is 0 for the last four), and exits 1 when the
-//! bar is missed. A failed run keeps its work directory (the daemon's log and database) and says
+//! requests ended twice, wrong answers, questions settled twice and quorum violations (checked
+//! against the audit rows; the bar is 0 for these six), and the quorum figures: requests on the
+//! quorum routes, votes counted, questions settled by a quorum and by a decisive label, the
+//! requester's clicks refused. It exits 1 when the bar is missed. A failed run keeps its work directory (the daemon's log and database) and says
 //! where. `--verbose` shows progress, kills and faults as they happen.
 //!
 //! `--nodes N` runs a cluster of N daemons on one PostgreSQL database: `--database URL`, or by

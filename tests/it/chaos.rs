@@ -1,7 +1,9 @@
 //! The fault harness of `crates/testkit/src/chaos.rs` in small configurations: the real `askrelay`
 //! binary against the Discord stand-in, with SIGKILLs and restarts, a crash point, 5xx and 429
 //! bursts and gateway drops; alone on SQLite, and as a cluster of three on PostgreSQL (a scratch
-//! database on the server `ASKRELAY_TEST_POSTGRES` names). The full runs are
+//! database on the server `ASKRELAY_TEST_POSTGRES` names). Some requests of each go to the quorum
+//! routes (two and three approvals), voted on by distinct people, and their audit rows are
+//! checked. The full runs are
 //! `cargo run --release --example chaos -- --requests 200 --kills 20` and the same with
 //! `--nodes 3 --database postgres`.
 
@@ -51,6 +53,23 @@ async fn a_small_chaos_run_loses_nothing_and_posts_nothing_twice() {
         report.injected_5xx > 0 && report.injected_429 > 0 && report.stalls > 0,
         "{report:?}"
     );
+    assert_quorums(&report);
+}
+
+/// The seed's plan has quorum questions (the plan depends on the seed only): every one settled
+/// by a quorum or a decisive label, checked against the audit rows.
+fn assert_quorums(report: &chaos::ChaosReport) {
+    assert!(report.quorum_requests > 0, "{report:?}");
+    assert!(report.settled_by_quorum > 0, "{report:?}");
+    assert!(report.settled_by_decisive > 0, "{report:?}");
+    assert_eq!(
+        report.settled_by_quorum + report.settled_by_decisive,
+        report.quorum_questions,
+        "{report:?}"
+    );
+    assert!(report.votes >= 2 * report.settled_by_quorum, "{report:?}");
+    assert_eq!(report.quorum_violations, 0, "{report:?}");
+    assert_eq!(report.settled_twice, 0, "{report:?}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -68,4 +87,5 @@ async fn a_small_cluster_chaos_run_loses_nothing_and_fails_over() {
     assert!(report.leader_kills >= 1, "{report:?}");
     assert_eq!(report.failovers, report.leader_kills, "{report:?}");
     assert_eq!(report.bodies_invalid, 0, "{report:?}");
+    assert_quorums(&report);
 }

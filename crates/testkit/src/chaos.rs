@@ -11,6 +11,18 @@
 //!   a new interaction for every click. A click counts once Discord got a callback for it (type
 //!   6), or an ephemeral "already answered", or once the request's answer reached its client;
 //!   until then it is sent again after a restart or a timeout.
+//! - Quorum routes: some requests (by the seed, never the escalating ones) carry the scope label
+//!   `quorum = "2"` or `"3"` and go to a route with `approvals = 2` (or 3, with "Hold" among its
+//!   `decisive_labels`); the harness's own uid is the same person as one Discord account
+//!   through `[[identities]]`. Each of their questions is clicked by a planned list of ballots:
+//!   sometimes that requester first (it must be refused), sometimes a distinct person voting
+//!   for another option (it must not count), then as many distinct people of a pool of six as
+//!   the route needs, all for the same option(s), or one person for a decisive "Deny" or
+//!   "Hold". A multi-select question is a draft and a Submit per voter. A ballot is done when
+//!   its click got an update (type 7: the vote shown, or the settlement), an ephemeral "already
+//!   voted" (the vote was stored before a restart or a failed callback) or, for the requester,
+//!   the refusal; then the next person clicks. The crash points "voted" and "quorum" join the
+//!   others.
 //! - The asks start at random moments during a ramp (so posting goes on for a while); nothing is
 //!   clicked before the ramp is over, so then every request is in flight at once.
 //! - A monkey SIGKILLs the daemon when questions posted + questions settled crosses random
@@ -21,7 +33,12 @@
 //!
 //! At the end every request is re-attached once more (it must replay the same final line), the
 //! daemon is stopped with SIGTERM, and the report counts duplicates posted, answers lost,
-//! requests ended twice and wrong answers, which must all be 0.
+//! requests ended twice and wrong answers, which must all be 0. Then the audit rows are read
+//! back from the database: no question has two accepted `answer` rows, and every quorum
+//! question settled with the planned answer, either by a decisive label or only once enough
+//! distinct people had voted for that answer (the voters its `answer` row lists, each with an
+//! earlier `vote` row for it, and as many counted from the `vote` rows alone), never with a vote
+//! of the requester; "settled twice" and "quorum violations" must be 0 too.
 //!
 //! A cluster run (`nodes` > 1, on PostgreSQL) starts that many `askrelay serve` processes on
 //! one database, each with its own node id (`node-1`, ...), socket and log. Each request asks
@@ -34,8 +51,9 @@
 //! leader's SIGKILL to the next live gateway session (a new IDENTIFY).
 //!
 //! Randomness comes from the seed only (a tiny xorshift). Timing decides where the faults land,
-//! never what counts as correct: the clicker always clicks the same option of a question, so any
-//! answer that differs is wrong whatever the interleaving.
+//! never what counts as correct: every voter of a question clicks the same planned option, the
+//! dissenting vote is never enough for a quorum, so any answer that differs is wrong whatever
+//! the interleaving.
 //!
 //! Used by `examples/chaos.rs` (the full run) and `tests/it/chaos.rs` (small runs).
 
@@ -66,11 +84,27 @@ const CHANNEL: u64 = 7_700;
 /// Where the escalating route posts its copies (every third request escalates).
 const COPIES: u64 = 7_701;
 /// The config file of every instance: a route that escalates one second after the ask with a
-/// linked copy of each open question in [`COPIES`].
-const CONFIG: &str = "[[routes]]\nname = \"escalating\"\nmatch = { escalate = \"yes\" }\n\
-    channel_id = 7700\n[[routes.escalate]]\nafter_secs = 1\nchannel_id = 7701\n";
-/// The crash points of `src/crash.rs`, those of posting first.
-const CRASH_POINTS: [&str; 4] = ["stored", "posted", "clicked", "answered"];
+/// linked copy of each open question in [`COPIES`]; two quorum routes (two approvals, and three
+/// with "Hold" decisive too) in the same channel; and the harness's own local account (`uid`,
+/// which asks every question) as the same person as the Discord account [`REQUESTER`] clicks
+/// with, so that the quorum routes refuse that account.
+fn config_toml(uid: u32) -> String {
+    format!(
+        "[[routes]]\nname = \"escalating\"\nmatch = {{ escalate = \"yes\" }}\n\
+         channel_id = {CHANNEL}\n[[routes.escalate]]\nafter_secs = 1\nchannel_id = {COPIES}\n\n\
+         [[routes]]\nname = \"quorum-2\"\nmatch = {{ quorum = \"2\" }}\n\
+         channel_id = {CHANNEL}\napprovals = 2\n\n\
+         [[routes]]\nname = \"quorum-3\"\nmatch = {{ quorum = \"3\" }}\n\
+         channel_id = {CHANNEL}\napprovals = 3\ndecisive_labels = [\"Hold\"]\n\n\
+         [[identities]]\nname = \"chaos-requester\"\nuids = [{uid}]\n\
+         discord_user_ids = [\"{REQUESTER_DISCORD_ID}\"]\n"
+    )
+}
+
+/// The crash points of `src/crash.rs`, those of posting first; "voted" (a vote stored) and
+/// "quorum" (the vote that completes a quorum stored, the question not settled yet) are
+/// reached on the quorum routes only.
+const CRASH_POINTS: [&str; 6] = ["stored", "posted", "clicked", "answered", "voted", "quorum"];
 /// How long a daemon gets to say "listening".
 const START_LIMIT: Duration = Duration::from_secs(30);
 /// A click with no callback is sent again after this long even without a restart.
@@ -199,6 +233,27 @@ pub struct ChaosReport {
     pub bodies_checked: usize,
     /// Bodies that failed that check (each is also a problem).
     pub bodies_invalid: usize,
+    /// Requests on a quorum route (`approvals` 2 or 3).
+    pub quorum_requests: usize,
+    /// Their questions.
+    pub quorum_questions: usize,
+    /// Ballots the clicker planned on them: votes (dissenting ones too), decisive clicks and
+    /// the requester's refused clicks.
+    pub ballots_planned: usize,
+    /// Votes counted, from the audit (`vote` rows, accepted).
+    pub votes: usize,
+    /// Quorum questions settled once enough distinct people chose the same answer.
+    pub settled_by_quorum: usize,
+    /// Quorum questions settled by a decisive label ("Deny", or "Hold" on `quorum-3`) alone.
+    pub settled_by_decisive: usize,
+    /// The requester's clicks refused on a quorum route (`forbidden` rows).
+    pub requester_refused: usize,
+    /// Quorum questions whose audit rows break the rule: settled by fewer distinct voters of
+    /// that answer than the route needs, settled with another answer than the quorum chose, a
+    /// voter listed twice, the requester counted, or no settlement row for an answered one.
+    pub quorum_violations: usize,
+    /// Questions with more than one accepted `answer` row (settled twice).
+    pub settled_twice: usize,
     /// Messages still showing their buttons at the end, after one graceful restart if needed
     /// (informational).
     pub messages_not_edited: usize,
@@ -244,6 +299,8 @@ impl ChaosReport {
             && self.questions_posted == self.questions
             && self.kills >= self.kills_planned
             && self.bodies_invalid == 0
+            && self.quorum_violations == 0
+            && self.settled_twice == 0
             && self.problems.is_empty()
     }
 
@@ -293,6 +350,16 @@ impl ChaosReport {
             format!("{}/{}", self.bodies_invalid, self.bodies_checked),
             zero(self.bodies_invalid),
         );
+        row(
+            "settled twice",
+            self.settled_twice.to_string(),
+            zero(self.settled_twice),
+        );
+        row(
+            "quorum violations",
+            self.quorum_violations.to_string(),
+            zero(self.quorum_violations),
+        );
         row("answered", self.answered.to_string(), "");
         row("unfinished", self.unfinished.to_string(), "");
         row("peak in flight", self.peak_pending.to_string(), "");
@@ -308,6 +375,25 @@ impl ChaosReport {
         row("gateway drops", self.gateway_drops.to_string(), "");
         row("hung calls (stalls)", self.stalls.to_string(), "");
         row("re-attaches", self.reattaches.to_string(), "");
+        row("quorum requests", self.quorum_requests.to_string(), "");
+        row("quorum questions", self.quorum_questions.to_string(), "");
+        row("  ballots planned", self.ballots_planned.to_string(), "");
+        row("  votes counted", self.votes.to_string(), "");
+        row(
+            "  settled by quorum",
+            self.settled_by_quorum.to_string(),
+            "",
+        );
+        row(
+            "  settled by decisive",
+            self.settled_by_decisive.to_string(),
+            "",
+        );
+        row(
+            "  requester refused",
+            self.requester_refused.to_string(),
+            "",
+        );
         row("clicks", self.clicks.to_string(), "");
         row("clicks repeated", self.clicks_repeated.to_string(), "");
         row(
@@ -431,12 +517,63 @@ impl Rng {
 // ---------------------------------------------------------------------------------------------
 // The plan: requests, questions and the answer the clicker gives each question
 
+/// Who clicks: index 0 is the clicker of the first-wins questions, [`POOL`] the distinct
+/// people who vote on the quorum routes, and [`REQUESTER`] the person who asked (its Discord
+/// account is mapped to the harness's own uid by an `[[identities]]` entry, so a quorum route
+/// must refuse it).
+const POOL: std::ops::RangeInclusive<usize> = 1..=6;
+const REQUESTER: usize = 7;
+
+/// The clickers, by the index a ballot names.
+fn people() -> Vec<Clicker> {
+    let mut all = vec![Clicker::new(4_200_001, "chaos-clicker", &[])];
+    for i in POOL {
+        all.push(Clicker::new(
+            4_200_100 + i as u64,
+            &format!("voter-{i}"),
+            &[],
+        ));
+    }
+    all.push(Clicker::new(REQUESTER_DISCORD_ID, "requester", &[]));
+    all
+}
+
+/// The Discord account of the person who asked (see [`REQUESTER`]).
+const REQUESTER_DISCORD_ID: u64 = 4_200_099;
+
+/// What the daemon should make of a ballot.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Expect {
+    /// It settles the question (a first-wins click, the vote that completes the quorum, or a
+    /// decisive label).
+    Settles,
+    /// A vote that does not settle yet.
+    Votes,
+    /// Refused: the requester on a quorum route.
+    Refused,
+}
+
+/// One person's click (or draft and Submit) on a question.
+#[derive(Clone, Debug)]
+struct Ballot {
+    /// Into [`people`].
+    who: usize,
+    /// The option indices chosen.
+    pick: Vec<usize>,
+    expect: Expect,
+}
+
 struct PlannedQuestion {
     id: String,
     labels: Vec<String>,
     multi: bool,
-    /// The option indices the clicker picks, in option order.
+    /// The option indices the question settles with, in option order.
     expected: Vec<usize>,
+    /// Whether `expected` is a decisive label (settles with one vote on a quorum route).
+    decisive: bool,
+    /// The clicks, in order: one on a first-wins route; on a quorum route maybe the requester
+    /// (refused) and a dissenting vote, then enough distinct voters (or one decisive vote).
+    ballots: Vec<Ballot>,
 }
 
 struct PlannedRequest {
@@ -445,45 +582,34 @@ struct PlannedRequest {
     ask_line: String,
     /// The exact `result` an `answered` line must carry.
     expected_result: String,
+    /// The approvals its route needs: 1 (first wins), 2 or 3 (the quorum routes).
+    approvals: usize,
 }
+
+/// The labels that settle with one vote on a quorum route: the front doors' "Deny" on both,
+/// and `decisive_labels = ["Hold"]` on `quorum-3`. They repeat across questions, so they never
+/// tell the clicker which question a message is.
+const DECISIVE: [&str; 2] = ["Deny", "Hold"];
 
 fn make_plan(cfg: &ChaosConfig, rng: &mut Rng) -> Vec<PlannedRequest> {
     (0..cfg.requests)
         .map(|i| {
             let request_id = format!("chaos-{}-{i:04}", cfg.seed);
+            // Of the requests that do not escalate (every third does), 4 in 10 go to the route
+            // that needs two approvals and 2 in 10 to the one that needs three: about 27 % and
+            // 13 % of all.
+            let approvals = if i % 3 == 0 {
+                1
+            } else {
+                match rng.below(10) {
+                    0..=3 => 2,
+                    4..=5 => 3,
+                    _ => 1,
+                }
+            };
             let count = rng.between(1, 3) as usize;
             let questions: Vec<PlannedQuestion> = (0..count)
-                .map(|qi| {
-                    let multi = rng.chance(1, 4);
-                    // 2–5 options are buttons, 6–8 a select menu; multi-select is a menu.
-                    let n = if multi {
-                        rng.between(2, 6)
-                    } else {
-                        rng.between(2, 8)
-                    } as usize;
-                    let recommended = rng.chance(1, 2);
-                    let labels = (0..n)
-                        .map(|o| {
-                            let tag = if o == 0 && recommended {
-                                " (Recommended)"
-                            } else {
-                                ""
-                            };
-                            format!("{request_id} q{qi} o{o}{tag}")
-                        })
-                        .collect();
-                    let expected = if multi {
-                        (0..n).filter(|_| rng.chance(1, 2)).collect()
-                    } else {
-                        vec![rng.below(n as u64) as usize]
-                    };
-                    PlannedQuestion {
-                        id: format!("q{qi}"),
-                        labels,
-                        multi,
-                        expected,
-                    }
-                })
+                .map(|qi| plan_question(&request_id, qi, approvals, rng))
                 .collect();
             let qs: Vec<Value> = questions
                 .iter()
@@ -503,15 +629,16 @@ fn make_plan(cfg: &ChaosConfig, rng: &mut Rng) -> Vec<PlannedRequest> {
                     })
                 })
                 .collect();
+            let scope = match approvals {
+                1 if i % 3 == 0 => json!({"project": "chaos", "escalate": "yes"}),
+                1 => json!({"project": "chaos"}),
+                n => json!({"project": "chaos", "quorum": n.to_string()}),
+            };
             let ask = json!({
                 "op": "ask",
                 "request_id": request_id,
                 "caller": {"agent_id": "chaos-agent", "owner_agent_id": null},
-                "scope": if i % 3 == 0 {
-                    json!({"project": "chaos", "escalate": "yes"})
-                } else {
-                    json!({"project": "chaos"})
-                },
+                "scope": scope,
                 "questions": qs,
             });
             let answers: Vec<Value> = questions
@@ -527,9 +654,105 @@ fn make_plan(cfg: &ChaosConfig, rng: &mut Rng) -> Vec<PlannedRequest> {
                 expected_result: json!({ "answers": answers }).to_string(),
                 request_id,
                 questions,
+                approvals,
             }
         })
         .collect()
+}
+
+fn plan_question(request_id: &str, qi: usize, approvals: usize, rng: &mut Rng) -> PlannedQuestion {
+    let quorum = approvals > 1;
+    // On a quorum route, half the questions end in a decisive label, and half of those are
+    // settled by it (one vote); a decisive answer is a single choice.
+    let has_decisive = quorum && rng.chance(1, 2);
+    let decisive = has_decisive && rng.chance(1, 2);
+    let multi = !decisive && rng.chance(1, 4);
+    // 2–5 options are buttons, 6–8 a select menu; multi-select is a menu.
+    let n = if multi {
+        rng.between(2, 6)
+    } else {
+        rng.between(2, 8)
+    } as usize;
+    let recommended = rng.chance(1, 2);
+    // "Hold" is decisive on quorum-3 only.
+    let decisive_label = if approvals == 3 && rng.chance(1, 2) {
+        DECISIVE[1]
+    } else {
+        DECISIVE[0]
+    };
+    let labels: Vec<String> = (0..n)
+        .map(|o| {
+            if has_decisive && o == n - 1 {
+                return decisive_label.to_owned();
+            }
+            let tag = if o == 0 && recommended {
+                " (Recommended)"
+            } else {
+                ""
+            };
+            format!("{request_id} q{qi} o{o}{tag}")
+        })
+        .collect();
+    // The options a vote may pick without deciding alone.
+    let plain = if has_decisive { n - 1 } else { n };
+    let expected = if decisive {
+        vec![n - 1]
+    } else if multi {
+        (0..plain).filter(|_| rng.chance(1, 2)).collect()
+    } else {
+        vec![rng.below(plain as u64) as usize]
+    };
+    let mut ballots = Vec::new();
+    if !quorum {
+        ballots.push(Ballot {
+            who: 0,
+            pick: expected.clone(),
+            expect: Expect::Settles,
+        });
+    } else {
+        // The voters: distinct people of the pool, in a random order.
+        let mut pool: Vec<usize> = POOL.collect();
+        for k in (1..pool.len()).rev() {
+            pool.swap(k, rng.below(k as u64 + 1) as usize);
+        }
+        let mut pool = pool.into_iter();
+        if rng.chance(1, 4) {
+            ballots.push(Ballot {
+                who: REQUESTER,
+                pick: expected.clone(),
+                expect: Expect::Refused,
+            });
+        }
+        // A vote for another plain option first: it must not count towards the quorum.
+        if !decisive && !multi && plain >= 2 && rng.chance(1, 3) {
+            let other = (expected[0] + 1 + rng.below(plain as u64 - 1) as usize) % plain;
+            ballots.push(Ballot {
+                who: pool.next().expect("a voter"),
+                pick: vec![other],
+                expect: Expect::Votes,
+            });
+        }
+        let voters = if decisive { 1 } else { approvals };
+        for k in 0..voters {
+            ballots.push(Ballot {
+                who: pool.next().expect("a voter"),
+                pick: expected.clone(),
+                expect: if k + 1 == voters {
+                    Expect::Settles
+                } else {
+                    Expect::Votes
+                },
+            });
+        }
+    }
+    PlannedQuestion {
+        id: format!("q{qi}"),
+        labels,
+        multi,
+        expected,
+        decisive,
+        ballots,
+    }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1354,6 +1577,9 @@ async fn client(
                     shared.record_final(i, &text, final_here);
                     final_here = true;
                 }
+                // A graceful stop (a cluster node restarted without its crash point): the
+                // request stays pending, the connection closes, and the client re-attaches.
+                Some("shutting_down") if !final_here => {}
                 _ => shared.reqs.lock().unwrap()[i]
                     .odd
                     .push(format!("unexpected line: {text}")),
@@ -1460,7 +1686,10 @@ struct Target {
     token: String,
     channel: u64,
     message: u64,
-    kind: Kind,
+    /// The control of each ballot of the question, in the plan's order.
+    kinds: Vec<Kind>,
+    /// The ballot being clicked; the question is done after the last.
+    ballot: usize,
     step: Step,
     not_before: Instant,
     inflight: Option<InFlight>,
@@ -1484,12 +1713,13 @@ struct ClickerTask {
     click_spread: Duration,
     /// No click before this: the end of the ramp.
     clicks_from: Instant,
-    who: Clicker,
+    /// Everyone who clicks, by the index a ballot names ([`people`]).
+    people: Vec<Clicker>,
     /// Every option label → (request, question, option).
     labels: HashMap<String, (usize, usize, usize)>,
     targets: BTreeMap<(usize, usize), Target>,
-    /// Interaction id → (request, question, step).
-    iids: HashMap<u64, (usize, usize, Step)>,
+    /// Interaction id → (request, question, step, ballot).
+    iids: HashMap<u64, (usize, usize, Step, usize)>,
     next_iid: u64,
     message_cursor: usize,
     request_cursor: usize,
@@ -1607,24 +1837,26 @@ impl ClickerTask {
                 .find(|(id, _)| want(id.action))
                 .map(|(_, s)| s.clone())
         };
-        let kind = if pq.multi {
-            find(&|a| a == Action::Draft)
-                .zip(find(&|a| a == Action::Submit))
-                .map(|(draft, submit)| Kind::Multi {
-                    draft,
-                    submit,
-                    values: pq.expected.iter().map(|o| o.to_string()).collect(),
-                })
-        } else if pq.labels.len() <= 5 {
-            let want = pq.expected[0];
-            find(&|a| a == Action::Choose(want)).map(Kind::Button)
-        } else {
-            find(&|a| a == Action::SelectOne)
-                .map(|id| Kind::SelectOne(id, pq.expected[0].to_string()))
+        let kind_of = |pick: &[usize]| {
+            if pq.multi {
+                find(&|a| a == Action::Draft)
+                    .zip(find(&|a| a == Action::Submit))
+                    .map(|(draft, submit)| Kind::Multi {
+                        draft,
+                        submit,
+                        values: pick.iter().map(|o| o.to_string()).collect(),
+                    })
+            } else if pq.labels.len() <= 5 {
+                let want = pick[0];
+                find(&|a| a == Action::Choose(want)).map(Kind::Button)
+            } else {
+                find(&|a| a == Action::SelectOne).map(|id| Kind::SelectOne(id, pick[0].to_string()))
+            }
         };
-        let Some(kind) = kind else {
+        let kinds: Option<Vec<Kind>> = pq.ballots.iter().map(|b| kind_of(&b.pick)).collect();
+        let Some(kinds) = kinds else {
             self.shared.problem(format!(
-                "message {message} for {} question {q} lacks the control the harness clicks: {:?}",
+                "message {message} for {} question {q} lacks a control the harness clicks: {:?}",
                 self.plan[r].request_id,
                 ids.iter().map(|(_, s)| s).collect::<Vec<_>>()
             ));
@@ -1638,7 +1870,8 @@ impl ClickerTask {
                 channel,
                 message,
                 step: if pq.multi { Step::Draft } else { Step::Settle },
-                kind,
+                kinds,
+                ballot: 0,
                 not_before: Instant::now().max(self.clicks_from) + Duration::from_millis(delay),
                 inflight: None,
                 confirmed: false,
@@ -1662,7 +1895,7 @@ impl ClickerTask {
             let Some(iid) = segs.get(at + 1).and_then(|s| s.parse::<u64>().ok()) else {
                 continue;
             };
-            let Some(&(ri, qi, step)) = self.iids.get(&iid) else {
+            let Some(&(ri, qi, step, ballot)) = self.iids.get(&iid) else {
                 continue;
             };
             let Some(t) = self.targets.get_mut(&(ri, qi)) else {
@@ -1683,45 +1916,99 @@ impl ClickerTask {
             if t.confirmed || t.dead {
                 continue;
             }
-            // A draft is acknowledged (type 6); the winning click updates the message (type 7).
-            let acknowledged = match step {
-                Step::Draft => kind == Some(6),
-                Step::Settle => kind == Some(7),
-            };
-            match kind {
-                Some(6 | 7) if acknowledged => match step {
-                    Step::Draft => {
-                        if t.step == Step::Draft {
-                            t.step = Step::Settle;
-                            t.inflight = None;
-                            t.not_before = Instant::now();
-                        }
-                    }
-                    Step::Settle => {
-                        t.confirmed = true;
-                        self.confirmed_count += 1;
-                    }
-                },
-                Some(4)
-                    if content.starts_with("Already answered")
-                        || content.contains("already been answered") =>
-                {
+            let already_answered = content.starts_with("Already answered")
+                || content.contains("already been answered");
+            if ballot != t.ballot {
+                // A late reply to a click of a ballot that is done already.
+                if kind == Some(4) && already_answered {
                     t.confirmed = true;
                     self.confirmed_count += 1;
                 }
+                continue;
+            }
+            let pq = &self.plan[ri].questions[qi];
+            let rid = &self.plan[ri].request_id;
+            let expect = pq.ballots[ballot].expect;
+            let who = &self.people[pq.ballots[ballot].who].username;
+            // The message still shows its controls: the question is open.
+            let open = body["data"]["components"]
+                .as_array()
+                .is_some_and(|c| !c.is_empty());
+            // Whether this ballot is done: a draft is acknowledged (type 6); a vote or the
+            // settling click updates the message (type 7), a vote showing the count so far.
+            let done = match kind {
+                Some(6) if step == Step::Draft => {
+                    if t.step == Step::Draft {
+                        t.step = Step::Settle;
+                        t.inflight = None;
+                        t.not_before = Instant::now();
+                    }
+                    false
+                }
+                Some(7) if step == Step::Settle => {
+                    match expect {
+                        Expect::Refused => self.shared.problem(format!(
+                            "{rid} question {qi}: the requester's click on a quorum route was \
+                             taken: {body}"
+                        )),
+                        Expect::Votes if !open => self.shared.problem(format!(
+                            "{rid} question {qi}: {who}'s vote (ballot {} of {}) settled the \
+                             question before the quorum of {} was reached",
+                            ballot + 1,
+                            pq.ballots.len(),
+                            self.plan[ri].approvals
+                        )),
+                        Expect::Settles if open => self.shared.problem(format!(
+                            "{rid} question {qi}: {who}'s vote completes the quorum, and the \
+                             question is still open"
+                        )),
+                        _ => {}
+                    }
+                    true
+                }
+                Some(4) if already_answered => {
+                    t.confirmed = true;
+                    self.confirmed_count += 1;
+                    false
+                }
+                // The vote was stored before: a click repeated after a restart or a failed
+                // callback. The last one may have completed the quorum without settling it
+                // (a crash between the two): the next start settles it.
+                Some(4) if content.contains("already voted") && expect != Expect::Refused => true,
+                Some(4) if content.contains("another person must answer it") => {
+                    if expect != Expect::Refused {
+                        self.shared.problem(format!(
+                            "{rid} question {qi}: {who} was refused as the requester: {content:?}"
+                        ));
+                    }
+                    true
+                }
                 Some(4) if content.contains("has ended") => {
                     t.dead = true;
+                    false
                 }
                 _ => {
                     self.unexpected_replies += 1;
                     self.shared.log(format!(
-                        "unexpected reply to a click on {} question {qi}: {body}",
-                        self.plan[ri].request_id
+                        "unexpected reply to {who}'s click on {rid} question {qi}: {body}"
                     ));
                     if current {
                         t.inflight = None;
                         t.not_before = Instant::now() + Duration::from_millis(500);
                     }
+                    false
+                }
+            };
+            if done {
+                t.ballot += 1;
+                t.inflight = None;
+                if t.ballot >= pq.ballots.len() {
+                    t.confirmed = true;
+                    self.confirmed_count += 1;
+                } else {
+                    // The next person clicks a moment later.
+                    t.step = if pq.multi { Step::Draft } else { Step::Settle };
+                    t.not_before = Instant::now() + self.rng.millis(0, 300);
                 }
             }
         }
@@ -1799,20 +2086,24 @@ impl ClickerTask {
             channel_id: t.channel,
             message_id: t.message,
         };
-        let payload = match (&t.kind, t.step) {
-            (Kind::Button(id), _) => fixtures::component_click(iid, &at, &self.who, id),
+        let ballot = &self.plan[r].questions[q].ballots[t.ballot];
+        let who = &self.people[ballot.who];
+        let payload = match (&t.kinds[t.ballot], t.step) {
+            (Kind::Button(id), _) => fixtures::component_click(iid, &at, who, id),
             (Kind::SelectOne(id, value), _) => {
-                fixtures::select_values(iid, &at, &self.who, id, &[value.as_str()])
+                fixtures::select_values(iid, &at, who, id, &[value.as_str()])
             }
             (Kind::Multi { draft, values, .. }, Step::Draft) => {
                 let values: Vec<&str> = values.iter().map(String::as_str).collect();
-                fixtures::select_values(iid, &at, &self.who, draft, &values)
+                fixtures::select_values(iid, &at, who, draft, &values)
             }
             (Kind::Multi { submit, .. }, Step::Settle) => {
-                fixtures::component_click(iid, &at, &self.who, submit)
+                fixtures::component_click(iid, &at, who, submit)
             }
         };
-        if t.step == Step::Settle {
+        // The question counts as clicked once its last ballot's settling click is sent.
+        let last = t.ballot + 1 == self.plan[r].questions[q].ballots.len();
+        if t.step == Step::Settle && last {
             self.settle_clicked.insert((r, q));
         }
         t.inflight = Some(InFlight {
@@ -1820,7 +2111,7 @@ impl ClickerTask {
             epoch,
             sent: now,
         });
-        self.iids.insert(iid, (r, q, t.step));
+        self.iids.insert(iid, (r, q, t.step, t.ballot));
         self.shared.clicks.fetch_add(1, Ordering::Relaxed);
         let standin = self.standin.clone();
         let shared = self.shared.clone();
@@ -2113,7 +2404,12 @@ pub async fn run(cfg: ChaosConfig, daemon_bin: &Path) -> ChaosReport {
             None => dir.path().join("askrelay.sock"),
         })
         .collect();
-    std::fs::write(dir.path().join("chaos.toml"), CONFIG).expect("chaos: cannot write chaos.toml");
+    // The uid the clients ask as: the owner of the directory this process just created.
+    let uid = std::os::unix::fs::MetadataExt::uid(
+        &std::fs::metadata(dir.path()).expect("chaos: cannot stat the work directory"),
+    );
+    std::fs::write(dir.path().join("chaos.toml"), config_toml(uid))
+        .expect("chaos: cannot write chaos.toml");
     let (finished, _) = watch::channel(0usize);
     let (progress, _) = watch::channel((0usize, 0usize));
     let (all_done, _) = watch::channel(false);
@@ -2217,6 +2513,10 @@ pub async fn run(cfg: ChaosConfig, daemon_bin: &Path) -> ChaosReport {
     for (ri, r) in plan.iter().enumerate() {
         for (qi, q) in r.questions.iter().enumerate() {
             for (oi, l) in q.labels.iter().enumerate() {
+                // "Deny" and "Hold" are on many questions: they never say which one.
+                if DECISIVE.contains(&l.as_str()) {
+                    continue;
+                }
                 labels.insert(l.clone(), (ri, qi, oi));
             }
         }
@@ -2229,7 +2529,7 @@ pub async fn run(cfg: ChaosConfig, daemon_bin: &Path) -> ChaosReport {
             rng: rng.fork(),
             click_spread: cfg.click_spread,
             clicks_from: t0 + cfg.ramp,
-            who: Clicker::new(4_200_001, "chaos-clicker", &[]),
+            people: people(),
             labels,
             targets: BTreeMap::new(),
             iids: HashMap::new(),
@@ -2397,6 +2697,7 @@ pub async fn run(cfg: ChaosConfig, daemon_bin: &Path) -> ChaosReport {
     }
 
     // ---- the report
+    let audit = check_audit(&database.url, &plan, &shared).await;
     let failovers = shared.failovers.lock().unwrap().clone();
     let mut report = ChaosReport {
         seed: cfg.seed,
@@ -2419,7 +2720,7 @@ pub async fn run(cfg: ChaosConfig, daemon_bin: &Path) -> ChaosReport {
         lead_moves: shared.lead_moves.load(Ordering::SeqCst),
         failovers: failovers.len(),
         longest_failover: failovers.iter().max().copied(),
-        ..ChaosReport::default()
+        ..audit
     };
     let validator = Validator::load();
     if let Err(e) = &validator {
@@ -2596,6 +2897,184 @@ pub async fn run(cfg: ChaosConfig, daemon_bin: &Path) -> ChaosReport {
     report
 }
 
+/// Reads every request's audit rows back once the daemons are stopped, and checks the
+/// settlements: one accepted `answer` row per question at most, and on a quorum route the
+/// answer the plan says, settled either by a decisive label or only once enough distinct people
+/// (never the requester) had voted for that answer; the voters the `answer` row lists each
+/// have an earlier `vote` row for it, and so do enough distinct people counted from the `vote`
+/// rows alone (each person's last vote before the settlement). Returns the quorum figures and
+/// the counts of the two bars; each break is also a problem.
+async fn check_audit(db_url: &str, plan: &[PlannedRequest], shared: &Shared) -> ChaosReport {
+    use askrelay::domain::answer::Settlement;
+    let mut out = ChaosReport::default();
+    let store = match askrelay::store::open(
+        db_url,
+        &askrelay::config::PostgresConfig::default(),
+        &askrelay::store::StoreHooks::default(),
+    )
+    .await
+    {
+        Ok(s) => s,
+        Err(e) => {
+            shared.problem(format!(
+                "cannot open the database to check the audit rows: {e:#}"
+            ));
+            return out;
+        }
+    };
+    let requester = format!("(Discord user {REQUESTER_DISCORD_ID})");
+    for p in plan {
+        let rid = &p.request_id;
+        let quorum = p.approvals > 1;
+        if quorum {
+            out.quorum_requests += 1;
+            out.quorum_questions += p.questions.len();
+            out.ballots_planned += p.questions.iter().map(|q| q.ballots.len()).sum::<usize>();
+        }
+        let req = match store.by_id(rid).await {
+            Ok(Some(r)) => r,
+            Ok(None) => {
+                shared.problem(format!("{rid}: not in the database"));
+                continue;
+            }
+            Err(e) => {
+                shared.problem(format!("{rid}: cannot read it back: {e:#}"));
+                continue;
+            }
+        };
+        let rows = match store.audit_rows(Some(req.key)).await {
+            Ok(rows) => rows,
+            Err(e) => {
+                shared.problem(format!("{rid}: cannot read its audit rows: {e:#}"));
+                continue;
+            }
+        };
+        let route = format!("quorum-{}", p.approvals);
+        if quorum && req.route.as_deref() != Some(route.as_str()) {
+            out.quorum_violations += 1;
+            shared.problem(format!(
+                "{rid}: asked for route {route}, went to {:?}",
+                req.route
+            ));
+            continue;
+        }
+        for (qi, q) in p.questions.iter().enumerate() {
+            let of_q = |action: &'static str| {
+                rows.iter()
+                    .filter(move |r| r.action == action && r.question_idx == Some(qi as i64))
+            };
+            let won: Vec<_> = of_q("answer").filter(|r| r.accepted).collect();
+            if won.len() > 1 {
+                out.settled_twice += 1;
+                shared.problem(format!(
+                    "{rid} question {qi} was settled {} times: {:?}",
+                    won.len(),
+                    won.iter().map(|r| &r.detail).collect::<Vec<_>>()
+                ));
+            }
+            if !quorum {
+                continue;
+            }
+            let votes: Vec<_> = of_q("vote").filter(|r| r.accepted).collect();
+            out.votes += votes.len();
+            out.requester_refused += of_q("forbidden").count();
+            let mut wrong: Vec<String> = Vec::new();
+            let by_requester =
+                |a: &Option<String>| a.as_deref().is_some_and(|a| a.contains(&requester));
+            if votes.iter().any(|v| by_requester(&v.actor)) {
+                wrong.push("a vote of the requester was counted".into());
+            }
+            let Some(ans) = won.first() else {
+                if req.answers.get(qi).is_some_and(Option::is_some) {
+                    wrong.push("answered, with no accepted answer row".into());
+                }
+                if !wrong.is_empty() {
+                    out.quorum_violations += 1;
+                    shared.problem(format!("{rid} question {qi}: {}", wrong.join("; ")));
+                }
+                continue;
+            };
+            let chosen = serde_json::to_string(&Settlement {
+                selected: q.expected.clone(),
+                custom: None,
+                terms: None,
+            })
+            .unwrap_or_default();
+            let detail = ans.detail.as_deref().unwrap_or("");
+            if !detail.starts_with(&chosen) {
+                wrong.push(format!(
+                    "settled as {detail:?}, where the voters chose {chosen}"
+                ));
+            }
+            if by_requester(&ans.actor) {
+                wrong.push("settled by the requester".into());
+            }
+            // "voter-1 (discord 4200101), voter-2 (discord 4200102)"
+            let listed: Vec<&str> = detail
+                .split_once(" voters: ")
+                .map(|(_, v)| v.split(", ").collect())
+                .unwrap_or_default();
+            if q.decisive {
+                if wrong.is_empty() {
+                    out.settled_by_decisive += 1;
+                }
+            } else {
+                let mut distinct = HashSet::new();
+                for v in &listed {
+                    let id = v
+                        .rsplit_once(' ')
+                        .map_or(*v, |(_, id)| id.trim_end_matches(')'));
+                    if !distinct.insert(id) {
+                        wrong.push(format!("{v} is listed twice among the voters"));
+                    }
+                    let own = format!("(Discord user {id})");
+                    let last = votes
+                        .iter()
+                        .filter(|r| r.id < ans.id)
+                        .rfind(|r| r.actor.as_deref().is_some_and(|a| a.ends_with(&own)));
+                    if !last.is_some_and(|r| {
+                        r.detail.as_deref().is_some_and(|d| d.starts_with(&chosen))
+                    }) {
+                        wrong.push(format!(
+                            "{v} is listed, but their last vote before the settlement was {:?}",
+                            last.map(|r| &r.detail)
+                        ));
+                    }
+                }
+                if distinct.len() < p.approvals {
+                    wrong.push(format!(
+                        "{} voter(s) listed, {} needed: {detail:?}",
+                        distinct.len(),
+                        p.approvals
+                    ));
+                }
+                // From the vote rows alone: each person's last vote before the settlement.
+                let mut latest: HashMap<&str, &str> = HashMap::new();
+                for r in votes.iter().filter(|r| r.id < ans.id) {
+                    if let (Some(a), Some(d)) = (r.actor.as_deref(), r.detail.as_deref()) {
+                        latest.insert(a, d);
+                    }
+                }
+                let agreeing = latest.values().filter(|d| d.starts_with(&chosen)).count();
+                if agreeing < p.approvals {
+                    wrong.push(format!(
+                        "{agreeing} distinct voter(s) chose it before it settled, {} needed",
+                        p.approvals
+                    ));
+                }
+                if wrong.is_empty() {
+                    out.settled_by_quorum += 1;
+                }
+            }
+            if !wrong.is_empty() {
+                out.quorum_violations += 1;
+                shared.problem(format!("{rid} question {qi}: {}", wrong.join("; ")));
+            }
+        }
+    }
+    out
+}
+
 /// The database the nodes share, as [`ChaosConfig::database`] asks.
 struct Database {
     url: String,
@@ -2646,5 +3125,81 @@ async fn open_database(cfg: &ChaosConfig, dir: &Path) -> Result<Database, String
             "database {other:?}: expected \"postgres\" (a scratch database), a postgres:// URL \
              or \"sqlite\""
         )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The plan's quorum questions can only settle as planned: the ballots that agree are
+    /// distinct people of the pool, as many as the route needs (or one decisive vote, last),
+    /// the requester's ballot is expected to be refused, and a dissenting vote picks another
+    /// option that does not decide alone.
+    #[test]
+    fn quorum_ballots_are_distinct_people_enough_for_the_route() {
+        let cfg = ChaosConfig::new(300, 0, 26);
+        let plan = make_plan(&cfg, &mut Rng::new(cfg.seed));
+        let (mut by_quorum, mut decisive, mut dissent, mut refused) = (0, 0, 0, 0);
+        for p in &plan {
+            for q in &p.questions {
+                if p.approvals == 1 {
+                    assert_eq!(q.ballots.len(), 1);
+                    assert_eq!(q.ballots[0].who, 0);
+                    continue;
+                }
+                let agreeing: Vec<&Ballot> = (q.ballots.iter())
+                    .filter(|b| b.pick == q.expected && b.expect != Expect::Refused)
+                    .collect();
+                let people: HashSet<usize> = q
+                    .ballots
+                    .iter()
+                    .filter(|b| b.expect != Expect::Refused)
+                    .map(|b| b.who)
+                    .collect();
+                assert_eq!(
+                    people.len(),
+                    q.ballots.len() - usize::from(q.ballots[0].expect == Expect::Refused),
+                    "one ballot per person: {:?}",
+                    q.ballots
+                );
+                assert!(people.iter().all(|w| POOL.contains(w)));
+                assert_eq!(q.ballots.last().unwrap().expect, Expect::Settles);
+                if q.decisive {
+                    decisive += 1;
+                    assert!(DECISIVE.contains(&q.labels[q.expected[0]].as_str()));
+                    assert_eq!(agreeing.len(), 1);
+                } else {
+                    by_quorum += 1;
+                    assert_eq!(agreeing.len(), p.approvals, "{:?}", q.ballots);
+                    assert!(q
+                        .expected
+                        .iter()
+                        .all(|&o| !DECISIVE.contains(&q.labels[o].as_str())));
+                }
+                for b in &q.ballots {
+                    match b.expect {
+                        Expect::Refused => {
+                            refused += 1;
+                            assert_eq!(b.who, REQUESTER);
+                        }
+                        _ if b.pick != q.expected => {
+                            dissent += 1;
+                            assert_eq!(b.expect, Expect::Votes);
+                            assert!(!DECISIVE.contains(&q.labels[b.pick[0]].as_str()));
+                        }
+                        _ => {}
+                    }
+                }
+            }
+        }
+        assert!(
+            by_quorum > 0 && decisive > 0 && dissent > 0 && refused > 0,
+            "{by_quorum} {decisive} {dissent} {refused}"
+        );
+        // Both quorum routes are in the mix, and never on an escalating request.
+        assert!(plan.iter().any(|p| p.approvals == 2));
+        assert!(plan.iter().any(|p| p.approvals == 3));
+        assert!(plan.iter().step_by(3).all(|p| p.approvals == 1));
     }
 }
