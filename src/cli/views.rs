@@ -414,25 +414,6 @@ pub(super) async fn export_history(
     Ok(0)
 }
 
-#[cfg(test)]
-mod tests {
-    use super::parse_since;
-    use std::time::{Duration, UNIX_EPOCH};
-
-    #[test]
-    fn since_takes_a_date_a_utc_time_or_a_time_with_its_offset() {
-        let at = |s: &str| parse_since(s).unwrap().duration_since(UNIX_EPOCH).unwrap();
-        let noon = Duration::from_secs(1_793_534_400); // 2026-11-01T12:00:00Z
-        assert_eq!(at("2026-11-01T12:00:00Z"), noon);
-        assert_eq!(at("2026-11-01T13:00:00+01:00"), noon);
-        assert_eq!(at("2026-11-01T07:00:00-05:00"), noon);
-        assert_eq!(at("2026-11-01T12:00:00"), noon);
-        assert_eq!(at("2026-11-01"), noon - Duration::from_secs(12 * 3600));
-        let err = parse_since("yesterday").unwrap_err();
-        assert!(err.starts_with("--since \"yesterday\": expected"), "{err}");
-    }
-}
-
 /// `askrelay grants`: the live grants as a table (or JSON), or `--revoke GRANT`.
 pub(super) async fn grants(target: &Target, revoke: Option<String>, as_json: bool) -> Result<i32> {
     let mut client = match connect(target).await {
@@ -495,4 +476,23 @@ pub(super) async fn grants(target: &Target, revoke: Option<String>, as_json: boo
     }
     super::out::print_table(&table);
     Ok(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_since;
+    use std::time::{Duration, UNIX_EPOCH};
+
+    #[test]
+    fn since_takes_a_date_a_utc_time_or_a_time_with_its_offset() {
+        let at = |s: &str| parse_since(s).unwrap().duration_since(UNIX_EPOCH).unwrap();
+        let noon = Duration::from_secs(1_793_534_400); // 2026-11-01T12:00:00Z
+        assert_eq!(at("2026-11-01T12:00:00Z"), noon);
+        assert_eq!(at("2026-11-01T13:00:00+01:00"), noon);
+        assert_eq!(at("2026-11-01T07:00:00-05:00"), noon);
+        assert_eq!(at("2026-11-01T12:00:00"), noon);
+        assert_eq!(at("2026-11-01"), noon - Duration::from_secs(12 * 3600));
+        let err = parse_since("yesterday").unwrap_err();
+        assert!(err.starts_with("--since \"yesterday\": expected"), "{err}");
+    }
 }

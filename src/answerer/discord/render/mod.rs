@@ -635,7 +635,7 @@ fn terms_row(q: &Question, ctx: &RenderContext) -> Option<CreateActionRow> {
                 .style(ButtonStyle::Secondary),
         );
     }
-    (!buttons.is_empty()).then(|| CreateActionRow::Buttons(buttons))
+    (!buttons.is_empty()).then_some(CreateActionRow::Buttons(buttons))
 }
 
 /// The button that opens the form to edit a command before approving it.
