@@ -191,6 +191,78 @@ mod tests {
     }
 
     #[test]
+    fn a_grant_answers_its_requester_s_command_until_it_ends_or_is_revoked() {
+        use crate::domain::model::{Approval, Context, Question, QuestionOption};
+        use crate::domain::request::{NewRequest, Peer};
+        use std::sync::Arc;
+        let approval = Approval {
+            tool: "Bash".into(),
+            command: "cargo test".into(),
+            session: Some("s1".into()),
+            editable: false,
+        };
+        let new = NewRequest {
+            request_id: "r".into(),
+            token: "t".into(),
+            questions: Arc::from(vec![Question {
+                id: "permission".into(),
+                question: "Allow Bash?".into(),
+                header: None,
+                options: ["Allow", "Deny"]
+                    .iter()
+                    .map(|l| QuestionOption {
+                        label: (*l).into(),
+                        description: None,
+                    })
+                    .collect(),
+                multi_select: false,
+            }]),
+            context: Some(Arc::new(Context {
+                approval: Some(approval.clone()),
+                ..Context::default()
+            })),
+            caller: Default::default(),
+            scope: Default::default(),
+            peer: Peer {
+                uid: Some(1000),
+                pid: None,
+            },
+            answerer: "discord".into(),
+            route: Some("dev".into()),
+            created_at_ms: 0,
+            expiry: None,
+            node: None,
+        };
+        let req = Request::created(1, &new);
+        let actor = crate::domain::request::Actor::local(Some(1001), Some("bob".into()), None);
+        let g = from_terms(&req, &approval, None, "Allow", 1800, &actor, 1_000).unwrap();
+        assert_eq!(g.ends_at_ms, 1_801_000);
+        assert_eq!(g.answers(&req, "dev", 1_000), Some(0));
+        assert_eq!(g.answers(&req, "dev", 1_800_999), Some(0));
+        assert_eq!(g.answers(&req, "dev", 1_801_000), None, "ended");
+        assert_eq!(g.answers(&req, "prod", 2_000), None, "another route");
+        let mut other_uid = req.clone();
+        other_uid.peer.uid = Some(1002);
+        assert_eq!(
+            g.answers(&other_uid, "dev", 2_000),
+            None,
+            "another requester"
+        );
+        let revoked = Grant {
+            revoked_at_ms: Some(1_500),
+            ..g.clone()
+        };
+        assert_eq!(revoked.answers(&req, "dev", 2_000), None, "revoked");
+        let prefix = Grant {
+            pattern: "cargo *".into(),
+            exact: false,
+            ..g
+        };
+        assert!(prefix.covers("cargo build"));
+        assert!(!prefix.covers("cargo build && rm -rf ~"));
+    }
+
+    #[test]
     fn kinds_and_ids() {
         assert_eq!(pattern_kind("cargo test *"), "prefix");
         assert_eq!(pattern_kind("git * --dry-run"), "pattern");
