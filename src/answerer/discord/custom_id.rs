@@ -74,6 +74,12 @@ pub enum Action {
     Grant(usize),
     /// "Edit…": opens the form to edit the command, then approve it.
     Edit,
+    /// "Allow matching…": opens the form for a grant with a pattern.
+    GrantPattern,
+    /// "Save grant" under the preview of the clicker's pattern, for the route's
+    /// `grant_durations[i]`; it is clicked on that preview (an ephemeral message), not on the
+    /// question's.
+    SaveGrant(usize),
 }
 
 /// Which modal form was submitted.
@@ -94,18 +100,38 @@ pub enum Form {
     ConfirmDraft,
     /// Opened by [`Action::Grant`] (grant `i`) when the allow label needs the word.
     ConfirmGrant(usize),
+    /// Opened by [`Action::GrantPattern`]: the pattern and the length of a grant.
+    GrantPattern,
 }
 
 /// What a custom_id can name: a component's action or a modal's form. Each has codes of its
 /// own, so a component id never parses as a modal's and the other way round.
 pub trait Kind: Sized + Copy {
-    /// The code, and for an option button the option (`b` and `:3`).
+    /// The code, and the number it carries (`b` and `:3`): an option, or a grant's length.
     fn code(self) -> (&'static str, Option<usize>);
+    /// The option it names, if any (a grant's number is not an option).
+    fn option(self) -> Option<usize>;
+    /// Whether it is used on a message of its own (an ephemeral preview) in the question's
+    /// channel rather than on the question's message.
+    fn off_message(self) -> bool {
+        false
+    }
     /// The value for a code, reading an option from `option` when the code has one.
     fn from_code(code: &str, option: Option<&str>) -> Option<Self>;
 }
 
 impl Kind for Action {
+    fn off_message(self) -> bool {
+        matches!(self, Action::SaveGrant(_))
+    }
+
+    fn option(self) -> Option<usize> {
+        match self {
+            Action::Choose(i) => Some(i),
+            _ => None,
+        }
+    }
+
     fn code(self) -> (&'static str, Option<usize>) {
         match self {
             Action::Choose(i) => ("b", Some(i)),
@@ -117,6 +143,8 @@ impl Kind for Action {
             Action::Answer => ("A", None),
             Action::Grant(i) => ("g", Some(i)),
             Action::Edit => ("E", None),
+            Action::GrantPattern => ("P", None),
+            Action::SaveGrant(i) => ("V", Some(i)),
         }
     }
 
@@ -132,12 +160,21 @@ impl Kind for Action {
             "A" => plain(Action::Answer),
             "g" => Some(Action::Grant(parse_canonical(option?)?)),
             "E" => plain(Action::Edit),
+            "P" => plain(Action::GrantPattern),
+            "V" => Some(Action::SaveGrant(parse_canonical(option?)?)),
             _ => None,
         }
     }
 }
 
 impl Kind for Form {
+    fn option(self) -> Option<usize> {
+        match self {
+            Form::Confirm(i) => Some(i),
+            _ => None,
+        }
+    }
+
     fn code(self) -> (&'static str, Option<usize>) {
         match self {
             Form::Other => ("mO", None),
@@ -147,6 +184,7 @@ impl Kind for Form {
             Form::Confirm(i) => ("mC", Some(i)),
             Form::ConfirmDraft => ("mD", None),
             Form::ConfirmGrant(i) => ("mG", Some(i)),
+            Form::GrantPattern => ("mP", None),
         }
     }
 
@@ -166,6 +204,7 @@ impl Kind for Form {
             "mN" => Some(Form::Note),
             "mE" => Some(Form::Edit),
             "mD" => Some(Form::ConfirmDraft),
+            "mP" => Some(Form::GrantPattern),
             _ => None,
         }
     }

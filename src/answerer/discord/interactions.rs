@@ -34,6 +34,7 @@ use serenity::all::{
     CreateInteractionResponse, CreateInteractionResponseMessage, Event, GuildId, Interaction,
     Member, MessageId, ModalInteraction, RawEventHandler, User,
 };
+use std::collections::HashMap;
 use std::sync::Arc;
 
 /// The gateway session's handler, built for one term of Discord work (see [`super::Lead`]).
@@ -45,7 +46,18 @@ pub(crate) struct Handler {
     pub gateway: Arc<Gateway>,
     pub commands: Arc<Commands>,
     pub ctx: AnswererContext,
+    /// Grant patterns shown in a preview and not saved yet, by request token and Discord user:
+    /// a pattern and the route's grant length. Kept for the term only (a restart forgets them:
+    /// the person is told to write the pattern again).
+    pub patterns: Arc<std::sync::Mutex<WaitingPatterns>>,
 }
+
+/// Grant patterns waiting for "Save grant": (request token, Discord user) → (pattern, the
+/// route's grant length).
+pub(crate) type WaitingPatterns = HashMap<(String, u64), (String, usize)>;
+
+/// The most grant patterns waiting for "Save grant" at once.
+const MAX_WAITING_PATTERNS: usize = 1000;
 
 #[async_trait]
 impl RawEventHandler for Handler {
@@ -119,6 +131,8 @@ enum Reply {
     Tell(String),
     /// Open a modal (type 9).
     Modal(serenity::builder::CreateModal),
+    /// An ephemeral message with controls, to the clicking person only (a grant's preview).
+    Preview(String, Vec<serenity::builder::CreateActionRow>),
 }
 
 /// Where an interaction came from.
@@ -209,6 +223,16 @@ impl Handler {
                 None,
             ),
             Reply::Modal(m) => (CreateInteractionResponse::Modal(m), None),
+            Reply::Preview(text, rows) => (
+                CreateInteractionResponse::Message(
+                    CreateInteractionResponseMessage::new()
+                        .content(text)
+                        .components(rows)
+                        .ephemeral(true)
+                        .allowed_mentions(serenity::builder::CreateAllowedMentions::new()),
+                ),
+                None,
+            ),
         };
         let http = &self.rest.http;
         // A callback must land within Discord's 3 s: one that hangs is given up on in time for
@@ -340,6 +364,10 @@ impl Handler {
             }
             let guild = o.guild.map(|g| g.to_string());
             match (&p.message, o.message) {
+                // A preview of the clicker's own (ephemeral) in the question's channel.
+                (Some(_), Some(_)) if id.action.off_message() => {
+                    p.channel == o.channel.to_string() && p.guild == guild
+                }
                 (Some(m), Some(clicked)) => {
                     *m == clicked.to_string()
                         && p.channel == o.channel.to_string()
@@ -367,7 +395,7 @@ impl Handler {
             return Err(Refusal::new(AuditAction::Stale, UNKNOWN).about(key, idx));
         };
         let q = &req.questions[idx];
-        if let (_, Some(i)) = id.action.code() {
+        if let Some(i) = id.action.option() {
             if i >= q.options.len() {
                 return Err(Refusal::new(
                     AuditAction::Forged,
@@ -539,6 +567,65 @@ impl Handler {
                     Ok(()) => Reply::Modal(render::edit_modal(q, &ctx, &command)),
                     Err(_) => Reply::Tell(NOT_SAVED.into()),
                 };
+            }
+            (Action::GrantPattern, _) => {
+                let ctx = RenderContext::of(&a.req, &a.route, idx);
+                let Some(asked) = ctx.approval.filter(|_| !ctx.grant_secs.is_empty()) else {
+                    return self
+                        .refuse(
+                            origin,
+                            Refusal::new(AuditAction::Forged, NO_SUCH_GRANT).about(key, idx),
+                        )
+                        .await;
+                };
+                let opened = self
+                    .ctx
+                    .record(AuditEntry {
+                        request_key: Some(key),
+                        question_idx: Some(idx),
+                        source: Source::Discord,
+                        actor: Some(describe(&ci.user)),
+                        action: AuditAction::OpenModal,
+                        detail: Some(format!("{:?}", Escaped(&ci.data.custom_id))),
+                        accepted: true,
+                    })
+                    .await;
+                return match opened {
+                    Ok(()) => Reply::Modal(render::grant_pattern_modal(q, &ctx, &asked.command)),
+                    Err(_) => Reply::Tell(NOT_SAVED.into()),
+                };
+            }
+            (Action::SaveGrant(g), _) => {
+                let waiting = self
+                    .patterns
+                    .lock()
+                    .unwrap()
+                    .remove(&(a.req.token.clone(), ci.user.id.get()));
+                let Some((pattern, _)) = waiting.filter(|(_, w)| *w == g) else {
+                    return self
+                        .refuse(
+                            origin,
+                            Refusal::new(
+                                AuditAction::Stale,
+                                "No pattern of yours is waiting to be saved here (askrelay may \
+                                 have restarted); use Allow matching… again.",
+                            )
+                            .about(key, idx),
+                        )
+                        .await;
+                };
+                let Some(mut settlement) = grant_settlement(&a.route, g) else {
+                    return self
+                        .refuse(
+                            origin,
+                            Refusal::new(AuditAction::Forged, NO_SUCH_GRANT).about(key, idx),
+                        )
+                        .await;
+                };
+                if let Some(t) = settlement.terms.as_mut().and_then(|t| t.grant.as_mut()) {
+                    t.pattern = Some(pattern);
+                }
+                return self.save_grant(a, settlement).await;
             }
             (Action::Submit, _) => Settlement {
                 selected: self.draft(&a.req, idx, &user).await,
@@ -772,6 +859,7 @@ impl Handler {
             Form::Confirm(_) | Form::ConfirmDraft | Form::ConfirmGrant(_) => {
                 return self.confirmed(origin, mi, a, text).await
             }
+            Form::GrantPattern => return self.preview_grant(origin, mi, a, text).await,
         };
         // An edit of a label that needs the word carries it in its second input.
         let typed = (a.id.action == Form::Edit)
@@ -779,6 +867,125 @@ impl Handler {
             .flatten();
         crate::crash::point("clicked");
         self.settle(a, settlement, typed).await
+    }
+
+    /// The grant form was submitted: the pattern must match the command asked and the length
+    /// be one of the route's; then it is shown, with "Save grant", and kept until pressed.
+    async fn preview_grant(
+        &self,
+        origin: &Origin<'_>,
+        mi: &ModalInteraction,
+        a: Admitted<Form>,
+        pattern: String,
+    ) -> Reply {
+        let (key, idx) = (a.req.key, a.id.question);
+        let ctx = RenderContext::of(&a.req, &a.route, idx);
+        let length = input_value(mi, render::LENGTH_INPUT_ID).unwrap_or_default();
+        let g = crate::config::grant_secs(&length)
+            .ok()
+            .and_then(|secs| ctx.grant_secs.iter().position(|&s| s == secs));
+        let lengths: Vec<String> = ctx
+            .grant_secs
+            .iter()
+            .map(|&s| render::grant_length_short(s))
+            .collect();
+        let pattern = pattern.trim().to_owned();
+        let why = match (ctx.approval, g) {
+            (None, _) => Some("This request is not an approval; it takes no grant.".to_owned()),
+            (_, None) => Some(format!(
+                "This route's grants last {}; “{}” is not one of them. Nothing was saved.",
+                lengths.join(" or "),
+                render::inert(&render::one_line(&length))
+            )),
+            (Some(ap), Some(_)) => {
+                if let Err(e) = crate::domain::model::check_line(
+                    &pattern,
+                    "pattern",
+                    crate::domain::model::MAX_APPROVAL_COMMAND_CHARS,
+                ) {
+                    Some(format!(
+                        "The {}. Nothing was saved.",
+                        render::inert(&e.message)
+                    ))
+                } else if !crate::domain::grant::pattern_matches(&pattern, &ap.command) {
+                    Some(
+                        "The pattern must match the command that was asked (a `*` never stands \
+                         for `;` `&` `|` `$` `(` `)` `<` `>` or a line break). Nothing was saved."
+                            .to_owned(),
+                    )
+                } else {
+                    None
+                }
+            }
+        };
+        if let Some(why) = why {
+            return self
+                .refuse(
+                    origin,
+                    Refusal::new(AuditAction::Forbidden, why).about(key, idx),
+                )
+                .await;
+        }
+        let g = g.unwrap_or_default();
+        let mut requester = match a.req.peer.uid {
+            Some(uid) => format!("uid {uid}"),
+            None => "the asking process".to_owned(),
+        };
+        if let Some(node) = &a.req.node {
+            requester.push_str(&format!(" on {}", render::inert(node)));
+        }
+        if let Some(s) = ctx.approval.and_then(|ap| ap.session.as_deref()) {
+            requester.push_str(&format!(
+                " in session {}",
+                render::inert(&render::one_line(s))
+            ));
+        }
+        let (text, rows) = render::grant_preview(&ctx, &pattern, g, &requester);
+        let _ = self
+            .ctx
+            .record(AuditEntry {
+                request_key: Some(key),
+                question_idx: Some(idx),
+                source: Source::Discord,
+                actor: Some(describe(&mi.user)),
+                action: AuditAction::Draft,
+                detail: Some(format!(
+                    "grant pattern {:?} for {} s, not saved yet",
+                    pattern, ctx.grant_secs[g]
+                )),
+                accepted: true,
+            })
+            .await;
+        let mut waiting = self.patterns.lock().unwrap();
+        if waiting.len() >= MAX_WAITING_PATTERNS {
+            waiting.clear();
+        }
+        waiting.insert((a.req.token.clone(), mi.user.id.get()), (pattern, g));
+        Reply::Preview(text, rows)
+    }
+
+    /// "Save grant", pressed on the preview: settles like a click on the question, whose
+    /// message (and copies) are then edited, and tells the person what was saved.
+    async fn save_grant(&self, a: Admitted<Action>, settlement: Settlement) -> Reply {
+        let (req, post) = (a.req.clone(), a.post.clone());
+        crate::crash::point("clicked");
+        match self.settle(a, settlement, None).await {
+            Reply::Update(won) => {
+                let (outcome, post, req) = *won;
+                self.outbox
+                    .spawn_edit(&self.ctx, &req, &post, outcome, Some(EditState::Settled));
+                Reply::Tell("Saved: the grant is live, and this request is allowed.".into())
+            }
+            Reply::Refresh(shown) => {
+                self.outbox.spawn_edit(&self.ctx, &req, &post, *shown, None);
+                Reply::Tell(
+                    "Your vote for this grant is recorded; it is saved when enough approvers \
+                     choose it too."
+                        .into(),
+                )
+            }
+            other => other,
+        }
     }
 
     async fn draft(&self, req: &Request, idx: usize, user: &str) -> Vec<usize> {

@@ -615,6 +615,7 @@ impl DiscordAnswerer {
             gateway: self.gateway.clone(),
             commands: self.commands.clone(),
             ctx: ctx.clone(),
+            patterns: Default::default(),
         };
         let mut client = serenity::all::ClientBuilder::new_with_http(http, GatewayIntents::empty())
             .raw_event_handler(handler)

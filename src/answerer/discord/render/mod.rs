@@ -435,6 +435,7 @@ pub fn modal(q: &Question, ctx: &RenderContext, form: Form) -> CreateModal {
         Form::Confirm(_) | Form::ConfirmDraft | Form::ConfirmGrant(_) => {
             return confirm_modal(q, ctx, form)
         }
+        Form::GrantPattern => ("Pattern", ""),
     };
     let title = match header(q) {
         Some(h) => truncate(&inert_plain(h), MODAL_TITLE_MAX),
@@ -628,6 +629,15 @@ fn terms_row(q: &Question, ctx: &RenderContext) -> Option<CreateActionRow> {
                 .style(ButtonStyle::Secondary)
         })
         .collect();
+    // A pattern's grant is saved from its preview, which has no room for a typed word.
+    let needs_word = ctx.confirm_labels.contains(&q.options[0].label);
+    if !ctx.grant_secs.is_empty() && !needs_word {
+        buttons.push(
+            CreateButton::new(ctx.custom_id(Action::GrantPattern))
+                .label(GRANT_PATTERN_LABEL)
+                .style(ButtonStyle::Secondary),
+        );
+    }
     if ctx.editable.is_some() {
         buttons.push(
             CreateButton::new(ctx.custom_id(Action::Edit))
@@ -640,6 +650,100 @@ fn terms_row(q: &Question, ctx: &RenderContext) -> Option<CreateActionRow> {
 
 /// The button that opens the form to edit a command before approving it.
 pub const EDIT_LABEL: &str = "Edit…";
+
+/// The button that opens the form for a grant with a pattern.
+pub const GRANT_PATTERN_LABEL: &str = "Allow matching…";
+
+/// The custom_id of the grant form's second input: how long.
+pub const LENGTH_INPUT_ID: &str = "length";
+
+/// A grant length as the form shows and takes it: `30m`, `8h`, `2d`, `1h30m`.
+pub fn grant_length_short(secs: u64) -> String {
+    let (d, h, m) = (secs / 86_400, secs % 86_400 / 3600, secs % 3600 / 60);
+    let mut out = String::new();
+    for (n, unit) in [(d, "d"), (h, "h"), (m, "m")] {
+        if n > 0 {
+            out.push_str(&format!("{n}{unit}"));
+        }
+    }
+    if out.is_empty() {
+        out.push_str("0m");
+    }
+    out
+}
+
+/// The form for a grant with a pattern: the pattern (filled in with the command as asked) and
+/// one of the route's lengths.
+pub fn grant_pattern_modal(q: &Question, ctx: &RenderContext, command: &str) -> CreateModal {
+    let lengths: Vec<String> = ctx
+        .grant_secs
+        .iter()
+        .map(|&s| grant_length_short(s))
+        .collect();
+    let pattern = CreateInputText::new(
+        InputTextStyle::Paragraph,
+        "Pattern: * is any text but ; & | $ ( ) < >",
+        TEXT_INPUT_ID,
+    )
+    .required(true)
+    .max_length(TEXT_INPUT_VALUE_MAX)
+    .value(truncate(command, usize::from(TEXT_INPUT_VALUE_MAX)));
+    let length = CreateInputText::new(
+        InputTextStyle::Short,
+        truncate(
+            &format!("For how long: {}", lengths.join(" or ")),
+            TEXT_INPUT_LABEL_MAX,
+        ),
+        LENGTH_INPUT_ID,
+    )
+    .required(true)
+    .max_length(20)
+    .value(lengths.first().cloned().unwrap_or_default());
+    let title = match header(q) {
+        Some(h) => truncate(
+            &format!("Allow matching: {}", inert_plain(h)),
+            MODAL_TITLE_MAX,
+        ),
+        None => "Allow matching".to_owned(),
+    };
+    CreateModal::new(
+        ModalId::new(ctx.token, ctx.question_index, Form::GrantPattern).encode(),
+        title,
+    )
+    .components(vec![
+        CreateActionRow::InputText(pattern),
+        CreateActionRow::InputText(length),
+    ])
+}
+
+/// What a grant with `pattern` would allow, shown before it is saved, with its "Save grant"
+/// button (grant length `g` of the route).
+pub fn grant_preview(
+    ctx: &RenderContext,
+    pattern: &str,
+    g: usize,
+    requester: &str,
+) -> (String, Vec<CreateActionRow>) {
+    let secs = ctx.grant_secs.get(g).copied().unwrap_or_default();
+    let tool = ctx.approval.map(|a| a.tool.as_str()).unwrap_or("the tool");
+    let text = format!(
+        "**Grant preview** ({}): `{}` commands matching `{}` for {}, for {requester} only, \
+         starting with this request. A `*` never stands for `;` `&` `|` `$` `(` `)` `<` `>` or a \
+         line break, so a second command cannot be chained on. Nothing is saved until you press \
+         **Save grant**.",
+        crate::domain::grant::pattern_kind(pattern),
+        inert_code(tool),
+        inert_code(&truncate(pattern, 1200)),
+        grant_length(secs),
+    );
+    let save = CreateButton::new(ctx.custom_id(Action::SaveGrant(g)))
+        .label("Save grant")
+        .style(ButtonStyle::Primary);
+    (
+        truncate_md(&text, CONTENT_MAX),
+        vec![CreateActionRow::Buttons(vec![save])],
+    )
+}
 
 /// "Allow for 30 min", "Allow for 8 h", "Allow for 1 h 30 min".
 pub fn grant_label(secs: u64) -> String {
