@@ -122,16 +122,25 @@ pub async fn run(config_file: Option<&Path>, args: ApproveArgs) -> i32 {
     )
     .await;
     match verdict {
-        // `approve` never offers Edit…: an edited command is not run.
+        // Edit…: the approver's text, split into argv by shell words, shown back exactly,
+        // then run.
         Verdict::Allowed {
             by,
-            edited: Some(_),
-        } => {
-            eprintln!(
-                "askrelay: {by} approved an edited command, which `askrelay approve` does not run"
-            );
-            EXIT_DENIED
-        }
+            edited: Some(text),
+        } => match edited_argv(&text) {
+            Ok(argv) => {
+                eprintln!(
+                    "askrelay: approved by {by} as edited; running exactly {} (argv {})",
+                    Escaped(&shell_line(&argv, &mut Reveal::default())),
+                    Escaped(&serde_json::to_string(&argv_strings(&argv)).unwrap_or_default())
+                );
+                execute(&argv).await
+            }
+            Err(why) => {
+                eprintln!("askrelay: {by} approved an edited command that cannot run: {why}; it did not run");
+                EXIT_DENIED
+            }
+        },
         Verdict::Allowed { by, edited: None } => {
             eprintln!(
                 "askrelay: approved by {by}; running {}",
@@ -218,13 +227,22 @@ fn build_ask(args: &ApproveArgs) -> Result<Ask, String> {
         text.push_str(&reveal.text(extra_text, Layout::Lines));
     }
     text_or_file(text, "command.txt", &mut context);
-    // What grants match on: the command line as shown.
+    // What grants match on: the command line as shown. It is editable (Edit…, on a route
+    // with allow_edits) when the shell words of that line are exactly the argv: an edit is
+    // split back into argv the same way.
     if !argv.trim().is_empty() && argv.chars().count() <= MAX_APPROVAL_COMMAND_CHARS {
+        let exact = shell_words::split(&argv).is_ok_and(|words| {
+            words.len() == args.command.len()
+                && words
+                    .iter()
+                    .zip(&args.command)
+                    .all(|(w, a)| a.to_str() == Some(w.as_str()))
+        });
         context.approval = Some(Approval {
             tool: "command".into(),
             command: argv.clone(),
             session: None,
-            editable: false,
+            editable: exact,
         });
     }
     context
@@ -287,6 +305,22 @@ fn build_ask(args: &ApproveArgs) -> Result<Ask, String> {
     // Checked with the daemon's own rules, so that a problem is named here.
     ask.validate(&Limits::NONE).map_err(|e| e.message)?;
     Ok(ask)
+}
+
+/// An approver's edited command line as argv: shell words (quotes and backslashes as a POSIX
+/// shell reads them, no expansion), at least a program.
+fn edited_argv(text: &str) -> Result<Vec<OsString>, String> {
+    let words = shell_words::split(text).map_err(|e| format!("{e} in {:?}", Escaped(text)))?;
+    if words.is_empty() {
+        return Err("it is empty".into());
+    }
+    Ok(words.into_iter().map(OsString::from).collect())
+}
+
+fn argv_strings(argv: &[OsString]) -> Vec<String> {
+    argv.iter()
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect()
 }
 
 /// The argv as one shell line: each argument as is when it is plain, else in single quotes;

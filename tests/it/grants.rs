@@ -492,3 +492,45 @@ async fn a_grant_pattern_is_shown_before_it_is_saved_and_then_covers_matching_co
     assert!(is_ephemeral(&again), "{again}");
     app.assert_payloads_valid();
 }
+
+#[tokio::test]
+async fn askrelay_approve_runs_the_edited_command_split_into_argv_by_shell_words() {
+    let app = App::discord_with(grants(None)).await;
+    let bin = Bin::new().env("ASKRELAY_SOCKET_PATH", app.socket().display());
+    let child = bin.cmd(&["approve", "--", "echo", "one"]).spawn().unwrap();
+    let msg = within("the question", async {
+        loop {
+            if let Some(m) = app.messages(CHANNEL).first() {
+                return m.clone();
+            }
+            app.standin()
+                .wait_for_request(|r| r.method == "POST" && r.path.ends_with("/messages"))
+                .await;
+        }
+    })
+    .await;
+    let opened = app.press(&msg, &alice(), "Edit…").await;
+    assert_eq!(opened["type"], 9, "{opened}");
+    assert_eq!(
+        opened["data"]["components"][0]["components"][0]["value"],
+        "echo one"
+    );
+    let modal = opened["data"]["custom_id"].as_str().unwrap().to_owned();
+    final_state(
+        &app.submit_modal(&msg, &alice(), &modal, "echo 'two  words' three")
+            .await,
+    );
+    let out = within("approve to exit", child.wait_with_output())
+        .await
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    // Quotes are the shell's: one argument keeps its two spaces; nothing is expanded.
+    assert_eq!(stdout, "two  words three\n", "{stderr}");
+    assert!(
+        stderr.contains(r#"argv ["echo","two  words","three"]"#),
+        "the argv is shown before it runs: {stderr}"
+    );
+    app.assert_payloads_valid();
+}
