@@ -47,6 +47,16 @@ async fn ask_to_end(app: &App, request_id: &str, input: &Value) -> Value {
     }
 }
 
+/// The first question posted, once the stand-in has it.
+async fn first_question(app: &App) -> Value {
+    app.standin()
+        .wait_for_request(|r| {
+            r.method == "POST" && r.path.ends_with("/messages") && r.status == 200
+        })
+        .await;
+    app.messages(CHANNEL)[0].clone()
+}
+
 fn labels(msg: &Value) -> Vec<String> {
     controls(msg).into_iter().map(|(_, l)| l).collect()
 }
@@ -266,17 +276,7 @@ async fn an_edited_command_reaches_claude_codes_hook_output() {
     let mut pipe = hook.stdin.take().unwrap();
     pipe.write_all(event.as_bytes()).await.unwrap();
     drop(pipe);
-    let msg = within("the question", async {
-        loop {
-            if let Some(m) = app.messages(CHANNEL).first() {
-                return m.clone();
-            }
-            app.standin()
-                .wait_for_request(|r| r.method == "POST" && r.path.ends_with("/messages"))
-                .await;
-        }
-    })
-    .await;
+    let msg = first_question(&app).await;
     assert!(labels(&msg).contains(&"Edit…".to_owned()), "{msg}");
     let opened = app.press(&msg, &alice(), "Edit…").await;
     assert_eq!(opened["type"], 9, "a modal: {opened}");
@@ -498,17 +498,7 @@ async fn askrelay_approve_runs_the_edited_command_split_into_argv_by_shell_words
     let app = App::discord_with(grants(None)).await;
     let bin = Bin::new().env("ASKRELAY_SOCKET_PATH", app.socket().display());
     let child = bin.cmd(&["approve", "--", "echo", "one"]).spawn().unwrap();
-    let msg = within("the question", async {
-        loop {
-            if let Some(m) = app.messages(CHANNEL).first() {
-                return m.clone();
-            }
-            app.standin()
-                .wait_for_request(|r| r.method == "POST" && r.path.ends_with("/messages"))
-                .await;
-        }
-    })
-    .await;
+    let msg = first_question(&app).await;
     let opened = app.press(&msg, &alice(), "Edit…").await;
     assert_eq!(opened["type"], 9, "{opened}");
     assert_eq!(

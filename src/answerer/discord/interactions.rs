@@ -551,22 +551,9 @@ impl Handler {
                     .rev()
                     .find_map(|v| v.terms.as_ref().and_then(|t| t.edited.clone()))
                     .unwrap_or_else(|| asked.to_owned());
-                let opened = self
-                    .ctx
-                    .record(AuditEntry {
-                        request_key: Some(key),
-                        question_idx: Some(idx),
-                        source: Source::Discord,
-                        actor: Some(describe(&ci.user)),
-                        action: AuditAction::OpenModal,
-                        detail: Some(format!("{:?}", Escaped(&ci.data.custom_id))),
-                        accepted: true,
-                    })
+                return self
+                    .open_modal(ci, key, idx, render::edit_modal(q, &ctx, &command))
                     .await;
-                return match opened {
-                    Ok(()) => Reply::Modal(render::edit_modal(q, &ctx, &command)),
-                    Err(_) => Reply::Tell(NOT_SAVED.into()),
-                };
             }
             (Action::GrantPattern, _) => {
                 let ctx = RenderContext::of(&a.req, &a.route, idx);
@@ -578,22 +565,14 @@ impl Handler {
                         )
                         .await;
                 };
-                let opened = self
-                    .ctx
-                    .record(AuditEntry {
-                        request_key: Some(key),
-                        question_idx: Some(idx),
-                        source: Source::Discord,
-                        actor: Some(describe(&ci.user)),
-                        action: AuditAction::OpenModal,
-                        detail: Some(format!("{:?}", Escaped(&ci.data.custom_id))),
-                        accepted: true,
-                    })
+                return self
+                    .open_modal(
+                        ci,
+                        key,
+                        idx,
+                        render::grant_pattern_modal(q, &ctx, &asked.command),
+                    )
                     .await;
-                return match opened {
-                    Ok(()) => Reply::Modal(render::grant_pattern_modal(q, &ctx, &asked.command)),
-                    Err(_) => Reply::Tell(NOT_SAVED.into()),
-                };
             }
             (Action::SaveGrant(g), _) => {
                 let waiting = self
@@ -643,22 +622,9 @@ impl Handler {
                     _ => Form::Note,
                 };
                 let ctx = RenderContext::of(&a.req, &a.route, idx);
-                let opened = self
-                    .ctx
-                    .record(AuditEntry {
-                        request_key: Some(key),
-                        question_idx: Some(idx),
-                        source: Source::Discord,
-                        actor: Some(describe(&ci.user)),
-                        action: AuditAction::OpenModal,
-                        detail: Some(format!("{:?}", Escaped(&ci.data.custom_id))),
-                        accepted: true,
-                    })
+                return self
+                    .open_modal(ci, key, idx, render::modal(q, &ctx, form))
                     .await;
-                return match opened {
-                    Ok(()) => Reply::Modal(render::modal(q, &ctx, form)),
-                    Err(_) => Reply::Tell(NOT_SAVED.into()),
-                };
             }
         };
         if let Some(form) = confirm_form(&a, &settlement) {
@@ -666,6 +632,32 @@ impl Handler {
         }
         crate::crash::point("clicked");
         self.settle(a, settlement, None).await
+    }
+
+    /// Opens `modal` for the clicker, audited as opened (`open_modal`).
+    async fn open_modal(
+        &self,
+        ci: &ComponentInteraction,
+        key: i64,
+        idx: usize,
+        modal: serenity::builder::CreateModal,
+    ) -> Reply {
+        let opened = self
+            .ctx
+            .record(AuditEntry {
+                request_key: Some(key),
+                question_idx: Some(idx),
+                source: Source::Discord,
+                actor: Some(describe(&ci.user)),
+                action: AuditAction::OpenModal,
+                detail: Some(format!("{:?}", Escaped(&ci.data.custom_id))),
+                accepted: true,
+            })
+            .await;
+        match opened {
+            Ok(()) => Reply::Modal(modal),
+            Err(_) => Reply::Tell(NOT_SAVED.into()),
+        }
     }
 
     /// A click on a label that needs the typed word (the route's `confirm_labels`) settles
