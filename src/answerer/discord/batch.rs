@@ -45,8 +45,6 @@ pub const ALLOW_LABELS: [&str; 2] = ["Allow", "Allow once"];
 pub const DENY_LABEL: &str = "Deny";
 /// At most this many requests in one batch: a select menu's options.
 pub const BATCH_MAX: usize = render::SELECT_OPTIONS_MAX;
-/// How long the batch may take before the interaction is deferred (Discord allows 3 s).
-const DEFER_AFTER: Duration = Duration::from_millis(1500);
 /// How much of the agent's name and of the question an option shows.
 const AGENT_SHOWN: usize = 40;
 
@@ -622,35 +620,18 @@ impl Handler {
         ci: &ComponentInteraction,
         work: impl std::future::Future<Output = String>,
     ) {
-        tokio::pin!(work);
-        let http = &self.rest.http;
         let timeout = Duration::from_millis(self.config.discord.callback_timeout_ms);
-        let sent = tokio::select! {
-            text = &mut work => {
-                let msg = CreateInteractionResponse::Message(private(&text));
-                self.rest.respond(timeout, ci.id, &ci.token, ci.create_response(http, msg)).await
-            }
-            _ = tokio::time::sleep(DEFER_AFTER) => {
-                let defer = CreateInteractionResponse::Defer(
-                    CreateInteractionResponseMessage::new().ephemeral(true),
-                );
-                match self.rest.respond(timeout, ci.id, &ci.token, ci.create_response(http, defer)).await {
-                    Ok(()) => {
-                        let text = work.await;
-                        let edit = EditInteractionResponse::new()
-                            .content(render::truncate_md(&text, render::CONTENT_MAX))
-                            .allowed_mentions(serenity::builder::CreateAllowedMentions::new());
-                        self.rest
-                            .retry("answering a batch", 3, || async {
-                                self.rest.call(timeout * 4, ci.edit_response(http, edit.clone())).await
-                            })
-                            .await
-                            .map(|_| ())
-                    }
-                    Err(f) => Err(f),
-                }
-            }
+        let work = async {
+            let text = work.await;
+            let edit = EditInteractionResponse::new()
+                .content(render::truncate_md(&text, render::CONTENT_MAX))
+                .allowed_mentions(serenity::builder::CreateAllowedMentions::new());
+            (private(&text), edit)
         };
+        let sent = self
+            .rest
+            .answer_in_time(timeout, ci.id, &ci.token, "answering a batch", work)
+            .await;
         if let Err(f) = sent {
             tracing::warn!(error = %f.message(), "cannot answer a batch");
         }

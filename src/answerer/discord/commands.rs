@@ -30,8 +30,8 @@ use crate::domain::text::Escaped;
 use crate::domain::{AnswererContext, QuestionAnswer, Status};
 use serenity::all::{
     ApplicationId, Command, CommandInteraction, CommandOptionType, CreateActionRow, CreateCommand,
-    CreateCommandOption, CreateEmbed, CreateInteractionResponse, CreateInteractionResponseMessage,
-    EditInteractionResponse, GuildId, Member, ResolvedValue, User,
+    CreateCommandOption, CreateEmbed, CreateInteractionResponseMessage, EditInteractionResponse,
+    GuildId, Member, ResolvedValue, User,
 };
 use std::sync::Arc;
 use std::time::Duration;
@@ -40,8 +40,6 @@ use std::time::Duration;
 pub const COMMAND: &str = "askrelay";
 /// An embed description holds at most 4096 characters.
 const LIST_MAX: usize = 4000;
-/// How long the answer may take before the interaction is deferred.
-const DEFER_AFTER: Duration = Duration::from_millis(1500);
 
 /// The command as registered.
 pub fn definition() -> CreateCommand {
@@ -307,39 +305,23 @@ impl Commands {
         }
         let caller = Caller::of(&self.config, &ci.user, ci.member.as_deref());
         let sub = parse(&ci);
-        let work = self.command_reply(ctx, &ci, &caller, sub.clone());
-        tokio::pin!(work);
-        let http = &self.rest.http;
-        let timeout = Duration::from_millis(self.config.discord.callback_timeout_ms);
-        let sent = tokio::select! {
-            reply = &mut work => {
-                let (embed, rows, _) = reply;
-                let msg = CreateInteractionResponseMessage::new()
-                    .embed(embed)
-                    .components(rows)
-                    .ephemeral(true)
-                    .allowed_mentions(serenity::builder::CreateAllowedMentions::new());
-                self.rest.respond(timeout, ci.id, &ci.token, ci.create_response(http, CreateInteractionResponse::Message(msg))).await
-            }
-            _ = tokio::time::sleep(DEFER_AFTER) => {
-                let defer = CreateInteractionResponse::Defer(
-                    CreateInteractionResponseMessage::new().ephemeral(true),
-                );
-                match self.rest.respond(timeout, ci.id, &ci.token, ci.create_response(http, defer)).await {
-                    Ok(()) => {
-                        let (embed, rows, _) = work.await;
-                        let edit = EditInteractionResponse::new().embed(embed).components(rows);
-                        self.rest
-                            .retry("answering /askrelay", 3, || async {
-                                self.rest.call(timeout * 4, ci.edit_response(http, edit.clone())).await
-                            })
-                            .await
-                            .map(|_| ())
-                    }
-                    Err(f) => Err(f),
-                }
-            }
+        let work = async {
+            let (embed, rows, _) = self.command_reply(ctx, &ci, &caller, sub.clone()).await;
+            let msg = CreateInteractionResponseMessage::new()
+                .embed(embed.clone())
+                .components(rows.clone())
+                .ephemeral(true)
+                .allowed_mentions(serenity::builder::CreateAllowedMentions::new());
+            (
+                msg,
+                EditInteractionResponse::new().embed(embed).components(rows),
+            )
         };
+        let timeout = Duration::from_millis(self.config.discord.callback_timeout_ms);
+        let sent = self
+            .rest
+            .answer_in_time(timeout, ci.id, &ci.token, "answering /askrelay", work)
+            .await;
         if let Err(f) = sent {
             tracing::warn!(error = %f.message(), "cannot answer /askrelay");
         }

@@ -8,13 +8,19 @@
 
 use crate::domain::metrics::RestRecorder;
 use serenity::all::{ChannelId, InteractionId, Message, MessageId};
-use serenity::builder::{CreateMessage, EditMessage};
+use serenity::builder::{
+    CreateInteractionResponse, CreateInteractionResponseMessage, CreateMessage,
+    EditInteractionResponse, EditMessage,
+};
 use serenity::http::{Http, HttpError};
 use std::collections::{HashMap, VecDeque};
 use std::future::Future;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
+
+/// How long an interaction's answer may take before it is deferred.
+pub const DEFER_AFTER: Duration = Duration::from_millis(1500);
 
 /// A Discord failure, sorted by what to do about it.
 #[derive(Debug)]
@@ -256,6 +262,39 @@ impl Rest {
 
     /// Runs `op` until it succeeds, fails for good, or has failed `attempts` times, with
     /// backoff in between.
+    /// Answers an interaction privately within Discord's 3 s: with `work`'s message when it is
+    /// ready within [`DEFER_AFTER`], else with a deferred private reply first and `work`'s edit
+    /// of it after (`/askrelay`, a batch of approvals).
+    pub async fn answer_in_time(
+        &self,
+        deadline: Duration,
+        id: InteractionId,
+        token: &str,
+        what: &str,
+        work: impl Future<Output = (CreateInteractionResponseMessage, EditInteractionResponse)>,
+    ) -> Result<(), Failure> {
+        tokio::pin!(work);
+        let http = &self.http;
+        tokio::select! {
+            (msg, _) = &mut work => {
+                let msg = CreateInteractionResponse::Message(msg);
+                self.respond(deadline, id, token, http.create_interaction_response(id, token, &msg, Vec::new())).await
+            }
+            _ = tokio::time::sleep(DEFER_AFTER) => {
+                let defer = CreateInteractionResponse::Defer(
+                    CreateInteractionResponseMessage::new().ephemeral(true),
+                );
+                self.respond(deadline, id, token, http.create_interaction_response(id, token, &defer, Vec::new())).await?;
+                let (_, edit) = work.await;
+                self.retry(what, 3, || async {
+                    self.call(deadline * 4, http.edit_original_interaction_response(token, &edit, Vec::new())).await
+                })
+                .await
+                .map(|_| ())
+            }
+        }
+    }
+
     pub async fn retry<T, F, Fut>(&self, what: &str, attempts: u32, mut op: F) -> Result<T, Failure>
     where
         F: FnMut() -> Fut,
