@@ -184,6 +184,10 @@ pub trait Core: Send + Sync + 'static {
     /// Appends an audit row (a failure is logged).
     async fn audit(&self, entry: AuditEntry);
 
+    /// Settles the questions of `req` whose votes reached their quorum before a crash cut the
+    /// settlement off (a new cluster leader's takeover, like a restart, repairs them).
+    async fn settle_reached_quorums(&self, req: &Request);
+
     /// Ends a grant early, for its approver or an operator (see `Hub::revoke_grant`).
     async fn revoke_grant(
         &self,
@@ -411,6 +415,11 @@ impl AnswererContext {
     /// Cancels a request for a person the platform vouches for (an operator's slash command).
     pub async fn cancel(&self, req: &Request, reason: &str, source: Source, actor: String) -> bool {
         self.core.cancel_as(req, reason, source, actor).await
+    }
+
+    /// Settles the questions whose votes reached their quorum before a crash.
+    pub async fn settle_reached_quorums(&self, req: &Request) {
+        self.core.settle_reached_quorums(req).await
     }
 
     /// The live grants, the newest first.

@@ -600,6 +600,8 @@ impl DiscordAnswerer {
             );
             for (req, posts) in &pending {
                 self.resume_request(&lead, ctx, req, posts).await;
+                // A vote that reached its quorum on the leader that died before settling it.
+                ctx.settle_reached_quorums(req).await;
             }
         }
         lead.repair(ctx).await;

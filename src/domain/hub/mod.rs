@@ -336,6 +336,10 @@ impl Core for Hub {
         Hub::revoke_grant(self, id, actor, operator).await
     }
 
+    async fn settle_reached_quorums(&self, req: &Request) {
+        Hub::settle_reached_quorums(self, req).await
+    }
+
     fn is_being_delivered(&self, request_id: &str) -> bool {
         self.inner
             .live
