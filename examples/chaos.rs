@@ -5,6 +5,8 @@
 //! cargo run --release --example chaos -- --requests 200 --kills 20
 //! cargo run --release --example chaos -- --requests 200 --kills 20 --seed 7 --verbose
 //! cargo run --release --example chaos -- --nodes 3 --database postgres --requests 200 --kills 20
+//! cargo run --release --example chaos -- --nodes 3 --requests 60 --kills 0 --failover-secs 2 \
+//!     --faults freeze,partition,stall,skew --fault-count 8 --no-dedup
 //! ```
 //!
 //! It runs `askrelay serve` from next to this example (`target/<profile>/askrelay`), building it
@@ -21,8 +23,13 @@
 //! (`ASKRELAY_TEST_POSTGRES`, by default postgres://postgres@127.0.0.1:5432/test), dropped at
 //! the end unless the work directory is kept. The report then adds the leader kills and the
 //! failover times.
+//!
+//! `--faults` adds the cluster faults (docs/reliability.md, "Cluster faults"), one at a time,
+//! and a table per fault kind: the longest time without a leader (no live gateway session at
+//! the stand-in) against its bar, the longest with two, duplicates, lost answers, double
+//! settlements, wrong answers and clicks told "failed" that counted.
 
-use askrelay_testkit::chaos::{self, ChaosConfig};
+use askrelay_testkit::chaos::{self, ChaosConfig, ClusterFault};
 use clap::Parser;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -63,6 +70,23 @@ struct Args {
     /// URL, or "sqlite". Default: SQLite for one node, a scratch database for more.
     #[arg(long, value_name = "URL")]
     database: Option<String>,
+    /// Cluster faults to inject, one at a time: freeze (SIGSTOP a node, the leader half the
+    /// time), partition (cut a node off from PostgreSQL), stall (PostgreSQL for everyone), skew
+    /// (a node's clock 300 s off, with libfaketime). Needs --nodes 2 or more.
+    #[arg(long, value_delimiter = ',', value_name = "KINDS")]
+    faults: Vec<ClusterFault>,
+    /// How many cluster faults in all (each kind once per round); default: one of each.
+    #[arg(long, default_value_t = 0)]
+    fault_count: usize,
+    /// Turn the stand-in's nonce de-duplication off, so that a post sent twice shows.
+    #[arg(long)]
+    no_dedup: bool,
+    /// cluster.failover_secs for every node (the daemon's default is 10).
+    #[arg(long)]
+    failover_secs: Option<u64>,
+    /// Freeze, partition and skew always hit the leader (by default half the time).
+    #[arg(long)]
+    faults_at_leader: bool,
 }
 
 /// target/<profile>/examples/chaos → target/<profile>/askrelay. Built first when it is missing;
@@ -123,6 +147,11 @@ async fn main() {
     cfg.keep_dir = args.keep_dir;
     cfg.nodes = args.nodes;
     cfg.database = args.database.clone();
+    cfg.cluster_faults = args.faults.clone();
+    cfg.cluster_fault_count = args.fault_count;
+    cfg.dedup = !args.no_dedup;
+    cfg.failover_secs = args.failover_secs;
+    cfg.faults_at_leader = args.faults_at_leader;
     eprintln!(
         "chaos: {} requests, {} kills, seed {seed}, {} node(s), daemon {}",
         cfg.requests,

@@ -1,58 +1,182 @@
-//! Cluster mode's driver: keeps this node's heartbeat, takes (or confirms, or loses) the lead,
-//! and turns other nodes' notices into the hub's work.
+//! Cluster mode's driver: beats (recording this node's heartbeat and renewing, taking or
+//! losing the lead's lease), and turns other nodes' notices into the hub's work.
 //!
 //! The lead decides who talks to Discord: the hub's role changes, and the Discord answerer
-//! starts or stops its platform work with it. Notices are the fast path; the poll (every
-//! `cluster.poll_interval_ms`) catches what a lost notice would have said, so a dropped
-//! connection delays an answer but never loses it.
+//! starts or stops its platform work with it. Two tasks, so that a stalled database can never
+//! hold up the one that ends a lead:
+//! - the **lease** task beats every quarter of `cluster.failover_secs`, each beat bounded by
+//!   its own deadline, and steps this node down when its term's `stop_at` passes without a
+//!   renewal, or at once when the store refused a fenced write;
+//! - the **work** task hears notices and polls (every `cluster.poll_interval_ms`) for what a
+//!   lost notice would have said, and, while this node leads, ends the requests of nodes that
+//!   stopped. A dropped connection delays an answer but never loses it.
 
 use crate::config::ClusterConfig;
-use crate::domain::cluster::{ClusterHandle, Notice, Role};
+use crate::domain::cluster::{Beat, ClusterHandle, LeadStatus, LeaseTiming, Notice, Role};
+use crate::domain::request::{clock_offset_ms, set_clock_offset_ms};
 use crate::domain::Hub;
 use std::time::Duration;
 use tokio::sync::mpsc;
+use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-/// Starts the driver; it gives the lead back at shutdown.
-pub fn spawn(
+/// A beat whose round trip took longer than this does not move the clock offset: its reading
+/// of the database's time is off by up to half of it.
+const CLOCK_READING_RTT: Duration = Duration::from_millis(200);
+
+/// Starts the driver after a first beat, so that the daemon serves knowing its role and the
+/// database's clock; it gives the lead back at shutdown.
+pub async fn spawn(
     cluster: ClusterHandle,
     hub: Hub,
     config: &ClusterConfig,
     tasks: &TaskTracker,
     shutdown: CancellationToken,
 ) {
-    // A quarter of the failover bound: a dead leader's lock is free at once, and a follower
-    // takes it at its next beat.
-    let beat = Duration::from_millis(config.failover_secs * 1000 / 4);
+    let timing = LeaseTiming::new(Duration::from_secs(config.failover_secs));
     let poll = Duration::from_millis(config.poll_interval_ms);
-    tasks.spawn(run(cluster, hub, beat, poll, shutdown));
+    // Beats that failed in a row (said once when they start and once when they end).
+    let mut failed = 0u32;
+    let stop_at = step(&cluster, &hub, &timing, None, &mut failed).await;
+    tasks.spawn(lease(
+        cluster.clone(),
+        hub.clone(),
+        timing,
+        (stop_at, failed),
+        shutdown.clone(),
+    ));
+    tasks.spawn(work(cluster, hub, timing, poll, shutdown));
 }
 
-async fn run(
+/// The lease task (see the module comment), from the first beat's `stop_at` and failures.
+async fn lease(
     cluster: ClusterHandle,
     hub: Hub,
-    beat: Duration,
+    timing: LeaseTiming,
+    first: (Option<Instant>, u32),
+    shutdown: CancellationToken,
+) {
+    let mut beats = tokio::time::interval_at(Instant::now() + timing.beat, timing.beat);
+    beats.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    // When this node must have stopped its Discord work, while it leads.
+    let (mut stop_at, mut failed) = first;
+    loop {
+        tokio::select! {
+            _ = shutdown.cancelled() => break,
+            _ = beats.tick() => stop_at = step(&cluster, &hub, &timing, stop_at, &mut failed).await,
+            _ = until(stop_at) => {
+                tracing::warn!(
+                    failover_secs = timing.ttl.as_secs(),
+                    "this node could not renew its lead in time; stopping its Discord work before the lease expires"
+                );
+                stop_at = None;
+                cluster.step_down();
+                hub.set_role(Role::Follower { leader: None });
+            }
+            _ = cluster.deposed() => {
+                stop_at = None;
+                hub.set_role(Role::Follower { leader: None });
+                stop_at = step(&cluster, &hub, &timing, stop_at, &mut failed).await;
+            }
+        }
+    }
+    // The lead is given back when the store closes, after the daemon's in-flight work (an edit
+    // and its fenced record) has finished: ending the lease here would refuse that work's
+    // writes. No beat runs meanwhile, so the term still ends at its `stop_at` at the latest.
+    if hub.role().leads() {
+        tracing::info!("giving the cluster's lead back once in-flight work is done");
+    }
+}
+
+/// One beat, and what it means for the role; returns the term's new `stop_at`.
+async fn step(
+    cluster: &ClusterHandle,
+    hub: &Hub,
+    timing: &LeaseTiming,
+    stop_at: Option<Instant>,
+    failed: &mut u32,
+) -> Option<Instant> {
+    let sent = Instant::now();
+    let beat = match cluster.beat(timing).await {
+        Ok(b) => b,
+        Err(e) => {
+            // A leader keeps its term until `stop_at`: a later beat may still renew it.
+            *failed += 1;
+            tracing::warn!(error = %format!("{e:#}"), failed = *failed, "cannot beat; the lead is decided again at the next beat");
+            return stop_at;
+        }
+    };
+    if *failed > 0 {
+        tracing::info!(
+            failed = *failed,
+            leads = beat.term.is_some(),
+            "this node beats again"
+        );
+        *failed = 0;
+    }
+    read_clock(&beat, sent.elapsed());
+    hub.set_lead_status(LeadStatus {
+        epoch: beat.epoch,
+        leader: beat.leader.clone(),
+        renewed_ms_ago: beat.renewed_ms_ago,
+        beat_ok_at: Some(Instant::now()),
+        failover: timing.ttl,
+    });
+    match beat.term {
+        Some(term) => {
+            hub.set_role(Role::Leader { epoch: term.epoch });
+            Some(term.stop_at)
+        }
+        None => {
+            hub.set_role(Role::Follower {
+                leader: beat.leader,
+            });
+            None
+        }
+    }
+}
+
+/// Moves this process's clock offset to the database's, from a beat that came back quickly.
+fn read_clock(beat: &Beat, round_trip: Duration) {
+    if round_trip > CLOCK_READING_RTT {
+        return;
+    }
+    let before = clock_offset_ms();
+    if (beat.clock_offset_ms - before).abs() > 1000 {
+        tracing::warn!(
+            offset_ms = beat.clock_offset_ms,
+            "this host's clock differs from the database's; cluster timing follows the database's"
+        );
+    }
+    set_clock_offset_ms(beat.clock_offset_ms);
+}
+
+/// The work task (see the module comment).
+async fn work(
+    cluster: ClusterHandle,
+    hub: Hub,
+    timing: LeaseTiming,
     poll: Duration,
     shutdown: CancellationToken,
 ) {
-    let mut notices = subscribe(&cluster).await;
-    let mut beats = tokio::time::interval(beat);
-    beats.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut notices = subscribe(&cluster, &timing).await;
     let mut polls = tokio::time::interval(poll);
     polls.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         tokio::select! {
             _ = shutdown.cancelled() => break,
-            _ = beats.tick() => {
-                step(&cluster, &hub).await;
-                if notices.is_none() {
-                    notices = subscribe(&cluster).await;
-                }
-            }
             // Lost outbox notices are the repair loop's (it runs every
             // discord.repair_interval_secs anyway); lost answers are this poll's.
-            _ = polls.tick() => hub.catch_up().await,
+            _ = polls.tick() => {
+                hub.catch_up().await;
+                if matches!(hub.role(), Role::Leader { .. }) {
+                    hub.reap_orphans().await;
+                }
+                if notices.is_none() {
+                    notices = subscribe(&cluster, &timing).await;
+                }
+            }
             notice = next(&mut notices) => match notice {
                 Some(Notice::Outbox) => hub.wake_answerers(),
                 Some(Notice::Ended { key, node }) => {
@@ -72,42 +196,21 @@ async fn run(
             },
         }
     }
-    if hub.role() == Role::Leader {
-        tracing::info!("giving the cluster's lead back");
-    }
-    cluster.release_lead().await;
 }
 
-/// One beat: take or confirm the lead, record the heartbeat, and act on the role.
-async fn step(cluster: &ClusterHandle, hub: &Hub) {
-    let leads = match cluster.hold_lead().await {
-        Ok(l) => l,
-        Err(e) => {
-            // Not confirmed is not held: better no leader for a moment than two.
-            tracing::warn!(error = %format!("{e:#}"), "cannot confirm the cluster's lead; acting as a follower until the database answers");
-            false
-        }
-    };
-    if let Err(e) = cluster.heartbeat(leads).await {
-        tracing::warn!(error = %format!("{e:#}"), "cannot record this node's heartbeat");
-    }
-    if leads {
-        hub.set_role(Role::Leader);
-        hub.reap_orphans().await;
-    } else {
-        let leader = match cluster.nodes().await {
-            Ok(nodes) => nodes.into_iter().find(|n| n.leader).map(|n| n.node),
-            Err(_) => None,
-        };
-        hub.set_role(Role::Follower { leader });
-    }
-}
-
-async fn subscribe(cluster: &ClusterHandle) -> Option<mpsc::Receiver<Notice>> {
-    match cluster.notices().await {
-        Ok(rx) => Some(rx),
-        Err(e) => {
+/// Listens for notices, within a beat's call deadline (the next poll tries again).
+async fn subscribe(
+    cluster: &ClusterHandle,
+    timing: &LeaseTiming,
+) -> Option<mpsc::Receiver<Notice>> {
+    match tokio::time::timeout(timing.beat, cluster.notices()).await {
+        Ok(Ok(rx)) => Some(rx),
+        Ok(Err(e)) => {
             tracing::warn!(error = %format!("{e:#}"), "cannot listen for cluster notices; polling every poll_interval_ms until it can");
+            None
+        }
+        Err(_) => {
+            tracing::warn!("cannot listen for cluster notices: the database did not answer in time; polling every poll_interval_ms until it can");
             None
         }
     }
@@ -117,6 +220,14 @@ async fn subscribe(cluster: &ClusterHandle) -> Option<mpsc::Receiver<Notice>> {
 async fn next(notices: &mut Option<mpsc::Receiver<Notice>>) -> Option<Notice> {
     match notices {
         Some(rx) => rx.recv().await,
+        None => std::future::pending().await,
+    }
+}
+
+/// Resolves at `at`, or never without one.
+async fn until(at: Option<Instant>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(at).await,
         None => std::future::pending().await,
     }
 }

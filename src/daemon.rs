@@ -60,6 +60,7 @@ impl Daemon {
                 .token
                 .is_some()
                 .then_some(crate::answerer::discord::NAME),
+            !config.database_url.starts_with("sqlite:"),
         ));
         let store =
             crate::store::open(&config.database_url, &config.postgres, &hooks.store).await?;
@@ -154,7 +155,8 @@ impl Daemon {
                 &config.cluster,
                 &tasks,
                 shutdown.clone(),
-            );
+            )
+            .await;
         }
         let http_addr = http
             .map(|l| crate::http::serve(l, hub.clone(), metrics.clone(), &tasks, shutdown.clone()))

@@ -58,6 +58,13 @@ const LATENCY_BUCKETS: [f64; 14] = [
 ];
 
 #[derive(Debug)]
+struct ClusterGauges {
+    epoch: Gauge,
+    leader_age: Gauge<f64, std::sync::atomic::AtomicU64>,
+    leads: Gauge,
+}
+
+#[derive(Debug)]
 pub struct Metrics {
     registry: Registry,
     pending: Family<Labels, Gauge>,
@@ -70,14 +77,21 @@ pub struct Metrics {
     /// whose connection it shows.
     gateway: Option<(&'static str, Gauge)>,
     store_errors: Counter,
+    /// The oldest outbox work's age (0 when none is due), read when scraped within the health
+    /// deadline; absent from a scrape when the store did not answer in time.
+    outbox_oldest: Gauge<f64, std::sync::atomic::AtomicU64>,
+    /// Registered only in cluster mode: the lease's epoch, how long ago the leader last renewed
+    /// it (as this node last saw), and whether this node leads.
+    cluster: Option<ClusterGauges>,
     /// One scrape at a time: the gauges are reset and filled from the hub while encoding.
     scrape: tokio::sync::Mutex<()>,
 }
 
 impl Metrics {
     /// The registry of one daemon; the Discord series only with `discord`, the name the
-    /// Discord answerer is known by (the hub reports its connection under it).
-    pub fn new(discord: Option<&'static str>) -> Metrics {
+    /// Discord answerer is known by (the hub reports its connection under it), and the
+    /// cluster's only with `cluster`.
+    pub fn new(discord: Option<&'static str>, cluster: bool) -> Metrics {
         let mut registry = Registry::default();
         let pending = Family::<Labels, Gauge>::default();
         let asks = Family::<Labels, Counter>::default();
@@ -131,6 +145,36 @@ impl Metrics {
             "Store (database) calls that failed",
             store_errors.clone(),
         );
+        let outbox_oldest = Gauge::<f64, std::sync::atomic::AtomicU64>::default();
+        registry.register(
+            "askrelay_outbox_oldest_due_seconds",
+            "How long the oldest outbox work (a post or an edit) has been due, 0 when none is",
+            outbox_oldest.clone(),
+        );
+        let cluster = cluster.then(|| {
+            let g = ClusterGauges {
+                epoch: Gauge::default(),
+                leader_age: Gauge::default(),
+                leads: Gauge::default(),
+            };
+            registry.register(
+                "askrelay_cluster_lease_epoch",
+                "The epoch of the cluster's lead: one more at every change of leader",
+                g.epoch.clone(),
+            );
+            registry.register(
+                "askrelay_cluster_leader_heartbeat_age_seconds",
+                "How long ago the leader last renewed its lease, as this node last saw it \
+                 (NaN when no node leads)",
+                g.leader_age.clone(),
+            );
+            registry.register(
+                "askrelay_cluster_leader",
+                "1 while this node leads the cluster",
+                g.leads.clone(),
+            );
+            g
+        });
         // The known label values start at 0, so that rate() and absence alerts work from
         // start-up instead of from the first event.
         for answerer in std::iter::once("terminal").chain(discord) {
@@ -151,6 +195,8 @@ impl Metrics {
             rest,
             gateway,
             store_errors,
+            outbox_oldest,
+            cluster,
             scrape: tokio::sync::Mutex::new(()),
         }
     }
@@ -170,6 +216,22 @@ impl Metrics {
                 .iter()
                 .any(|(name, c)| name == discord && *c.borrow());
             gateway.set(i64::from(up));
+        }
+        let backlog =
+            tokio::time::timeout(crate::server::HEALTH_DEADLINE, hub.outbox_oldest_due()).await;
+        match backlog {
+            Ok(Ok(oldest)) => self.outbox_oldest.set(oldest.as_secs_f64()),
+            _ => self.outbox_oldest.set(f64::NAN),
+        };
+        if let Some(g) = &self.cluster {
+            let lead = hub.lead_status();
+            g.epoch.set(lead.epoch);
+            g.leader_age
+                .set(lead.leader_age().map_or(f64::NAN, |a| a.as_secs_f64()));
+            g.leads.set(i64::from(matches!(
+                hub.role(),
+                crate::domain::cluster::Role::Leader { .. }
+            )));
         }
         let mut out = String::new();
         // Writing to a String cannot fail.

@@ -442,6 +442,11 @@ impl HealthStatus {
 pub enum HealthPart {
     Store,
     Gateway,
+    /// In a cluster: no node leads, or the leader's last renewal is older than
+    /// `cluster.failover_secs`.
+    Lead,
+    /// In a cluster: outbox work is overdue (questions not posted or not edited in time).
+    Outbox,
 }
 
 impl HealthPart {
@@ -449,6 +454,8 @@ impl HealthPart {
         match self {
             HealthPart::Store => "store",
             HealthPart::Gateway => "gateway",
+            HealthPart::Lead => "lead",
+            HealthPart::Outbox => "outbox",
         }
     }
 }
@@ -528,6 +535,13 @@ pub struct ClusterHealth {
     /// The leader's node id, when known.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub leader: Option<String>,
+    /// The lease's epoch: one more at every change of leader.
+    #[serde(default)]
+    pub epoch: i64,
+    /// How long ago the leader last renewed its lease, in ms, as far as this node can tell
+    /// (unknown when no node leads, or before this node's first beat).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub leader_heartbeat_ms: Option<u64>,
 }
 
 /// Outbox work due for longer than it should take: questions not posted yet and messages not

@@ -6,7 +6,7 @@
 //! any other settlement.
 
 use crate::domain::request::Request;
-use crate::domain::{Accepted, Answerer, AnswererContext, Claim, Delivery, Proposal};
+use crate::domain::{Accepted, Answerer, AnswererContext, Claim, Delivery, Prepared, Proposal};
 use async_trait::async_trait;
 
 #[derive(Debug, Default)]
@@ -36,7 +36,12 @@ impl Answerer for TerminalAnswerer {
         }
     }
 
-    async fn deliver(&self, _ctx: &AnswererContext, req: &Request) -> Delivery {
+    async fn deliver(
+        &self,
+        _ctx: &AnswererContext,
+        req: &Request,
+        _prepared: Option<Prepared>,
+    ) -> Delivery {
         Delivery::Shown(hint(req))
     }
 

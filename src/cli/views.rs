@@ -306,12 +306,18 @@ pub(super) async fn health(target: &Target, as_json: bool) -> Result<i32> {
         crate::outln!("pending: {}", h.pending);
         if let Some(c) = &h.cluster {
             crate::outln!(
-                "cluster: node {} is {}; leader: {}",
+                "cluster: node {} is {}; leader: {} (epoch {}, last renewed {})",
                 Escaped(&c.node),
                 c.role,
                 c.leader
                     .as_deref()
-                    .map_or("none yet".into(), |l| Escaped(l).to_string())
+                    .map_or("none".into(), |l| Escaped(l).to_string()),
+                c.epoch,
+                c.leader_heartbeat_ms
+                    .map_or("never seen".into(), |ms| format!(
+                        "{:.1} s ago",
+                        ms as f64 / 1000.0
+                    ))
             );
         }
         crate::outln!(

@@ -94,7 +94,8 @@ pub struct IdentityConfig {
 #[derive(Debug, Clone, Deserialize)]
 #[serde(default)]
 pub struct PostgresConfig {
-    /// Connections in the pool (the lead and the notice listener have one each besides).
+    /// Connections in the pool at most (the lease and the notice listener have one each
+    /// besides); an idle node closes pooled connections after `POOL_IDLE` (30 s).
     pub max_connections: u32,
     /// How long connecting, or waiting for a free connection, may take.
     pub connect_timeout_secs: u64,
@@ -111,7 +112,7 @@ pub struct PostgresConfig {
 impl Default for PostgresConfig {
     fn default() -> Self {
         PostgresConfig {
-            max_connections: 8,
+            max_connections: 4,
             connect_timeout_secs: 10,
             statement_timeout_secs: 30,
             sslmode: None,

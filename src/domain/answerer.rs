@@ -89,6 +89,21 @@ impl Accepted {
     }
 }
 
+/// What an answerer made of a request while the store committed it ([`Answerer::prepare`]),
+/// handed back to its [`Answerer::deliver`]; opaque to the hub.
+pub struct Prepared(Box<dyn std::any::Any + Send>);
+
+impl Prepared {
+    pub fn new<T: std::any::Any + Send>(work: T) -> Prepared {
+        Prepared(Box::new(work))
+    }
+
+    /// The work, if it is a `T`.
+    pub fn take<T: std::any::Any>(self) -> Option<T> {
+        self.0.downcast().ok().map(|b| *b)
+    }
+}
+
 /// What became of showing a stored request.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Delivery {
@@ -112,8 +127,22 @@ pub trait Answerer: Send + Sync + 'static {
         Ok(())
     }
 
-    /// Shows a request it took, just stored. Must not block on people: post and return.
-    async fn deliver(&self, ctx: &AnswererContext, req: &Request) -> Delivery;
+    /// Work on a request it took that needs nothing but the request as it is about to be
+    /// stored (rendering its messages). The hub runs it while the store commits the request,
+    /// and hands the result to [`Answerer::deliver`], which must not rely on getting it. Must
+    /// not touch the store or the platform; it runs even if the commit then fails.
+    fn prepare(&self, _req: &Request) -> Option<Prepared> {
+        None
+    }
+
+    /// Shows a request it took, just stored, with what [`Answerer::prepare`] made of it. Must
+    /// not block on people: post and return.
+    async fn deliver(
+        &self,
+        ctx: &AnswererContext,
+        req: &Request,
+        prepared: Option<Prepared>,
+    ) -> Delivery;
 
     /// At start-up, a pending request it owns, with its outbox. Returns what clients that
     /// re-attach are told in `accepted`.
@@ -187,6 +216,10 @@ pub trait Core: Send + Sync + 'static {
     /// Settles the questions of `req` whose votes reached their quorum before a crash cut the
     /// settlement off (a new cluster leader's takeover, like a restart, repairs them).
     async fn settle_reached_quorums(&self, req: &Request);
+
+    /// Settles every pending question, of any cluster node, whose stored votes reached their
+    /// quorum (the leader's repair pass: a vote committed after its caller gave up).
+    async fn sweep_reached_quorums(&self);
 
     /// Ends a grant early, for its approver or an operator (see `Hub::revoke_grant`).
     async fn revoke_grant(
@@ -322,6 +355,20 @@ impl AnswererContext {
         self.store().plan_posts(req.key, self.name, posts).await
     }
 
+    /// Whether this daemon may make a platform call now: always alone; in a cluster, while its
+    /// lead's term runs by its own clock. Checked right before a post or an edit, after the
+    /// fenced [`AnswererContext::claim_post`] (a frozen leader wakes between the two).
+    pub fn holds_term(&self) -> bool {
+        self.store().cluster().is_none_or(|c| c.holds_term())
+    }
+
+    /// Claims `post` before the platform call that posts or edits it: in a cluster, refused
+    /// (with [`crate::domain::cluster::Fenced`]) once this node no longer leads, and then the
+    /// call must not be made.
+    pub async fn claim_post(&self, key: i64, post: &Post) -> Result<()> {
+        self.store().claim_post(&self.key_of(key, post)).await
+    }
+
     /// Records the message the platform confirmed for `post` (in `channel` when the post only
     /// learned it then, e.g. a DM it opened).
     pub async fn record_post(
@@ -420,6 +467,11 @@ impl AnswererContext {
     /// Settles the questions whose votes reached their quorum before a crash.
     pub async fn settle_reached_quorums(&self, req: &Request) {
         self.core.settle_reached_quorums(req).await
+    }
+
+    /// Settles every pending question whose stored votes reached their quorum.
+    pub async fn sweep_reached_quorums(&self) {
+        self.core.sweep_reached_quorums().await
     }
 
     /// The live grants, the newest first.

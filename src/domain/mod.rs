@@ -25,7 +25,9 @@ pub mod text;
 
 pub use access::{LocalUser, Operators};
 pub use answer::{AskResult, QuestionAnswer, Settlement};
-pub use answerer::{Accepted, Answerer, AnswererContext, Claim, Core, Delivery, Proposal};
+pub use answerer::{
+    Accepted, Answerer, AnswererContext, Claim, Core, Delivery, Prepared, Proposal,
+};
 pub use error::{AskError, ErrorCode};
 pub use expiry::{Expiry, ExpiryRule, OnExpire};
 pub use hub::{Attachment, Detail, Hub, HubSettings, Phase};

@@ -10,15 +10,35 @@ use super::expiry::Expiry;
 use super::model::{Caller, Context, Question, Scope};
 use std::fmt;
 use std::str::FromStr;
+use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-/// Milliseconds since the Unix epoch, the unit of every stored timestamp.
+/// What this process adds to its own clock to read the shared one: 0 for a daemon alone, and
+/// in a cluster the database's clock minus this host's, as the cluster driver measured it.
+/// One per process, like the clock it corrects (the daemons of one test process share a host,
+/// so their measurements agree to within a round trip).
+static CLOCK_OFFSET_MS: AtomicI64 = AtomicI64::new(0);
+
+/// Milliseconds since the Unix epoch, the unit of every stored timestamp; in a cluster, on the
+/// database's clock, so that a node whose own clock is wrong stamps requests, deadlines and
+/// heartbeats as the others read them.
 pub fn now_ms() -> i64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_millis() as i64)
         .unwrap_or(0)
+        + CLOCK_OFFSET_MS.load(Ordering::Relaxed)
+}
+
+/// Sets what [`now_ms`] adds to this host's clock (the cluster driver, from its beats).
+pub fn set_clock_offset_ms(offset: i64) {
+    CLOCK_OFFSET_MS.store(offset, Ordering::Relaxed);
+}
+
+/// What [`now_ms`] adds to this host's clock.
+pub fn clock_offset_ms() -> i64 {
+    CLOCK_OFFSET_MS.load(Ordering::Relaxed)
 }
 
 /// The lifecycle of a request. Only `Pending` may change, and only once.

@@ -110,6 +110,11 @@ pub trait Store: Send + Sync + 'static {
     /// Every pending request, oldest first, with its outbox rows (start-up).
     async fn all_pending(&self) -> Result<Vec<(Request, Vec<Post>)>>;
 
+    /// The keys of pending requests, of every cluster node, with votes on an open question,
+    /// oldest first: what the sweep of reached quorums reads (a vote stored after its caller
+    /// gave up on the database is settled by it).
+    async fn voted_pending(&self) -> Result<Vec<i64>>;
+
     /// Pending requests, oldest first.
     async fn pending(&self, who: Visibility, page: Page) -> Result<Vec<Request>>;
 
@@ -178,6 +183,12 @@ pub trait Store: Send + Sync + 'static {
 
     /// Adds outbox rows for questions an earlier run never planned (a crash in between).
     async fn plan_posts(&self, key: i64, answerer: &str, posts: &[PlannedPost]) -> Result<()>;
+
+    /// Claims an outbox row before the platform call that posts or edits it. In a cluster the
+    /// claim is fenced: it fails, and the caller must not make the call, when this node no
+    /// longer leads (see `store/postgres/cluster.rs`). A store a single daemon holds has
+    /// nothing to check.
+    async fn claim_post(&self, post: &PostKey<'_>) -> Result<()>;
 
     /// Records a message the platform confirmed; `channel` when it was only known then (a DM
     /// opened for it).

@@ -387,14 +387,32 @@ async fn run_ask(hub: Hub, ask: Box<crate::domain::Ask>, peer: Peer, tx: send_qu
     }
 }
 
+/// How long `health` waits for the store (its write, and the outbox's backlog, side by side):
+/// `health` and `/healthz` answer within a second whatever the database does, and a store that
+/// has not answered by then is reported as failing.
+pub const HEALTH_DEADLINE: std::time::Duration = std::time::Duration::from_millis(800);
+
 /// What `health` and the HTTP `/healthz` say: healthy when the store takes a write and every
 /// platform connection (the Discord gateway) is up, or none is configured, or (a cluster's
-/// follower) another node holds it.
+/// follower) another node holds it. In a cluster, also degraded when no node leads, when the
+/// leader's last renewal is older than `cluster.failover_secs`, or when outbox work is overdue
+/// (nobody is posting). Never waits longer than [`HEALTH_DEADLINE`] for the store; what it
+/// says of the lead comes from the last beat, not from asking the database.
 pub async fn health(hub: &Hub) -> Health {
-    let store = match hub.store_writable().await {
-        Ok(()) => StoreHealth::Ok,
-        Err(e) => StoreHealth::Failing(e),
+    let deadline = HEALTH_DEADLINE;
+    let (store, outbox) = tokio::join!(
+        tokio::time::timeout(deadline, hub.store_writable()),
+        tokio::time::timeout(deadline, backlog(hub)),
+    );
+    let store = match store {
+        Ok(Ok(())) => StoreHealth::Ok,
+        Ok(Err(e)) => StoreHealth::Failing(e),
+        Err(_) => StoreHealth::Failing(format!(
+            "the store did not take a write within {} ms",
+            deadline.as_millis()
+        )),
     };
+    let outbox = outbox.ok().flatten().unwrap_or_default();
     let connections = hub.connections();
     let role = hub.role();
     let gateway = if connections.is_empty() {
@@ -414,6 +432,31 @@ pub async fn health(hub: &Hub) -> Health {
     if gateway == GatewayHealth::Disconnected {
         failing.push(HealthPart::Gateway);
     }
+    let cluster = hub.node().map(|node| {
+        let lead = hub.lead_status();
+        let age = lead.leader_age();
+        let leader = match &role {
+            Role::Follower { leader } => leader.clone(),
+            _ => Some(node.to_owned()),
+        };
+        let stale = match (&leader, age) {
+            (Some(_), Some(age)) => age > lead.failover,
+            _ => true,
+        };
+        if stale {
+            failing.push(HealthPart::Lead);
+        }
+        if outbox.overdue > 0 {
+            failing.push(HealthPart::Outbox);
+        }
+        crate::protocol::ClusterHealth {
+            node: node.to_owned(),
+            role: role.as_str().to_owned(),
+            leader,
+            epoch: lead.epoch,
+            leader_heartbeat_ms: age.map(|a| a.as_millis() as u64),
+        }
+    });
     Health {
         version: env!("CARGO_PKG_VERSION").to_owned(),
         status: if failing.is_empty() {
@@ -430,15 +473,8 @@ pub async fn health(hub: &Hub) -> Health {
             .map(str::to_owned)
             .collect(),
         store,
-        outbox: backlog(hub).await.unwrap_or_default(),
-        cluster: hub.node().map(|node| crate::protocol::ClusterHealth {
-            node: node.to_owned(),
-            role: role.as_str().to_owned(),
-            leader: match &role {
-                Role::Follower { leader } => leader.clone(),
-                _ => Some(node.to_owned()),
-            },
-        }),
+        outbox,
+        cluster,
     }
 }
 

@@ -3,6 +3,7 @@
 //! (the hub, an answerer's outbox, the health check). It changes nothing else.
 
 use crate::domain::audit::{ChainStart, ChainedRow};
+use crate::domain::cluster::Fenced;
 use crate::domain::error::AskError;
 use crate::domain::grant::Grant;
 use crate::domain::metrics::Recorder;
@@ -27,7 +28,8 @@ impl Metered {
     }
 
     fn count<T>(&self, r: Result<T>) -> Result<T> {
-        if r.is_err() {
+        // A fenced write is this node's lead ending, not the store failing.
+        if r.as_ref().is_err_and(|e| !e.is::<Fenced>()) {
             self.recorder.store_failed();
         }
         r
@@ -59,6 +61,10 @@ impl Store for Metered {
 
     async fn by_key(&self, key: i64) -> Result<Option<Request>> {
         self.count(self.inner.by_key(key).await)
+    }
+
+    async fn voted_pending(&self) -> Result<Vec<i64>> {
+        self.count(self.inner.voted_pending().await)
     }
 
     async fn by_token(&self, token: &str) -> Result<Option<(Request, Vec<Post>)>> {
@@ -129,6 +135,10 @@ impl Store for Metered {
 
     async fn record_post_failure(&self, post: &PostKey<'_>, error: &str) -> Result<()> {
         self.count(self.inner.record_post_failure(post, error).await)
+    }
+
+    async fn claim_post(&self, post: &PostKey<'_>) -> Result<()> {
+        self.count(self.inner.claim_post(post).await)
     }
 
     async fn record_edit(&self, post: &PostKey<'_>, edit: EditState) -> Result<()> {

@@ -55,13 +55,18 @@ pub(crate) async fn sqlite() -> TestStore {
     }
 }
 
-/// A PostgreSQL store on a database of its own, leased as node `test`, as a daemon runs it.
+/// A PostgreSQL store on a database of its own, leased as node `test` and leading its cluster
+/// (the outbox's writes are fenced), as a daemon runs it.
 pub(crate) async fn postgres() -> TestStore {
     let db = ScratchDb::create().await.unwrap();
     let store = PgStore::open(&db.url, &PostgresConfig::default())
         .await
         .unwrap();
     store.acquire_lease(&holder("test", 1)).await.unwrap();
+    // A lease long enough for any test.
+    let timing = crate::domain::cluster::LeaseTiming::new(std::time::Duration::from_secs(3600));
+    let beat = store.cluster().unwrap().beat(&timing).await.unwrap();
+    assert!(beat.term.is_some(), "the only node leads");
     TestStore {
         raw: Raw::Pg(store.raw_pool().clone()),
         store: Arc::new(store),

@@ -502,7 +502,7 @@ async fn on_a_quorum_route_allow_selected_votes_and_deny_selected_decides() {
     app.assert_payloads_valid();
 }
 
-/// A batch that takes longer than 1.5 s is deferred (privately) and its reply edited in.
+/// A batch that takes longer than 2 s is deferred (privately) and its reply edited in.
 #[tokio::test]
 async fn a_slow_batch_is_deferred_then_edited_in() {
     use sqlx::{Connection, Executor};
@@ -549,6 +549,70 @@ async fn a_slow_batch_is_deferred_then_edited_in() {
         "{body}"
     );
     expect_event(&mut c, "answered").await;
+    app.assert_payloads_valid();
+}
+
+/// A selection whose audit row waits behind another writer's lock longer than 2 s is
+/// acknowledged first (a deferred update, type 6), and the listing then shows it through
+/// `@original`, the interaction's own (ephemeral) message.
+#[tokio::test]
+async fn a_slow_selection_is_deferred_then_shown() {
+    use sqlx::{Connection, Executor};
+    if askrelay_testkit::scratch::on_postgres() {
+        // The lock below is SQLite's.
+        return;
+    }
+    let app = App::discord_with(app_config).await;
+    let _c = ask_in(&app, "s-2", &allow_deny(), None).await;
+    let cb = pending(&app, CHANNEL, &alice()).await;
+    let components = cb["data"]["components"].clone();
+    // The listing as the stand-in keeps it (the reply to /askrelay pending).
+    let listing = app
+        .messages(CHANNEL)
+        .into_iter()
+        .rev()
+        .find(|m| m["flags"].as_u64().unwrap_or(0) & 64 == 64)
+        .expect("the listing");
+    let t = token(&app, "s-2").await;
+    let mut other = sqlx::SqliteConnection::connect(&app.config.database_url)
+        .await
+        .unwrap();
+    other.execute("BEGIN IMMEDIATE").await.unwrap();
+    let mut payload = on_listing(
+        &app,
+        CHANNEL,
+        &alice(),
+        &components,
+        "ar:batch:pick",
+        Some(&[t.as_str()]),
+    );
+    payload["message"]["id"] = listing["id"].clone();
+    let id = payload["id"].as_str().unwrap().to_owned();
+    fixtures::parse(&payload);
+    app.standin().send_interaction(payload).await;
+    let deferred = within(
+        "the deferral",
+        app.standin()
+            .wait_for_request(|r| r.path.contains(&format!("/interactions/{id}/"))),
+    )
+    .await;
+    assert_eq!(deferred.body.unwrap()["type"], 6);
+    other.execute("ROLLBACK").await.unwrap();
+    drop(other);
+    let edit = within(
+        "the selection shown",
+        app.standin().wait_for_request(|r| {
+            r.method == "PATCH" && r.path.ends_with(&format!("/tok{id}/messages/@original"))
+        }),
+    )
+    .await;
+    assert_eq!(edit.status, 200, "{edit:?}");
+    assert_eq!(selected_in(&edit.body.unwrap()["components"]), vec![t]);
+    let audit = app.store().audit_rows(None).await.unwrap();
+    assert!(
+        audit.iter().any(|r| r.action == "draft" && r.accepted),
+        "{audit:?}"
+    );
     app.assert_payloads_valid();
 }
 

@@ -244,7 +244,7 @@ async fn history_shows_who_answered_what_and_how_long_it_took() {
     app.assert_payloads_valid();
 }
 
-/// An answer that takes longer than 1.5 s (here: another connection holds the database's write
+/// An answer that takes longer than 2 s (here: another connection holds the database's write
 /// lock, which the command's audit row waits for) is deferred first, within Discord's 3 s, and
 /// edited in once it is ready.
 #[tokio::test]

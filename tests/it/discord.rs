@@ -832,3 +832,64 @@ async fn settlements_from_one_stale_snapshot_count_once() {
         json!([labels[won[0] % 2]])
     );
 }
+
+/// A copy of a question's message that the bot posted but never recorded (a cluster leader
+/// frozen or cut off between its post and the record, whose successor posted the question
+/// again without Discord's nonce de-duplication) answers like the recorded message; a message
+/// by another author with the same controls does not.
+#[tokio::test]
+async fn a_click_on_an_unrecorded_copy_by_the_bot_answers_and_one_by_another_author_does_not() {
+    let app = App::discord().await;
+    let (mut c, _) = app.ask("copy", &yes_no("copy")).await;
+    let msg = app.messages(CHANNEL).remove(0);
+    // The bot posts the same message again (no nonce): the store never hears of it.
+    let body = serde_json::json!({
+        "embeds": msg["embeds"],
+        "components": msg["components"],
+    });
+    let url = format!(
+        "{}/api/v10/channels/{CHANNEL}/messages",
+        app.standin().base_url
+    );
+    let copy: Value = reqwest::Client::new()
+        .post(&url)
+        .header("Authorization", "Bot test")
+        .header("Content-Type", "application/json")
+        .body(body.to_string())
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .map(|t| serde_json::from_str(&t).unwrap())
+        .unwrap();
+    assert_ne!(copy["id"], msg["id"]);
+
+    // The same controls on a message by someone else are refused.
+    let mut forged = copy.clone();
+    forged["id"] = serde_json::json!("1577000000000000001");
+    forged["author"]["id"] = serde_json::json!("4242424242");
+    let cb = app
+        .click(
+            &forged,
+            &alice(),
+            &control(&msg, "Yes, delete them (Recommended)"),
+        )
+        .await;
+    assert!(is_ephemeral(&cb), "{cb}");
+
+    let cb = app
+        .click(
+            &copy,
+            &alice(),
+            &control(&msg, "Yes, delete them (Recommended)"),
+        )
+        .await;
+    assert_eq!(cb["type"], 7, "{cb}");
+    let answered = expect_event(&mut c, "answered").await;
+    assert_eq!(
+        answered["result"]["answers"][0]["selected"][0], "Yes, delete them (Recommended)",
+        "{answered}"
+    );
+    app.assert_payloads_valid();
+}

@@ -7,8 +7,9 @@ use askrelay_testkit::discord_schema::{spec_path, Validator};
 use serde_json::{json, Value};
 use serenity::builder::{
     CreateActionRow, CreateAllowedMentions, CreateButton, CreateEmbed, CreateEmbedFooter,
-    CreateInputText, CreateInteractionResponse, CreateInteractionResponseMessage, CreateMessage,
-    CreateModal, CreateSelectMenu, CreateSelectMenuKind, CreateSelectMenuOption, EditMessage,
+    CreateInputText, CreateInteractionResponse, CreateInteractionResponseFollowup,
+    CreateInteractionResponseMessage, CreateMessage, CreateModal, CreateSelectMenu,
+    CreateSelectMenuKind, CreateSelectMenuOption, EditMessage,
 };
 use serenity::model::application::{ButtonStyle, InputTextStyle};
 
@@ -16,6 +17,7 @@ const MESSAGES: &str = "/api/v10/channels/111/messages";
 const MESSAGE: &str = "/api/v10/channels/111/messages/222";
 const CALLBACK: &str = "/api/v10/interactions/333/a-token/callback";
 const ORIGINAL: &str = "/api/v10/webhooks/444/a-token/messages/@original";
+const FOLLOW_UP: &str = "/api/v10/webhooks/444/a-token";
 
 fn validator() -> Validator {
     Validator::load().unwrap_or_else(|e| panic!("{e}"))
@@ -245,6 +247,26 @@ fn serenity_builder_output_passes() {
     assert_valid("POST", CALLBACK, &serde_json::to_value(&defer).unwrap());
     let ack = CreateInteractionResponse::Acknowledge;
     assert_valid("POST", CALLBACK, &serde_json::to_value(&ack).unwrap());
+}
+
+/// An interaction's follow-up (`POST /webhooks/{application}/{token}`), as serenity 0.12.5
+/// writes it: checked as a new webhook message, with Discord's limits.
+#[test]
+fn a_follow_up_is_checked_as_a_new_message() {
+    let follow_up = CreateInteractionResponseFollowup::new()
+        .content("Your answer could not be saved, try again.")
+        .ephemeral(true)
+        .allowed_mentions(CreateAllowedMentions::new());
+    let body = serde_json::to_value(&follow_up).unwrap();
+    assert_eq!(body["flags"], 64, "{body}");
+    assert_valid("POST", FOLLOW_UP, &body);
+    assert_valid("POST", &format!("{FOLLOW_UP}?wait=true"), &body);
+    let mut long = body.clone();
+    long["content"] = json!("é".repeat(2001));
+    assert_problem("POST", FOLLOW_UP, &long, &["/content", "2001", "2000"]);
+    let mut wrong = body;
+    wrong["flags"] = json!("ephemeral");
+    assert_problem("POST", FOLLOW_UP, &wrong, &["/flags"]);
 }
 
 // ---- bad bodies fail, naming the problem -----------------------------------------------------

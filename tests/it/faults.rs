@@ -9,6 +9,7 @@ use askrelay_testkit::standin::{Failure, RateLimits, Recorded, StandIn, StandInO
 use serde_json::{json, Value};
 use std::os::unix::fs::PermissionsExt;
 use std::time::Duration;
+use tokio::process::Child;
 
 fn own_uid() -> u32 {
     std::os::unix::fs::MetadataExt::uid(&std::fs::metadata("/proc/self").unwrap())
@@ -310,16 +311,18 @@ async fn with_the_rate_limiter_on_a_burst_keeps_to_the_bucket() {
         global_per_second: 50,
     };
     let d = rate_limited_app(Some(limits.clone())).await;
+    // One agent after another, each told "accepted" (stored and posted) before the next asks,
+    // so that the channel's order is defined: asks on separate connections at the same instant
+    // have none (each connection's task stores its own, and on PostgreSQL they commit in any
+    // order). Seven posts in a row still meet the bucket of three per window.
     let mut agents = Vec::new();
     for i in 0..BURST {
         let mut c = d.client().await;
         c.send_json(&ask_line(&format!("burst-{i}"), &yes_no("q")))
             .await
             .unwrap();
+        expect_event(&mut c, "accepted").await;
         agents.push(c);
-    }
-    for c in &mut agents {
-        expect_event(c, "accepted").await;
     }
     let creates = creates_in(d.standin(), CHANNEL);
     let limited = d.standin().rate_limited();
@@ -466,9 +469,11 @@ const NO: &str = r#"{"answers":[{"id":"q","selected":["No, keep them"]}]}"#;
 /// Runs one crash scenario: ask, click when the point is after a click, abort at `point`,
 /// restart, re-attach. When the answer was stored before the crash the first line after the
 /// re-attach must be that answer, with nothing clicked again; otherwise the request is still
-/// pending, its one message still works, and a click settles it. Returns the stand-in and
-/// the final line.
-async fn crash_scenario(point: &str, answer_stored: bool) -> (StandIn, Value) {
+/// pending, its one message still works, and a click settles it. Returns the stand-in, the
+/// final line and the restarted daemon, which runs until the caller drops it (a caller may
+/// wait for its start-up work: on PostgreSQL it leads only once the crashed daemon's lease
+/// expired).
+async fn crash_scenario(point: &str, answer_stored: bool) -> (StandIn, Value, Child) {
     let standin = StandIn::start().await;
     let bin = Bin::new().discord(&standin);
     let who = Clicker::new(7, "seven", &[]);
@@ -487,7 +492,7 @@ async fn crash_scenario(point: &str, answer_stored: bool) -> (StandIn, Value) {
         standin.send_interaction(click).await;
     }
     aborted(crashing, point).await;
-    let _daemon = serve_discord(&bin, &standin, None).await.drain();
+    let daemon = serve_discord(&bin, &standin, None).await.drain();
     let mut c = reattach(&bin, point).await;
     let first = recv(&mut c, "the first line after the re-attach").await;
     let last = if answer_stored {
@@ -537,7 +542,7 @@ async fn crash_scenario(point: &str, answer_stored: bool) -> (StandIn, Value) {
         "{point}: no duplicate post"
     );
     assert_bodies_valid(&standin);
-    (standin, last)
+    (standin, last, daemon)
 }
 
 #[tokio::test]
@@ -547,7 +552,7 @@ async fn crash_after_storing_before_posting() {
 
 #[tokio::test]
 async fn crash_after_posting_before_recording_the_message_id() {
-    let (standin, _) = crash_scenario("posted", false).await;
+    let (standin, _, _daemon) = crash_scenario("posted", false).await;
     // The re-post carried the same nonce and was de-duplicated.
     let posts: Vec<_> = standin
         .requests()
@@ -573,7 +578,7 @@ async fn crash_after_a_click_before_storing_the_answer() {
 
 #[tokio::test]
 async fn crash_after_storing_the_answer_before_telling_the_agent() {
-    let (standin, _) = crash_scenario("answered", true).await;
+    let (standin, _, _daemon) = crash_scenario("answered", true).await;
     // The message edit the crash cut short was finished at start-up.
     let edit = within(
         "the edit finished at start-up",

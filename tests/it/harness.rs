@@ -365,6 +365,11 @@ pub fn assert_markup_is_ours(body: &Value, agent_words: &[&str], mentions: &[&st
 /// Every body the stand-in recorded validates against the OpenAPI spec and Discord's limits,
 /// and there was at least one.
 /// Where a message of `standin` is, for an interaction on it.
+/// A fresh interaction id, for a payload built by hand.
+pub fn next_interaction_id() -> u64 {
+    NEXT_INTERACTION.fetch_add(1, Ordering::SeqCst)
+}
+
 pub fn at_on(standin: &StandIn, message: &Value) -> At {
     At {
         application_id: standin.application_id(),
@@ -638,7 +643,10 @@ impl Bin {
     /// Starts `askrelay serve` from a prepared command (extra env, a crash point).
     pub async fn serve_cmd(&self, mut cmd: Command) -> Served {
         if !cmd.as_std().get_envs().any(|(k, _)| k == "ASKRELAY_LOG") {
-            cmd.env("ASKRELAY_LOG", "info");
+            cmd.env(
+                "ASKRELAY_LOG",
+                std::env::var("ASKRELAY_TEST_LOG").unwrap_or("info".into()),
+            );
         }
         let mut child = cmd.spawn().unwrap();
         let log = ServedLog::pump(child.stderr.take().unwrap());
@@ -708,7 +716,12 @@ impl ServedLog {
         let l = log.clone();
         tokio::spawn(async move {
             let mut lines = BufReader::new(stderr).lines();
+            // ASKRELAY_TEST_ECHO=1 echoes every daemon's log to the test's stderr (debugging).
+            let echo = std::env::var_os("ASKRELAY_TEST_ECHO").is_some();
             while let Ok(Some(line)) = lines.next_line().await {
+                if echo {
+                    eprintln!("daemon: {line}");
+                }
                 l.lines.lock().unwrap().push(line);
                 l.more.notify_waiters();
             }

@@ -16,6 +16,7 @@ mod cluster;
 mod commands;
 mod confirm;
 mod context;
+mod defer;
 mod digest;
 mod discord;
 mod discord_schema_selftest;

@@ -364,3 +364,69 @@ async fn a_quorum_reached_before_a_crash_settles_at_the_next_start() {
         json!(["Allow"])
     );
 }
+
+/// A vote that completes the quorum is committed, but its caller never heard back (the
+/// database's reply was lost to a partition or a stall): nobody is clicking any more, and the
+/// leader's repair pass settles it, so the agent is answered.
+#[tokio::test]
+async fn a_quorum_vote_stored_without_its_settlement_is_settled_by_the_repair_pass() {
+    use askrelay::domain::quorum::Vote;
+    use askrelay::domain::request::{AuditAction, AuditEntry, Source};
+    let app = App::discord_with(|c: &mut Config| {
+        two_approvals(None)(c);
+        c.discord.repair_interval_secs = 1;
+    })
+    .await;
+    let (mut c, _) = app.ask("q-7", &allow_deny()).await;
+    let msg = app.messages(CHANNEL)[0].clone();
+    let cb = app.press(&msg, &alice(), "Allow").await;
+    assert_eq!(cb["type"], 7, "{cb}");
+    // Bob's vote, as a click whose call gave up after the commit leaves it: stored, with its
+    // audit row, and nothing settled.
+    let req = app.store().by_id("q-7").await.unwrap().unwrap();
+    let old = serde_json::to_string(&req.votes[0]).unwrap();
+    let mut votes = req.votes[0].clone();
+    votes.push(Vote {
+        person: "discord:4343".into(),
+        via: "discord".into(),
+        id: "4343".into(),
+        name: "bob".into(),
+        selected: vec![0],
+        custom: None,
+        at_ms: askrelay::domain::request::now_ms(),
+        terms: None,
+    });
+    let audit_row = AuditEntry {
+        request_key: Some(req.key),
+        question_idx: Some(0),
+        source: Source::Discord,
+        actor: Some("bob (discord 4343)".into()),
+        action: AuditAction::Vote,
+        detail: Some("Allow (2 of 2)".into()),
+        accepted: true,
+    };
+    let swapped = app
+        .store()
+        .vote(
+            req.key,
+            0,
+            Some(&old),
+            &serde_json::to_string(&votes).unwrap(),
+            &audit_row,
+        )
+        .await
+        .unwrap();
+    assert!(swapped);
+    let answered = expect_event(&mut c, "answered").await;
+    assert_eq!(
+        answered["result"]["answers"][0]["selected"],
+        json!(["Allow"]),
+        "{answered}"
+    );
+    let settled = audit(&app, "answer").await;
+    let detail = settled.last().unwrap().detail.clone().unwrap_or_default();
+    assert!(
+        detail.contains("voters: alice (discord 4242), bob (discord 4343)"),
+        "{detail}"
+    );
+}

@@ -13,9 +13,9 @@ use askrelay_testkit::standin::{check_bodies, Failure, StandIn};
 use serde_json::{json, Value};
 use serenity::all::{
     ActionRowComponent, ChannelId, ComponentInteractionDataKind, Context, CreateActionRow,
-    CreateButton, CreateEmbed, CreateInteractionResponse, CreateInteractionResponseMessage,
-    CreateMessage, EditInteractionResponse, EditMessage, EventHandler, GatewayIntents, Http,
-    HttpBuilder, Interaction, Nonce, Ready,
+    CreateButton, CreateEmbed, CreateInteractionResponse, CreateInteractionResponseFollowup,
+    CreateInteractionResponseMessage, CreateMessage, EditInteractionResponse, EditMessage,
+    EventHandler, GatewayIntents, Http, HttpBuilder, Interaction, Nonce, Ready,
 };
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::sync::mpsc;
@@ -343,6 +343,77 @@ async fn send_interaction_carries_the_current_message_and_update_message_edits_i
     assert_eq!(now["content"], json!("Deploy? (answered: yes)"));
     assert_eq!(now["components"], json!([]));
     assert!(!now["edited_timestamp"].is_null());
+}
+
+/// A deferred update (type 6) leaves the message as it is; the interaction's webhook then
+/// takes an ephemeral follow-up, recorded with its body (and refused before any callback, as
+/// Discord does), and the message can still be edited as the bot's own.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_deferred_update_then_an_ephemeral_follow_up() {
+    let standin = StandIn::start().await;
+    let http = http_for(&standin);
+    let posted = ChannelId::new(CHANNEL)
+        .send_message(
+            &http,
+            CreateMessage::new()
+                .content("Deploy?")
+                .components(vec![CreateActionRow::Buttons(vec![CreateButton::new(
+                    "ask:8:yes",
+                )
+                .label("Yes")])]),
+        )
+        .await
+        .expect("posting the question");
+    let mut client = start_client(&standin).await;
+    client.next_ready().await;
+    let mut payload = click(&standin, 105, "ask:8:yes");
+    payload["message"]["id"] = json!(posted.id.to_string());
+    standin.send_interaction(payload).await;
+    let Interaction::Component(component) = *client.next_interaction().await else {
+        panic!("expected a component interaction");
+    };
+    let follow_up = CreateInteractionResponseFollowup::new()
+        .content("Your answer could not be saved, try again.")
+        .ephemeral(true);
+    let early = component
+        .create_followup(&http, follow_up.clone())
+        .await
+        .expect_err("no follow-up before the interaction is answered");
+    assert_eq!(status_of(&early), Some((404, 10015)), "{early:?}");
+
+    component
+        .create_response(&http, CreateInteractionResponse::Acknowledge)
+        .await
+        .expect("deferred update");
+    let callback = standin
+        .wait_for_request(|r| r.path == "/api/v10/interactions/105/tok105/callback")
+        .await;
+    assert_eq!(callback.status, 204);
+    assert_eq!(callback.body.unwrap()["type"], json!(6));
+    assert_eq!(
+        standin.message(posted.id.get()).unwrap()["content"],
+        json!("Deploy?")
+    );
+
+    let sent = component
+        .create_followup(&http, follow_up)
+        .await
+        .expect("the follow-up");
+    assert_eq!(sent.content, "Your answer could not be saved, try again.");
+    let path = format!("/api/v10/webhooks/{}/tok105", standin.application_id());
+    let recorded = standin
+        .wait_for_request(|r| r.method == "POST" && r.path == path && r.status == 200)
+        .await;
+    assert_eq!(recorded.body.as_ref().unwrap()["flags"], json!(64));
+    ChannelId::new(CHANNEL)
+        .edit_message(
+            &http,
+            posted.id,
+            EditMessage::new().content("Deploy? (yes)"),
+        )
+        .await
+        .expect("editing the bot's own message");
+    check_bodies(&standin.requests()).expect("every body is valid");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -751,4 +822,41 @@ async fn an_enforced_nonce_returns_the_same_message() {
     assert_ne!(unenforced.id, first.id);
     assert!(unenforced.id > first.id, "snowflakes rise");
     assert_eq!(standin.messages_in(CHANNEL).len(), 2);
+    // The unenforced post reused the nonce: a duplicate, counted.
+    let reuses = standin.nonce_reuses();
+    assert_eq!(reuses.len(), 1, "{reuses:?}");
+    assert_eq!(reuses[0].message_id, unenforced.id.get());
+    assert_eq!(reuses[0].first_message_id, first.id.get());
+}
+
+#[tokio::test]
+async fn with_de_duplication_off_an_enforced_nonce_posts_again_and_is_counted() {
+    let standin = StandIn::start().await;
+    standin.set_nonce_dedup(false);
+    let http = http_for(&standin);
+    let post = |channel: u64| {
+        ChannelId::new(channel).send_message(
+            &http,
+            CreateMessage::new()
+                .content("question 7")
+                .nonce(Nonce::String("ask-7".to_string()))
+                .enforce_nonce(true),
+        )
+    };
+    let first = post(CHANNEL).await.expect("first post");
+    let again = post(CHANNEL).await.expect("repeated post");
+    assert_ne!(first.id, again.id);
+    assert_eq!(standin.messages_in(CHANNEL).len(), 2);
+    // The same nonce in another channel is no duplicate.
+    post(CHANNEL + 1).await.expect("another channel");
+    let reuses = standin.nonce_reuses();
+    assert_eq!(reuses.len(), 1, "{reuses:?}");
+    assert_eq!(reuses[0].channel_id, CHANNEL);
+    assert_eq!(reuses[0].nonce, "ask-7");
+
+    // On again: the next repeat returns the last message with that nonce.
+    standin.set_nonce_dedup(true);
+    let third = post(CHANNEL).await.expect("a third post");
+    assert_eq!(third.id, again.id);
+    assert_eq!(standin.nonce_reuses().len(), 1);
 }

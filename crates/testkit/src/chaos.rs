@@ -10,7 +10,8 @@
 //!   question (a button, a single-select value, or a multi-select draft and then "Submit"), with
 //!   a new interaction for every click. A click counts once Discord got a callback for it (type
 //!   6), or an ephemeral "already answered", or once the request's answer reached its client;
-//!   until then it is sent again after a restart or a timeout.
+//!   until then it is sent again after a restart or a timeout. A settling click answered with a
+//!   deferred update (type 6: the store took longer than 2 s) is sent again half a second later.
 //! - Quorum routes: some requests (by the seed, never the escalating ones) carry the scope label
 //!   `quorum = "2"` or `"3"` and go to a route with `approvals = 2` (or 3, with "Hold" among its
 //!   `decisive_labels`); the harness's own uid is the same person as one Discord account
@@ -50,6 +51,13 @@
 //! a click waits until one is live. The report adds the leader kills and the failovers: from a
 //! leader's SIGKILL to the next live gateway session (a new IDENTIFY).
 //!
+//! Cluster faults (`cluster_faults`, issue 27), one at a time when asked for: a node frozen
+//! (SIGSTOP), cut off from PostgreSQL (its [`Proxy`] paused), the database stalled for every
+//! node, a node's clock skewed (libfaketime). The report then gives, per fault kind, the
+//! longest time the stand-in had no live gateway session (and two), duplicates, lost answers,
+//! double settlements, wrong answers and clicks told "failed" that counted. With `dedup` off the
+//! stand-in posts a repeated nonce again, so that a post sent twice shows.
+//!
 //! Randomness comes from the seed only (a tiny xorshift). Timing decides where the faults land,
 //! never what counts as correct: every voter of a question clicks the same planned option, the
 //! dissenting vote is never enough for a quorum, so any answer that differs is wrong whatever
@@ -57,21 +65,28 @@
 //!
 //! Used by `examples/chaos.rs` (the full run) and `tests/it/chaos.rs` (small runs).
 
+mod cluster_faults;
+
+pub use cluster_faults::{
+    faketime_available, ClusterFault, Injected, CONNECT_SLACK, FAKETIME_LIB, HEARTBEAT,
+};
+
 use super::discord_schema::Validator;
 use super::fixtures::{self, Clicker};
-use super::standin::{Failure, Stall, StandIn};
+use super::standin::{Failure, Recorded, Stall, StandIn};
+use crate::proxy::Proxy;
 use crate::scratch::ScratchDb;
 use askrelay::answerer::discord::custom_id::{self, Action};
 use askrelay::client::Client;
-use askrelay::domain::cluster::Role;
 use askrelay::protocol::{Event, Op};
 use askrelay::store::redact_url;
+use cluster_faults::NodeHandle;
 use serde_json::{json, Value};
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::{ExitStatus, Stdio};
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::io::{AsyncBufReadExt, BufReader};
@@ -158,6 +173,21 @@ pub struct ChaosConfig {
     /// database in any case; a `postgres://` URL for that database as it is. A scratch database
     /// is dropped at the end (kept with the work directory).
     pub database: Option<String>,
+    /// The cluster faults to inject (cluster mode only), one at a time, each kind once per
+    /// round in an order the seed shuffles; see `chaos/cluster_faults.rs`. With any, every node
+    /// reaches PostgreSQL through a [`Proxy`] of its own and the stand-in asks for a heartbeat
+    /// every 0.5 s and closes silent sessions.
+    pub cluster_faults: Vec<ClusterFault>,
+    /// How many cluster faults in all; 0 for one of each kind.
+    pub cluster_fault_count: usize,
+    /// The stand-in de-duplicates message creates by nonce (as Discord does); off, a post sent
+    /// twice shows as two messages.
+    pub dedup: bool,
+    /// `cluster.failover_secs` for every node; `None` for the daemon's default (10).
+    pub failover_secs: Option<u64>,
+    /// Freeze, partition and skew always hit the leader (otherwise half the time): for a
+    /// short run with one fault of each kind, where a follower hit would show little.
+    pub faults_at_leader: bool,
 }
 
 impl ChaosConfig {
@@ -177,8 +207,47 @@ impl ChaosConfig {
             keep_dir: false,
             nodes: 1,
             database: None,
+            cluster_faults: Vec::new(),
+            cluster_fault_count: 0,
+            dedup: true,
+            failover_secs: None,
+            faults_at_leader: false,
         }
     }
+
+    /// The failover time the nodes run with.
+    pub fn failover(&self) -> Duration {
+        Duration::from_secs(self.failover_secs.unwrap_or(10))
+    }
+}
+
+/// The figures of one fault kind (or of the time outside every cluster fault, `none`).
+#[derive(Clone, Debug, Default)]
+pub struct FaultRow {
+    /// `freeze`, `partition`, `stall`, `skew`, or `none`: the rest of the run (start-up, kills,
+    /// gateway drops).
+    pub kind: String,
+    pub injected: usize,
+    /// The longest stretch with no live gateway session that began within one of its windows.
+    pub longest_no_leader: Duration,
+    /// Stretches longer than their fault's bar.
+    pub over_bar: usize,
+    /// The largest bar among its faults.
+    pub bar: Option<Duration>,
+    /// The longest stretch with two or more live sessions.
+    pub longest_two_sessions: Duration,
+    /// Messages beyond one per (request key, question, channel) created in its windows.
+    pub duplicates: usize,
+    /// Messages created with a nonce already used in their channel, in its windows.
+    pub nonce_reuses: usize,
+    /// Requests whose answer was lost, wrong, or settled twice, by when their last question
+    /// was first clicked.
+    pub lost: usize,
+    pub wrong: usize,
+    pub settled_twice: usize,
+    /// Ballots that counted (the stored answer is theirs) though none of their clicks got a
+    /// callback within 3 s: the person saw "This interaction failed".
+    pub told_failed_counted: usize,
 }
 
 /// What happened. The bar: `duplicates_posted`, `answers_lost`, `ended_twice` and
@@ -193,6 +262,11 @@ pub struct ChaosReport {
     /// Messages created beyond one per (request key, question, channel): the question's own
     /// message, and its escalation copy.
     pub duplicates_posted: usize,
+    /// Of those, second copies made with Discord's nonce de-duplication off: the bound of
+    /// issue 27 is at most one duplicate per request that was mid-post at a change of leader
+    /// (the old leader's post in flight when it was frozen or cut off). A third copy, or any
+    /// duplicate with de-duplication on, is over the bar.
+    pub duplicates_within_bound: usize,
     /// Escalation copies posted (in the copies channel).
     pub copies_posted: usize,
     /// Requests whose client never got `answered` though every question was clicked.
@@ -277,6 +351,27 @@ pub struct ChaosReport {
     pub lead_moves: usize,
     /// The longest failover: the leader's SIGKILL → the next live gateway session.
     pub longest_failover: Option<Duration>,
+    /// Cluster faults planned, and injected (a skew without libfaketime is skipped).
+    pub cluster_faults_planned: usize,
+    pub cluster_faults_injected: usize,
+    /// What each cluster fault did, in order.
+    pub injected: Vec<String>,
+    /// Whether the stand-in de-duplicated creates by nonce.
+    pub dedup: bool,
+    /// `cluster.failover_secs`.
+    pub failover_secs: u64,
+    /// Per fault kind, then `none`: only in cluster mode.
+    pub fault_rows: Vec<FaultRow>,
+    /// The whole run (in cluster mode), from the first live session to the end of the faults.
+    pub longest_no_leader: Option<Duration>,
+    pub longest_two_sessions: Option<Duration>,
+    /// Messages created with a nonce already used in their channel.
+    pub nonce_reuses: usize,
+    /// Ballots that counted though no click of theirs got its callback within 3 s (all of the
+    /// run); and those where Discord itself failed or held the callback (injected), not counted
+    /// in the former.
+    pub told_failed_counted: usize,
+    pub told_failed_by_discord: usize,
     pub elapsed: Duration,
     /// What went wrong, one line each; empty on a clean run. Anything here fails the run.
     pub problems: Vec<String>,
@@ -290,7 +385,7 @@ impl ChaosReport {
     /// The bar: the four zeros, every request answered, every question posted, every planned
     /// kill done, and no problem seen by the harness.
     pub fn ok(&self) -> bool {
-        self.duplicates_posted == 0
+        self.duplicates_posted == self.duplicates_within_bound
             && self.answers_lost == 0
             && self.ended_twice == 0
             && self.wrong_answers == 0
@@ -302,6 +397,19 @@ impl ChaosReport {
             && self.quorum_violations == 0
             && self.settled_twice == 0
             && self.problems.is_empty()
+            && self.cluster_faults_ok()
+    }
+
+    /// The bars of the cluster faults: every one planned was injected (a skipped skew is not
+    /// planned), no stretch without a leader in a fault's window longer than its bar, and no
+    /// click there told "failed" that counted.
+    pub fn cluster_faults_ok(&self) -> bool {
+        self.cluster_faults_injected >= self.cluster_faults_planned
+            && self
+                .fault_rows
+                .iter()
+                .filter(|r| r.kind != "none")
+                .all(|r| r.over_bar == 0 && r.told_failed_counted == 0)
     }
 
     pub fn print(&self) {
@@ -328,8 +436,15 @@ impl ChaosReport {
         row(
             "duplicates posted",
             self.duplicates_posted.to_string(),
-            zero(self.duplicates_posted),
+            zero(self.duplicates_posted - self.duplicates_within_bound),
         );
+        if self.duplicates_within_bound > 0 {
+            row(
+                "  within the bound",
+                self.duplicates_within_bound.to_string(),
+                "",
+            );
+        }
         row(
             "answers lost",
             self.answers_lost.to_string(),
@@ -417,12 +532,46 @@ impl ChaosReport {
                     .map_or("-".into(), |d| format!("{:.2} s", d.as_secs_f64())),
                 "",
             );
+            let secs =
+                |d: Option<Duration>| d.map_or("-".into(), |d| format!("{:.2} s", d.as_secs_f64()));
+            row("failover_secs", self.failover_secs.to_string(), "");
+            row("longest without leader", secs(self.longest_no_leader), "");
+            row("longest two sessions", secs(self.longest_two_sessions), "");
+            row(
+                "nonce de-duplication",
+                if self.dedup { "on" } else { "off" }.into(),
+                "",
+            );
+            row("nonce reuses", self.nonce_reuses.to_string(), "");
+            row(
+                "told failed, counted",
+                self.told_failed_counted.to_string(),
+                "",
+            );
+            row(
+                "  (Discord's own faults)",
+                self.told_failed_by_discord.to_string(),
+                "",
+            );
+            if self.cluster_faults_planned > 0 {
+                row(
+                    "cluster faults",
+                    format!(
+                        "{}/{}",
+                        self.cluster_faults_injected, self.cluster_faults_planned
+                    ),
+                    "",
+                );
+            }
         }
         row(
             "elapsed",
             format!("{:.1} s", self.elapsed.as_secs_f64()),
             "",
         );
+        if !self.fault_rows.is_empty() {
+            out.push_str(&self.render_fault_rows());
+        }
         let mut text = if self.cluster {
             format!(
                 "askrelay chaos run, seed {}, {} node(s) on {}\n{out}",
@@ -461,6 +610,43 @@ impl ChaosReport {
             "RESULT: FAIL"
         });
         text
+    }
+}
+
+impl ChaosReport {
+    /// The table of the cluster faults: one row per kind, then `none` (the rest of the run).
+    /// The bars: no-leader stretches within the bar, 0 clicks told "failed" that counted, and
+    /// (for every row, as in the totals) 0 duplicates, lost, settled twice and wrong.
+    fn render_fault_rows(&self) -> String {
+        let mut out = String::from(
+            "  per fault kind   faults  no leader (bar)         two sessions  dups  nonce  lost  \
+             settled2x  wrong  told-failed-counted\n",
+        );
+        for r in &self.fault_rows {
+            let bar = r
+                .bar
+                .map_or(String::new(), |b| format!("(<= {:.2} s)", b.as_secs_f64()));
+            let failed = r.kind != "none" && (r.over_bar > 0 || r.told_failed_counted > 0);
+            out.push_str(&format!(
+                "    {:<14}{:>6}  {:>7.2} s {:<14}{:>9.2} s {:>5} {:>6} {:>5} {:>10} {:>6} {:>20}{}\n",
+                r.kind,
+                r.injected,
+                r.longest_no_leader.as_secs_f64(),
+                bar,
+                r.longest_two_sessions.as_secs_f64(),
+                r.duplicates,
+                r.nonce_reuses,
+                r.lost,
+                r.settled_twice,
+                r.wrong,
+                r.told_failed_counted,
+                if failed { "  FAILED" } else { "" }
+            ));
+        }
+        for i in &self.injected {
+            out.push_str(&format!("    fault: {i}\n"));
+        }
+        out
     }
 }
 
@@ -810,6 +996,56 @@ struct Shared {
     failovers: Mutex<Vec<Duration>>,
     /// The tasks timing failovers; the report waits for them.
     failover_watches: Mutex<Vec<tokio::task::JoinHandle<()>>>,
+    /// Every click by interaction id: when it reached a gateway session and what Discord heard
+    /// back, for "told failed, counted".
+    click_log: Mutex<HashMap<u64, ClickRec>>,
+}
+
+/// One click (interaction) and its callbacks.
+struct ClickRec {
+    iid: u64,
+    request: usize,
+    question: usize,
+    ballot: usize,
+    step: Step,
+    /// When the stand-in handed it to a live gateway session: Discord's 3 s start then.
+    dispatched: Option<Instant>,
+    /// When the first successful type 7 or 6 callback (the message updated, or its update deferred: the vote shown or the
+    /// question settled) came.
+    updated: Option<Instant>,
+    /// When the first other successful callback came that says nothing failed: a private
+    /// "Already answered" or "you already voted" (type 4), or a form (type 9). Discord tells
+    /// the person the interaction failed only when no callback comes within 3 s.
+    replied: Option<Instant>,
+    /// Discord itself failed (injected 5xx or 429) or held (a stall) a callback of it.
+    discord_failed: bool,
+}
+
+impl ClickRec {
+    /// Notes a callback of this click, as Discord hears it.
+    fn note_callback(&mut self, r: &Recorded) {
+        let at = Instant::from_std(r.at);
+        let ok = (200..300).contains(&r.status);
+        if r.status == 429 || r.status >= 500 {
+            self.discord_failed = true;
+        } else if ok
+            // An update (7), or a deferred update (6) that the edit follows: either keeps
+            // Discord from telling the person the interaction failed.
+            && matches!(r.body.as_ref().and_then(|b| b["type"].as_u64()), Some(6 | 7))
+        {
+            self.updated = Some(self.updated.map_or(at, |u| u.min(at)));
+        } else if ok {
+            let text = r.body.as_ref().map_or(String::new(), |b| {
+                b["data"]["content"].as_str().unwrap_or_default().to_owned()
+            });
+            let failed = ["could not be saved", "could not save", "was not saved"]
+                .iter()
+                .any(|f| text.contains(f));
+            if !failed {
+                self.replied = Some(self.replied.map_or(at, |u| u.min(at)));
+            }
+        }
+    }
 }
 
 impl Shared {
@@ -891,6 +1127,10 @@ struct DaemonCtl {
     /// Set by the log reader while this instance says it leads the cluster ("leading the
     /// cluster" until "stepping down"): where the leader is when `health` does not answer.
     leading: Arc<AtomicBool>,
+    /// What the cluster fault task needs of this node (pid, skew, proxy).
+    handle: Arc<NodeHandle>,
+    /// `cluster.failover_secs`, when the run sets it.
+    failover_secs: Option<u64>,
     shared: Arc<Shared>,
 }
 
@@ -942,6 +1182,21 @@ impl DaemonCtl {
             .kill_on_drop(true);
         if let Some(node) = &self.node {
             cmd.env("ASKRELAY_CLUSTER__NODE_ID", node);
+            if let Some(secs) = self.failover_secs {
+                cmd.env("ASKRELAY_CLUSTER__FAILOVER_SECS", secs.to_string());
+            }
+        }
+        if let Some(file) = &self.handle.faketime {
+            // Under libfaketime, with the offset in a file the skew fault rewrites (read again
+            // every second). The monotonic clock stays true: only the wall clock (what a lease
+            // on local time would read) moves.
+            cmd.env("LD_PRELOAD", FAKETIME_LIB)
+                .env("FAKETIME_TIMESTAMP_FILE", file)
+                .env(
+                    "FAKETIME_CACHE_DURATION",
+                    cluster_faults::FAKETIME_CACHE.as_secs().to_string(),
+                )
+                .env("FAKETIME_DONT_FAKE_MONOTONIC", "1");
         }
         if let Some(point) = crash_at {
             cmd.env(askrelay::crash::ENV, point);
@@ -950,6 +1205,7 @@ impl DaemonCtl {
             .spawn()
             .map_err(|e| format!("cannot run {}: {e}", self.bin.display()))?;
         let pid = child.id().unwrap_or(0);
+        self.handle.pid.store(pid, Ordering::SeqCst);
         self.shared.log(format!(
             "daemon {name} started (pid {pid}{})",
             crash_at.map_or(String::new(), |p| format!(", crash point {p}"))
@@ -960,6 +1216,7 @@ impl DaemonCtl {
         self.aborted_on_purpose = aborted.clone();
         let leading = Arc::new(AtomicBool::new(false));
         self.leading = leading.clone();
+        *self.handle.leading.lock().unwrap() = leading.clone();
         let log = self.log.clone();
         let shared = self.shared.clone();
         {
@@ -1025,6 +1282,7 @@ impl DaemonCtl {
         let Some(mut child) = self.child.take() else {
             return "not running".into();
         };
+        self.handle.pid.store(0, Ordering::SeqCst);
         match timeout(Duration::from_secs(10), child.wait()).await {
             Ok(Ok(s)) => describe(s),
             Ok(Err(e)) => format!("wait failed: {e}"),
@@ -1062,6 +1320,7 @@ impl DaemonCtl {
             return Some(format!("cannot send SIGTERM to daemon {name}"));
         }
         let mut child = self.child.take().expect("checked above");
+        self.handle.pid.store(0, Ordering::SeqCst);
         match timeout(STOP_LIMIT, child.wait()).await {
             Ok(Ok(s)) if s.success() => None,
             Ok(Ok(s)) => Some(format!(
@@ -1105,7 +1364,7 @@ async fn says_it_leads(socket: &Path) -> Option<bool> {
     })
     .await;
     match asked {
-        Ok(Some(h)) => Some(h.cluster.is_some_and(|c| c.role == Role::Leader.as_str())),
+        Ok(Some(h)) => Some(h.cluster.is_some_and(|c| c.role == "leader")),
         _ => None,
     }
 }
@@ -1133,6 +1392,9 @@ struct Monkey {
     deadline: Instant,
     /// In cluster mode, the stand-in: it shows when the next leader's gateway session is live.
     cluster: Option<StandIn>,
+    /// Set once the cluster faults are all injected and undone (at once without any): the
+    /// monkey keeps restarting nodes until then, a skewed node's restarts included.
+    faults_done: watch::Receiver<bool>,
 }
 
 enum Wake {
@@ -1301,14 +1563,20 @@ impl Monkey {
                 return self.ds;
             }
         }
-        // Every kill is done: keep the daemons up until the clients are all done.
+        // Every kill is done: keep the daemons up until the clients and the cluster faults are
+        // all done.
         loop {
             if self.shared.is_fatal() {
                 return self.ds;
             }
+            let mut faults_done = self.faults_done.clone();
+            let both = async {
+                let _ = done.wait_for(|&d| d).await;
+                let _ = faults_done.wait_for(|&d| d).await;
+            };
             let wake = tokio::select! {
                 (i, s) = any_exit(&mut self.ds, None) => Wake::Exited(i, s),
-                _ = done.wait_for(|&d| d) => Wake::Ready,
+                _ = both => Wake::Ready,
                 _ = sleep_until(self.deadline) => Wake::Deadline,
             };
             match wake {
@@ -1696,11 +1964,17 @@ struct Target {
     confirmed: bool,
     /// The request ended without an answer: nothing more to click.
     dead: bool,
+    /// A draft whose save was slow (its update deferred): the person reads its follow-up
+    /// ("saved", or "could not save, try again") before pressing Submit.
+    awaiting_draft: Option<u64>,
 }
 
+/// How long the person waits for a slow draft's follow-up before choosing again.
+const DRAFT_FOLLOW_UP_WAIT: Duration = Duration::from_secs(20);
+
 struct ClickerOut {
-    /// (request, question) that got at least one settling click.
-    settle_clicked: HashSet<(usize, usize)>,
+    /// (request, question) that got at least one settling click, and when the first was sent.
+    settle_clicked: HashMap<(usize, usize), Instant>,
     /// (request, question) → request key, from the messages.
     keys: HashMap<(usize, usize), String>,
 }
@@ -1724,7 +1998,7 @@ struct ClickerTask {
     message_cursor: usize,
     request_cursor: usize,
     finished_seen: Vec<bool>,
-    settle_clicked: HashSet<(usize, usize)>,
+    settle_clicked: HashMap<(usize, usize), Instant>,
     confirmed_count: usize,
     unexpected_replies: usize,
 }
@@ -1780,8 +2054,20 @@ impl ClickerTask {
                 continue;
             };
             let (rq, target) = found;
-            if let std::collections::btree_map::Entry::Vacant(e) = self.targets.entry(rq) {
-                e.insert(target);
+            match self.targets.entry(rq) {
+                std::collections::btree_map::Entry::Vacant(e) => {
+                    e.insert(target);
+                }
+                // The question posted again in the same channel (a duplicate; with the
+                // stand-in's nonce de-duplication off it stays one): a person would click the
+                // newest, and so does the clicker, so that a duplicate shows as a duplicate
+                // and not also as a lost answer.
+                std::collections::btree_map::Entry::Occupied(mut e) => {
+                    let t = e.get_mut();
+                    if t.channel == target.channel && !t.confirmed && !t.dead {
+                        t.message = target.message;
+                    }
+                }
             }
         }
     }
@@ -1876,16 +2162,58 @@ impl ClickerTask {
                 inflight: None,
                 confirmed: false,
                 dead: false,
+                awaiting_draft: None,
             },
         ))
     }
 
-    /// New REST requests: the callbacks of our interactions.
+    /// A follow-up of a slow draft: "saved" moves the person on to Submit; anything else
+    /// ("could not save your selection, try again") has them choose again.
+    fn note_follow_up(&mut self, r: &Recorded) {
+        let Some(iid) = r
+            .path
+            .rsplit('/')
+            .next()
+            .and_then(|t| t.strip_prefix("tok"))
+            .and_then(|t| t.parse::<u64>().ok())
+        else {
+            return;
+        };
+        let Some(&(ri, qi, _, _)) = self.iids.get(&iid) else {
+            return;
+        };
+        let Some(t) = self.targets.get_mut(&(ri, qi)) else {
+            return;
+        };
+        if t.awaiting_draft != Some(iid) {
+            return;
+        }
+        t.awaiting_draft = None;
+        let content = r
+            .body
+            .as_ref()
+            .and_then(|b| b["content"].as_str())
+            .unwrap_or_default();
+        if content.contains("selection was saved") {
+            t.step = Step::Settle;
+            t.not_before = Instant::now();
+        } else {
+            t.step = Step::Draft;
+            t.not_before = Instant::now() + Duration::from_millis(300);
+        }
+    }
+
+    /// New REST requests: the callbacks of our interactions, and the follow-ups of slow
+    /// drafts.
     fn scan_requests(&mut self) {
         let new = self.standin.requests_from(self.request_cursor);
         self.request_cursor += new.len();
         for r in new {
             let segs: Vec<&str> = r.path.split('/').collect();
+            if r.method == "POST" && segs.contains(&"webhooks") {
+                self.note_follow_up(&r);
+                continue;
+            }
             let Some(at) = segs.iter().position(|s| *s == "interactions") else {
                 continue;
             };
@@ -1898,6 +2226,9 @@ impl ClickerTask {
             let Some(&(ri, qi, step, ballot)) = self.iids.get(&iid) else {
                 continue;
             };
+            if let Some(rec) = self.shared.click_log.lock().unwrap().get_mut(&iid) {
+                rec.note_callback(&r);
+            }
             let Some(t) = self.targets.get_mut(&(ri, qi)) else {
                 continue;
             };
@@ -1938,10 +2269,27 @@ impl ClickerTask {
             // settling click updates the message (type 7), a vote showing the count so far.
             let done = match kind {
                 Some(6) if step == Step::Draft => {
-                    if t.step == Step::Draft {
-                        t.step = Step::Settle;
+                    if t.step == Step::Draft && current {
+                        let dispatched = self
+                            .shared
+                            .click_log
+                            .lock()
+                            .unwrap()
+                            .get(&iid)
+                            .and_then(|c| c.dispatched);
+                        let slow = dispatched.is_some_and(|d| {
+                            Instant::from_std(r.at).saturating_duration_since(d)
+                                >= Duration::from_millis(1500)
+                        });
                         t.inflight = None;
-                        t.not_before = Instant::now();
+                        if slow {
+                            // Deferred: its follow-up says whether the selection was saved.
+                            t.awaiting_draft = Some(iid);
+                            t.not_before = Instant::now() + DRAFT_FOLLOW_UP_WAIT;
+                        } else {
+                            t.step = Step::Settle;
+                            t.not_before = Instant::now();
+                        }
                     }
                     false
                 }
@@ -1971,6 +2319,16 @@ impl ClickerTask {
                     self.confirmed_count += 1;
                     false
                 }
+                // A deferred update: the store took longer than 2 s, and what became of the
+                // click follows as an edit or a follow-up. Click again a moment later, as a
+                // person would: "already answered" or "already voted" if it counted.
+                Some(6) => {
+                    if current {
+                        t.inflight = None;
+                        t.not_before = Instant::now() + Duration::from_millis(500);
+                    }
+                    false
+                }
                 // The vote was stored before: a click repeated after a restart or a failed
                 // callback. The last one may have completed the quorum without settling it
                 // (a crash between the two): the next start settles it.
@@ -1985,6 +2343,16 @@ impl ClickerTask {
                 }
                 Some(4) if content.contains("has ended") => {
                     t.dead = true;
+                    false
+                }
+                // "Submit" after a draft that failed to save (its deferred update said so in
+                // a follow-up): choose again, as a person would, then Submit.
+                Some(4) if content.contains("selection was not saved") => {
+                    if current {
+                        t.step = Step::Draft;
+                        t.inflight = None;
+                        t.not_before = Instant::now() + Duration::from_millis(500);
+                    }
                     false
                 }
                 _ => {
@@ -2104,7 +2472,7 @@ impl ClickerTask {
         // The question counts as clicked once its last ballot's settling click is sent.
         let last = t.ballot + 1 == self.plan[r].questions[q].ballots.len();
         if t.step == Step::Settle && last {
-            self.settle_clicked.insert((r, q));
+            self.settle_clicked.entry((r, q)).or_insert(now);
         }
         t.inflight = Some(InFlight {
             iid,
@@ -2112,14 +2480,31 @@ impl ClickerTask {
             sent: now,
         });
         self.iids.insert(iid, (r, q, t.step, t.ballot));
+        self.shared.click_log.lock().unwrap().insert(
+            iid,
+            ClickRec {
+                iid,
+                request: r,
+                question: q,
+                ballot: t.ballot,
+                step: t.step,
+                dispatched: None,
+                updated: None,
+                replied: None,
+                discord_failed: false,
+            },
+        );
         self.shared.clicks.fetch_add(1, Ordering::Relaxed);
         let standin = self.standin.clone();
         let shared = self.shared.clone();
         tokio::spawn(async move {
-            if timeout(SEND_LIMIT, standin.send_interaction(payload))
-                .await
-                .is_err()
-            {
+            let sent = timeout(SEND_LIMIT, standin.send_interaction(payload)).await;
+            if sent.is_ok() {
+                if let Some(rec) = shared.click_log.lock().unwrap().get_mut(&iid) {
+                    rec.dispatched = Some(Instant::now());
+                }
+            }
+            if sent.is_err() {
                 shared.problem(format!(
                     "no live gateway session for {} s to deliver a click to",
                     SEND_LIMIT.as_secs()
@@ -2392,6 +2777,61 @@ pub async fn run(cfg: ChaosConfig, daemon_bin: &Path) -> ChaosReport {
         }
     };
     let nodes = cfg.nodes;
+    // The cluster faults: a proxy in front of the database per node, a heartbeat the stand-in
+    // enforces (so that a frozen leader's session ends), and the plan. A skew without
+    // libfaketime is skipped, and said so.
+    let mut fault_kinds: Vec<ClusterFault> = Vec::new();
+    let mut early_notes = Vec::new();
+    if !cfg.cluster_faults.is_empty() && !database.cluster {
+        early_notes.push("cluster faults need a cluster on PostgreSQL; none injected".to_owned());
+    }
+    if database.cluster {
+        for k in &cfg.cluster_faults {
+            if *k == ClusterFault::Skew && !faketime_available() {
+                early_notes.push(format!(
+                    "the skew fault is skipped: libfaketime is not installed ({FAKETIME_LIB} is \
+                     missing; on Debian, apt-get install faketime)"
+                ));
+                continue;
+            }
+            if !fault_kinds.contains(k) {
+                fault_kinds.push(*k);
+            }
+        }
+    }
+    let faults_on = !fault_kinds.is_empty();
+    let failover = cfg.failover();
+    let fault_plan = if faults_on {
+        let count = if cfg.cluster_fault_count == 0 {
+            fault_kinds.len()
+        } else {
+            cfg.cluster_fault_count
+        };
+        cluster_faults::order(&fault_kinds, count, &mut rng)
+    } else {
+        Vec::new()
+    };
+    let mut proxies: Vec<Option<Proxy>> = vec![None; nodes];
+    if faults_on {
+        for p in &mut proxies {
+            match Proxy::for_postgres(&database.url).await {
+                Ok((proxy, _)) => *p = Some(proxy),
+                Err(e) => {
+                    return ChaosReport {
+                        seed: cfg.seed,
+                        requests: cfg.requests,
+                        nodes: cfg.nodes,
+                        problems: vec![format!("cannot start a database proxy: {e}")],
+                        ..ChaosReport::default()
+                    }
+                }
+            }
+        }
+        standin.enforce_heartbeats(cluster_faults::HEARTBEAT);
+    }
+    if !cfg.dedup {
+        standin.set_nonce_dedup(false);
+    }
     // Alone: askrelay.sock and daemon.log, as always. In a cluster: node-<i>.sock and
     // node-<i>.log.
     let node_ids: Vec<Option<String>> = (1..=nodes)
@@ -2439,11 +2879,37 @@ pub async fn run(cfg: ChaosConfig, daemon_bin: &Path) -> ChaosReport {
         lead_moves: AtomicUsize::new(0),
         failovers: Mutex::new(Vec::new()),
         failover_watches: Mutex::new(Vec::new()),
+        click_log: Mutex::new(HashMap::new()),
     });
+    for n in early_notes {
+        shared.note(n);
+    }
+    let handles: Vec<Arc<NodeHandle>> = node_ids
+        .iter()
+        .zip(&sockets)
+        .zip(&proxies)
+        .map(|((node, socket), proxy)| {
+            Arc::new(NodeHandle {
+                name: node.clone().unwrap_or_else(|| "daemon".into()),
+                socket: socket.clone(),
+                pid: AtomicU32::new(0),
+                leading: Mutex::new(Arc::new(AtomicBool::new(false))),
+                faketime: fault_kinds.contains(&ClusterFault::Skew).then(|| {
+                    let file = dir
+                        .path()
+                        .join(format!("{}.faketime", node.as_deref().unwrap_or("daemon")));
+                    std::fs::write(&file, "+0\n").expect("chaos: cannot write a faketime file");
+                    file
+                }),
+                proxy: proxy.clone(),
+            })
+        })
+        .collect();
     let mut daemons: Vec<DaemonCtl> = node_ids
         .iter()
         .zip(&sockets)
-        .map(|(node, socket)| {
+        .zip(&handles)
+        .map(|((node, socket), handle)| {
             let file = match node {
                 Some(n) => format!("{n}.log"),
                 None => "daemon.log".into(),
@@ -2453,7 +2919,11 @@ pub async fn run(cfg: ChaosConfig, daemon_bin: &Path) -> ChaosReport {
             DaemonCtl {
                 bin: daemon_bin.to_path_buf(),
                 socket: socket.clone(),
-                db_url: database.url.clone(),
+                // Through its own proxy when there are cluster faults.
+                db_url: match &handle.proxy {
+                    Some(p) => p.postgres_url(&database.url).expect("a postgres URL"),
+                    None => database.url.clone(),
+                },
                 base_url: standin.base_url.clone(),
                 node: node.clone(),
                 log: Arc::new(Mutex::new(log)),
@@ -2464,10 +2934,18 @@ pub async fn run(cfg: ChaosConfig, daemon_bin: &Path) -> ChaosReport {
                 started_at: Instant::now(),
                 instance: 0,
                 leading: Arc::new(AtomicBool::new(false)),
+                handle: handle.clone(),
+                failover_secs: cfg.failover_secs,
                 shared: shared.clone(),
             }
         })
         .collect();
+    // In a cluster, the live gateway sessions from now on: leaders seen from the outside.
+    let (stop_sessions, stop_sessions_rx) = watch::channel(false);
+    let sessions = database
+        .cluster
+        .then(|| cluster_faults::watch_sessions(standin.clone(), stop_sessions_rx));
+    let wall0 = std::time::SystemTime::now();
     shared.log(format!(
         "{} requests, {total_questions} questions, {} kills, seed {}, {nodes} node(s) on {}, \
          work dir {}",
@@ -2521,13 +2999,25 @@ pub async fn run(cfg: ChaosConfig, daemon_bin: &Path) -> ChaosReport {
             }
         }
     }
+    // The clicks go on through every cluster fault: spread them over the schedule.
+    let mut click_spread = cfg.click_spread;
+    if faults_on {
+        let schedule = cluster_faults::schedule_length(&fault_plan, failover);
+        if schedule > click_spread {
+            shared.log(format!(
+                "clicks spread over {:.0} s, the length of the cluster faults",
+                schedule.as_secs_f64()
+            ));
+            click_spread = schedule;
+        }
+    }
     let clicker = tokio::spawn(
         ClickerTask {
             standin: standin.clone(),
             plan: plan.clone(),
             shared: shared.clone(),
             rng: rng.fork(),
-            click_spread: cfg.click_spread,
+            click_spread,
             clicks_from: t0 + cfg.ramp,
             people: people(),
             labels,
@@ -2537,7 +3027,7 @@ pub async fn run(cfg: ChaosConfig, daemon_bin: &Path) -> ChaosReport {
             message_cursor: 0,
             request_cursor: 0,
             finished_seen: vec![false; cfg.requests],
-            settle_clicked: HashSet::new(),
+            settle_clicked: HashMap::new(),
             confirmed_count: 0,
             unexpected_replies: 0,
         }
@@ -2552,6 +3042,23 @@ pub async fn run(cfg: ChaosConfig, daemon_bin: &Path) -> ChaosReport {
             queue,
         ))
     });
+    let (faults_done, faults_done_rx) = watch::channel(!faults_on);
+    let fault_runner = faults_on.then(|| {
+        let schedule = cluster_faults::Schedule {
+            kinds: fault_plan.clone(),
+            nodes: handles.clone(),
+            failover,
+            // Once the asks are in and the first clicks are going.
+            from: t0 + cfg.ramp + Duration::from_secs(2),
+            at_leader: cfg.faults_at_leader,
+        };
+        tokio::spawn(cluster_faults::run(
+            schedule,
+            shared.clone(),
+            rng.fork(),
+            faults_done,
+        ))
+    });
     let monkey = tokio::spawn(
         Monkey {
             ds: daemons,
@@ -2561,6 +3068,7 @@ pub async fn run(cfg: ChaosConfig, daemon_bin: &Path) -> ChaosReport {
             shared: shared.clone(),
             deadline,
             cluster: database.cluster.then(|| standin.clone()),
+            faults_done: faults_done_rx,
         }
         .run(thresholds),
     );
@@ -2609,7 +3117,13 @@ pub async fn run(cfg: ChaosConfig, daemon_bin: &Path) -> ChaosReport {
     }
     shared.all_done.send_replace(true);
     shared.log("every request has a final line; finishing the kills");
-    let mut daemons = match timeout(Duration::from_secs(60 + 5 * cfg.kills as u64), monkey).await {
+    let monkey_limit = Duration::from_secs(60 + 5 * cfg.kills as u64)
+        + if faults_on {
+            cluster_faults::schedule_length(&fault_plan, failover) * 2
+        } else {
+            Duration::ZERO
+        };
+    let mut daemons = match timeout(monkey_limit, monkey).await {
         Ok(Ok(d)) => d,
         Ok(Err(e)) => {
             shared.problem(format!("the kill task failed: {e}"));
@@ -2630,6 +3144,28 @@ pub async fn run(cfg: ChaosConfig, daemon_bin: &Path) -> ChaosReport {
             shared.problem("a failover watch did not end in time".into());
         }
     }
+    // The cluster faults are over (the monkey waited for them): stop watching the sessions
+    // before the final restarts and stops, which are no failure of the lead.
+    let injected: Vec<Injected> = match fault_runner {
+        Some(f) => match timeout(Duration::from_secs(120), f).await {
+            Ok(Ok(v)) => v,
+            _ => {
+                shared.problem("the cluster fault task did not end in time".into());
+                Vec::new()
+            }
+        },
+        None => Vec::new(),
+    };
+    let measured_until = Instant::now();
+    stop_sessions.send_replace(true);
+    let session_samples = match sessions {
+        Some(h) => timeout(Duration::from_secs(10), h)
+            .await
+            .ok()
+            .and_then(Result::ok)
+            .unwrap_or_default(),
+        None => Vec::new(),
+    };
     let clicked = match timeout(Duration::from_secs(30), clicker).await {
         Ok(Ok(out)) => Some(out),
         Ok(Err(e)) => {
@@ -2697,7 +3233,8 @@ pub async fn run(cfg: ChaosConfig, daemon_bin: &Path) -> ChaosReport {
     }
 
     // ---- the report
-    let audit = check_audit(&database.url, &plan, &shared).await;
+    let mut twice_requests = Vec::new();
+    let audit = check_audit(&database.url, &plan, &shared, &mut twice_requests).await;
     let failovers = shared.failovers.lock().unwrap().clone();
     let mut report = ChaosReport {
         seed: cfg.seed,
@@ -2770,13 +3307,31 @@ pub async fn run(cfg: ChaosConfig, daemon_bin: &Path) -> ChaosReport {
     }
     report.questions_posted = per_question.keys().filter(|k| k.2 == CHANNEL).count();
     report.copies_posted = per_question.keys().filter(|k| k.2 == COPIES).count();
+    // When a message was created, from its snowflake (the stand-in's wall clock).
+    let created_at = |id: u64| -> Instant {
+        let wall0_ms = wall0
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis() as u64);
+        let ms = (id >> 22) + 1_420_070_400_000;
+        t0 + Duration::from_millis(ms.saturating_sub(wall0_ms))
+    };
+    let mut duplicate_times = Vec::new();
     for ((key, q, channel), ids) in &per_question {
         if ids.len() > 1 {
+            duplicate_times.extend(ids[1..].iter().map(|&id| created_at(id)));
             report.duplicates_posted += ids.len() - 1;
-            shared.problem(format!(
+            let what = format!(
                 "request key {key} question {q} was posted {} times in channel {channel}: messages {ids:?}",
                 ids.len()
-            ));
+            );
+            if !cfg.dedup && ids.len() == 2 {
+                report.duplicates_within_bound += 1;
+                shared.note(format!(
+                    "{what} (de-duplication off: one copy more, within the bound)"
+                ));
+            } else {
+                shared.problem(what);
+            }
         }
     }
     report.messages_not_edited = not_edited.len();
@@ -2790,9 +3345,11 @@ pub async fn run(cfg: ChaosConfig, daemon_bin: &Path) -> ChaosReport {
     // Final lines per request.
     let clicked_all = |ri: usize| {
         clicked.as_ref().is_some_and(|c| {
-            (0..plan[ri].questions.len()).all(|q| c.settle_clicked.contains(&(ri, q)))
+            (0..plan[ri].questions.len()).all(|q| c.settle_clicked.contains_key(&(ri, q)))
         })
     };
+    let mut lost_requests = Vec::new();
+    let mut wrong_requests = Vec::new();
     {
         let reqs = shared.reqs.lock().unwrap();
         for (ri, (p, st)) in plan.iter().zip(reqs.iter()).enumerate() {
@@ -2834,6 +3391,7 @@ pub async fn run(cfg: ChaosConfig, daemon_bin: &Path) -> ChaosReport {
                 report.answered += 1;
             } else if clicked_all(ri) {
                 report.answers_lost += 1;
+                lost_requests.push(ri);
                 shared.problem(format!(
                     "{who}: every question was clicked but its client never got an answer; \
                      it saw {:?}, the final re-attach {:?}",
@@ -2855,6 +3413,7 @@ pub async fn run(cfg: ChaosConfig, daemon_bin: &Path) -> ChaosReport {
                 });
                 if wrong {
                     report.wrong_answers += 1;
+                    wrong_requests.push(ri);
                     shared.problem(format!(
                         "{who}: wrong answer {answered:?}, expected result {}",
                         p.expected_result
@@ -2865,6 +3424,29 @@ pub async fn run(cfg: ChaosConfig, daemon_bin: &Path) -> ChaosReport {
                 shared.problem(format!("{who}: {o}"));
             }
         }
+    }
+    if database.cluster {
+        let outcomes = Outcomes {
+            injected: &injected,
+            planned: &fault_kinds,
+            planned_count: fault_plan.len(),
+            samples: &session_samples,
+            measured_until,
+            duplicate_times: &duplicate_times,
+            nonce_reuses: standin
+                .nonce_reuses()
+                .iter()
+                .map(|n| created_at(n.message_id))
+                .collect(),
+            lost: &lost_requests,
+            wrong: &wrong_requests,
+            twice: &twice_requests,
+            clicked: clicked.as_ref(),
+            plan: &plan,
+        };
+        outcomes.fill(&mut report, &standin, &shared);
+        report.dedup = cfg.dedup;
+        report.failover_secs = failover.as_secs();
     }
     report.elapsed = t0.elapsed();
     {
@@ -2897,6 +3479,316 @@ pub async fn run(cfg: ChaosConfig, daemon_bin: &Path) -> ChaosReport {
     report
 }
 
+/// What the cluster fault figures are computed from, once the run is over.
+struct Outcomes<'a> {
+    injected: &'a [Injected],
+    /// The kinds planned (a row each, even when none was injected).
+    planned: &'a [ClusterFault],
+    planned_count: usize,
+    /// The live gateway sessions over time.
+    samples: &'a [(Instant, usize)],
+    measured_until: Instant,
+    /// When each duplicate message was created.
+    duplicate_times: &'a [Instant],
+    /// When each message with a reused nonce was created.
+    nonce_reuses: Vec<Instant>,
+    /// Requests (plan indexes) whose answer was lost, wrong, settled twice.
+    lost: &'a [usize],
+    wrong: &'a [usize],
+    twice: &'a [usize],
+    clicked: Option<&'a ClickerOut>,
+    plan: &'a [PlannedRequest],
+}
+
+/// Discord shows "This interaction failed" when no callback came within this long.
+const DISCORD_CALLBACK_LIMIT: Duration = Duration::from_secs(3);
+
+impl Outcomes<'_> {
+    /// The window (an index into `injected`) a moment falls in, if any.
+    fn window(&self, t: Instant) -> Option<usize> {
+        self.injected
+            .iter()
+            .position(|i| i.start <= t && t < i.settled)
+    }
+
+    /// The window a stretch overlaps most, if any: a frozen leader's session counts as gone
+    /// from the heartbeat it missed, which may be a moment before the SIGSTOP, and so in the
+    /// last moments of the window before.
+    fn window_over(&self, a: Instant, b: Instant) -> Option<usize> {
+        self.injected
+            .iter()
+            .enumerate()
+            .map(|(w, i)| {
+                (
+                    w,
+                    b.min(i.settled).saturating_duration_since(a.max(i.start)),
+                )
+            })
+            .filter(|&(_, overlap)| overlap > Duration::ZERO)
+            .max_by_key(|&(_, overlap)| overlap)
+            .map(|(w, _)| w)
+    }
+
+    /// The row of a window: its kind's row, or the last (`none`).
+    fn row(&self, w: Option<usize>, kinds: &[ClusterFault]) -> usize {
+        w.and_then(|w| kinds.iter().position(|k| *k == self.injected[w].kind))
+            .unwrap_or(kinds.len())
+    }
+
+    /// The row of the fault at `t`.
+    fn row_of(&self, t: Instant, kinds: &[ClusterFault]) -> usize {
+        self.row(self.window(t), kinds)
+    }
+
+    /// When request `ri`'s last question was first clicked to settle: where its outcome is put.
+    fn request_time(&self, ri: usize) -> Option<Instant> {
+        let c = self.clicked?;
+        (0..self.plan[ri].questions.len())
+            .filter_map(|q| c.settle_clicked.get(&(ri, q)).copied())
+            .max()
+    }
+
+    fn fill(&self, report: &mut ChaosReport, standin: &StandIn, shared: &Shared) {
+        let kinds: Vec<ClusterFault> = self.planned.to_vec();
+        let mut rows: Vec<FaultRow> = kinds
+            .iter()
+            .map(|k| FaultRow {
+                kind: k.name().into(),
+                ..FaultRow::default()
+            })
+            .chain(std::iter::once(FaultRow {
+                kind: "none".into(),
+                ..FaultRow::default()
+            }))
+            .collect();
+        for i in self.injected {
+            let r = kinds
+                .iter()
+                .position(|k| *k == i.kind)
+                .unwrap_or(kinds.len());
+            rows[r].injected += 1;
+            rows[r].bar = rows[r].bar.max(Some(i.bar));
+        }
+        report.cluster_faults_planned = self.planned_count;
+        report.cluster_faults_injected = self.injected.len();
+        report.injected = self
+            .injected
+            .iter()
+            .map(|i| {
+                format!(
+                    "{} at {:.1} s: {}",
+                    i.kind,
+                    (i.start - shared.t0).as_secs_f64(),
+                    i.what
+                )
+            })
+            .collect();
+
+        // Leaders from the outside: from the first live session to the end of the faults.
+        if let Some(&(first, _)) = self.samples.iter().find(|s| s.1 > 0) {
+            let (none, two) = cluster_faults::session_gaps(
+                self.samples,
+                &standin.zombie_closes(),
+                first,
+                self.measured_until,
+            );
+            for z in standin.zombie_closes() {
+                shared.log(format!(
+                    "the stand-in closed a silent gateway connection ({}live) at {:.2} s, silent \
+                     from {:.2} s",
+                    if z.was_live { "" } else { "not " },
+                    (Instant::from_std(z.closed_at) - shared.t0).as_secs_f64(),
+                    (Instant::from_std(z.silent_from) - shared.t0).as_secs_f64()
+                ));
+            }
+            for &(a, b) in none.iter().chain(&two) {
+                if b - a >= Duration::from_millis(200) {
+                    shared.log(format!(
+                        "{} from {:.2} s to {:.2} s",
+                        if none.contains(&(a, b)) {
+                            "no leader"
+                        } else {
+                            "two sessions"
+                        },
+                        (a - shared.t0).as_secs_f64(),
+                        (b - shared.t0).as_secs_f64()
+                    ));
+                }
+            }
+            for (a, b) in none {
+                let d = b - a;
+                report.longest_no_leader = report.longest_no_leader.max(Some(d));
+                let w = self.window_over(a, b);
+                let r = self.row(w, &kinds);
+                rows[r].longest_no_leader = rows[r].longest_no_leader.max(d);
+                if let Some(w) = w {
+                    let fault = &self.injected[w];
+                    if d > fault.bar {
+                        rows[r].over_bar += 1;
+                        shared.problem(format!(
+                            "no leader for {:.2} s from {:.2} s on, during or after the {} fault \
+                             ({}); the bar is {:.2} s",
+                            d.as_secs_f64(),
+                            (a - shared.t0).as_secs_f64(),
+                            fault.kind,
+                            fault.what,
+                            fault.bar.as_secs_f64()
+                        ));
+                    }
+                }
+            }
+            for (a, b) in two {
+                let d = b - a;
+                report.longest_two_sessions = report.longest_two_sessions.max(Some(d));
+                let r = self.row(self.window_over(a, b), &kinds);
+                rows[r].longest_two_sessions = rows[r].longest_two_sessions.max(d);
+            }
+        }
+        for &t in self.duplicate_times {
+            let r = self.row_of(t, &kinds);
+            rows[r].duplicates += 1;
+        }
+        report.nonce_reuses = self.nonce_reuses.len();
+        for &t in &self.nonce_reuses {
+            let r = self.row_of(t, &kinds);
+            rows[r].nonce_reuses += 1;
+        }
+        let none = kinds.len();
+        let at = |ri: usize| {
+            self.request_time(ri)
+                .map_or(none, |t| self.row_of(t, &kinds))
+        };
+        for &ri in self.lost {
+            rows[at(ri)].lost += 1;
+        }
+        for &ri in self.wrong {
+            rows[at(ri)].wrong += 1;
+        }
+        for &ri in self.twice {
+            rows[at(ri)].settled_twice += 1;
+        }
+
+        // Clicks told "failed" that counted: a ballot for the stored answer (the request was
+        // answered as planned) none of whose clicks got its update within 3 s of reaching a
+        // session. Discord's own injected callback failures are counted apart.
+        let mut log = shared.click_log.lock().unwrap();
+        // The callbacks that came after the clicker stopped reading (the run ends as soon as
+        // every request has its final line): Discord heard them all the same.
+        for r in standin.requests() {
+            let segs: Vec<&str> = r.path.split('/').collect();
+            let iid = segs
+                .iter()
+                .position(|s| *s == "interactions")
+                .and_then(|at| segs.get(at + 1))
+                .and_then(|s| s.parse::<u64>().ok());
+            if let (Some(iid), Some(&"callback")) = (iid, segs.last()) {
+                if let Some(rec) = log.get_mut(&iid) {
+                    rec.note_callback(&r);
+                }
+            }
+        }
+        let held: Vec<String> = standin
+            .held_from(0)
+            .into_iter()
+            .filter(|h| h.path.ends_with("/callback"))
+            .map(|h| h.path)
+            .collect();
+        // (request, question, ballot) → its clicks.
+        let mut ballots: BTreeMap<(usize, usize, usize), Vec<&ClickRec>> = BTreeMap::new();
+        for rec in log.values() {
+            if rec.step == Step::Settle {
+                ballots
+                    .entry((rec.request, rec.question, rec.ballot))
+                    .or_default()
+                    .push(rec);
+            }
+        }
+        let answered_right = |ri: usize| {
+            let reqs = shared.reqs.lock().unwrap();
+            let p = &self.plan[ri];
+            reqs[ri].finals.first().is_some_and(|l| {
+                let v: Value = serde_json::from_str(l).unwrap_or(Value::Null);
+                v["event"] == "answered"
+                    && serde_json::to_string(&v["result"]).ok().as_deref()
+                        == Some(p.expected_result.as_str())
+            })
+        };
+        for ((ri, qi, bi), clicks) in ballots {
+            let pq = &self.plan[ri].questions[qi];
+            let b = &pq.ballots[bi];
+            if b.expect == Expect::Refused || b.pick != pq.expected || !answered_right(ri) {
+                continue;
+            }
+            let told = clicks.iter().any(|c| {
+                match (
+                    c.dispatched,
+                    [c.updated, c.replied].into_iter().flatten().min(),
+                ) {
+                    (Some(d), Some(u)) => u.saturating_duration_since(d) <= DISCORD_CALLBACK_LIMIT,
+                    // Updated before the sender noted the dispatch: quick.
+                    (None, Some(_)) => true,
+                    _ => false,
+                }
+            });
+            if told {
+                continue;
+            }
+            let by_discord = clicks.iter().any(|c| {
+                c.discord_failed
+                    || held
+                        .iter()
+                        .any(|p| p.contains(&format!("/interactions/{}/", c.iid)))
+            });
+            if by_discord {
+                report.told_failed_by_discord += 1;
+                continue;
+            }
+            report.told_failed_counted += 1;
+            let first = clicks.iter().filter_map(|c| c.dispatched).min();
+            let r = first.map_or(none, |t| self.row_of(t, &kinds));
+            rows[r].told_failed_counted += 1;
+            shared.log(format!(
+                "{} question {qi} ballot {}: counted, but none of its {} click(s) got an update \
+                 within 3 s",
+                self.plan[ri].request_id,
+                bi + 1,
+                clicks.len()
+            ));
+            if r < none {
+                // Each click: when it reached a session, and how long its update took.
+                let at = |t: Option<Instant>| {
+                    t.map_or("-".to_owned(), |t| {
+                        format!(
+                            "{:.2}s",
+                            t.saturating_duration_since(shared.t0).as_secs_f64()
+                        )
+                    })
+                };
+                let detail: Vec<String> = clicks
+                    .iter()
+                    .map(|c| {
+                        format!(
+                            "interaction {} dispatched {} updated {} replied {}",
+                            c.iid,
+                            at(c.dispatched),
+                            at(c.updated),
+                            at(c.replied)
+                        )
+                    })
+                    .collect();
+                shared.problem(format!(
+                    "{} question {qi}: a click counted though Discord told the person it failed \
+                     (no update within 3 s), during or after the {} fault: {}",
+                    self.plan[ri].request_id,
+                    kinds[r],
+                    detail.join("; ")
+                ));
+            }
+        }
+        report.fault_rows = rows;
+    }
+}
+
 /// Reads every request's audit rows back once the daemons are stopped, and checks the
 /// settlements: one accepted `answer` row per question at most, and on a quorum route the
 /// answer the plan says, settled either by a decisive label or only once enough distinct people
@@ -2904,7 +3796,12 @@ pub async fn run(cfg: ChaosConfig, daemon_bin: &Path) -> ChaosReport {
 /// have an earlier `vote` row for it, and so do enough distinct people counted from the `vote`
 /// rows alone (each person's last vote before the settlement). Returns the quorum figures and
 /// the counts of the two bars; each break is also a problem.
-async fn check_audit(db_url: &str, plan: &[PlannedRequest], shared: &Shared) -> ChaosReport {
+async fn check_audit(
+    db_url: &str,
+    plan: &[PlannedRequest],
+    shared: &Shared,
+    settled_twice: &mut Vec<usize>,
+) -> ChaosReport {
     use askrelay::domain::answer::Settlement;
     let mut out = ChaosReport::default();
     let store = match askrelay::store::open(
@@ -2923,7 +3820,7 @@ async fn check_audit(db_url: &str, plan: &[PlannedRequest], shared: &Shared) -> 
         }
     };
     let requester = format!("(Discord user {REQUESTER_DISCORD_ID})");
-    for p in plan {
+    for (pi, p) in plan.iter().enumerate() {
         let rid = &p.request_id;
         let quorum = p.approvals > 1;
         if quorum {
@@ -2966,6 +3863,7 @@ async fn check_audit(db_url: &str, plan: &[PlannedRequest], shared: &Shared) -> 
             let won: Vec<_> = of_q("answer").filter(|r| r.accepted).collect();
             if won.len() > 1 {
                 out.settled_twice += 1;
+                settled_twice.push(pi);
                 shared.problem(format!(
                     "{rid} question {qi} was settled {} times: {:?}",
                     won.len(),

@@ -94,15 +94,21 @@ impl Validator {
         let op = self.inner.operation(method, path).ok_or_else(no_schema)?;
         let op_schema = op.schema.as_ref().ok_or_else(no_schema)?;
 
+        let named = |name: &str, extra: Extra| {
+            (
+                format!("#/components/schemas/{name}"),
+                serde_json::json!({ "$ref": format!("#/components/schemas/{name}") }),
+                extra,
+            )
+        };
         let (key, root, extra) =
-            if op.template == "/interactions/{interaction_id}/{interaction_token}/callback" {
-                let named = |name: &str, extra: Extra| {
-                    (
-                        format!("#/components/schemas/{name}"),
-                        serde_json::json!({ "$ref": format!("#/components/schemas/{name}") }),
-                        extra,
-                    )
-                };
+            if op.method == "POST" && op.template == "/webhooks/{webhook_id}/{webhook_token}" {
+                // An interaction's follow-up message (the webhook of the application, with the
+                // interaction's token). The spec allows either of two schemas here (`anyOf`, a
+                // new message or an update), which would take nearly any body and name no
+                // field when one is wrong: a follow-up is a new message.
+                named("IncomingWebhookRequestPartial", Extra::Message(""))
+            } else if op.template == "/interactions/{interaction_id}/{interaction_token}/callback" {
                 match body.get("type").and_then(Value::as_u64) {
                     // 5 (deferred reply) shares CreateMessageInteractionCallbackRequest with 4
                     // (its `type` enum is [4, 5]); 6 (deferred update) shares

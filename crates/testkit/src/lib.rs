@@ -6,6 +6,8 @@
 //! - [`standin`]: the Discord stand-in (REST, gateway, rate limits, TLS), with [`fixtures`]
 //!   (interaction payloads), [`discord_schema`] (Discord's OpenAPI spec as a validator) and
 //!   [`discord_markdown`] (a model of Discord's markdown parser);
+//! - [`proxy`]: a TCP proxy that pauses, resumes and cuts connections (a partition, a stalled
+//!   database), between cluster nodes and PostgreSQL;
 //! - [`chaos`]: the fault harness (`examples/chaos.rs`, `tests/it/chaos.rs`);
 //! - [`bench`]: the benchmark (`examples/bench.rs`, `tests/it/bench_smoke.rs`).
 
@@ -14,5 +16,6 @@ pub mod chaos;
 pub mod discord_markdown;
 pub mod discord_schema;
 pub mod fixtures;
+pub mod proxy;
 pub mod scratch;
 pub mod standin;

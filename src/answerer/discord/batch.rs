@@ -18,6 +18,11 @@
 //!   pending), then [`crate::domain::AnswererContext::settle`] (quorum, requester exclusion, first
 //!   wins) settles and audits it, and its messages are edited. The private reply lists what was
 //!   done and what was refused, and why, one request a line, within Discord's 2000 characters.
+//! - Every control is answered within Discord's 3 s however long the store takes: a selection
+//!   or a refusal whose audit row is not written within [`super::rest::DEFER_AFTER`] is
+//!   acknowledged first (type 6) and then shown through `@original` or told in an ephemeral
+//!   follow-up; a batch that is slow to decide is deferred as a private reply (type 5) and its
+//!   reply edited in.
 //!
 //! The custom_ids are not tied to one request: `ar:batch:pick`, `ar:batch:allow` and
 //! `ar:batch:deny`. The request tokens are the menu's option values (20 characters each).
@@ -25,6 +30,7 @@
 use super::commands::Caller;
 use super::interactions::{already, Handler};
 use super::render::{self, inert, inert_plain, one_line, truncate};
+use super::rest::Timely;
 use super::route;
 use super::NAME;
 use crate::config::Config;
@@ -32,8 +38,9 @@ use crate::domain::request::{now_ms, Actor, AuditAction, AuditEntry, Request, So
 use crate::domain::{Question, SettleOutcome, Settlement, Status};
 use serenity::all::{
     ActionRow, ActionRowComponent, ButtonStyle, ComponentInteraction, ComponentInteractionDataKind,
-    CreateActionRow, CreateButton, CreateInteractionResponse, CreateInteractionResponseMessage,
-    CreateSelectMenu, CreateSelectMenuKind, CreateSelectMenuOption, EditInteractionResponse,
+    CreateActionRow, CreateButton, CreateInteractionResponse, CreateInteractionResponseFollowup,
+    CreateInteractionResponseMessage, CreateSelectMenu, CreateSelectMenuKind,
+    CreateSelectMenuOption, EditInteractionResponse,
 };
 use std::fmt;
 use std::str::FromStr;
@@ -320,12 +327,101 @@ pub(super) fn report(verdict: Verdict, items: &[Item]) -> String {
     out
 }
 
+/// What a batch control is answered with (see [`Handler::on_batch`]).
+enum BatchStep {
+    /// A private reply: a refusal, or a selection that could not be saved.
+    Tell(String),
+    /// The listing's controls with the selection marked as the menu's defaults.
+    Show(Vec<CreateActionRow>),
+    /// Allow or deny the selected requests (their tokens).
+    Decide(Verdict, Vec<String>),
+}
+
 const NOT_LISTED: &str = "it is not one you are shown in this channel; nothing was recorded.";
 
 /// Batch controls, admitted by the interaction handler before any per-request check.
 impl Handler {
     pub(super) async fn on_batch(&self, ci: &ComponentInteraction, id: BatchId) {
-        let caller = Caller::of(&self.config, &ci.user, ci.member.as_ref());
+        let timeout = Duration::from_millis(self.config.discord.callback_timeout_ms);
+        // What to answer waits on the store (an audit row, a refusal's): raced against
+        // Discord's 3 s like a click on a question (see the interactions module).
+        self.rest.http.set_application_id(ci.application_id);
+        let step = self
+            .rest
+            .in_time_or_defer(
+                timeout,
+                ci.id,
+                &ci.token,
+                &CreateInteractionResponse::Acknowledge,
+                self.batch_step(ci, id),
+            )
+            .await;
+        let http = &self.rest.http;
+        match step {
+            Timely::InTime(BatchStep::Tell(text)) => self.tell(ci, text).await,
+            Timely::InTime(BatchStep::Show(rows)) => {
+                let update = CreateInteractionResponse::UpdateMessage(
+                    CreateInteractionResponseMessage::new().components(rows),
+                );
+                if let Err(f) = self
+                    .rest
+                    .respond(timeout, ci.id, &ci.token, ci.create_response(http, update))
+                    .await
+                {
+                    tracing::warn!(error = %f.message(), "cannot answer a batch selection");
+                }
+            }
+            Timely::InTime(BatchStep::Decide(verdict, tokens)) => {
+                let caller = Caller::of(&self.config, &ci.user, ci.member.as_ref());
+                let work = self.decide(ci, &caller, verdict, tokens);
+                self.answer_in_time(ci, work).await;
+            }
+            // Logged where it failed; without a deferral the token is of no use.
+            Timely::Deferred(_, Err(_)) => {}
+            Timely::Deferred(step, Ok(())) => {
+                let text = match step {
+                    BatchStep::Tell(text) => text,
+                    BatchStep::Show(rows) => {
+                        // The listing is the interaction's own (ephemeral) message: @original.
+                        let edit = EditInteractionResponse::new().components(rows);
+                        let edited = self
+                            .rest
+                            .retry("showing a batch selection", 3, || async {
+                                self.rest
+                                    .call(
+                                        timeout * 4,
+                                        http.edit_original_interaction_response(
+                                            &ci.token,
+                                            &edit,
+                                            Vec::new(),
+                                        ),
+                                    )
+                                    .await
+                            })
+                            .await;
+                        if let Err(f) = edited {
+                            tracing::warn!(error = %f.message(), "cannot show a batch selection");
+                        }
+                        return;
+                    }
+                    BatchStep::Decide(verdict, tokens) => {
+                        let caller = Caller::of(&self.config, &ci.user, ci.member.as_ref());
+                        self.decide(ci, &caller, verdict, tokens).await
+                    }
+                };
+                let message = CreateInteractionResponseFollowup::new()
+                    .content(render::truncate_md(&text, render::CONTENT_MAX))
+                    .allowed_mentions(serenity::builder::CreateAllowedMentions::new());
+                if let Err(f) = self.rest.follow_up(timeout, &ci.token, message).await {
+                    tracing::warn!(error = %f.message(), "cannot follow up a batch control");
+                }
+            }
+        }
+    }
+
+    /// What a batch control is answered with, its audit row written: a refusal, the
+    /// selection shown, or the selected requests to decide.
+    async fn batch_step(&self, ci: &ComponentInteraction, id: BatchId) -> BatchStep {
         let mut audit = AuditEntry {
             source: Source::Discord,
             actor: Some(describe(&ci.user)),
@@ -335,9 +431,7 @@ impl Handler {
         if ci.user.bot {
             audit.action = AuditAction::Bot;
             self.ctx.refuse(audit).await;
-            return self
-                .tell(ci, "Bot accounts cannot answer askrelay questions.".into())
-                .await;
+            return BatchStep::Tell("Bot accounts cannot answer askrelay questions.".into());
         }
         match id {
             BatchId::Pick => {
@@ -348,12 +442,9 @@ impl Handler {
                 let Some(rows) = reselect(&ci.message.components, values) else {
                     audit.action = AuditAction::Forged;
                     self.ctx.refuse(audit).await;
-                    return self
-                        .tell(
-                            ci,
-                            "This control is not one askrelay knows; nothing was recorded.".into(),
-                        )
-                        .await;
+                    return BatchStep::Tell(
+                        "This control is not one askrelay knows; nothing was recorded.".into(),
+                    );
                 };
                 // A selection changes no request: it is audited, then shown.
                 audit.action = AuditAction::Draft;
@@ -365,40 +456,22 @@ impl Handler {
                 ));
                 if let Err(e) = self.ctx.record(audit).await {
                     tracing::error!(error = %format!("{e:#}"), "cannot audit a batch selection");
-                    return self
-                        .tell(
-                            ci,
-                            "askrelay could not save your selection, try again.".into(),
-                        )
-                        .await;
+                    return BatchStep::Tell(
+                        "askrelay could not save your selection, try again.".into(),
+                    );
                 }
-                let update = CreateInteractionResponse::UpdateMessage(
-                    CreateInteractionResponseMessage::new().components(rows),
-                );
-                let timeout = Duration::from_millis(self.config.discord.callback_timeout_ms);
-                let http = &self.rest.http;
-                if let Err(f) = self
-                    .rest
-                    .respond(timeout, ci.id, &ci.token, ci.create_response(http, update))
-                    .await
-                {
-                    tracing::warn!(error = %f.message(), "cannot answer a batch selection");
-                }
+                BatchStep::Show(rows)
             }
             BatchId::Decide(verdict) => {
                 let tokens = selected(&ci.message.components);
                 if tokens.is_empty() {
                     audit.action = AuditAction::Command;
                     self.ctx.refuse(audit).await;
-                    return self
-                        .tell(
-                            ci,
-                            "Choose the requests in the menu first; nothing was answered.".into(),
-                        )
-                        .await;
+                    return BatchStep::Tell(
+                        "Choose the requests in the menu first; nothing was answered.".into(),
+                    );
                 }
-                let work = self.decide(ci, &caller, verdict, tokens);
-                self.answer_in_time(ci, work).await;
+                BatchStep::Decide(verdict, tokens)
             }
         }
     }

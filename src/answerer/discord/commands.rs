@@ -15,8 +15,9 @@
 //! - `pending` also offers the approvals it lists that its user may answer, in a menu with
 //!   "Allow selected" and "Deny selected" (see [`super::batch`]).
 //! - Every use is audited (`command`, with whether it was allowed). The reply is private
-//!   (ephemeral). It is sent within Discord's 3 s: when the answer takes longer than 1.5 s the
-//!   interaction is deferred first and the answer edited in.
+//!   (ephemeral). It is sent within Discord's 3 s: when the answer takes longer than
+//!   [`super::rest::DEFER_AFTER`] (2 s) the interaction is deferred first and the answer
+//!   edited in.
 
 use super::batch;
 use super::render::{inert, one_line, truncate, truncate_md};
@@ -212,7 +213,7 @@ impl Commands {
         let timeout = Duration::from_millis(self.config.discord.request_timeout_ms);
         let done = if guilds.is_empty() {
             self.rest
-                .call(
+                .paced(
                     timeout,
                     Command::set_global_commands(http, vec![definition()]),
                 )
@@ -222,7 +223,7 @@ impl Commands {
             let mut result = Ok(format!("in {} guild(s)", guilds.len()));
             for g in guilds {
                 let set = GuildId::new(g.0).set_commands(http, vec![definition()]);
-                if let Err(f) = self.rest.call(timeout, set).await {
+                if let Err(f) = self.rest.paced(timeout, set).await {
                     result = Err(f);
                     break;
                 }

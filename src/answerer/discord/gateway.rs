@@ -17,7 +17,7 @@
 use serenity::gateway::{ConnectionStage, ShardRunnerInfo};
 use serenity::model::id::ShardId;
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tokio::sync::watch;
@@ -50,6 +50,9 @@ pub(crate) struct Gateway {
     /// The failure causes logged while the session is down: each is logged once per outage,
     /// not at every try.
     causes: Mutex<Vec<String>>,
+    /// The bot's own user id, from the first Ready (0 before it): a message by this author is
+    /// one askrelay posted.
+    bot: AtomicU64,
 }
 
 impl Default for Gateway {
@@ -59,11 +62,23 @@ impl Default for Gateway {
             down_since: Mutex::new(None),
             connected_once: AtomicBool::new(false),
             causes: Mutex::new(Vec::new()),
+            bot: AtomicU64::new(0),
         }
     }
 }
 
 impl Gateway {
+    /// Records the bot's user id (from a Ready).
+    pub fn set_bot(&self, id: u64) {
+        self.bot.store(id, Ordering::SeqCst);
+    }
+
+    /// Whether `author` is this bot (false before the first Ready).
+    pub fn is_bot(&self, author: u64) -> bool {
+        let bot = self.bot.load(Ordering::SeqCst);
+        bot != 0 && bot == author
+    }
+
     /// Whether this Ready is the first of the daemon's run (true once).
     pub fn first_ready(&self) -> bool {
         !self.connected_once.swap(true, Ordering::SeqCst)

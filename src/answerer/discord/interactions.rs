@@ -4,10 +4,24 @@
 //! acknowledgement, a modal, or an ephemeral reply that says why nothing happened. Every
 //! interaction is written to the audit log.
 //!
-//! Admission, in order: a person (not a bot); a custom_id askrelay made; a request whose token
-//! it carries; the very message, channel and guild askrelay posted that question in; an option
-//! the question has; a person the route allows; a request still pending and a question still
-//! open. Only then does anything change, and nothing is acknowledged before it is stored.
+//! An interaction goes through an ordered pipeline: admit → refusal or action → reply →
+//! respond. Admission, in order: a person (not a bot); a custom_id askrelay made; a request
+//! whose token it carries; the very message, channel and guild askrelay posted that question
+//! in (or, in that channel and guild, a message by this bot that it could not record: a cluster
+//! leader's post made again by its successor); an option the question has; a person the route allows; a request still pending and a
+//! question still open. Only then does anything change, and nothing is said to be stored
+//! before it is.
+//!
+//! Responding, last, is raced against the store ([`Rest::in_time_or_defer`]): when admission,
+//! the action and its audit row are done within [`super::rest::DEFER_AFTER`] (the usual
+//! case), the reply is the interaction's one callback (type 7 update, type 4 ephemeral reply,
+//! type 9 modal, type 6 acknowledgement). When the store is slower (another writer holds the
+//! lock), the interaction is acknowledged first with a deferred update (type 6, which shows
+//! nothing and promises nothing), and the reply follows once the store answered: the settled
+//! or re-counted message as an edit of askrelay's own message through the outbox (recorded,
+//! like every outbox edit, once Discord confirmed it), any private reply (a refusal, "already
+//! answered", "could not be saved, try again") as an ephemeral follow-up, and a form that can
+//! no longer open as a follow-up that says to use the button again.
 //!
 //! A choice of a label that needs a typed word (the route's `confirm_labels`) opens a modal
 //! that asks for it instead of settling; the modal's submission settles with the word, which
@@ -16,9 +30,9 @@
 use super::commands::Commands;
 use super::custom_id::{self, Action, CustomId, Form, Kind, TEXT_INPUT_ID};
 use super::gateway::Gateway;
-use super::outbox::Outbox;
+use super::outbox::{record_edit_failed, Outbox};
 use super::render::{self, answered_view, RenderContext};
-use super::rest::Rest;
+use super::rest::{Rest, Timely};
 use super::route::{self, ResolvedRoute};
 use super::NAME;
 use crate::config::Config;
@@ -50,7 +64,21 @@ pub(crate) struct Handler {
     /// a pattern and the route's grant length. Kept for the term only (a restart forgets them:
     /// the person is told to write the pattern again).
     pub patterns: Arc<std::sync::Mutex<WaitingPatterns>>,
+    /// Multi-select drafts whose save failed, by request key, question and Discord user: the
+    /// person was told to choose again, and "Submit" is refused until a save succeeds, so that
+    /// it never submits an older or empty selection in its place. Kept for the term only.
+    pub unsaved_drafts: Arc<std::sync::Mutex<UnsavedDrafts>>,
 }
+
+/// Drafts whose save failed: (request key, question, Discord user).
+pub(crate) type UnsavedDrafts = std::collections::HashSet<(i64, usize, String)>;
+
+/// The follow-up of a draft whose save was slow (its update deferred).
+const DRAFT_SAVED: &str = "Your selection was saved; press Submit to send it.";
+
+/// What "Submit" says after the person's last selection failed to save.
+const DRAFT_NOT_SAVED: &str = "Your last selection was not saved, so nothing was submitted: \
+                               choose your options again, then Submit.";
 
 /// Grant patterns waiting for "Save grant": (request token, Discord user) → (pattern, the
 /// route's grant length).
@@ -59,6 +87,9 @@ pub(crate) type WaitingPatterns = HashMap<(String, u64), (String, usize)>;
 /// The most grant patterns waiting for "Save grant" at once.
 const MAX_WAITING_PATTERNS: usize = 1000;
 
+/// The most unsaved drafts remembered at once.
+const MAX_UNSAVED_DRAFTS: usize = 1000;
+
 #[async_trait]
 impl RawEventHandler for Handler {
     async fn raw_event(&self, _ctx: Context, event: Event) {
@@ -66,6 +97,7 @@ impl RawEventHandler for Handler {
             Event::Ready(r) => {
                 // Said once at the default level; a reconnect is summarised by the gateway
                 // watcher (one WARN when it drops, one INFO with the downtime when it is back).
+                self.gateway.set_bot(r.ready.user.id.get());
                 if self.gateway.first_ready() {
                     tracing::info!(
                         bot = %r.ready.user.name,
@@ -90,6 +122,40 @@ impl RawEventHandler for Handler {
                 tracing::debug!("resumed the Discord gateway session");
                 self.gateway.up();
                 self.outbox.repair_now.notify_one();
+            }
+            // A cluster node whose lead ended (its lease lapsed while it was frozen or cut
+            // off) leaves the interactions still reaching its old session alone: Discord has
+            // told the person it failed or will, and counting it now would count a click they
+            // were told failed. They click again, and the new leader answers.
+            Event::InteractionCreate(e) if !self.ctx.holds_term() => {
+                tracing::warn!(
+                    "an interaction reached this node after its lead ended; left unanswered, \
+                     the person clicks again on the new leader"
+                );
+                let (user, kind) = match &e.interaction {
+                    Interaction::Component(ci) => (Some(&ci.user), "a click"),
+                    Interaction::Modal(mi) => (Some(&mi.user), "a form"),
+                    Interaction::Command(ci) => (Some(&ci.user), "a command"),
+                    _ => (None, "an interaction"),
+                };
+                // Audited when the database answers (a frozen leader woken up: it does; a
+                // node cut off from it: the write fails, and says so in the log).
+                let entry = AuditEntry {
+                    source: Source::Discord,
+                    actor: user.map(describe),
+                    action: AuditAction::NotReady,
+                    detail: Some(format!(
+                        "{kind} left unanswered: this node's lead had ended"
+                    )),
+                    accepted: false,
+                    ..Default::default()
+                };
+                let ctx = self.ctx.clone();
+                self.ctx.spawn(async move {
+                    if let Err(e) = ctx.record(entry).await {
+                        tracing::warn!(error = %format!("{e:#}"), "cannot audit an interaction left unanswered");
+                    }
+                });
             }
             Event::InteractionCreate(e) => match e.interaction {
                 Interaction::Component(ci) => self.on_component(ci).await,
@@ -126,7 +192,7 @@ enum Reply {
     Update(Box<(render::Outcome, Post, Request)>),
     /// Replace the message with its open rendering (type 7), its vote count changed: a vote
     /// on a quorum route.
-    Refresh(Box<render::Outcome>),
+    Refresh(Box<(render::Outcome, Post, Request)>),
     /// An ephemeral message (type 4, flag 64) to the clicking person only.
     Tell(String),
     /// Open a modal (type 9).
@@ -144,6 +210,31 @@ struct Origin<'a> {
     channel: ChannelId,
     /// The message whose component was used (for a modal: the one that opened it).
     message: Option<MessageId>,
+    /// When that message is this bot's own (its author is the bot user): the questions (request
+    /// token, question) its controls belong to.
+    ours: Vec<(String, usize)>,
+}
+
+/// The questions whose controls `m` carries, when `m` is this bot's own message; none
+/// otherwise.
+fn copy_of(gateway: &Gateway, m: &serenity::all::Message) -> Vec<(String, usize)> {
+    if !gateway.is_bot(m.author.id.get()) {
+        return Vec::new();
+    }
+    m.components
+        .iter()
+        .flat_map(|row| row.components.iter())
+        .filter_map(|c| match c {
+            ActionRowComponent::Button(b) => match &b.data {
+                serenity::all::ButtonKind::NonLink { custom_id, .. } => Some(custom_id.as_str()),
+                _ => None,
+            },
+            ActionRowComponent::SelectMenu(m) => m.custom_id.as_deref(),
+            _ => None,
+        })
+        .filter_map(custom_id::parse)
+        .map(|id| (id.token, id.question))
+        .collect()
 }
 
 /// An interaction that passed admission.
@@ -198,15 +289,103 @@ fn update_keeping_attachments(resp: &CreateInteractionResponse) -> serde_json::V
     body
 }
 
-const NOT_SAVED: &str = "Your answer could not be saved, try again. Nothing was recorded.";
+/// The reply when the store refused or failed a write, naming the cause's class (never its
+/// text, which may carry paths or URLs): one line.
+fn not_saved(cause: &str) -> String {
+    let lower = cause.to_ascii_lowercase();
+    let class = if [
+        "locked",
+        "busy",
+        "lock timeout",
+        "statement timeout",
+        "timed out",
+    ]
+    .iter()
+    .any(|w| lower.contains(w))
+    {
+        "askrelay's database was busy"
+    } else {
+        "askrelay's database failed"
+    };
+    format!("Your answer could not be saved, try again ({class}). Nothing was recorded.")
+}
+
+/// The follow-up when a form was due but the interaction had to be deferred first (a form can
+/// only be the first response).
+const FORM_TOO_LATE: &str =
+    "askrelay was too slow to open the form (its database was busy); use the button again.";
 
 impl Handler {
+    /// Answers an interaction with what `work` (admission and the action, which may wait on
+    /// the store) replies: as its callback when it is in time, else deferred and followed up
+    /// (see the module comment).
+    async fn answer(&self, who: Responder<'_>, work: impl std::future::Future<Output = Reply>) {
+        let deadline = std::time::Duration::from_millis(self.config.discord.callback_timeout_ms);
+        let (id, token) = who.id_and_token();
+        // The follow-ups name the application; the interaction says which it is.
+        self.rest.http.set_application_id(who.application());
+        let answered = self
+            .rest
+            .in_time_or_defer(
+                deadline,
+                id,
+                token,
+                &CreateInteractionResponse::Acknowledge,
+                work,
+            )
+            .await;
+        match answered {
+            Timely::InTime(reply) => self.respond(who, reply).await,
+            Timely::Deferred(reply, deferred) => self.follow_up(who, reply, deferred.is_ok()).await,
+        }
+    }
+
+    /// The reply to an interaction already deferred (type 6): a message change goes as an
+    /// outbox edit of askrelay's own message, anything private as an ephemeral follow-up.
+    /// `deferred`: whether the deferral reached Discord (if not, the token is no use, and only
+    /// the edits go).
+    async fn follow_up(&self, who: Responder<'_>, reply: Reply, deferred: bool) {
+        let deadline = std::time::Duration::from_millis(self.config.discord.callback_timeout_ms);
+        let (_, token) = who.id_and_token();
+        let (text, rows) = match reply {
+            // Only a draft is acknowledged without a change; a slow one says that it was
+            // saved, so that the person knows Submit will send it.
+            Reply::Ack => (DRAFT_SAVED.to_owned(), Vec::new()),
+            Reply::Update(won) => {
+                let (outcome, post, req) = *won;
+                self.outbox
+                    .spawn_edit(&self.ctx, &req, &post, outcome, Some(EditState::Settled));
+                return;
+            }
+            Reply::Refresh(shown) => {
+                let (outcome, post, req) = *shown;
+                self.outbox
+                    .spawn_edit(&self.ctx, &req, &post, outcome, None);
+                return;
+            }
+            Reply::Tell(text) => (text, Vec::new()),
+            Reply::Modal(_) => (FORM_TOO_LATE.to_owned(), Vec::new()),
+            Reply::Preview(text, rows) => (text, rows),
+        };
+        if !deferred {
+            tracing::warn!("a private reply was lost: the interaction could not be deferred");
+            return;
+        }
+        let message = serenity::builder::CreateInteractionResponseFollowup::new()
+            .content(render::truncate_md(&text, render::CONTENT_MAX))
+            .components(rows)
+            .allowed_mentions(serenity::builder::CreateAllowedMentions::new());
+        if let Err(f) = self.rest.follow_up(deadline, token, message).await {
+            tracing::warn!(error = %f.message(), "cannot send the follow-up of a deferred interaction");
+        }
+    }
+
     async fn respond(&self, ci_or_mi: Responder<'_>, reply: Reply) {
         let update = matches!(reply, Reply::Update(..) | Reply::Refresh(..));
         let (resp, edited) = match reply {
             Reply::Ack => (CreateInteractionResponse::Acknowledge, None),
             Reply::Refresh(shown) => (
-                CreateInteractionResponse::UpdateMessage(shown.update()),
+                CreateInteractionResponse::UpdateMessage(shown.0.update()),
                 None,
             ),
             Reply::Update(won) => (
@@ -279,7 +458,7 @@ impl Handler {
                     .record_edit(req.key, &post, EditState::Settled)
                     .await
                 {
-                    tracing::error!(error = %format!("{e:#}"), "cannot record an edit");
+                    record_edit_failed(&e);
                 }
             }
             (Err(f), edited) => {
@@ -358,7 +537,7 @@ impl Handler {
         };
         let (key, idx) = (req.key, id.question);
         // The question's message or one of its copies (never a note, which has no controls).
-        let (mut mine, others): (Vec<Post>, Vec<Post>) = posts.into_iter().partition(|p| {
+        let (mut mine, mut others): (Vec<Post>, Vec<Post>) = posts.into_iter().partition(|p| {
             if p.idx != idx || p.answerer != NAME || p.is_note() {
                 return false;
             }
@@ -387,6 +566,28 @@ impl Handler {
                 (_, None) => false,
             }
         });
+        let a_copy = o.ours.iter().any(|(t, q)| *t == id.token && *q == idx);
+        if mine.is_empty() && a_copy && o.message.is_some() {
+            // A copy this bot posted of this very question (its controls are this question's)
+            // but could not record: a leader that was frozen or cut off between its post and
+            // the record, whose successor posted the question again
+            // (without Discord's nonce de-duplication, two messages). The click is as good as
+            // one on the recorded message of the same channel, which is the one edited.
+            let guild = o.guild.map(|g| g.to_string());
+            let (copies, rest): (Vec<Post>, Vec<Post>) = others.into_iter().partition(|p| {
+                p.idx == idx
+                    && p.answerer == NAME
+                    && !p.is_note()
+                    && p.message.is_some()
+                    && p.channel == o.channel.to_string()
+                    && p.guild == guild
+            });
+            if !copies.is_empty() {
+                tracing::info!(key, question = idx, message = ?o.message, "a click on an unrecorded copy of a question's message");
+            }
+            mine = copies;
+            others = rest;
+        }
         if mine.len() > 1 {
             // Two rows in one channel, one not recorded yet: the recorded one is the match.
             mine.sort_by_key(|p| p.message.is_none());
@@ -456,12 +657,15 @@ impl Handler {
             guild: ci.guild_id,
             channel: ci.channel_id,
             message: Some(ci.message.id),
+            ours: copy_of(&self.gateway, &ci.message),
         };
-        let reply = match self.admit(&origin).await {
-            Ok(a) => self.component_action(&origin, &ci, a).await,
-            Err(r) => self.refuse(&origin, r).await,
+        let work = async {
+            match self.admit(&origin).await {
+                Ok(a) => self.component_action(&origin, &ci, a).await,
+                Err(r) => self.refuse(&origin, r).await,
+            }
         };
-        self.respond(Responder::Component(&ci), reply).await;
+        self.answer(Responder::Component(&ci), work).await;
     }
 
     async fn component_action(
@@ -496,16 +700,18 @@ impl Handler {
                     detail: Some(format!("{p:?}")),
                     accepted: true,
                 };
-                return match saved {
+                let reply = match saved {
                     Ok(()) => match self.ctx.record(audit).await {
                         Ok(()) => Reply::Ack,
-                        Err(_) => Reply::Tell(NOT_SAVED.into()),
+                        Err(e) => Reply::Tell(not_saved(&format!("{e:#}"))),
                     },
                     Err(e) => {
                         tracing::error!(error = %format!("{e:#}"), "cannot save a draft");
                         Reply::Tell("askrelay could not save your selection, try again.".into())
                     }
                 };
+                self.mark_draft(key, idx, &user, matches!(reply, Reply::Ack));
+                return reply;
             }
             (Action::SelectOne | Action::Draft, _) => {
                 return self
@@ -606,9 +812,9 @@ impl Handler {
                 }
                 return self.save_grant(a, settlement).await;
             }
-            (Action::Submit, _) => Settlement {
-                selected: self.draft(&a.req, idx, &user).await,
-                ..Settlement::default()
+            (Action::Submit, _) => match self.draft(&a.req, idx, &user).await {
+                Ok(s) => s,
+                Err(r) => return r,
             },
             (Action::Other | Action::Answer | Action::SubmitWithNote, _) => {
                 if a.id.action == Action::SubmitWithNote {
@@ -656,7 +862,7 @@ impl Handler {
             .await;
         match opened {
             Ok(()) => Reply::Modal(modal),
-            Err(_) => Reply::Tell(NOT_SAVED.into()),
+            Err(e) => Reply::Tell(not_saved(&format!("{e:#}"))),
         }
     }
 
@@ -687,7 +893,7 @@ impl Handler {
         let ctx = RenderContext::of(&a.req, &a.route, idx);
         match opened {
             Ok(()) => Reply::Modal(render::confirm_modal(&a.req.questions[idx], &ctx, form)),
-            Err(_) => Reply::Tell(NOT_SAVED.into()),
+            Err(e) => Reply::Tell(not_saved(&format!("{e:#}"))),
         }
     }
 
@@ -701,9 +907,9 @@ impl Handler {
     ) -> Option<Reply> {
         let (key, idx) = (a.req.key, a.id.question);
         let q = &a.req.questions[idx];
-        let draft = Settlement {
-            selected: self.draft(&a.req, idx, user).await,
-            ..Settlement::default()
+        let draft = match self.draft(&a.req, idx, user).await {
+            Ok(s) => s,
+            Err(r) => return Some(r),
         };
         let needed = a.route.policy.confirm.needed(q, &draft);
         if needed.is_empty() {
@@ -768,9 +974,9 @@ impl Handler {
                         .await
                 }
             },
-            _ => Settlement {
-                selected: self.draft(&a.req, idx, &mi.user.id.to_string()).await,
-                ..Settlement::default()
+            _ => match self.draft(&a.req, idx, &mi.user.id.to_string()).await {
+                Ok(s) => s,
+                Err(r) => return r,
             },
         };
         crate::crash::point("clicked");
@@ -786,12 +992,19 @@ impl Handler {
             channel: mi.channel_id,
             // A modal names the message whose button opened it; it must be the question's.
             message: mi.message.as_ref().map(|m| m.id),
+            ours: mi
+                .message
+                .as_ref()
+                .map(|m| copy_of(&self.gateway, m))
+                .unwrap_or_default(),
         };
-        let reply = match self.admit(&origin).await {
-            Ok(a) => self.modal_action(&origin, &mi, a).await,
-            Err(r) => self.refuse(&origin, r).await,
+        let work = async {
+            match self.admit(&origin).await {
+                Ok(a) => self.modal_action(&origin, &mi, a).await,
+                Err(r) => self.refuse(&origin, r).await,
+            }
         };
-        self.respond(Responder::Modal(&mi), reply).await;
+        self.answer(Responder::Modal(&mi), work).await;
     }
 
     async fn modal_action(
@@ -825,10 +1038,12 @@ impl Handler {
         };
         let settlement = match a.id.action {
             Form::Other | Form::Answer => Settlement::text(text),
-            Form::Note => Settlement {
-                selected: self.draft(&a.req, idx, &mi.user.id.to_string()).await,
-                custom: Some(text),
-                terms: None,
+            Form::Note => match self.draft(&a.req, idx, &mi.user.id.to_string()).await {
+                Ok(s) => Settlement {
+                    custom: Some(text),
+                    ..s
+                },
+                Err(r) => return r,
             },
             Form::Edit => {
                 let asked = a
@@ -969,7 +1184,8 @@ impl Handler {
                 Reply::Tell("Saved: the grant is live, and this request is allowed.".into())
             }
             Reply::Refresh(shown) => {
-                self.outbox.spawn_edit(&self.ctx, &req, &post, *shown, None);
+                self.outbox
+                    .spawn_edit(&self.ctx, &req, &post, shown.0, None);
                 Reply::Tell(
                     "Your vote for this grant is recorded; it is saved when enough approvers \
                      choose it too."
@@ -980,10 +1196,39 @@ impl Handler {
         }
     }
 
-    async fn draft(&self, req: &Request, idx: usize, user: &str) -> Vec<usize> {
-        self.ctx.draft(req, idx, user).await.unwrap_or_else(|e| {
+    /// Notes whether the person's last draft of question `idx` was saved (see
+    /// [`Handler::unsaved_drafts`]).
+    fn mark_draft(&self, key: i64, idx: usize, user: &str, saved: bool) {
+        let mut unsaved = self.unsaved_drafts.lock().unwrap();
+        let id = (key, idx, user.to_owned());
+        if saved {
+            unsaved.remove(&id);
+        } else if unsaved.len() < MAX_UNSAVED_DRAFTS {
+            unsaved.insert(id);
+        }
+    }
+
+    fn draft_unsaved(&self, key: i64, idx: usize, user: &str) -> bool {
+        self.unsaved_drafts
+            .lock()
+            .unwrap()
+            .contains(&(key, idx, user.to_owned()))
+    }
+
+    /// The settlement of the person's saved selection of question `idx`, to submit; or the
+    /// reply refusing it: their last selection failed to save, or it cannot be read now (never
+    /// an older or an empty selection in its place).
+    async fn draft(&self, req: &Request, idx: usize, user: &str) -> Result<Settlement, Reply> {
+        if self.draft_unsaved(req.key, idx, user) {
+            return Err(Reply::Tell(DRAFT_NOT_SAVED.into()));
+        }
+        let selected = self.ctx.draft(req, idx, user).await.map_err(|e| {
             tracing::error!(error = %format!("{e:#}"), "cannot read a draft");
-            Vec::new()
+            Reply::Tell(not_saved(&format!("{e:#}")))
+        })?;
+        Ok(Settlement {
+            selected,
+            ..Settlement::default()
         })
     }
 
@@ -1037,7 +1282,7 @@ impl Handler {
                         .collect();
                     self.outbox
                         .show_votes(&self.ctx, &settled.request, idx, &copies);
-                    Reply::Refresh(Box::new(shown))
+                    Reply::Refresh(Box::new((shown, a.post, settled.request)))
                 }
                 SettleOutcome::AlreadyVoted(t) => Reply::Tell(format!(
                     "You already voted for this answer ({} of {} approvals); it settles when {} \
@@ -1059,7 +1304,7 @@ impl Handler {
                     question = idx,
                     "an answer could not be stored; the clicker is told to try again"
                 );
-                Reply::Tell(NOT_SAVED.into())
+                Reply::Tell(not_saved(&e.message))
             }
             Err(e) => Reply::Tell(format!(
                 "Your answer was not recorded: {}",
@@ -1117,9 +1362,26 @@ fn confirm_form(a: &Admitted<Action>, settlement: &Settlement) -> Option<Form> {
     })
 }
 
+#[derive(Clone, Copy)]
 enum Responder<'a> {
     Component(&'a ComponentInteraction),
     Modal(&'a ModalInteraction),
+}
+
+impl Responder<'_> {
+    fn id_and_token(&self) -> (serenity::all::InteractionId, &str) {
+        match self {
+            Responder::Component(ci) => (ci.id, &ci.token),
+            Responder::Modal(mi) => (mi.id, &mi.token),
+        }
+    }
+
+    fn application(&self) -> serenity::all::ApplicationId {
+        match self {
+            Responder::Component(ci) => ci.application_id,
+            Responder::Modal(mi) => mi.application_id,
+        }
+    }
 }
 
 /// Who interacted, for the audit log: the user name and id Discord vouches for.
@@ -1150,4 +1412,25 @@ pub(super) fn already(q: &crate::domain::Question, a: &Answered) -> String {
         ),
         1900,
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::not_saved;
+
+    #[test]
+    fn not_saved_names_the_class_of_the_cause_and_never_its_text() {
+        let busy = not_saved(
+            "the answer could not be saved (storage error: error returned from database: (code: 5) database is locked); nothing changed, try again",
+        );
+        assert_eq!(
+            busy,
+            "Your answer could not be saved, try again (askrelay's database was busy). Nothing was recorded."
+        );
+        assert!(not_saved("canceling statement due to lock timeout").contains("was busy"));
+        let failed = not_saved("disk I/O error at /var/lib/askrelay/askrelay.db");
+        assert!(failed.contains("askrelay's database failed"), "{failed}");
+        assert!(!failed.contains("/var/lib"), "{failed}");
+        assert_eq!(failed.lines().count(), 1);
+    }
 }

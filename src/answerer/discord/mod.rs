@@ -34,7 +34,7 @@ use crate::domain::metrics::RestRecorder;
 use crate::domain::request::{PlannedPost, Post, Request, Slot};
 use crate::domain::text::Escaped;
 use crate::domain::{
-    Accepted, Answerer, AnswererContext, AskError, Claim, Delivery, ErrorCode, Proposal,
+    Accepted, Answerer, AnswererContext, AskError, Claim, Delivery, ErrorCode, Prepared, Proposal,
 };
 use anyhow::{Context, Result};
 use async_trait::async_trait;
@@ -67,10 +67,12 @@ pub(crate) struct Lead {
 }
 
 impl Lead {
-    /// One pass of the repair loop (and the start-up repair): every request with outbox work
+    /// One pass of the repair loop (and the start-up repair): the questions whose stored votes
+    /// reached their quorum are settled; every request with outbox work
     /// due gets a poster or its edits again; one another cluster node stored and nobody posted
     /// gets its timers here, on the leader (a no-op for one already armed).
     async fn repair(&self, ctx: &AnswererContext) {
+        ctx.sweep_reached_quorums().await;
         for key in self.outbox.due_keys(ctx).await {
             let Some(due) = self.outbox.due(ctx, key).await else {
                 continue;
@@ -421,25 +423,27 @@ impl Answerer for DiscordAnswerer {
         let daemon_ctx = ctx.clone();
         ctx.spawn(async move {
             let ctx = daemon_ctx;
-            let mut term: Option<CancellationToken> = None;
+            // The role of the term running now (a leader's epoch), and its token.
+            let mut term: Option<(Role, CancellationToken)> = None;
             loop {
-                let leads = roles.borrow_and_update().leads();
-                match (leads, &term) {
-                    (true, None) => {
-                        let t = ctx.shutdown().child_token();
-                        if let Err(e) = me.lead(&ctx.for_term(t.clone()), true).await {
-                            tracing::error!(error = %format!("{e:#}"), "cannot start Discord as the cluster's leader; trying again at the next change of role");
-                            t.cancel();
-                        }
-                        term = Some(t);
-                    }
-                    (false, Some(t)) => {
+                let role = roles.borrow_and_update().clone();
+                // A new epoch is a new term: the old one's work stops before the new one's
+                // starts (its fenced writes would be refused anyway).
+                if let Some((running, t)) = &term {
+                    if *running != role {
                         tracing::info!("stepping down: closing the Discord gateway session");
                         me.gate.close();
                         t.cancel();
                         term = None;
                     }
-                    _ => {}
+                }
+                if role.leads() && term.is_none() {
+                    let t = ctx.shutdown().child_token();
+                    if let Err(e) = me.lead(&ctx.for_term(t.clone()), true).await {
+                        tracing::error!(error = %format!("{e:#}"), "cannot start Discord as the cluster's leader; trying again at the next change of role");
+                        t.cancel();
+                    }
+                    term = Some((role, t));
                 }
                 tokio::select! {
                     _ = ctx.shutdown().cancelled() => return,
@@ -450,7 +454,21 @@ impl Answerer for DiscordAnswerer {
         Ok(())
     }
 
-    async fn deliver(&self, ctx: &AnswererContext, req: &Request) -> Delivery {
+    fn prepare(&self, req: &Request) -> Option<Prepared> {
+        // Only a node that leads posts; a follower's delivery only describes.
+        self.gate.lead()?;
+        Some(Prepared::new(Outbox::render_ahead(
+            req,
+            &self.route_of(req),
+        )))
+    }
+
+    async fn deliver(
+        &self,
+        ctx: &AnswererContext,
+        req: &Request,
+        prepared: Option<Prepared>,
+    ) -> Delivery {
         let route = self.route_of(req);
         let Some(lead) = self.gate.lead() else {
             return Delivery::Shown(self.follower_detail(&route));
@@ -471,6 +489,7 @@ impl Answerer for DiscordAnswerer {
                     &route,
                     &posts,
                     outbox::Tries::at_most(outbox::DELIVER_ATTEMPTS),
+                    Vec::new(),
                 )
                 .await
             {
@@ -499,7 +518,16 @@ impl Answerer for DiscordAnswerer {
         };
         let detail;
         match outbox
-            .post_outbox(ctx, req, &route, &posts, outbox::Tries::at_most(attempts))
+            .post_outbox(
+                ctx,
+                req,
+                &route,
+                &posts,
+                outbox::Tries::at_most(attempts),
+                prepared
+                    .and_then(Prepared::take::<outbox::RenderedAhead>)
+                    .unwrap_or_default(),
+            )
             .await
         {
             Ok(links) => detail = self.detail(&route, links),
@@ -517,7 +545,7 @@ impl Answerer for DiscordAnswerer {
                     posting: Some(format!("Discord is unavailable ({m}); the questions are posted as soon as it is back")),
                     ..self.detail(&route, Vec::new())
                 };
-                let posts = ctx.outbox(req).await.unwrap_or(posts);
+                // The poster reads the outbox again itself, under the claim.
                 outbox.spawn_poster(ctx, claim, req.clone(), route.clone(), posts, attempts);
             }
         }
@@ -592,23 +620,8 @@ impl DiscordAnswerer {
         let lead = Arc::new(Lead { outbox, schedule });
         self.gate.open(lead.clone());
         lead.schedule.load(ctx).await?;
-        if takeover {
-            let pending = ctx.pending_everywhere().await?;
-            tracing::info!(
-                pending = pending.len(),
-                "leading the cluster: taking over the outbox and the Discord gateway"
-            );
-            for (req, posts) in &pending {
-                self.resume_request(&lead, ctx, req, posts).await;
-                // A vote that reached its quorum on the leader that died before settling it.
-                ctx.settle_reached_quorums(req).await;
-            }
-        }
-        lead.repair(ctx).await;
-        lead.spawn_repair_loop(ctx);
-        if let Some(digest) = Digest::new(self.config.clone(), self.rest.clone()) {
-            Arc::new(digest).spawn(ctx);
-        }
+        // The gateway first: a new leader takes clicks while it takes over (a click needs only
+        // the store), so the time without a leader is not the takeover's too.
         let http = build_http_with(&self.config, self.rest_client.clone())?;
         let handler = interactions::Handler {
             config: self.config.clone(),
@@ -618,7 +631,11 @@ impl DiscordAnswerer {
             commands: self.commands.clone(),
             ctx: ctx.clone(),
             patterns: Default::default(),
+            unsaved_drafts: Default::default(),
         };
+        // Building the client asks Discord for the gateway's URL: one request under the
+        // global limit like ours.
+        self.rest.global_slot().await;
         let mut client = serenity::all::ClientBuilder::new_with_http(http, GatewayIntents::empty())
             .raw_event_handler(handler)
             .await
@@ -646,6 +663,23 @@ impl DiscordAnswerer {
             }
             gateway.closed();
         });
+        if takeover {
+            let pending = ctx.pending_everywhere().await?;
+            tracing::info!(
+                pending = pending.len(),
+                "leading the cluster: taking over the outbox and the Discord gateway"
+            );
+            for (req, posts) in &pending {
+                self.resume_request(&lead, ctx, req, posts).await;
+                // A vote that reached its quorum on the leader that died before settling it.
+                ctx.settle_reached_quorums(req).await;
+            }
+        }
+        lead.repair(ctx).await;
+        lead.spawn_repair_loop(ctx);
+        if let Some(digest) = Digest::new(self.config.clone(), self.rest.clone()) {
+            Arc::new(digest).spawn(ctx);
+        }
         Ok(())
     }
 }

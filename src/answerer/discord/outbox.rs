@@ -100,10 +100,10 @@ impl Outbox {
                 files: Vec::new(),
             };
         }
-        let context = req.context.as_deref().filter(|_| post.idx == 0);
         if post.is_main() {
-            return render::question_post(q, &ctx, context);
+            return render_main(req, &ctx, q);
         }
+        let context = req.context.as_deref().filter(|_| post.idx == 0);
         (ctx.mention_user_ids, ctx.mention_role_ids) = render::copy_mentions(route, post);
         let link = main.map(|(c, m)| self.rest.link(c, m));
         let waited = Duration::from_secs(((now_ms() - req.created_at_ms).max(0) / 1000) as u64);
@@ -118,8 +118,26 @@ impl Outbox {
         }
     }
 
+    /// The message of every question of a request about to be stored, as its first post
+    /// sends it (no votes, no answers yet), by nonce: rendered while the store commits the
+    /// request ([`Answerer::prepare`](crate::domain::Answerer::prepare)).
+    pub(super) fn render_ahead(req: &Request, route: &ResolvedRoute) -> RenderedAhead {
+        req.questions
+            .iter()
+            .enumerate()
+            .map(|(idx, q)| {
+                let ctx = RenderContext::of(req, route, idx);
+                (
+                    super::custom_id::nonce(&req.token, idx),
+                    render_main(req, &ctx, q),
+                )
+            })
+            .collect()
+    }
+
     /// Posts every question of the request that is not posted yet, in order, making `tries`
-    /// for each. Returns the message links.
+    /// for each, with the messages in `ahead` where they were rendered already (by nonce).
+    /// Returns the message links.
     pub(super) async fn post_outbox(
         &self,
         ctx: &AnswererContext,
@@ -127,6 +145,7 @@ impl Outbox {
         route: &ResolvedRoute,
         posts: &[Post],
         tries: Tries,
+        mut ahead: RenderedAhead,
     ) -> Result<Vec<String>, Failure> {
         // A run that takes over from failed tries waits first, once (not before every question).
         if tries.first > 1
@@ -171,7 +190,10 @@ impl Outbox {
                 .iter()
                 .find(|p| p.idx == post.idx && p.is_main())
                 .and_then(super::placed);
-            let rendered = self.render_post(req, route, q, &post, main);
+            let rendered = match ahead.iter().position(|(n, _)| *n == post.nonce) {
+                Some(i) if post.is_main() => ahead.swap_remove(i).1,
+                _ => self.render_post(req, route, q, &post, main),
+            };
             let message = rendered
                 .message
                 .nonce(serenity::all::Nonce::String(post.nonce.clone()))
@@ -184,26 +206,42 @@ impl Outbox {
                 if !req.granted() && !ctx.is_pending(req).await {
                     return Err(Failure::Permanent("the request has ended".into()));
                 }
+                // In a cluster the claim is fenced: a node that no longer leads posts nothing.
+                if let Err(e) = ctx.claim_post(req.key, &post).await {
+                    return Err(Failure::Transient(format!("{e:#}")));
+                }
                 // A DM is opened first; the guild is recorded with the message: clicks must
                 // come from it.
                 let channel = match dm {
                     Some(user) => self.rest.open_dm(user).await,
                     None => Ok(post.channel.parse().unwrap_or_default()),
                 };
-                let sent = match channel {
-                    Ok(channel) => match self.rest.check_channel(channel, 1).await {
-                        Ok(guild) if files.is_empty() => self
-                            .rest
-                            .send(channel, message.clone())
-                            .await
-                            .map(|m| (m, channel, guild)),
-                        Ok(guild) => self
-                            .rest
-                            .send_with_files(channel, &message, &files)
-                            .await
-                            .map(|m| (m, channel, guild)),
-                        Err(f) => Err(f),
-                    },
+                let checked = match channel {
+                    Ok(channel) => self
+                        .rest
+                        .check_channel(channel, 1)
+                        .await
+                        .map(|g| (channel, g)),
+                    Err(f) => Err(f),
+                };
+                // The last moment to find that this node's lead ended (it was frozen since its
+                // claim): a post now would be a second copy of the new leader's.
+                if !ctx.holds_term() {
+                    return Err(Failure::Transient(
+                        "this node's lead ended before the post".into(),
+                    ));
+                }
+                let sent = match checked {
+                    Ok((channel, guild)) if files.is_empty() => self
+                        .rest
+                        .send(channel, message.clone())
+                        .await
+                        .map(|m| (m, channel, guild)),
+                    Ok((channel, guild)) => self
+                        .rest
+                        .send_with_files(channel, &message, &files)
+                        .await
+                        .map(|m| (m, channel, guild)),
                     Err(f) => Err(f),
                 };
                 match sent {
@@ -280,8 +318,31 @@ impl Outbox {
         let task_ctx = ctx.clone();
         ctx.spawn(async move {
             let ctx = task_ctx;
+            // Read again under the claim: a poster that held it before (the delivery, another
+            // pass) recorded its posts before letting go, and what the caller read may predate
+            // them. Posting from the older read would create a second copy.
+            let posts = match ctx.outbox(&req).await {
+                Ok(fresh) => posts
+                    .into_iter()
+                    .map(|p| {
+                        fresh
+                            .iter()
+                            .find(|f| f.idx == p.idx && f.slot == p.slot)
+                            .cloned()
+                            .unwrap_or(p)
+                    })
+                    .collect(),
+                Err(_) => posts,
+            };
             let posted = me
-                .post_outbox(&ctx, &req, &route, &posts, Tries::until_posted(failed))
+                .post_outbox(
+                    &ctx,
+                    &req,
+                    &route,
+                    &posts,
+                    Tries::until_posted(failed),
+                    Vec::new(),
+                )
                 .await;
             drop(claim);
             match posted {
@@ -333,6 +394,13 @@ impl Outbox {
         let edited_post = post.clone();
         let request_id = req.request_id.clone();
         ctx.spawn(async move {
+            if let Err(e) = task_ctx.claim_post(key, &edited_post).await {
+                tracing::warn!(request_id = %Escaped(&request_id), question = idx, error = %format!("{e:#}"), "not editing the question message");
+                return;
+            }
+            if !task_ctx.holds_term() {
+                return;
+            }
             let edited = me
                 .rest
                 .edit(channel, message, &outcome.edit(), EDIT_ATTEMPTS)
@@ -342,7 +410,7 @@ impl Outbox {
                 Ok(()) => {
                     let Some(state) = state else { return };
                     if let Err(e) = task_ctx.record_edit(key, &edited_post, state).await {
-                        tracing::error!(error = %format!("{e:#}"), "cannot record an edit");
+                        record_edit_failed(&e);
                     }
                 }
                 Err(f) => tracing::warn!(
@@ -568,4 +636,30 @@ impl<K: std::hash::Hash + Eq> Drop for Claim<K> {
     fn drop(&mut self) {
         self.set.lock().unwrap().remove(&self.k);
     }
+}
+
+/// Says why an edit that went out was not recorded. A node whose lead just ended has its write
+/// refused (the new leader's repair pass records the message's state again): a warning, since
+/// that is the fencing at work; anything else is an error.
+pub(super) fn record_edit_failed(e: &anyhow::Error) {
+    if e.is::<crate::domain::cluster::Fenced>() {
+        tracing::warn!(
+            "an edit was sent but not recorded: this node's lead ended; the new leader checks it again"
+        );
+    } else {
+        tracing::error!(error = %format!("{e:#}"), "cannot record an edit");
+    }
+}
+
+/// Question messages rendered before their first post, by nonce ([`Outbox::render_ahead`]).
+pub(super) type RenderedAhead = Vec<(String, render::QuestionPost)>;
+
+/// The question's own message; the request's context goes with its first question only.
+fn render_main(
+    req: &Request,
+    ctx: &RenderContext,
+    q: &crate::domain::Question,
+) -> render::QuestionPost {
+    let context = req.context.as_deref().filter(|_| ctx.question_index == 0);
+    render::question_post(q, ctx, context)
 }

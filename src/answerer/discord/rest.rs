@@ -9,8 +9,8 @@
 use crate::domain::metrics::RestRecorder;
 use serenity::all::{ChannelId, InteractionId, Message, MessageId};
 use serenity::builder::{
-    CreateInteractionResponse, CreateInteractionResponseMessage, CreateMessage,
-    EditInteractionResponse, EditMessage,
+    CreateInteractionResponse, CreateInteractionResponseFollowup, CreateInteractionResponseMessage,
+    CreateMessage, EditInteractionResponse, EditMessage,
 };
 use serenity::http::{Http, HttpError};
 use std::collections::{HashMap, VecDeque};
@@ -19,8 +19,21 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
-/// How long an interaction's answer may take before it is deferred.
-pub const DEFER_AFTER: Duration = Duration::from_millis(1500);
+/// How long an interaction's answer may take before it is deferred, the same for every
+/// interaction (a click, a modal, `/askrelay`, a batch): Discord drops an interaction whose
+/// first response comes after 3 s ("This interaction failed"), so a deferral at 2 s leaves a
+/// second for its own trip to Discord, and work that is quick, as a store write nearly always
+/// is, is answered in one callback as before.
+pub const DEFER_AFTER: Duration = Duration::from_millis(2000);
+
+/// An interaction's work raced against [`DEFER_AFTER`] ([`Rest::in_time_or_defer`]).
+pub enum Timely<T> {
+    /// Done in time: answer it with its callback as usual.
+    InTime(T),
+    /// Slow: the interaction was deferred first (`Ok`), or the deferral failed (`Err`), and
+    /// the work ran on to its end meanwhile. What it says goes as a follow-up or an edit.
+    Deferred(T, Result<(), Failure>),
+}
 
 /// A Discord failure, sorted by what to do about it.
 #[derive(Debug)]
@@ -71,9 +84,10 @@ pub fn classify(e: &serenity::Error) -> Failure {
     }
 }
 
-/// Discord allows a bot 50 REST requests a second over all routes. The answerer's own calls
-/// (channel checks, posts, edits) take a slot here first, so that a burst over many channels
-/// stays under the global limit. Interaction responses, which Discord exempts, do not.
+/// Discord allows a bot 50 REST requests a second over all routes. Every call but interaction
+/// responses and their follow-ups, which Discord exempts, takes a slot here first (channel
+/// checks, posts, edits, the command registration, serenity's gateway URL), so that a burst
+/// over many channels stays under the global limit.
 struct GlobalPace {
     sent: tokio::sync::Mutex<VecDeque<tokio::time::Instant>>,
 }
@@ -168,8 +182,10 @@ impl Rest {
         }
     }
 
-    /// Waits for a slot under Discord's global limit; at once behind a REST proxy.
-    async fn global_slot(&self) {
+    /// Waits for a slot under Discord's global limit; at once behind a REST proxy. Every REST
+    /// request but interaction responses takes one, serenity's own included (the gateway URL
+    /// it asks for as a client is built): Discord counts them all.
+    pub(super) async fn global_slot(&self) {
         let Some(pace) = &self.pace else { return };
         let mut sent = pace.sent.lock().await;
         loop {
@@ -237,6 +253,17 @@ impl Rest {
         }
     }
 
+    /// [`Rest::call`] in a slot under the global limit ([`Rest::global_slot`]), for a call with
+    /// no channel turn of its own.
+    pub async fn paced<T>(
+        &self,
+        deadline: Duration,
+        fut: impl Future<Output = serenity::Result<T>>,
+    ) -> Result<T, Failure> {
+        self.global_slot().await;
+        self.call(deadline, fut).await
+    }
+
     /// An interaction's callback, through [`Rest::call`]. serenity's limiter (on against
     /// discord.com) keys the callback route's bucket by the interaction's id and never drops a
     /// bucket: every click would leave one behind for the daemon's lifetime. An interaction
@@ -260,8 +287,37 @@ impl Rest {
         sent
     }
 
-    /// Runs `op` until it succeeds, fails for good, or has failed `attempts` times, with
-    /// backoff in between.
+    /// Runs an interaction's `work` and, when it is not done within [`DEFER_AFTER`], answers
+    /// the interaction with `defer` (a deferred reply, type 5, or a deferred update, type 6)
+    /// while the work goes on, so that Discord hears back within its 3 s whatever the work
+    /// waits for (a store write behind another writer's lock). The work always runs to its
+    /// end: what it stored stays stored, and the caller says so by a follow-up.
+    pub async fn in_time_or_defer<T>(
+        &self,
+        deadline: Duration,
+        id: InteractionId,
+        token: &str,
+        defer: &CreateInteractionResponse,
+        work: impl Future<Output = T>,
+    ) -> Timely<T> {
+        tokio::pin!(work);
+        tokio::select! {
+            biased;
+            done = &mut work => Timely::InTime(done),
+            _ = tokio::time::sleep(DEFER_AFTER) => {
+                let http = &self.http;
+                let (deferred, done) = tokio::join!(
+                    self.respond(deadline, id, token, http.create_interaction_response(id, token, defer, Vec::new())),
+                    &mut work,
+                );
+                if let Err(f) = &deferred {
+                    tracing::warn!(error = %f.message(), "cannot defer a slow interaction");
+                }
+                Timely::Deferred(done, deferred)
+            }
+        }
+    }
+
     /// Answers an interaction privately within Discord's 3 s: with `work`'s message when it is
     /// ready within [`DEFER_AFTER`], else with a deferred private reply first and `work`'s edit
     /// of it after (`/askrelay`, a batch of approvals).
@@ -273,21 +329,32 @@ impl Rest {
         what: &str,
         work: impl Future<Output = (CreateInteractionResponseMessage, EditInteractionResponse)>,
     ) -> Result<(), Failure> {
-        tokio::pin!(work);
         let http = &self.http;
-        tokio::select! {
-            (msg, _) = &mut work => {
+        let defer = CreateInteractionResponse::Defer(
+            CreateInteractionResponseMessage::new().ephemeral(true),
+        );
+        match self
+            .in_time_or_defer(deadline, id, token, &defer, work)
+            .await
+        {
+            Timely::InTime((msg, _)) => {
                 let msg = CreateInteractionResponse::Message(msg);
-                self.respond(deadline, id, token, http.create_interaction_response(id, token, &msg, Vec::new())).await
+                self.respond(
+                    deadline,
+                    id,
+                    token,
+                    http.create_interaction_response(id, token, &msg, Vec::new()),
+                )
+                .await
             }
-            _ = tokio::time::sleep(DEFER_AFTER) => {
-                let defer = CreateInteractionResponse::Defer(
-                    CreateInteractionResponseMessage::new().ephemeral(true),
-                );
-                self.respond(deadline, id, token, http.create_interaction_response(id, token, &defer, Vec::new())).await?;
-                let (_, edit) = work.await;
+            Timely::Deferred((_, edit), deferred) => {
+                deferred?;
                 self.retry(what, 3, || async {
-                    self.call(deadline * 4, http.edit_original_interaction_response(token, &edit, Vec::new())).await
+                    self.call(
+                        deadline * 4,
+                        http.edit_original_interaction_response(token, &edit, Vec::new()),
+                    )
+                    .await
                 })
                 .await
                 .map(|_| ())
@@ -295,6 +362,30 @@ impl Rest {
         }
     }
 
+    /// A private message to the person behind an interaction already answered (deferred):
+    /// `POST /webhooks/{application}/{token}`, with flag 64, retried like an edit (the token
+    /// stays valid for 15 minutes).
+    pub async fn follow_up(
+        &self,
+        deadline: Duration,
+        token: &str,
+        message: CreateInteractionResponseFollowup,
+    ) -> Result<(), Failure> {
+        let message = message.ephemeral(true);
+        self.retry("sending a follow-up", 3, || async {
+            self.call(
+                deadline * 4,
+                self.http
+                    .create_followup_message(token, &message, Vec::new()),
+            )
+            .await
+        })
+        .await
+        .map(|_| ())
+    }
+
+    /// Runs `op` until it succeeds, fails for good, or has failed `attempts` times, with
+    /// backoff in between.
     pub async fn retry<T, F, Fut>(&self, what: &str, attempts: u32, mut op: F) -> Result<T, Failure>
     where
         F: FnMut() -> Fut,
@@ -586,6 +677,35 @@ mod tests {
             .read()
             .await
             .len()
+    }
+
+    /// Quick work is answered in time and never deferred; slow work is deferred at
+    /// [`DEFER_AFTER`] and still runs to its end, whether the deferral reached Discord or not
+    /// (here nothing listens, so it did not).
+    #[tokio::test]
+    async fn slow_work_is_deferred_and_still_runs_to_its_end() {
+        let rest = limited_rest();
+        let id = InteractionId::new(7);
+        let ack = CreateInteractionResponse::Acknowledge;
+        let quick = rest
+            .in_time_or_defer(Duration::from_secs(1), id, "tok", &ack, async { "stored" })
+            .await;
+        assert!(matches!(quick, Timely::InTime("stored")));
+        let started = tokio::time::Instant::now();
+        let slow = rest
+            .in_time_or_defer(Duration::from_secs(1), id, "tok", &ack, async {
+                tokio::time::sleep(DEFER_AFTER + Duration::from_millis(100)).await;
+                "stored late"
+            })
+            .await;
+        match slow {
+            Timely::Deferred(done, deferred) => {
+                assert_eq!(done, "stored late");
+                assert!(deferred.is_err(), "nothing listens there");
+            }
+            Timely::InTime(_) => panic!("slow work was not deferred"),
+        }
+        assert!(started.elapsed() >= DEFER_AFTER + Duration::from_millis(100));
     }
 
     #[tokio::test]

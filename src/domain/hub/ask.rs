@@ -3,7 +3,7 @@
 
 use super::live::{same_id_other_context, same_id_other_questions};
 use super::{add_expiry, foreign_error, new_token, storage_error, Attachment, Detail, Hub, Phase};
-use crate::domain::answerer::{Answerer, Claim, Delivery, Proposal};
+use crate::domain::answerer::{Answerer, Claim, Delivery, Prepared, Proposal};
 use crate::domain::error::{AskError, ErrorCode};
 use crate::domain::expiry::ExpiryRule;
 use crate::domain::model::{Ask, Question};
@@ -27,20 +27,53 @@ pub(super) struct Taken {
     expiry: Option<ExpiryRule>,
 }
 
+/// A request an ask just stored, for its delivery: its answerer, and what that answerer
+/// prepared while the store committed it.
+pub(super) struct Stored {
+    answerer: Arc<dyn Answerer>,
+    req: Request,
+    prepared: Option<Prepared>,
+}
+
 impl Hub {
     /// Handles an `ask`: stores it (or finds it by its id) and returns an attachment that
     /// follows it to its final line.
     ///
     /// The work runs in a task of its own, so a client that disconnects half-way can never
-    /// leave a request stored but unregistered or half-shown.
+    /// leave a request stored but unregistered or half-shown. A request just stored is handed
+    /// to its answerer in that same task, once the attachment is on its way to the client: a
+    /// task of its own for the delivery would put one more hand-off between the `COMMIT` and
+    /// the message.
     pub async fn ask(&self, ask: Ask, peer: Peer) -> Result<Attachment, AskError> {
         let hub = self.clone();
-        let attached = self
-            .inner
-            .tasks
-            .spawn(async move { hub.ask_inner(ask, peer).await })
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        self.inner.tasks.spawn(async move {
+            match hub.ask_inner(ask, peer).await {
+                Ok((att, delivery)) => {
+                    // A client gone by now drops the attachment here: its grace period starts.
+                    let _ = tx.send(Ok(att));
+                    if let Some(Stored {
+                        answerer,
+                        req,
+                        prepared,
+                    }) = delivery
+                    {
+                        hub.deliver(answerer, req, prepared).await;
+                    }
+                }
+                Err(e) => {
+                    let _ = tx.send(Err(e));
+                }
+            }
+        });
+        let attached = rx
             .await
-            .map_err(|e| AskError::new(ErrorCode::Internal, format!("the ask task failed: {e}")))
+            .map_err(|_| {
+                AskError::new(
+                    ErrorCode::Internal,
+                    "the ask task failed before it answered",
+                )
+            })
             .and_then(|r| r);
         if let Err(e) = &attached {
             self.inner.settings.recorder.failed(e.code);
@@ -48,7 +81,13 @@ impl Hub {
         attached
     }
 
-    pub(super) async fn ask_inner(&self, ask: Ask, peer: Peer) -> Result<Attachment, AskError> {
+    /// The ask's work up to its attachment; for a request it stored, also the delivery that
+    /// follows ([`Hub::deliver`]).
+    pub(super) async fn ask_inner(
+        &self,
+        ask: Ask,
+        peer: Peer,
+    ) -> Result<(Attachment, Option<Stored>), AskError> {
         if let Some(owner) = &ask.caller.owner_agent_id {
             self.audit(AuditEntry {
                 source: Source::Socket,
@@ -75,7 +114,7 @@ impl Hub {
         let content = self.content(&ask.questions, ask.context.as_ref());
         // A live request is attached to without touching the database.
         if let Some(att) = self.attach_live(&request_id, content, peer)? {
-            return Ok(att);
+            return Ok((att, None));
         }
         let token = new_token();
         let questions: Arc<[Question]> = ask.questions.clone().into();
@@ -89,7 +128,7 @@ impl Hub {
             Err(reasons) => {
                 // An ended request under this id still gets its stored final line.
                 if let Ok(Some(req)) = self.inner.store.by_id(&request_id).await {
-                    return self.existing(req, &ask, peer).await;
+                    return Ok((self.existing(req, &ask, peer).await?, None));
                 }
                 self.audit(AuditEntry {
                     source: Source::Socket,
@@ -105,7 +144,7 @@ impl Hub {
         };
         let register = self.inner.register.lock().await;
         if let Some(att) = self.attach_live(&request_id, content, peer)? {
-            return Ok(att);
+            return Ok((att, None));
         }
         self.check_pending_cap(peer)?;
         let created_at_ms = now_ms();
@@ -138,16 +177,19 @@ impl Hub {
             accepted: true,
             ..Default::default()
         };
-        let created = self
-            .inner
-            .store
-            .create(&new, &posts, &audit)
-            .await
-            .map_err(|e| storage_error("the request", &e))?;
+        // The answerer prepares its messages while the store commits (on SQLite's worker
+        // thread, or over PostgreSQL's connection), not after: the post follows the COMMIT
+        // sooner. The request it sees is the one the store returns, but for its key.
+        let about_to_store = Request::created(0, &new);
+        let (created, prepared) =
+            tokio::join!(self.inner.store.create(&new, &posts, &audit), async {
+                answerer.prepare(&about_to_store)
+            });
+        let created = created.map_err(|e| storage_error("the request", &e))?;
         match created {
             Created::Existing(req) => {
                 drop(register);
-                self.existing(req, &ask, peer).await
+                Ok((self.existing(req, &ask, peer).await?, None))
             }
             Created::New(req) => {
                 crate::crash::point("stored");
@@ -157,11 +199,14 @@ impl Hub {
                     .attach_live(&request_id, content, peer)?
                     .expect("a request just registered is live");
                 drop(register);
-                let hub = self.clone();
-                self.inner
-                    .tasks
-                    .spawn(async move { hub.deliver(answerer, req).await });
-                Ok(att)
+                Ok((
+                    att,
+                    Some(Stored {
+                        answerer,
+                        req,
+                        prepared,
+                    }),
+                ))
             }
         }
     }
@@ -275,10 +320,17 @@ impl Hub {
     }
 
     /// Shows a stored request through its answerer and tells waiting clients.
-    pub(super) async fn deliver(&self, answerer: Arc<dyn Answerer>, req: Request) {
+    pub(super) async fn deliver(
+        &self,
+        answerer: Arc<dyn Answerer>,
+        req: Request,
+        prepared: Option<Prepared>,
+    ) {
         let req = self.answer_by_grant(req).await;
+        // A request a grant answered is announced, not asked: what was prepared does not fit.
+        let prepared = prepared.filter(|_| !req.granted());
         let ctx = self.context(answerer.name());
-        match answerer.deliver(&ctx, &req).await {
+        match answerer.deliver(&ctx, &req, prepared).await {
             Delivery::Shown(mut detail) => {
                 add_expiry(&mut detail, &req);
                 tracing::info!(

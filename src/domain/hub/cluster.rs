@@ -2,12 +2,23 @@
 //! catch-up of what ended elsewhere, and reaping the requests of nodes that stopped.
 
 use super::Hub;
+use crate::domain::cluster::LeadStatus;
 use crate::domain::error::AskError;
-use crate::domain::request::{now_ms, Post, Request, Source, Status};
+use crate::domain::request::{Post, Request, Source, Status};
 use crate::domain::text::Escaped;
 use anyhow::Result;
 
 impl Hub {
+    /// What the cluster driver last learned of the lead.
+    pub fn lead_status(&self) -> LeadStatus {
+        self.inner.lead.lock().unwrap().clone()
+    }
+
+    /// Records what a beat learned (the cluster driver).
+    pub fn set_lead_status(&self, status: LeadStatus) {
+        *self.inner.lead.lock().unwrap() = status;
+    }
+
     /// Whether `req` was asked through this daemon (always, without a cluster): a uid on
     /// another node is somebody else.
     pub(super) fn owned_here(&self, req: &Request) -> bool {
@@ -80,8 +91,7 @@ impl Hub {
             return;
         };
         let grace = self.inner.settings.restart_grace;
-        let before = now_ms() - grace.as_millis() as i64;
-        let orphans = match cluster.orphans(before).await {
+        let orphans = match cluster.orphans(grace).await {
             Ok(o) => o,
             Err(e) => {
                 tracing::warn!(error = %format!("{e:#}"), "cannot look for requests of nodes that stopped");

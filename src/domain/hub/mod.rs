@@ -108,6 +108,8 @@ struct Inner {
     cluster: Option<crate::domain::cluster::ClusterHandle>,
     /// This daemon's role: `Solo` without a cluster; in one, the cluster driver sets it.
     role: watch::Sender<Role>,
+    /// What the cluster driver last learned of the lead (health and metrics read it).
+    lead: std::sync::Mutex<crate::domain::cluster::LeadStatus>,
     /// The keys of [`Content`] fingerprints.
     fingerprints: std::hash::RandomState,
 }
@@ -180,6 +182,7 @@ impl Hub {
                     Role::Solo
                 }),
                 cluster: store.cluster(),
+                lead: Default::default(),
                 store,
                 fingerprints: Default::default(),
             }),
@@ -338,6 +341,10 @@ impl Core for Hub {
 
     async fn settle_reached_quorums(&self, req: &Request) {
         Hub::settle_reached_quorums(self, req).await
+    }
+
+    async fn sweep_reached_quorums(&self) {
+        Hub::sweep_reached_quorums(self).await
     }
 
     fn is_being_delivered(&self, request_id: &str) -> bool {

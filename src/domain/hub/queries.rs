@@ -113,9 +113,8 @@ impl Hub {
             .map_err(|e| AskError::internal(&e))
     }
 
-    /// Outbox work due for more than `overdue_after`: how many items, and how long the oldest
-    /// has been due.
-    pub async fn outbox_overdue(&self) -> Result<(usize, Duration), AskError> {
+    /// How long each piece of outbox work (a post or an edit not yet made) has been due, in ms.
+    async fn outbox_ages(&self) -> Result<Vec<i64>, AskError> {
         let due = self
             .inner
             .store
@@ -123,13 +122,27 @@ impl Hub {
             .await
             .map_err(|e| AskError::internal(&e))?;
         let now = now_ms();
-        let late: Vec<i64> = due
-            .iter()
-            .map(|d| now - d.due_since_ms)
-            .filter(|age| *age > self.inner.settings.overdue_after.as_millis() as i64)
+        Ok(due.iter().map(|d| (now - d.due_since_ms).max(0)).collect())
+    }
+
+    /// Outbox work due for more than `overdue_after`: how many items, and how long the oldest
+    /// has been due.
+    pub async fn outbox_overdue(&self) -> Result<(usize, Duration), AskError> {
+        let after = self.inner.settings.overdue_after.as_millis() as i64;
+        let late: Vec<i64> = self
+            .outbox_ages()
+            .await?
+            .into_iter()
+            .filter(|age| *age > after)
             .collect();
-        let oldest = late.iter().copied().max().unwrap_or(0).max(0) as u64;
+        let oldest = late.iter().copied().max().unwrap_or(0) as u64;
         Ok((late.len(), Duration::from_millis(oldest)))
+    }
+
+    /// How long the oldest outbox work has been due; zero when none is (`/metrics`).
+    pub async fn outbox_oldest_due(&self) -> Result<Duration, AskError> {
+        let oldest = self.outbox_ages().await?.into_iter().max().unwrap_or(0);
+        Ok(Duration::from_millis(oldest as u64))
     }
 
     /// Whether the store takes a write now (the health check).

@@ -170,7 +170,13 @@ impl Hub {
                 .iter()
                 .any(|v| v.person == person && v.settlement() == settlement)
             {
-                let outcome = SettleOutcome::AlreadyVoted(policy.tally(old, &settlement));
+                let tally = policy.tally(old, &settlement);
+                if tally.count >= tally.needed {
+                    // The quorum was reached by a stored vote whose settlement failed (a
+                    // stalled or cut-off database between the two writes): settle it now.
+                    return self.settle_quorum(&cur, idx, &settlement, actor).await;
+                }
+                let outcome = SettleOutcome::AlreadyVoted(tally);
                 return Ok(Settled {
                     outcome,
                     request: cur,
@@ -204,12 +210,23 @@ impl Hub {
                 )),
                 accepted: true,
             };
-            let swapped = self
+            let swapped = match self
                 .inner
                 .store
                 .vote(req.key, idx, expected.as_deref(), &json(&votes), &audit)
                 .await
-                .map_err(|e| storage_error("the vote", &e))?;
+            {
+                Ok(s) => s,
+                Err(e) => {
+                    // The vote may have been committed all the same (the database's reply
+                    // was lost): if it completed the quorum, that is settled once the
+                    // database answers again.
+                    if tally.count >= tally.needed {
+                        self.retry_reached_quorum(req.key, idx);
+                    }
+                    return Err(storage_error("the vote", &e));
+                }
+            };
             if !swapped {
                 cur = self
                     .inner
@@ -233,7 +250,11 @@ impl Hub {
             if tally.count >= tally.needed {
                 // The vote that completes the quorum is stored; the settlement is not yet.
                 crate::crash::point("quorum");
-                return self.settle_quorum(&cur, idx, &settlement, actor).await;
+                let settled = self.settle_quorum(&cur, idx, &settlement, actor).await;
+                if settled.is_err() {
+                    self.retry_reached_quorum(req.key, idx);
+                }
+                return settled;
             }
             if let Some(a) = self.answerer_for(&cur) {
                 if a.name() != actor.via.as_str() {
@@ -268,6 +289,52 @@ impl Hub {
             .collect();
         self.settle_now(req, idx, settlement.clone(), actor, &voters)
             .await
+    }
+
+    /// Settles, in the background, question `idx` of request `key` whose stored votes reached
+    /// the quorum when settling it failed (the database stalled or was cut off between the
+    /// vote and the settlement): every second, for up to `QUORUM_RETRIES` seconds, until it is
+    /// settled or the request ends. A restart or a new leader settles it too.
+    fn retry_reached_quorum(&self, key: i64, idx: usize) {
+        const QUORUM_RETRIES: u32 = 300;
+        let hub = self.clone();
+        let shutdown = self.inner.shutdown.clone();
+        self.inner.tasks.spawn(async move {
+            for _ in 0..QUORUM_RETRIES {
+                tokio::select! {
+                    _ = shutdown.cancelled() => return,
+                    _ = tokio::time::sleep(std::time::Duration::from_secs(1)) => {}
+                }
+                match hub.inner.store.by_key(key).await {
+                    Ok(Some(req))
+                        if req.status == Status::Pending && req.answers[idx].is_none() =>
+                    {
+                        hub.settle_reached_quorums(&req).await;
+                    }
+                    Ok(_) => return,
+                    Err(_) => {}
+                }
+            }
+        });
+    }
+
+    /// Settles every pending question, of any cluster node, whose stored votes reached their
+    /// quorum. A vote can be committed after its caller gave up on the database (a partition
+    /// or a stall between the commit and its reply), and then nobody settles it but this pass,
+    /// which the leader's repair loop runs.
+    pub(super) async fn sweep_reached_quorums(&self) {
+        let keys = match self.inner.store.voted_pending().await {
+            Ok(k) => k,
+            Err(e) => {
+                tracing::warn!(error = %format!("{e:#}"), "cannot read the questions with votes; the next repair pass tries again");
+                return;
+            }
+        };
+        for key in keys {
+            if let Ok(Some(req)) = self.inner.store.by_key(key).await {
+                self.settle_reached_quorums(&req).await;
+            }
+        }
     }
 
     /// Settles the quorum questions whose votes reached it before a crash or a restart cut

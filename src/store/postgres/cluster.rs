@@ -1,16 +1,29 @@
-//! The cluster over one PostgreSQL database: node leases, the lead, and notices.
+//! The cluster over one PostgreSQL database: node leases, the lead, fencing, and notices.
 //!
-//! Each node holds a *lease connection*: a connection of its own, not from the pool, named
-//! `askrelay-lease NODE` in `pg_stat_activity`. On it the node holds a session advisory lock
-//! keyed by its node id, so a second daemon with the same id is refused; and, while it leads,
-//! the lead lock. Session locks live exactly as long as their session, so a node that dies, or
-//! whose connection the server closes, lets go of both without anyone cleaning up.
+//! **The lead is a lease** on the database's clock (migrations/postgres/0006): one row naming
+//! its holder, an epoch that grows at every change of holder, and a deadline. Every node beats
+//! every quarter of `cluster.failover_secs` with one statement on its *lease connection* (a
+//! connection of its own, `askrelay-lease NODE` in `pg_stat_activity`): it records its
+//! heartbeat and renews the lease it holds, or takes the lease if it has expired. Each beat has
+//! its own deadline (half a beat, connecting included), so a cut-off or stalled database never
+//! holds a beat for `connect_timeout_secs`. A leader whose renewal does not come back stops its
+//! Discord work before the lease can expire ([`LeaseTiming::stop_at`]); a frozen leader finds,
+//! when it wakes, that its term is over. No lock lives on a session, so nothing waits for the
+//! server to notice a dead connection.
 //!
-//! A node learns that it lost the lead the next time it confirms it ([`Cluster::hold_lead`]):
-//! while it leads, that asks `pg_locks` whether its session still holds the lock, and any
-//! failure of the lease connection counts as a loss, since a lock on a dead session is gone.
-//! The node then reconnects and takes its node lock again; the lead it must win again like
-//! anyone else.
+//! **Fencing.** The leader's term (its epoch, and when it must stop) is kept here, in the
+//! backend, and every write made for the Discord answerer (claiming an outbox row before
+//! posting or editing, recording a post or an edit, a timer's step, the digest's turn) checks
+//! in its own transaction that the lease still names this node with that epoch and has not
+//! expired, holding the row `FOR SHARE` so that a takeover waits until the write committed. A
+//! refused write ([`Fenced`]) ends the term at once and wakes [`Cluster::deposed`]. Such a
+//! transaction also sets `idle_in_transaction_session_timeout` to a beat, so a leader frozen in
+//! the middle of one cannot hold the lease's row for longer than that.
+//!
+//! The lease connection also holds a session advisory lock keyed by the node id, taken at
+//! start-up, so that a second daemon with the same id is refused. When the connection breaks,
+//! a new one is opened for the next beat without that lock (the old session may still hold it
+//! until the server notices it is gone): the lock guards start-up only.
 //!
 //! Notices are `NOTIFY`s sent by the store's writes, in their transactions (`askrelay_outbox`
 //! with the writing node's id, `askrelay_ended` with `KEY NODE`), and heard here on a listening
@@ -19,7 +32,7 @@
 //! its own notices too; they only wake it for work it would find anyway.
 
 use super::Backend;
-use crate::domain::cluster::{Cluster, NodeInfo, Notice};
+use crate::domain::cluster::{Beat, Cluster, Fenced, LeaseTiming, NodeInfo, Notice, Term};
 use crate::domain::request::{now_ms, Post, Request};
 use crate::domain::store::Holder;
 use anyhow::{bail, Context, Result};
@@ -30,6 +43,7 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::mpsc;
+use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 /// The channel of "outbox work may be due" (a request stored, answered or ended).
@@ -38,30 +52,39 @@ pub(super) const OUTBOX: &str = "askrelay_outbox";
 /// (the node that owns it).
 pub(super) const ENDED: &str = "askrelay_ended";
 
-/// The lead lock, in the two-key space of advisory locks, apart from the nodes' one-key locks
-/// (`NODE_LOCK`). The first key spells "askr".
-const LEAD_LOCK: (u32, u32) = (0x6173_6b72, 1);
-
-/// Takes the lead lock if it is free.
-fn try_lead_sql() -> String {
-    format!(
-        "SELECT pg_try_advisory_lock({}, {})",
-        LEAD_LOCK.0, LEAD_LOCK.1
-    )
-}
-
-/// Whether this session holds the lead lock (`objsubid` 2: a lock of two keys).
-fn holds_lead_sql() -> String {
-    format!(
-        "SELECT EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' \
-         AND pid = pg_backend_pid() AND classid = {} AND objid = {} AND objsubid = 2 \
-         AND granted)",
-        LEAD_LOCK.0, LEAD_LOCK.1
-    )
-}
-
 /// A node's lock: a 64-bit hash of its id.
 const NODE_LOCK: &str = "hashtextextended('askrelay node ' || $1, 0)";
+
+/// One beat in one statement: the database's time; the lease as it was; the lease renewed
+/// (held by `$1` in epoch `$2`, unexpired) or taken (expired, or never held), with the epoch
+/// one more on a change of term; and this node's heartbeat. `$3` is the lease's length in ms.
+const BEAT: &str = "\
+WITH clock AS (SELECT askrelay_now_ms() AS now), \
+before AS (SELECT holder, epoch, renewed_at, expires_at FROM lease WHERE one = 1), \
+took AS ( \
+  INSERT INTO lease AS l (one, holder, epoch, renewed_at, expires_at) \
+  SELECT 1, $1, 1, now, now + $3 FROM clock \
+  ON CONFLICT (one) DO UPDATE SET \
+    epoch = CASE WHEN l.holder = EXCLUDED.holder AND l.epoch = $2 \
+                  AND l.expires_at > EXCLUDED.renewed_at THEN l.epoch ELSE l.epoch + 1 END, \
+    holder = EXCLUDED.holder, renewed_at = EXCLUDED.renewed_at, expires_at = EXCLUDED.expires_at \
+  WHERE (l.holder = EXCLUDED.holder AND l.epoch = $2 AND l.expires_at > EXCLUDED.renewed_at) \
+     OR l.expires_at <= EXCLUDED.renewed_at \
+  RETURNING epoch), \
+beat AS ( \
+  INSERT INTO nodes (node, host, pid, version, heartbeat_at, leader) \
+  SELECT $1, $4, $5, $6, now, EXISTS (SELECT 1 FROM took) FROM clock \
+  ON CONFLICT (node) DO UPDATE SET host = EXCLUDED.host, pid = EXCLUDED.pid, \
+    version = EXCLUDED.version, heartbeat_at = EXCLUDED.heartbeat_at, leader = EXCLUDED.leader) \
+SELECT (SELECT epoch FROM took), b.holder, b.epoch, b.renewed_at, b.expires_at, c.now \
+FROM clock c LEFT JOIN before b ON true";
+
+/// The fence of a write made for the Discord answerer: the lease still names `$1` in epoch
+/// `$2` and has not expired. `FOR SHARE` makes a takeover wait until the write committed; the
+/// setting (`$3`, ms) keeps a frozen leader from holding that lock for longer than a beat.
+const FENCE: &str = "SELECT set_config('idle_in_transaction_session_timeout', $3, true) \
+     FROM lease WHERE one = 1 AND holder = $1 AND epoch = $2 AND expires_at > askrelay_now_ms() \
+     FOR SHARE";
 
 /// How often the notice stream checks that its connection is alive: a connection cut without
 /// a word (a network partition) would otherwise go unnoticed until the next notice.
@@ -77,14 +100,62 @@ pub(super) fn ended_payload(key: i64, node: Option<&str>) -> String {
     format!("{key} {}", node.unwrap_or(""))
 }
 
-/// This node's lease connection and what it holds.
+/// This node's lease connection.
 #[derive(Default)]
 pub(crate) struct Lease {
-    /// `None` before the lease is taken, and after the connection broke until a call takes
-    /// the node lock again.
+    /// `None` before the lease is taken, and after the connection broke until the next beat
+    /// opens another.
     conn: Option<PgConnection>,
-    /// Whether the lead lock is held on `conn`.
-    leading: bool,
+}
+
+/// The leader's term as the fence knows it.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Fence {
+    epoch: i64,
+    stop_at: Instant,
+    /// A beat, in ms: `idle_in_transaction_session_timeout` of a fenced transaction.
+    idle_ms: u128,
+}
+
+impl Backend {
+    /// This node's term, while it lasts.
+    fn term(&self) -> Option<Fence> {
+        let fence = *self.fence.lock().unwrap();
+        fence.filter(|f| Instant::now() < f.stop_at)
+    }
+
+    /// The epoch of this node's term, while it lasts.
+    pub(super) fn epoch(&self) -> Option<i64> {
+        self.term().map(|f| f.epoch)
+    }
+
+    fn set_term(&self, fence: Option<Fence>) {
+        *self.fence.lock().unwrap() = fence;
+    }
+
+    /// Checks, in `tx`, that this node still leads in its term; on a refusal the term ends and
+    /// the cluster driver hears of it.
+    pub(super) async fn fence(&self, tx: &mut PgConnection) -> Result<()> {
+        let (Some(term), Some(me)) = (self.term(), self.me.get()) else {
+            return Err(Fenced.into());
+        };
+        let held: Option<String> = sqlx::query_scalar(FENCE)
+            .bind(&me.node)
+            .bind(term.epoch)
+            .bind(term.idle_ms.to_string())
+            .fetch_optional(&mut *tx)
+            .await?;
+        if held.is_none() {
+            tracing::warn!(
+                epoch = term.epoch,
+                "a write for Discord was refused: this node's lease is over; stepping down"
+            );
+            self.set_term(None);
+            self.deposed.notify_one();
+            return Err(Fenced.into());
+        }
+        Ok(())
+    }
 }
 
 /// Takes this node's lease: its lock on a lease connection, and its row in `nodes`.
@@ -104,7 +175,6 @@ pub(super) async fn acquire(shared: &Backend, me: &Holder) -> Result<()> {
     }
     let conn = take_node_lock(shared, me).await?;
     lease.conn = Some(conn);
-    lease.leading = false;
     let _ = shared.me.set(me.clone());
     Ok(())
 }
@@ -114,9 +184,12 @@ pub(super) async fn acquire(shared: &Backend, me: &Holder) -> Result<()> {
 async fn take_node_lock(shared: &Backend, me: &Holder) -> Result<PgConnection> {
     let mut conn = shared
         .connect
-        .dedicated(&format!("askrelay-lease {}", me.node))
+        .dedicated(
+            &format!("askrelay-lease {}", me.node),
+            shared.connect.connect_timeout,
+        )
         .await?;
-    let result = bounded(shared, async {
+    let result = bounded(shared.connect.connect_timeout, async {
         let got: bool = sqlx::query_scalar(&format!("SELECT pg_try_advisory_lock({NODE_LOCK})"))
             .bind(&me.node)
             .fetch_one(&mut conn)
@@ -133,7 +206,7 @@ async fn take_node_lock(shared: &Backend, me: &Holder) -> Result<PgConnection> {
         // the row of the one that runs.
         sqlx::query(
             "INSERT INTO nodes (node, host, pid, version, heartbeat_at, leader) \
-             VALUES ($1, $2, $3, $4, $5, false) \
+             VALUES ($1, $2, $3, $4, askrelay_now_ms(), false) \
              ON CONFLICT (node) DO UPDATE SET host = EXCLUDED.host, pid = EXCLUDED.pid, \
              version = EXCLUDED.version, heartbeat_at = EXCLUDED.heartbeat_at, leader = false",
         )
@@ -141,7 +214,6 @@ async fn take_node_lock(shared: &Backend, me: &Holder) -> Result<PgConnection> {
         .bind(&me.host)
         .bind(i64::from(me.pid))
         .bind(env!("CARGO_PKG_VERSION"))
-        .bind(now_ms())
         .execute(&mut conn)
         .await?;
         anyhow::Ok(Ok(()))
@@ -174,44 +246,32 @@ async fn take_node_lock(shared: &Backend, me: &Holder) -> Result<PgConnection> {
     }
 }
 
-/// `fut` within the connect timeout: a lease connection that does not answer is as good as
-/// broken (a network partition would otherwise hang the caller until TCP gives up).
-async fn bounded<T>(shared: &Backend, fut: impl Future<Output = Result<T>>) -> Result<T> {
-    match tokio::time::timeout(shared.connect.connect_timeout, fut).await {
+/// `fut` within `limit`: a connection that does not answer is as good as broken (a network
+/// partition would otherwise hang the caller until TCP gives up).
+async fn bounded<T>(limit: Duration, fut: impl Future<Output = Result<T>>) -> Result<T> {
+    match tokio::time::timeout(limit, fut).await {
         Ok(r) => r,
         Err(_) => bail!(
-            "the database did not answer within {}s (postgres.connect_timeout_secs)",
-            shared.connect.connect_timeout.as_secs()
+            "the database did not answer within {} ms",
+            limit.as_millis()
         ),
     }
 }
 
-/// Records in `nodes` whether this node leads (taking it: and that no other node does).
-/// Best effort: the lock is what counts, the column is what listings show.
-async fn record_lead(shared: &Backend, node: &str, leading: bool) {
-    let sql = if leading {
-        "UPDATE nodes SET leader = (node = $1)"
-    } else {
-        "UPDATE nodes SET leader = false WHERE node = $1"
-    };
-    if let Err(e) = sqlx::query(sql).bind(node).execute(&shared.pool).await {
-        tracing::warn!(error = %e, "cannot record the lead in the nodes table");
-    }
-}
-
-/// Gives up the lead and the lease: unlocks, and closes the lease connection (which would
-/// release every lock of its session anyway). Runs before the pool closes.
+/// Gives up the lead and the lease: ends the lease if this node holds it, and closes the lease
+/// connection (which releases the node lock). Runs before the pool closes.
 pub(super) async fn release(shared: &Backend) {
     let mut lease = shared.lease.lock().await;
     let Some(mut conn) = lease.conn.take() else {
         return;
     };
-    if std::mem::take(&mut lease.leading) {
-        if let Some(me) = shared.me.get() {
-            record_lead(shared, &me.node, false).await;
+    let term = shared.term();
+    shared.set_term(None);
+    let node = shared.node().unwrap_or_default().to_owned();
+    let _ = bounded(shared.connect.connect_timeout, async {
+        if let Some(term) = term {
+            end_lease(&mut conn, &node, term.epoch).await?;
         }
-    }
-    let _ = bounded(shared, async {
         sqlx::query("SELECT pg_advisory_unlock_all()")
             .execute(&mut conn)
             .await?;
@@ -219,6 +279,19 @@ pub(super) async fn release(shared: &Backend) {
         anyhow::Ok(())
     })
     .await;
+}
+
+/// Ends the lease now, if `node` holds it in `epoch`: the next node to beat takes it.
+async fn end_lease(conn: &mut PgConnection, node: &str, epoch: i64) -> Result<()> {
+    sqlx::query(
+        "UPDATE lease SET expires_at = askrelay_now_ms() \
+         WHERE one = 1 AND holder = $1 AND epoch = $2",
+    )
+    .bind(node)
+    .bind(epoch)
+    .execute(conn)
+    .await?;
+    Ok(())
 }
 
 /// The store's cluster: this node's view of the others, sharing the store's pool.
@@ -241,137 +314,133 @@ impl PgCluster {
     }
 }
 
+/// One row of [`BEAT`]: the epoch this node holds after it (if any), the lease as it was
+/// (holder, epoch, renewed, expires), and the database's time.
+type BeatRow = (
+    Option<i64>,
+    Option<String>,
+    Option<i64>,
+    Option<i64>,
+    Option<i64>,
+    i64,
+);
+
 #[async_trait]
 impl Cluster for PgCluster {
     fn node(&self) -> &str {
         &self.node
     }
 
-    async fn heartbeat(&self, leading: bool) -> Result<()> {
-        let me = self.holder()?;
-        // An upsert: a row someone deleted comes back.
-        sqlx::query(
-            "INSERT INTO nodes (node, host, pid, version, heartbeat_at, leader) \
-             VALUES ($1, $2, $3, $4, $5, $6) \
-             ON CONFLICT (node) DO UPDATE SET host = EXCLUDED.host, pid = EXCLUDED.pid, \
-             version = EXCLUDED.version, heartbeat_at = EXCLUDED.heartbeat_at, \
-             leader = EXCLUDED.leader",
-        )
-        .bind(&me.node)
-        .bind(&me.host)
-        .bind(i64::from(me.pid))
-        .bind(env!("CARGO_PKG_VERSION"))
-        .bind(now_ms())
-        .bind(leading)
-        .execute(&self.shared.pool)
-        .await?;
-        Ok(())
-    }
-
-    async fn hold_lead(&self) -> Result<bool> {
+    async fn beat(&self, timing: &LeaseTiming) -> Result<Beat> {
         let me = self.holder()?;
         let shared = &*self.shared;
         let mut lease = shared.lease.lock().await;
-        let leading = lease.leading;
-        if let Some(conn) = lease.conn.as_mut() {
-            // Holding: does this session still have the lock? Not holding: take it if free
-            // (taking it again while held would stack a second hold on the same session).
-            let sql = if leading {
-                holds_lead_sql()
-            } else {
-                try_lead_sql()
-            };
-            let held = bounded(shared, async {
-                Ok(sqlx::query_scalar::<_, bool>(&sql).fetch_one(conn).await?)
-            })
-            .await;
-            match held {
-                Ok(held) => {
-                    if held != leading {
-                        lease.leading = held;
-                        if leading {
-                            tracing::warn!("this node lost the lead");
-                        }
-                        record_lead(shared, &me.node, held).await;
-                    }
-                    return Ok(held);
-                }
-                Err(e) => {
-                    tracing::warn!(
-                        error = %format!("{e:#}"),
-                        "the lease connection failed; reconnecting"
-                    );
-                    // Dropping it closes the socket; the server then ends the session and
-                    // whatever it held.
-                    lease.conn = None;
-                }
+        let held = shared.term();
+        let sent = Instant::now();
+        let local_sent = now_ms();
+        let result = bounded(timing.call, async {
+            if lease.conn.is_none() {
+                lease.conn = Some(
+                    shared
+                        .connect
+                        .dedicated(&format!("askrelay-lease {}", me.node), timing.call)
+                        .await?,
+                );
             }
-        }
-        // No lease connection (it broke, now or before): a new one, with the node lock again.
-        let was_leading = std::mem::take(&mut lease.leading);
-        if was_leading {
-            record_lead(shared, &me.node, false).await;
-        }
-        let conn = take_node_lock(shared, &me).await;
-        if was_leading {
-            // The lead lived on the dead session: it is gone, and this call says so, whether
-            // or not the node lock could be taken again (the next call tries again).
-            tracing::warn!("this node lost the lead with its lease connection");
-            match conn {
-                Ok(conn) => lease.conn = Some(conn),
-                Err(e) => tracing::warn!(error = %format!("{e:#}"), "cannot renew the lease"),
-            }
-            return Ok(false);
-        }
-        let mut conn = conn?;
-        let took = bounded(shared, async {
-            Ok(sqlx::query_scalar::<_, bool>(&try_lead_sql())
-                .fetch_one(&mut conn)
-                .await?)
+            let conn = lease.conn.as_mut().expect("opened above");
+            let row: BeatRow = sqlx::query_as(BEAT)
+                .bind(&me.node)
+                .bind(held.map_or(-1, |t| t.epoch))
+                .bind(timing.ttl.as_millis() as i64)
+                .bind(&me.host)
+                .bind(i64::from(me.pid))
+                .bind(env!("CARGO_PKG_VERSION"))
+                .fetch_one(conn)
+                .await?;
+            anyhow::Ok(row)
         })
         .await;
-        lease.conn = Some(conn);
-        let took = took?;
-        if took {
-            lease.leading = true;
-            record_lead(shared, &me.node, true).await;
+        let (mine, holder, epoch, renewed_at, expires_at, db_now) = match result {
+            Ok(row) => row,
+            Err(e) => {
+                // Not waiting for a connection that did not answer: it may never answer again.
+                lease.conn = None;
+                return Err(e.context("cannot renew or take the cluster's lease"));
+            }
+        };
+        let local_mid = (local_sent + now_ms()) / 2;
+        let term = mine.map(|epoch| Term {
+            epoch,
+            stop_at: timing.stop_at(sent),
+        });
+        shared.set_term(term.map(|t| Fence {
+            epoch: t.epoch,
+            stop_at: t.stop_at,
+            idle_ms: timing.beat.as_millis().max(1),
+        }));
+        if let (Some(t), Some(h)) = (term, held) {
+            if t.epoch != h.epoch {
+                tracing::warn!(
+                    from = h.epoch,
+                    to = t.epoch,
+                    "this node's lease lapsed and was taken again: a new term"
+                );
+            }
         }
-        Ok(took)
+        let unexpired = expires_at.is_some_and(|x| x > db_now);
+        Ok(Beat {
+            term,
+            leader: match term {
+                Some(_) => Some(me.node.clone()),
+                // This node's own lapsed term is nobody's lead.
+                None => holder.filter(|h| unexpired && *h != me.node),
+            },
+            epoch: mine.or(epoch).unwrap_or(0),
+            renewed_ms_ago: match term {
+                Some(_) => Some(0),
+                None => renewed_at.map(|r| db_now - r),
+            },
+            clock_offset_ms: db_now - local_mid,
+        })
+    }
+
+    fn holds_term(&self) -> bool {
+        self.shared.term().is_some()
+    }
+
+    fn step_down(&self) {
+        self.shared.set_term(None);
+    }
+
+    async fn deposed(&self) {
+        self.shared.deposed.notified().await
     }
 
     async fn release_lead(&self) {
         let shared = &*self.shared;
-        let mut lease = shared.lease.lock().await;
-        if !std::mem::take(&mut lease.leading) {
+        let Some(term) = shared.term() else {
             return;
-        }
+        };
+        shared.set_term(None);
+        let mut lease = shared.lease.lock().await;
         if let Some(conn) = lease.conn.as_mut() {
-            let unlocked = bounded(shared, async {
-                sqlx::query(&format!(
-                    "SELECT pg_advisory_unlock({}, {})",
-                    LEAD_LOCK.0, LEAD_LOCK.1
-                ))
-                .execute(conn)
-                .await?;
-                anyhow::Ok(())
-            })
+            let ended = bounded(
+                shared.connect.connect_timeout,
+                end_lease(conn, &self.node, term.epoch),
+            )
             .await;
-            if let Err(e) = unlocked {
-                // The lock must not outlive this call: drop the session that holds it.
-                tracing::warn!(
-                    error = %format!("{e:#}"),
-                    "cannot release the lead; closing the lease connection"
-                );
+            if let Err(e) = ended {
+                tracing::warn!(error = %format!("{e:#}"), "cannot end the lease; the next leader waits for it to expire");
                 lease.conn = None;
             }
         }
-        record_lead(shared, &self.node, false).await;
     }
 
     async fn nodes(&self) -> Result<Vec<NodeInfo>> {
         let rows: Vec<(String, String, i64, String, i64, bool)> = sqlx::query_as(
-            "SELECT node, host, pid, version, heartbeat_at, leader FROM nodes \
-             ORDER BY leader DESC, node",
+            "SELECT n.node, n.host, n.pid, n.version, n.heartbeat_at, \
+             COALESCE(l.holder = n.node AND l.expires_at > askrelay_now_ms(), false) AS leader \
+             FROM nodes n LEFT JOIN lease l ON l.one = 1 ORDER BY leader DESC, n.node",
         )
         .fetch_all(&self.shared.pool)
         .await?;
@@ -400,18 +469,18 @@ impl Cluster for PgCluster {
         rows.iter().map(super::with_posts_of).collect()
     }
 
-    async fn orphans(&self, before_ms: i64) -> Result<Vec<Request>> {
-        // Another node's, and that node silent since before `before_ms` (or never
-        // registered).
+    async fn orphans(&self, grace: Duration) -> Result<Vec<Request>> {
+        // Another node's, and that node silent for longer than `grace` by the database's
+        // clock (or never registered).
         let rows = sqlx::query(&super::select(
             super::CONTEXT,
             "WHERE status = 'pending' AND node IS DISTINCT FROM $1 \
              AND NOT EXISTS (SELECT 1 FROM nodes n WHERE n.node = requests.node \
-                             AND n.heartbeat_at >= $2) \
+                             AND n.heartbeat_at >= askrelay_now_ms() - $2) \
              ORDER BY key",
         ))
         .bind(&self.node)
-        .bind(before_ms)
+        .bind(grace.as_millis() as i64)
         .fetch_all(&self.shared.pool)
         .await?;
         rows.iter().map(super::request_of).collect()
@@ -458,7 +527,7 @@ async fn listen(shared: &Backend, name: &str) -> Result<Listening> {
         .max_lifetime(None)
         .acquire_timeout(shared.connect.connect_timeout)
         .connect_lazy_with(shared.connect.named(name));
-    let result = bounded(shared, async {
+    let result = bounded(shared.connect.connect_timeout, async {
         let mut listener = PgListener::connect_with(&pool).await?;
         listener.listen_all([OUTBOX, ENDED]).await?;
         anyhow::Ok(listener)
@@ -532,7 +601,7 @@ async fn relay(shared: Arc<Backend>, name: String, listening: Listening, tx: mps
             _ = tx.closed() => break,
             r = l.listener.try_recv() => r.map_err(anyhow::Error::from),
             _ = probe.tick() => {
-                let alive = bounded(&shared, async {
+                let alive = bounded(shared.connect.connect_timeout, async {
                     sqlx::query("SELECT 1").execute(&mut l.listener).await?;
                     anyhow::Ok(())
                 })

@@ -68,20 +68,19 @@ impl Connect {
         self.timed.clone().application_name(name)
     }
 
-    /// Opens a connection of its own (not from the pool), within the connect timeout.
-    pub(super) async fn dedicated(&self, name: &str) -> Result<PgConnection> {
+    /// Opens a connection of its own (not from the pool), within `limit` (the connect timeout,
+    /// or less on the lead's path).
+    pub(super) async fn dedicated(&self, name: &str, limit: Duration) -> Result<PgConnection> {
         let options = self.named(name);
-        match tokio::time::timeout(self.connect_timeout, PgConnection::connect_with(&options)).await
-        {
+        match tokio::time::timeout(limit, PgConnection::connect_with(&options)).await {
             Ok(Ok(conn)) => Ok(conn),
             Ok(Err(e)) => {
                 Err(e).with_context(|| format!("cannot connect to the database {}", self.shown))
             }
             Err(_) => bail!(
-                "cannot connect to the database {}: no answer within {}s \
-                 (postgres.connect_timeout_secs)",
+                "cannot connect to the database {}: no answer within {} ms",
                 self.shown,
-                self.connect_timeout.as_secs()
+                limit.as_millis()
             ),
         }
     }

@@ -36,7 +36,7 @@ use crate::domain::request::{
 use crate::domain::store::{Holder, NewAnswer, Page, Pruned, Store, Visibility};
 use anyhow::{Context, Result};
 use async_trait::async_trait;
-use cluster::{Lease, PgCluster};
+use cluster::{Fence, Lease, PgCluster};
 use connect::Connect;
 use sqlx::postgres::{PgPool, PgPoolOptions, PgRow};
 use sqlx::{FromRow, PgConnection, Row};
@@ -69,6 +69,10 @@ macro_rules! write_tx {
 mod grants;
 mod operations;
 
+/// How long a pooled connection stays open unused: an idle node (most followers) holds only
+/// its lease and listener connections (see docs/cluster.md, "Sizing").
+const POOL_IDLE: std::time::Duration = std::time::Duration::from_secs(30);
+
 /// The backend's connections and lease, which the store and its cluster share.
 pub(crate) struct Backend {
     pool: PgPool,
@@ -76,8 +80,12 @@ pub(crate) struct Backend {
     /// This daemon, once it took its lease. Until then it has no node id, and stores and sees
     /// requests without one.
     me: OnceLock<Holder>,
-    /// The connection that holds this node's lock and the lead (see `cluster.rs`).
+    /// The connection that beats and holds this node's lock (see `cluster.rs`).
     lease: tokio::sync::Mutex<Lease>,
+    /// This node's term while it leads: what fenced writes check (see `cluster.rs`).
+    fence: std::sync::Mutex<Option<Fence>>,
+    /// Woken when a fenced write was refused.
+    deposed: tokio::sync::Notify,
     /// Cancelled by [`Store::close`]: ends the notice streams.
     closed: CancellationToken,
     /// The notice streams' tasks, which `close` waits for.
@@ -175,6 +183,8 @@ impl PgStore {
         connect.migrate().await?;
         let pool = PgPoolOptions::new()
             .max_connections(config.max_connections)
+            .min_connections(0)
+            .idle_timeout(Some(POOL_IDLE))
             .acquire_timeout(connect.connect_timeout)
             .connect_with(connect.pooled())
             .await
@@ -185,6 +195,8 @@ impl PgStore {
                 connect,
                 me: OnceLock::new(),
                 lease: tokio::sync::Mutex::new(Lease::default()),
+                fence: std::sync::Mutex::new(None),
+                deposed: tokio::sync::Notify::new(),
                 closed: CancellationToken::new(),
                 tasks: TaskTracker::new(),
             }),

@@ -123,6 +123,12 @@ impl Store for PgStore {
             .transpose()
     }
 
+    async fn voted_pending(&self) -> Result<Vec<i64>> {
+        Ok(sqlx::query_scalar(crate::store::VOTED_PENDING)
+            .fetch_all(self.pool())
+            .await?)
+    }
+
     async fn by_token(&self, token: &str) -> Result<Option<(Request, Vec<Post>)>> {
         self.one(FULL, "token = $1", Bind::Text(token))
             .await?
@@ -442,7 +448,27 @@ impl Store for PgStore {
 
     async fn plan_posts(&self, key: i64, answerer: &str, posts: &[PlannedPost]) -> Result<()> {
         write_tx!(self, |tx| {
+            self.shared.fence(&mut tx).await?;
             insert_posts(&mut tx, key, answerer, posts).await
+        })
+    }
+
+    async fn claim_post(&self, post: &PostKey<'_>) -> Result<()> {
+        write_tx!(self, |tx| {
+            self.shared.fence(&mut tx).await?;
+            let epoch = self.shared.epoch();
+            sqlx::query(
+                "UPDATE posts SET claimed_epoch = $1 \
+                 WHERE request_key = $2 AND idx = $3 AND answerer = $4 AND slot = $5",
+            )
+            .bind(epoch)
+            .bind(post.key)
+            .bind(post.idx as i64)
+            .bind(post.answerer)
+            .bind(post.slot.to_string())
+            .execute(&mut *tx)
+            .await?;
+            anyhow::Ok(())
         })
     }
 
@@ -454,6 +480,7 @@ impl Store for PgStore {
         guild: Option<&str>,
     ) -> Result<()> {
         write_tx!(self, |tx| {
+            self.shared.fence(&mut tx).await?;
             sqlx::query(
                 "UPDATE posts SET message = $1, posted_at = $2, attempts = attempts + 1, \
                  last_error = NULL, guild = COALESCE($3, guild), channel = COALESCE($4, channel) \
@@ -475,6 +502,7 @@ impl Store for PgStore {
 
     async fn record_post_failure(&self, post: &PostKey<'_>, error: &str) -> Result<()> {
         write_tx!(self, |tx| {
+            self.shared.fence(&mut tx).await?;
             sqlx::query(
                 "UPDATE posts SET attempts = attempts + 1, last_error = $1 \
                  WHERE request_key = $2 AND idx = $3 AND answerer = $4 AND slot = $5",
@@ -492,6 +520,7 @@ impl Store for PgStore {
 
     async fn record_edit(&self, post: &PostKey<'_>, edit: EditState) -> Result<()> {
         write_tx!(self, |tx| {
+            self.shared.fence(&mut tx).await?;
             sqlx::query(
                 "UPDATE posts SET edited = $1 \
                  WHERE request_key = $2 AND idx = $3 AND answerer = $4 AND slot = $5",
@@ -536,6 +565,7 @@ impl Store for PgStore {
         posts: &[PlannedPost],
     ) -> Result<bool> {
         write_tx!(self, |tx| {
+            self.shared.fence(&mut tx).await?;
             // Shares the request's row lock, so it cannot end until this step is written.
             let pending: Option<i32> = sqlx::query_scalar(
                 "SELECT 1 FROM requests WHERE key = $1 AND status = 'pending' FOR SHARE",
@@ -698,6 +728,7 @@ impl Store for PgStore {
 
     async fn advance_schedule(&self, name: &str, from: Option<i64>, to: i64) -> Result<bool> {
         let moved = write_tx!(self, |tx| {
+            self.shared.fence(&mut tx).await?;
             let moved = match from {
                 None => sqlx::query(
                     "INSERT INTO schedules (name, due_at) VALUES ($1, $2) ON CONFLICT DO NOTHING",

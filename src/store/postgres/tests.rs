@@ -9,9 +9,9 @@
 use super::PgStore;
 use crate::config::PostgresConfig;
 use crate::domain::answer::Settlement;
-use crate::domain::cluster::{ClusterHandle, Notice};
+use crate::domain::cluster::{ClusterHandle, Fenced, LeaseTiming, Notice};
 use crate::domain::error::AskError;
-use crate::domain::request::{AuditEntry, SettleOutcome, Status};
+use crate::domain::request::{AuditEntry, PostKey, SettleOutcome, Slot, Status};
 use crate::domain::store::{NewAnswer, Page, Store, Visibility};
 use crate::store::tests::{ask, create, finish, holder, new_request, person, two_questions};
 use askrelay_testkit::scratch::ScratchDb;
@@ -152,15 +152,22 @@ async fn each_node_sees_its_own_requests_and_the_cluster_sees_all() {
 
     // Orphans: another node's pending requests, once that node is silent (or unknown).
     let ca = cluster(&a);
-    assert!(ca.orphans(0).await.unwrap().is_empty(), "b beat after 0");
-    assert_eq!(keys(ca.orphans(i64::MAX).await.unwrap()), [theirs.key]);
+    let hour = Duration::from_secs(3600);
+    assert!(
+        ca.orphans(hour).await.unwrap().is_empty(),
+        "b beat just now"
+    );
+    assert_eq!(
+        keys(ca.orphans(Duration::ZERO).await.unwrap()),
+        [theirs.key]
+    );
     let ghost = create(&*b, &new_request("ghost")).await;
     sqlx::query("UPDATE requests SET node = 'ghost' WHERE key = $1")
         .bind(ghost.key)
         .execute(a.raw_pool())
         .await
         .unwrap();
-    assert_eq!(keys(ca.orphans(0).await.unwrap()), [ghost.key]);
+    assert_eq!(keys(ca.orphans(hour).await.unwrap()), [ghost.key]);
 
     // Ended among: only those that ended.
     let err = AskError::aborted("gone");
@@ -308,46 +315,115 @@ async fn two_nodes_append_to_one_audit_chain() {
     }
 }
 
+/// Beats `c` every beat until it leads; returns its term's epoch.
+async fn beat_until_leading(c: &ClusterHandle, timing: &LeaseTiming) -> i64 {
+    loop {
+        if let Some(term) = c.beat(timing).await.unwrap().term {
+            return term.epoch;
+        }
+        tokio::time::sleep(timing.beat).await;
+    }
+}
+
 #[tokio::test]
-async fn one_node_leads_and_a_dead_lease_connection_hands_the_lead_over() {
+async fn the_lead_is_a_lease_that_expires_unless_renewed_and_fences_the_writes_for_discord() {
     let db = ScratchDb::create().await.unwrap();
     let a = node(&db, "a").await;
     let b = node(&db, "b").await;
     let (ca, cb) = (cluster(&a), cluster(&b));
-    assert!(ca.hold_lead().await.unwrap());
-    assert!(!cb.hold_lead().await.unwrap());
-    assert!(ca.hold_lead().await.unwrap(), "holding it is confirmed");
-    assert!(!cb.hold_lead().await.unwrap());
-    let nodes = ca.nodes().await.unwrap();
+    let timing = LeaseTiming::new(Duration::from_secs(2));
+    let req = create(&*a, &new_request("fenced")).await;
+    let (key, slot) = (req.key, Slot::Main);
+    let post = PostKey {
+        key,
+        idx: 0,
+        answerer: "discord",
+        slot: &slot,
+    };
+    // Before any beat, nobody leads: a write for Discord is refused before it writes.
+    assert!(a
+        .plan_posts(key, "discord", &[])
+        .await
+        .unwrap_err()
+        .is::<Fenced>());
+
+    let first = ca.beat(&timing).await.unwrap();
+    let epoch = first
+        .term
+        .expect("the first node to beat takes the lead")
+        .epoch;
+    let seen = cb.beat(&timing).await.unwrap();
+    assert_eq!(seen.term, None);
+    assert_eq!((seen.leader.as_deref(), seen.epoch), (Some("a"), epoch));
+    let renewed = ca.beat(&timing).await.unwrap();
+    assert_eq!(
+        renewed.term.map(|t| t.epoch),
+        Some(epoch),
+        "a renewal keeps the epoch"
+    );
+    let nodes = cb.nodes().await.unwrap();
     assert_eq!((nodes[0].node.as_str(), nodes[0].leader), ("a", true));
     assert!(!nodes[1].leader);
 
-    terminate(&db, "askrelay-lease a").await;
-    assert!(
-        cb.hold_lead().await.unwrap(),
-        "the lock died with a's session"
-    );
-    assert!(!ca.hold_lead().await.unwrap(), "a learns it lost the lead");
-    assert!(!ca.hold_lead().await.unwrap(), "and b keeps it");
-    assert!(cb.hold_lead().await.unwrap());
-    let nodes = cb.nodes().await.unwrap();
-    assert_eq!((nodes[0].node.as_str(), nodes[0].leader), ("b", true));
-    assert!(!nodes[1].leader);
-    // a took its node lock again when it reconnected.
-    let again = open(&db).await;
-    assert!(again.acquire_lease(&holder("a", 7)).await.is_err());
+    // Only the leader's writes for Discord pass their fence.
+    a.claim_post(&post).await.unwrap();
+    let refused = b.claim_post(&post).await.unwrap_err();
+    assert!(refused.is::<Fenced>(), "{refused:#}");
 
-    // Giving the lead back lets the other node take it.
-    cb.release_lead().await;
-    assert!(ca.hold_lead().await.unwrap());
-    assert!(!cb.hold_lead().await.unwrap());
-    a.close().await;
+    // A dead lease connection is not a lost lead: the next beat reconnects and renews.
+    terminate(&db, "askrelay-lease a").await;
+    let renewed = loop {
+        if let Ok(beat) = ca.beat(&timing).await {
+            break beat;
+        }
+    };
+    assert_eq!(renewed.term.map(|t| t.epoch), Some(epoch));
+
+    // a stops beating (frozen, cut off): b takes the lease once it expired on the database's
+    // clock, and not before.
+    let stopped = std::time::Instant::now();
+    let taken = beat_until_leading(&cb, &timing).await;
+    assert_eq!(taken, epoch + 1, "a new holder is a new epoch");
     assert!(
-        cb.hold_lead().await.unwrap(),
-        "closing a store gives its lead back"
+        stopped.elapsed() >= timing.ttl - timing.beat,
+        "{:?}",
+        stopped.elapsed()
     );
+    // a's term ran out on its own clock; its next beat follows b.
+    let a_now = ca.beat(&timing).await.unwrap();
+    assert_eq!((a_now.term, a_now.leader.as_deref()), (None, Some("b")));
+    assert!(a.claim_post(&post).await.unwrap_err().is::<Fenced>());
+
+    // A write checks the database too, not only the local term: a lease moved under a leader
+    // that still thinks it leads refuses its write, and the leader hears it was deposed.
+    sqlx::query("UPDATE lease SET holder = 'a', epoch = epoch + 1")
+        .execute(a.raw_pool())
+        .await
+        .unwrap();
+    b.claim_post(&post).await.unwrap_err();
+    tokio::time::timeout(Duration::from_secs(5), cb.deposed())
+        .await
+        .expect("b hears it was deposed");
+
+    // Giving the lead back lets the next node take it at once.
+    sqlx::query("UPDATE lease SET holder = 'b', expires_at = askrelay_now_ms()")
+        .execute(a.raw_pool())
+        .await
+        .unwrap();
+    let b_epoch = cb
+        .beat(&timing)
+        .await
+        .unwrap()
+        .term
+        .expect("b takes it again")
+        .epoch;
+    cb.release_lead().await;
+    assert_eq!(
+        ca.beat(&timing).await.unwrap().term.map(|t| t.epoch),
+        Some(b_epoch + 1)
+    );
+    a.close().await;
     b.close().await;
-    again.close().await;
     db.drop_now().await.unwrap();
 }
 

@@ -5,10 +5,11 @@
 //! `UPDATE … WHERE answered_at IS NULL`, so two answerers racing on a question can never both
 //! win, whichever task they run in.
 //!
-//! Every write runs on a connection of its own from the pool. If anything in it fails (a full
-//! disk is the usual cause), the transaction is rolled back and the connection is closed instead
-//! of going back to the pool: a connection left inside a transaction would hold the write lock
-//! and turn later "commits" into savepoints that never reach the file.
+//! Every write runs on the store's one write connection ([`SqliteStore::writer`]), reads on the
+//! pool's. If anything in a write fails (a full disk is the usual cause), the transaction is
+//! rolled back and the connection is closed instead of going back to its pool: a connection left
+//! inside a transaction would hold the write lock and turn later "commits" into savepoints that
+//! never reach the file.
 
 use super::rows::{
     answers_from_json, posts_from_json, AnswerRow, PostRow, QuestionState, RequestRow, POST_COLUMNS,
@@ -46,7 +47,7 @@ pub type PageLimit = Arc<AtomicU64>;
 /// instead of going back to the pool (see the module comment). `$body` ends in `anyhow::Ok(..)`.
 macro_rules! write_tx {
     ($store:expr, |$tx:ident| $body:block) => {{
-        let mut conn = $store.pool.acquire().await?;
+        let mut conn = $store.writer.acquire().await?;
         let result: anyhow::Result<_> = async {
             let mut $tx = conn.begin_with("BEGIN IMMEDIATE").await?;
             let value = async { $body }.await?;
@@ -150,7 +151,15 @@ mod grants;
 mod operations;
 
 pub struct SqliteStore {
+    /// Reads.
     pool: SqlitePool,
+    /// Writes: a pool of one connection. SQLite lets one writer in at a time anyway, and a
+    /// connection drops its whole page cache whenever it finds that another connection has
+    /// committed since its last transaction: with writes spread over the pool's connections,
+    /// nearly every write read its tables' and indexes' pages back from the file first (the
+    /// bulk of an ask's commit). One connection that makes every write keeps them cached, and
+    /// writers wait their turn here instead of in SQLite's busy handler, which sleeps.
+    writer: SqlitePool,
     path: Option<PathBuf>,
     lease: Mutex<Option<nix::fcntl::Flock<File>>>,
     /// Where the next audited write goes, as the last one committed it ([`Tip`]); `None` until
@@ -227,37 +236,33 @@ impl SqliteStore {
             .synchronous(SqliteSynchronous::Normal)
             .foreign_keys(true)
             .busy_timeout(Duration::from_secs(10));
-        let mut pool = SqlitePoolOptions::new().max_connections(4);
-        if let Some(limit) = page_limit {
-            // Applied to every new connection and on every checkout, so that a change reaches
-            // connections already open.
-            let on_connect = limit.clone();
-            pool = pool
-                .after_connect(move |conn, _meta| {
-                    let pages = on_connect.load(Ordering::SeqCst);
-                    Box::pin(async move { apply_page_limit(conn, pages).await })
-                })
-                .before_acquire(move |conn, _meta| {
-                    let pages = limit.load(Ordering::SeqCst);
-                    Box::pin(async move { apply_page_limit(conn, pages).await.map(|()| true) })
-                });
-        }
-        let pool = pool
-            .connect_with(options)
+        let cannot_open = || match &path {
+            Some(p) => format!("cannot open the database {}", p.display()),
+            None => "cannot open the database".to_owned(),
+        };
+        let pool = pool_options(4, page_limit.as_ref())
+            .connect_with(options.clone())
             .await
-            .with_context(|| match &path {
-                Some(p) => format!("cannot open the database {}", p.display()),
-                None => "cannot open the database".to_owned(),
-            })?;
+            .with_context(cannot_open)?;
         sqlx::migrate!("./migrations")
             .run(&pool)
             .await
             .context("cannot apply the database migrations")?;
+        // The write connection waits for its turn as long as SQLite's busy handler would, and
+        // is not pinged before each write (it is a file handle in this process, not a network
+        // peer that could have gone away).
+        let writer = pool_options(1, page_limit.as_ref())
+            .acquire_timeout(Duration::from_secs(10))
+            .test_before_acquire(false)
+            .connect_with(options)
+            .await
+            .with_context(cannot_open)?;
         if let Some(path) = &path {
             restrict_sidecars(path);
         }
         Ok(SqliteStore {
             pool,
+            writer,
             path,
             lease: Mutex::new(None),
             tip: tokio::sync::Mutex::new(None),
@@ -298,7 +303,7 @@ impl SqliteStore {
         &self,
         query: sqlx::query::Query<'q, sqlx::Sqlite, sqlx::sqlite::SqliteArguments<'q>>,
     ) -> Result<Vec<SqliteRow>> {
-        let mut conn = TxConn::acquire(&self.pool).await?;
+        let mut conn = TxConn::acquire(&self.writer).await?;
         let rows = query.fetch_all(&mut **conn).await?;
         conn.finished();
         Ok(rows)
@@ -398,6 +403,27 @@ enum Settled {
 enum Bind<'a> {
     Text(&'a str),
     Int(i64),
+}
+
+/// The options of a pool of at most `max` connections, with the test hook of [`PageLimit`]
+/// when it is given.
+fn pool_options(max: u32, page_limit: Option<&PageLimit>) -> SqlitePoolOptions {
+    let pool = SqlitePoolOptions::new().max_connections(max);
+    let Some(limit) = page_limit else {
+        return pool;
+    };
+    // Applied to every new connection and on every checkout, so that a change reaches
+    // connections already open.
+    let on_connect = limit.clone();
+    let on_acquire = limit.clone();
+    pool.after_connect(move |conn, _meta| {
+        let pages = on_connect.load(Ordering::SeqCst);
+        Box::pin(async move { apply_page_limit(conn, pages).await })
+    })
+    .before_acquire(move |conn, _meta| {
+        let pages = on_acquire.load(Ordering::SeqCst);
+        Box::pin(async move { apply_page_limit(conn, pages).await.map(|()| true) })
+    })
 }
 
 /// The test hook of [`PageLimit`]: 0 leaves the connection as it is.

@@ -153,6 +153,12 @@ impl Store for SqliteStore {
         self.with_posts(reqs).await
     }
 
+    async fn voted_pending(&self) -> Result<Vec<i64>> {
+        Ok(sqlx::query_scalar(crate::store::VOTED_PENDING)
+            .fetch_all(&self.pool)
+            .await?)
+    }
+
     async fn pending(&self, who: Visibility, page: Page) -> Result<Vec<Request>> {
         self.listing(who, page, true, false).await
     }
@@ -227,7 +233,7 @@ impl Store for SqliteStore {
         .bind(key)
         .bind(idx as i64)
         .bind(key);
-        let mut tx = TxConn::acquire(&self.pool).await?;
+        let mut tx = TxConn::acquire(&self.writer).await?;
         let open_after: Option<i64> = bind_outcomes(query, &won, &lost)
             .fetch_all(&mut **tx)
             .await?
@@ -278,8 +284,8 @@ impl Store for SqliteStore {
             sqlx::query("COMMIT").execute(&mut **tx).await?;
         }
         tx.finished();
-        // Back to the pool before anything else is read: holding it while waiting for another
-        // connection could wait for ever once every connection is held so.
+        // Back to its pool before anything else is read: the store has one write connection,
+        // and holding it while waiting for another connection could wait for ever.
         drop(tx);
         let appended = match settled {
             Settled::Won(_) => &won,
@@ -519,6 +525,11 @@ impl Store for SqliteStore {
         )
         .await
         .map(drop)
+    }
+
+    async fn claim_post(&self, _post: &PostKey<'_>) -> Result<()> {
+        // One daemon holds the file: there is no other leader to fence out.
+        Ok(())
     }
 
     async fn record_edit(&self, post: &PostKey<'_>, edit: EditState) -> Result<()> {
@@ -867,6 +878,7 @@ impl Store for SqliteStore {
     }
 
     async fn close(&self) {
+        self.writer.close().await;
         self.pool.close().await;
         self.lease.lock().unwrap().take();
     }

@@ -15,7 +15,7 @@ use serde_json::{json, Value};
 use tokio::sync::mpsc;
 
 use super::rest::bot_user_json;
-use super::{Conn, ConnCmd, Shared, St};
+use super::{Conn, ConnCmd, Shared, St, ZombieClose, ZOMBIE_INTERVALS};
 
 const HEARTBEAT_INTERVAL_MS: u64 = 41_250;
 
@@ -68,8 +68,9 @@ async fn send_frame(socket: &mut WebSocket, frame: &Value) -> bool {
 
 async fn gateway_connection(shared: Arc<Shared>, mut socket: WebSocket) {
     let (tx, mut rx) = mpsc::unbounded_channel();
-    let conn_id = {
+    let (conn_id, heartbeat_ms) = {
         let mut st = shared.lock();
+        let heartbeat_ms = st.heartbeat_ms;
         st.next_conn_id += 1;
         let id = st.next_conn_id;
         st.conns.insert(
@@ -80,15 +81,34 @@ async fn gateway_connection(shared: Arc<Shared>, mut socket: WebSocket) {
                 live: false,
             },
         );
-        id
+        (id, heartbeat_ms)
     };
     shared.bump();
 
-    let hello =
-        json!({"op": 10, "d": {"heartbeat_interval": HEARTBEAT_INTERVAL_MS}, "s": null, "t": null});
+    let interval = heartbeat_ms.unwrap_or(HEARTBEAT_INTERVAL_MS);
+    let hello = json!({"op": 10, "d": {"heartbeat_interval": interval}, "s": null, "t": null});
+    // With heartbeats enforced, a connection whose client sends nothing for a few intervals is
+    // closed, as Discord closes a zombie; otherwise the check never fires.
+    let interval = Duration::from_millis(interval);
+    let silence_limit = interval * ZOMBIE_INTERVALS;
+    let mut last_heard = Instant::now();
+    let mut check = tokio::time::interval(interval / 2);
     if send_frame(&mut socket, &hello).await {
         'conn: loop {
             tokio::select! {
+                _ = check.tick(), if heartbeat_ms.is_some() => {
+                    if last_heard.elapsed() >= silence_limit {
+                        let mut st = shared.lock();
+                        let was_live = st.conns.get(&conn_id).is_some_and(|c| c.live);
+                        st.zombies.push(ZombieClose {
+                            was_live,
+                            last_heard,
+                            silent_from: last_heard + interval,
+                            closed_at: Instant::now(),
+                        });
+                        break 'conn;
+                    }
+                }
                 cmd = rx.recv() => match cmd {
                     Some(ConnCmd::Send(frame)) => {
                         if frame["op"] == 0 {
@@ -103,6 +123,7 @@ async fn gateway_connection(shared: Arc<Shared>, mut socket: WebSocket) {
                 },
                 msg = socket.recv() => match msg {
                     Some(Ok(WsMessage::Text(text))) => {
+                        last_heard = Instant::now();
                         for reply in client_frame(&shared, conn_id, text.as_str()) {
                             if !send_frame(&mut socket, &reply).await {
                                 break 'conn;
@@ -206,4 +227,83 @@ fn resume(shared: &Shared, conn_id: u64, d: &Value) -> Vec<Value> {
         }
     }
     vec![json!({"op": 0, "t": "RESUMED", "s": s, "d": {"_trace": ["[\"askrelay-standin\"]"]}})]
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::standin::StandIn;
+    use futures_util::{SinkExt, StreamExt};
+    use serde_json::{json, Value};
+    use std::time::Duration;
+    use tokio_tungstenite::tungstenite::Message;
+
+    type Ws = tokio_tungstenite::WebSocketStream<tokio::net::TcpStream>;
+
+    async fn next_json(ws: &mut Ws) -> Value {
+        loop {
+            let msg = tokio::time::timeout(Duration::from_secs(5), ws.next())
+                .await
+                .expect("a frame in time")
+                .expect("the connection is open")
+                .expect("a frame");
+            if let Message::Text(text) = msg {
+                return serde_json::from_str(text.as_str()).unwrap();
+            }
+        }
+    }
+
+    async fn send(ws: &mut Ws, frame: Value) {
+        ws.send(Message::Text(frame.to_string().into()))
+            .await
+            .unwrap();
+    }
+
+    #[tokio::test]
+    async fn with_heartbeats_enforced_a_silent_connection_is_closed_and_said_when() {
+        let standin = StandIn::start().await;
+        standin.enforce_heartbeats(Duration::from_millis(100));
+        let addr = standin.gateway_url.trim_start_matches("ws://").to_owned();
+        let stream = tokio::net::TcpStream::connect(&addr).await.unwrap();
+        let (mut ws, _) = tokio_tungstenite::client_async(standin.gateway_url.clone(), stream)
+            .await
+            .unwrap();
+        let hello = next_json(&mut ws).await;
+        assert_eq!(hello["d"]["heartbeat_interval"], 100);
+        send(
+            &mut ws,
+            json!({"op": 2, "d": {"token": "t", "intents": 0, "properties": {}}}),
+        )
+        .await;
+        assert_eq!(next_json(&mut ws).await["t"], "READY");
+        assert_eq!(standin.live_sessions(), 1);
+        // Heartbeats keep it open, well past four intervals.
+        for _ in 0..8 {
+            tokio::time::sleep(Duration::from_millis(80)).await;
+            send(&mut ws, json!({"op": 1, "d": null})).await;
+            assert_eq!(next_json(&mut ws).await["op"], 11);
+        }
+        assert!(standin.zombie_closes().is_empty());
+        assert_eq!(standin.live_sessions(), 1);
+        // Silence: closed after four intervals.
+        let closed = tokio::time::timeout(Duration::from_secs(5), async {
+            while let Some(Ok(m)) = ws.next().await {
+                if matches!(m, Message::Close(_)) {
+                    break;
+                }
+            }
+        })
+        .await;
+        assert!(closed.is_ok(), "the silent connection stayed open");
+        let zombies = standin.zombie_closes();
+        assert_eq!(zombies.len(), 1);
+        let z = &zombies[0];
+        assert!(z.was_live);
+        assert_eq!(z.silent_from - z.last_heard, Duration::from_millis(100));
+        assert!(z.closed_at - z.last_heard >= Duration::from_millis(400));
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+        while standin.live_sessions() > 0 {
+            assert!(tokio::time::Instant::now() < deadline, "still live");
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    }
 }

@@ -278,6 +278,32 @@ pub struct Held {
     pub at: Instant,
 }
 
+/// A message created with a nonce that an earlier message of the same channel already carried
+/// (see [`StandIn::nonce_reuses`]): a duplicate post, whether or not de-duplication was on.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NonceReuse {
+    pub channel_id: u64,
+    pub nonce: String,
+    /// The new message.
+    pub message_id: u64,
+    /// The first message that carried the nonce.
+    pub first_message_id: u64,
+}
+
+/// A gateway connection the stand-in closed because its client stopped heartbeating (see
+/// [`StandIn::enforce_heartbeats`]), as Discord closes a zombie connection.
+#[derive(Clone, Debug)]
+pub struct ZombieClose {
+    /// Whether the connection had a live (identified or resumed) session.
+    pub was_live: bool,
+    /// When the client's last frame arrived.
+    pub last_heard: Instant,
+    /// When its next heartbeat was due (`last_heard` + the interval): the client was gone by then.
+    pub silent_from: Instant,
+    /// When the stand-in closed it.
+    pub closed_at: Instant,
+}
+
 struct StoredMessage {
     channel_id: u64,
     id: u64,
@@ -342,7 +368,23 @@ struct St {
     dms: HashMap<u64, u64>,
     /// Application command ids by (guild or global, name).
     commands: HashMap<(Option<u64>, String), u64>,
+    /// Set by [`StandIn::set_nonce_dedup`]`(false)`: a create with `enforce_nonce` and a nonce
+    /// already seen creates a new message anyway, so that a duplicate post shows.
+    nonce_dedup_off: bool,
+    /// Every (channel, nonce) a created message carried, and that message's id.
+    nonces_used: HashMap<(u64, String), u64>,
+    /// Messages created with a nonce already used in their channel.
+    nonce_reuses: Vec<NonceReuse>,
+    /// Set by [`StandIn::enforce_heartbeats`]: the interval HELLO asks for, in ms, and the
+    /// stand-in closes a connection that sends nothing for [`ZOMBIE_INTERVALS`] of them.
+    heartbeat_ms: Option<u64>,
+    /// The connections closed for that.
+    zombies: Vec<ZombieClose>,
 }
+
+/// A connection silent for this many heartbeat intervals is closed (with
+/// [`StandIn::enforce_heartbeats`]).
+const ZOMBIE_INTERVALS: u32 = 4;
 
 impl St {
     fn live_count(&self) -> usize {
@@ -477,6 +519,34 @@ impl StandIn {
     /// For a test that sends invalid bodies on purpose: skip the check of every body at the end.
     pub fn allow_invalid_bodies(&self) {
         self.shared.lock().skip_body_check = true;
+    }
+
+    /// Turns the de-duplication of message creates by nonce on (the default, as Discord does it
+    /// for `enforce_nonce: true` within a few minutes) or off. Off, every create makes a new
+    /// message, so that a post the daemon sends twice shows as two messages
+    /// ([`StandIn::nonce_reuses`]) instead of being absorbed by the nonce.
+    pub fn set_nonce_dedup(&self, on: bool) {
+        self.shared.lock().nonce_dedup_off = !on;
+    }
+
+    /// The messages created with a nonce an earlier message of their channel already carried
+    /// (with or without `enforce_nonce`; with de-duplication on, only those past its window or
+    /// without `enforce_nonce` can be here).
+    pub fn nonce_reuses(&self) -> Vec<NonceReuse> {
+        self.shared.lock().nonce_reuses.clone()
+    }
+
+    /// Makes the gateway ask for a heartbeat every `interval` (HELLO; Discord asks for about
+    /// 41 s, the default here) and close, as Discord does, a connection that sends nothing for
+    /// four intervals: a frozen client's session then ends within seconds instead of looking
+    /// live forever. Applies to connections opened afterwards.
+    pub fn enforce_heartbeats(&self, interval: Duration) {
+        self.shared.lock().heartbeat_ms = Some(interval.as_millis().max(1) as u64);
+    }
+
+    /// The connections closed because their client went silent, oldest first.
+    pub fn zombie_closes(&self) -> Vec<ZombieClose> {
+        self.shared.lock().zombies.clone()
     }
 
     /// How many requests the rate limits turned away so far.
@@ -710,6 +780,7 @@ impl StandIn {
         st.created = Vec::new();
         st.interactions = HashMap::new();
         st.nonces = HashMap::new();
+        st.nonces_used = HashMap::new();
     }
 
     /// Takes the gateway down (every session dropped, every new connection refused) or

@@ -17,8 +17,8 @@ use serde_json::{json, Value};
 use super::ratelimit::{bucket_key, check_rate_limits, hash_hex, ratelimit_headers};
 use super::reply::Reply;
 use super::{
-    now_secs_f64, parse_snowflake, Failure, Held, Ids, Recorded, RecordedFile, Shared, St, Stall,
-    StoredMessage,
+    now_secs_f64, parse_snowflake, Failure, Held, Ids, NonceReuse, Recorded, RecordedFile, Shared,
+    St, Stall, StoredMessage,
 };
 
 const NONCE_WINDOW: Duration = Duration::from_secs(300);
@@ -465,7 +465,7 @@ fn create_channel_message(
         }
         _ => None,
     };
-    if let Some(key) = &nonce_key {
+    if let Some(key) = nonce_key.as_ref().filter(|_| !st.nonce_dedup_off) {
         if let Some(&(mid, at)) = st.nonces.get(key) {
             if at.elapsed() < NONCE_WINDOW {
                 if let Some(existing) = st.messages.iter().find(|m| m.id == mid) {
@@ -498,10 +498,35 @@ fn create_channel_message(
         value: msg.clone(),
     });
     st.created.push(msg.clone());
+    note_nonce(st, cid, body, id);
     if let Some(key) = nonce_key {
         st.nonces.insert(key, (id, Instant::now()));
     }
     Reply::json(200, msg)
+}
+
+/// Remembers the nonce of a created message, and counts it as reused when an earlier message
+/// of the channel carried it (with `enforce_nonce` or not).
+fn note_nonce(st: &mut St, cid: u64, body: &Value, id: u64) {
+    let nonce = match body.get("nonce") {
+        None | Some(Value::Null) => return,
+        Some(Value::String(s)) => s.clone(),
+        Some(other) => other.to_string(),
+    };
+    match st.nonces_used.entry((cid, nonce.clone())) {
+        std::collections::hash_map::Entry::Occupied(first) => {
+            let first_message_id = *first.get();
+            st.nonce_reuses.push(NonceReuse {
+                channel_id: cid,
+                nonce,
+                message_id: id,
+                first_message_id,
+            });
+        }
+        std::collections::hash_map::Entry::Vacant(e) => {
+            e.insert(id);
+        }
+    }
 }
 
 /// The attachments of a create, as Discord builds them: each entry of the body's
