@@ -42,6 +42,21 @@ async fn deferred(standin: &StandIn, id: &str) -> Recorded {
     cb
 }
 
+/// Waits for interaction `id`'s follow-up and asserts that it went through and is ephemeral;
+/// its text.
+async fn ephemeral_follow_up(standin: &StandIn, id: &str) -> String {
+    let follow = follow_up_path(standin.application_id(), id);
+    let sent = within(
+        "the ephemeral follow-up",
+        standin.wait_for_request(|r| r.method == "POST" && r.path == follow),
+    )
+    .await;
+    assert_eq!(sent.status, 200, "{sent:?}");
+    let body = sent.body.unwrap();
+    assert_eq!(body["flags"].as_u64().unwrap() & 64, 64, "{body}");
+    body["content"].as_str().unwrap().to_owned()
+}
+
 /// What the tests assert after a click that settled late: the message edited (not through a
 /// callback) to the settled rendering, the agent's `answered` line, the accepted click in the
 /// audit, one callback only (the type 6), and no follow-up.
@@ -127,23 +142,14 @@ async fn a_click_whose_settlement_fails_after_the_deferral_is_told_to_try_again(
     let id = click_only(&app, &msg, "No, keep them").await;
     deferred(app.standin(), &id).await;
     // The lock outlasts the daemon's busy_timeout (10 s): the settlement fails.
-    let s = app.standin();
-    let follow = follow_up_path(s.application_id(), &id);
-    let sent = within(
-        "the ephemeral follow-up",
-        s.wait_for_request(|r| r.method == "POST" && r.path == follow),
-    )
-    .await;
+    let text = ephemeral_follow_up(app.standin(), &id).await;
     release(other).await;
-    assert_eq!(sent.status, 200, "{sent:?}");
-    let body = sent.body.unwrap();
-    assert_eq!(body["flags"].as_u64().unwrap() & 64, 64, "{body}");
-    let text = body["content"].as_str().unwrap();
     assert!(text.contains("could not be saved, try again"), "{text}");
     assert!(text.contains("database was busy"), "{text}");
     assert!(!text.contains(&format!("tok{id}")), "{text}");
     assert_eq!(text.lines().count(), 1, "{text}");
     // No callback after the type 6.
+    let s = app.standin();
     let callbacks = s
         .requests()
         .into_iter()
@@ -188,22 +194,8 @@ async fn a_refusal_that_comes_after_the_deferral_is_an_ephemeral_follow_up() {
     app.standin().send_interaction(payload).await;
     deferred(app.standin(), &id).await;
     release(other).await;
-    let s = app.standin();
-    let follow = follow_up_path(s.application_id(), &id);
-    let sent = within(
-        "the refusal as a follow-up",
-        s.wait_for_request(|r| r.method == "POST" && r.path == follow),
-    )
-    .await;
-    let body = sent.body.unwrap();
-    assert_eq!(body["flags"].as_u64().unwrap() & 64, 64, "{body}");
-    assert!(
-        body["content"]
-            .as_str()
-            .unwrap()
-            .starts_with("Already answered by <@4242>"),
-        "{body}"
-    );
+    let text = ephemeral_follow_up(app.standin(), &id).await;
+    assert!(text.starts_with("Already answered by <@4242>"), "{text}");
     let audit = app.store().audit_rows(None).await.unwrap();
     assert!(
         audit.iter().any(|r| r.action == "late" && !r.accepted),
@@ -383,22 +375,8 @@ async fn a_form_too_slow_to_open_says_to_use_the_button_again() {
     let id = click_only(&app, &msg, "Other…").await;
     deferred(app.standin(), &id).await;
     release(other).await;
-    let s = app.standin();
-    let follow = follow_up_path(s.application_id(), &id);
-    let sent = within(
-        "the follow-up",
-        s.wait_for_request(|r| r.method == "POST" && r.path == follow),
-    )
-    .await;
-    let body = sent.body.unwrap();
-    assert_eq!(body["flags"].as_u64().unwrap() & 64, 64, "{body}");
-    assert!(
-        body["content"]
-            .as_str()
-            .unwrap()
-            .contains("use the button again"),
-        "{body}"
-    );
+    let text = ephemeral_follow_up(app.standin(), &id).await;
+    assert!(text.contains("use the button again"), "{text}");
     let audit = app.store().audit_rows(None).await.unwrap();
     assert!(audit.iter().any(|r| r.action == "open_modal"), "{audit:?}");
     // With the store back, the button opens the form.
@@ -433,15 +411,8 @@ async fn a_draft_that_failed_to_save_is_never_submitted_empty() {
     let id = payload["id"].as_str().unwrap().to_owned();
     app.standin().send_interaction(payload).await;
     deferred(app.standin(), &id).await;
-    let s = app.standin();
-    let follow = follow_up_path(s.application_id(), &id);
-    let sent = within(
-        "the draft's ephemeral follow-up",
-        s.wait_for_request(|r| r.method == "POST" && r.path == follow),
-    )
-    .await;
+    let text = ephemeral_follow_up(app.standin(), &id).await;
     release(other).await;
-    let text = sent.body.unwrap()["content"].as_str().unwrap().to_owned();
     assert!(text.contains("could not save your selection"), "{text}");
     let refused = app.press(&msg, &alice(), "Submit").await;
     assert!(

@@ -142,6 +142,29 @@ pub struct Injected {
     pub bar: Duration,
 }
 
+impl Injected {
+    /// A fault held from `start` to now: what happens until the cluster has had time to settle
+    /// after it is put down to it, and it may leave the cluster without a leader for the usual
+    /// bar plus `extra`.
+    fn ended(
+        kind: ClusterFault,
+        what: String,
+        start: Instant,
+        failover: Duration,
+        extra: Duration,
+    ) -> Injected {
+        let end = Instant::now();
+        Injected {
+            kind,
+            what,
+            start,
+            end,
+            settled: end + settle_time(failover),
+            bar: no_leader_bar(failover) + extra,
+        }
+    }
+}
+
 /// The plan: the kinds, in the order they are injected (every kind once per round, the order
 /// shuffled by the seed), `count` of them in all.
 pub(super) fn order(kinds: &[ClusterFault], count: usize, rng: &mut Rng) -> Vec<ClusterFault> {
@@ -300,15 +323,13 @@ async fn freeze(
     sleep(hold).await;
     // The same pid: if the monkey killed it meanwhile, this fails harmlessly.
     signal(pid, "-CONT");
-    let end = Instant::now();
-    Some(Injected {
-        kind: ClusterFault::Freeze,
+    Some(Injected::ended(
+        ClusterFault::Freeze,
         what,
         start,
-        end,
-        settled: end + settle_time(failover),
-        bar: no_leader_bar(failover),
-    })
+        failover,
+        Duration::ZERO,
+    ))
 }
 
 async fn partition(
@@ -336,15 +357,13 @@ async fn partition(
     proxy.pause();
     sleep(hold).await;
     proxy.resume();
-    let end = Instant::now();
-    Some(Injected {
-        kind: ClusterFault::Partition,
+    Some(Injected::ended(
+        ClusterFault::Partition,
         what,
         start,
-        end,
-        settled: end + settle_time(failover),
-        bar: no_leader_bar(failover),
-    })
+        failover,
+        Duration::ZERO,
+    ))
 }
 
 async fn stall(
@@ -372,17 +391,15 @@ async fn stall(
             p.resume();
         }
     }
-    let end = Instant::now();
     // No node can lead without the database: the part of the stall beyond failover_secs is
     // allowed on top of the usual bar.
-    Some(Injected {
-        kind: ClusterFault::Stall,
+    Some(Injected::ended(
+        ClusterFault::Stall,
         what,
         start,
-        end,
-        settled: end + settle_time(failover),
-        bar: no_leader_bar(failover) + hold.saturating_sub(failover),
-    })
+        failover,
+        hold.saturating_sub(failover),
+    ))
 }
 
 async fn skew(
@@ -421,15 +438,13 @@ async fn skew(
         shared.problem(format!("skew: cannot write {}: {e}", file.display()));
     }
     sleep(FAKETIME_CACHE).await;
-    let end = Instant::now();
-    Some(Injected {
-        kind: ClusterFault::Skew,
+    Some(Injected::ended(
+        ClusterFault::Skew,
         what,
         start,
-        end,
-        settled: end + settle_time(failover),
-        bar: no_leader_bar(failover),
-    })
+        failover,
+        Duration::ZERO,
+    ))
 }
 
 // ---------------------------------------------------------------------------------------------
