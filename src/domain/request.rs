@@ -24,11 +24,16 @@ static CLOCK_OFFSET_MS: AtomicI64 = AtomicI64::new(0);
 /// database's clock, so that a node whose own clock is wrong stamps requests, deadlines and
 /// heartbeats as the others read them.
 pub fn now_ms() -> i64 {
+    host_ms() + CLOCK_OFFSET_MS.load(Ordering::Relaxed)
+}
+
+/// Milliseconds since the Unix epoch on this host's own clock, without the cluster's offset:
+/// what the offset is measured against.
+pub fn host_ms() -> i64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_millis() as i64)
         .unwrap_or(0)
-        + CLOCK_OFFSET_MS.load(Ordering::Relaxed)
 }
 
 /// Sets what [`now_ms`] adds to this host's clock (the cluster driver, from its beats).

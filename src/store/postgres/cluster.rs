@@ -33,7 +33,7 @@
 
 use super::Backend;
 use crate::domain::cluster::{Beat, Cluster, Fenced, LeaseTiming, NodeInfo, Notice, Term};
-use crate::domain::request::{now_ms, Post, Request};
+use crate::domain::request::{host_ms, Post, Request};
 use crate::domain::store::Holder;
 use anyhow::{bail, Context, Result};
 use async_trait::async_trait;
@@ -337,7 +337,9 @@ impl Cluster for PgCluster {
         let mut lease = shared.lease.lock().await;
         let held = shared.term();
         let sent = Instant::now();
-        let local_sent = now_ms();
+        // The host's own clock, not now_ms(): the offset is measured against it, and now_ms()
+        // already carries the last measurement.
+        let local_sent = host_ms();
         let result = bounded(timing.call, async {
             if lease.conn.is_none() {
                 lease.conn = Some(
@@ -368,7 +370,7 @@ impl Cluster for PgCluster {
                 return Err(e.context("cannot renew or take the cluster's lease"));
             }
         };
-        let local_mid = (local_sent + now_ms()) / 2;
+        let local_mid = (local_sent + host_ms()) / 2;
         let term = mine.map(|epoch| Term {
             epoch,
             stop_at: timing.stop_at(sent),
