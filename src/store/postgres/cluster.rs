@@ -56,8 +56,11 @@ pub(super) const ENDED: &str = "askrelay_ended";
 const NODE_LOCK: &str = "hashtextextended('askrelay node ' || $1, 0)";
 
 /// One beat in one statement: the database's time; the lease as it was; the lease renewed
-/// (held by `$1` in epoch `$2`, unexpired) or taken (expired, or never held), with the epoch
-/// one more on a change of term; and this node's heartbeat. `$3` is the lease's length in ms.
+/// (held by `$1` in epoch `$2`, unexpired) or taken (expired, or never held, or held by `$1` in
+/// an epoch it does not know: a take whose reply was lost, or a term a refused write ended
+/// while a beat renewed it), with the epoch one more on a change of term; and this node's
+/// heartbeat. `$3` is the lease's length in ms. Only this process beats as `$1` (the node lock,
+/// [`acquire`]), so a lease that names `$1` is its own to take again.
 const BEAT: &str = "\
 WITH clock AS (SELECT askrelay_now_ms() AS now), \
 before AS (SELECT holder, epoch, renewed_at, expires_at FROM lease WHERE one = 1), \
@@ -68,8 +71,7 @@ took AS ( \
     epoch = CASE WHEN l.holder = EXCLUDED.holder AND l.epoch = $2 \
                   AND l.expires_at > EXCLUDED.renewed_at THEN l.epoch ELSE l.epoch + 1 END, \
     holder = EXCLUDED.holder, renewed_at = EXCLUDED.renewed_at, expires_at = EXCLUDED.expires_at \
-  WHERE (l.holder = EXCLUDED.holder AND l.epoch = $2 AND l.expires_at > EXCLUDED.renewed_at) \
-     OR l.expires_at <= EXCLUDED.renewed_at \
+  WHERE l.holder = EXCLUDED.holder OR l.expires_at <= EXCLUDED.renewed_at \
   RETURNING epoch), \
 beat AS ( \
   INSERT INTO nodes (node, host, pid, version, heartbeat_at, leader) \
@@ -150,8 +152,13 @@ impl Backend {
                 epoch = term.epoch,
                 "a write for Discord was refused: this node's lease is over; stepping down"
             );
-            self.set_term(None);
-            self.deposed.notify_one();
+            // Only the refused term ends: a beat may have begun a new one meanwhile.
+            let mut fence = self.fence.lock().unwrap();
+            if fence.is_some_and(|f| f.epoch == term.epoch) {
+                *fence = None;
+                drop(fence);
+                self.deposed.notify_one();
+            }
             return Err(Fenced.into());
         }
         Ok(())

@@ -422,6 +422,23 @@ async fn the_lead_is_a_lease_that_expires_unless_renewed_and_fences_the_writes_f
         ca.beat(&timing).await.unwrap().term.map(|t| t.epoch),
         Some(b_epoch + 1)
     );
+
+    // A lease that names a node in an epoch it does not know (its take committed after it gave
+    // up waiting for the reply) is that node's to take again at its next beat, in a new epoch:
+    // it does not sit on it, unknowing, until it expires.
+    let c = node(&db, "c").await;
+    let cc = cluster(&c);
+    sqlx::query(
+        "UPDATE lease SET holder = 'c', epoch = epoch + 1, \
+         expires_at = askrelay_now_ms() + 60000",
+    )
+    .execute(a.raw_pool())
+    .await
+    .unwrap();
+    let again = cc.beat(&timing).await.unwrap();
+    assert_eq!(again.term.map(|t| t.epoch), Some(b_epoch + 3), "{again:?}");
+    assert!(ca.beat(&timing).await.unwrap().term.is_none());
+    c.close().await;
     a.close().await;
     b.close().await;
     db.drop_now().await.unwrap();
