@@ -944,3 +944,61 @@ async fn a_follower_reports_an_overdue_outbox_as_degraded() {
     leader.terminate().await;
     cluster.db.drop_now().await.unwrap();
 }
+
+/// A leader whose edit is being retried (Discord failing) and whose lead ends meanwhile sends
+/// no more attempts: the new leader's edit would otherwise be overwritten by the old one's
+/// late retry (a settled message shown open again, for good, as it is recorded settled).
+#[tokio::test]
+async fn a_leader_that_lost_the_lead_stops_retrying_its_edits() {
+    use askrelay_testkit::standin::Failure;
+    let cluster = Cluster::new().await;
+    // Retries seconds apart (from 250 ms, doubling), as in production: time enough for the
+    // lead to end between two of them.
+    let bin = fast(cluster.node("a")).env("ASKRELAY_DISCORD__RETRY_MAX_DELAY_MS", 8000);
+    let mut served = bin.serve().await;
+    served.wait_log("leading the cluster").await;
+    within("the leader's gateway session", cluster.standin.wait_ready()).await;
+    let mut asker = bin.ask(&["--request-id", "edited"], QUESTION).await;
+    asker.wait_stderr("waiting for an answer").await;
+    let id = id_of(&cluster.posted(1).await[0]);
+    let patch = format!("/messages/{id}");
+    cluster
+        .standin
+        .fail_next("PATCH", &patch, Failure::Status(500), 1000);
+    let (code, _, err) = bin.run(&["cancel", "edited"]).await;
+    assert_eq!(code, 0, "{err}");
+    within(
+        "the first (failing) edit",
+        cluster
+            .standin
+            .wait_for_request(|r| r.method == "PATCH" && r.path.ends_with(&patch)),
+    )
+    .await;
+    // The lease moves elsewhere while the edit waits to be retried (its backoff is seconds).
+    use sqlx::Connection;
+    let mut conn = sqlx::PgConnection::connect(&cluster.db.url).await.unwrap();
+    sqlx::query(
+        "UPDATE lease SET holder = 'elsewhere', epoch = epoch + 1, \
+         expires_at = askrelay_now_ms() + 600000",
+    )
+    .execute(&mut conn)
+    .await
+    .unwrap();
+    let _ = conn.close().await;
+    served.wait_log("stepping down").await;
+    let from = cluster.standin.requests().len();
+    cluster.standin.clear_failures();
+    let gave_up = served.wait_log("cannot edit the question message").await;
+    assert!(gave_up.contains("lead ended"), "{gave_up}");
+    let late: Vec<_> = cluster
+        .standin
+        .requests_from(from)
+        .into_iter()
+        .filter(|r| r.method == "PATCH")
+        .collect();
+    assert!(late.is_empty(), "edits sent after the lead ended: {late:?}");
+    let (code, _) = asker.finish().await;
+    assert_eq!(code, 5, "the cancelled ask ends ABORTED");
+    served.terminate().await;
+    cluster.db.drop_now().await.unwrap();
+}

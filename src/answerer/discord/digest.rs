@@ -180,7 +180,9 @@ impl Digest {
             .rest
             .retry("posting the digest", 5, || async {
                 self.rest.check_channel(channel, 1).await?;
-                self.rest.send(channel, message.clone()).await
+                self.rest
+                    .send(channel, message.clone(), &|| ctx.holds_term())
+                    .await
             })
             .await;
         match sent {

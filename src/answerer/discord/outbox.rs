@@ -11,7 +11,7 @@
 //! work (see [`super::Lead`]).
 
 use super::render::{self, answered_view, ended_status, RenderContext};
-use super::rest::{Failure, Rest};
+use super::rest::{Failure, Rest, LEAD_ENDED};
 use super::route::{self, ResolvedRoute};
 use super::{Shown, NAME};
 use crate::config::Config;
@@ -224,22 +224,18 @@ impl Outbox {
                         .map(|g| (channel, g)),
                     Err(f) => Err(f),
                 };
-                // The last moment to find that this node's lead ended (it was frozen since its
-                // claim): a post now would be a second copy of the new leader's.
-                if !ctx.holds_term() {
-                    return Err(Failure::Transient(
-                        "this node's lead ended before the post".into(),
-                    ));
-                }
+                // A node whose lead ended since its claim (frozen, or slow in the channel's
+                // turn) must not post: it would be a second copy of the new leader's.
+                let live = || ctx.holds_term();
                 let sent = match checked {
                     Ok((channel, guild)) if files.is_empty() => self
                         .rest
-                        .send(channel, message.clone())
+                        .send(channel, message.clone(), &live)
                         .await
                         .map(|m| (m, channel, guild)),
                     Ok((channel, guild)) => self
                         .rest
-                        .send_with_files(channel, &message, &files)
+                        .send_with_files(channel, &message, &files, &live)
                         .await
                         .map(|m| (m, channel, guild)),
                     Err(f) => Err(f),
@@ -283,6 +279,10 @@ impl Outbox {
                         break;
                     }
                     Err(f) => {
+                        if !ctx.holds_term() {
+                            // Neither recorded nor retried: the new leader posts it.
+                            return Err(Failure::Transient(LEAD_ENDED.into()));
+                        }
                         let _ = ctx.record_post_failure(req, &post, f.message()).await;
                         match f {
                             Failure::Transient(m) if tries.last.is_none_or(|n| attempt < n) => {
@@ -398,12 +398,10 @@ impl Outbox {
                 tracing::warn!(request_id = %Escaped(&request_id), question = idx, error = %format!("{e:#}"), "not editing the question message");
                 return;
             }
-            if !task_ctx.holds_term() {
-                return;
-            }
+            let live = || task_ctx.holds_term();
             let edited = me
                 .rest
-                .edit(channel, message, &outcome.edit(), EDIT_ATTEMPTS)
+                .edit(channel, message, &outcome.edit(), EDIT_ATTEMPTS, &live)
                 .await;
             drop(claim);
             match edited {

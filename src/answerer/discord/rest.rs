@@ -471,11 +471,18 @@ impl Rest {
 
     /// Creates a message, in the channel's turn and under the global pace. One attempt,
     /// under the deadline: a hung create holds up its own channel only, and only that long.
-    pub async fn send(&self, channel: u64, message: CreateMessage) -> Result<Message, Failure> {
+    /// `live` is asked once the waits are over, right before the call ([`Live`]).
+    pub async fn send(
+        &self,
+        channel: u64,
+        message: CreateMessage,
+        live: Live<'_>,
+    ) -> Result<Message, Failure> {
         let lane = self.lane(channel);
         let _turn = lane.lock().await;
         self.wait_for_channel_bucket(channel).await;
         self.global_slot().await;
+        still_live(live)?;
         self.call(
             self.request_timeout,
             ChannelId::new(channel).send_message(&self.http, message),
@@ -497,6 +504,7 @@ impl Rest {
         channel: u64,
         message: &CreateMessage,
         files: &[(String, Vec<u8>)],
+        live: Live<'_>,
     ) -> Result<Message, Failure> {
         let mut payload = serde_json::to_value(message)
             .map_err(|e| Failure::Permanent(format!("cannot encode the message: {e}")))?;
@@ -509,6 +517,7 @@ impl Rest {
         let _turn = lane.lock().await;
         self.wait_for_channel_bucket(channel).await;
         self.global_slot().await;
+        still_live(live)?;
         let mut form = reqwest::multipart::Form::new().text("payload_json", payload.to_string());
         for (i, (name, data)) in files.iter().enumerate() {
             let part = reqwest::multipart::Part::bytes(data.clone())
@@ -596,16 +605,22 @@ impl Rest {
         Err(Failure::Permanent(what))
     }
 
-    /// Edits a message, retrying transient failures `attempts` times.
+    /// Edits a message, retrying transient failures `attempts` times; `live` is asked before
+    /// each attempt, once its wait for the global pace is over ([`Live`]).
     pub async fn edit(
         &self,
         channel: u64,
         message: u64,
         edit: &EditMessage,
         attempts: u32,
+        live: Live<'_>,
     ) -> Result<(), Failure> {
         self.retry("editing the question message", attempts, || async move {
             self.global_slot().await;
+            if !live() {
+                // Not worth retrying: the next leader makes the edit.
+                return Err(Failure::Permanent(LEAD_ENDED.into()));
+            }
             self.call(
                 self.request_timeout,
                 ChannelId::new(channel).edit_message(
@@ -618,6 +633,24 @@ impl Rest {
         })
         .await
         .map(|_| ())
+    }
+}
+
+/// Whether a post or an edit may still be made: in a cluster, whether this node still leads in
+/// the term that claimed it. A call can wait long for its channel's turn and the rate limits,
+/// or be retried seconds later; a node whose lead ended meanwhile must not send it, or its
+/// post or edit would land beside or after the new leader's (a settled message shown open
+/// again).
+pub type Live<'a> = &'a (dyn Fn() -> bool + Send + Sync);
+
+/// What a call refused by its [`Live`] fails with.
+pub const LEAD_ENDED: &str = "this node's lead ended before the call";
+
+fn still_live(live: Live<'_>) -> Result<(), Failure> {
+    if live() {
+        Ok(())
+    } else {
+        Err(Failure::Transient(LEAD_ENDED.into()))
     }
 }
 
