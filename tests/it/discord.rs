@@ -891,5 +891,8 @@ async fn a_click_on_an_unrecorded_copy_by_the_bot_answers_and_one_by_another_aut
         answered["result"]["answers"][0]["selected"][0], "Yes, delete them (Recommended)",
         "{answered}"
     );
+    // The update edited the copy; the recorded message is edited too, not left asking.
+    let edit = app.edit_of(&msg).await;
+    assert_eq!(edit["components"], json!([]), "{edit}");
     app.assert_payloads_valid();
 }

@@ -291,6 +291,13 @@ fn update_keeping_attachments(resp: &CreateInteractionResponse) -> serde_json::V
 
 /// The reply when the store refused or failed a write, naming the cause's class (never its
 /// text, which may carry paths or URLs): one line.
+/// Whether an update (type 7) in reply to an interaction from message `clicked` edits `post`:
+/// not when the interaction came from a copy of it that was never recorded (an interaction
+/// that names no message is taken as from the recorded one).
+fn post_clicked(post: &Post, clicked: Option<&str>) -> bool {
+    clicked.is_none_or(|m| post.message.as_deref() == Some(m))
+}
+
 fn not_saved(cause: &str) -> String {
     let lower = cause.to_ascii_lowercase();
     let class = if [
@@ -413,6 +420,11 @@ impl Handler {
                 None,
             ),
         };
+        // The message the interaction came from, which an update (type 7) edits.
+        let clicked = match &ci_or_mi {
+            Responder::Component(ci) => Some(ci.message.id.to_string()),
+            Responder::Modal(mi) => mi.message.as_ref().map(|m| m.id.to_string()),
+        };
         let http = &self.rest.http;
         // A callback must land within Discord's 3 s: one that hangs is given up on in time for
         // the fallback below.
@@ -451,7 +463,7 @@ impl Handler {
             }
         };
         match (sent, edited) {
-            (Ok(()), Some(won)) => {
+            (Ok(()), Some(won)) if post_clicked(&won.1, clicked.as_deref()) => {
                 let (_, post, req) = *won;
                 if let Err(e) = self
                     .ctx
@@ -460,6 +472,13 @@ impl Handler {
                 {
                     record_edit_failed(&e);
                 }
+            }
+            (Ok(()), Some(won)) => {
+                // The click came from an unrecorded copy of the message (see `admit`): the
+                // update edited the copy, and the recorded message still asks.
+                let (outcome, post, req) = *won;
+                self.outbox
+                    .spawn_edit(&self.ctx, &req, &post, outcome, Some(EditState::Settled));
             }
             (Err(f), edited) => {
                 tracing::warn!(error = %f.message(), update, "cannot answer the interaction");
