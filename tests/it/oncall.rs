@@ -447,6 +447,22 @@ async fn a_route_posts_to_dms_and_a_dm_answer_settles_the_channel_message() {
     .await;
     let dm_msg = app.messages(dm).remove(0);
     assert_eq!(controls(&dm_msg), controls(&question));
+    // The DM went out with the nonce stored for its row: a post again after a lost record
+    // (by a repair pass, or the next leader) is de-duplicated by Discord, not a second DM.
+    let create = format!("/channels/{dm}/messages");
+    let sent = app
+        .standin()
+        .requests()
+        .into_iter()
+        .find(|r| r.method == "POST" && r.path.ends_with(&create))
+        .unwrap();
+    let req = app.store().by_id("dm").await.unwrap().unwrap();
+    let rows = app.store().posts(&[req.key]).await.unwrap();
+    let row = rows[&req.key]
+        .iter()
+        .find(|p| p.slot.to_string().starts_with("dm:"))
+        .unwrap();
+    assert_eq!(sent.body.unwrap()["nonce"], json!(row.nonce));
     // In a DM there is no member and no roles: the lead answers as a DM recipient.
     let cb = app
         .press(&dm_msg, &lead(), "Yes, delete them (Recommended)")

@@ -9,6 +9,8 @@
 //! what [`CustomId::encode`] produces. Label text never goes in: the longest id is 75
 //! characters, well under Discord's 100.
 
+use crate::domain::request::Slot;
+
 /// The prefix of every custom_id this daemon produces.
 const PREFIX: &str = "ar";
 
@@ -38,7 +40,21 @@ pub fn nonce(token: &str, question: usize) -> String {
     n
 }
 
-/// The nonce of a copy or a note of a question (a DM, an escalation step, a reminder): the
+/// The nonce of a DM copy of a question: the start of the request's token and a hash of the
+/// question and the row's slot. The same row gets the same nonce however often it is planned
+/// (the delivery plans a request's rows again beside the stored ones, and posts with its own),
+/// so that a DM posted again after a lost record is de-duplicated by Discord; it is not a
+/// second DM.
+pub fn dm_nonce(token: &str, question: usize, slot: &Slot) -> String {
+    use sha2::{Digest, Sha256};
+    let digest = Sha256::digest(format!("{token} {question} {slot}"));
+    let hash: String = digest[..7].iter().map(|b| format!("{b:02x}")).collect();
+    let n = format!("{}{hash}", &token[..token.len().min(11)]);
+    debug_assert!(n.len() <= MAX_NONCE_CHARS);
+    n
+}
+
+/// The nonce of a copy or a note of a question (an escalation step, a reminder): the
 /// start of the request's token and random digits. It is stored with its outbox row when the
 /// row is planned, so every retry sends the same one; it is random so that two rows planned at
 /// once can never share it.
@@ -313,6 +329,30 @@ mod tests {
     }
 
     const FORMS: [Form; 3] = [Form::Other, Form::Answer, Form::Note];
+
+    #[test]
+    fn a_dm_copy_has_one_nonce_however_often_it_is_planned() {
+        let slots = [
+            Slot::Dm(7),
+            Slot::Dm(8),
+            Slot::StepDm(1, 7),
+            Slot::StepDm(2, 7),
+        ];
+        let mut seen = std::collections::HashSet::new();
+        for q in 0..3 {
+            for slot in &slots {
+                let n = dm_nonce(TOKEN, q, slot);
+                assert_eq!(n, dm_nonce(TOKEN, q, slot), "planned twice, one nonce");
+                assert!(n.len() <= MAX_NONCE_CHARS, "{n}");
+                assert!(n.starts_with(&TOKEN[..11]), "{n}");
+                assert!(seen.insert(n), "every row its own nonce");
+            }
+        }
+        assert_ne!(
+            dm_nonce(TOKEN, 0, &Slot::Dm(7)),
+            dm_nonce("fedcba98765432100123", 0, &Slot::Dm(7))
+        );
+    }
 
     #[test]
     fn round_trips_every_action() {

@@ -40,15 +40,16 @@ pub(crate) struct Due {
 /// A DM copy of question `idx` to `user`, for the route or for escalation step `step`: its
 /// channel is opened when it is posted.
 pub(super) fn dm_copy(token: &str, idx: usize, user: u64, step: Option<u32>) -> PlannedPost {
+    let slot = match step {
+        None => Slot::Dm(user),
+        Some(n) => Slot::StepDm(n, user),
+    };
     PlannedPost {
         idx,
-        slot: match step {
-            None => Slot::Dm(user),
-            Some(n) => Slot::StepDm(n, user),
-        },
+        nonce: custom_id::dm_nonce(token, idx, &slot),
+        slot,
         channel: dm_channel_placeholder(user),
         guild: None,
-        nonce: custom_id::extra_nonce(token),
     }
 }
 
