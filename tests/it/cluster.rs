@@ -52,10 +52,16 @@ impl Cluster {
     /// Starts the first node and waits until it leads and holds the gateway.
     async fn leader(&self, name: &str) -> (Bin, Served) {
         let bin = self.node(name);
+        let served = self.lead(&bin).await;
+        (bin, served)
+    }
+
+    /// Starts `bin` as the first node and waits until it leads and holds the gateway.
+    async fn lead(&self, bin: &Bin) -> Served {
         let mut served = bin.serve().await;
         served.wait_log("leading the cluster").await;
         within("the leader's gateway session", self.standin.wait_ready()).await;
-        (bin, served)
+        served
     }
 
     /// The messages posted for `request_id`'s questions (the stand-in's copies), waiting for
@@ -437,9 +443,7 @@ async fn lease_row(url: &str) -> (String, i64) {
 async fn a_frozen_leader_loses_the_lead_within_failover_and_is_fenced_when_it_wakes() {
     let cluster = Cluster::new().await;
     let b = fast(cluster.node("b"));
-    let mut leader = b.serve().await;
-    leader.wait_log("leading the cluster").await;
-    within("the leader's gateway session", cluster.standin.wait_ready()).await;
+    let mut leader = cluster.lead(&b).await;
     let a = fast(cluster.node("a")).env("ASKRELAY_HTTP__LISTEN", "127.0.0.1:0");
     let mut next = follower(&a).await;
     let metrics = metrics_of(&mut next).await;
@@ -740,9 +744,7 @@ fn failing(h: &Value) -> Vec<String> {
 async fn a_stalled_database_makes_health_say_so_within_a_second_and_the_lead_comes_back() {
     let cluster = Cluster::new().await;
     let b = fast(cluster.node("b"));
-    let mut leader = b.serve().await;
-    leader.wait_log("leading the cluster").await;
-    within("the leader's gateway session", cluster.standin.wait_ready()).await;
+    let mut leader = cluster.lead(&b).await;
     let a = fast(cluster.node("a"));
     let mut served_a = follower(&a).await;
     let (code, h, _) = health_timed(&a).await;
@@ -814,9 +816,7 @@ async fn a_leader_cut_off_from_the_database_steps_down_and_another_node_takes_ov
         .await
         .unwrap();
     let b = fast(cluster.node("b")).env("ASKRELAY_DATABASE_URL", &url);
-    let mut leader = b.serve().await;
-    leader.wait_log("leading the cluster").await;
-    within("the leader's gateway session", cluster.standin.wait_ready()).await;
+    let mut leader = cluster.lead(&b).await;
     let a = fast(cluster.node("a"));
     let mut next = follower(&a).await;
     let sessions = cluster.standin.identify_count();
@@ -907,9 +907,7 @@ async fn a_follower_reports_an_overdue_outbox_as_degraded() {
             .env("ASKRELAY_DISCORD__REPAIR_INTERVAL_SECS", 1)
     };
     let b = overdue(cluster.node("b"));
-    let mut leader = b.serve().await;
-    leader.wait_log("leading the cluster").await;
-    within("the leader's gateway session", cluster.standin.wait_ready()).await;
+    let leader = cluster.lead(&b).await;
     let a = overdue(cluster.node("a"));
     let served_a = follower(&a).await;
     let (code, h, _) = health_timed(&a).await;
@@ -955,9 +953,7 @@ async fn a_leader_that_lost_the_lead_stops_retrying_its_edits() {
     // Retries seconds apart (from 250 ms, doubling), as in production: time enough for the
     // lead to end between two of them.
     let bin = fast(cluster.node("a")).env("ASKRELAY_DISCORD__RETRY_MAX_DELAY_MS", 8000);
-    let mut served = bin.serve().await;
-    served.wait_log("leading the cluster").await;
-    within("the leader's gateway session", cluster.standin.wait_ready()).await;
+    let mut served = cluster.lead(&bin).await;
     let mut asker = bin.ask(&["--request-id", "edited"], QUESTION).await;
     asker.wait_stderr("waiting for an answer").await;
     let id = id_of(&cluster.posted(1).await[0]);
