@@ -289,8 +289,6 @@ fn update_keeping_attachments(resp: &CreateInteractionResponse) -> serde_json::V
     body
 }
 
-/// The reply when the store refused or failed a write, naming the cause's class (never its
-/// text, which may carry paths or URLs): one line.
 /// Whether an update (type 7) in reply to an interaction from message `clicked` edits `post`:
 /// not when the interaction came from a copy of it that was never recorded (an interaction
 /// that names no message is taken as from the recorded one).
@@ -298,6 +296,8 @@ fn post_clicked(post: &Post, clicked: Option<&str>) -> bool {
     clicked.is_none_or(|m| post.message.as_deref() == Some(m))
 }
 
+/// The reply when the store refused or failed a write, naming the cause's class (never its
+/// text, which may carry paths or URLs): one line.
 fn not_saved(cause: &str) -> String {
     let lower = cause.to_ascii_lowercase();
     let class = if [
