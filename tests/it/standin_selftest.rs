@@ -12,10 +12,11 @@ use askrelay_testkit::fixtures::{self, At, Clicker};
 use askrelay_testkit::standin::{check_bodies, Failure, StandIn};
 use serde_json::{json, Value};
 use serenity::all::{
-    ActionRowComponent, ChannelId, ComponentInteractionDataKind, Context, CreateActionRow,
-    CreateButton, CreateEmbed, CreateInteractionResponse, CreateInteractionResponseFollowup,
-    CreateInteractionResponseMessage, CreateMessage, EditInteractionResponse, EditMessage,
-    EventHandler, GatewayIntents, Http, HttpBuilder, Interaction, Nonce, Ready,
+    ActionRowComponent, ChannelId, ComponentInteraction, ComponentInteractionDataKind, Context,
+    CreateActionRow, CreateButton, CreateEmbed, CreateInteractionResponse,
+    CreateInteractionResponseFollowup, CreateInteractionResponseMessage, CreateMessage,
+    EditInteractionResponse, EditMessage, EventHandler, GatewayIntents, Http, HttpBuilder,
+    Interaction, Message, Nonce, Ready,
 };
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::sync::mpsc;
@@ -297,31 +298,43 @@ async fn serenity_client_gets_ready_and_an_interaction_and_responds() {
     assert_eq!(replies[0]["flags"], json!(64));
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn send_interaction_carries_the_current_message_and_update_message_edits_it() {
-    let standin = StandIn::start().await;
-    let http = http_for(&standin);
+/// Posts "Deploy?" with one button `custom_id` through serenity, starts a gateway client, and
+/// clicks the button as interaction `id`: the posted message, the interaction as serenity got
+/// it, and the client.
+async fn click_on_posted(
+    standin: &StandIn,
+    http: &Http,
+    custom_id: &str,
+    id: u64,
+) -> (Message, ComponentInteraction, RunningClient) {
     let posted = ChannelId::new(CHANNEL)
         .send_message(
-            &http,
+            http,
             CreateMessage::new()
                 .content("Deploy?")
                 .components(vec![CreateActionRow::Buttons(vec![CreateButton::new(
-                    "ask:9:yes",
+                    custom_id,
                 )
                 .label("Yes")])]),
         )
         .await
         .expect("posting the question");
-
-    let mut client = start_client(&standin).await;
+    let mut client = start_client(standin).await;
     client.next_ready().await;
-    let mut payload = click(&standin, 102, "ask:9:yes");
+    let mut payload = click(standin, id, custom_id);
     payload["message"]["id"] = json!(posted.id.to_string());
     standin.send_interaction(payload).await;
     let Interaction::Component(component) = *client.next_interaction().await else {
         panic!("expected a component interaction");
     };
+    (posted, component, client)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn send_interaction_carries_the_current_message_and_update_message_edits_it() {
+    let standin = StandIn::start().await;
+    let http = http_for(&standin);
+    let (posted, component, _client) = click_on_posted(&standin, &http, "ask:9:yes", 102).await;
     assert_eq!(component.message.id, posted.id);
     assert_eq!(component.message.content, "Deploy?");
     assert_eq!(component.message.author.id.get(), standin.bot_user_id());
@@ -352,26 +365,7 @@ async fn send_interaction_carries_the_current_message_and_update_message_edits_i
 async fn a_deferred_update_then_an_ephemeral_follow_up() {
     let standin = StandIn::start().await;
     let http = http_for(&standin);
-    let posted = ChannelId::new(CHANNEL)
-        .send_message(
-            &http,
-            CreateMessage::new()
-                .content("Deploy?")
-                .components(vec![CreateActionRow::Buttons(vec![CreateButton::new(
-                    "ask:8:yes",
-                )
-                .label("Yes")])]),
-        )
-        .await
-        .expect("posting the question");
-    let mut client = start_client(&standin).await;
-    client.next_ready().await;
-    let mut payload = click(&standin, 105, "ask:8:yes");
-    payload["message"]["id"] = json!(posted.id.to_string());
-    standin.send_interaction(payload).await;
-    let Interaction::Component(component) = *client.next_interaction().await else {
-        panic!("expected a component interaction");
-    };
+    let (posted, component, _client) = click_on_posted(&standin, &http, "ask:8:yes", 105).await;
     let follow_up = CreateInteractionResponseFollowup::new()
         .content("Your answer could not be saved, try again.")
         .ephemeral(true);
