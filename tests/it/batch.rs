@@ -523,26 +523,12 @@ async fn a_slow_batch_is_deferred_then_edited_in() {
     other.execute("BEGIN IMMEDIATE").await.unwrap();
     let payload = on_listing(&app, CHANNEL, &alice(), &chosen, "ar:batch:allow", None);
     let id = payload["id"].as_str().unwrap().to_owned();
-    fixtures::parse(&payload);
-    app.standin().send_interaction(payload).await;
-    let deferred = within(
-        "the deferral",
-        app.standin()
-            .wait_for_request(|r| r.path.contains(&format!("/interactions/{id}/"))),
-    )
-    .await;
-    let body = deferred.body.unwrap();
+    let body = interact_on(app.standin(), payload).await;
     assert_eq!(body["type"], 5, "{body}");
     assert_eq!(body["data"]["flags"], 64, "{body}");
     other.execute("COMMIT").await.unwrap();
     drop(other);
-    let edit = within(
-        "the reply edited in",
-        app.standin().wait_for_request(|r| {
-            r.method == "PATCH" && r.path.ends_with(&format!("/tok{id}/messages/@original"))
-        }),
-    )
-    .await;
+    let edit = original_edit(app.standin(), &id, "the reply edited in").await;
     let body = edit.body.unwrap();
     assert!(
         shown(body["content"].as_str().unwrap()).contains("done · s-1 · allowed"),
@@ -588,24 +574,10 @@ async fn a_slow_selection_is_deferred_then_shown() {
     );
     payload["message"]["id"] = listing["id"].clone();
     let id = payload["id"].as_str().unwrap().to_owned();
-    fixtures::parse(&payload);
-    app.standin().send_interaction(payload).await;
-    let deferred = within(
-        "the deferral",
-        app.standin()
-            .wait_for_request(|r| r.path.contains(&format!("/interactions/{id}/"))),
-    )
-    .await;
-    assert_eq!(deferred.body.unwrap()["type"], 6);
+    assert_eq!(interact_on(app.standin(), payload).await["type"], 6);
     other.execute("ROLLBACK").await.unwrap();
     drop(other);
-    let edit = within(
-        "the selection shown",
-        app.standin().wait_for_request(|r| {
-            r.method == "PATCH" && r.path.ends_with(&format!("/tok{id}/messages/@original"))
-        }),
-    )
-    .await;
+    let edit = original_edit(app.standin(), &id, "the selection shown").await;
     assert_eq!(edit.status, 200, "{edit:?}");
     assert_eq!(selected_in(&edit.body.unwrap()["components"]), vec![t]);
     let audit = app.store().audit_rows(None).await.unwrap();

@@ -265,30 +265,12 @@ async fn a_slow_answer_is_deferred_then_edited_in() {
     };
     let id = app.next_id();
     let payload = fixtures::slash_command(id, &at, &alice(), "askrelay", "pending", json!([]));
-    fixtures::parse(&payload);
-    app.standin().send_interaction(payload).await;
-    let deferred = within(
-        "the deferral",
-        app.standin()
-            .wait_for_request(|r| r.path.contains(&format!("/interactions/{id}/"))),
-    )
-    .await;
-    assert_eq!(
-        deferred.body.as_ref().unwrap()["type"],
-        5,
-        "{:?}",
-        deferred.body
-    );
-    assert_eq!(deferred.body.as_ref().unwrap()["data"]["flags"], 64);
+    let deferred = interact_on(app.standin(), payload).await;
+    assert_eq!(deferred["type"], 5, "{deferred}");
+    assert_eq!(deferred["data"]["flags"], 64);
     other.execute("COMMIT").await.unwrap();
     drop(other);
-    let edit = within(
-        "the answer edited in",
-        app.standin().wait_for_request(|r| {
-            r.method == "PATCH" && r.path.ends_with(&format!("/tok{id}/messages/@original"))
-        }),
-    )
-    .await;
+    let edit = original_edit(app.standin(), &id.to_string(), "the answer edited in").await;
     let body = edit.body.unwrap();
     assert!(
         body["embeds"][0]["description"]

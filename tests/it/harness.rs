@@ -17,7 +17,7 @@ use askrelay::daemon::{Daemon, DaemonHooks};
 use askrelay::domain::Phase;
 use askrelay_testkit::fixtures::{self, At, Clicker};
 use askrelay_testkit::scratch::TestDb;
-use askrelay_testkit::standin::StandIn;
+use askrelay_testkit::standin::{Recorded, StandIn};
 use serde_json::{json, Value};
 use std::future::Future;
 use std::path::{Path, PathBuf};
@@ -391,6 +391,17 @@ pub async fn interact_on(standin: &StandIn, payload: Value) -> Value {
     )
     .await;
     rec.body.unwrap_or(Value::Null)
+}
+
+/// Waits for the edit of interaction `id`'s own reply (`@original`, the way a deferred reply
+/// or a deferred listing is shown), saying `what` it waits for.
+pub async fn original_edit(standin: &StandIn, id: &str, what: &str) -> Recorded {
+    let original = format!("/tok{id}/messages/@original");
+    within(
+        what,
+        standin.wait_for_request(|r| r.method == "PATCH" && r.path.ends_with(&original)),
+    )
+    .await
 }
 
 /// Presses the button labelled `label` on `message`, as `who`, through `standin`.
