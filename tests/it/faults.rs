@@ -470,10 +470,10 @@ const NO: &str = r#"{"answers":[{"id":"q","selected":["No, keep them"]}]}"#;
 /// restart, re-attach. When the answer was stored before the crash the first line after the
 /// re-attach must be that answer, with nothing clicked again; otherwise the request is still
 /// pending, its one message still works, and a click settles it. Returns the stand-in, the
-/// final line and the restarted daemon, which runs until the caller drops it (a caller may
-/// wait for its start-up work: on PostgreSQL it leads only once the crashed daemon's lease
-/// expired).
-async fn crash_scenario(point: &str, answer_stored: bool) -> (StandIn, Value, Child) {
+/// final line, and the restarted daemon with its `Bin`, which run until the caller drops them
+/// (a caller may wait for its start-up work). The `Bin` owns the daemon's database: on
+/// PostgreSQL, dropping it drops the database under the running daemon.
+async fn crash_scenario(point: &str, answer_stored: bool) -> (StandIn, Value, (Child, Bin)) {
     let standin = StandIn::start().await;
     let bin = Bin::new().discord(&standin);
     let who = Clicker::new(7, "seven", &[]);
@@ -542,7 +542,7 @@ async fn crash_scenario(point: &str, answer_stored: bool) -> (StandIn, Value, Ch
         "{point}: no duplicate post"
     );
     assert_bodies_valid(&standin);
-    (standin, last, daemon)
+    (standin, last, (daemon, bin))
 }
 
 #[tokio::test]
