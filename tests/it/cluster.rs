@@ -100,7 +100,10 @@ impl Cluster {
 /// Starts a follower and waits until it names the leader (its log says so when its role is set).
 async fn follower(bin: &Bin) -> Served {
     let mut served = bin.serve().await;
-    served.wait_log("following the cluster's leader").await;
+    // The role may be set before or after the socket listens (the line `serve` waits for).
+    served
+        .wait_log_anywhere("following the cluster's leader")
+        .await;
     served
 }
 
@@ -473,10 +476,12 @@ async fn a_frozen_leader_loses_the_lead_within_failover_and_is_fenced_when_it_wa
         .await;
     next.wait_log("leading the cluster").await;
     eprintln!("a frozen leader was replaced after {:?}", frozen.elapsed());
-    assert_eq!(
-        lease_row(&cluster.db.url).await,
-        ("a".to_owned(), epoch + 1)
-    );
+    // A new epoch, held by a: epoch + 1, or more if a take of a's committed after its beat
+    // gave up waiting for the reply (a loaded machine) and a took it again at once. Once
+    // taken, it holds to the end (asserted below).
+    let (holder, taken) = lease_row(&cluster.db.url).await;
+    assert_eq!(holder, "a");
+    assert!(taken > epoch, "epoch {taken}, was {epoch}");
     within(
         "the new leader's gateway session",
         cluster.standin.wait_identify_count(sessions + 1),
@@ -484,12 +489,12 @@ async fn a_frozen_leader_loses_the_lead_within_failover_and_is_fenced_when_it_wa
     .await;
     let h = health(&a).await;
     assert_eq!(h["cluster"]["role"], "leader", "{h}");
-    assert_eq!(h["cluster"]["epoch"], epoch + 1, "{h}");
+    assert_eq!(h["cluster"]["epoch"], taken, "{h}");
     let m = get_text(&metrics).await;
     assert_eq!(sample_of(&m, "askrelay_cluster_leader"), Some(1.0), "{m}");
     assert_eq!(
         sample_of(&m, "askrelay_cluster_lease_epoch"),
-        Some((epoch + 1) as f64),
+        Some(taken as f64),
         "{m}"
     );
     let age = sample_of(&m, "askrelay_cluster_leader_heartbeat_age_seconds").unwrap();
@@ -531,10 +536,7 @@ async fn a_frozen_leader_loses_the_lead_within_failover_and_is_fenced_when_it_wa
         .filter(|m| m["flags"].as_u64().unwrap_or(0) & 64 == 0)
         .collect();
     assert_eq!(posts.len(), 2, "each question posted once: {posts:?}");
-    assert_eq!(
-        lease_row(&cluster.db.url).await,
-        ("a".to_owned(), epoch + 1)
-    );
+    assert_eq!(lease_row(&cluster.db.url).await, ("a".to_owned(), taken));
     next.terminate().await;
     let (_, b_log) = leader.terminate().await;
     // The click that reached the frozen leader's session was never answered nor counted
