@@ -5,6 +5,26 @@ use super::grants::insert_grant;
 use super::*;
 use crate::domain::grant::Grant;
 
+/// The condition that picks one outbox row: its key in `$1` to `$4` ([`on_post_row`]).
+macro_rules! post_row {
+    () => {
+        "request_key = $1 AND idx = $2 AND answerer = $3 AND slot = $4"
+    };
+}
+
+/// `sql`, a statement on one outbox row ending in [`post_row!`], with the row's key bound to
+/// `$1` to `$4`; the statement's own values follow from `$5`.
+fn on_post_row<'q>(
+    sql: &'q str,
+    post: &PostKey<'q>,
+) -> sqlx::query::Query<'q, sqlx::Postgres, sqlx::postgres::PgArguments> {
+    sqlx::query(sql)
+        .bind(post.key)
+        .bind(post.idx as i64)
+        .bind(post.answerer)
+        .bind(post.slot.to_string())
+}
+
 #[async_trait]
 impl Store for PgStore {
     async fn acquire_lease(&self, me: &Holder) -> Result<()> {
@@ -457,15 +477,11 @@ impl Store for PgStore {
         write_tx!(self, |tx| {
             self.shared.fence(&mut tx).await?;
             let epoch = self.shared.epoch();
-            sqlx::query(
-                "UPDATE posts SET claimed_epoch = $1 \
-                 WHERE request_key = $2 AND idx = $3 AND answerer = $4 AND slot = $5",
+            on_post_row(
+                concat!("UPDATE posts SET claimed_epoch = $5 WHERE ", post_row!()),
+                post,
             )
             .bind(epoch)
-            .bind(post.key)
-            .bind(post.idx as i64)
-            .bind(post.answerer)
-            .bind(post.slot.to_string())
             .execute(&mut *tx)
             .await?;
             anyhow::Ok(())
@@ -481,19 +497,19 @@ impl Store for PgStore {
     ) -> Result<()> {
         write_tx!(self, |tx| {
             self.shared.fence(&mut tx).await?;
-            sqlx::query(
-                "UPDATE posts SET message = $1, posted_at = $2, attempts = attempts + 1, \
-                 last_error = NULL, guild = COALESCE($3, guild), channel = COALESCE($4, channel) \
-                 WHERE request_key = $5 AND idx = $6 AND answerer = $7 AND slot = $8",
+            on_post_row(
+                concat!(
+                    "UPDATE posts SET message = $5, posted_at = $6, attempts = attempts + 1, \
+                     last_error = NULL, guild = COALESCE($7, guild), \
+                     channel = COALESCE($8, channel) WHERE ",
+                    post_row!()
+                ),
+                post,
             )
             .bind(message)
             .bind(now_ms())
             .bind(guild)
             .bind(channel)
-            .bind(post.key)
-            .bind(post.idx as i64)
-            .bind(post.answerer)
-            .bind(post.slot.to_string())
             .execute(&mut *tx)
             .await?;
             anyhow::Ok(())
@@ -503,15 +519,14 @@ impl Store for PgStore {
     async fn record_post_failure(&self, post: &PostKey<'_>, error: &str) -> Result<()> {
         write_tx!(self, |tx| {
             self.shared.fence(&mut tx).await?;
-            sqlx::query(
-                "UPDATE posts SET attempts = attempts + 1, last_error = $1 \
-                 WHERE request_key = $2 AND idx = $3 AND answerer = $4 AND slot = $5",
+            on_post_row(
+                concat!(
+                    "UPDATE posts SET attempts = attempts + 1, last_error = $5 WHERE ",
+                    post_row!()
+                ),
+                post,
             )
             .bind(error)
-            .bind(post.key)
-            .bind(post.idx as i64)
-            .bind(post.answerer)
-            .bind(post.slot.to_string())
             .execute(&mut *tx)
             .await?;
             anyhow::Ok(())
@@ -521,15 +536,11 @@ impl Store for PgStore {
     async fn record_edit(&self, post: &PostKey<'_>, edit: EditState) -> Result<()> {
         write_tx!(self, |tx| {
             self.shared.fence(&mut tx).await?;
-            sqlx::query(
-                "UPDATE posts SET edited = $1 \
-                 WHERE request_key = $2 AND idx = $3 AND answerer = $4 AND slot = $5",
+            on_post_row(
+                concat!("UPDATE posts SET edited = $5 WHERE ", post_row!()),
+                post,
             )
             .bind(edit.as_str())
-            .bind(post.key)
-            .bind(post.idx as i64)
-            .bind(post.answerer)
-            .bind(post.slot.to_string())
             .execute(&mut *tx)
             .await?;
             anyhow::Ok(())
