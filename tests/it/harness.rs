@@ -213,7 +213,33 @@ impl App {
         let mut c = self.client().await;
         c.send_json(&ask_line(request_id, input)).await.unwrap();
         let ev = expect_event(&mut c, "accepted").await;
+        // A repair pass that found the new request before its delivery did (one runs when the
+        // gateway is ready, so right at start-up) posts it in the background, and `accepted`
+        // comes before the posts, without links. The tests read the messages right after
+        // `accepted`: wait for the posts as the delivery would have.
+        if ev["posting"] == "the questions are being posted in the background" {
+            self.wait_posted(request_id).await;
+        }
         (c, ev)
+    }
+
+    /// Waits until every question of `request_id` was created in Discord (the stand-in
+    /// answered the create carrying its nonce).
+    async fn wait_posted(&self, request_id: &str) {
+        use askrelay::answerer::discord::custom_id::nonce;
+        let req = self.store().by_id(request_id).await.unwrap().unwrap();
+        for idx in 0..req.questions.len() {
+            let n = nonce(&req.token, idx);
+            within(
+                &format!("question {idx} of {request_id} to be posted"),
+                self.standin().wait_for_request(|r| {
+                    r.method == "POST"
+                        && r.status == 200
+                        && r.body.as_ref().is_some_and(|b| b["nonce"] == n.as_str())
+                }),
+            )
+            .await;
+        }
     }
 
     /// The messages posted in `channel`, oldest first, as the stand-in holds them now.
