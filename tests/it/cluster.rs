@@ -682,11 +682,15 @@ async fn a_node_with_a_wrong_clock_keeps_cluster_time_on_the_databases_clock() {
 #[tokio::test]
 async fn twenty_nodes_on_one_database_hold_a_bounded_number_of_connections() {
     let cluster = Cluster::new().await;
-    let (_first, leader) = cluster.leader("n00").await;
+    let (_first, mut leader) = cluster.leader("n00").await;
     let mut nodes = Vec::new();
     for i in 1..20 {
         let bin = cluster.node(&format!("n{i:02}"));
         nodes.push(follower(&bin).await);
+    }
+    // Each node listens for notices on a connection it opens once it runs: count when all do.
+    for n in nodes.iter_mut().chain([&mut leader]) {
+        n.wait_log_anywhere("listening for cluster notices").await;
     }
     // Every node idle: count the connections each kind holds.
     use sqlx::Connection;
