@@ -1,14 +1,9 @@
-//! Shell-style globs, as routes (`match`), identities (`sessions`) and grants (patterns) use
-//! them: `*` matches any run of characters, `?` one character, anything else itself.
+//! Shell-style globs, as routes (`match`) and identities (`sessions`) use them: `*` matches any
+//! run of characters, `?` one character, anything else itself. (Grant patterns match on shell
+//! words instead: `domain::shell`.)
 
 /// Whether `text` matches `pattern`.
 pub fn matches(pattern: &str, text: &str) -> bool {
-    matches_except(pattern, text, &[])
-}
-
-/// Whether `text` matches `pattern` when the wildcards never stand for a character of `never`
-/// (which then only matches itself, written out in the pattern).
-pub fn matches_except(pattern: &str, text: &str, never: &[char]) -> bool {
     let p: Vec<char> = pattern.chars().collect();
     let t: Vec<char> = text.chars().collect();
     // One backtrack point, the last `*`: linear in practice, never exponential.
@@ -18,14 +13,11 @@ pub fn matches_except(pattern: &str, text: &str, never: &[char]) -> bool {
         if pi < p.len() && p[pi] == '*' {
             star = Some((pi, ti));
             pi += 1;
-        } else if pi < p.len() && ((p[pi] == '?' && !never.contains(&t[ti])) || p[pi] == t[ti]) {
+        } else if pi < p.len() && (p[pi] == '?' || p[pi] == t[ti]) {
             pi += 1;
             ti += 1;
         } else if let Some((sp, st)) = star {
-            // The star takes one more character, unless it may not.
-            if never.contains(&t[st]) {
-                return false;
-            }
+            // The star takes one more character.
             pi = sp + 1;
             ti = st + 1;
             star = Some((sp, st + 1));
@@ -50,8 +42,5 @@ mod tests {
         assert!(matches("*a", "*ba"));
         assert!(!matches("infra-*", "web"));
         assert!(!matches("a?c", "ac"));
-        assert!(matches_except("x *", "x y", &[';']));
-        assert!(!matches_except("x *", "x ;y", &[';']));
-        assert!(matches_except("x; *", "x; y", &[';']));
     }
 }

@@ -5,6 +5,7 @@
 
 use super::model::Approval;
 use super::request::Request;
+use super::shell;
 use serde::{Deserialize, Serialize};
 
 /// A stored grant.
@@ -81,27 +82,113 @@ impl Grant {
     }
 }
 
-/// What a pattern is, to show it before it is saved: `prefix` (one `*`, at the end), or
-/// `pattern`.
+/// What a pattern is, to show it before it is saved: `exact command` (no wildcards),
+/// `prefix` (plain words, then one `*` word: `cargo test *`), or `pattern`. Only for a pattern
+/// [`check_pattern`] accepts.
 pub fn pattern_kind(pattern: &str) -> &'static str {
-    let stars = pattern.matches('*').count();
-    if stars == 0 && !pattern.contains('?') {
-        "exact command"
-    } else if stars == 1 && pattern.ends_with('*') && !pattern.contains('?') {
-        "prefix"
-    } else {
-        "pattern"
+    match shell::split(pattern) {
+        Ok(words) if !words.iter().any(shell::Word::has_wildcard) => "exact command",
+        Ok(words) if shell::is_prefix(&words) => "prefix",
+        _ => "pattern",
     }
 }
 
-/// Characters a wildcard never stands for: what would let a pattern for one command match a
-/// second one chained to it (`cargo test *` must not match `cargo test; rm -rf ~`).
-pub const SHELL_CONTROL: &[char] = &[';', '&', '|', '`', '$', '(', ')', '<', '>', '\n', '\r'];
+/// Whether `command` matches `pattern`, on shell words ([`shell::split`]): both must split
+/// cleanly (one simple command: no `;` `&` `|` `<` `>` `$` backticks, line breaks, comments,
+/// brace expansions or unclosed quotes), a bare `*` word stands for any number of whole words,
+/// and inside any other word a bare `*` stands for characters of that word and `?` for one.
+/// A command that does not split cleanly never matches.
+pub fn pattern_matches(pattern: &str, command: &str) -> bool {
+    match (shell::split(pattern), shell::split(command)) {
+        (Ok(p), Ok(c)) => names_a_command(&p) && shell::words_match(&p, &c),
+        _ => false,
+    }
+}
 
-/// Whether `text` matches `pattern`: `*` stands for any run of characters and `?` for one,
-/// except the [`SHELL_CONTROL`] characters, which only match themselves written out.
-pub fn pattern_matches(pattern: &str, text: &str) -> bool {
-    super::glob::matches_except(pattern, text, SHELL_CONTROL)
+/// Whether a pattern's first word is a command: plain text, no wildcard (`*`, `* *` and `?*`
+/// would allow any program).
+fn names_a_command(words: &[shell::Word]) -> bool {
+    words
+        .first()
+        .is_some_and(|w| !w.has_wildcard() && !w.text().is_empty())
+}
+
+/// Why `pattern` cannot be a grant for `command` (the command that was asked), or `Ok`.
+pub fn check_pattern(pattern: &str, command: &str) -> Result<(), String> {
+    let words = shell::split(pattern)
+        .map_err(|why| format!("the pattern does not split into shell words: {why}"))?;
+    if !names_a_command(&words) {
+        return Err(
+            "the pattern must start with the command it allows, without a wildcard (`*`, `* *` \
+             and `?*` would allow any program)"
+                .into(),
+        );
+    }
+    let asked = shell::split(command).map_err(|why| {
+        format!("the command that was asked does not split into shell words ({why}), so no pattern can match it")
+    })?;
+    if !shell::words_match(&words, &asked) {
+        return Err("the pattern must match the command that was asked".into());
+    }
+    Ok(())
+}
+
+/// Programs that run other programs (or code) named in their options or arguments, with an
+/// example of how: a grant for them allows more than the program itself.
+const RUNNERS: &[(&str, &str)] = &[
+    (
+        "git",
+        "`git -c alias.x='!…'`, `git -c core.pager=…`, `git -c core.sshCommand=…`",
+    ),
+    (
+        "find",
+        "`find … -exec …`, `find … -execdir …`, `find … -ok …`",
+    ),
+    ("xargs", "`xargs CMD …`"),
+    ("env", "`env CMD …`"),
+    ("sh", "`sh -c '…'`"),
+    ("bash", "`bash -c '…'`"),
+    ("zsh", "`zsh -c '…'`"),
+    ("dash", "`dash -c '…'`"),
+    ("ksh", "`ksh -c '…'`"),
+    ("fish", "`fish -c '…'`"),
+    ("sudo", "`sudo CMD …`"),
+    ("doas", "`doas CMD …`"),
+    ("su", "`su -c '…'`"),
+    ("nohup", "`nohup CMD …`"),
+    ("timeout", "`timeout 5 CMD …`"),
+    ("nice", "`nice CMD …`"),
+    ("time", "`time CMD …`"),
+    ("watch", "`watch CMD …`"),
+    ("exec", "`exec CMD …`"),
+    ("eval", "`eval '…'`"),
+    ("command", "`command CMD …`"),
+    ("ssh", "`ssh HOST CMD …`, `ssh -o ProxyCommand=…`"),
+    ("awk", "`awk 'BEGIN{system(\"…\")}'`"),
+    ("perl", "`perl -e '…'`"),
+    ("python", "`python -c '…'`"),
+    ("python3", "`python3 -c '…'`"),
+    ("node", "`node -e '…'`"),
+    ("ruby", "`ruby -e '…'`"),
+    ("make", "`make -f … `, the Makefile's recipes"),
+    ("npx", "`npx PACKAGE`"),
+    ("npm", "`npm exec …`, the package's scripts"),
+    ("cargo", "`cargo --config …`, build scripts"),
+    ("docker", "`docker run …`"),
+    ("kubectl", "`kubectl exec …`"),
+    ("parallel", "`parallel CMD …`"),
+];
+
+/// When a pattern's command can run other programs from its options or arguments: its name and
+/// an example of how (the grant preview says so, so that nobody trusts it too much).
+pub fn runs_other_programs(pattern: &str) -> Option<(String, &'static str)> {
+    let words = shell::split(pattern).ok()?;
+    let first = words.first()?.text();
+    let name = first.rsplit('/').next().unwrap_or(&first).to_owned();
+    RUNNERS
+        .iter()
+        .find(|(n, _)| *n == name)
+        .map(|&(_, how)| (name, how))
 }
 
 /// A time as RFC 3339, to the second.
@@ -166,7 +253,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_wildcard_never_reaches_past_a_shell_control_character() {
+    fn a_pattern_matches_shell_words_and_never_crosses_shell_syntax() {
         assert!(pattern_matches("cargo test *", "cargo test --all"));
         assert!(pattern_matches("cargo test *", "cargo test "));
         assert!(!pattern_matches("cargo test *", "cargo test; rm -rf ~"));
@@ -175,6 +262,7 @@ mod tests {
             "cargo test && curl x | sh"
         ));
         assert!(!pattern_matches("cargo test *", "cargo test $(id)"));
+        assert!(!pattern_matches("cargo test *", "cargo test \"$(id)\""));
         assert!(!pattern_matches("cargo test *", "cargo test\nrm -rf ~"));
         assert!(!pattern_matches("cargo test *", "cargo build"));
         assert!(pattern_matches(
@@ -182,12 +270,52 @@ mod tests {
             "git clean -fd --dry-run"
         ));
         assert!(!pattern_matches("git * --dry-run", "git clean -fd"));
+        // docs/approvals.md's example: a comment, quotes and backslashes change the words.
+        assert!(!pattern_matches(
+            "git * --dry-run",
+            "git clean -fdx # --dry-run"
+        ));
+        assert!(!pattern_matches(
+            "git * --dry-run",
+            "git clean -fdx '# --dry-run'"
+        ));
+        assert!(!pattern_matches(
+            "git * --dry-run",
+            "git clean -fdx \\# --dry-run x"
+        ));
+        assert!(!pattern_matches(
+            "git * --dry-run",
+            "git clean -fdx '--dry-run x'"
+        ));
+        assert!(pattern_matches(
+            "git * --dry-run",
+            "git clean -fdx '--dry-run'"
+        ));
         assert!(pattern_matches("ls ?", "ls a"));
         assert!(!pattern_matches("ls ?", "ls ;"));
-        // A control character written out in the pattern matches itself.
-        assert!(pattern_matches("make a; make *", "make a; make b"));
         assert!(pattern_matches("exact", "exact"));
         assert!(!pattern_matches("exact", "exactly"));
+        // A pattern that names no command matches nothing.
+        for p in ["*", "* *", "?*", "*test", "'' *"] {
+            assert!(!pattern_matches(p, "cargo test"), "{p}");
+            assert!(check_pattern(p, "cargo test").is_err(), "{p}");
+        }
+        assert!(check_pattern("make a; make *", "make a; make b")
+            .unwrap_err()
+            .contains("does not split"));
+        assert!(check_pattern("cargo *", "cargo test # x")
+            .unwrap_err()
+            .contains("was asked does not split"));
+        assert!(check_pattern("cargo *", "cargo test").is_ok());
+    }
+
+    #[test]
+    fn programs_that_run_other_programs_are_named() {
+        assert_eq!(runs_other_programs("git * --dry-run").unwrap().0, "git");
+        assert_eq!(runs_other_programs("/usr/bin/find . *").unwrap().0, "find");
+        assert!(runs_other_programs("sh -c *").is_some());
+        assert!(runs_other_programs("cargo-nextest *").is_none());
+        assert!(runs_other_programs("ls *").is_none());
     }
 
     #[test]
@@ -267,6 +395,8 @@ mod tests {
         assert_eq!(pattern_kind("cargo test *"), "prefix");
         assert_eq!(pattern_kind("git * --dry-run"), "pattern");
         assert_eq!(pattern_kind("ls"), "exact command");
+        assert_eq!(pattern_kind("ls '*'"), "exact command");
+        assert_eq!(pattern_kind("ls *.rs"), "pattern");
         let id = new_id();
         assert!(is_id(&id), "{id}");
         assert!(!is_id("g-12"));

@@ -20,6 +20,7 @@ pub mod metrics;
 pub mod model;
 pub mod quorum;
 pub mod request;
+pub mod shell;
 pub mod store;
 pub mod text;
 

@@ -524,3 +524,123 @@ async fn askrelay_approve_runs_the_edited_command_split_into_argv_by_shell_words
     );
     app.assert_payloads_valid();
 }
+
+/// docs/approvals.md's own example, `git * --dry-run`, used to allow `git clean -fdx #
+/// --dry-run`, which a shell runs as `git clean -fdx`: patterns now match shell words, a
+/// command that holds a comment (or does not split cleanly) never matches, a pattern that names
+/// no command is refused, and the preview says when the command runs other programs.
+#[tokio::test]
+async fn a_pattern_matches_shell_words_and_never_a_comment_or_a_quote() {
+    let app = App::discord_with(grants(None)).await;
+    let (mut c, _) = app
+        .ask("w-1", &approval("git clean -n --dry-run", "s1"))
+        .await;
+    let msg = app.messages(CHANNEL)[0].clone();
+    let opened = app.press(&msg, &alice(), "Allow matching…").await;
+    let modal = opened["data"]["custom_id"].as_str().unwrap().to_owned();
+    let submit = |pattern: &str| {
+        let mut p = fixtures::modal_submit(app.next_id(), &app.at(&msg), &alice(), &modal, pattern);
+        p["data"]["components"].as_array_mut().unwrap().push(
+            json!({"type": 1, "components": [{"type": 4, "custom_id": "length", "value": "30m"}]}),
+        );
+        app.interact(p)
+    };
+    // Patterns that name no command are refused, and so is one that does not split.
+    for p in ["*", "* *", "?*", "*clean --dry-run"] {
+        let bad = submit(p).await;
+        assert!(
+            is_ephemeral(&bad) && ephemeral(&bad).contains("must start with the command"),
+            "{p}: {bad}"
+        );
+    }
+    let bad = submit("git * --dry-run # x").await;
+    assert!(ephemeral(&bad).contains("comment"), "{bad}");
+    // The preview is honest: shell words, and git runs other programs from its options.
+    let preview = submit("git * --dry-run").await;
+    let text = preview["data"]["content"].as_str().unwrap();
+    assert!(
+        text.contains("(pattern)") && !text.contains("prefix"),
+        "{text}"
+    );
+    assert!(text.contains("shell words"), "{text}");
+    assert!(!text.contains("cannot be chained on"), "{text}");
+    assert!(
+        text.contains("can run other programs") && text.contains("alias"),
+        "{text}"
+    );
+    let save = preview["data"]["components"][0]["components"][0]["custom_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let on_preview = At {
+        message_id: 9_999_000 + app.next_id(),
+        ..app.at(&msg)
+    };
+    app.interact(fixtures::component_click(
+        app.next_id(),
+        &on_preview,
+        &alice(),
+        &save,
+    ))
+    .await;
+    expect_event(&mut c, "answered").await;
+    // What the shell would run as `git clean -fdx` goes to people; the words match at once.
+    for (n, cmd) in [
+        "git clean -fdx # --dry-run",
+        "git clean -fdx '# --dry-run'",
+        "git clean -fdx \\# --dry-run x",
+        "git clean -fdx '--dry-run x'",
+        "git clean -fdx; echo --dry-run",
+    ]
+    .iter()
+    .enumerate()
+    {
+        let id = format!("w-no-{n}");
+        let (_c, _) = app.ask(&id, &approval(cmd, "s1")).await;
+        assert!(app.hub().observe(&id).is_some(), "{cmd} must go to people");
+    }
+    let matched = ask_to_end(
+        &app,
+        "w-yes",
+        &approval("git clean -fdx  \"--dry-run\"", "s1"),
+    )
+    .await;
+    assert_eq!(matched["event"], "answered", "{matched}");
+    app.assert_payloads_valid();
+}
+
+/// The announcement of a command a grant allowed shows the whole command: a command too long
+/// for the line is attached as `command.txt`, never cut (it was cut at 600 characters).
+#[tokio::test]
+async fn a_grants_announcement_attaches_a_long_command_whole() {
+    let app = App::discord_with(grants(None)).await;
+    let long = format!("cargo test -- {}", "x".repeat(2100));
+    let (mut c, _) = app.ask("l-1", &approval(&long, "s1")).await;
+    let msg = app.messages(CHANNEL)[0].clone();
+    app.press(&msg, &alice(), "Allow for 30 min").await;
+    expect_event(&mut c, "answered").await;
+    let second = ask_to_end(&app, "l-2", &approval(&long, "s1")).await;
+    assert_eq!(second["event"], "answered", "{second}");
+    let posted = app
+        .standin()
+        .wait_for_requests(2, |r| {
+            r.method == "POST" && r.path.ends_with("/messages") && r.status == 200
+        })
+        .await;
+    let announcement = posted.last().unwrap();
+    let content = announcement.body.as_ref().unwrap()["content"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    assert!(
+        content.starts_with("**Allowed by grant**") && content.contains("`command.txt`"),
+        "{content}"
+    );
+    assert_eq!(announcement.files.len(), 1, "{content}");
+    assert_eq!(
+        announcement.files[0].filename.as_deref(),
+        Some("command.txt")
+    );
+    assert_eq!(announcement.files[0].data, long.as_bytes());
+    app.assert_payloads_valid();
+}

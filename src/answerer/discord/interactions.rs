@@ -1133,12 +1133,13 @@ impl Handler {
                         "The {}. Nothing was saved.",
                         render::inert(&e.message)
                     ))
-                } else if !crate::domain::grant::pattern_matches(&pattern, &ap.command) {
-                    Some(
-                        "The pattern must match the command that was asked (a `*` never stands \
-                         for `;` `&` `|` `$` `(` `)` `<` `>` or a line break). Nothing was saved."
-                            .to_owned(),
-                    )
+                } else if let Err(why) = crate::domain::grant::check_pattern(&pattern, &ap.command)
+                {
+                    Some(format!(
+                        "Not a grant: {}. A pattern is matched on shell words: a `*` word stands \
+                         for whole words. Nothing was saved.",
+                        render::inert(&why)
+                    ))
                 } else {
                     None
                 }

@@ -95,10 +95,7 @@ impl Outbox {
     ) -> render::QuestionPost {
         let mut ctx = RenderContext::of(req, route, post.idx);
         if let Some(Some(a)) = req.answers.get(post.idx).filter(|_| req.granted()) {
-            return render::QuestionPost {
-                message: render::grant_announcement(&ctx, a),
-                files: Vec::new(),
-            };
+            return render::grant_announcement(&ctx, a);
         }
         if post.is_main() {
             return render_main(req, &ctx, q);

@@ -242,29 +242,58 @@ pub fn note(text: &str, ctx: &RenderContext, reply_to: Option<(u64, u64)>) -> Cr
 
 /// The one line that announces a request a grant answered (grants are never silent): what
 /// ran, which grant allowed it and who approved that, the agent and the request. No
-/// components, no embed, no ping.
-pub fn grant_announcement(ctx: &RenderContext, answered: &Answered) -> CreateMessage {
-    let what = match ctx.approval {
-        Some(a) => format!(
-            "`{}` `{}`",
-            inert_code(&truncate(&a.tool, 80)),
-            inert_code(&truncate(&a.command, 600))
-        ),
-        None => "a request".to_owned(),
-    };
+/// components, no embed, no ping. The command is shown whole: in the line when it fits, in a
+/// code block under it when it has several lines, else attached as [`GRANTED_COMMAND_FILE`]
+/// (as a long context is), never cut.
+pub fn grant_announcement(ctx: &RenderContext, answered: &Answered) -> QuestionPost {
     let mut line = format!(
-        "**Allowed by grant** `{}` (approved by {}): {what} · request `{}`",
+        "**Allowed by grant** `{}` (approved by {}): ",
         inert_code(&a_id(&answered.actor.id)),
         inert(&truncate(&answered.actor.name, 200)),
-        inert_code(&truncate(ctx.request_id, 120)),
+    );
+    let mut tail = format!(
+        " · request `{}`",
+        inert_code(&truncate(ctx.request_id, 120))
     );
     if let Some(agent) = ctx.agent.filter(|a| !a.trim().is_empty()) {
-        line.push_str(&format!(" · agent `{}`", inert_code(&truncate(agent, 80))));
+        tail.push_str(&format!(" · agent `{}`", inert_code(&truncate(agent, 80))));
     }
-    CreateMessage::new()
-        .content(truncate_md(&line, CONTENT_MAX))
-        .allowed_mentions(CreateAllowedMentions::new())
+    let mut files = Vec::new();
+    match ctx.approval {
+        None => line.push_str(&format!("a request{tail}")),
+        Some(a) => {
+            let tool = format!("`{}`", inert_code(&truncate(&a.tool, 80)));
+            let inline = format!("{line}{tool} `{}`{tail}", inert_code(&a.command));
+            let block = format!(
+                "{line}{tool}{tail}\n```\n{}\n```",
+                context::fence_safe(&a.command)
+            );
+            line = if !a.command.contains('\n') && inline.chars().count() <= CONTENT_MAX {
+                inline
+            } else if block.chars().count() <= CONTENT_MAX {
+                block
+            } else {
+                files.push((
+                    GRANTED_COMMAND_FILE.to_owned(),
+                    a.command.as_bytes().to_vec(),
+                ));
+                format!(
+                    "{line}{tool}, the command attached as `{GRANTED_COMMAND_FILE}` ({} characters){tail}",
+                    a.command.chars().count()
+                )
+            };
+        }
+    }
+    QuestionPost {
+        message: CreateMessage::new()
+            .content(truncate_md(&line, CONTENT_MAX))
+            .allowed_mentions(CreateAllowedMentions::new()),
+        files,
+    }
 }
+
+/// The attachment that carries a command a grant allowed, when it is too long for the line.
+pub const GRANTED_COMMAND_FILE: &str = "command.txt";
 
 fn a_id(id: &str) -> String {
     truncate(id, 40)
@@ -629,9 +658,13 @@ fn terms_row(q: &Question, ctx: &RenderContext) -> Option<CreateActionRow> {
                 .style(ButtonStyle::Secondary)
         })
         .collect();
-    // A pattern's grant is saved from its preview, which has no room for a typed word.
+    // A pattern's grant is saved from its preview, which has no room for a typed word; and a
+    // pattern matches shell words, so a command that does not split into them takes none.
     let needs_word = ctx.confirm_labels.contains(&q.options[0].label);
-    if !ctx.grant_secs.is_empty() && !needs_word {
+    let splits = ctx
+        .approval
+        .is_some_and(|a| crate::domain::shell::split(&a.command).is_ok());
+    if !ctx.grant_secs.is_empty() && !needs_word && splits {
         buttons.push(
             CreateButton::new(ctx.custom_id(Action::GrantPattern))
                 .label(GRANT_PATTERN_LABEL)
@@ -716,6 +749,10 @@ pub fn grant_pattern_modal(q: &Question, ctx: &RenderContext, command: &str) -> 
     ])
 }
 
+/// The most characters of a pattern its preview shows: the rest of the preview (what it
+/// matches, a warning) must fit Discord's 2000 characters with it.
+const PREVIEW_PATTERN_MAX: usize = 800;
+
 /// What a grant with `pattern` would allow, shown before it is saved, with its "Save grant"
 /// button (grant length `g` of the route).
 pub fn grant_preview(
@@ -726,16 +763,31 @@ pub fn grant_preview(
 ) -> (String, Vec<CreateActionRow>) {
     let secs = ctx.grant_secs.get(g).copied().unwrap_or_default();
     let tool = ctx.approval.map(|a| a.tool.as_str()).unwrap_or("the tool");
-    let text = format!(
-        "**Grant preview** ({}): `{}` commands matching `{}` for {}, for {requester} only, \
-         starting with this request. A `*` never stands for `;` `&` `|` `$` `(` `)` `<` `>` or a \
-         line break, so a second command cannot be chained on. Nothing is saved until you press \
-         **Save grant**.",
+    let mut text = format!(
+        "**Grant preview** ({}): `{}` commands matching `{}`{} for {}, for {requester} only, \
+         starting with this request. It is matched on shell words: a `*` word stands for any \
+         number of whole words, and a command matches only if it is one simple command that \
+         splits cleanly into words (no `;` `&` `|` `<` `>` `$` backticks, line breaks, comments \
+         or unclosed quotes).",
         crate::domain::grant::pattern_kind(pattern),
         inert_code(tool),
-        inert_code(&truncate(pattern, 1200)),
+        inert_code(&truncate(pattern, PREVIEW_PATTERN_MAX)),
+        match pattern.chars().count() {
+            n if n > PREVIEW_PATTERN_MAX => {
+                format!(" (the first {PREVIEW_PATTERN_MAX} of its {n} characters)")
+            }
+            _ => String::new(),
+        },
         grant_length(secs),
     );
+    if let Some((name, how)) = crate::domain::grant::runs_other_programs(pattern) {
+        text.push_str(&format!(
+            "\n⚠ `{}` can run other programs from its options or arguments ({how}): this grant \
+             allows whatever those run too.",
+            inert_code(&name)
+        ));
+    }
+    text.push_str("\nNothing is saved until you press **Save grant**.");
     let save = CreateButton::new(ctx.custom_id(Action::SaveGrant(g)))
         .label("Save grant")
         .style(ButtonStyle::Primary);
