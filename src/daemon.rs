@@ -127,6 +127,7 @@ impl Daemon {
                 max_pending_per_uid: config.limits.max_pending_per_uid,
                 overdue_after: Duration::from_secs(config.outbox_overdue_secs),
                 expiry: config.expiry.clone(),
+                host: config.cluster.node(),
                 recorder: metrics.clone(),
             },
             tasks.clone(),

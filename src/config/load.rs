@@ -254,8 +254,70 @@ impl Config {
             if p.uids.is_empty() && p.discord_user_ids.is_empty() {
                 bail!("identities[{i}]: give uids, discord_user_ids or both");
             }
+            check_hosts(i, p, &self.database_url, &self.cluster.node())?;
         }
+        self.check_unattended()?;
         Ok(())
+    }
+
+    /// No expiry policy may approve an approval when nobody answered, unless the operator
+    /// says so with `approve_unattended = true` in the rule (docs/approvals.md, "Expiry on
+    /// approval routes"). Any route may carry the approval front doors' requests, so a rule
+    /// that selects one of their allow labels is refused everywhere; on a route with
+    /// `approvals`, any choice but a deny is (the quorum would be skipped), and so is
+    /// `recommended` (the agent marks which option is recommended).
+    fn check_unattended(&self) -> Result<()> {
+        let check = |rule: &ExpiryRule, key: &str, route: Option<&Route>| -> Result<()> {
+            if rule.approve_unattended || rule.after_secs.is_none() {
+                return Ok(());
+            }
+            let quorum = route.filter(|r| r.approvals.is_some());
+            let why = match (&rule.on_expire, quorum) {
+                (OnExpire::Fail, _) => return Ok(()),
+                (OnExpire::Select(l), _) if crate::domain::approval::is_front_door_allow(l) => {
+                    format!("selects {l:?}, an approval front door's allow")
+                }
+                (OnExpire::Select(l), Some(r)) => {
+                    let deny = crate::domain::approval::FRONT_DOOR_DENY.contains(&l.as_str())
+                        || r.decisive_labels.iter().flatten().any(|d| d == l);
+                    if deny {
+                        return Ok(());
+                    }
+                    format!(
+                        "selects {l:?} on route {:?}, which has approvals (only a deny or one of \
+                         its decisive_labels may be chosen for nobody)",
+                        r.name
+                    )
+                }
+                (OnExpire::Recommended, Some(r)) => format!(
+                    "picks the recommended option on route {:?}, which has approvals (the \
+                     agent says which option is recommended)",
+                    r.name
+                ),
+                _ => return Ok(()),
+            };
+            bail!(
+                "{key}.on_expire: {why}, so a step would be approved when nobody answered; use \
+                 on_expire = \"fail\" or a deny, or accept the risk with \
+                 {key}.approve_unattended = true"
+            )
+        };
+        for (i, r) in self.routes.iter().enumerate() {
+            match r.expiry_rule() {
+                Some(rule) if r.expiry.is_none() && rule.on_expire != OnExpire::Fail => {
+                    // The older spelling has no room for the opt-in: the check says to move.
+                    check(&rule, &format!("routes[{i}]"), Some(r)).map_err(|e| {
+                        anyhow!(
+                            "{e} (with the older on_expire, write routes[{i}].expiry = \
+                             {{ after_secs, on_expire, approve_unattended }} instead)"
+                        )
+                    })?
+                }
+                Some(rule) => check(&rule, &format!("routes[{i}].expiry"), Some(r))?,
+                None => check(&self.expiry, "expiry", Some(r))?,
+            }
+        }
+        check(&self.expiry, "expiry", None)
     }
 
     /// The expiry rule of requests on `route` (a route's own, else `[expiry]`).
@@ -293,6 +355,33 @@ fn check_confirm(i: usize, r: &Route) -> Result<()> {
                 "routes[{i}].confirm_word: set confirm_labels too (the labels that need the word)"
             );
         }
+    }
+    Ok(())
+}
+
+/// An identity's `hosts` must be able to match: each a name, for uids, and on a single daemon
+/// (SQLite: no cluster) its own host, where every request it gets is asked.
+fn check_hosts(i: usize, p: &super::IdentityConfig, database_url: &str, host: &str) -> Result<()> {
+    if p.hosts.is_empty() {
+        return Ok(());
+    }
+    for (j, h) in p.hosts.iter().enumerate() {
+        if h.trim().is_empty() {
+            bail!("identities[{i}].hosts[{j}]: must name a host");
+        }
+    }
+    if p.uids.is_empty() {
+        bail!(
+            "identities[{i}].hosts: says where this identity's uids are theirs, and it has no \
+             uids; give uids, or leave hosts out"
+        );
+    }
+    if database_url.starts_with("sqlite:") && !p.hosts.iter().any(|h| h == host) {
+        bail!(
+            "identities[{i}].hosts: never matches: this daemon runs alone (SQLite), so every \
+             request it gets is asked on its own host, {host:?} (its host name, or \
+             cluster.node_id), which is not listed; add it, or leave hosts out"
+        );
     }
     Ok(())
 }

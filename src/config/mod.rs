@@ -78,7 +78,8 @@ pub struct IdentityConfig {
     /// Local uids (the socket's peer credentials).
     #[serde(default, deserialize_with = "uids")]
     pub uids: Vec<u32>,
-    /// The hosts (cluster node names) where those uids are this person; every host when empty.
+    /// The hosts where those uids are this person (cluster node names; a single daemon's host
+    /// name, or its `cluster.node_id`); every host when empty.
     #[serde(default)]
     pub hosts: Vec<String>,
     #[serde(default, deserialize_with = "snowflakes")]
@@ -520,6 +521,7 @@ impl Route {
         Some(ExpiryRule {
             after_secs: self.expire_after_secs,
             on_expire: self.on_expire.clone().unwrap_or_default(),
+            approve_unattended: false,
         })
     }
 }
@@ -635,6 +637,93 @@ mod tests {
     }
 
     #[test]
+    fn an_expiry_that_would_approve_unattended_is_refused_unless_the_operator_opts_in() {
+        let load = |toml: &str| {
+            Config::load_from(Some(file(toml).path()), env(&[]))
+                .map(|_| ())
+                .map_err(|e| format!("{e:#}"))
+        };
+        // A front door's allow, on any route, and in [expiry].
+        for (toml, key) in [
+            (
+                "[[routes]]\nname = \"a\"\nchannel_id = 1\nexpiry = { after_secs = 60, on_expire = { select = \"Allow\" } }\n",
+                "routes[0].expiry.on_expire: selects \"Allow\"",
+            ),
+            (
+                "[[routes]]\nname = \"a\"\nchannel_id = 1\nexpire_after_secs = 60\non_expire = { select = \"Run\" }\n",
+                "routes[0].on_expire: selects \"Run\"",
+            ),
+            (
+                "[expiry]\nafter_secs = 60\non_expire = { select = \"Allow once\" }\n",
+                "expiry.on_expire: selects \"Allow once\"",
+            ),
+            // On a route with approvals: anything but a deny, and `recommended`.
+            (
+                "[[routes]]\nname = \"q\"\nchannel_id = 1\napprovals = 2\nexpiry = { after_secs = 60, on_expire = { select = \"Ship it\" } }\n",
+                "routes[0].expiry.on_expire: selects \"Ship it\" on route \"q\"",
+            ),
+            (
+                "[expiry]\nafter_secs = 60\non_expire = \"recommended\"\n[[routes]]\nname = \"q\"\nchannel_id = 1\napprovals = 2\n",
+                "expiry.on_expire: picks the recommended option on route \"q\"",
+            ),
+        ] {
+            let e = load(toml).unwrap_err();
+            assert!(e.contains(key), "{e}");
+            assert!(e.contains("approve_unattended = true"), "{e}");
+        }
+        // Denying, failing, a route's decisive label, or the operator's explicit opt-in.
+        for toml in [
+            "[[routes]]\nname = \"q\"\nchannel_id = 1\napprovals = 2\nexpiry = { after_secs = 60, on_expire = { select = \"Deny\" } }\n",
+            "[[routes]]\nname = \"q\"\nchannel_id = 1\napprovals = 2\ndecisive_labels = [\"Hold\"]\nexpiry = { after_secs = 60, on_expire = { select = \"Hold\" } }\n",
+            "[[routes]]\nname = \"q\"\nchannel_id = 1\napprovals = 2\nexpiry = { after_secs = 60 }\n",
+            "[expiry]\nafter_secs = 60\non_expire = \"recommended\"\n[[routes]]\nname = \"a\"\nchannel_id = 1\n",
+            "[[routes]]\nname = \"a\"\nchannel_id = 1\nexpiry = { after_secs = 60, on_expire = { select = \"Yes\" } }\n",
+            "[[routes]]\nname = \"a\"\nchannel_id = 1\nexpiry = { after_secs = 60, on_expire = { select = \"Allow\" }, approve_unattended = true }\n",
+        ] {
+            load(toml).unwrap_or_else(|e| panic!("{toml}: {e}"));
+        }
+    }
+
+    #[test]
+    fn an_identitys_hosts_must_be_able_to_match() {
+        let load = |toml: &str| {
+            Config::load_from(Some(file(toml).path()), env(&[]))
+                .map(|_| ())
+                .map_err(|e| format!("{e:#}"))
+        };
+        let here = ClusterConfig::default().node();
+        let e = load(
+            "[[identities]]\nname = \"bob\"\nuids = [1001]\nhosts = [\"not-this-host.invalid\"]\n",
+        )
+        .unwrap_err();
+        assert!(e.starts_with("identities[0].hosts: never matches"), "{e}");
+        assert!(e.contains(&format!("{here:?}")), "{e}");
+        let e =
+            load("[[identities]]\nname = \"bob\"\ndiscord_user_ids = [\"1\"]\nhosts = [\"x\"]\n")
+                .unwrap_err();
+        assert!(e.contains("has no uids"), "{e}");
+        let e = load("[[identities]]\nname = \"bob\"\nuids = [1]\nhosts = [\" \"]\n").unwrap_err();
+        assert!(
+            e.starts_with("identities[0].hosts[0]: must name a host"),
+            "{e}"
+        );
+        load(&format!(
+            "[[identities]]\nname = \"bob\"\nuids = [1001]\nhosts = [{here:?}]\n"
+        ))
+        .unwrap();
+        // With a cluster's database, the other nodes' names cannot be checked here.
+        let pg = env(&[("ASKRELAY_DATABASE_URL", "postgres://u@127.0.0.1/x")]);
+        Config::load_from(
+            Some(
+                file("[[identities]]\nname = \"bob\"\nuids = [1001]\nhosts = [\"node-b\"]\n")
+                    .path(),
+            ),
+            pg,
+        )
+        .unwrap();
+    }
+
+    #[test]
     fn expiry_policies_read_in_each_spelling() {
         let f = file(
             "[expiry]\nafter_secs = 7200\non_expire = \"recommended\"\n\
@@ -650,14 +739,16 @@ mod tests {
             rule(0),
             ExpiryRule {
                 after_secs: Some(60),
-                on_expire: OnExpire::Select("No, keep them".into())
+                on_expire: OnExpire::Select("No, keep them".into()),
+                approve_unattended: false,
             }
         );
         assert_eq!(
             rule(1),
             ExpiryRule {
                 after_secs: Some(5),
-                on_expire: OnExpire::Fail
+                on_expire: OnExpire::Fail,
+                approve_unattended: false,
             }
         );
         assert_eq!(rule(2), cfg.expiry);
@@ -804,7 +895,8 @@ mod tests {
             cfg.expiry_for(Some(r)),
             ExpiryRule {
                 after_secs: Some(7200),
-                on_expire: OnExpire::Select("Deny".into())
+                on_expire: OnExpire::Select("Deny".into()),
+                approve_unattended: false,
             }
         );
     }

@@ -72,6 +72,9 @@ pub struct ExpiryRule {
     /// Requests nobody answered within this many seconds expire; never when unset.
     pub after_secs: Option<u64>,
     pub on_expire: OnExpire,
+    /// The operator's opt-in to an `on_expire` that allows an approval when nobody answered
+    /// (refused at start-up without it: docs/approvals.md, "Expiry on approval routes").
+    pub approve_unattended: bool,
 }
 
 impl ExpiryRule {

@@ -7,6 +7,7 @@
 pub mod access;
 pub mod answer;
 pub mod answerer;
+pub mod approval;
 pub mod audit;
 pub mod calendar;
 pub mod cluster;

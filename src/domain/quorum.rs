@@ -11,10 +11,7 @@ use super::request::{Actor, Request, Via};
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
 
-/// The labels of the approval front doors' deny options (`askrelay hook`, `askrelay approve`):
-/// decisive on every quorum route. They are known by name rather than marked in the request,
-/// which the agent's side writes: a mark there could make "Allow" decisive.
-pub const FRONT_DOOR_DENY: [&str; 3] = ["Deny", "Deny and stop", "Do not run"];
+pub use super::approval::FRONT_DOOR_DENY;
 
 /// A person and their handles on each surface (`[[identities]]`).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -31,12 +28,12 @@ pub struct Identity {
 }
 
 impl Identity {
-    fn has_uid(&self, uid: u32, host: Option<&str>) -> bool {
-        self.uids.contains(&uid)
-            && (self.hosts.is_empty() || host.is_some_and(|h| self.hosts.iter().any(|x| x == h)))
+    fn has_uid(&self, uid: u32, host: &str) -> bool {
+        self.uids.contains(&uid) && (self.hosts.is_empty() || self.hosts.iter().any(|h| h == host))
     }
 
-    fn is(&self, actor: &Actor, host: Option<&str>) -> bool {
+    /// Whether `actor`, answering on `host`, is this person.
+    fn is(&self, actor: &Actor, host: &str) -> bool {
         match actor.via {
             Via::Terminal => actor
                 .id
@@ -46,6 +43,16 @@ impl Identity {
             Via::Policy | Via::Grant => false,
         }
     }
+}
+
+/// Whether the person answering is the one who asked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Requester {
+    Yes,
+    No,
+    /// Nobody can say (the request carries no uid, and no identity's `sessions` names its
+    /// session): where the requester is excluded, such an answer is refused, never counted.
+    Unknown,
 }
 
 /// A request's approval policy. The default (one approval) is first-wins.
@@ -176,10 +183,8 @@ impl Policy {
             }
             if let Some(p) = &g.pattern {
                 check_line(p, "terms.grant.pattern", MAX_APPROVAL_COMMAND_CHARS)?;
-                if !crate::domain::grant::pattern_matches(p, &approval.command) {
-                    return Err(AskError::invalid(
-                        "terms.grant.pattern: the pattern must match the command that was asked",
-                    ));
+                if let Err(why) = crate::domain::grant::check_pattern(p, &approval.command) {
+                    return Err(AskError::invalid(format!("terms.grant.pattern: {why}")));
                 }
             }
         }
@@ -208,7 +213,8 @@ impl Policy {
     }
 
     /// Who a voter is, to count them once: their identity's name, else the surface and id.
-    pub fn person(&self, actor: &Actor, host: Option<&str>) -> String {
+    /// `host` is where they answer (this daemon's host, [`crate::domain::Hub::host`]).
+    pub fn person(&self, actor: &Actor, host: &str) -> String {
         match self.identities.iter().find(|i| i.is(actor, host)) {
             Some(i) => format!("identity:{}", i.name),
             None => format!("{}:{}", actor.via.as_str(), actor.id),
@@ -216,30 +222,48 @@ impl Policy {
     }
 
     /// Whether `actor` (answering on `host`) is the person who asked `req`: the same local
-    /// account on the same host, or the identity the asking uid maps to.
-    pub fn is_requester(&self, req: &Request, actor: &Actor, host: Option<&str>) -> bool {
-        let Some(uid) = req.peer.uid else {
-            return false;
-        };
-        let asked_on = req.node.as_deref().or(host);
-        if actor.via == Via::Terminal && actor.id == uid.to_string() && req.node.as_deref() == host
-        {
-            return true;
-        }
+    /// account on the same host, or the identity the asking uid (on the host it asked on: its
+    /// cluster node, else this daemon's host) or its agent session maps to.
+    pub fn requester(&self, req: &Request, actor: &Actor, host: &str) -> Requester {
+        let asked_on = req.node.as_deref().unwrap_or(host);
         let session = req
             .context
             .as_deref()
             .and_then(|c| c.approval.as_ref())
             .and_then(|a| a.session.as_deref())
             .or_else(|| req.scope.get("session").map(String::as_str));
-        self.identities
+        let by_session = |i: &&Identity| {
+            session.is_some_and(|s| i.sessions.iter().any(|g| super::glob::matches(g, s)))
+        };
+        let Some(uid) = req.peer.uid else {
+            let named: Vec<&Identity> = self.identities.iter().filter(by_session).collect();
+            return if named.is_empty() {
+                Requester::Unknown
+            } else if named.iter().any(|i| i.is(actor, host)) {
+                Requester::Yes
+            } else {
+                Requester::No
+            };
+        };
+        if actor.via == Via::Terminal && actor.id == uid.to_string() && asked_on == host {
+            return Requester::Yes;
+        }
+        let theirs = self
+            .identities
             .iter()
-            .filter(|i| {
-                i.has_uid(uid, asked_on)
-                    || session
-                        .is_some_and(|s| i.sessions.iter().any(|g| super::glob::matches(g, s)))
-            })
-            .any(|i| i.is(actor, host))
+            .filter(|i| i.has_uid(uid, asked_on) || by_session(i))
+            .any(|i| i.is(actor, host));
+        if theirs {
+            Requester::Yes
+        } else {
+            Requester::No
+        }
+    }
+
+    /// Whether this route refuses `actor`'s answer to `req` as the requester's: they asked it,
+    /// or nobody can say whether they did (fail closed).
+    pub fn refuses_requester(&self, req: &Request, actor: &Actor, host: &str) -> bool {
+        self.exclude_requester && self.requester(req, actor, host) != Requester::No
     }
 
     /// The votes that chose `s`.
@@ -345,10 +369,12 @@ mod tests {
             node: None,
         };
         let mut req = Request::created(1, &new);
-        assert!(p.is_requester(&req, &actor(Via::Terminal, "1000"), None));
-        assert!(p.is_requester(&req, &actor(Via::Discord, "111"), None));
-        assert!(!p.is_requester(&req, &actor(Via::Discord, "222"), None));
-        assert!(!p.is_requester(&req, &actor(Via::Terminal, "1001"), None));
+        let is = |p: &Policy, req: &Request, a: Actor, host: &str| p.requester(req, &a, host);
+        use Requester::{No, Unknown, Yes};
+        assert_eq!(is(&p, &req, actor(Via::Terminal, "1000"), "h"), Yes);
+        assert_eq!(is(&p, &req, actor(Via::Discord, "111"), "h"), Yes);
+        assert_eq!(is(&p, &req, actor(Via::Discord, "222"), "h"), No);
+        assert_eq!(is(&p, &req, actor(Via::Terminal, "1001"), "h"), No);
         // With hosts, the same uid on another cluster node is another account.
         let mut on_a = p.clone();
         on_a.identities = Arc::from(vec![Identity {
@@ -356,21 +382,32 @@ mod tests {
             ..on_a.identities[0].clone()
         }]);
         req.node = Some("a".into());
-        assert!(on_a.is_requester(&req, &actor(Via::Discord, "111"), Some("b")));
-        assert!(!on_a.is_requester(&req, &actor(Via::Terminal, "1000"), Some("b")));
+        assert_eq!(is(&on_a, &req, actor(Via::Discord, "111"), "b"), Yes);
+        assert_eq!(is(&on_a, &req, actor(Via::Terminal, "1000"), "b"), No);
         req.node = Some("b".into());
-        assert!(!on_a.is_requester(&req, &actor(Via::Discord, "111"), Some("b")));
-        assert_eq!(
-            p.person(&actor(Via::Discord, "111"), None),
-            "identity:alice"
-        );
+        assert_eq!(is(&on_a, &req, actor(Via::Discord, "111"), "b"), No);
+        // A single daemon's requests carry no node: they were asked on its own host.
+        req.node = None;
+        assert_eq!(is(&on_a, &req, actor(Via::Discord, "111"), "a"), Yes);
+        assert_eq!(is(&on_a, &req, actor(Via::Terminal, "1000"), "a"), Yes);
+        assert_eq!(is(&on_a, &req, actor(Via::Discord, "111"), "b"), No);
+        assert_eq!(p.person(&actor(Via::Discord, "111"), "h"), "identity:alice");
         // Under a shared account, the agent session says who asked.
         let mut shared = Request::created(2, &new);
         shared.peer.uid = Some(2000);
-        assert!(!p.is_requester(&shared, &actor(Via::Discord, "111"), None));
+        assert_eq!(is(&p, &shared, actor(Via::Discord, "111"), "h"), No);
         shared.scope.insert("session".into(), "alice-42".into());
-        assert!(p.is_requester(&shared, &actor(Via::Discord, "111"), None));
-        assert!(!p.is_requester(&shared, &actor(Via::Discord, "222"), None));
-        assert_eq!(p.person(&actor(Via::Discord, "222"), None), "discord:222");
+        assert_eq!(is(&p, &shared, actor(Via::Discord, "111"), "h"), Yes);
+        assert_eq!(is(&p, &shared, actor(Via::Discord, "222"), "h"), No);
+        assert_eq!(p.person(&actor(Via::Discord, "222"), "h"), "discord:222");
+        // Without a uid, only a session can say who asked; else nobody can, and the rule
+        // refuses rather than count the vote.
+        let mut anonymous = Request::created(3, &new);
+        anonymous.peer.uid = None;
+        assert_eq!(is(&p, &anonymous, actor(Via::Discord, "222"), "h"), Unknown);
+        assert!(p.refuses_requester(&anonymous, &actor(Via::Discord, "222"), "h"));
+        anonymous.scope.insert("session".into(), "alice-7".into());
+        assert_eq!(is(&p, &anonymous, actor(Via::Discord, "222"), "h"), No);
+        assert_eq!(is(&p, &anonymous, actor(Via::Discord, "111"), "h"), Yes);
     }
 }

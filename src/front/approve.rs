@@ -23,10 +23,8 @@ use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-/// The option that runs the command.
-pub const RUN: &str = "Run";
-/// The option that does not (free text does not either, and is the reason).
-pub const DO_NOT_RUN: &str = "Do not run";
+/// The options: run the command, or not (free text does not either, and is the reason).
+pub use crate::domain::approval::{DO_NOT_RUN, RUN};
 
 /// The exit code when the command was denied: `ABORTED`'s, since it did not run for a
 /// person's decision, as a cancelled request does not.

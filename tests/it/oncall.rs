@@ -10,6 +10,7 @@ fn expire_after(secs: u64, on_expire: OnExpire) -> ExpiryRule {
     ExpiryRule {
         after_secs: Some(secs),
         on_expire,
+        approve_unattended: false,
     }
 }
 

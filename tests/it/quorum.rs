@@ -159,6 +159,39 @@ async fn the_requester_is_refused_on_discord_and_at_the_terminal() {
     );
 }
 
+/// The case: a single daemon, and an identity that names this host in `hosts`. The
+/// requests of a single daemon carry no node name, so the identity never matched, and the
+/// requester's own click counted as a vote ("Approvals: 2 of 2 · bob · alice").
+#[tokio::test]
+async fn an_identity_with_this_hosts_name_is_the_requester_on_a_single_daemon() {
+    let app = App::discord_with(|c: &mut Config| {
+        two_approvals(None)(c);
+        c.identities[0].hosts = vec![c.cluster.node()];
+    })
+    .await;
+    let (mut c, _) = app.ask("q-hosts", &allow_deny()).await;
+    let msg = app.messages(CHANNEL)[0].clone();
+    app.press(&msg, &alice(), "Allow").await;
+    let cb = app.press(&msg, &carol(), "Allow").await;
+    assert!(
+        is_ephemeral(&cb) && ephemeral(&cb).contains("another person must answer it"),
+        "the requester's click must be refused, not counted: {cb}"
+    );
+    assert!(app.hub().observe("q-hosts").is_some(), "still pending");
+    let reply = app.answer("q-hosts", "permission", &["Allow"]).await;
+    assert_eq!(reply["code"], "FORBIDDEN", "{reply}");
+    app.press(&msg, &Clicker::new(7777, "dave", &[]), "Allow")
+        .await;
+    let answered = expect_event(&mut c, "answered").await;
+    assert_eq!(
+        answered["result"]["answers"][0]["selected"],
+        json!(["Allow"])
+    );
+    let voters = audit(&app, "answer").await;
+    let detail = voters[0].detail.clone().unwrap_or_default();
+    assert!(!detail.contains("carol"), "{detail}");
+}
+
 #[tokio::test]
 async fn a_discord_vote_and_a_terminal_vote_reach_the_quorum_together() {
     // The requester may answer here (exclude_requester = false): the terminal is a second

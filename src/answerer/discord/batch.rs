@@ -34,6 +34,7 @@ use super::rest::Timely;
 use super::route;
 use super::NAME;
 use crate::config::Config;
+use crate::domain::approval;
 use crate::domain::request::{now_ms, Actor, AuditAction, AuditEntry, Request, Source, Via};
 use crate::domain::{Question, SettleOutcome, Settlement, Status};
 use serenity::all::{
@@ -47,9 +48,9 @@ use std::str::FromStr;
 use std::time::Duration;
 
 /// The labels of an approval's allow option, in order of preference.
-pub const ALLOW_LABELS: [&str; 2] = ["Allow", "Allow once"];
+pub const ALLOW_LABELS: [&str; 2] = [approval::ALLOW, approval::ALLOW_ONCE];
 /// The label of an approval's deny option.
-pub const DENY_LABEL: &str = "Deny";
+pub const DENY_LABEL: &str = approval::DENY;
 /// At most this many requests in one batch: a select menu's options.
 pub const BATCH_MAX: usize = render::SELECT_OPTIONS_MAX;
 /// How much of the agent's name and of the question an option shows.
@@ -160,10 +161,10 @@ pub(super) fn answerable(config: &Config, req: &Request, caller: &Caller, now: i
         name: String::new(),
         note: None,
     };
-    // For a Discord person the host only places the asking uid, which the request's node does.
     route.allows_at(caller.user, &caller.roles, req.created_at_ms, now)
-        && !(route.policy.exclude_requester
-            && route.policy.is_requester(req, &me, req.node.as_deref()))
+        && !route
+            .policy
+            .refuses_requester(req, &me, &config.cluster.node())
 }
 
 /// The batch controls for these approvals (the first [`BATCH_MAX`]): the menu, then the two

@@ -125,6 +125,9 @@ pub struct HubSettings {
     pub overdue_after: Duration,
     /// `[expiry]`: the rule of every request whose answerer (route) sets none.
     pub expiry: ExpiryRule,
+    /// This daemon's host name (its cluster node name in a cluster): where its requests are
+    /// asked, for the identities' `hosts` (`config::Cluster::node`).
+    pub host: String,
     /// Where the hub reports what it counts (asks, answers, errors).
     pub recorder: Arc<dyn Recorder>,
 }
@@ -213,6 +216,13 @@ impl Hub {
     /// This daemon's node id in a cluster.
     pub fn node(&self) -> Option<&str> {
         self.inner.cluster.as_ref().map(|c| c.node())
+    }
+
+    /// Where this daemon's requests are asked and its terminal answers given: its node name in
+    /// a cluster, else its host name. A single daemon has one too, so that an identity's
+    /// `hosts` means the same alone as in a cluster.
+    pub fn host(&self) -> &str {
+        self.node().unwrap_or(&self.inner.settings.host)
     }
 
     /// What this daemon does in its cluster.

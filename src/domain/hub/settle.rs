@@ -8,7 +8,7 @@ use crate::domain::answer::{AskResult, Settlement};
 use crate::domain::confirm::Unconfirmed;
 use crate::domain::error::{AskError, ErrorCode};
 use crate::domain::grant::{self, Grant};
-use crate::domain::quorum::{Policy, Vote};
+use crate::domain::quorum::{Policy, Requester, Vote};
 use crate::domain::request::{
     now_ms, Actor, Answered, AuditAction, AuditEntry, Outcome, Request, SettleOutcome, Settled,
     Source, Status, Via,
@@ -75,14 +75,22 @@ impl Hub {
         if !matches!(actor.via, Via::Policy | Via::Grant) {
             let policy = self.policy_of(req);
             policy.check_terms(req, question, &settlement)?;
-            if policy.exclude_requester && policy.is_requester(req, &actor, self.node()) {
+            if policy.refuses_requester(req, &actor, self.host()) {
                 let err = AskError::new(
                     ErrorCode::Forbidden,
-                    format!(
-                        "{} asked this (their agent did); on this route another person must \
-                         answer it",
-                        Escaped(&actor.describe())
-                    ),
+                    match policy.requester(req, &actor, self.host()) {
+                        Requester::Unknown => format!(
+                            "nobody can tell whether {} asked this (the request carries no uid, \
+                             and no identity's sessions name its session); on this route the \
+                             requester may not answer, so the answer is refused",
+                            Escaped(&actor.describe())
+                        ),
+                        _ => format!(
+                            "{} asked this (their agent did); on this route another person must \
+                             answer it",
+                            Escaped(&actor.describe())
+                        ),
+                    },
                 );
                 self.audit(AuditEntry {
                     request_key: Some(req.key),
@@ -147,7 +155,7 @@ impl Hub {
         actor: Actor,
         policy: &Policy,
     ) -> Result<Settled, AskError> {
-        let person = policy.person(&actor, self.node());
+        let person = policy.person(&actor, self.host());
         let mut cur = req.clone();
         // Each retry follows a vote that landed meanwhile; a few are plenty.
         for _ in 0..8 {

@@ -49,13 +49,7 @@ pub use context::unified_diff;
 use permission::{permission_request, tool_call};
 use questions::{questions, Shape};
 
-/// The option that allows the tool call.
-pub const ALLOW: &str = "Allow";
-/// The option that denies it (free text denies too, with a reason).
-pub const DENY: &str = "Deny";
-/// A permission request's options besides Claude Code's suggestions.
-pub const ALLOW_ONCE: &str = "Allow once";
-pub const DENY_AND_STOP: &str = "Deny and stop";
+pub use crate::domain::approval::{ALLOW, ALLOW_ONCE, DENY, DENY_AND_STOP};
 
 /// How many of Claude Code's permission suggestions a question offers (its first ones, in
 /// Claude Code's order): with Allow once, Deny and Deny and stop, five buttons.
