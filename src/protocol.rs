@@ -8,7 +8,7 @@
 //! them with [`Event::from_line`], which keeps an answer's `result` byte for byte.
 
 use crate::domain::answer::QuestionAnswer;
-use crate::domain::audit::{ChainStart, ChainedRow};
+use crate::domain::audit::{ChainHead, ChainStart, ChainedRow};
 use crate::domain::model::{
     check_line, check_request_id, parse_ask, parse_request_id, Caller, Context, Scope,
     MAX_NOTE_CHARS, MAX_REASON_CHARS,
@@ -384,6 +384,10 @@ pub enum Event {
         /// Pass as `after` for the next page; absent on the last page.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         next: Option<String>,
+        /// The chain's head as this page was read (the same snapshot): on the last page, its
+        /// last row unless rows were deleted from the end.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        head: Option<ChainHead>,
     },
     /// The reply to `grants`.
     Grants {

@@ -5,20 +5,23 @@
 use super::views::parse_since;
 use super::{connect, unexpected};
 use crate::client::{Client, Target};
-use crate::domain::audit::{verify, ExportLine, Verdict};
+use crate::domain::audit::{verify, ChainEnd, ChainStart, ExportLine, Verdict};
 use crate::protocol::{Event, Op};
 use anyhow::Result;
 use std::io::Read;
 use std::path::Path;
 
 /// Fetches the chain from `since_ms` (or its newest checkpoint), handing each line to `each`
-/// in order: the start, then the rows. `Err(code)` when the daemon refused.
+/// in order: the start, the rows, then the end, made from the head the last page was read
+/// with. `Err(code)` when the daemon refused.
 async fn fetch(
     client: &mut Client,
     since_ms: Option<i64>,
     mut each: impl FnMut(ExportLine) -> Result<()>,
 ) -> Result<Result<(), i32>> {
     let mut after = None;
+    let mut begun: Option<ChainStart> = None;
+    let (mut count, mut last) = (0u64, String::new());
     loop {
         let first = after.is_none();
         let reply = client
@@ -28,21 +31,40 @@ async fn fetch(
                 after: after.take(),
             })
             .await?;
-        let Event::Audit { start, rows, next } = reply else {
+        let Event::Audit {
+            start,
+            rows,
+            next,
+            head,
+        } = reply
+        else {
             return Ok(Err(unexpected(&reply)));
         };
         if first {
             let Some(start) = start else {
                 anyhow::bail!("the daemon's first page of the audit log has no start");
             };
+            last = start.hash.clone();
+            begun = Some(start.clone());
             each(ExportLine::Start(start))?;
         }
         for row in rows {
+            count += 1;
+            last = row.hash.clone();
             each(ExportLine::Row(row))?;
         }
         match next {
             Some(n) => after = Some(n),
-            None => return Ok(Ok(())),
+            None => {
+                let (Some(start), Some(head)) = (begun, head) else {
+                    anyhow::bail!(
+                        "the daemon did not say the audit chain's head (an askrelay daemon older \
+                         than this client?); the export would have no end line"
+                    );
+                };
+                each(ExportLine::End(ChainEnd::new(&start, count, &last, head)))?;
+                return Ok(Ok(()));
+            }
         }
     }
 }
@@ -86,7 +108,11 @@ fn report(verdict: &Verdict) -> i32 {
             crate::outln!("{verdict}");
             0
         }
-        Verdict::BrokenLink { .. } | Verdict::BadHash { .. } => {
+        Verdict::BrokenLink { .. }
+        | Verdict::BadHash { .. }
+        | Verdict::Truncated { .. }
+        | Verdict::BadEnd { .. }
+        | Verdict::CutTail { .. } => {
             crate::outln!("{verdict}");
             1
         }

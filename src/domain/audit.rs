@@ -19,8 +19,11 @@ use std::fmt;
 /// The `prev_hash` of the first row of a chain that starts from nothing.
 pub const GENESIS: &str = "0000000000000000000000000000000000000000000000000000000000000000";
 
-/// An audit row as stored, with its place in the chain: the line of an export.
+/// An audit row as stored, with its place in the chain: the line of an export. An export line
+/// with a key it does not know is refused, so that a file cannot carry text the chain does not
+/// cover.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct ChainedRow {
     pub id: i64,
     /// Milliseconds since the epoch.
@@ -68,6 +71,7 @@ impl AuditEntry {
 /// The last row of the chain (or its checkpoint when no row follows it): what the next row
 /// follows. Stored in the one-row table `audit_head`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct ChainHead {
     pub id: i64,
     pub hash: String,
@@ -151,6 +155,7 @@ impl ChainedRow {
 /// Where an export's chain starts: after row `after` (0: before the first row), whose hash
 /// was `hash`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct ChainStart {
     pub after: i64,
     pub hash: String,
@@ -215,22 +220,72 @@ impl fmt::Display for ChainStart {
     }
 }
 
-/// One line of an export (`askrelay audit export`): the first is a start, the others rows.
+/// A page of the chain as a store reads it: the rows, and the head they lead to, read in one
+/// snapshot (so that the last page's last row is the head unless rows were cut from the end).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AuditPage {
+    pub rows: Vec<ChainedRow>,
+    pub head: ChainHead,
+}
+
+/// The last line of an export: how many rows it holds and the chain's head when it was read,
+/// with a check over both and the start, so that a file cut short (no end line), a trailer cut
+/// or edited, and a chain whose last rows were deleted (its head is past its last row) are
+/// all noticed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ChainEnd {
+    pub rows: u64,
+    /// The daemon's `audit_head` as the export read it.
+    pub head: ChainHead,
+    /// [`ChainEnd::check_of`], lowercase hex.
+    pub check: String,
+}
+
+impl ChainEnd {
+    /// The end line of an export that starts at `start`, holds `rows` rows whose last hash is
+    /// `last` (the start's when there are none), read when the head was `head`.
+    pub fn new(start: &ChainStart, rows: u64, last: &str, head: ChainHead) -> ChainEnd {
+        let check = Self::check_of(start, rows, last, &head);
+        ChainEnd { rows, head, check }
+    }
+
+    /// SHA-256 over the compact JSON array
+    /// `["askrelay-audit-end", start.after, start.hash, rows, last, head.id, head.hash]`.
+    pub fn check_of(start: &ChainStart, rows: u64, last: &str, head: &ChainHead) -> String {
+        let bytes = serde_json::to_vec(&(
+            "askrelay-audit-end",
+            start.after,
+            &start.hash,
+            rows,
+            last,
+            head.id,
+            &head.hash,
+        ))
+        .expect("a tuple of numbers and strings always serializes");
+        hex(&Sha256::digest(bytes))
+    }
+}
+
+/// One line of an export (`askrelay audit export`): the first is a start, then the rows, then
+/// the end.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum ExportLine {
     Start(ChainStart),
     Row(ChainedRow),
+    End(ChainEnd),
 }
 
 /// What [`verify`] found.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Verdict {
-    /// Every row follows the one before it and matches its content.
+    /// Every row follows the one before it and matches its content, and the end line says the
+    /// same rows and the same head.
     Intact {
         rows: u64,
         start: ChainStart,
-        /// The hash of the last row (the start's when there is none).
+        /// The hash of the last row (the start's when there is none): the chain's head.
         last: String,
     },
     /// The first broken link: a row whose `prev_hash` is not the hash of the line before it.
@@ -242,6 +297,12 @@ pub enum Verdict {
     },
     /// A row whose hash does not match its content.
     BadHash { id: i64, line: u64 },
+    /// The export ends before its end line: the file was cut short.
+    Truncated { rows: u64, last_id: i64 },
+    /// The end line does not match the rows before it (their count, or its check).
+    BadEnd { line: u64, why: String },
+    /// The chain's head is past its last row: rows were deleted from the end of the log.
+    CutTail { last_id: i64, head_id: i64 },
     /// Not an export: no start line, or a line that is not a row.
     NotAnExport { line: u64, why: String },
 }
@@ -250,7 +311,10 @@ impl fmt::Display for Verdict {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Verdict::Intact { rows, start, last } => {
-                write!(f, "ok: {rows} rows, chain intact from {start} to {last}")
+                write!(
+                    f,
+                    "ok: {rows} rows, chain intact from {start} to {last} (its head)"
+                )
             }
             Verdict::BrokenLink { id, line, prev_id } => write!(
                 f,
@@ -261,6 +325,18 @@ impl fmt::Display for Verdict {
                 f,
                 "broken at row {id} (line {line}): row {id}'s hash does not match its content"
             ),
+            Verdict::Truncated { rows, last_id } => write!(
+                f,
+                "cut short: the export ends after {rows} rows (row {last_id}) without its end \
+                 line"
+            ),
+            Verdict::BadEnd { line, why } => write!(f, "broken end (line {line}): {why}"),
+            Verdict::CutTail { last_id, head_id } => write!(
+                f,
+                "cut at the end: the chain's last row is {last_id} but its head is row {head_id}: \
+                 {} rows were deleted from the end of the log",
+                head_id - last_id
+            ),
             Verdict::NotAnExport { line, why } => {
                 write!(f, "not an audit export: line {line}: {why}")
             }
@@ -268,17 +344,24 @@ impl fmt::Display for Verdict {
     }
 }
 
-/// Checks the lines of an export in order and names the first broken link. Blank lines are
-/// skipped (a trailing newline).
+/// Checks the lines of an export in order and names the first fault. Blank lines are skipped
+/// (a trailing newline).
 pub fn verify<'a>(lines: impl IntoIterator<Item = &'a str>) -> Verdict {
     let mut start: Option<ChainStart> = None;
     let mut prev_id = 0;
     let mut prev_hash = String::new();
     let mut rows = 0;
+    let mut ended: Option<u64> = None;
     for (i, text) in lines.into_iter().enumerate() {
         let line = i as u64 + 1;
         if text.trim().is_empty() {
             continue;
+        }
+        if let Some(end_line) = ended {
+            return Verdict::BadEnd {
+                line,
+                why: format!("a line after the end line (line {end_line})"),
+            };
         }
         let parsed: ExportLine = match serde_json::from_str(text) {
             Ok(l) => l,
@@ -289,25 +372,30 @@ pub fn verify<'a>(lines: impl IntoIterator<Item = &'a str>) -> Verdict {
                 }
             }
         };
-        match (parsed, &start) {
-            (ExportLine::Start(s), None) => {
-                prev_id = s.after;
-                prev_hash = s.hash.clone();
-                start = Some(s);
+        let Some(s) = &start else {
+            match parsed {
+                ExportLine::Start(s) => {
+                    prev_id = s.after;
+                    prev_hash = s.hash.clone();
+                    start = Some(s);
+                    continue;
+                }
+                _ => {
+                    return Verdict::NotAnExport {
+                        line,
+                        why: "the first line must be the chain's start (\"kind\":\"start\")".into(),
+                    }
+                }
             }
-            (ExportLine::Start(_), Some(_)) => {
+        };
+        match parsed {
+            ExportLine::Start(_) => {
                 return Verdict::NotAnExport {
                     line,
                     why: "a second start line".into(),
                 }
             }
-            (ExportLine::Row(_), None) => {
-                return Verdict::NotAnExport {
-                    line,
-                    why: "the first line must be the chain's start (\"kind\":\"start\")".into(),
-                }
-            }
-            (ExportLine::Row(row), Some(_)) => {
+            ExportLine::Row(row) => {
                 if row.prev_hash != prev_hash {
                     return Verdict::BrokenLink {
                         id: row.id,
@@ -322,15 +410,49 @@ pub fn verify<'a>(lines: impl IntoIterator<Item = &'a str>) -> Verdict {
                 prev_hash = row.hash;
                 rows += 1;
             }
+            ExportLine::End(end) => {
+                if end.rows != rows {
+                    return Verdict::BadEnd {
+                        line,
+                        why: format!("it counts {} rows; the export holds {rows}", end.rows),
+                    };
+                }
+                if end.check != ChainEnd::check_of(s, rows, &prev_hash, &end.head) {
+                    return Verdict::BadEnd {
+                        line,
+                        why: "its check does not match the start, the rows and the head".into(),
+                    };
+                }
+                if end.head.id != prev_id || end.head.hash != prev_hash {
+                    if end.head.id > prev_id {
+                        return Verdict::CutTail {
+                            last_id: prev_id,
+                            head_id: end.head.id,
+                        };
+                    }
+                    return Verdict::BadEnd {
+                        line,
+                        why: format!(
+                            "the chain's head (row {}) is not its last row (row {prev_id})",
+                            end.head.id
+                        ),
+                    };
+                }
+                ended = Some(line);
+            }
         }
     }
-    match start {
-        Some(start) => Verdict::Intact {
+    match (start, ended) {
+        (Some(start), Some(_)) => Verdict::Intact {
             rows,
             start,
             last: prev_hash,
         },
-        None => Verdict::NotAnExport {
+        (Some(_), None) => Verdict::Truncated {
+            rows,
+            last_id: prev_id,
+        },
+        (None, _) => Verdict::NotAnExport {
             line: 1,
             why: "the file is empty".into(),
         },
@@ -392,7 +514,20 @@ mod tests {
             };
             lines.push(serde_json::to_string(&ExportLine::Row(row)).unwrap());
         }
+        lines.push(end_line(n as u64, &head, head.clone()));
         lines
+    }
+
+    fn end_line(rows: u64, last: &ChainHead, head: ChainHead) -> String {
+        let start = ChainStart {
+            after: 0,
+            hash: GENESIS.into(),
+            reason: StartReason::Genesis,
+        };
+        serde_json::to_string(&ExportLine::End(ChainEnd::new(
+            &start, rows, &last.hash, head,
+        )))
+        .unwrap()
     }
 
     #[test]
@@ -429,6 +564,92 @@ mod tests {
         assert!(matches!(
             verify(lines[1..].iter().map(String::as_str)),
             Verdict::NotAnExport { line: 1, .. }
+        ));
+    }
+
+    #[test]
+    fn a_cut_file_a_cut_tail_and_extra_keys_are_caught() {
+        let lines = export(5);
+        // The file cut short, at a row or in the middle of its end line.
+        let cut = &lines[..4];
+        assert_eq!(
+            verify(cut.iter().map(String::as_str)),
+            Verdict::Truncated {
+                rows: 3,
+                last_id: 3
+            }
+        );
+        let mut half = lines.clone();
+        let end = half.pop().unwrap();
+        half.push(end[..end.len() / 2].to_owned());
+        assert!(matches!(
+            verify(half.iter().map(String::as_str)),
+            Verdict::NotAnExport { line: 7, .. }
+        ));
+        // Rows cut from the end, with an end line made for what is left: the head says so.
+        let mut tail_cut = lines[..4].to_vec();
+        let row3: ChainedRow = match serde_json::from_str(&lines[3]).unwrap() {
+            ExportLine::Row(r) => r,
+            other => panic!("{other:?}"),
+        };
+        let row5: ChainedRow = match serde_json::from_str(&lines[5]).unwrap() {
+            ExportLine::Row(r) => r,
+            other => panic!("{other:?}"),
+        };
+        let last = ChainHead {
+            id: 3,
+            hash: row3.hash,
+        };
+        tail_cut.push(end_line(
+            3,
+            &last,
+            ChainHead {
+                id: 5,
+                hash: row5.hash,
+            },
+        ));
+        let v = verify(tail_cut.iter().map(String::as_str));
+        assert_eq!(
+            v,
+            Verdict::CutTail {
+                last_id: 3,
+                head_id: 5
+            }
+        );
+        assert!(
+            v.to_string().contains("2 rows were deleted from the end"),
+            "{v}"
+        );
+        // An end line that lies about the rows, or was edited.
+        let mut lying = lines[..4].to_vec();
+        lying.push(lines[6].clone());
+        assert!(matches!(
+            verify(lying.iter().map(String::as_str)),
+            Verdict::BadEnd { .. }
+        ));
+        // A key the chain does not cover is refused, on any line.
+        let mut extra = lines.clone();
+        extra[2] = extra[2].replacen('{', "{\"note\":\"approved by the CEO\",", 1);
+        assert!(
+            matches!(
+                verify(extra.iter().map(String::as_str)),
+                Verdict::NotAnExport { line: 3, .. }
+            ),
+            "{:?}",
+            verify(extra.iter().map(String::as_str))
+        );
+        let mut extra_start = lines.clone();
+        extra_start[0] = extra_start[0].replacen('{', "{\"x\":1,", 1);
+        assert!(matches!(
+            verify(extra_start.iter().map(String::as_str)),
+            Verdict::NotAnExport { line: 1, .. }
+        ));
+        // Nothing may follow the end.
+        let mut after = lines.clone();
+        after.push(lines[1].clone());
+        assert!(matches!(
+            verify(after.iter().map(String::as_str)),
+            Verdict::BadEnd { line: 8, .. }
         ));
     }
 }

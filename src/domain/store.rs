@@ -7,7 +7,7 @@
 //! connection that failed mid-transaction serve anything else.
 
 use super::answer::Settlement;
-use super::audit::{ChainStart, ChainedRow};
+use super::audit::{AuditPage, ChainStart};
 use super::cluster::ClusterHandle;
 use super::error::AskError;
 use super::grant::Grant;
@@ -162,8 +162,8 @@ pub trait Store: Send + Sync + 'static {
     async fn audit_start(&self, since_ms: Option<i64>) -> Result<ChainStart>;
 
     /// The audit rows of the chain after row `after`, oldest first, at most `limit`, with
-    /// their hashes.
-    async fn audit_chain(&self, after: i64, limit: u32) -> Result<Vec<ChainedRow>>;
+    /// their hashes, and the chain's head as it stood when they were read (one snapshot).
+    async fn audit_chain(&self, after: i64, limit: u32) -> Result<AuditPage>;
 
     /// The outbox rows of the given requests.
     async fn posts(&self, keys: &[i64]) -> Result<HashMap<i64, Vec<Post>>>;

@@ -584,11 +584,17 @@ async fn run_op(ctx: &ServerContext, op: Op, user: &LocalUser) -> Event {
             let limit = limit.unwrap_or(protocol::AUDIT_PAGE_DEFAULT);
             let after = after.as_deref().and_then(protocol::parse_cursor);
             match hub.audit_export(user, since_ms, after, limit).await {
-                Ok((start, rows)) => {
+                Ok((start, page)) => {
+                    let rows = page.rows;
                     let next = (rows.len() as u32 == limit)
                         .then(|| rows.last().map(|r| r.id.to_string()))
                         .flatten();
-                    Event::Audit { start, rows, next }
+                    Event::Audit {
+                        start,
+                        rows,
+                        next,
+                        head: Some(page.head),
+                    }
                 }
                 Err(e) => Event::error(None, e),
             }

@@ -2,7 +2,7 @@
 //! error to the daemon's [`Recorder`] (`askrelay_store_errors_total`), whoever made the call
 //! (the hub, an answerer's outbox, the health check). It changes nothing else.
 
-use crate::domain::audit::{ChainStart, ChainedRow};
+use crate::domain::audit::{AuditPage, ChainStart};
 use crate::domain::cluster::Fenced;
 use crate::domain::error::AskError;
 use crate::domain::grant::Grant;
@@ -110,7 +110,7 @@ impl Store for Metered {
         self.count(self.inner.audit_start(since_ms).await)
     }
 
-    async fn audit_chain(&self, after: i64, limit: u32) -> Result<Vec<ChainedRow>> {
+    async fn audit_chain(&self, after: i64, limit: u32) -> Result<AuditPage> {
         self.count(self.inner.audit_chain(after, limit).await)
     }
 

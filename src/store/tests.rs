@@ -340,19 +340,25 @@ async fn check_pruning_deletes_only_what_ended_and_audit_rows_older_than_the_cut
     assert!(err.to_string().contains("append-only"), "{err}");
 }
 
-/// The audit chain as an export writes it: the start, then the rows page by page.
+/// The audit chain as an export writes it: the start, then the rows page by page, then the
+/// end with the head the last page was read with.
 async fn export(store: &dyn Store, since_ms: Option<i64>) -> Vec<String> {
-    use crate::domain::audit::ExportLine;
+    use crate::domain::audit::{ChainEnd, ExportLine};
     let start = store.audit_start(since_ms).await.unwrap();
     let mut after = start.after;
-    let mut lines = vec![serde_json::to_string(&ExportLine::Start(start)).unwrap()];
+    let (mut count, mut last) = (0, start.hash.clone());
+    let mut lines = vec![serde_json::to_string(&ExportLine::Start(start.clone())).unwrap()];
     loop {
-        let rows = store.audit_chain(after, 2).await.unwrap();
-        let Some(last) = rows.last() else {
+        let page = store.audit_chain(after, 2).await.unwrap();
+        let Some(last_row) = page.rows.last() else {
+            let end = ChainEnd::new(&start, count, &last, page.head);
+            lines.push(serde_json::to_string(&ExportLine::End(end)).unwrap());
             return lines;
         };
-        after = last.id;
-        for row in rows {
+        after = last_row.id;
+        for row in page.rows {
+            count += 1;
+            last = row.hash.clone();
             lines.push(serde_json::to_string(&ExportLine::Row(row)).unwrap());
         }
     }
@@ -406,7 +412,7 @@ async fn check_the_audit_chain_links_every_write_and_survives_pruning(t: TestSto
     let rows = store.audit_rows(None).await.unwrap();
     assert_eq!(rows.len(), 11);
     let lines = export(store, None).await;
-    assert_eq!(lines.len(), 12, "the start and every row");
+    assert_eq!(lines.len(), 13, "the start, every row and the end");
     match verify(lines.iter().map(String::as_str)) {
         Verdict::Intact { rows: 11, .. } => {}
         v => panic!("{v}"),
@@ -435,7 +441,11 @@ async fn check_the_audit_chain_links_every_write_and_survives_pruning(t: TestSto
     let start = store.audit_start(None).await.unwrap();
     assert_eq!((start.after, start.reason), (2, StartReason::Pruned));
     let after_prune = export(store, None).await;
-    assert_eq!(after_prune[1..], lines[3..]);
+    // The same rows; the end line counts fewer of them.
+    assert_eq!(
+        after_prune[1..after_prune.len() - 1],
+        lines[3..lines.len() - 1]
+    );
     assert!(matches!(
         verify(after_prune.iter().map(String::as_str)),
         Verdict::Intact { rows: 9, .. }

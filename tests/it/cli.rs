@@ -861,10 +861,14 @@ async fn audit_export_verifies_and_a_tampered_export_names_the_row() {
     assert_eq!(parsed[0]["reason"], "genesis", "{out}");
     assert_eq!(
         parsed.len(),
-        8,
-        "the start, 4 asks, 2 answers, 1 cancel:\n{out}"
+        9,
+        "the start, 4 asks, 2 answers, 1 cancel, the end:\n{out}"
     );
-    let last = parsed.last().unwrap()["hash"].as_str().unwrap().to_owned();
+    let end = parsed.last().unwrap().clone();
+    assert_eq!(end["kind"], "end", "{out}");
+    assert_eq!(end["rows"], 7, "{out}");
+    let last = parsed[7]["hash"].as_str().unwrap().to_owned();
+    assert_eq!(end["head"]["hash"], last.as_str(), "{out}");
 
     let file = app.dir.path().join("audit.jsonl");
     let verify = |text: String| {
@@ -879,7 +883,7 @@ async fn audit_export_verifies_and_a_tampered_export_names_the_row() {
     assert_eq!(code, 0, "{err}");
     assert_eq!(
         out.trim(),
-        format!("ok: 7 rows, chain intact from genesis to {last}")
+        format!("ok: 7 rows, chain intact from genesis to {last} (its head)")
     );
 
     // One field of a middle row changed: that row's hash no longer matches.
@@ -929,7 +933,7 @@ async fn audit_export_verifies_and_a_tampered_export_names_the_row() {
         "{out}"
     );
     let (code, out, err) = bin.run(&["audit", "export", "--since", "2000-01-01"]).await;
-    assert_eq!((code, out.lines().count()), (0, 8), "{err}");
+    assert_eq!((code, out.lines().count()), (0, 9), "{err}");
 
     // Retention prunes the oldest rows: the export starts at their checkpoint and verifies.
     let cutoff = parsed[3]["at"].as_i64().unwrap() + 1;
@@ -946,7 +950,7 @@ async fn audit_export_verifies_and_a_tampered_export_names_the_row() {
     assert_eq!(start["reason"], "pruned", "{out}");
     assert_eq!(start["after"], parsed[kept]["id"]);
     assert_eq!(start["hash"], parsed[kept]["hash"]);
-    assert_eq!(after[1..], lines[kept + 1..]);
+    assert_eq!(after[1..after.len() - 1], lines[kept + 1..lines.len() - 1]);
     let (code, out, _) = verify(out).await;
     assert_eq!(code, 0, "{out}");
     assert!(
@@ -957,5 +961,99 @@ async fn audit_export_verifies_and_a_tampered_export_names_the_row() {
         )),
         "{out}"
     );
+    drop(waiting);
+}
+
+/// Deletes the audit rows after `keep` the way someone with the database would: past the
+/// append-only triggers (SQLite: the retention exception's cutoff; PostgreSQL: the trigger
+/// disabled, as a superuser can).
+async fn cut_audit_tail(url: &str, keep: i64) {
+    use sqlx::Connection;
+    if url.starts_with("sqlite:") {
+        let mut c = sqlx::SqliteConnection::connect(url).await.unwrap();
+        for sql in [
+            "INSERT INTO settings (name, value) VALUES ('audit_prune_before', 9223372036854775807)"
+                .to_owned(),
+            format!("DELETE FROM audit WHERE id > {keep}"),
+            "DELETE FROM settings WHERE name = 'audit_prune_before'".to_owned(),
+        ] {
+            sqlx::query(&sql).execute(&mut c).await.unwrap();
+        }
+    } else {
+        let mut c = sqlx::PgConnection::connect(url).await.unwrap();
+        for sql in [
+            "ALTER TABLE audit DISABLE TRIGGER USER".to_owned(),
+            format!("DELETE FROM audit WHERE id > {keep}"),
+            "ALTER TABLE audit ENABLE TRIGGER USER".to_owned(),
+        ] {
+            sqlx::query(&sql).execute(&mut c).await.unwrap();
+        }
+    }
+}
+
+/// The tail of the chain: rows deleted from the end of the log leave every link intact, so
+/// only the head (`audit_head`) shows it. `audit verify` against the daemon compares the last
+/// row with the head; an export ends with a line that counts its rows and names the head, so
+/// a file cut short is noticed too; and a row with a key the chain does not cover is refused.
+#[tokio::test]
+async fn audit_verify_notices_rows_cut_from_the_end_and_a_cut_file() {
+    let app = App::start().await;
+    let bin = Bin::in_dir(app.dir.path());
+    let mut waiting = Vec::new();
+    for i in 0..4 {
+        waiting.push(app.ask(&format!("tail-{i}"), &yes_no("q")).await.0);
+    }
+    let (code, out, err) = bin.run(&["audit", "export"]).await;
+    assert_eq!(code, 0, "{err}");
+    let lines: Vec<String> = out.lines().map(str::to_owned).collect();
+    assert_eq!(lines.len(), 6, "the start, 4 asks, the end:\n{out}");
+
+    let file = app.dir.path().join("audit.jsonl");
+    let verify = |text: String| {
+        let bin = &bin;
+        let file = file.clone();
+        async move {
+            std::fs::write(&file, text).unwrap();
+            bin.run(&["audit", "verify", file.to_str().unwrap()]).await
+        }
+    };
+    // The file cut after its third line: no end line.
+    let (code, out, _) = verify(lines[..3].join("\n") + "\n").await;
+    assert_eq!(code, 1, "{out}");
+    assert!(
+        out.starts_with("cut short: the export ends after 2 rows"),
+        "{out}"
+    );
+    // A row that carries text the chain does not cover.
+    let mut extra: Vec<Value> = lines
+        .iter()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    extra[2]["comment"] = json!("approved by the CEO");
+    let text: Vec<String> = extra.iter().map(Value::to_string).collect();
+    let (code, _, err) = verify(text.join("\n")).await;
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("line 3") && err.contains("comment"), "{err}");
+
+    // The last two rows deleted from the database: every link left still holds.
+    let first: Value = serde_json::from_str(&lines[1]).unwrap();
+    let keep = first["id"].as_i64().unwrap() + 1;
+    cut_audit_tail(&app.config.database_url, keep).await;
+    let (code, out, err) = bin.run(&["audit", "verify"]).await;
+    assert_eq!(code, 1, "{out}{err}");
+    assert!(
+        out.starts_with(&format!(
+            "cut at the end: the chain's last row is {keep} but its head is row {}: 2 rows were \
+             deleted from the end of the log",
+            keep + 2
+        )),
+        "{out}"
+    );
+    // And an export made now says so to whoever verifies the file.
+    let (code, out, err) = bin.run(&["audit", "export"]).await;
+    assert_eq!(code, 0, "{err}");
+    let (code, out, _) = verify(out).await;
+    assert_eq!(code, 1, "{out}");
+    assert!(out.starts_with("cut at the end"), "{out}");
     drop(waiting);
 }

@@ -3,7 +3,7 @@
 
 use super::Hub;
 use crate::domain::access::LocalUser;
-use crate::domain::audit::{ChainStart, ChainedRow};
+use crate::domain::audit::{AuditPage, ChainStart};
 use crate::domain::error::{AskError, ErrorCode};
 use crate::domain::request::{now_ms, AuditAction, AuditEntry, Post, Request, Source};
 use crate::domain::store::{Page, Visibility};
@@ -163,7 +163,7 @@ impl Hub {
         since_ms: Option<i64>,
         after: Option<i64>,
         limit: u32,
-    ) -> Result<(Option<ChainStart>, Vec<ChainedRow>), AskError> {
+    ) -> Result<(Option<ChainStart>, AuditPage), AskError> {
         if !who.operator {
             self.audit(AuditEntry {
                 source: Source::Socket,
@@ -191,11 +191,11 @@ impl Hub {
                 (Some(start), after)
             }
         };
-        let rows = store
+        let page = store
             .audit_chain(after, limit)
             .await
             .map_err(|e| AskError::internal(&e))?;
-        Ok((start, rows))
+        Ok((start, page))
     }
 
     /// Writes an audit row; a failure is logged, never swallowed silently.

@@ -394,32 +394,47 @@ impl Store for PgStore {
         })
     }
 
-    async fn audit_chain(&self, after: i64, limit: u32) -> Result<Vec<ChainedRow>> {
+    async fn audit_chain(&self, after: i64, limit: u32) -> Result<AuditPage> {
+        // One statement, so one snapshot: the head is the one these rows lead to (a row
+        // appended meanwhile is in neither).
         let rows = sqlx::query(
-            "SELECT id, at, request_key, question_idx, source, actor, action, detail, accepted, \
-             prev_hash, hash FROM audit WHERE id > $1 AND hash IS NOT NULL \
-             ORDER BY id LIMIT $2",
+            "WITH h AS (SELECT id, hash FROM audit_head), \
+             r AS (SELECT id, at, request_key, question_idx, source, actor, action, detail, \
+             accepted, prev_hash, hash FROM audit WHERE id > $1 AND hash IS NOT NULL \
+             ORDER BY id LIMIT $2) \
+             SELECT h.id, h.hash, r.id, r.at, r.request_key, r.question_idx, r.source, r.actor, \
+             r.action, r.detail, r.accepted, r.prev_hash, r.hash FROM h LEFT JOIN r ON 1 = 1 \
+             ORDER BY r.id",
         )
         .bind(after)
         .bind(i64::from(limit))
         .fetch_all(self.pool())
         .await?;
-        Ok(rows
-            .into_iter()
-            .map(|r| ChainedRow {
-                id: r.get(0),
-                at: r.get(1),
-                request_key: r.get(2),
-                question_idx: r.get(3),
-                source: r.get(4),
-                actor: r.get(5),
-                action: r.get(6),
-                detail: r.get(7),
-                accepted: r.get(8),
-                prev_hash: r.get(9),
-                hash: r.get(10),
-            })
-            .collect())
+        let first = rows.first().context("the audit chain has no head")?;
+        let head = ChainHead {
+            id: first.try_get(0)?,
+            hash: first.try_get(1)?,
+        };
+        let mut page = Vec::with_capacity(rows.len());
+        for r in &rows {
+            let Some(id) = r.try_get::<Option<i64>, _>(2)? else {
+                continue;
+            };
+            page.push(ChainedRow {
+                id,
+                at: r.try_get(3)?,
+                request_key: r.try_get(4)?,
+                question_idx: r.try_get(5)?,
+                source: r.try_get(6)?,
+                actor: r.try_get(7)?,
+                action: r.try_get(8)?,
+                detail: r.try_get(9)?,
+                accepted: r.try_get(10)?,
+                prev_hash: r.try_get(11)?,
+                hash: r.try_get(12)?,
+            });
+        }
+        Ok(AuditPage { rows: page, head })
     }
 
     async fn audit_rows(&self, request_key: Option<i64>) -> Result<Vec<AuditRow>> {

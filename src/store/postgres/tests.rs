@@ -284,7 +284,7 @@ async fn racing_daemons_settle_a_question_once() {
 /// before it, whichever node wrote it, and the export verifies.
 #[tokio::test]
 async fn two_nodes_append_to_one_audit_chain() {
-    use crate::domain::audit::{verify, ExportLine, Verdict};
+    use crate::domain::audit::{verify, ChainEnd, ExportLine, Verdict};
     let db = ScratchDb::create().await.unwrap();
     let stores = [node(&db, "a").await, node(&db, "b").await];
     let mut writers = Vec::new();
@@ -302,11 +302,15 @@ async fn two_nodes_append_to_one_audit_chain() {
         w.await.unwrap();
     }
     let start = stores[1].audit_start(None).await.unwrap();
-    let rows = stores[1].audit_chain(start.after, 200).await.unwrap();
+    let page = stores[1].audit_chain(start.after, 200).await.unwrap();
+    let rows = page.rows;
     assert_eq!(rows.len(), 24);
     assert!(rows.windows(2).all(|w| w[1].id == w[0].id + 1));
+    let last = rows.last().unwrap().hash.clone();
+    let end = ExportLine::End(ChainEnd::new(&start, 24, &last, page.head));
     let lines: Vec<String> = std::iter::once(ExportLine::Start(start))
         .chain(rows.into_iter().map(ExportLine::Row))
+        .chain(std::iter::once(end))
         .map(|l| serde_json::to_string(&l).unwrap())
         .collect();
     match verify(lines.iter().map(String::as_str)) {

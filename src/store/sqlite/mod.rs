@@ -15,7 +15,7 @@ use super::rows::{
     answers_from_json, posts_from_json, AnswerRow, PostRow, QuestionState, RequestRow, POST_COLUMNS,
 };
 use crate::domain::answer::Settlement;
-use crate::domain::audit::{ChainHead, ChainStart, ChainedRow, StartReason};
+use crate::domain::audit::{AuditPage, ChainHead, ChainStart, ChainedRow, StartReason};
 use crate::domain::error::AskError;
 use crate::domain::request::{
     AuditEntry, AuditRow, Created, DuePost, EditState, NewRequest, PlannedPost, Post, PostKey,
@@ -664,7 +664,7 @@ mod tests {
     /// request was pruned and the store opened again; the chain verifies throughout.
     #[tokio::test]
     async fn the_tip_is_read_again_after_a_write_the_store_did_not_make() {
-        use crate::domain::audit::{verify, ExportLine, Verdict};
+        use crate::domain::audit::{verify, ChainEnd, ExportLine, Verdict};
         use crate::store::tests::{ask, create, new_request};
         let dir = tempfile::tempdir().unwrap();
         let url = format!("sqlite://{}", dir.path().join("t.db").display());
@@ -700,10 +700,15 @@ mod tests {
         assert_eq!(create(&store, &new_request("c")).await.key, 3);
 
         let start = store.audit_start(None).await.unwrap();
-        let mut lines = vec![serde_json::to_string(&ExportLine::Start(start)).unwrap()];
-        for row in store.audit_chain(0, 100).await.unwrap() {
+        let mut lines = vec![serde_json::to_string(&ExportLine::Start(start.clone())).unwrap()];
+        let page = store.audit_chain(0, 100).await.unwrap();
+        let last = page.rows.last().unwrap().hash.clone();
+        let rows = page.rows.len() as u64;
+        for row in page.rows {
             lines.push(serde_json::to_string(&ExportLine::Row(row)).unwrap());
         }
+        let end = ChainEnd::new(&start, rows, &last, page.head);
+        lines.push(serde_json::to_string(&ExportLine::End(end)).unwrap());
         match verify(lines.iter().map(String::as_str)) {
             Verdict::Intact { rows: 6, .. } => {}
             v => panic!("{v}"),
