@@ -9,7 +9,8 @@
 //! pool's. If anything in a write fails (a full disk is the usual cause), the transaction is
 //! rolled back and the connection is closed instead of going back to its pool: a connection left
 //! inside a transaction would hold the write lock and turn later "commits" into savepoints that
-//! never reach the file.
+//! never reach the file. A write that failed for want of space makes the store *full* until the
+//! WAL could be checkpointed, and writes wait for that ([`full`]).
 
 use super::rows::{
     answers_from_json, posts_from_json, AnswerRow, PostRow, QuestionState, RequestRow, POST_COLUMNS,
@@ -44,10 +45,11 @@ pub type PageLimit = Arc<AtomicU64>;
 
 /// Runs `$body` as one write transaction on a connection of its own (`$tx` is the
 /// transaction); on any error the transaction is rolled back and the connection is closed
-/// instead of going back to the pool (see the module comment). `$body` ends in `anyhow::Ok(..)`.
+/// instead of going back to the pool (see the module comment), and the error is shown to
+/// [`full::Full::noticed`]. `$body` ends in `anyhow::Ok(..)`.
 macro_rules! write_tx {
     ($store:expr, |$tx:ident| $body:block) => {{
-        let mut conn = $store.writer.acquire().await?;
+        let mut conn = $store.write_conn().await?;
         let result: anyhow::Result<_> = async {
             let mut $tx = conn.begin_with("BEGIN IMMEDIATE").await?;
             let value = async { $body }.await?;
@@ -55,10 +57,11 @@ macro_rules! write_tx {
             anyhow::Ok(value)
         }
         .await;
-        if result.is_err() {
+        if let Err(e) = &result {
             // Dropping the transaction queued a rollback; whatever state that left the
             // connection in, it is not reused.
             conn.close_on_drop();
+            $store.full.noticed(e);
         }
         result
     }};
@@ -73,9 +76,10 @@ struct TxConn {
 }
 
 impl TxConn {
-    async fn acquire(pool: &SqlitePool) -> Result<TxConn> {
+    /// The store's write connection ([`SqliteStore::write_conn`]).
+    async fn acquire(store: &SqliteStore) -> Result<TxConn> {
         Ok(TxConn {
-            conn: pool.acquire().await?,
+            conn: store.write_conn().await?,
             finished: false,
         })
     }
@@ -147,6 +151,7 @@ macro_rules! insert_audit_outcome {
     };
 }
 
+mod full;
 mod grants;
 mod operations;
 
@@ -167,6 +172,8 @@ pub struct SqliteStore {
     /// whole of every write that appends to the audit chain, so those writes take their turn
     /// here rather than on SQLite's write lock (one writer at a time either way).
     tip: tokio::sync::Mutex<Option<Tip>>,
+    /// Whether a write found the disk full, and the checkpoint that heals it ([`full`]).
+    full: Arc<full::Full>,
 }
 
 /// The head of the audit chain and the key the next request takes. A store that knows them
@@ -262,11 +269,23 @@ impl SqliteStore {
         }
         Ok(SqliteStore {
             pool,
+            full: full::Full::new(writer.clone(), path.clone()),
             writer,
             path,
             lease: Mutex::new(None),
             tip: tokio::sync::Mutex::new(None),
         })
+    }
+
+    /// The write connection, once the store is not full: after a write found the disk full,
+    /// the WAL is checkpointed first, and the write refused while that cannot finish (see
+    /// [`full`]). While the disk is fine this reads one flag.
+    async fn write_conn(&self) -> Result<sqlx::pool::PoolConnection<sqlx::Sqlite>> {
+        let mut conn = self.writer.acquire().await?;
+        if self.full.is_set() {
+            self.full.heal(&mut conn).await?;
+        }
+        Ok(conn)
     }
 
     /// Waits for the turn of an audited write and gives the tip, read from the database if
@@ -303,8 +322,12 @@ impl SqliteStore {
         &self,
         query: sqlx::query::Query<'q, sqlx::Sqlite, sqlx::sqlite::SqliteArguments<'q>>,
     ) -> Result<Vec<SqliteRow>> {
-        let mut conn = TxConn::acquire(&self.writer).await?;
-        let rows = query.fetch_all(&mut **conn).await?;
+        let mut conn = TxConn::acquire(self).await?;
+        let rows = query
+            .fetch_all(&mut **conn)
+            .await
+            .map_err(anyhow::Error::from)
+            .inspect_err(|e| self.full.noticed(e))?;
         conn.finished();
         Ok(rows)
     }
@@ -548,16 +571,25 @@ async fn answers_of(pool: &SqlitePool, keys: &[i64]) -> Result<HashMap<i64, Vec<
 /// frames of a transaction before it can commit.
 pub const MIN_FREE_BYTES: u64 = 256 * 1024;
 
-/// Fails when the file system holding `db` has less than [`MIN_FREE_BYTES`] free for this
-/// process (`f_bavail`: what an unprivileged writer may use).
-fn disk_room(db: &Path) -> Result<()> {
+/// The directory holding `db` and the bytes free there for this process (`f_bavail`: what an
+/// unprivileged writer may use).
+fn free_space(db: &Path) -> Result<(&Path, u64)> {
     let dir = match db.parent() {
         Some(d) if !d.as_os_str().is_empty() => d,
         _ => Path::new("."),
     };
     let st = nix::sys::statvfs::statvfs(dir)
         .with_context(|| format!("cannot read the free space of {}", dir.display()))?;
-    let free = st.blocks_available() as u64 * st.fragment_size() as u64;
+    Ok((
+        dir,
+        st.blocks_available() as u64 * st.fragment_size() as u64,
+    ))
+}
+
+/// Fails when the file system holding `db` has less than [`MIN_FREE_BYTES`] free for this
+/// process.
+fn disk_room(db: &Path) -> Result<()> {
+    let (dir, free) = free_space(db)?;
     if free < MIN_FREE_BYTES {
         bail!(
             "the disk holding the database is full: {} KiB free in {} (writes need at least {} KiB)",

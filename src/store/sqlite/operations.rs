@@ -233,60 +233,65 @@ impl Store for SqliteStore {
         .bind(key)
         .bind(idx as i64)
         .bind(key);
-        let mut tx = TxConn::acquire(&self.writer).await?;
-        let open_after: Option<i64> = bind_outcomes(query, &won, &lost)
-            .fetch_all(&mut **tx)
-            .await?
-            .first()
-            .map(|r| r.get(0));
-        let settled = match (open_after, &result_if_last) {
-            (Some(0), Some(result)) => Settled::Won(Some(result.clone())),
-            (Some(0), None) => {
-                // The other questions were answered since the caller read the request:
-                // finish it here. Only the last winner sees no open question.
-                let rows = sqlx::query(
-                    "SELECT selected_json, custom FROM questions WHERE request_key = ? \
-                     ORDER BY idx",
-                )
-                .bind(key)
+        let settled = async {
+            let mut tx = TxConn::acquire(self).await?;
+            let open_after: Option<i64> = bind_outcomes(query, &won, &lost)
                 .fetch_all(&mut **tx)
-                .await?;
-                let mut all = Vec::with_capacity(rows.len());
-                for r in &rows {
-                    all.push(Settlement {
-                        selected: serde_json::from_str(
-                            r.get::<Option<&str>, _>(0).unwrap_or("[]"),
-                        )?,
-                        custom: r.get(1),
-                        terms: None,
-                    });
-                }
-                let result = finish(&all);
-                sqlx::query(
-                    "UPDATE requests SET status = 'answered', result_json = ?, ended_at = ? \
+                .await?
+                .first()
+                .map(|r| r.get(0));
+            let settled = match (open_after, &result_if_last) {
+                (Some(0), Some(result)) => Settled::Won(Some(result.clone())),
+                (Some(0), None) => {
+                    // The other questions were answered since the caller read the request:
+                    // finish it here. Only the last winner sees no open question.
+                    let rows = sqlx::query(
+                        "SELECT selected_json, custom FROM questions WHERE request_key = ? \
+                     ORDER BY idx",
+                    )
+                    .bind(key)
+                    .fetch_all(&mut **tx)
+                    .await?;
+                    let mut all = Vec::with_capacity(rows.len());
+                    for r in &rows {
+                        all.push(Settlement {
+                            selected: serde_json::from_str(
+                                r.get::<Option<&str>, _>(0).unwrap_or("[]"),
+                            )?,
+                            custom: r.get(1),
+                            terms: None,
+                        });
+                    }
+                    let result = finish(&all);
+                    sqlx::query(
+                        "UPDATE requests SET status = 'answered', result_json = ?, ended_at = ? \
                      WHERE key = ? AND status = 'pending'",
-                )
-                .bind(&result)
-                .bind(at_ms)
-                .bind(key)
-                .execute(&mut **tx)
-                .await?;
-                Settled::Won(Some(result))
+                    )
+                    .bind(&result)
+                    .bind(at_ms)
+                    .bind(key)
+                    .execute(&mut **tx)
+                    .await?;
+                    Settled::Won(Some(result))
+                }
+                (Some(_), _) => Settled::Won(None),
+                // It did not count (the rare path): audited as such.
+                (None, _) => Settled::Lost,
+            };
+            if !last_known {
+                if let (Settled::Won(_), Some(g)) = (&settled, grant) {
+                    insert_grant(&mut tx, g).await?;
+                }
+                sqlx::query("COMMIT").execute(&mut **tx).await?;
             }
-            (Some(_), _) => Settled::Won(None),
-            // It did not count (the rare path): audited as such.
-            (None, _) => Settled::Lost,
-        };
-        if !last_known {
-            if let (Settled::Won(_), Some(g)) = (&settled, grant) {
-                insert_grant(&mut tx, g).await?;
-            }
-            sqlx::query("COMMIT").execute(&mut **tx).await?;
+            tx.finished();
+            // Back to its pool (at the end of this block) before anything else is read: the store
+            // has one write connection, and holding it while waiting for another connection could
+            // wait for ever.
+            anyhow::Ok(settled)
         }
-        tx.finished();
-        // Back to its pool before anything else is read: the store has one write connection,
-        // and holding it while waiting for another connection could wait for ever.
-        drop(tx);
+        .await
+        .inspect_err(|e| self.full.noticed(e))?;
         let appended = match settled {
             Settled::Won(_) => &won,
             Settled::Lost => &lost,
@@ -795,9 +800,14 @@ impl Store for SqliteStore {
     }
 
     async fn writable(&self) -> Result<()> {
-        // Two checks, as neither is enough alone. A committed write that needs a page fails on
-        // a full disk while the WAL has to grow; but once a checkpoint has reset the WAL, writes
-        // reuse its space and the probe passes, so the free space is read too.
+        // A store that found the disk full is failing until its WAL could be checkpointed
+        // (`full`): tried here first, as every write does.
+        if self.full.is_set() {
+            drop(self.write_conn().await?);
+        }
+        // Then two checks, as neither is enough alone. A committed write that needs a page
+        // fails on a full disk while the WAL has to grow; but once a checkpoint has reset the
+        // WAL, writes reuse its space and the probe passes, so the free space is read too.
         if let Some(path) = &self.path {
             disk_room(path)?;
         }
