@@ -6,7 +6,9 @@
 //! socket that another user put in its path could otherwise answer every question "yes". The
 //! proof is the connected socket's peer credentials (SO_PEERCRED), read after connecting, since
 //! whoever can write the socket's directory can swap the path between any check and the
-//! connect; a socket directory that another user owns or may write is refused outright.
+//! connect; a socket directory that another user owns or may write is refused outright. A
+//! client looking for the daemon at the default places counts only the ones that pass these
+//! checks, so a socket another user plants there cannot make it refuse to choose.
 
 use crate::domain::{Ask, AskError, ErrorCode};
 use crate::protocol::{Accepted, Event, Op};
@@ -38,13 +40,24 @@ impl Target {
     /// then the `ASKRELAY_*` environment (`ASKRELAY_SOCKET_PATH`, `ASKRELAY_DAEMON_UID`), the
     /// later winning (`config::ClientKeys`).
     /// Without a configured socket, the daemon that listens at one of the default places
-    /// ([`socket_candidates`](crate::config::socket_candidates)); more than one is refused,
-    /// naming them all, rather than asking one of them at random.
-    pub fn from_config(config_file: Option<&Path>) -> Result<Target> {
+    /// ([`socket_candidates`](crate::config::socket_candidates)) and passes the checks of a real
+    /// connection ([`Client::connect_to`]); more than one is refused, naming them all, rather
+    /// than asking one of them at random. A default place skipped because it failed those checks
+    /// is named on stderr, one line each (`askrelay: skipped PATH: why`): for the hooks and
+    /// `askrelay mcp` that is where their agent or MCP client shows or logs it, and stdout stays
+    /// theirs.
+    pub async fn from_config(config_file: Option<&Path>) -> Result<Target> {
         let keys = crate::config::ClientKeys::load(config_file)?;
         let socket = match &keys.socket_path {
             Some(p) => p.clone(),
-            None => the_live_one(crate::config::socket_candidates())?,
+            None => {
+                let candidates = crate::config::socket_candidates();
+                let found = Found::look(&candidates, keys.daemon_uid).await;
+                for (path, why) in &found.skipped {
+                    eprintln!("askrelay: skipped {}: {why}", path.display());
+                }
+                found.the_live_one(candidates)?
+            }
         };
         Ok(Target {
             socket,
@@ -64,21 +77,22 @@ impl Target {
         uid == nix::unistd::geteuid().as_raw() || uid == 0 || Some(uid) == self.daemon_uid
     }
 
-    fn refuse(&self, what: String) -> std::io::Error {
-        let me = nix::unistd::geteuid().as_raw();
-        std::io::Error::new(
-            std::io::ErrorKind::PermissionDenied,
-            format!(
-                "{what}, which is neither you (uid {me}), root, nor daemon_uid; refusing to talk \
-                 to it (set daemon_uid if the daemon runs as that user)"
-            ),
-        )
+    /// Connects after checking the socket's directory, then checks who answered: the one way
+    /// every client, and the search for the daemon, reaches a daemon.
+    async fn open(&self) -> std::result::Result<UnixStream, Refused> {
+        self.check_dir()?;
+        let stream = UnixStream::connect(&self.socket).await?;
+        let uid = stream.peer_cred()?.uid();
+        if !self.trusts(uid) {
+            return Err(Refused::Untrusted(Untrusted::Peer { uid }));
+        }
+        Ok(stream)
     }
 
     /// Checks the socket's directory: owned by a user trusted as the daemon, and writable by
     /// nobody else (a sticky directory of root's, such as /tmp, lets nobody replace an entry
     /// they do not own, and what is connected to there is checked by its credentials).
-    fn check_dir(&self) -> std::io::Result<()> {
+    fn check_dir(&self) -> std::result::Result<(), Refused> {
         let dir = match self.socket.parent() {
             Some(d) if !d.as_os_str().is_empty() => d,
             _ => Path::new("."),
@@ -86,57 +100,158 @@ impl Target {
         let meta = std::fs::metadata(dir)?;
         let owner = meta.uid();
         if !self.trusts(owner) {
-            return Err(self.refuse(format!(
-                "the socket's directory {} belongs to uid {owner}",
-                dir.display()
-            )));
+            return Err(Refused::Untrusted(Untrusted::DirOwner {
+                dir: dir.to_path_buf(),
+                uid: owner,
+            }));
         }
         let shared_sticky = owner == 0 && meta.mode() & 0o1000 != 0;
         if meta.mode() & 0o022 != 0 && !shared_sticky {
-            return Err(std::io::Error::new(
-                std::io::ErrorKind::PermissionDenied,
-                format!(
-                    "the socket's directory {} is writable by other users (mode {:o}), who \
-                     could put their own socket there; refusing to use it",
-                    dir.display(),
-                    meta.mode() & 0o7777
-                ),
-            ));
+            return Err(Refused::Untrusted(Untrusted::DirWritable {
+                dir: dir.to_path_buf(),
+                mode: meta.mode() & 0o7777,
+            }));
         }
         Ok(())
     }
 
-    /// Checks the connected socket itself: the process at the other end must run as a user
-    /// trusted as the daemon.
-    fn check_peer(&self, stream: &UnixStream) -> std::io::Result<()> {
-        let uid = stream.peer_cred()?.uid();
-        if self.trusts(uid) {
-            return Ok(());
-        }
-        Err(self.refuse(format!(
-            "the daemon on {} runs as uid {uid}",
-            self.socket.display()
-        )))
+    /// The error a client reports when it refuses the daemon (it exits 7, the daemon cannot be
+    /// reached): what is wrong, and, for a user it does not trust, how to trust it.
+    fn refusal(&self, why: Untrusted) -> std::io::Error {
+        let me = nix::unistd::geteuid().as_raw();
+        let untrusted = |what: String| {
+            format!(
+                "{what}, which is neither you (uid {me}), root, nor daemon_uid; refusing to talk \
+                 to it (set daemon_uid if the daemon runs as that user)"
+            )
+        };
+        let message = match why {
+            Untrusted::DirOwner { dir, uid } => untrusted(format!(
+                "the socket's directory {} belongs to uid {uid}",
+                dir.display()
+            )),
+            Untrusted::DirWritable { dir, mode } => format!(
+                "the socket's directory {} is writable by other users (mode {mode:o}), who could \
+                 put their own socket there; refusing to use it",
+                dir.display()
+            ),
+            Untrusted::Peer { uid } => untrusted(format!(
+                "the daemon on {} runs as uid {uid}",
+                self.socket.display()
+            )),
+        };
+        std::io::Error::new(std::io::ErrorKind::PermissionDenied, message)
     }
 }
 
-/// The one candidate a daemon listens at (a connect that is accepted); the first when none
-/// does, so that the error names where the daemon is expected.
-fn the_live_one(candidates: Vec<PathBuf>) -> Result<PathBuf> {
-    let live: Vec<&PathBuf> = candidates
-        .iter()
-        .filter(|p| std::os::unix::net::UnixStream::connect(p).is_ok())
-        .collect();
-    match live.as_slice() {
-        [one] => Ok((*one).clone()),
-        [] => Ok(candidates[0].clone()),
-        many => {
-            let names: Vec<String> = many.iter().map(|p| p.display().to_string()).collect();
-            anyhow::bail!(
-                "more than one askrelay daemon is listening ({}); say which with \
-                 ASKRELAY_SOCKET_PATH or socket_path in --config",
-                names.join(", ")
-            )
+/// Why [`Target::open`] did not give a connection to a trusted daemon.
+#[derive(Debug)]
+enum Refused {
+    /// Nothing listens there, or not for this user (no such directory, no socket, a stale
+    /// socket file, a socket this user may not open).
+    Io(std::io::Error),
+    /// Something is there, and a check says it may not be the daemon.
+    Untrusted(Untrusted),
+}
+
+impl From<std::io::Error> for Refused {
+    fn from(e: std::io::Error) -> Refused {
+        Refused::Io(e)
+    }
+}
+
+/// What a check found wrong with a would-be daemon.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Untrusted {
+    /// The socket's directory belongs to a user not trusted as the daemon.
+    DirOwner { dir: PathBuf, uid: u32 },
+    /// Group or others may write the socket's directory (and it is no sticky one of root's).
+    DirWritable { dir: PathBuf, mode: u32 },
+    /// The process that accepted the connection runs as a user not trusted as the daemon.
+    Peer { uid: u32 },
+}
+
+/// Said after the path it is about (`askrelay: skipped PATH: …`).
+impl std::fmt::Display for Untrusted {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let me = nix::unistd::geteuid().as_raw();
+        match self {
+            Untrusted::DirOwner { uid, .. } => write!(
+                f,
+                "its directory belongs to uid {uid}, which is neither you (uid {me}), root, nor \
+                 daemon_uid"
+            ),
+            Untrusted::DirWritable { mode, .. } => {
+                write!(
+                    f,
+                    "its directory is writable by other users (mode {mode:o})"
+                )
+            }
+            Untrusted::Peer { uid } => write!(
+                f,
+                "the daemon there runs as uid {uid}, which is neither you (uid {me}), root, nor \
+                 daemon_uid"
+            ),
+        }
+    }
+}
+
+/// What looking at the default places found. Only paths are kept: the connection that showed a
+/// daemon is closed at once (nothing is sent on it), and the one the client then uses is made
+/// again by [`Client::connect_to`], through the same checks, so a socket swapped in between is
+/// refused there.
+#[derive(Debug, Default, PartialEq, Eq)]
+struct Found {
+    /// Where a trusted daemon accepted a connection, in the candidates' order.
+    live: Vec<PathBuf>,
+    /// Where something is that the checks refused, and why.
+    skipped: Vec<(PathBuf, Untrusted)>,
+}
+
+impl Found {
+    /// Tries each candidate as a real connection would, with `daemon_uid` trusted.
+    async fn look(candidates: &[PathBuf], daemon_uid: Option<u32>) -> Found {
+        let mut found = Found::default();
+        for path in candidates {
+            let target = Target {
+                socket: path.clone(),
+                daemon_uid,
+            };
+            match target.open().await {
+                Ok(stream) => {
+                    drop(stream);
+                    found.live.push(path.clone());
+                }
+                Err(Refused::Untrusted(why)) => {
+                    // A directory is refused before connecting, as a real connection refuses
+                    // it: named only when something is at the path, a socket that would have
+                    // been tried.
+                    let connected = matches!(why, Untrusted::Peer { .. });
+                    if connected || std::fs::symlink_metadata(path).is_ok() {
+                        found.skipped.push((path.clone(), why));
+                    }
+                }
+                Err(Refused::Io(_)) => {}
+            }
+        }
+        found
+    }
+
+    /// The one live candidate; the first candidate when none is, so that the error names where
+    /// the daemon is expected.
+    fn the_live_one(mut self, mut candidates: Vec<PathBuf>) -> Result<PathBuf> {
+        match self.live.len() {
+            1 => Ok(self.live.swap_remove(0)),
+            0 => Ok(candidates.swap_remove(0)),
+            _ => {
+                let names: Vec<String> =
+                    self.live.iter().map(|p| p.display().to_string()).collect();
+                bail!(
+                    "more than one askrelay daemon is listening ({}); say which with \
+                     ASKRELAY_SOCKET_PATH or socket_path in --config",
+                    names.join(", ")
+                )
+            }
         }
     }
 }
@@ -160,9 +275,10 @@ impl Client {
 
     /// Connects to the daemon, after checking the socket's directory, and checks who answered.
     pub async fn connect_to(target: &Target) -> std::io::Result<Client> {
-        target.check_dir()?;
-        let stream = UnixStream::connect(&target.socket).await?;
-        target.check_peer(&stream)?;
+        let stream = target.open().await.map_err(|e| match e {
+            Refused::Io(e) => e,
+            Refused::Untrusted(why) => target.refusal(why),
+        })?;
         let (rd, wr) = stream.into_split();
         Ok(Client {
             reader: LineReader::new(rd, MAX_REPLY_BYTES),
@@ -386,5 +502,108 @@ impl AskSession {
             reason: Some(reason.to_owned()),
         })
         .await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::PermissionsExt;
+    use tokio::net::UnixListener;
+
+    /// `name/askrelay.sock` under `root`, its directory made with `mode`, with a listener when
+    /// `listen` (kept by the caller) or no socket at all.
+    fn place(root: &Path, name: &str, mode: u32, listen: bool) -> (PathBuf, Option<UnixListener>) {
+        let dir = root.join(name);
+        std::fs::create_dir(&dir).unwrap();
+        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(mode)).unwrap();
+        let socket = dir.join("askrelay.sock");
+        let listener = listen.then(|| UnixListener::bind(&socket).unwrap());
+        (socket, listener)
+    }
+
+    #[tokio::test]
+    async fn only_the_places_that_pass_the_checks_count_and_the_others_are_named() {
+        let root = tempfile::tempdir().unwrap();
+        let (ours, _l1) = place(root.path(), "ours", 0o700, true);
+        let (open, _l2) = place(root.path(), "open", 0o777, true);
+        let (empty, _) = place(root.path(), "empty", 0o777, false);
+        let missing = root.path().join("missing/askrelay.sock");
+        // A socket file nobody listens at any more (a daemon that was killed).
+        let (stale, l3) = place(root.path(), "stale", 0o700, true);
+        drop(l3);
+        let candidates = vec![missing.clone(), open.clone(), empty, stale, ours.clone()];
+        let found = Found::look(&candidates, None).await;
+        assert_eq!(found.live, std::slice::from_ref(&ours));
+        assert_eq!(
+            found.skipped,
+            [(
+                open.clone(),
+                Untrusted::DirWritable {
+                    dir: open.parent().unwrap().to_path_buf(),
+                    mode: 0o777
+                }
+            )]
+        );
+        assert_eq!(
+            found.skipped[0].1.to_string(),
+            "its directory is writable by other users (mode 777)"
+        );
+        assert_eq!(found.the_live_one(candidates).unwrap(), ours);
+    }
+
+    #[tokio::test]
+    async fn a_directory_of_another_users_counts_only_as_daemon_uid() {
+        if !nix::unistd::geteuid().is_root() {
+            eprintln!("skipped: client::tests::a_directory_of_another_users_counts_only_as_daemon_uid: chown needs root");
+            return;
+        }
+        const NOBODY: u32 = 65534;
+        let root = tempfile::tempdir().unwrap();
+        let (theirs, _l) = place(root.path(), "theirs", 0o755, true);
+        nix::unistd::chown(
+            theirs.parent().unwrap(),
+            Some(nix::unistd::Uid::from_raw(NOBODY)),
+            None,
+        )
+        .unwrap();
+        let found = Found::look(std::slice::from_ref(&theirs), None).await;
+        assert!(found.live.is_empty(), "{found:?}");
+        let (path, why) = &found.skipped[0];
+        assert_eq!(path, &theirs);
+        let me = nix::unistd::geteuid().as_raw();
+        assert_eq!(
+            why.to_string(),
+            format!(
+                "its directory belongs to uid {NOBODY}, which is neither you (uid {me}), root, \
+                 nor daemon_uid"
+            )
+        );
+        // The configured daemon_uid is trusted here as everywhere.
+        let found = Found::look(std::slice::from_ref(&theirs), Some(NOBODY)).await;
+        assert_eq!(found.live, [theirs]);
+        assert!(found.skipped.is_empty());
+    }
+
+    #[test]
+    fn two_live_daemons_are_refused_by_name_and_none_points_at_the_first_place() {
+        let a = PathBuf::from("/run/user/1000/askrelay.sock");
+        let b = PathBuf::from("/tmp/askrelay-1000/askrelay.sock");
+        let found = Found {
+            live: vec![a.clone(), b.clone()],
+            skipped: vec![],
+        };
+        let err = found
+            .the_live_one(vec![a.clone(), b.clone()])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.starts_with("more than one askrelay daemon is listening (/run/user/1000/askrelay.sock, /tmp/askrelay-1000/askrelay.sock)"),
+            "{err}"
+        );
+        assert_eq!(
+            Found::default().the_live_one(vec![a.clone(), b]).unwrap(),
+            a
+        );
     }
 }

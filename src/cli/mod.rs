@@ -448,7 +448,7 @@ pub async fn run_client(cli: Cli) -> i32 {
     if let Command::Audit(AuditCommand::Verify { file: Some(file) }) = &cli.command {
         return audit::verify_file(file);
     }
-    let target = match Target::from_config(cli.config.as_deref()) {
+    let target = match Target::from_config(cli.config.as_deref()).await {
         Ok(t) => t,
         Err(e) => {
             eprintln!("askrelay: {e:#}");
@@ -527,7 +527,7 @@ pub(super) fn unexpected(event: &Event) -> i32 {
 
 /// Runs `askrelay mcp` until the MCP client closes stdin, and returns the exit code.
 pub async fn run_mcp(config_file: Option<&Path>, args: McpArgs) -> i32 {
-    let target = match Target::from_config(config_file) {
+    let target = match Target::from_config(config_file).await {
         Ok(t) => t,
         Err(e) => {
             eprintln!("askrelay: {e:#}");

@@ -563,7 +563,9 @@ pub fn default_socket_path() -> PathBuf {
 
 /// Every place a daemon started with the default socket may be listening, the default first:
 /// `$XDG_RUNTIME_DIR`, `/run/user/$UID` and `/tmp/askrelay-$UID`. A client started with a short
-/// environment (MCP clients drop `XDG_RUNTIME_DIR`) looks at all of them.
+/// environment (MCP clients drop `XDG_RUNTIME_DIR`) looks at all of them, and counts only those
+/// that pass its checks of the daemon (`client::Target::from_config`): another local user may
+/// make an entry at some of them (the `askrelay-$UID` of a shared `/tmp`, before this user does).
 pub fn socket_candidates() -> Vec<PathBuf> {
     let uid = nix::unistd::geteuid().as_raw();
     let mut dirs = Vec::new();

@@ -85,7 +85,7 @@ pub struct ApproveArgs {
 
 /// Runs `askrelay approve` and returns the exit code.
 pub async fn run(config_file: Option<&Path>, args: ApproveArgs) -> i32 {
-    let target = match Target::from_config(config_file) {
+    let target = match Target::from_config(config_file).await {
         Ok(t) => t,
         Err(e) => {
             eprintln!("askrelay: {e:#}");

@@ -903,6 +903,11 @@ async fn without_xdg_runtime_dir_the_socket_is_private() {
 const FAKE_DAEMON: &str = r#"
 import json, os, socket, sys
 path = sys.argv[1]
+d = os.path.dirname(path)
+if not os.path.isdir(d):
+    # Planted: a directory of this user's, where the victim may look.
+    os.mkdir(d)
+    os.chmod(d, 0o755)
 s = socket.socket(socket.AF_UNIX)
 s.bind(path)
 os.chmod(path, 0o777)
@@ -930,8 +935,9 @@ while True:
         os._exit(0)
 "#;
 
-/// Starts [`FAKE_DAEMON`] as `uid`, listening on `path`, or `None` (with the reason) when this
-/// machine cannot (no root, no /usr/bin/python3).
+/// Starts [`FAKE_DAEMON`] as `uid` (with that user's group), listening on `path` (its directory
+/// made by that user when missing), or `None` (with the reason) when this machine cannot (no
+/// root, no /usr/bin/python3). Killed when dropped.
 async fn fake_daemon_as(uid: u32, path: &std::path::Path) -> Result<tokio::process::Child, String> {
     if !nix::unistd::geteuid().is_root() {
         return Err("running a process as another user needs root".into());
@@ -939,11 +945,15 @@ async fn fake_daemon_as(uid: u32, path: &std::path::Path) -> Result<tokio::proce
     if !std::path::Path::new("/usr/bin/python3").exists() {
         return Err("no /usr/bin/python3 to run the fake daemon".into());
     }
+    let gid = nix::unistd::User::from_uid(nix::unistd::Uid::from_raw(uid))
+        .ok()
+        .flatten()
+        .map_or(uid, |u| u.gid.as_raw());
     let mut cmd = tokio::process::Command::new("/usr/bin/python3");
     cmd.args(["-c", FAKE_DAEMON])
         .arg(path)
         .uid(uid)
-        .gid(uid)
+        .gid(gid)
         .stdout(std::process::Stdio::piped())
         .kill_on_drop(true);
     let mut child = cmd.spawn().map_err(|e| e.to_string())?;
@@ -1094,6 +1104,316 @@ async fn clients_refuse_a_socket_directory_another_user_owns_or_can_write() {
     assert_eq!(code, 0, "{err}");
     assert!(out.contains("No pending requests"), "{out}");
     daemon.terminate().await;
+}
+
+/// A local user of this machine, made with `useradd --system` the first time and kept: its uid
+/// and gid, or why there cannot be one here (no root, no useradd).
+fn local_user(name: &str) -> Result<(u32, u32), String> {
+    if !nix::unistd::geteuid().is_root() {
+        return Err("making a local user needs root".into());
+    }
+    let lookup = || {
+        nix::unistd::User::from_name(name)
+            .ok()
+            .flatten()
+            .map(|u| (u.uid.as_raw(), u.gid.as_raw()))
+    };
+    if let Some(ids) = lookup() {
+        return Ok(ids);
+    }
+    let out = std::process::Command::new("useradd")
+        .args([
+            "--system",
+            "--no-create-home",
+            "--shell",
+            "/usr/sbin/nologin",
+            name,
+        ])
+        .output()
+        .map_err(|e| format!("cannot run useradd: {e}"))?;
+    // Another test may have made it in the meantime (useradd then exits 9).
+    lookup().ok_or_else(|| {
+        format!(
+            "useradd {name} failed: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        )
+    })
+}
+
+/// A directory `mode` owned by `owner` (root when `None`), that every local user may reach.
+fn dir_of(path: &std::path::Path, mode: u32, owner: Option<(u32, u32)>) -> std::path::PathBuf {
+    std::fs::create_dir(path).unwrap();
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap();
+    if let Some((uid, gid)) = owner {
+        nix::unistd::chown(
+            path,
+            Some(nix::unistd::Uid::from_raw(uid)),
+            Some(nix::unistd::Gid::from_raw(gid)),
+        )
+        .unwrap();
+    }
+    path.to_path_buf()
+}
+
+/// `askrelay ARGS` as `user`, in the short environment of an MCP client or a hook: no socket
+/// configured, only `PATH` and `env` (`XDG_RUNTIME_DIR`, `TMPDIR`, the stand-in for
+/// `/run/user/$UID`).
+fn short_env_client(
+    user: (u32, u32),
+    args: &[&str],
+    env: &[(&str, &std::path::Path)],
+) -> tokio::process::Command {
+    let mut cmd = tokio::process::Command::new(BIN);
+    cmd.args(args)
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .envs(env.iter().map(|(k, v)| (k, v)))
+        .uid(user.0)
+        .gid(user.1)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true);
+    cmd
+}
+
+/// Runs `askrelay hook codex` on a PreToolUse event for `rm -rf /` with `tool_use_id`, waits
+/// until its request waits at the daemon on `socket`, denies it there as `user`, and returns
+/// the hook's stderr lines up to then and its stdout.
+async fn codex_hook_asks_the_daemon(
+    user: (u32, u32),
+    env: &[(&str, &std::path::Path)],
+    tool_use_id: &str,
+    socket: &std::path::Path,
+) -> (Vec<String>, String) {
+    use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt};
+    let mut child = short_env_client(user, &["hook", "codex"], env)
+        .spawn()
+        .unwrap();
+    let event = json!({"session_id": "s", "transcript_path": null, "cwd": "/",
+        "hook_event_name": "PreToolUse", "model": "m", "permission_mode": "default",
+        "tool_name": "Bash", "tool_input": {"command": "rm -rf /"}, "tool_use_id": tool_use_id});
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(event.to_string().as_bytes()).await.unwrap();
+    drop(stdin);
+    let mut err = tokio::io::BufReader::new(child.stderr.take().unwrap()).lines();
+    let said = within("the hook to ask", async {
+        let mut said = Vec::new();
+        while let Some(line) = err.next_line().await.unwrap() {
+            let asked = line.contains("is waiting for an answer");
+            said.push(line);
+            if asked {
+                return said;
+            }
+        }
+        panic!(
+            "the hook ended without asking; it said:\n{}",
+            said.join("\n")
+        );
+    })
+    .await;
+    // Denied at the daemon the client was meant to ask: the decision comes back from there.
+    let request_id = format!("codex-{tool_use_id}");
+    let mut answer = tokio::process::Command::new(BIN);
+    answer
+        .args([
+            "answer",
+            &request_id,
+            "--question",
+            "permission",
+            "--select",
+            "Deny",
+        ])
+        .env_clear()
+        .env("ASKRELAY_SOCKET_PATH", socket)
+        .uid(user.0)
+        .gid(user.1);
+    let out = within("askrelay answer", answer.output()).await.unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let status = within("the hook to decide", child.wait()).await.unwrap();
+    assert!(status.success());
+    let mut stdout = String::new();
+    child
+        .stdout
+        .take()
+        .unwrap()
+        .read_to_string(&mut stdout)
+        .await
+        .unwrap();
+    (said, stdout)
+}
+
+/// Issue 37: a socket that another local user plants at one of the default places
+/// (`$TMPDIR/askrelay-$UID/`, made by them; a shared sticky `XDG_RUNTIME_DIR`) used to count as
+/// a second daemon, so a client without a configured socket refused to choose, and `hook codex`
+/// gave no decision: Codex ran the command unapproved. The victim, the attacker and the daemon
+/// are real local users here; the victim's client skips the planted sockets, says so on
+/// stderr, and asks its own daemon. Two daemons the victim trusts are still refused.
+#[tokio::test]
+async fn a_socket_another_user_plants_at_a_default_place_cannot_switch_a_client_off() {
+    const TEST: &str =
+        "trust::a_socket_another_user_plants_at_a_default_place_cannot_switch_a_client_off";
+    let (victim, mallory) = match (
+        local_user("askrelay-victim"),
+        local_user("askrelay-mallory"),
+    ) {
+        (Ok(v), Ok(m)) => (v, m),
+        (Err(why), _) | (_, Err(why)) => return skip(TEST, &why),
+    };
+    let root = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(root.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    // The victim's login-session directory, where their daemon listens.
+    let xdg = dir_of(&root.path().join("xdg"), 0o700, Some(victim));
+    // A /tmp: root's, sticky, anyone may make an entry.
+    let tmp = dir_of(&root.path().join("tmp"), 0o1777, None);
+    let no_run_user = root.path().join("no-run-user");
+    let serve_as_victim = |env: &[(&str, &std::path::Path)]| {
+        let bin = Bin::new();
+        nix::unistd::chown(
+            bin.dir(),
+            Some(nix::unistd::Uid::from_raw(victim.0)),
+            Some(nix::unistd::Gid::from_raw(victim.1)),
+        )
+        .unwrap();
+        let mut cmd = bin.cmd(&["serve"]);
+        cmd.env_remove("ASKRELAY_SOCKET_PATH")
+            .env("ASKRELAY_TEST_RUN_USER_DIR", &no_run_user)
+            .envs(env.iter().map(|(k, v)| (k, v)))
+            .uid(victim.0)
+            .gid(victim.1);
+        (bin, cmd)
+    };
+    let (daemon_bin, cmd) = serve_as_victim(&[("XDG_RUNTIME_DIR", &xdg)]);
+    let _daemon = daemon_bin.serve_cmd(cmd).await;
+    let socket = xdg.join("askrelay.sock");
+    assert!(socket.exists());
+
+    // Mallory makes the victim's /tmp/askrelay-$UID/ and listens in it.
+    let planted = tmp
+        .join(format!("askrelay-{}", victim.0))
+        .join("askrelay.sock");
+    let _in_tmp = match fake_daemon_as(mallory.0, &planted).await {
+        Ok(c) => c,
+        Err(why) => return skip(TEST, &why),
+    };
+    let env = [
+        ("XDG_RUNTIME_DIR", xdg.as_path()),
+        ("TMPDIR", tmp.as_path()),
+        ("ASKRELAY_TEST_RUN_USER_DIR", no_run_user.as_path()),
+    ];
+    let (said, stdout) = codex_hook_asks_the_daemon(victim, &env, "planted-dir", &socket).await;
+    let skipped = format!(
+        "askrelay: skipped {}: its directory belongs to uid {}, which is neither you (uid {}), \
+         root, nor daemon_uid",
+        planted.display(),
+        mallory.0,
+        victim.0
+    );
+    assert_eq!(said[0], skipped, "{said:?}");
+    assert_eq!(said.len(), 2, "one line per skipped place: {said:?}");
+    let decision: Value = serde_json::from_str(stdout.trim()).unwrap();
+    assert_eq!(
+        decision["hookSpecificOutput"]["permissionDecision"], "deny",
+        "{stdout}"
+    );
+    assert!(
+        decision["hookSpecificOutput"]["permissionDecisionReason"]
+            .as_str()
+            .unwrap()
+            .starts_with("Denied by askrelay-victim"),
+        "{stdout}"
+    );
+
+    // A shared sticky XDG_RUNTIME_DIR (root's, like /tmp) lets Mallory bind the very path
+    // there: only the peer's credentials tell. The victim's daemon is found in its login
+    // directory (the stand-in for /run/user/$UID) behind it.
+    let shared = dir_of(&root.path().join("shared"), 0o1777, None);
+    let in_shared = shared.join("askrelay.sock");
+    let _in_shared = fake_daemon_as(mallory.0, &in_shared).await.unwrap();
+    let env = [
+        ("XDG_RUNTIME_DIR", shared.as_path()),
+        ("TMPDIR", tmp.as_path()),
+        ("ASKRELAY_TEST_RUN_USER_DIR", xdg.as_path()),
+    ];
+    let (said, stdout) = codex_hook_asks_the_daemon(victim, &env, "planted-peer", &socket).await;
+    assert_eq!(
+        said[0],
+        format!(
+            "askrelay: skipped {}: the daemon there runs as uid {}, which is neither you (uid {}), \
+             root, nor daemon_uid",
+            in_shared.display(),
+            mallory.0,
+            victim.0
+        ),
+        "{said:?}"
+    );
+    assert_eq!(said[1], skipped, "{said:?}");
+    assert!(
+        stdout.contains(r#""permissionDecision":"deny""#),
+        "{stdout}"
+    );
+    // Mallory as the configured daemon_uid is trusted, as everywhere: then the victim's client
+    // sees three daemons and will not choose.
+    let mallory_uid = mallory.0.to_string();
+    let mut pending = short_env_client(victim, &["pending"], &env);
+    pending.env("ASKRELAY_DAEMON_UID", &mallory_uid);
+    let out = within("askrelay pending", pending.output()).await.unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains(&format!(
+            "more than one askrelay daemon is listening ({}, {}, {})",
+            in_shared.display(),
+            socket.display(),
+            planted.display()
+        )),
+        "{err}"
+    );
+    assert!(!err.contains("skipped"), "{err}");
+
+    // Two daemons of the victim's own are still two: refused, naming both, and the hook gives no
+    // decision (the same as without a daemon).
+    let tmp2 = dir_of(&root.path().join("tmp2"), 0o1777, None);
+    let (second_bin, cmd) = serve_as_victim(&[("TMPDIR", &tmp2)]);
+    let _second = second_bin.serve_cmd(cmd).await;
+    let second = tmp2
+        .join(format!("askrelay-{}", victim.0))
+        .join("askrelay.sock");
+    assert!(second.exists());
+    let env = [
+        ("XDG_RUNTIME_DIR", xdg.as_path()),
+        ("TMPDIR", tmp2.as_path()),
+        ("ASKRELAY_TEST_RUN_USER_DIR", no_run_user.as_path()),
+    ];
+    let both = format!(
+        "more than one askrelay daemon is listening ({}, {})",
+        socket.display(),
+        second.display()
+    );
+    let out = within(
+        "askrelay pending",
+        short_env_client(victim, &["pending"], &env).output(),
+    )
+    .await
+    .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains(&both), "{err}");
+    let mut hook = short_env_client(victim, &["hook", "codex"], &env)
+        .spawn()
+        .unwrap();
+    {
+        use tokio::io::AsyncWriteExt;
+        let mut stdin = hook.stdin.take().unwrap();
+        let event = json!({"hook_event_name": "PreToolUse", "tool_name": "Bash",
+            "tool_input": {"command": "ls"}, "tool_use_id": "two"});
+        stdin.write_all(event.to_string().as_bytes()).await.unwrap();
+    }
+    let out = within("the hook", hook.wait_with_output()).await.unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "", "no decision");
+    assert!(err.contains(&both) && err.contains("no decision"), "{err}");
 }
 
 #[tokio::test]

@@ -298,7 +298,7 @@ pub(super) async fn claude_code(config_file: Option<&Path>, args: &ClaudeCodeArg
         Ok(e) => e,
         Err(e) => return Reply::pre("ask", format!("askrelay: {e}; asking here")),
     };
-    let target = match Target::from_config(config_file) {
+    let target = match Target::from_config(config_file).await {
         Ok(t) => t,
         Err(e) => return Reply::pre("ask", format!("askrelay: {e:#}; asking here")),
     };
@@ -363,7 +363,7 @@ pub(super) async fn codex(config_file: Option<&Path>, args: &CodexArgs) -> Reply
         Ok(e) => e,
         Err(e) => return fallback(e),
     };
-    let target = match Target::from_config(config_file) {
+    let target = match Target::from_config(config_file).await {
         Ok(t) => t,
         Err(e) => return fallback(format!("{e:#}")),
     };
