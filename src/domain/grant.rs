@@ -24,7 +24,10 @@ pub struct Grant {
     pub session: Option<String>,
     /// The option it answers with (the front door's allow label).
     pub label: String,
-    /// Who approved it ([`super::request::Actor::describe`]), and their surface and id.
+    /// Who approved it ([`super::request::Actor::describe`]), and their surface and id; for a
+    /// quorum's grant, every voter ([`super::quorum::Vote::describe`], `, ` between them),
+    /// the surface [`QUORUM`] and the voters' `via:id`, a space between each
+    /// ([`Grant::approved_by`] reads them).
     pub approver: String,
     pub approver_via: String,
     pub approver_id: String,
@@ -36,7 +39,34 @@ pub struct Grant {
     pub revoked_by: Option<String>,
 }
 
+/// A quorum's grant's `approver_via`.
+pub const QUORUM: &str = "quorum";
+
 impl Grant {
+    /// Makes the quorum of `voters` its approver.
+    pub fn set_quorum(&mut self, voters: &[super::quorum::Vote]) {
+        let named: Vec<String> = voters.iter().map(super::quorum::Vote::describe).collect();
+        let ids: Vec<String> = voters
+            .iter()
+            .map(|v| format!("{}:{}", v.via, v.id))
+            .collect();
+        self.approver = named.join(", ");
+        self.approver_via = QUORUM.to_owned();
+        self.approver_id = ids.join(" ");
+    }
+
+    /// Whether the person on surface `via` (`discord`, `terminal`) with id `id` approved it:
+    /// its approver, or one of the quorum that gave it. By id, never by a name's text.
+    pub fn approved_by(&self, via: &str, id: &str) -> bool {
+        if self.approver_via == QUORUM {
+            return self
+                .approver_id
+                .split(' ')
+                .any(|v| v.split_once(':') == Some((via, id)));
+        }
+        self.approver_via == via && self.approver_id == id
+    }
+
     /// Whether it still allows anything at `now_ms`.
     pub fn is_live(&self, now_ms: i64) -> bool {
         self.revoked_at_ms.is_none() && now_ms < self.ends_at_ms

@@ -107,6 +107,11 @@ pub struct Vote {
 }
 
 impl Vote {
+    /// How the voter is named in an audit row and a grant: `alice (discord 111)`.
+    pub fn describe(&self) -> String {
+        format!("{} ({} {})", self.name, self.via, self.id)
+    }
+
     pub fn settlement(&self) -> Settlement {
         Settlement {
             selected: self.selected.clone(),

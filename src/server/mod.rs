@@ -560,9 +560,7 @@ async fn run_op(ctx: &ServerContext, op: Op, user: &LocalUser) -> Event {
                     .filter(|g| {
                         user.operator
                             || user.peer.uid.is_some_and(|uid| {
-                                g.uid == uid
-                                    || (g.approver_via == "terminal"
-                                        && g.approver_id == uid.to_string())
+                                g.uid == uid || g.approved_by("terminal", &uid.to_string())
                             })
                     })
                     .collect(),

@@ -644,3 +644,42 @@ async fn a_grants_announcement_attaches_a_long_command_whole() {
     assert_eq!(announcement.files[0].data, long.as_bytes());
     app.assert_payloads_valid();
 }
+
+/// A quorum's grant may be revoked by any of its voters, known by their Discord id. It used to
+/// be read from the text of the approver list, so a voter whose display name was
+/// `x (discord 5656), y` made user 5656, who never voted, one of the quorum.
+#[tokio::test]
+async fn revoking_a_quorums_grant_checks_the_voters_ids_not_their_names() {
+    let app = App::discord_with(grants(Some(2))).await;
+    let (mut c, _) = app.ask("g-30", &approval("terraform plan", "s1")).await;
+    let msg = app.messages(CHANNEL)[0].clone();
+    let sly = fixtures::Clicker::new(4444, "x (discord 5656), y", &[]);
+    app.press(&msg, &alice(), "Allow for 30 min").await;
+    final_state(&app.press(&msg, &sly, "Allow for 30 min").await);
+    expect_event(&mut c, "answered").await;
+    let g = live_grants(&app).await;
+    let id = g[0]["id"].as_str().unwrap().to_owned();
+    assert_eq!(g[0]["approver_via"], "quorum", "{g:?}");
+    assert_eq!(g[0]["approver_id"], "discord:4242 discord:4444", "{g:?}");
+    let slash = |who: fixtures::Clicker| {
+        let at = At {
+            application_id: app.standin().application_id(),
+            guild_id: Some(app.standin().guild_id()),
+            channel_id: CHANNEL,
+            message_id: 0,
+        };
+        let options = json!([{"name": "grant", "type": 3, "value": id}]);
+        let payload =
+            fixtures::slash_command(app.next_id(), &at, &who, "askrelay", "revoke", options);
+        app.interact(payload)
+    };
+    let refused = slash(fixtures::Clicker::new(5656, "mallory", &[])).await;
+    let text = refused["data"]["embeds"][0]["description"].to_string();
+    assert!(text.contains("or an operator may revoke"), "{refused}");
+    assert_eq!(live_grants(&app).await.len(), 1, "not revoked");
+    let done = slash(sly).await;
+    let text = done["data"]["embeds"][0]["description"].to_string();
+    assert!(text.contains("ended now"), "a voter revokes it: {done}");
+    assert!(live_grants(&app).await.is_empty());
+    app.assert_payloads_valid();
+}

@@ -80,12 +80,41 @@ const DRAFT_SAVED: &str = "Your selection was saved; press Submit to send it.";
 const DRAFT_NOT_SAVED: &str = "Your last selection was not saved, so nothing was submitted: \
                                choose your options again, then Submit.";
 
-/// Grant patterns waiting for "Save grant": (request token, Discord user) → (pattern, the
-/// route's grant length).
-pub(crate) type WaitingPatterns = HashMap<(String, u64), (String, usize)>;
+/// Grant patterns waiting for "Save grant", per Discord user: their newest previews (request
+/// token, pattern, the route's grant length), oldest first. Each person's are bounded on their
+/// own, so one person's previews never push out anyone else's.
+#[derive(Debug, Default)]
+pub(crate) struct WaitingPatterns(
+    HashMap<u64, std::collections::VecDeque<(String, String, usize)>>,
+);
 
-/// The most grant patterns waiting for "Save grant" at once.
-const MAX_WAITING_PATTERNS: usize = 1000;
+/// The most grant patterns one person may have waiting for "Save grant" at once (their oldest
+/// is forgotten past it).
+const MAX_WAITING_PATTERNS_PER_USER: usize = 16;
+
+impl WaitingPatterns {
+    /// Keeps `user`'s preview of `pattern` for the request with `token`, replacing their
+    /// earlier one for that request.
+    pub(crate) fn insert(&mut self, token: &str, user: u64, pattern: String, g: usize) {
+        let mine = self.0.entry(user).or_default();
+        mine.retain(|(t, _, _)| t != token);
+        if mine.len() >= MAX_WAITING_PATTERNS_PER_USER {
+            mine.pop_front();
+        }
+        mine.push_back((token.to_owned(), pattern, g));
+    }
+
+    /// Takes `user`'s preview for the request with `token`: the pattern and grant length.
+    pub(crate) fn take(&mut self, token: &str, user: u64) -> Option<(String, usize)> {
+        let mine = self.0.get_mut(&user)?;
+        let at = mine.iter().position(|(t, _, _)| t == token)?;
+        let (_, pattern, g) = mine.remove(at)?;
+        if mine.is_empty() {
+            self.0.remove(&user);
+        }
+        Some((pattern, g))
+    }
+}
 
 /// The most unsaved drafts remembered at once.
 const MAX_UNSAVED_DRAFTS: usize = 1000;
@@ -804,7 +833,7 @@ impl Handler {
                     .patterns
                     .lock()
                     .unwrap()
-                    .remove(&(a.req.token.clone(), ci.user.id.get()));
+                    .take(&a.req.token, ci.user.id.get());
                 let Some((pattern, _)) = waiting.filter(|(_, w)| *w == g) else {
                     return self
                         .refuse(
@@ -1183,11 +1212,10 @@ impl Handler {
                 accepted: true,
             })
             .await;
-        let mut waiting = self.patterns.lock().unwrap();
-        if waiting.len() >= MAX_WAITING_PATTERNS {
-            waiting.clear();
-        }
-        waiting.insert((a.req.token.clone(), mi.user.id.get()), (pattern, g));
+        self.patterns
+            .lock()
+            .unwrap()
+            .insert(&a.req.token, mi.user.id.get(), pattern, g);
         Reply::Preview(text, rows)
     }
 
@@ -1436,7 +1464,28 @@ pub(super) fn already(q: &crate::domain::Question, a: &Answered) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::not_saved;
+    use super::{not_saved, WaitingPatterns, MAX_WAITING_PATTERNS_PER_USER};
+
+    #[test]
+    fn one_persons_grant_previews_never_push_out_anyone_elses() {
+        let mut w = WaitingPatterns::default();
+        w.insert("t-alice", 1, "cargo test *".into(), 0);
+        for i in 0..5_000 {
+            w.insert(&format!("t-{i}"), 2, format!("p{i}"), 1);
+        }
+        assert_eq!(w.take("t-alice", 1), Some(("cargo test *".into(), 0)));
+        // Mallory keeps only her newest.
+        assert_eq!(w.0[&2].len(), MAX_WAITING_PATTERNS_PER_USER);
+        assert_eq!(w.take("t-4999", 2), Some(("p4999".into(), 1)));
+        assert_eq!(w.take("t-0", 2), None);
+        // A preview is taken once, by its own author, and a new one replaces an older one.
+        assert_eq!(w.take("t-alice", 1), None);
+        w.insert("t", 3, "a".into(), 0);
+        w.insert("t", 3, "b".into(), 1);
+        assert_eq!(w.take("t", 2), None);
+        assert_eq!(w.take("t", 3), Some(("b".into(), 1)));
+        assert!(!w.0.contains_key(&3));
+    }
 
     #[test]
     fn not_saved_names_the_class_of_the_cause_and_never_its_text() {

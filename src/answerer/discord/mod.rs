@@ -758,31 +758,51 @@ fn reach_problem(e: &serenity::Error, base: &str, what: &str) -> String {
 }
 
 /// A bot token is three dot-separated parts of URL-safe base64 (as the Bot page shows it,
-/// without a "Bot " prefix); says what is wrong without showing the token.
-pub fn token_shape(token: &str) -> Result<(), &'static str> {
+/// without a "Bot " prefix): the bot's id, a timestamp and the secret. Says what is wrong,
+/// naming the part, without showing the token.
+pub fn token_shape(token: &str) -> Result<(), String> {
     if token.starts_with("Bot ") || token.starts_with("Bearer ") {
-        return Err("give the token alone, without \"Bot \"");
+        return Err("give the token alone, without \"Bot \"".into());
     }
     if token.trim() != token || token.chars().any(char::is_whitespace) {
-        return Err("it contains spaces or line breaks");
+        return Err("it contains spaces or line breaks".into());
     }
     if token.starts_with('"') || token.starts_with('\'') {
-        return Err("it is quoted");
+        return Err("it is quoted".into());
     }
     let parts: Vec<&str> = token.split('.').collect();
     if parts.len() != 3 {
-        return Err("it should have three parts separated by dots");
+        return Err(format!(
+            "it should have three parts separated by dots; it has {}",
+            parts.len()
+        ));
     }
-    let b64 = |p: &str| {
-        !p.is_empty()
-            && p.chars()
-                .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == '=')
-    };
-    if !parts.iter().all(|p| b64(p)) || parts[0].len() < 16 {
-        return Err("its parts should be letters, digits, '-' and '_'");
+    const NAMES: [&str; 3] = ["first", "second", "third"];
+    for (name, p) in NAMES.iter().zip(&parts) {
+        if p.is_empty() {
+            return Err(format!("its {name} part is empty"));
+        }
+        if !p
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == '=')
+        {
+            return Err(format!(
+                "its {name} part has a character other than letters, digits, '-' and '_'"
+            ));
+        }
+    }
+    if parts[0].len() < TOKEN_ID_PART_MIN {
+        return Err(format!(
+            "its first part is too short ({} of at least {TOKEN_ID_PART_MIN} characters: a bot \
+             token begins with the bot's id in base64)",
+            parts[0].len()
+        ));
     }
     Ok(())
 }
+
+/// The shortest first part of a bot token: a snowflake of 17 digits in base64.
+const TOKEN_ID_PART_MIN: usize = 16;
 
 #[cfg(test)]
 mod tests {
@@ -803,8 +823,20 @@ mod tests {
         assert!(token_shape("test-bot-token")
             .unwrap_err()
             .contains("three parts"));
-        assert!(token_shape("MTE4MDAwMDAwMDAwMDAwMDAwMQ.Gx1234.a/b")
-            .unwrap_err()
-            .contains("letters"));
+        assert_eq!(
+            token_shape("MTE4MDAwMDAwMDAwMDAwMDAwMQ.Gx1234.a/b").unwrap_err(),
+            "its third part has a character other than letters, digits, '-' and '_'"
+        );
+        // Each fault named as it is: "x.y.z" is a well-formed token whose first part is short.
+        assert_eq!(
+            token_shape("x.y.z").unwrap_err(),
+            "its first part is too short (1 of at least 16 characters: a bot token begins with \
+             the bot's id in base64)"
+        );
+        assert_eq!(
+            token_shape("MTE4MDAwMDAwMDAwMDAwMDAwMQ..x").unwrap_err(),
+            "its second part is empty"
+        );
+        assert!(token_shape("a.b").unwrap_err().ends_with("it has 2"));
     }
 }

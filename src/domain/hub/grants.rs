@@ -4,7 +4,7 @@
 use super::{storage_error, Hub};
 use crate::domain::error::{AskError, ErrorCode};
 use crate::domain::grant::{self, Grant};
-use crate::domain::request::{now_ms, Actor, AuditAction, AuditEntry, Via};
+use crate::domain::request::{now_ms, Actor, AuditAction, AuditEntry};
 use crate::domain::text::Escaped;
 
 /// The most grants a listing shows.
@@ -53,10 +53,7 @@ impl Hub {
                 Escaped(id)
             )));
         };
-        let approver = g.approver_via == actor.via.as_str() && g.approver_id == actor.id
-            || g.approver
-                .split(", ")
-                .any(|v| v.ends_with(&voter_tag(actor)));
+        let approver = g.approved_by(actor.via.as_str(), &actor.id);
         if !(operator || approver) {
             self.audit(audit(
                 false,
@@ -97,14 +94,4 @@ impl Hub {
             ..g
         })
     }
-}
-
-/// How a quorum's voter is named in a grant's approver list: `(discord 111)`.
-fn voter_tag(actor: &Actor) -> String {
-    let via = match actor.via {
-        Via::Discord => "discord",
-        Via::Terminal => "terminal",
-        _ => "-",
-    };
-    format!("({via} {})", actor.id)
 }

@@ -290,10 +290,10 @@ impl Hub {
         settlement: &Settlement,
         actor: Actor,
     ) -> Result<Settled, AskError> {
-        let voters: Vec<String> = req.votes[idx]
+        let voters: Vec<Vote> = req.votes[idx]
             .iter()
             .filter(|v| v.settlement() == *settlement)
-            .map(|v| format!("{} ({} {})", v.name, v.via, v.id))
+            .cloned()
             .collect();
         self.settle_now(req, idx, settlement.clone(), actor, &voters)
             .await
@@ -376,20 +376,22 @@ impl Hub {
         }
     }
 
-    /// First-wins settlement (`voters`: the quorum that chose it, for the audit row).
+    /// First-wins settlement (`voters`: the quorum that chose it, for the audit row and a
+    /// grant's approvers).
     async fn settle_now(
         &self,
         req: &Request,
         idx: usize,
         settlement: Settlement,
         actor: Actor,
-        voters: &[String],
+        voters: &[Vote],
     ) -> Result<Settled, AskError> {
         let question = question(req, idx)?;
         let at_ms = now_ms();
         let mut detail = audit_detail(&settlement, actor.note.as_deref());
         if !voters.is_empty() {
-            detail.push_str(&format!(" voters: {}", voters.join(", ")));
+            let named: Vec<String> = voters.iter().map(Vote::describe).collect();
+            detail.push_str(&format!(" voters: {}", named.join(", ")));
         }
         let mut settlement = settlement;
         let grant = self.grant_of(req, idx, &settlement, &actor, voters, at_ms)?;
@@ -638,7 +640,7 @@ impl Hub {
         idx: usize,
         settlement: &Settlement,
         actor: &Actor,
-        voters: &[String],
+        voters: &[Vote],
         at_ms: i64,
     ) -> Result<Option<Grant>, AskError> {
         let Some(terms) = settlement.terms.as_ref().and_then(|t| t.grant.as_ref()) else {
@@ -670,7 +672,7 @@ impl Hub {
             )
         })?;
         if !voters.is_empty() {
-            g.approver = voters.join(", ");
+            g.set_quorum(voters);
         }
         Ok(Some(g))
     }
