@@ -27,7 +27,12 @@ impl LocalUser {
         self.operator || self.owns(req)
     }
 
-    /// How logs and the audit log name this user.
+    /// How the audit log names this user: `uid:1000 name=alice pid=4242`.
+    pub fn audit(&self) -> String {
+        self.peer.audit(self.name.as_deref())
+    }
+
+    /// How logs and messages name this user.
     pub fn describe(&self) -> String {
         match (&self.name, self.peer.uid) {
             (Some(n), _) => format!("{n} ({})", self.peer),

@@ -28,7 +28,16 @@ pub struct ChainedRow {
     pub id: i64,
     /// Milliseconds since the epoch.
     pub at: i64,
+    /// `at` as RFC 3339 in UTC, to the millisecond ([`time_of`]), for a reader without the
+    /// database; not hashed, but checked against `at` by [`verify`]. Absent in rows read
+    /// from exports written before it existed.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub time: String,
     pub request_key: Option<i64>,
+    /// The request's id as its client gave it: hashed with the row when present (rows written
+    /// before it was recorded have none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub request_id: Option<String>,
     pub question_idx: Option<i64>,
     pub source: String,
     pub actor: Option<String>,
@@ -44,6 +53,7 @@ pub struct ChainedRow {
 pub struct RowContent<'a> {
     pub at: i64,
     pub request_key: Option<i64>,
+    pub request_id: Option<&'a str>,
     pub question_idx: Option<i64>,
     pub source: &'a str,
     pub actor: Option<&'a str>,
@@ -58,6 +68,7 @@ impl AuditEntry {
         RowContent {
             at,
             request_key: self.request_key,
+            request_id: self.request_id.as_deref(),
             question_idx: self.question_idx.map(|i| i as i64),
             source: self.source.as_str(),
             actor: self.actor.as_deref(),
@@ -85,7 +96,9 @@ impl ChainHead {
         ChainedRow {
             id,
             at: row.at,
+            time: time_of(row.at),
             request_key: row.request_key,
+            request_id: row.request_id.map(str::to_owned),
             question_idx: row.question_idx,
             source: row.source.to_owned(),
             actor: row.actor.map(str::to_owned),
@@ -100,10 +113,12 @@ impl ChainHead {
 
 /// The bytes a row's hash is taken over: the JSON array
 /// `[id, at, request_key, question_idx, source, actor, action, detail, accepted, prev_hash]`,
-/// compact (no spaces), with `null` for a missing value, `true`/`false` for `accepted`, strings
-/// escaped as serde_json does (`"`, `\` and control characters only; other characters as UTF-8).
+/// with `request_id` after `prev_hash` when the row has one, compact (no spaces), with `null`
+/// for a missing value, `true`/`false` for `accepted`, strings escaped as serde_json does
+/// (`"`, `\` and control characters only; other characters as UTF-8). Rows from before the
+/// request id was recorded hash as they always did.
 pub fn canonical(id: i64, row: &RowContent<'_>, prev_hash: &str) -> Vec<u8> {
-    serde_json::to_vec(&(
+    let base = (
         id,
         row.at,
         row.request_key,
@@ -114,8 +129,78 @@ pub fn canonical(id: i64, row: &RowContent<'_>, prev_hash: &str) -> Vec<u8> {
         row.detail,
         row.accepted,
         prev_hash,
-    ))
+    );
+    match row.request_id {
+        None => serde_json::to_vec(&base),
+        Some(rid) => {
+            let (a, b, c, d, e, f, g, h, i, j) = base;
+            serde_json::to_vec(&(a, b, c, d, e, f, g, h, i, j, rid))
+        }
+    }
     .expect("a tuple of numbers and strings always serializes")
+}
+
+/// A time in milliseconds since the epoch as RFC 3339 in UTC, to the millisecond:
+/// `2026-12-04T17:45:10.123Z`.
+pub fn time_of(at_ms: i64) -> String {
+    match jiff::Timestamp::from_millisecond(at_ms) {
+        Ok(t) => t.strftime("%Y-%m-%dT%H:%M:%S%.3fZ").to_string(),
+        Err(_) => String::new(),
+    }
+}
+
+/// What a person chose, as an audit row's detail says it: the options by their labels,
+/// `{"selected":["Allow"]}`, with `custom` (the free text) and `terms` (a grant, an edited
+/// command) when there are any. An index the question does not have shows as `#N` (1-based).
+pub fn settlement_detail(q: &super::Question, s: &super::Settlement) -> String {
+    #[derive(Serialize)]
+    struct Shown<'a> {
+        selected: Vec<String>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        custom: Option<&'a str>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        terms: Option<&'a super::answer::Terms>,
+    }
+    let selected = s
+        .selected
+        .iter()
+        .map(|&i| {
+            q.options
+                .get(i)
+                .map_or_else(|| format!("#{}", i + 1), |o| o.label.clone())
+        })
+        .collect();
+    serde_json::to_string(&Shown {
+        selected,
+        custom: s.custom.as_deref(),
+        terms: s.terms.as_ref(),
+    })
+    .unwrap_or_default()
+}
+
+/// Who an audit row names, in one format: `KIND:ID`, then ` name=NAME` and ` pid=PID` when
+/// known. KIND is `uid` (a local user, at the socket or a terminal), `discord` (a Discord
+/// user), `policy` (the expiry policy), `grant` (a grant, named by its approver) or `daemon`.
+/// A name with anything but letters, digits and `._-@+` is quoted as a JSON string.
+pub fn actor(kind: &str, id: &str, name: Option<&str>, pid: Option<i32>) -> String {
+    let mut out = format!("{kind}:{id}");
+    if let Some(n) = name.filter(|n| !n.is_empty()) {
+        let plain = n
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "._-@+".contains(c));
+        if plain {
+            out.push_str(&format!(" name={n}"));
+        } else {
+            out.push_str(&format!(
+                " name={}",
+                serde_json::to_string(n).unwrap_or_default()
+            ));
+        }
+    }
+    if let Some(p) = pid {
+        out.push_str(&format!(" pid={p}"));
+    }
+    out
 }
 
 /// The hash of a row: lowercase hex SHA-256 of [`canonical`].
@@ -137,6 +222,7 @@ impl ChainedRow {
         RowContent {
             at: self.at,
             request_key: self.request_key,
+            request_id: self.request_id.as_deref(),
             question_idx: self.question_idx,
             source: &self.source,
             actor: self.actor.as_deref(),
@@ -406,6 +492,17 @@ pub fn verify<'a>(lines: impl IntoIterator<Item = &'a str>) -> Verdict {
                 if row.computed_hash() != row.hash {
                     return Verdict::BadHash { id: row.id, line };
                 }
+                if !row.time.is_empty() && row.time != time_of(row.at) {
+                    return Verdict::NotAnExport {
+                        line,
+                        why: format!(
+                            "row {}'s time {:?} is not its at ({})",
+                            row.id,
+                            row.time,
+                            time_of(row.at)
+                        ),
+                    };
+                }
                 prev_id = row.id;
                 prev_hash = row.hash;
                 rows += 1;
@@ -467,6 +564,7 @@ mod tests {
         RowContent {
             at: 1_764_000_000_000,
             request_key: Some(7),
+            request_id: None,
             question_idx: None,
             source: "socket",
             actor: Some("uid 1000 (pid 42)"),
@@ -491,6 +589,44 @@ mod tests {
             row_hash(1, &content(), GENESIS),
             "deb8dac98fc862823f4d668a74ac71c001b65ea8b342c29f759ba72a31872665"
         );
+        // A row with its request id hashes it after prev_hash.
+        let with_id = RowContent {
+            actor: Some("uid:1000 pid=42"),
+            request_id: Some("deploy-42"),
+            ..content()
+        };
+        assert_eq!(
+            String::from_utf8(canonical(1, &with_id, GENESIS)).unwrap(),
+            format!(
+                "[1,1764000000000,7,null,\"socket\",\"uid:1000 pid=42\",\"ask\",\
+                 \"a \\\"quoted\\\"\\nline é\",true,\"{GENESIS}\",\"deploy-42\"]"
+            )
+        );
+        // Computed apart from this code (Python's hashlib over the line above).
+        assert_eq!(
+            row_hash(1, &with_id, GENESIS),
+            "7df16be85e31dae7ead67dd4322b86b7d65150088db5a398634d216215b4a8a2"
+        );
+    }
+
+    #[test]
+    fn times_and_actors_read_without_the_database() {
+        assert_eq!(time_of(1_764_000_000_123), "2025-11-24T16:00:00.123Z");
+        assert_eq!(time_of(0), "1970-01-01T00:00:00.000Z");
+        assert_eq!(
+            actor("uid", "1000", Some("alice"), Some(42)),
+            "uid:1000 name=alice pid=42"
+        );
+        assert_eq!(
+            actor("discord", "4242", Some("bob.b"), None),
+            "discord:4242 name=bob.b"
+        );
+        assert_eq!(actor("uid", "1235", None, None), "uid:1235");
+        assert_eq!(
+            actor("discord", "1", Some("x (discord 2), y"), None),
+            "discord:1 name=\"x (discord 2), y\""
+        );
+        assert_eq!(actor("policy", "expiry", None, None), "policy:expiry");
     }
 
     fn export(n: i64) -> Vec<String> {

@@ -112,6 +112,16 @@ impl Vote {
         format!("{} ({} {})", self.name, self.via, self.id)
     }
 
+    /// How the audit log names the voter ([`super::audit::actor`]): `discord:111 name=alice`.
+    pub fn audit(&self) -> String {
+        let kind = if self.via == "terminal" {
+            "uid"
+        } else {
+            self.via.as_str()
+        };
+        super::audit::actor(kind, &self.id, Some(&self.name), None)
+    }
+
     pub fn settlement(&self) -> Settlement {
         Settlement {
             selected: self.selected.clone(),

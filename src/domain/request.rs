@@ -158,7 +158,22 @@ impl Actor {
         }
     }
 
-    /// A one-line description for logs, the audit log and `CONFLICT` messages, e.g.
+    /// How the audit log names this actor ([`super::audit::actor`]): `uid:1000 name=alice`,
+    /// `discord:4242 name=alice`, `policy:expiry`, `grant:g-… name="…"` (its approver).
+    pub fn audit(&self) -> String {
+        use super::audit::actor;
+        match self.via {
+            Via::Terminal => {
+                let named = self.name != format!("uid {}", self.id);
+                actor("uid", &self.id, named.then_some(self.name.as_str()), None)
+            }
+            Via::Discord => actor("discord", &self.id, Some(&self.name), None),
+            Via::Policy => actor("policy", "expiry", None, None),
+            Via::Grant => actor("grant", &self.id, Some(&self.name), None),
+        }
+    }
+
+    /// A one-line description for logs and `CONFLICT` messages, e.g.
     /// `alice (uid 1000) via terminal`. The note is left out: it is not who answered.
     pub fn describe(&self) -> String {
         match self.via {
@@ -189,6 +204,14 @@ pub struct Answered {
 pub struct Peer {
     pub uid: Option<u32>,
     pub pid: Option<i32>,
+}
+
+impl Peer {
+    /// How the audit log names the process: `uid:1000 pid=4242` ([`super::audit::actor`]).
+    pub fn audit(&self, name: Option<&str>) -> String {
+        let uid = self.uid.map_or_else(|| "?".to_owned(), |u| u.to_string());
+        super::audit::actor("uid", &uid, name, self.pid)
+    }
 }
 
 impl fmt::Display for Peer {
@@ -684,12 +707,26 @@ impl AuditAction {
 #[derive(Debug, Clone, Default)]
 pub struct AuditEntry {
     pub request_key: Option<i64>,
+    /// The request's id, with its key ([`AuditEntry::about`]): the export names the request
+    /// without the database.
+    pub request_id: Option<String>,
     pub question_idx: Option<usize>,
     pub source: Source,
     pub actor: Option<String>,
     pub action: AuditAction,
     pub detail: Option<String>,
     pub accepted: bool,
+}
+
+impl AuditEntry {
+    /// A row about `req` (its key and id); the caller sets the rest.
+    pub fn about(req: &Request) -> AuditEntry {
+        AuditEntry {
+            request_key: Some(req.key),
+            request_id: Some(req.request_id.clone()),
+            ..Default::default()
+        }
+    }
 }
 
 /// A stored audit row.

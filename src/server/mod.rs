@@ -208,7 +208,7 @@ async fn handle_connection(stream: UnixStream, ctx: ServerContext) {
         // Boxed, like `run_op` below: a rare path that should not size every connection's task.
         Box::pin(ctx.hub.audit(AuditEntry {
             source: Source::Socket,
-            actor: Some(peer.to_string()),
+            actor: Some(peer.audit(None)),
             action: AuditAction::Connect,
             detail: Some("not in allowed_uids".into()),
             accepted: false,

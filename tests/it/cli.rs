@@ -1057,3 +1057,121 @@ async fn audit_verify_notices_rows_cut_from_the_end_and_a_cut_file() {
     assert!(out.starts_with("cut at the end"), "{out}");
     drop(waiting);
 }
+
+/// Whether `actor` is in the audit log's one format: `KIND:ID`, then ` name=NAME` (plain, or
+/// a JSON string) and ` pid=PID` when known (askrelay::domain::audit::actor).
+fn one_actor_format(actor: &str) -> bool {
+    let (kind_id, mut rest) = actor.split_once(' ').unwrap_or((actor, ""));
+    let Some((kind, id)) = kind_id.split_once(':') else {
+        return false;
+    };
+    if !["uid", "discord", "policy", "grant", "daemon"].contains(&kind) || id.is_empty() {
+        return false;
+    }
+    if let Some(n) = rest.strip_prefix("name=") {
+        rest = if n.starts_with('"') {
+            let mut de = serde_json::Deserializer::from_str(n).into_iter::<String>();
+            match de.next() {
+                Some(Ok(_)) => n[de.byte_offset()..].trim_start(),
+                _ => return false,
+            }
+        } else {
+            n.split_once(' ').map_or("", |(_, r)| r)
+        };
+    }
+    if let Some(p) = rest.strip_prefix("pid=") {
+        return p.parse::<i64>().is_ok();
+    }
+    rest.is_empty()
+}
+
+/// An export reads without the database: every row about a request names it by its
+/// `request_id` (hashed with the row), carries its time in RFC 3339 beside the epoch, says
+/// answers by their labels, and names its actor in one format, whatever the surface.
+#[tokio::test]
+async fn an_audit_export_reads_without_the_database() {
+    let app = App::discord_with(|c| c.discord.terminal_answers = true).await;
+    let bin = Bin::in_dir(app.dir.path());
+    let (mut by_click, _) = app.ask("read-1", &yes_no("q")).await;
+    let (mut by_terminal, _) = app.ask("read-2", &yes_no("q")).await;
+    let (_cancelled, _) = app.ask("read-3", &yes_no("q")).await;
+    let msg = app.messages(CHANNEL)[0].clone();
+    final_state(&app.press(&msg, &alice(), "No, keep them").await);
+    expect_event(&mut by_click, "answered").await;
+    let won = app
+        .answer("read-2", "q", &["Yes, delete them (Recommended)"])
+        .await;
+    assert_eq!(won["event"], "answer_accepted", "{won}");
+    expect_event(&mut by_terminal, "answered").await;
+    let (code, _, err) = bin.run(&["cancel", "read-3"]).await;
+    assert_eq!(code, 0, "{err}");
+
+    let (code, out, err) = bin.run(&["audit", "export"]).await;
+    assert_eq!(code, 0, "{err}");
+    let rows: Vec<Value> = out
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .filter(|l| l["kind"] == "row")
+        .collect();
+    assert!(rows.len() >= 6, "{out}");
+    for r in &rows {
+        let at = r["at"].as_i64().unwrap();
+        let time = r["time"].as_str().unwrap_or_default();
+        assert_eq!(time, askrelay::domain::audit::time_of(at), "{r}");
+        assert!(time.ends_with('Z') && time.len() == 24, "{r}");
+        if r["request_key"].is_i64() {
+            assert!(
+                r["request_id"]
+                    .as_str()
+                    .is_some_and(|id| id.starts_with("read-")),
+                "a row about a request names it: {r}"
+            );
+        }
+        let actor = r["actor"].as_str().unwrap_or_default();
+        assert!(one_actor_format(actor), "one format: {actor:?} in {r}");
+    }
+    let answer_of = |rid: &str| {
+        rows.iter()
+            .find(|r| r["action"] == "answer" && r["request_id"] == rid && r["accepted"] == true)
+            .unwrap_or_else(|| panic!("no answer row for {rid}: {out}"))
+            .clone()
+    };
+    let clicked = answer_of("read-1");
+    assert_eq!(clicked["actor"], "discord:4242 name=alice", "{clicked}");
+    assert!(
+        clicked["detail"]
+            .as_str()
+            .unwrap()
+            .starts_with(r#"{"selected":["No, keep them"]}"#),
+        "{clicked}"
+    );
+    let typed = answer_of("read-2");
+    assert!(
+        typed["actor"].as_str().unwrap().starts_with("uid:"),
+        "{typed}"
+    );
+    assert!(
+        typed["detail"]
+            .as_str()
+            .unwrap()
+            .starts_with(r#"{"selected":["Yes, delete them (Recommended)"]}"#),
+        "{typed}"
+    );
+    // The request id is part of what the chain covers: changing it breaks the row's hash.
+    let mut lines: Vec<Value> = out
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let i = lines
+        .iter()
+        .position(|l| l["request_id"] == "read-2")
+        .unwrap();
+    lines[i]["request_id"] = json!("read-9");
+    let file = app.dir.path().join("renamed.jsonl");
+    let text: Vec<String> = lines.iter().map(Value::to_string).collect();
+    std::fs::write(&file, text.join("\n")).unwrap();
+    let (code, out, _) = bin.run(&["audit", "verify", file.to_str().unwrap()]).await;
+    assert_eq!(code, 1, "{out}");
+    assert!(out.contains("hash does not match its content"), "{out}");
+    app.assert_payloads_valid();
+}

@@ -621,7 +621,7 @@ async fn forged_and_garbage_custom_ids_get_an_ephemeral_reply() {
         );
         assert_eq!(
             row.actor.as_deref(),
-            Some("alice (Discord user 4242)"),
+            Some("discord:4242 name=alice"),
             "{bad}"
         );
         let detail = row.detail.as_deref().unwrap();

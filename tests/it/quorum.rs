@@ -106,7 +106,7 @@ async fn two_people_reach_the_quorum_and_one_vote_does_not_settle() {
     let settled = audit(&app, "answer").await;
     let detail = settled.last().unwrap().detail.clone().unwrap_or_default();
     assert!(
-        detail.contains("voters: alice (discord 4242), bob (discord 4343)"),
+        detail.contains("voters: discord:4242 name=alice, discord:4343 name=bob"),
         "{detail}"
     );
     app.assert_payloads_valid();
@@ -431,9 +431,10 @@ async fn a_quorum_vote_stored_without_its_settlement_is_settled_by_the_repair_pa
     });
     let audit_row = AuditEntry {
         request_key: Some(req.key),
+        request_id: Some(req.request_id.clone()),
         question_idx: Some(0),
         source: Source::Discord,
-        actor: Some("bob (discord 4343)".into()),
+        actor: Some("discord:4343 name=bob".into()),
         action: AuditAction::Vote,
         detail: Some("Allow (2 of 2)".into()),
         accepted: true,
@@ -459,7 +460,7 @@ async fn a_quorum_vote_stored_without_its_settlement_is_settled_by_the_repair_pa
     let settled = audit(&app, "answer").await;
     let detail = settled.last().unwrap().detail.clone().unwrap_or_default();
     assert!(
-        detail.contains("voters: alice (discord 4242), bob (discord 4343)"),
+        detail.contains("voters: discord:4242 name=alice, discord:4343 name=bob"),
         "{detail}"
     );
 }

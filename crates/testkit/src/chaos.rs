@@ -3802,7 +3802,6 @@ async fn check_audit(
     shared: &Shared,
     settled_twice: &mut Vec<usize>,
 ) -> ChaosReport {
-    use askrelay::domain::answer::Settlement;
     let mut out = ChaosReport::default();
     let store = match askrelay::store::open(
         db_url,
@@ -3819,7 +3818,8 @@ async fn check_audit(
             return out;
         }
     };
-    let requester = format!("(Discord user {REQUESTER_DISCORD_ID})");
+    // The audit log names a Discord user `discord:ID name=NAME` (askrelay::domain::audit::actor).
+    let requester = format!("discord:{REQUESTER_DISCORD_ID} ");
     for (pi, p) in plan.iter().enumerate() {
         let rid = &p.request_id;
         let quorum = p.approvals > 1;
@@ -3878,7 +3878,7 @@ async fn check_audit(
             out.requester_refused += of_q("forbidden").count();
             let mut wrong: Vec<String> = Vec::new();
             let by_requester =
-                |a: &Option<String>| a.as_deref().is_some_and(|a| a.contains(&requester));
+                |a: &Option<String>| a.as_deref().is_some_and(|a| a.starts_with(&requester));
             if votes.iter().any(|v| by_requester(&v.actor)) {
                 wrong.push("a vote of the requester was counted".into());
             }
@@ -3892,11 +3892,10 @@ async fn check_audit(
                 }
                 continue;
             };
-            let chosen = serde_json::to_string(&Settlement {
-                selected: q.expected.clone(),
-                custom: None,
-                terms: None,
-            })
+            // The audit detail names the options by their labels.
+            let chosen = serde_json::to_string(&serde_json::json!({
+                "selected": q.expected.iter().map(|&o| q.labels[o].as_str()).collect::<Vec<_>>()
+            }))
             .unwrap_or_default();
             let detail = ans.detail.as_deref().unwrap_or("");
             if !detail.starts_with(&chosen) {
@@ -3907,7 +3906,7 @@ async fn check_audit(
             if by_requester(&ans.actor) {
                 wrong.push("settled by the requester".into());
             }
-            // "voter-1 (discord 4200101), voter-2 (discord 4200102)"
+            // "discord:4200101 name=voter-1, discord:4200102 name=voter-2"
             let listed: Vec<&str> = detail
                 .split_once(" voters: ")
                 .map(|(_, v)| v.split(", ").collect())
@@ -3919,17 +3918,15 @@ async fn check_audit(
             } else {
                 let mut distinct = HashSet::new();
                 for v in &listed {
-                    let id = v
-                        .rsplit_once(' ')
-                        .map_or(*v, |(_, id)| id.trim_end_matches(')'));
+                    let id = v.split(' ').next().unwrap_or(v);
                     if !distinct.insert(id) {
                         wrong.push(format!("{v} is listed twice among the voters"));
                     }
-                    let own = format!("(Discord user {id})");
+                    let own = format!("{id} ");
                     let last = votes
                         .iter()
                         .filter(|r| r.id < ans.id)
-                        .rfind(|r| r.actor.as_deref().is_some_and(|a| a.ends_with(&own)));
+                        .rfind(|r| r.actor.as_deref().is_some_and(|a| a.starts_with(&own)));
                     if !last.is_some_and(|r| {
                         r.detail.as_deref().is_some_and(|d| d.starts_with(&chosen))
                     }) {

@@ -582,7 +582,7 @@ impl Handler {
         };
         let outcome = match refusal {
             Some((action, why)) => {
-                self.refuse_one(ci, Some(req.key), action, verdict).await;
+                self.refuse_one(ci, Some(&req), action, verdict).await;
                 Err(why)
             }
             None => self.settle_one(&req, &posts, verdict, &ci.user).await,
@@ -652,14 +652,15 @@ impl Handler {
     async fn refuse_one(
         &self,
         ci: &ComponentInteraction,
-        key: Option<i64>,
+        req: Option<&Request>,
         action: AuditAction,
         verdict: Verdict,
     ) {
         self.ctx
             .refuse(AuditEntry {
-                request_key: key,
-                question_idx: key.map(|_| 0),
+                request_key: req.map(|r| r.key),
+                request_id: req.map(|r| r.request_id.clone()),
+                question_idx: req.map(|_| 0),
                 source: Source::Discord,
                 actor: Some(describe(&ci.user)),
                 action,
@@ -722,7 +723,7 @@ fn private(text: &str) -> CreateInteractionResponseMessage {
 
 /// Who used a control, for the audit log.
 fn describe(user: &serenity::all::User) -> String {
-    format!("{} (Discord user {})", user.name, user.id)
+    crate::domain::audit::actor("discord", &user.id.to_string(), Some(&user.name), None)
 }
 
 #[cfg(test)]

@@ -360,7 +360,12 @@ impl Commands {
             .map_or_else(|| format!("{:?}", Escaped(&ci.data.name)), Sub::describe);
         ctx.refuse(AuditEntry {
             source: Source::Discord,
-            actor: Some(format!("{} (Discord user {})", ci.user.name, ci.user.id)),
+            actor: Some(crate::domain::audit::actor(
+                "discord",
+                &ci.user.id.to_string(),
+                Some(&ci.user.name),
+                None,
+            )),
             action: AuditAction::Command,
             detail: Some(format!("{detail} in channel {}", ci.channel_id)),
             accepted: allowed,
@@ -411,7 +416,8 @@ impl Commands {
                 }
                 let who = format!("{} (Discord user {})", ci.user.name, ci.user.id);
                 let reason = reason.clone().unwrap_or_else(|| format!("cancelled by {who} from Discord"));
-                if ctx.cancel(&req, &reason, Source::Discord, who).await {
+                let actor = crate::domain::audit::actor("discord", &ci.user.id.to_string(), Some(&ci.user.name), None);
+                if ctx.cancel(&req, &reason, Source::Discord, actor).await {
                     Ok(("Cancelled", cancelled_reply(request, &reason), Vec::new()))
                 } else {
                     Err(format!("Request “{}” has already ended.", inert(request)))

@@ -283,7 +283,8 @@ struct Admitted<K> {
 struct Refusal {
     action: AuditAction,
     text: String,
-    key: Option<i64>,
+    /// The request's key and id.
+    about: Option<(i64, String)>,
     idx: Option<usize>,
 }
 
@@ -292,13 +293,13 @@ impl Refusal {
         Refusal {
             action,
             text: text.into(),
-            key: None,
+            about: None,
             idx: None,
         }
     }
 
-    fn about(mut self, key: i64, idx: usize) -> Refusal {
-        self.key = Some(key);
+    fn about(mut self, req: &Request, idx: usize) -> Refusal {
+        self.about = Some((req.key, req.request_id.clone()));
         self.idx = Some(idx);
         self
     }
@@ -530,7 +531,8 @@ impl Handler {
     async fn refuse(&self, origin: &Origin<'_>, r: Refusal) -> Reply {
         self.ctx
             .refuse(AuditEntry {
-                request_key: r.key,
+                request_key: r.about.as_ref().map(|a| a.0),
+                request_id: r.about.map(|a| a.1),
                 question_idx: r.idx,
                 source: Source::Discord,
                 actor: Some(describe(origin.user)),
@@ -641,7 +643,7 @@ impl Handler {
             mine.sort_by_key(|p| p.message.is_none());
         }
         let Some(post) = mine.into_iter().next() else {
-            return Err(Refusal::new(AuditAction::Stale, UNKNOWN).about(key, idx));
+            return Err(Refusal::new(AuditAction::Stale, UNKNOWN).about(&req, idx));
         };
         let q = &req.questions[idx];
         if let Some(i) = id.action.option() {
@@ -650,7 +652,7 @@ impl Handler {
                     AuditAction::Forged,
                     "This button does not match any option.",
                 )
-                .about(key, idx));
+                .about(&req, idx));
             }
         }
         let route = route::of_request(&self.config, &req);
@@ -660,11 +662,11 @@ impl Handler {
             .unwrap_or_default();
         let now = crate::domain::request::now_ms();
         if !route.allows_at(o.user.id.get(), &roles, req.created_at_ms, now) {
-            return Err(Refusal::new(AuditAction::Denied, "You are not allowed to answer this question. Ask an admin to add you (or one of your roles) to the route's allowed_user_ids or allowed_role_ids.").about(key, idx));
+            return Err(Refusal::new(AuditAction::Denied, "You are not allowed to answer this question. Ask an admin to add you (or one of your roles) to the route's allowed_user_ids or allowed_role_ids.").about(&req, idx));
         }
         // Who answered this question, and when, tells the late clicker more than "ended".
         if let Some(Some(a)) = req.answers.get(idx) {
-            return Err(Refusal::new(AuditAction::Late, already(q, a)).about(key, idx));
+            return Err(Refusal::new(AuditAction::Late, already(q, a)).about(&req, idx));
         }
         if req.status != Status::Pending {
             let why = match (req.status, req.error()) {
@@ -676,7 +678,7 @@ impl Handler {
                 ),
                 (status, None) => format!("This request has ended ({}).", status.as_str()),
             };
-            return Err(Refusal::new(AuditAction::Late, why).about(key, idx));
+            return Err(Refusal::new(AuditAction::Late, why).about(&req, idx));
         }
         Ok(Admitted {
             actor: Actor {
@@ -741,11 +743,18 @@ impl Handler {
                 let saved = self.ctx.save_draft(&a.req, idx, &user, &p).await;
                 let audit = AuditEntry {
                     request_key: Some(key),
+                    request_id: Some(a.req.request_id.clone()),
                     question_idx: Some(idx),
                     source: Source::Discord,
                     actor: Some(describe(&ci.user)),
                     action: AuditAction::Draft,
-                    detail: Some(format!("{p:?}")),
+                    detail: Some(crate::domain::audit::settlement_detail(
+                        q,
+                        &Settlement {
+                            selected: p.clone(),
+                            ..Settlement::default()
+                        },
+                    )),
                     accepted: true,
                 };
                 let reply = match saved {
@@ -769,7 +778,7 @@ impl Handler {
                             AuditAction::Forged,
                             "That selection does not match the options.",
                         )
-                        .about(key, idx),
+                        .about(&a.req, idx),
                     )
                     .await;
             }
@@ -779,7 +788,7 @@ impl Handler {
                     return self
                         .refuse(
                             origin,
-                            Refusal::new(AuditAction::Forged, NO_SUCH_GRANT).about(key, idx),
+                            Refusal::new(AuditAction::Forged, NO_SUCH_GRANT).about(&a.req, idx),
                         )
                         .await;
                 }
@@ -794,7 +803,7 @@ impl Handler {
                                 AuditAction::Forged,
                                 "This command cannot be edited here.",
                             )
-                            .about(key, idx),
+                            .about(&a.req, idx),
                         )
                         .await;
                 };
@@ -806,7 +815,7 @@ impl Handler {
                     .find_map(|v| v.terms.as_ref().and_then(|t| t.edited.clone()))
                     .unwrap_or_else(|| asked.to_owned());
                 return self
-                    .open_modal(ci, key, idx, render::edit_modal(q, &ctx, &command))
+                    .open_modal(ci, &a.req, idx, render::edit_modal(q, &ctx, &command))
                     .await;
             }
             (Action::GrantPattern, _) => {
@@ -815,14 +824,14 @@ impl Handler {
                     return self
                         .refuse(
                             origin,
-                            Refusal::new(AuditAction::Forged, NO_SUCH_GRANT).about(key, idx),
+                            Refusal::new(AuditAction::Forged, NO_SUCH_GRANT).about(&a.req, idx),
                         )
                         .await;
                 };
                 return self
                     .open_modal(
                         ci,
-                        key,
+                        &a.req,
                         idx,
                         render::grant_pattern_modal(q, &ctx, &asked.command),
                     )
@@ -843,7 +852,7 @@ impl Handler {
                                 "No pattern of yours is waiting to be saved here (askrelay may \
                                  have restarted); use Allow matching… again.",
                             )
-                            .about(key, idx),
+                            .about(&a.req, idx),
                         )
                         .await;
                 };
@@ -851,7 +860,7 @@ impl Handler {
                     return self
                         .refuse(
                             origin,
-                            Refusal::new(AuditAction::Forged, NO_SUCH_GRANT).about(key, idx),
+                            Refusal::new(AuditAction::Forged, NO_SUCH_GRANT).about(&a.req, idx),
                         )
                         .await;
                 };
@@ -877,7 +886,7 @@ impl Handler {
                 };
                 let ctx = RenderContext::of(&a.req, &a.route, idx);
                 return self
-                    .open_modal(ci, key, idx, render::modal(q, &ctx, form))
+                    .open_modal(ci, &a.req, idx, render::modal(q, &ctx, form))
                     .await;
             }
         };
@@ -892,14 +901,15 @@ impl Handler {
     async fn open_modal(
         &self,
         ci: &ComponentInteraction,
-        key: i64,
+        req: &Request,
         idx: usize,
         modal: serenity::builder::CreateModal,
     ) -> Reply {
         let opened = self
             .ctx
             .record(AuditEntry {
-                request_key: Some(key),
+                request_key: Some(req.key),
+                request_id: Some(req.request_id.clone()),
                 question_idx: Some(idx),
                 source: Source::Discord,
                 actor: Some(describe(&ci.user)),
@@ -927,6 +937,7 @@ impl Handler {
             .ctx
             .record(AuditEntry {
                 request_key: Some(key),
+                request_id: Some(a.req.request_id.clone()),
                 question_idx: Some(idx),
                 source: Source::Discord,
                 actor: Some(describe(&ci.user)),
@@ -953,7 +964,7 @@ impl Handler {
         a: &Admitted<Action>,
         user: &str,
     ) -> Option<Reply> {
-        let (key, idx) = (a.req.key, a.id.question);
+        let idx = a.id.question;
         let q = &a.req.questions[idx];
         let draft = match self.draft(&a.req, idx, user).await {
             Ok(s) => s,
@@ -973,7 +984,7 @@ impl Handler {
         Some(
             self.refuse(
                 origin,
-                Refusal::new(AuditAction::Forbidden, text).about(key, idx),
+                Refusal::new(AuditAction::Forbidden, text).about(&a.req, idx),
             )
             .await,
         )
@@ -994,6 +1005,7 @@ impl Handler {
             self.ctx
                 .refuse(AuditEntry {
                     request_key: Some(key),
+                    request_id: Some(a.req.request_id.clone()),
                     question_idx: Some(idx),
                     source: Source::Discord,
                     actor: Some(describe(origin.user)),
@@ -1017,7 +1029,7 @@ impl Handler {
                     return self
                         .refuse(
                             origin,
-                            Refusal::new(AuditAction::Forged, NO_SUCH_GRANT).about(key, idx),
+                            Refusal::new(AuditAction::Forged, NO_SUCH_GRANT).about(&a.req, idx),
                         )
                         .await
                 }
@@ -1061,7 +1073,7 @@ impl Handler {
         mi: &ModalInteraction,
         a: Admitted<Form>,
     ) -> Reply {
-        let (key, idx) = (a.req.key, a.id.question);
+        let idx = a.id.question;
         let text = mi
             .data
             .components
@@ -1080,7 +1092,7 @@ impl Handler {
                         AuditAction::EmptyModal,
                         "The answer was empty; nothing was recorded.",
                     )
-                    .about(key, idx),
+                    .about(&a.req, idx),
                 )
                 .await;
         };
@@ -1178,7 +1190,7 @@ impl Handler {
             return self
                 .refuse(
                     origin,
-                    Refusal::new(AuditAction::Forbidden, why).about(key, idx),
+                    Refusal::new(AuditAction::Forbidden, why).about(&a.req, idx),
                 )
                 .await;
         }
@@ -1201,6 +1213,7 @@ impl Handler {
             .ctx
             .record(AuditEntry {
                 request_key: Some(key),
+                request_id: Some(a.req.request_id.clone()),
                 question_idx: Some(idx),
                 source: Source::Discord,
                 actor: Some(describe(&mi.user)),
@@ -1434,7 +1447,7 @@ impl Responder<'_> {
 
 /// Who interacted, for the audit log: the user name and id Discord vouches for.
 fn describe(user: &User) -> String {
-    format!("{} (Discord user {})", user.name, user.id)
+    crate::domain::audit::actor("discord", &user.id.to_string(), Some(&user.name), None)
 }
 
 /// Why an answer to a question already settled did not count: by whom, when, and what.

@@ -90,8 +90,9 @@ impl Hub {
     ) -> Result<(Attachment, Option<Stored>), AskError> {
         if let Some(owner) = &ask.caller.owner_agent_id {
             self.audit(AuditEntry {
+                request_id: ask.request_id.clone(),
                 source: Source::Socket,
-                actor: Some(peer.to_string()),
+                actor: Some(peer.audit(None)),
                 action: AuditAction::Ask,
                 detail: Some("delegated caller".into()),
                 accepted: false,
@@ -131,8 +132,9 @@ impl Hub {
                     return Ok((self.existing(req, &ask, peer).await?, None));
                 }
                 self.audit(AuditEntry {
+                    request_id: Some(request_id.clone()),
                     source: Source::Socket,
-                    actor: Some(peer.to_string()),
+                    actor: Some(peer.audit(None)),
                     action: AuditAction::Ask,
                     detail: Some(format!("NO_ANSWERER: {reasons}")),
                     accepted: false,
@@ -166,8 +168,9 @@ impl Hub {
             node: self.node().map(str::to_owned),
         };
         let audit = AuditEntry {
+            request_id: Some(new.request_id.clone()),
             source: Source::Socket,
-            actor: Some(peer.to_string()),
+            actor: Some(peer.audit(None)),
             action: AuditAction::Ask,
             detail: Some(format!(
                 "{} question(s) for {}",
@@ -235,13 +238,12 @@ impl Hub {
             ))
         });
         self.audit(AuditEntry {
-            request_key: Some(req.key),
             source: Source::Socket,
-            actor: Some(peer.to_string()),
+            actor: Some(peer.audit(None)),
             action: AuditAction::Reattach,
             detail: Some(format!("ended: {}", req.status.as_str())),
             accepted: true,
-            ..Default::default()
+            ..AuditEntry::about(&req)
         })
         .await;
         let (_tx, rx) = watch::channel(Phase::Ended(outcome));
@@ -356,8 +358,9 @@ impl Hub {
     /// request itself.
     pub(super) async fn foreign(&self, request_id: &str, peer: Peer) -> AskError {
         self.audit(AuditEntry {
+            request_id: Some(request_id.to_owned()),
             source: Source::Socket,
-            actor: Some(peer.to_string()),
+            actor: Some(peer.audit(None)),
             action: AuditAction::Forbidden,
             detail: Some(format!(
                 "request_id {:?} belongs to another uid",

@@ -27,12 +27,11 @@ impl Hub {
         let reason = reason.unwrap_or_else(|| format!("cancelled by {}", who.describe()));
         let err = AskError::aborted(format!("the request was cancelled: {reason}"));
         let audit = AuditEntry {
-            request_key: Some(req.key),
             source: Source::Socket,
-            actor: Some(who.describe()),
+            actor: Some(who.audit()),
             action: AuditAction::Cancelled,
             detail: Some(err.to_string()),
-            ..Default::default()
+            ..AuditEntry::about(&req)
         };
         if self.end_with(&req, Status::Cancelled, err, audit).await {
             Ok(())
@@ -54,12 +53,14 @@ impl Hub {
         source: Source,
     ) -> bool {
         let audit = AuditEntry {
-            request_key: Some(req.key),
             source,
-            actor: Some(source.as_str().to_owned()),
+            actor: Some(match source {
+                Source::Policy => crate::domain::audit::actor("policy", "expiry", None, None),
+                other => crate::domain::audit::actor(other.as_str(), "askrelay", None, None),
+            }),
             action: AuditAction::ended(status),
             detail: Some(err.to_string()),
-            ..Default::default()
+            ..AuditEntry::about(req)
         };
         self.end_with(req, status, err, audit).await
     }

@@ -326,12 +326,11 @@ impl Core for Hub {
     async fn cancel_as(&self, req: &Request, reason: &str, source: Source, actor: String) -> bool {
         let err = AskError::aborted(format!("the request was cancelled: {reason}"));
         let audit = AuditEntry {
-            request_key: Some(req.key),
             source,
             actor: Some(actor),
             action: AuditAction::Cancelled,
             detail: Some(err.to_string()),
-            ..Default::default()
+            ..AuditEntry::about(req)
         };
         self.end_with(req, Status::Cancelled, err, audit).await
     }

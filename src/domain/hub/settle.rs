@@ -31,8 +31,12 @@ pub struct TerminalAnswer {
 }
 
 /// The audit detail of a settlement: what was chosen, and the note quoted.
-pub(super) fn audit_detail(s: &Settlement, note: Option<&str>) -> String {
-    let mut d = serde_json::to_string(s).unwrap_or_default();
+pub(super) fn audit_detail(
+    q: &crate::domain::Question,
+    s: &Settlement,
+    note: Option<&str>,
+) -> String {
+    let mut d = crate::domain::audit::settlement_detail(q, s);
     if let Some(n) = note {
         d.push_str(&format!(" note={:?}", n));
     }
@@ -94,13 +98,14 @@ impl Hub {
                 );
                 self.audit(AuditEntry {
                     request_key: Some(req.key),
+                    request_id: Some(req.request_id.clone()),
                     question_idx: Some(idx),
                     source: actor.via.into(),
-                    actor: Some(actor.describe()),
+                    actor: Some(actor.audit()),
                     action: AuditAction::Forbidden,
                     detail: Some(format!(
                         "the requester's answer refused: {}",
-                        audit_detail(&settlement, actor.note.as_deref())
+                        audit_detail(question, &settlement, actor.note.as_deref())
                     )),
                     accepted: false,
                 })
@@ -113,9 +118,10 @@ impl Hub {
             {
                 self.audit(AuditEntry {
                     request_key: Some(req.key),
+                    request_id: Some(req.request_id.clone()),
                     question_idx: Some(idx),
                     source: actor.via.into(),
-                    actor: Some(actor.describe()),
+                    actor: Some(actor.audit()),
                     action: AuditAction::Forbidden,
                     detail: Some(format!(
                         "not confirmed ({}): {}",
@@ -123,7 +129,7 @@ impl Hub {
                             Unconfirmed::Missing { .. } => "no word typed",
                             Unconfirmed::Wrong { .. } => "the word typed did not match",
                         },
-                        audit_detail(&settlement, actor.note.as_deref())
+                        audit_detail(question, &settlement, actor.note.as_deref())
                     )),
                     accepted: false,
                 })
@@ -206,13 +212,14 @@ impl Hub {
             let expected = (!old.is_empty()).then(|| json(old));
             let audit = AuditEntry {
                 request_key: Some(req.key),
+                request_id: Some(req.request_id.clone()),
                 question_idx: Some(idx),
                 source: actor.via.into(),
-                actor: Some(actor.describe()),
+                actor: Some(actor.audit()),
                 action: AuditAction::Vote,
                 detail: Some(format!(
                     "{} ({} of {})",
-                    audit_detail(&settlement, actor.note.as_deref()),
+                    audit_detail(&req.questions[idx], &settlement, actor.note.as_deref()),
                     tally.count,
                     tally.needed
                 )),
@@ -388,9 +395,9 @@ impl Hub {
     ) -> Result<Settled, AskError> {
         let question = question(req, idx)?;
         let at_ms = now_ms();
-        let mut detail = audit_detail(&settlement, actor.note.as_deref());
+        let mut detail = audit_detail(question, &settlement, actor.note.as_deref());
         if !voters.is_empty() {
-            let named: Vec<String> = voters.iter().map(Vote::describe).collect();
+            let named: Vec<String> = voters.iter().map(Vote::audit).collect();
             detail.push_str(&format!(" voters: {}", named.join(", ")));
         }
         let mut settlement = settlement;
@@ -421,9 +428,10 @@ impl Hub {
         }
         let audit = AuditEntry {
             request_key: Some(req.key),
+            request_id: Some(req.request_id.clone()),
             question_idx: Some(idx),
             source: actor.via.into(),
-            actor: Some(actor.describe()),
+            actor: Some(actor.audit()),
             action: AuditAction::Answer,
             detail: Some(detail),
             accepted: false,
@@ -510,13 +518,12 @@ impl Hub {
             // Said before the question and the options are checked: they no longer matter.
             let err = too_late(&req);
             self.audit(AuditEntry {
-                request_key: Some(req.key),
                 source: Source::Terminal,
-                actor: Some(who.describe()),
+                actor: Some(who.audit()),
                 action: AuditAction::Answer,
                 detail: Some(format!("terminal answer refused: {}", err.message)),
                 accepted: false,
-                ..Default::default()
+                ..AuditEntry::about(&req)
             })
             .await;
             return Err(err);
@@ -525,15 +532,14 @@ impl Hub {
         if !owner.as_ref().is_some_and(|a| a.terminal_may_answer(&req)) {
             let owner_name = req.answerer.clone().unwrap_or_else(|| "none".into());
             self.audit(AuditEntry {
-                request_key: Some(req.key),
                 source: Source::Terminal,
-                actor: Some(who.describe()),
+                actor: Some(who.audit()),
                 action: AuditAction::Forbidden,
                 detail: Some(format!(
                     "terminal answer refused: the request belongs to the {owner_name} answerer"
                 )),
                 accepted: false,
-                ..Default::default()
+                ..AuditEntry::about(&req)
             })
             .await;
             return Err(AskError::new(

@@ -313,7 +313,8 @@ async fn append_audit(conn: &mut PgConnection, e: &AuditEntry, at: i64) -> Resul
     let row = ChainHead { id, hash }.next(&e.content(at));
     sqlx::query(
         "INSERT INTO audit (id, at, request_key, question_idx, source, actor, action, detail, \
-         accepted, prev_hash, hash) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)",
+         accepted, prev_hash, hash, request_id) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)",
     )
     .bind(row.id)
     .bind(row.at)
@@ -326,6 +327,7 @@ async fn append_audit(conn: &mut PgConnection, e: &AuditEntry, at: i64) -> Resul
     .bind(row.accepted)
     .bind(&row.prev_hash)
     .bind(&row.hash)
+    .bind(&row.request_id)
     .execute(&mut *conn)
     .await?;
     Ok(())

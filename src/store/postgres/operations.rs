@@ -107,6 +107,7 @@ impl Store for PgStore {
             if let Some(key) = key {
                 let mut audit = audit.clone();
                 audit.request_key = Some(key);
+                audit.request_id = Some(new.request_id.clone());
                 append_audit(&mut tx, &audit, new.created_at_ms).await?;
             }
             anyhow::Ok(key)
@@ -400,10 +401,11 @@ impl Store for PgStore {
         let rows = sqlx::query(
             "WITH h AS (SELECT id, hash FROM audit_head), \
              r AS (SELECT id, at, request_key, question_idx, source, actor, action, detail, \
-             accepted, prev_hash, hash FROM audit WHERE id > $1 AND hash IS NOT NULL \
+             accepted, prev_hash, hash, request_id FROM audit WHERE id > $1 AND hash IS NOT NULL \
              ORDER BY id LIMIT $2) \
              SELECT h.id, h.hash, r.id, r.at, r.request_key, r.question_idx, r.source, r.actor, \
-             r.action, r.detail, r.accepted, r.prev_hash, r.hash FROM h LEFT JOIN r ON 1 = 1 \
+             r.action, r.detail, r.accepted, r.prev_hash, r.hash, r.request_id \
+             FROM h LEFT JOIN r ON 1 = 1 \
              ORDER BY r.id",
         )
         .bind(after)
@@ -420,10 +422,13 @@ impl Store for PgStore {
             let Some(id) = r.try_get::<Option<i64>, _>(2)? else {
                 continue;
             };
+            let at: i64 = r.try_get(3)?;
             page.push(ChainedRow {
                 id,
-                at: r.try_get(3)?,
+                at,
+                time: crate::domain::audit::time_of(at),
                 request_key: r.try_get(4)?,
+                request_id: r.try_get(13)?,
                 question_idx: r.try_get(5)?,
                 source: r.try_get(6)?,
                 actor: r.try_get(7)?,

@@ -125,7 +125,7 @@ macro_rules! committed {
 macro_rules! audit_into {
     () => {
         "INSERT INTO audit (id, at, request_key, question_idx, source, actor, action, detail, \
-         accepted, prev_hash, hash) "
+         accepted, prev_hash, hash, request_id) "
     };
 }
 
@@ -134,7 +134,7 @@ macro_rules! audit_into {
 /// rows, not its triggers'; the `SELECT` is evaluated before this statement changes anything).
 macro_rules! insert_audit {
     () => {
-        concat!(audit_into!(), "SELECT ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?")
+        concat!(audit_into!(), "SELECT ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?")
     };
 }
 
@@ -146,7 +146,7 @@ macro_rules! insert_audit_outcome {
         concat!(
             audit_into!(),
             "SELECT ?, ?, ?, ?, ?, ?, ?, ?, changes() > 0, ?, \
-             CASE WHEN changes() > 0 THEN ? ELSE ? END"
+             CASE WHEN changes() > 0 THEN ? ELSE ? END, ?"
         )
     };
 }
@@ -499,6 +499,7 @@ fn bind_row<'q>(
         .bind(row.accepted)
         .bind(&row.prev_hash)
         .bind(&row.hash)
+        .bind(&row.request_id)
 }
 
 /// Binds the values of [`insert_audit_outcome!`]: the two rows that the same entry gives,
@@ -523,6 +524,7 @@ fn bind_outcomes<'q>(
         .bind(&accepted.prev_hash)
         .bind(&accepted.hash)
         .bind(&refused.hash)
+        .bind(&accepted.request_id)
 }
 
 /// The rows that `entry`, written at `at`, gives after `head`: accepted, then refused.

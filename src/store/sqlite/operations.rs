@@ -83,6 +83,7 @@ impl Store for SqliteStore {
         let key = turn.tip.next_key;
         let mut entry = audit.clone();
         entry.request_key = Some(key);
+        entry.request_id = Some(new.request_id.clone());
         let row = turn.tip.head.next(&entry.content(new.created_at_ms));
         let query = sqlx::query(concat!(
             "BEGIN IMMEDIATE; ",
@@ -411,10 +412,11 @@ impl Store for SqliteStore {
         let rows = sqlx::query(
             "WITH h AS (SELECT id, hash FROM audit_head), \
              r AS (SELECT id, at, request_key, question_idx, source, actor, action, detail, \
-             accepted, prev_hash, hash FROM audit WHERE id > ? AND hash IS NOT NULL \
+             accepted, prev_hash, hash, request_id FROM audit WHERE id > ? AND hash IS NOT NULL \
              ORDER BY id LIMIT ?) \
              SELECT h.id, h.hash, r.id, r.at, r.request_key, r.question_idx, r.source, r.actor, \
-             r.action, r.detail, r.accepted, r.prev_hash, r.hash FROM h LEFT JOIN r ON 1 = 1 \
+             r.action, r.detail, r.accepted, r.prev_hash, r.hash, r.request_id \
+             FROM h LEFT JOIN r ON 1 = 1 \
              ORDER BY r.id",
         )
         .bind(after)
@@ -431,10 +433,13 @@ impl Store for SqliteStore {
             let Some(id) = r.try_get::<Option<i64>, _>(2)? else {
                 continue;
             };
+            let at: i64 = r.try_get(3)?;
             page.push(ChainedRow {
                 id,
-                at: r.try_get(3)?,
+                at,
+                time: crate::domain::audit::time_of(at),
                 request_key: r.try_get(4)?,
+                request_id: r.try_get(13)?,
                 question_idx: r.try_get(5)?,
                 source: r.try_get(6)?,
                 actor: r.try_get(7)?,
