@@ -873,6 +873,9 @@ async fn a_leader_cut_off_from_the_database_steps_down_and_another_node_takes_ov
     assert_eq!(cluster.standin.messages_in(CHANNEL).len(), 1);
     next.terminate().await;
     leader.terminate().await;
+    // b's connections went through the proxy: close them before the database is dropped.
+    proxy.cut();
+    drop(proxy);
     cluster.db.drop_now().await.unwrap();
 }
 

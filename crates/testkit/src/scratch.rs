@@ -148,12 +148,28 @@ async fn admin_connection(admin: &str) -> Result<PgConnection> {
     })
 }
 
+/// Drops `name`, terminating its sessions. `WITH (FORCE)` waits five seconds at most for the
+/// sessions it signalled to end and then fails with SQLSTATE 55006 ("being accessed by other
+/// users"): a session that the server had not yet noticed was closed (a daemon killed a moment
+/// ago, a proxy's connection cut) can outlast that, so that error alone is tried again, a few
+/// times.
 async fn drop_database(admin: &str, name: &str) -> Result<()> {
+    const TRIES: u32 = 5;
     let mut conn = admin_connection(admin).await?;
-    let dropped = sqlx::query(&format!("DROP DATABASE IF EXISTS \"{name}\" WITH (FORCE)"))
-        .execute(&mut conn)
-        .await
-        .with_context(|| format!("cannot drop the scratch database {name}"));
+    let mut tried = 0;
+    let dropped = loop {
+        tried += 1;
+        let r = sqlx::query(&format!("DROP DATABASE IF EXISTS \"{name}\" WITH (FORCE)"))
+            .execute(&mut conn)
+            .await;
+        let in_use =
+            matches!(&r, Err(sqlx::Error::Database(e)) if e.code().as_deref() == Some("55006"));
+        if !in_use || tried == TRIES {
+            break r.with_context(|| {
+                format!("cannot drop the scratch database {name} (tried {tried} times)")
+            });
+        }
+    };
     let _ = conn.close().await;
     dropped.map(|_| ())
 }
