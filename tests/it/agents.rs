@@ -92,7 +92,9 @@ impl Claude {
         let file = home.path().join("settings.json");
         if settings.is_null() {
             // The user's own settings, as `askrelay setup claude-code` writes them.
-            let out = std::process::Command::new(BIN)
+            let mut setup = askrelay_in(home.path());
+            let out = setup
+                .as_std_mut()
                 .args(["setup", "claude-code"])
                 .env("HOME", home.path())
                 .current_dir(work)

@@ -46,7 +46,10 @@ async fn a_small_chaos_run_loses_nothing_and_posts_nothing_twice() {
     assert_eq!(report.answered, 20);
     assert_eq!(report.kills, 3);
     // Every body checked: posts, retries, reposts after a kill, edits at start-up.
-    assert!(report.bodies_checked >= 20, "{report:?}");
+    // (None where Discord's spec is absent: the run says that the check was skipped.)
+    if !askrelay_testkit::discord_schema::validation_skipped() {
+        assert!(report.bodies_checked >= 20, "{report:?}");
+    }
     assert_eq!(report.bodies_invalid, 0, "{report:?}");
     // Queued before the first ask, so these never depend on timing.
     assert!(

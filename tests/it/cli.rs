@@ -541,9 +541,8 @@ async fn terminal_answers_with_a_note() {
 async fn check_config_says_which_part_is_wrong() {
     let dir = tempfile::tempdir().unwrap();
     let run = |token: &str, channel: Option<&str>| {
-        let mut c = tokio::process::Command::new(BIN);
+        let mut c = askrelay_in(dir.path());
         c.arg("check-config")
-            .env_clear()
             .env("ASKRELAY_DISCORD__TOKEN", token)
             // Nothing listens on port 1: Discord cannot be reached.
             .env("ASKRELAY_DISCORD__API_BASE", "http://127.0.0.1:1")
@@ -768,8 +767,8 @@ async fn a_client_with_the_mcp_sdks_environment_finds_the_login_sessions_daemon(
         std::fs::create_dir(d).unwrap();
         std::fs::set_permissions(d, std::os::unix::fs::PermissionsExt::from_mode(0o700)).unwrap();
     }
+    // (On top of askrelay_in's empty environment.)
     let sdk_env = |c: &mut tokio::process::Command| {
-        c.env_clear();
         for k in ["HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER"] {
             if let Some(v) = std::env::var_os(k) {
                 c.env(k, v);
@@ -787,7 +786,7 @@ async fn a_client_with_the_mcp_sdks_environment_finds_the_login_sessions_daemon(
     let socket = run_user.join("askrelay.sock");
     assert!(socket.exists());
 
-    let mut mcp = tokio::process::Command::new(BIN);
+    let mut mcp = askrelay_in(dir.path());
     mcp.arg("mcp");
     sdk_env(&mut mcp);
     mcp.stdin(Stdio::piped())
@@ -814,7 +813,7 @@ async fn a_client_with_the_mcp_sdks_environment_finds_the_login_sessions_daemon(
     let mut cmd = other.cmd(&["serve"]);
     cmd.env_remove("ASKRELAY_SOCKET_PATH").env("TMPDIR", &tmp);
     let _other_daemon = other.serve_cmd(cmd).await;
-    let mut pending = tokio::process::Command::new(BIN);
+    let mut pending = askrelay_in(dir.path());
     pending.arg("pending");
     sdk_env(&mut pending);
     let out = within("askrelay pending", pending.output()).await.unwrap();

@@ -719,9 +719,8 @@ async fn check_config_and_serve_against_the_standin() {
     let standin = StandIn::start().await;
     let dir = tempfile::tempdir().unwrap();
     let run = |args: &[&str]| {
-        let mut c = tokio::process::Command::new(env!("CARGO_BIN_EXE_askrelay"));
+        let mut c = askrelay_in(dir.path());
         c.args(args)
-            .env_clear()
             .env(
                 "ASKRELAY_DISCORD__TOKEN",
                 "MTE4MDAwMDAwMDAwMDAwMDAwMQ.Gx1234.test-bot-token",

@@ -46,17 +46,7 @@ pub async fn within<T>(what: &str, f: impl Future<Output = T>) -> T {
 /// Ends a test that cannot run here, saying so: on stderr, and in `target/skipped-tests.txt`,
 /// which `tests/run` prints at the end, so that a skip is never mistaken for a pass.
 pub fn skip(test: &str, why: &str) {
-    let line = format!("skipped: {test}: {why}");
-    eprintln!("{line}");
-    let file = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/skipped-tests.txt");
-    if let Ok(mut f) = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(file)
-    {
-        use std::io::Write;
-        let _ = writeln!(f, "{line}");
-    }
+    askrelay_testkit::skipped::record(test, why);
 }
 
 /// A config rooted in `dir`, with the terminal answerer on and no Discord.
@@ -439,6 +429,9 @@ pub async fn press_on(standin: &StandIn, message: &Value, who: &Clicker, label: 
 }
 
 pub fn assert_bodies_valid(standin: &StandIn) {
+    if askrelay_testkit::discord_schema::validation_skipped() {
+        return;
+    }
     match askrelay_testkit::standin::check_bodies(&standin.requests()) {
         Ok(0) => panic!("no body was checked"),
         Ok(_) => {}
@@ -593,6 +586,31 @@ pub async fn expect_eof(c: &mut Client, why: &str) {
 
 pub const BIN: &str = env!("CARGO_BIN_EXE_askrelay");
 
+/// `askrelay` with an empty environment (PATH only) whose every default place is inside `dir`:
+/// the only way the tests start it (`isolation::`), so that no test ever reaches the developer's
+/// own daemon at `/run/user/$UID/askrelay.sock`, or leaves a socket there. See [`private_places`].
+pub fn askrelay_in(dir: &Path) -> Command {
+    let mut c = Command::new(BIN);
+    c.env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default());
+    private_places(c.as_std_mut(), dir);
+    c
+}
+
+/// Points every default place a process of ours would look for a socket, a config or a
+/// database at `dir`: TMPDIR (`/tmp/askrelay-$UID`), the stand-in for `/run/user/$UID` (a
+/// directory that does not exist), XDG_STATE_HOME and XDG_CONFIG_HOME; XDG_RUNTIME_DIR is
+/// removed (a test that wants one sets it). Later `env` calls override these.
+pub fn private_places(c: &mut std::process::Command, dir: &Path) {
+    let tmp = dir.join("tmp");
+    let _ = std::fs::create_dir_all(&tmp);
+    c.env_remove("XDG_RUNTIME_DIR")
+        .env("TMPDIR", &tmp)
+        .env("ASKRELAY_TEST_RUN_USER_DIR", dir.join("no-run-user"))
+        .env("XDG_STATE_HOME", dir.join("state-home"))
+        .env("XDG_CONFIG_HOME", dir.join("config-home"));
+}
+
 /// The `askrelay` binary with a clean environment: a socket and a database in its directory.
 pub struct Bin {
     dir: PathBuf,
@@ -660,10 +678,8 @@ impl Bin {
     }
 
     pub fn cmd(&self, args: &[&str]) -> Command {
-        let mut c = Command::new(BIN);
+        let mut c = askrelay_in(&self.dir);
         c.args(args)
-            .env_clear()
-            .env("PATH", std::env::var("PATH").unwrap_or_default())
             .envs(self.env.iter().map(|(k, v)| (k, v)))
             .stdin(Stdio::null())
             .stdout(Stdio::piped())

@@ -24,6 +24,7 @@ mod faults;
 mod fulldisk;
 mod grants;
 mod hostile;
+mod isolation;
 mod limits;
 mod mcp;
 mod oncall;

@@ -2,7 +2,7 @@
 //! (`initialize`, `tools/list`, `tools/call`), forwarding to a real daemon started in-process.
 //! Every wait is on a line read or a daemon event, bounded by `WAIT` so a hang fails loudly.
 
-use crate::harness::{yes_no, App};
+use crate::harness::{askrelay_in, private_places, yes_no, App, BIN};
 use askrelay::domain::{Outcome, Status};
 use serde_json::{json, Value};
 use std::path::Path;
@@ -11,7 +11,6 @@ use std::time::Duration;
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, Lines};
 use tokio::process::{Child, ChildStdin, ChildStdout, Command};
 
-const BIN: &str = env!("CARGO_BIN_EXE_askrelay");
 const WAIT: Duration = Duration::from_secs(30);
 const PROTOCOL_VERSION: &str = "2025-06-18";
 
@@ -26,11 +25,9 @@ struct Mcp {
 
 impl Mcp {
     fn spawn(socket: &Path, args: &[&str], env: &[(&str, &str)]) -> Mcp {
-        let mut cmd = Command::new(BIN);
+        let mut cmd = askrelay_in(socket.parent().expect("a socket in a directory"));
         cmd.arg("mcp")
             .args(args)
-            .env_clear()
-            .env("PATH", std::env::var("PATH").unwrap_or_default())
             .env("ASKRELAY_SOCKET_PATH", socket)
             .env(
                 "ASKRELAY_LOG",
@@ -542,7 +539,8 @@ async fn a_waiting_call_reattaches_when_the_daemon_restarts() {
 
 #[tokio::test]
 async fn mcp_help_has_examples() {
-    let out = Command::new(BIN)
+    let dir = tempfile::tempdir().unwrap();
+    let out = askrelay_in(dir.path())
         .args(["mcp", "--help"])
         .output()
         .await
@@ -600,7 +598,12 @@ async fn python_sdk_client_calls_the_tool(venv: &str, version: &str) {
     let python = sdk_python(venv, version);
     let app = App::start().await;
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/mcp_python_client.py");
-    let mut child = Command::new(&python)
+    let mut python = Command::new(&python);
+    private_places(
+        python.as_std_mut(),
+        app.socket().parent().expect("a socket in a directory"),
+    );
+    let mut child = python
         .args([script, BIN, "--project", "pyclient"])
         .env("ASKRELAY_SOCKET_PATH", app.socket())
         .env("ASKRELAY_LOG", "error")

@@ -618,6 +618,9 @@ async fn post_multipart(standin: &StandIn, payload_json: &Value) -> u16 {
 /// limit is caught.
 #[tokio::test]
 async fn a_multipart_body_is_checked_by_its_payload_json() {
+    if askrelay_testkit::discord_schema::validation_skipped() {
+        return;
+    }
     let standin = StandIn::start().await;
     let attachment = json!([{"id": "0", "filename": "plan.txt"}]);
     let ok = json!({"content": "the plan is attached", "attachments": attachment});

@@ -1163,10 +1163,14 @@ fn short_env_client(
     args: &[&str],
     env: &[(&str, &std::path::Path)],
 ) -> tokio::process::Command {
-    let mut cmd = tokio::process::Command::new(BIN);
+    // The test's own directory holds the TMPDIR it names.
+    let dir = env
+        .iter()
+        .find(|(k, _)| *k == "TMPDIR")
+        .and_then(|(_, v)| v.parent())
+        .expect("a TMPDIR in the test's directory");
+    let mut cmd = askrelay_in(dir);
     cmd.args(args)
-        .env_clear()
-        .env("PATH", std::env::var("PATH").unwrap_or_default())
         .envs(env.iter().map(|(k, v)| (k, v)))
         .uid(user.0)
         .gid(user.1)
@@ -1214,7 +1218,7 @@ async fn codex_hook_asks_the_daemon(
     .await;
     // Denied at the daemon the client was meant to ask: the decision comes back from there.
     let request_id = format!("codex-{tool_use_id}");
-    let mut answer = tokio::process::Command::new(BIN);
+    let mut answer = askrelay_in(socket.parent().expect("a socket in a directory"));
     answer
         .args([
             "answer",
@@ -1224,7 +1228,6 @@ async fn codex_hook_asks_the_daemon(
             "--select",
             "Deny",
         ])
-        .env_clear()
         .env("ASKRELAY_SOCKET_PATH", socket)
         .uid(user.0)
         .gid(user.1);

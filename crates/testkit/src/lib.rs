@@ -9,7 +9,8 @@
 //! - [`proxy`]: a TCP proxy that pauses, resumes and cuts connections (a partition, a stalled
 //!   database), between cluster nodes and PostgreSQL;
 //! - [`chaos`]: the fault harness (`examples/chaos.rs`, `tests/it/chaos.rs`);
-//! - [`bench`]: the benchmark (`examples/bench.rs`, `tests/it/bench_smoke.rs`).
+//! - [`bench`]: the benchmark (`examples/bench.rs`, `tests/it/bench_smoke.rs`);
+//! - [`skipped`]: the list of what could not run here, which `tests/run` prints at the end.
 
 pub mod bench;
 pub mod chaos;
@@ -18,4 +19,5 @@ pub mod discord_schema;
 pub mod fixtures;
 pub mod proxy;
 pub mod scratch;
+pub mod skipped;
 pub mod standin;
