@@ -454,7 +454,7 @@ pub(super) fn describe_config_error(e: &config::ConfigError) -> String {
             ..
         } => format!(
             "{}: expected {expected}, got {}",
-            key.as_deref().unwrap_or("a key"),
+            key.as_deref().map_or_else(|| "a key".to_owned(), dotted),
             unexpected_kind(unexpected)
         ),
         E::At { error, key, .. } => {
@@ -482,9 +482,9 @@ pub(super) fn describe_config_error(e: &config::ConfigError) -> String {
                 format!("{first}: {last}")
             }
         }
-        // Our own messages (see the deserializers below) never carry the value; serde's may.
-        E::Message(m) => redact(m),
-        E::NotFound(k) => format!("{k}: not found"),
+        // Our own messages (the deserializers in values.rs) never carry the value; serde's may.
+        E::Message(m) => without_value(m),
+        E::NotFound(k) => format!("{}: not found", dotted(k)),
         E::PathParse { .. } => "a key path cannot be parsed".to_owned(),
         E::Frozen => "the configuration is frozen".to_owned(),
         E::Foreign(_) => "cannot read the configuration".to_owned(),
@@ -492,26 +492,44 @@ pub(super) fn describe_config_error(e: &config::ConfigError) -> String {
     }
 }
 
-/// A serde message without the value it quotes: "unknown variant `x`, expected …" and
-/// "invalid value: string \"x\", expected …" keep only what was expected.
-pub(super) fn redact(m: &str) -> String {
+/// A serde message without the value serde quotes in it. Only serde's own shapes carry a value
+/// (`invalid type: string "x", expected …`, `invalid value: …`, `unknown variant `x`, expected
+/// …`), and only that value is left out: askrelay's own messages (the deserializers in
+/// values.rs) never hold one, and are kept whole, examples and all. The token itself is a
+/// [`super::Secret`], which takes any string, so no message about it can quote it.
+pub(super) fn without_value(m: &str) -> String {
     if let Some(at) = m.find(" does not have variant constructor") {
         return format!("{}: not one of the allowed values", &m[..at]);
     }
-    for (start, end) in [("`", "`"), ("\"", "\"")] {
-        if let Some(a) = m.find(start) {
-            if let Some(len) = m[a + 1..].find(end) {
-                let before = m[..a].trim_end();
-                let after = &m[a + 1 + len + 1..];
-                // A missing or unknown field names a key, not a value: keep it.
-                if before.ends_with("field") {
-                    return m.to_owned();
-                }
-                return format!("{before} (value not shown){after}");
-            }
+    for shape in ["invalid type: ", "invalid value: "] {
+        if let Some(start) = m.find(shape) {
+            let from = start + shape.len();
+            let Some(len) = m[from..].find(", expected ") else {
+                continue;
+            };
+            // serde's `Unexpected` reads "string \"x\"", "integer `5`", "boolean `true`":
+            // the kind, then the value.
+            let got = &m[from..from + len];
+            let kind = got.split(['"', '`']).next().unwrap_or(got).trim();
+            let rest = &m[from + len + 2..];
+            return format!("{}{rest}, got {}", &m[..start], with_article(kind));
+        }
+    }
+    if let Some(rest) = m.strip_prefix("unknown variant `") {
+        if let Some(end) = rest.find('`') {
+            return format!("not one of the allowed values{}", &rest[end + 1..]);
         }
     }
     m.to_owned()
+}
+
+/// "string" → "a string", "integer" → "an integer".
+fn with_article(kind: &str) -> String {
+    match kind.chars().next() {
+        None => "something else".to_owned(),
+        Some('a' | 'e' | 'i' | 'o' | 'u') => format!("an {kind}"),
+        Some(_) => format!("a {kind}"),
+    }
 }
 
 /// `routes[0]on_expire` → `routes[0].on_expire`.

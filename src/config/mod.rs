@@ -801,6 +801,55 @@ mod tests {
         assert!(err.contains("limits.max_questions"), "{err}");
     }
 
+    /// A message reads as written: askrelay's own examples stay in it, only a value serde
+    /// quotes is left out, and a key inside a list has its dot.
+    #[test]
+    fn errors_keep_their_own_text_and_leave_out_only_the_value() {
+        let err = |toml: &str| {
+            let f = file(toml);
+            format!(
+                "{:#}",
+                Config::load_from(Some(f.path()), env(&[])).unwrap_err()
+            )
+        };
+        let e = err("[discord]\nchannel_id = \"abc\"\n");
+        assert!(
+            e.contains("discord.channel_id: expected a Discord id (a number like \"123456789012345678\")"),
+            "{e}"
+        );
+        assert!(!e.contains("not shown"), "{e}");
+        let e = err("log_format = \"MTE4MDAwMDAwMDAwMDAwMDAwMQ.Gx1234.secret\"\n");
+        assert!(e.contains("log_format"), "{e}");
+        assert!(!e.contains("MTE4") && !e.contains("secret"), "{e}");
+        let e = err("[[routes]]\nname = \"ops\"\nchannel_id = \"abc\"\n");
+        assert!(e.contains("routes[0].channel_id: expected a Discord id"), "{e}");
+        let e = err("[[routes]]\nname = \"ops\"\nexclude_requester = \"MTE4secret\"\n");
+        assert!(e.contains("routes[0].exclude_requester"), "{e}");
+        assert!(!e.contains("MTE4secret"), "{e}");
+        assert_eq!(
+            load::without_value("invalid value: string \"hunter2\", expected a duration"),
+            "expected a duration, got a string"
+        );
+        assert_eq!(
+            load::without_value("invalid type: integer `5`, expected a string"),
+            "expected a string, got an integer"
+        );
+        assert_eq!(
+            load::without_value("unknown variant `hunter2`, expected one of `text`, `json`"),
+            "not one of the allowed values, expected one of `text`, `json`"
+        );
+        assert_eq!(
+            load::without_value("expected a uid (a number like 1000)"),
+            "expected a uid (a number like 1000)"
+        );
+        assert_eq!(
+            load::describe_config_error(&::config::ConfigError::NotFound(
+                "routes[0]channel_id".into()
+            )),
+            "routes[0].channel_id: not found"
+        );
+    }
+
     #[test]
     fn operations_keys_are_read_and_checked() {
         let f = file(
