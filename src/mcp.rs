@@ -185,8 +185,12 @@ pub fn tool() -> Tool {
 /// What `askrelay mcp` needs to know.
 #[derive(Debug, Clone)]
 pub struct McpOptions {
-    /// The daemon's socket, and whom to trust there.
-    pub target: Target,
+    /// The daemon's socket, and whom to trust there; or why no socket could be chosen (two
+    /// daemons listening at default places, a config that does not load). The server still
+    /// answers `initialize` and `tools/list`, and each call then fails with this reason as a
+    /// tool error, which the agent and its user read, where an exit before `initialize` shows
+    /// only "Connection closed".
+    pub target: Result<Target, String>,
     /// Scope labels added to every ask (`project`, `agent`, `session`, …).
     pub scope: Map<String, Value>,
     /// How long one call keeps trying to re-attach when the daemon goes away.
@@ -199,13 +203,16 @@ pub struct McpOptions {
 /// Serves MCP on stdin/stdout until the client closes stdin.
 pub async fn serve_stdio(options: McpOptions) -> anyhow::Result<()> {
     // Not fatal: the client would only mark the server broken. Calls say how to start it.
-    match Client::connect_to(&options.target).await {
-        Ok(_) => tracing::info!(socket = %options.target.socket.display(), "MCP server ready"),
-        Err(e) => tracing::warn!(
-            "the askrelay daemon is not reachable at {} ({e}); ask_user_question fails until \
-             it runs (askrelay serve)",
-            options.target.socket.display()
-        ),
+    match &options.target {
+        Ok(target) => match Client::connect_to(target).await {
+            Ok(_) => tracing::info!(socket = %target.socket.display(), "MCP server ready"),
+            Err(e) => tracing::warn!(
+                "the askrelay daemon is not reachable at {} ({e}); ask_user_question fails \
+                 until it runs (askrelay serve)",
+                target.socket.display()
+            ),
+        },
+        Err(why) => tracing::error!("{why}; ask_user_question fails until that is fixed"),
     }
     let gone = CancellationToken::new();
     let (reader, writer) = rmcp::transport::stdio_pipes();
@@ -284,7 +291,10 @@ impl McpServer {
     /// call after this one.
     fn take_spare(&self) -> Option<Client> {
         let taken = self.spare.lock().unwrap().take();
-        let (spare, target) = (self.spare.clone(), self.options.target.clone());
+        let Ok(target) = self.options.target.clone() else {
+            return taken;
+        };
+        let spare = self.spare.clone();
         tokio::spawn(async move {
             if let Ok(c) = Client::connect_to(&target).await {
                 *spare.lock().unwrap() = Some(c);
@@ -337,7 +347,10 @@ impl McpServer {
             Ok(a) => a,
             Err(text) => return tool_error(text),
         };
-        let target = &self.options.target;
+        let target = match &self.options.target {
+            Ok(target) => target,
+            Err(why) => return tool_error(format!("INTERNAL: {why}")),
+        };
         let spare = self.take_spare();
         let mut session =
             match AskSession::start_on(spare, target.clone(), ask, self.options.reconnect).await {
@@ -616,7 +629,7 @@ mod tests {
         scope.insert("project".into(), json!("p"));
         let server = McpServer::new(
             McpOptions {
-                target: Target::new("/nonexistent"),
+                target: Ok(Target::new("/nonexistent")),
                 scope,
                 reconnect: Duration::from_secs(1),
                 heartbeat: Duration::ZERO,

@@ -527,15 +527,16 @@ pub(super) fn unexpected(event: &Event) -> i32 {
 
 /// Runs `askrelay mcp` until the MCP client closes stdin, and returns the exit code.
 pub async fn run_mcp(config_file: Option<&Path>, args: McpArgs) -> i32 {
-    let target = match Target::from_config(config_file).await {
-        Ok(t) => t,
-        Err(e) => {
-            eprintln!("askrelay: {e:#}");
-            return 2;
-        }
-    };
+    // A socket that cannot be chosen (two daemons at default places, a config that does not
+    // load) is not an exit: MCP clients would show only "Connection closed". The server starts,
+    // and each call says why in a tool error (crate::mcp::McpOptions::target).
+    let target = Target::from_config(config_file)
+        .await
+        .map_err(|e| format!("{e:#}"));
     // Said once at start-up, where MCP clients keep a server's stderr: which daemon is asked.
-    tracing::info!(socket = %target.socket.display(), "askrelay mcp: asking the daemon at this socket");
+    if let Ok(target) = &target {
+        tracing::info!(socket = %target.socket.display(), "askrelay mcp: asking the daemon at this socket");
+    }
     let mut scope = Map::new();
     for (k, v) in [
         ("project", args.project),

@@ -814,7 +814,9 @@ mod tests {
         };
         let e = err("[discord]\nchannel_id = \"abc\"\n");
         assert!(
-            e.contains("discord.channel_id: expected a Discord id (a number like \"123456789012345678\")"),
+            e.contains(
+                "discord.channel_id: expected a Discord id (a number like \"123456789012345678\")"
+            ),
             "{e}"
         );
         assert!(!e.contains("not shown"), "{e}");
@@ -822,7 +824,10 @@ mod tests {
         assert!(e.contains("log_format"), "{e}");
         assert!(!e.contains("MTE4") && !e.contains("secret"), "{e}");
         let e = err("[[routes]]\nname = \"ops\"\nchannel_id = \"abc\"\n");
-        assert!(e.contains("routes[0].channel_id: expected a Discord id"), "{e}");
+        assert!(
+            e.contains("routes[0].channel_id: expected a Discord id"),
+            "{e}"
+        );
         let e = err("[[routes]]\nname = \"ops\"\nexclude_requester = \"MTE4secret\"\n");
         assert!(e.contains("routes[0].exclude_requester"), "{e}");
         assert!(!e.contains("MTE4secret"), "{e}");

@@ -2,7 +2,7 @@
 //! (`initialize`, `tools/list`, `tools/call`), forwarding to a real daemon started in-process.
 //! Every wait is on a line read or a daemon event, bounded by `WAIT` so a hang fails loudly.
 
-use crate::harness::{askrelay_in, private_places, yes_no, App, BIN};
+use crate::harness::{askrelay_in, private_places, yes_no, App, Bin, BIN};
 use askrelay::domain::{Outcome, Status};
 use serde_json::{json, Value};
 use std::path::Path;
@@ -412,6 +412,72 @@ async fn a_daemon_that_is_not_running_gives_a_tool_error_saying_how_to_start_it(
     );
     assert!(text.starts_with(&prefix), "{text}");
     assert!(text.contains("start it with `askrelay serve`"), "{text}");
+}
+
+/// Two daemons at default places (the login session's and `/tmp/askrelay-$UID`'s) and no
+/// socket configured: `askrelay mcp` cannot choose, and says so in each call's tool error,
+/// after answering `initialize` and `tools/list` (an exit before `initialize` shows only
+/// "Connection closed" in the MCP clients).
+#[tokio::test]
+async fn an_ambiguous_socket_is_explained_in_a_tool_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let run_user = dir.path().join("run-user");
+    let tmp = dir.path().join("tmp");
+    for d in [&run_user, &tmp] {
+        std::fs::create_dir_all(d).unwrap();
+        std::fs::set_permissions(d, std::os::unix::fs::PermissionsExt::from_mode(0o700)).unwrap();
+    }
+    let login = Bin::new();
+    let mut cmd = login.cmd(&["serve"]);
+    cmd.env_remove("ASKRELAY_SOCKET_PATH")
+        .env("XDG_RUNTIME_DIR", &run_user);
+    let _login_daemon = login.serve_cmd(cmd).await;
+    let other = Bin::new();
+    let mut cmd = other.cmd(&["serve"]);
+    cmd.env_remove("ASKRELAY_SOCKET_PATH").env("TMPDIR", &tmp);
+    let _other_daemon = other.serve_cmd(cmd).await;
+
+    let (run_user_s, tmp_s) = (run_user.display().to_string(), tmp.display().to_string());
+    let mut mcp = Mcp::spawn(
+        &dir.path().join("unused.sock"),
+        &[],
+        &[
+            // Empty is unset: no socket configured, as in an MCP client's environment.
+            ("ASKRELAY_SOCKET_PATH", ""),
+            ("ASKRELAY_TEST_RUN_USER_DIR", &run_user_s),
+            ("TMPDIR", &tmp_s),
+        ],
+    );
+    let init = mcp.initialize().await;
+    assert_eq!(init["result"]["serverInfo"]["name"], "askrelay", "{init}");
+    let list = mcp.request(2, "tools/list", json!({})).await;
+    assert_eq!(list["result"]["tools"][0]["name"], "ask_user_question");
+    mcp.call(3, yes_no("cleanup"), None).await;
+    let (is_error, text) = mcp.result(3).await;
+    assert!(is_error, "{text}");
+    assert!(
+        text.starts_with("INTERNAL: more than one askrelay daemon is listening")
+            && text.contains(&run_user_s)
+            && text.contains(&tmp_s)
+            && text.contains("ASKRELAY_SOCKET_PATH"),
+        "{text}"
+    );
+    // Neither daemon got the question.
+    let uid = nix::unistd::geteuid().as_raw();
+    for (bin, socket) in [
+        (&login, run_user.join("askrelay.sock")),
+        (&other, tmp.join(format!("askrelay-{uid}/askrelay.sock"))),
+    ] {
+        let mut pending = bin.cmd(&["pending"]);
+        pending.env("ASKRELAY_SOCKET_PATH", &socket);
+        let out = pending.output().await.unwrap();
+        let out = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.contains("No pending requests"),
+            "{}: {out}",
+            socket.display()
+        );
+    }
 }
 
 #[tokio::test]
