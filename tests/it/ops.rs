@@ -374,12 +374,17 @@ async fn systemd_hears_ready_watchdog_pings_and_stopping() {
             c
         })
         .await;
+    // One datagram per message, a line per state (sd-notify ends each with '\n').
     let next = || async {
         let mut buf = vec![0u8; 4096];
         let n = within("a notification", notify.recv(&mut buf))
             .await
             .unwrap();
-        String::from_utf8_lossy(&buf[..n]).into_owned()
+        let message = String::from_utf8_lossy(&buf[..n]).into_owned();
+        message
+            .strip_suffix('\n')
+            .unwrap_or_else(|| panic!("a message ends its last line: {message:?}"))
+            .to_owned()
     };
     // Watchdog pings may come first; READY=1 comes once the gateway is connected.
     let ready = loop {
