@@ -26,6 +26,7 @@ mod grants;
 mod hostile;
 mod limits;
 mod mcp;
+mod metrics;
 mod oncall;
 mod ops;
 mod outbox;
