@@ -981,7 +981,9 @@ mod tests {
         for text in ["", "8", "soon", "8 fortnights", "1mo"] {
             let err = grant_secs(text).unwrap_err();
             assert!(
-                err.starts_with(&format!("{text:?} is not a duration like \"30m\" or \"8h\" (")),
+                err.starts_with(&format!(
+                    "{text:?} is not a duration like \"30m\" or \"8h\" ("
+                )),
                 "{text:?}: {err}"
             );
         }

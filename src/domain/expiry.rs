@@ -100,15 +100,13 @@ pub struct Expiry {
 /// jiff's friendly format; a day is 24 hours, and days are the largest unit).
 pub fn human(d: Duration) -> String {
     let secs = i64::try_from(d.as_secs()).unwrap_or(i64::MAX);
-    let span = jiff::Span::new()
-        .try_seconds(secs)
-        .and_then(|s| {
-            s.round(
-                jiff::SpanRound::new()
-                    .largest(jiff::Unit::Day)
-                    .days_are_24_hours(),
-            )
-        });
+    let span = jiff::Span::new().try_seconds(secs).and_then(|s| {
+        s.round(
+            jiff::SpanRound::new()
+                .largest(jiff::Unit::Day)
+                .days_are_24_hours(),
+        )
+    });
     match span {
         Ok(span) => format!("{span:#}"),
         // Past what a span holds (hundreds of years): in seconds.

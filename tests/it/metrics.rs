@@ -72,9 +72,7 @@ fn parse(text: &str) -> BTreeMap<String, Family> {
         // The classic format names a counter's family by its `_total` sample.
         let base = family.strip_suffix("_total").unwrap_or(family);
         assert!(
-            SUFFIXES
-                .iter()
-                .any(|s| sample.name == format!("{base}{s}")),
+            SUFFIXES.iter().any(|s| sample.name == format!("{base}{s}")),
             "{} is not a sample of {family}",
             sample.name
         );
@@ -119,7 +117,9 @@ fn parse_sample(line: &str) -> Sample {
         }
         let end = end.unwrap_or_else(|| panic!("an unterminated label value: {line}"));
         labels.insert(key.to_owned(), after[..end].to_owned());
-        rest = after[end + 1..].strip_prefix(',').unwrap_or(&after[end + 1..]);
+        rest = after[end + 1..]
+            .strip_prefix(',')
+            .unwrap_or(&after[end + 1..]);
     }
     Sample {
         name: name.to_owned(),
@@ -184,8 +184,11 @@ async fn every_series_is_in_the_first_scrape_with_help_and_type_in_both_formats(
             );
         }
         // Each route of each answerer waits on nothing yet.
-        for (answerer, route) in [("discord", "default"), ("discord", "ops"), ("terminal", "none")]
-        {
+        for (answerer, route) in [
+            ("discord", "default"),
+            ("discord", "ops"),
+            ("terminal", "none"),
+        ] {
             let s = find(
                 families,
                 "askrelay_pending_requests",
@@ -291,7 +294,9 @@ fn documented() -> BTreeMap<String, (String, BTreeSet<String>, String)> {
 
 /// A classic-format scrape as the docs table would list it: name → (type, label names; `le`
 /// is the histogram's own).
-fn as_documented(families: &BTreeMap<String, Family>) -> BTreeMap<String, (String, BTreeSet<String>)> {
+fn as_documented(
+    families: &BTreeMap<String, Family>,
+) -> BTreeMap<String, (String, BTreeSet<String>)> {
     families
         .iter()
         .map(|(name, f)| {
@@ -315,8 +320,14 @@ async fn check_docs(app: &App, cluster: bool) {
         .filter(|(_, (_, _, when))| cluster || when != "in cluster mode")
         .map(|(name, (kind, labels, _))| (name, (kind, labels)))
         .collect();
-    let undocumented: Vec<_> = served.keys().filter(|n| !expected.contains_key(*n)).collect();
-    let missing: Vec<_> = expected.keys().filter(|n| !served.contains_key(*n)).collect();
+    let undocumented: Vec<_> = served
+        .keys()
+        .filter(|n| !expected.contains_key(*n))
+        .collect();
+    let missing: Vec<_> = expected
+        .keys()
+        .filter(|n| !served.contains_key(*n))
+        .collect();
     assert!(
         undocumented.is_empty(),
         "served but not in docs/operations.md: {undocumented:?}"
@@ -326,7 +337,11 @@ async fn check_docs(app: &App, cluster: bool) {
         "in docs/operations.md but not served: {missing:?}"
     );
     for (name, (kind, labels)) in &expected {
-        assert_eq!(&served[name], &(kind.clone(), labels.clone()), "{name}: type and labels");
+        assert_eq!(
+            &served[name],
+            &(kind.clone(), labels.clone()),
+            "{name}: type and labels"
+        );
     }
 }
 
@@ -371,7 +386,11 @@ fn dashboard_queries() -> Vec<String> {
         let targets = panel["targets"].as_array().unwrap_or_else(|| {
             panic!("panel {:?} has no targets", panel["title"]);
         });
-        assert!(!targets.is_empty(), "panel {:?} queries nothing", panel["title"]);
+        assert!(
+            !targets.is_empty(),
+            "panel {:?} queries nothing",
+            panel["title"]
+        );
         for t in targets {
             let expr = t["expr"]
                 .as_str()
@@ -379,7 +398,10 @@ fn dashboard_queries() -> Vec<String> {
             queries.push(expr.to_owned());
         }
     }
-    for var in dashboard["templating"]["list"].as_array().expect("templating") {
+    for var in dashboard["templating"]["list"]
+        .as_array()
+        .expect("templating")
+    {
         if var["type"] == "query" {
             queries.push(var["query"].as_str().expect("a query").to_owned());
         }
@@ -449,7 +471,10 @@ async fn the_grafana_dashboard_queries_only_series_served_from_the_first_scrape(
     let mut used = BTreeSet::new();
     for q in &queries {
         let names = metric_names(q);
-        assert!(!names.is_empty(), "a query that names no askrelay series: {q}");
+        assert!(
+            !names.is_empty(),
+            "a query that names no askrelay series: {q}"
+        );
         for name in &names {
             let of_name: Vec<&&Sample> = samples.iter().filter(|s| &s.name == name).collect();
             assert!(
