@@ -11,6 +11,7 @@ use crate::metrics::Metrics;
 use crate::protocol::{GatewayHealth, StoreHealth};
 use crate::server::{self, ServerContext};
 use crate::store::StoreHooks;
+use crate::systemd::NotifyState;
 use anyhow::Result;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -327,7 +328,7 @@ pub async fn run(
             let mut tick = tokio::time::interval(every);
             loop {
                 tick.tick().await;
-                notifier.notify("WATCHDOG=1");
+                notifier.notify(&[NotifyState::Watchdog]);
             }
         })
     });
@@ -348,7 +349,7 @@ pub async fn run(
                 _ = status_tick.tick(), if announced => {
                     let status = status_line(&daemon).await;
                     if status != last_status {
-                        notifier.notify(&format!("STATUS={status}"));
+                        notifier.notify(&[NotifyState::Status(&status)]);
                         last_status = status;
                     }
                 }
@@ -359,7 +360,7 @@ pub async fn run(
         signal = first,
         "shutting down; pending requests stay pending (a second signal stops at once)"
     );
-    notifier.notify("STOPPING=1");
+    notifier.notify(&[NotifyState::Stopping]);
     let socket_path = daemon.socket_path.clone();
     tokio::select! {
         _ = daemon.shutdown() => {}
@@ -395,7 +396,7 @@ async fn announce_ready(daemon: &Daemon, notifier: &crate::systemd::Notifier) ->
         );
     }
     let status = status_line(daemon).await;
-    notifier.notify(&format!("READY=1\nSTATUS={status}"));
+    notifier.notify(&[NotifyState::Ready, NotifyState::Status(&status)]);
     status
 }
 

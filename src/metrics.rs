@@ -51,6 +51,11 @@ pub fn classic_text(openmetrics: &str) -> String {
     out
 }
 
+/// The outcomes of Discord REST calls that start at 0: a success, the rate limit, and the ways
+/// of getting no HTTP answer. Any other status (404, 503, …) appears with its first call: the
+/// statuses Discord may answer are too many to list.
+const REST_AT_START: [&str; 5] = ["2xx", "429", "timeout", "network", "other"];
+
 /// Seconds from asked to answered: people answer in seconds to hours.
 const LATENCY_BUCKETS: [f64; 14] = [
     1.0, 5.0, 15.0, 30.0, 60.0, 120.0, 300.0, 600.0, 1800.0, 3600.0, 7200.0, 14400.0, 43200.0,
@@ -176,7 +181,8 @@ impl Metrics {
             g
         });
         // The known label values start at 0, so that rate() and absence alerts work from
-        // start-up instead of from the first event.
+        // start-up instead of from the first event. The pending gauge's are the hub's routes,
+        // filled at each scrape ([`Hub::pending_by_route`]).
         for answerer in std::iter::once("terminal").chain(discord) {
             let label = vec![("answerer", answerer.to_owned())];
             drop(asks.get_or_create(&label));
@@ -184,6 +190,11 @@ impl Metrics {
         }
         for code in ErrorCode::ALL {
             drop(errors.get_or_create(&vec![("code", code.as_str().to_owned())]));
+        }
+        if discord.is_some() {
+            for status in REST_AT_START {
+                drop(rest.get_or_create(&vec![("status", status.to_owned())]));
+            }
         }
         Metrics {
             registry,

@@ -635,11 +635,8 @@ impl Event {
     }
 }
 
-/// An RFC 3339 timestamp for a millisecond time.
-pub fn rfc3339(ms: i64) -> String {
-    let t = std::time::UNIX_EPOCH + std::time::Duration::from_millis(ms.max(0) as u64);
-    humantime::format_rfc3339_seconds(t).to_string()
-}
+/// An RFC 3339 timestamp for a millisecond time (the core's, for the replies' fields).
+pub use crate::domain::request::rfc3339;
 
 /// How a request looks in `pending` and `history` replies.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -1160,6 +1157,9 @@ mod tests {
         assert_eq!(rfc3339(0), "1970-01-01T00:00:00Z");
         assert_eq!(rfc3339(-5_000), "1970-01-01T00:00:00Z");
         assert_eq!(rfc3339(1_764_460_800_999), "2025-11-30T00:00:00Z");
+        assert_eq!(rfc3339(1_796_455_274_500), "2026-12-05T07:21:14Z");
+        // Past what a timestamp holds: its last second, not a panic.
+        assert_eq!(rfc3339(i64::MAX), "9999-12-30T22:00:00Z");
     }
 
     #[test]

@@ -1,11 +1,16 @@
-//! systemd's service notifications (`Type=notify`), without libsystemd: one datagram per
-//! message to the Unix socket named by `$NOTIFY_SOCKET` (a path, or an abstract name written
-//! with a leading '@'). Outside systemd the variable is unset and every call does nothing.
+//! systemd's service notifications (`Type=notify`) through the `sd-notify` crate: one
+//! datagram per message to the Unix socket named by `$NOTIFY_SOCKET`. Outside systemd the
+//! variable is unset and every call does nothing.
 //!
 //! `READY=1` once the daemon serves, `WATCHDOG=1` at half the interval systemd asks for
-//! (`WatchdogSec=`, read from `$WATCHDOG_USEC`), `STOPPING=1` when shutting down.
+//! (`WatchdogSec=`, read from `$WATCHDOG_USEC`), `STOPPING=1` when shutting down, and
+//! `STATUS=` lines in between.
+//!
+//! sd-notify (0.5) connects to `$NOTIFY_SOCKET` as a path; an abstract name (a leading '@',
+//! which sd_notify(3) allows and older systemd and some supervisors use) would become a file
+//! named `@…`. Those few messages go out here instead, in the same bytes.
 
-use std::os::unix::net::{SocketAddr, UnixDatagram};
+pub use sd_notify::NotifyState;
 use std::time::Duration;
 
 /// Where notifications go, read once from the environment.
@@ -28,12 +33,16 @@ impl Notifier {
         self.socket.is_some()
     }
 
-    /// Sends one message (lines of `KEY=VALUE`). A failure is logged, never fatal: the
-    /// daemon serves the same with or without a supervisor.
-    pub fn notify(&self, message: &str) {
-        let Some(path) = &self.socket else { return };
-        if let Err(e) = send(path, message) {
-            tracing::warn!(socket = %path, error = %e, "cannot notify systemd");
+    /// Sends one message (one line per state). A failure is logged, never fatal: the daemon
+    /// serves the same with or without a supervisor.
+    pub fn notify(&self, states: &[NotifyState<'_>]) {
+        let Some(socket) = &self.socket else { return };
+        let sent = match socket.strip_prefix('@') {
+            Some(name) => send_abstract(name, states),
+            None => sd_notify::notify(states),
+        };
+        if let Err(e) = sent {
+            tracing::warn!(socket = %socket, error = %e, "cannot notify systemd");
         }
     }
 
@@ -41,63 +50,51 @@ impl Notifier {
     /// process (`$WATCHDOG_PID`, when present, must be ours).
     pub fn watchdog_interval(&self) -> Option<Duration> {
         self.socket.as_ref()?;
-        if let Ok(pid) = std::env::var("WATCHDOG_PID") {
-            if pid.trim() != std::process::id().to_string() {
-                return None;
-            }
-        }
-        let usec: u64 = std::env::var("WATCHDOG_USEC").ok()?.trim().parse().ok()?;
-        (usec > 0).then(|| Duration::from_micros(usec / 2))
+        sd_notify::watchdog_enabled()
+            .filter(|d| !d.is_zero())
+            .map(|d| d / 2)
     }
 }
 
-fn send(path: &str, message: &str) -> std::io::Result<()> {
-    let sock = UnixDatagram::unbound()?;
-    let addr = match path.strip_prefix('@') {
-        Some(name) => abstract_addr(name.as_bytes())?,
-        None => SocketAddr::from_pathname(path)?,
-    };
-    sock.send_to_addr(message.as_bytes(), &addr)?;
+/// What sd-notify would send (`STATE\n` per state), to an abstract socket name.
+#[cfg(target_os = "linux")]
+fn send_abstract(name: &str, states: &[NotifyState<'_>]) -> std::io::Result<()> {
+    use std::os::linux::net::SocketAddrExt;
+    use std::os::unix::net::{SocketAddr, UnixDatagram};
+    let message: String = states.iter().map(|s| format!("{s}\n")).collect();
+    let addr = SocketAddr::from_abstract_name(name.as_bytes())?;
+    UnixDatagram::unbound()?.send_to_addr(message.as_bytes(), &addr)?;
     Ok(())
 }
 
-#[cfg(target_os = "linux")]
-fn abstract_addr(name: &[u8]) -> std::io::Result<SocketAddr> {
-    use std::os::linux::net::SocketAddrExt;
-    SocketAddr::from_abstract_name(name)
-}
-
 #[cfg(not(target_os = "linux"))]
-fn abstract_addr(_name: &[u8]) -> std::io::Result<SocketAddr> {
+fn send_abstract(_name: &str, _states: &[NotifyState<'_>]) -> std::io::Result<()> {
     Err(std::io::Error::new(
         std::io::ErrorKind::Unsupported,
         "abstract socket names exist only on Linux",
     ))
 }
 
-#[cfg(test)]
+#[cfg(all(test, target_os = "linux"))]
 mod tests {
     use super::*;
 
+    /// The path case goes through sd-notify and is covered by
+    /// `ops::systemd_hears_ready_watchdog_pings_and_stopping` (a real process with its own
+    /// environment); this is the case sd-notify cannot do.
     #[test]
-    fn sends_to_a_path_and_to_an_abstract_name() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("notify");
-        let rx = UnixDatagram::bind(&path).unwrap();
-        send(path.to_str().unwrap(), "READY=1").unwrap();
+    fn sends_to_an_abstract_name_what_sd_notify_sends_to_a_path() {
+        use std::os::linux::net::SocketAddrExt;
+        use std::os::unix::net::{SocketAddr, UnixDatagram};
+        let name = format!("askrelay-test-{}", std::process::id());
+        let addr = SocketAddr::from_abstract_name(name.as_bytes()).unwrap();
+        let rx = UnixDatagram::bind_addr(&addr).unwrap();
+        let notifier = Notifier {
+            socket: Some(format!("@{name}")),
+        };
+        notifier.notify(&[NotifyState::Ready, NotifyState::Status("serving")]);
         let mut buf = [0u8; 64];
         let n = rx.recv(&mut buf).unwrap();
-        assert_eq!(&buf[..n], b"READY=1");
-
-        #[cfg(target_os = "linux")]
-        {
-            use std::os::linux::net::SocketAddrExt;
-            let name = format!("askrelay-test-{}", std::process::id());
-            let addr = SocketAddr::from_abstract_name(name.as_bytes()).unwrap();
-            let rx = UnixDatagram::bind_addr(&addr).unwrap();
-            send(&format!("@{name}"), "WATCHDOG=1").unwrap();
-            let n = rx.recv(&mut buf).unwrap();
-            assert_eq!(&buf[..n], b"WATCHDOG=1");
-        }
+        assert_eq!(&buf[..n], b"READY=1\nSTATUS=serving\n");
     }
 }

@@ -477,7 +477,7 @@ pub(super) async fn grants(target: &Target, revoke: Option<String>, as_json: boo
             ),
             who,
             Escaped(&g.approver).to_string(),
-            crate::domain::grant::rfc3339(g.ends_at_ms),
+            crate::domain::request::rfc3339(g.ends_at_ms),
         ]);
     }
     super::out::print_table(&table);

@@ -464,11 +464,18 @@ pub const MAX_GRANT_DURATIONS: usize = 3;
 /// The shortest and the longest grant.
 pub const GRANT_SECS: std::ops::RangeInclusive<u64> = 60..=7 * 24 * 3600;
 
-/// A grant duration as written in `grant_durations` (`30m`, `8h`, `1h 30m`), in seconds.
+/// A grant duration as written in `grant_durations` (`30m`, `8h`, `2d`, `1h 30m`), in seconds.
+/// jiff's "friendly" format: units from seconds to weeks (`s`, `m` or `min`, `h` or `hr`, `d`
+/// or `day`, `w` or `week`, and their long and plural names), largest first, with or without
+/// spaces; a day is 24 hours.
 pub fn grant_secs(s: &str) -> Result<u64, String> {
-    let d = humantime::parse_duration(s.trim())
+    static PARSER: jiff::fmt::friendly::SpanParser = jiff::fmt::friendly::SpanParser::new();
+    let d = PARSER
+        .parse_span(s.trim())
+        .and_then(|span| span.to_duration(jiff::SpanRelativeTo::days_are_24_hours()))
         .map_err(|e| format!("{s:?} is not a duration like \"30m\" or \"8h\" ({e})"))?;
-    let secs = d.as_secs();
+    // A negative duration ("-30m", "30m ago") is out of range like any other too short.
+    let secs = u64::try_from(d.as_secs()).unwrap_or(0);
     if !GRANT_SECS.contains(&secs) || d.subsec_nanos() != 0 {
         return Err(format!(
             "{s:?}: a grant lasts from 1 minute to 7 days, in whole seconds"
@@ -992,5 +999,47 @@ mod tests {
             Config::load_from(Some(f.path()), env(&[])).unwrap_err()
         );
         assert!(err.contains("discord.remind_after_secs"), "{err}");
+    }
+
+    #[test]
+    fn grant_durations_take_the_forms_the_docs_show() {
+        for (text, secs) in [
+            ("30m", 1800),
+            ("8h", 8 * 3600),
+            ("2d", 2 * 86400),
+            ("7d", 7 * 86400),
+            ("1w", 7 * 86400),
+            ("1h 30m", 5400),
+            ("1h30m", 5400),
+            ("90min", 5400),
+            ("90 minutes", 5400),
+            ("1 hour", 3600),
+            ("2 days", 2 * 86400),
+            ("1d 12h", 36 * 3600),
+            ("60s", 60),
+            (" 8h ", 8 * 3600),
+        ] {
+            assert_eq!(grant_secs(text), Ok(secs), "{text:?}");
+        }
+    }
+
+    #[test]
+    fn grant_durations_out_of_range_or_unreadable_are_refused_saying_why() {
+        for text in ["59s", "8d", "2w", "90.5s", "-30m", "30m ago"] {
+            let err = grant_secs(text).unwrap_err();
+            assert!(
+                err.contains("a grant lasts from 1 minute to 7 days"),
+                "{text:?}: {err}"
+            );
+        }
+        for text in ["", "8", "soon", "8 fortnights", "1mo"] {
+            let err = grant_secs(text).unwrap_err();
+            assert!(
+                err.starts_with(&format!(
+                    "{text:?} is not a duration like \"30m\" or \"8h\" ("
+                )),
+                "{text:?}: {err}"
+            );
+        }
     }
 }

@@ -174,6 +174,13 @@ pub trait Answerer: Send + Sync + 'static {
         None
     }
 
+    /// The routes it may take a request through ([`Claim::Take`]'s `route`), known before any
+    /// request is: the pending gauge of `/metrics` shows each at 0 from start-up. `None` for
+    /// an answerer that has no routes (its requests have none).
+    fn routes(&self) -> Option<Vec<String>> {
+        None
+    }
+
     /// Outbox work may be due that another cluster node stored: look now rather than at the
     /// next periodic pass.
     fn wake(&self) {}

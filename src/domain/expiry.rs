@@ -96,9 +96,22 @@ pub struct Expiry {
     pub on_expire: OnExpire,
 }
 
-/// "2h", "15m", "1m 30s": a wait as people say it, for messages (whole seconds).
+/// "2h", "15m", "1m 30s", "2d 3h": a wait as people say it, for messages (whole seconds, in
+/// jiff's friendly format; a day is 24 hours, and days are the largest unit).
 pub fn human(d: Duration) -> String {
-    humantime::format_duration(Duration::from_secs(d.as_secs())).to_string()
+    let secs = i64::try_from(d.as_secs()).unwrap_or(i64::MAX);
+    let span = jiff::Span::new().try_seconds(secs).and_then(|s| {
+        s.round(
+            jiff::SpanRound::new()
+                .largest(jiff::Unit::Day)
+                .days_are_24_hours(),
+        )
+    });
+    match span {
+        Ok(span) => format!("{span:#}"),
+        // Past what a span holds (hundreds of years): in seconds.
+        Err(_) => format!("{secs}s"),
+    }
 }
 
 /// A queue of deadlines (Unix milliseconds) with one timer: [`Deadlines::run`] hands each item
@@ -250,6 +263,12 @@ mod tests {
         assert_eq!(human(Duration::from_secs(900)), "15m");
         assert_eq!(human(Duration::from_millis(45_900)), "45s");
         assert_eq!(human(Duration::from_secs(90)), "1m 30s");
+        assert_eq!(human(Duration::from_secs(5400)), "1h 30m");
+        assert_eq!(human(Duration::ZERO), "0s");
+        // Days are the largest unit (humantime said "1day 2h", and "1month …" past 30.44 days).
+        assert_eq!(human(Duration::from_secs(26 * 3600)), "1d 2h");
+        assert_eq!(human(Duration::from_secs(40 * 86400 + 61)), "40d 1m 1s");
+        assert_eq!(human(Duration::MAX), format!("{}s", i64::MAX));
     }
 
     #[tokio::test]

@@ -221,12 +221,6 @@ pub fn runs_other_programs(pattern: &str) -> Option<(String, &'static str)> {
         .map(|&(_, how)| (name, how))
 }
 
-/// A time as RFC 3339, to the second.
-pub fn rfc3339(ms: i64) -> String {
-    let t = std::time::UNIX_EPOCH + std::time::Duration::from_millis(ms.max(0) as u64);
-    humantime::format_rfc3339_seconds(t).to_string()
-}
-
 /// A new grant id.
 pub fn new_id() -> String {
     let mut bytes = [0u8; 6];

@@ -36,6 +36,16 @@ pub fn host_ms() -> i64 {
         .unwrap_or(0)
 }
 
+/// A millisecond time as RFC 3339 in UTC, to the second (the fraction is dropped, not
+/// rounded): `2026-12-05T07:21:14Z`. Times before the epoch read as the epoch, and times past
+/// the last second jiff holds (`9999-12-30T22:00:00Z`) as that second.
+pub fn rfc3339(ms: i64) -> String {
+    let secs = (ms.max(0) / 1000).min(jiff::Timestamp::MAX.as_second());
+    jiff::Timestamp::from_second(secs)
+        .unwrap_or(jiff::Timestamp::UNIX_EPOCH)
+        .to_string()
+}
+
 /// Sets what [`now_ms`] adds to this host's clock (the cluster driver, from its beats).
 pub fn set_clock_offset_ms(offset: i64) {
     CLOCK_OFFSET_MS.store(offset, Ordering::Relaxed);

@@ -27,6 +27,7 @@ mod hostile;
 mod isolation;
 mod limits;
 mod mcp;
+mod metrics;
 mod oncall;
 mod ops;
 mod outbox;

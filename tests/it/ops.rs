@@ -14,11 +14,11 @@ use std::sync::Arc;
 use tokio::io::AsyncBufReadExt;
 
 /// Listen on a free local port.
-fn with_http(c: &mut askrelay::config::Config) {
+pub(crate) fn with_http(c: &mut askrelay::config::Config) {
     c.http.listen = Some("127.0.0.1:0".into());
 }
 
-fn http_base(app: &App) -> String {
+pub(crate) fn http_base(app: &App) -> String {
     let addr = app.daemon.as_ref().unwrap().http_addr.expect("http is on");
     format!("http://{addr}")
 }
@@ -199,30 +199,6 @@ async fn metrics_count_a_known_sequence_of_asks_and_answers() {
         !text.contains("Proceed") && !text.contains("m1"),
         "no question text, no request id"
     );
-    // The Grafana dashboard asks only for series the daemon serves.
-    let dashboard = std::fs::read_to_string(
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("deploy/grafana-dashboard.json"),
-    )
-    .unwrap();
-    let mut names: Vec<&str> = dashboard
-        .match_indices("askrelay_")
-        .map(|(i, _)| {
-            let rest = &dashboard[i..];
-            let end = rest
-                .find(|c: char| !(c.is_ascii_lowercase() || c == '_'))
-                .unwrap_or(rest.len());
-            &rest[..end]
-        })
-        .collect();
-    names.sort_unstable();
-    names.dedup();
-    assert!(names.len() >= 8, "{names:?}");
-    for name in names {
-        assert!(
-            text.contains(name),
-            "the dashboard uses {name}, which /metrics lacks"
-        );
-    }
     app.assert_payloads_valid();
 }
 
@@ -374,12 +350,17 @@ async fn systemd_hears_ready_watchdog_pings_and_stopping() {
             c
         })
         .await;
+    // One datagram per message, a line per state (sd-notify ends each with '\n').
     let next = || async {
         let mut buf = vec![0u8; 4096];
         let n = within("a notification", notify.recv(&mut buf))
             .await
             .unwrap();
-        String::from_utf8_lossy(&buf[..n]).into_owned()
+        let message = String::from_utf8_lossy(&buf[..n]).into_owned();
+        message
+            .strip_suffix('\n')
+            .unwrap_or_else(|| panic!("a message ends its last line: {message:?}"))
+            .to_owned()
     };
     // Watchdog pings may come first; READY=1 comes once the gateway is connected.
     let ready = loop {

@@ -98,7 +98,7 @@ impl Gateway {
         }
         if let Some(since) = self.down_since.lock().unwrap().take() {
             tracing::info!(
-                downtime = %humantime::format_duration(Duration::from_secs(since.elapsed().as_secs())),
+                downtime = %crate::domain::expiry::human(since.elapsed()),
                 "the Discord gateway connection is back"
             );
         }

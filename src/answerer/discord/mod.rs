@@ -600,6 +600,10 @@ impl Answerer for DiscordAnswerer {
     fn connection(&self) -> Option<tokio::sync::watch::Receiver<bool>> {
         Some(self.gateway.subscribe())
     }
+
+    fn routes(&self) -> Option<Vec<String>> {
+        Some(route::names(&self.config))
+    }
 }
 
 impl DiscordAnswerer {

@@ -250,6 +250,15 @@ pub fn resolve(config: &Config, scope: &Scope) -> Option<ResolvedRoute> {
         .or_else(|| default_route(config))
 }
 
+/// The name of every route a request may be posted through: the `[[routes]]` in order, then
+/// the default route when `discord.channel_id` is set.
+pub fn names(config: &Config) -> Vec<String> {
+    let configured = config.routes.iter().map(|r| r.name.clone());
+    configured
+        .chain(default_route(config).map(|r| r.name))
+        .collect()
+}
+
 /// The route a request was posted through, by name; used for clicks, possibly after a restart.
 /// A route that has since been removed from the config falls back to the default's lists.
 pub fn by_name(config: &Config, name: &str) -> Option<ResolvedRoute> {

@@ -103,10 +103,18 @@ impl Hub {
             .contains_key(request_id)
     }
 
-    /// Pending requests by (answerer, route), from memory; "none" where there is none.
+    /// Pending requests by (answerer, route), from memory; "none" where there is none. Every
+    /// route of every answerer ([`crate::domain::Answerer::routes`], "none" for one without
+    /// routes) is there, at 0 when nothing waits on it, so that a dashboard sees each series
+    /// from start-up rather than from its first request.
     pub fn pending_by_route(&self) -> std::collections::BTreeMap<(String, String), usize> {
-        let live = self.inner.live.lock().unwrap();
         let mut out = std::collections::BTreeMap::new();
+        for a in &self.inner.answerers {
+            for route in a.routes().unwrap_or_else(|| vec!["none".to_owned()]) {
+                out.insert((a.name().to_owned(), route), 0);
+            }
+        }
+        let live = self.inner.live.lock().unwrap();
         for e in live.by_id.values() {
             let key = (
                 e.answerer.clone().unwrap_or_else(|| "none".into()),

@@ -412,7 +412,7 @@ impl Hub {
                 g.tool,
                 g.pattern,
                 g.kind(),
-                crate::domain::grant::rfc3339(g.ends_at_ms)
+                crate::domain::request::rfc3339(g.ends_at_ms)
             ));
         }
         if actor.via == Via::Grant {
@@ -697,10 +697,7 @@ fn question(req: &Request, idx: usize) -> Result<&crate::domain::Question, AskEr
 /// Why an answer to a request that has ended did not count: who answered and when, or how it
 /// ended (the code, `CONFLICT`, and the CLI say that it did not count).
 fn too_late(req: &Request) -> AskError {
-    let at = |ms: i64| {
-        let t = std::time::UNIX_EPOCH + std::time::Duration::from_millis(ms.max(0) as u64);
-        humantime::format_rfc3339_seconds(t).to_string()
-    };
+    let at = crate::domain::request::rfc3339;
     let answered: Vec<&Answered> = req.answers.iter().flatten().collect();
     let message = match (req.status, answered.last()) {
         (Status::Answered, Some(last)) => {
