@@ -113,7 +113,7 @@ impl Daemon {
         }
         if config.discord.token.is_some()
             && config.discord.channel_id.is_none()
-            && config.routes.is_empty()
+            && config.routes.iter().all(|r| r.channel_id.is_none())
         {
             tracing::warn!(
                 "discord.token is set but no channel is: set discord.channel_id or add [[routes]]"
@@ -256,7 +256,7 @@ fn build_answerers(
         )?));
     }
     if config.terminal_enabled() {
-        answerers.push(Arc::new(TerminalAnswerer));
+        answerers.push(Arc::new(TerminalAnswerer::new(config.clone())));
     }
     Ok(answerers)
 }
@@ -273,7 +273,10 @@ fn log_summary(config: &Config, hub: &Hub) {
         .iter()
         .map(|r| {
             let matches: Vec<String> = r.matches.iter().map(|(k, v)| format!("{k}={v}")).collect();
-            format!("{}→{} ({})", r.name, r.channel_id, matches.join(" "))
+            let to = r
+                .channel_id
+                .map_or_else(|| "terminal".to_owned(), |c| c.to_string());
+            format!("{}→{to} ({})", r.name, matches.join(" "))
         })
         .collect();
     if let Some(c) = config

@@ -2,4 +2,5 @@
 //! settlements. Each implements [`crate::domain::Answerer`].
 
 pub mod discord;
+pub mod routing;
 pub mod terminal;

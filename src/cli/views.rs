@@ -180,7 +180,10 @@ fn print_context(c: &crate::protocol::ContextView) {
 
 fn answered_by(a: &crate::protocol::AnsweredView) -> String {
     let mut s = match a.via.as_str() {
-        "terminal" => format!("{} (uid {}) via terminal", Escaped(&a.by), Escaped(&a.id)),
+        "terminal" => format!(
+            "{} via terminal",
+            Escaped(&crate::domain::request::local_user(&a.by, &a.id))
+        ),
         "policy" => "the expiry policy".to_owned(),
         via => format!("{} via {}", Escaped(&a.by), Escaped(via)),
     };

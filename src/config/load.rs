@@ -191,6 +191,9 @@ impl Config {
             if r.expire_after_secs == Some(0) {
                 bail!("routes[{i}].expire_after_secs: must be at least 1 (leave it out for no expiry)");
             }
+            if r.channel_id.is_none() {
+                check_terminal_route(i, r, self.terminal_enabled())?;
+            }
             if let Some(rule) = &r.expiry {
                 check_expiry(rule, &format!("routes[{i}].expiry"))?;
             }
@@ -333,6 +336,36 @@ impl Config {
             .enabled
             .unwrap_or(self.discord.token.is_none())
     }
+}
+
+/// A route without `channel_id` is answered from the terminal: the terminal answerer must be
+/// on, and Discord's own keys (who is mentioned, reminded, escalated to) mean nothing there.
+fn check_terminal_route(i: usize, r: &Route, terminal: bool) -> Result<()> {
+    if !terminal {
+        bail!(
+            "routes[{i}].channel_id: not set, and the terminal answerer is off: give the route a \
+             Discord channel, or answer it from the terminal with [terminal] enabled = true"
+        );
+    }
+    let discord_only = [
+        ("allowed_user_ids", r.allowed_user_ids.is_some()),
+        ("allowed_role_ids", r.allowed_role_ids.is_some()),
+        ("mention_user_ids", r.mention_user_ids.is_some()),
+        ("mention_role_ids", r.mention_role_ids.is_some()),
+        ("dm_user_ids", r.dm_user_ids.is_some()),
+        ("remind_after_secs", r.remind_after_secs.is_some()),
+        ("remind_every_secs", r.remind_every_secs.is_some()),
+        ("remind_max", r.remind_max.is_some()),
+        ("escalate", r.escalate.is_some()),
+        ("terminal_answers", r.terminal_answers.is_some()),
+    ];
+    if let Some((key, _)) = discord_only.iter().find(|(_, set)| *set) {
+        bail!(
+            "routes[{i}].{key}: is for a Discord channel, and this route has none (it is answered \
+             from the terminal); set channel_id, or leave {key} out"
+        );
+    }
+    Ok(())
 }
 
 /// A route's typed confirmation: labels that are labels, each once, and a word that can be

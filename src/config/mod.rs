@@ -389,7 +389,10 @@ pub struct Route {
     /// Scope label → glob (`*` and `?`). Every entry must match.
     #[serde(rename = "match", default)]
     pub matches: BTreeMap<String, String>,
-    pub channel_id: Snowflake,
+    /// The Discord channel; without one the route is answered from the terminal (its
+    /// approval policy applies there), and needs the terminal answerer on.
+    #[serde(default)]
+    pub channel_id: Option<Snowflake>,
     #[serde(default, deserialize_with = "opt_snowflakes")]
     pub allowed_user_ids: Option<Vec<Snowflake>>,
     #[serde(default, deserialize_with = "opt_snowflakes")]
@@ -491,7 +494,7 @@ impl Route {
         Route {
             name: name.to_owned(),
             matches: BTreeMap::new(),
-            channel_id: Snowflake(channel_id),
+            channel_id: Some(Snowflake(channel_id)),
             allowed_user_ids: None,
             allowed_role_ids: None,
             mention_role_ids: None,

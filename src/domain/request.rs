@@ -187,11 +187,21 @@ impl Actor {
     /// `alice (uid 1000) via terminal`. The note is left out: it is not who answered.
     pub fn describe(&self) -> String {
         match self.via {
-            Via::Terminal => format!("{} (uid {}) via terminal", self.name, self.id),
+            Via::Terminal => format!("{} via terminal", local_user(&self.name, &self.id)),
             Via::Discord => format!("{} (Discord user {})", self.name, self.id),
             Via::Policy => "the expiry policy".to_owned(),
             Via::Grant => format!("grant {} (approved by {})", self.id, self.name),
         }
+    }
+}
+
+/// A local user as people read it: `alice (uid 1000)`, or `uid 1235` once for a user the
+/// passwd database does not name (not `uid 1235 (uid 1235)`).
+pub fn local_user(name: &str, uid: &str) -> String {
+    if name == format!("uid {uid}") || name.is_empty() {
+        format!("uid {uid}")
+    } else {
+        format!("{name} (uid {uid})")
     }
 }
 
@@ -766,6 +776,16 @@ pub fn ended_error(status: Status, message: String) -> AskError {
 #[cfg(test)]
 mod tests {
     use super::Slot;
+
+    /// History and logs name a user without a passwd entry once.
+    #[test]
+    fn a_local_user_without_a_name_is_named_once() {
+        let nameless = super::Actor::local(Some(1235), None, None);
+        assert_eq!(nameless.describe(), "uid 1235 via terminal");
+        assert_eq!(super::local_user("uid 1235", "1235"), "uid 1235");
+        let alice = super::Actor::local(Some(1000), Some("alice".into()), None);
+        assert_eq!(alice.describe(), "alice (uid 1000) via terminal");
+    }
 
     #[test]
     fn slots_round_trip_through_their_text() {

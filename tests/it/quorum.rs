@@ -192,6 +192,88 @@ async fn an_identity_with_this_hosts_name_is_the_requester_on_a_single_daemon() 
     assert!(!detail.contains("carol"), "{detail}");
 }
 
+/// A route without a Discord channel is answered from the terminal, under its own policy: no
+/// token needed (a terminal-only quorum once needed a fake one), the request keeps its route,
+/// the requester is refused, and a vote waits for the quorum instead of settling.
+#[tokio::test]
+async fn a_terminal_only_route_applies_its_policy_at_the_terminal() {
+    let terminal_route = |exclude_requester: Option<bool>| {
+        move |c: &mut Config| {
+            two_approvals(exclude_requester)(c);
+            let r = &mut c.routes[0];
+            r.channel_id = None;
+            r.terminal_answers = None;
+            r.matches.insert("project".into(), "prod-*".into());
+        }
+    };
+    // The same keys as TOML: a route without channel_id loads (no [discord] at all).
+    let toml = "[[routes]]\nname = \"prod\"\nmatch = { project = \"prod-*\" }\napprovals = 2\n";
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("c.toml"), toml).unwrap();
+    let loaded = Config::load_from(Some(&dir.path().join("c.toml")), Vec::new()).unwrap();
+    assert_eq!(loaded.routes[0].channel_id, None);
+
+    let app = App::start_with(terminal_route(None)).await;
+    let mut line = ask_line("t-1", &allow_deny());
+    line["scope"] = json!({"project": "prod-eu"});
+    let mut c = app.client().await;
+    c.send_json(&line).await.unwrap();
+    let accepted = expect_event(&mut c, "accepted").await;
+    assert_eq!(accepted["answerer"], "terminal", "{accepted}");
+    let pending = app
+        .client()
+        .await
+        .call_json(&json!({"op": "pending"}))
+        .await
+        .unwrap();
+    assert_eq!(pending["requests"][0]["route"], "prod", "{pending}");
+    // The requester (this uid, carol's identity) is refused.
+    let reply = app.answer("t-1", "permission", &["Allow"]).await;
+    assert_eq!(reply["code"], "FORBIDDEN", "{reply}");
+    assert!(app.hub().observe("t-1").is_some(), "still pending");
+
+    // Where the requester may vote, a vote is one of two: it does not settle alone.
+    let app = App::start_with(terminal_route(Some(false))).await;
+    let mut line = ask_line("t-2", &allow_deny());
+    line["scope"] = json!({"project": "prod-eu"});
+    let mut c = app.client().await;
+    c.send_json(&line).await.unwrap();
+    expect_event(&mut c, "accepted").await;
+    let reply = app.answer("t-2", "permission", &["Allow"]).await;
+    assert_eq!(reply["votes"], json!({"count": 1, "needed": 2}), "{reply}");
+    assert_eq!(reply["request_answered"], false, "{reply}");
+    assert!(app.hub().observe("t-2").is_some(), "still pending");
+    // A request no route matches is first-wins at the terminal, as before.
+    let (mut other, _) = app.ask("t-3", &allow_deny()).await;
+    let reply = app.answer("t-3", "permission", &["Deny"]).await;
+    assert_eq!(reply["request_answered"], true, "{reply}");
+    expect_event(&mut other, "answered").await;
+}
+
+/// A route without a channel needs the terminal on, and takes none of Discord's keys.
+#[test]
+fn a_terminal_only_route_needs_the_terminal_and_no_discord_keys() {
+    let load = |toml: &str| {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("c.toml"), toml).unwrap();
+        Config::load_from(Some(&dir.path().join("c.toml")), Vec::new())
+            .map(|_| ())
+            .map_err(|e| format!("{e:#}"))
+    };
+    let err =
+        load("[terminal]\nenabled = false\n[[routes]]\nname = \"p\"\napprovals = 2\n").unwrap_err();
+    assert!(
+        err.contains("routes[0].channel_id: not set, and the terminal answerer is off"),
+        "{err}"
+    );
+    let err = load("[[routes]]\nname = \"p\"\nmention_role_ids = [5]\n").unwrap_err();
+    assert!(
+        err.contains("routes[0].mention_role_ids: is for a Discord channel"),
+        "{err}"
+    );
+    load("[[routes]]\nname = \"p\"\napprovals = 2\nexclude_requester = true\n").unwrap();
+}
+
 #[tokio::test]
 async fn a_discord_vote_and_a_terminal_vote_reach_the_quorum_together() {
     // The requester may answer here (exclude_requester = false): the terminal is a second

@@ -385,7 +385,16 @@ impl Answerer for DiscordAnswerer {
     async fn claim(&self, proposal: &Proposal<'_>) -> Claim {
         let Some(route) = route::resolve(&self.config, proposal.scope) else {
             return Claim::Decline(
-                "no route matches the request's scope and discord.channel_id is not set".into(),
+                match crate::answerer::routing::matching(&self.config, proposal.scope) {
+                    Some(r) => format!(
+                        "route {:?} has no channel (the terminal answers it)",
+                        r.name
+                    ),
+                    None => {
+                        "no route matches the request's scope and discord.channel_id is not set"
+                            .into()
+                    }
+                },
             );
         };
         match self
@@ -703,7 +712,7 @@ pub async fn check(config: &Config) -> Vec<String> {
     let mut channels: Vec<(String, u64)> = config
         .routes
         .iter()
-        .map(|r| (format!("route {:?}", r.name), r.channel_id.0))
+        .filter_map(|r| Some((format!("route {:?}", r.name), r.channel_id?.0)))
         .collect();
     if let Some(c) = config.discord.channel_id {
         channels.insert(0, ("discord.channel_id".into(), c.0));

@@ -3,11 +3,11 @@
 //! Routes are tried in order; the first whose globs all match the request's scope wins, else
 //! the default route (`discord.channel_id`) if it is set.
 
+use crate::answerer::routing::{self, identities, policy};
 use crate::config::{Config, EscalationStep, Route, Snowflake};
-use crate::domain::quorum::{Identity, Policy};
+use crate::domain::quorum::Policy;
 use crate::domain::request::Request;
 use crate::domain::Scope;
-use std::sync::Arc;
 
 /// The name of the route built from the `[discord]` section.
 pub const DEFAULT_ROUTE: &str = "default";
@@ -144,11 +144,13 @@ fn ids(v: &[Snowflake]) -> Vec<u64> {
     v.iter().map(|s| s.0).collect()
 }
 
-fn from_route(config: &Config, r: &Route) -> ResolvedRoute {
+/// The route with Discord's defaults filled in; `None` for a route without a channel (the
+/// terminal answers it).
+fn from_route(config: &Config, r: &Route) -> Option<ResolvedRoute> {
     let d = &config.discord;
-    ResolvedRoute {
+    Some(ResolvedRoute {
         name: r.name.clone(),
-        channel_id: r.channel_id.0,
+        channel_id: r.channel_id?.0,
         allowed_user_ids: ids(r.allowed_user_ids.as_deref().unwrap_or(&d.allowed_user_ids)),
         allowed_role_ids: ids(r.allowed_role_ids.as_deref().unwrap_or(&d.allowed_role_ids)),
         mention_user_ids: ids(r.mention_user_ids.as_deref().unwrap_or(&d.mention_user_ids)),
@@ -168,50 +170,7 @@ fn from_route(config: &Config, r: &Route) -> ResolvedRoute {
         },
         escalate: steps(r.escalate.as_deref().unwrap_or(&d.escalate)),
         policy: policy(config, r),
-    }
-}
-
-/// A route's approval policy, with every `[[identities]]` entry.
-fn policy(config: &Config, r: &Route) -> Policy {
-    let approvals = r.approvals.unwrap_or(1).max(1);
-    Policy {
-        approvals,
-        decisive: r.decisive_labels.clone().unwrap_or_default(),
-        custom_decides: r.custom_decides.unwrap_or(approvals <= 1),
-        exclude_requester: r.exclude_requester.unwrap_or(approvals > 1),
-        identities: identities(config),
-        // Checked when the configuration was loaded.
-        grant_secs: r
-            .grant_durations
-            .iter()
-            .flatten()
-            .filter_map(|d| crate::config::grant_secs(d).ok())
-            .collect(),
-        allow_edits: r.allow_edits.unwrap_or(false),
-        confirm: crate::domain::confirm::Confirm {
-            labels: r.confirm_labels.clone().unwrap_or_default(),
-            // Checked at load; a word that no longer parses asks for the default.
-            word: r
-                .confirm_word
-                .as_deref()
-                .and_then(|w| w.parse().ok())
-                .unwrap_or_default(),
-        },
-    }
-}
-
-fn identities(config: &Config) -> Arc<[Identity]> {
-    config
-        .identities
-        .iter()
-        .map(|i| Identity {
-            name: i.name.clone(),
-            uids: i.uids.clone(),
-            hosts: i.hosts.clone(),
-            platform_ids: i.discord_user_ids.iter().map(|s| s.0.to_string()).collect(),
-            sessions: i.sessions.clone(),
-        })
-        .collect()
+    })
 }
 
 fn default_route(config: &Config) -> Option<ResolvedRoute> {
@@ -237,23 +196,23 @@ fn default_route(config: &Config) -> Option<ResolvedRoute> {
 }
 
 /// The route for a request with `scope`, if any.
+/// A request whose first matching route has no channel is not Discord's: it gets `None`, not
+/// the default route (the terminal answers it).
 pub fn resolve(config: &Config, scope: &Scope) -> Option<ResolvedRoute> {
-    config
-        .routes
-        .iter()
-        .find(|r| {
-            r.matches
-                .iter()
-                .all(|(label, pattern)| scope.get(label).is_some_and(|v| glob_match(pattern, v)))
-        })
-        .map(|r| from_route(config, r))
-        .or_else(|| default_route(config))
+    match routing::matching(config, scope) {
+        Some(r) => from_route(config, r),
+        None => default_route(config),
+    }
 }
 
 /// The name of every route a request may be posted through: the `[[routes]]` in order, then
 /// the default route when `discord.channel_id` is set.
 pub fn names(config: &Config) -> Vec<String> {
-    let configured = config.routes.iter().map(|r| r.name.clone());
+    let configured = config
+        .routes
+        .iter()
+        .filter(|r| r.channel_id.is_some())
+        .map(|r| r.name.clone());
     configured
         .chain(default_route(config).map(|r| r.name))
         .collect()
@@ -262,11 +221,8 @@ pub fn names(config: &Config) -> Vec<String> {
 /// The route a request was posted through, by name; used for clicks, possibly after a restart.
 /// A route that has since been removed from the config falls back to the default's lists.
 pub fn by_name(config: &Config, name: &str) -> Option<ResolvedRoute> {
-    config
-        .routes
-        .iter()
-        .find(|r| r.name == name)
-        .map(|r| from_route(config, r))
+    routing::named(config, name)
+        .and_then(|r| from_route(config, r))
         .or_else(|| default_route(config))
 }
 
