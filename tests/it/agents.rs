@@ -1061,6 +1061,83 @@ async fn codex_deny_blocks_the_command_and_names_who() {
     );
 }
 
+/// Runs `codex exec` with what `askrelay setup codex SETUP` wrote (and a provider for the
+/// fake), the model running `touch MARKER`, the daemon stopped. Returns whether the command
+/// ran, and the tool results.
+async fn codex_set_up_daemon_down(bin: &Path, setup: &[&str]) -> (bool, Vec<String>) {
+    let mut app = daemon().await;
+    app.stop().await;
+    let home = tempfile::tempdir().unwrap();
+    let work = tempfile::tempdir().unwrap();
+    let marker = work.path().join("codex-marker");
+    let llm = FakeLlm::openai(vec![ToolCall::new(
+        "exec_command",
+        json!({"cmd": format!("touch {}", marker.display())}),
+    )])
+    .await;
+    std::fs::write(
+        home.path().join("config.toml"),
+        format!(
+            "model = \"gpt-test\"\nmodel_provider = \"fake\"\n\
+             [model_providers.fake]\nname = \"fake\"\nbase_url = \"{}/v1\"\n\
+             wire_api = \"responses\"\nenv_key = \"FAKE_KEY\"\n",
+            llm.base_url
+        ),
+    )
+    .unwrap();
+    let out = std::process::Command::new(BIN)
+        .args(["setup", "codex", "--no-mcp", "--codex-home"])
+        .arg(home.path())
+        .args(setup)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let out = within(
+        "codex to finish",
+        Command::new(bin)
+            .args([
+                "exec",
+                "--dangerously-bypass-hook-trust",
+                "--skip-git-repo-check",
+                "--sandbox",
+                "danger-full-access",
+                "Do the task.",
+            ])
+            .env_clear()
+            .env("PATH", std::env::var("PATH").unwrap_or_default())
+            .env("HOME", home.path())
+            .env("CODEX_HOME", home.path())
+            .env("FAKE_KEY", "test")
+            .env("ASKRELAY_SOCKET_PATH", app.socket())
+            .current_dir(work.path())
+            .stdin(Stdio::null())
+            .kill_on_drop(true)
+            .output(),
+    )
+    .await
+    .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    (marker.exists(), llm.tool_results())
+}
+
+#[tokio::test]
+async fn codex_set_up_by_askrelay_setup_denies_with_the_daemon_unreachable() {
+    let bin = need!(
+        "codex",
+        "agents::codex_set_up_by_askrelay_setup_denies_with_the_daemon_unreachable"
+    );
+    let (made, results) = codex_set_up_daemon_down(&bin, &[]).await;
+    assert!(!made, "{results:?}");
+    assert!(
+        results[0].contains("Command blocked by PreToolUse hook: askrelay: ")
+            && results[0].contains("denied (--fail-closed)"),
+        "{results:?}"
+    );
+    // What --fail-open risks: the same call runs, asked of nobody.
+    let (made, results) = codex_set_up_daemon_down(&bin, &["--fail-open"]).await;
+    assert!(made, "{results:?}");
+}
+
 #[test]
 fn the_pinned_versions_are_the_ones_setup_installs() {
     let script =
