@@ -144,7 +144,7 @@ pub struct ClaudeVersion(u64, u64, u64);
 
 impl ClaudeVersion {
     /// The first Claude Code whose hook entries take `onFailure`: 2.1.294's settings schema
-    /// has no such field (an unknown key, ignored), 2.1.295's has it on command hooks.
+    /// has no such field on hooks, 2.1.295's has it on command hooks.
     const ON_FAILURE: ClaudeVersion = ClaudeVersion(2, 1, 295);
 }
 
