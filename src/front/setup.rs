@@ -15,10 +15,26 @@
 //! and by the MCP server's name, `askrelay`: a second run replaces them (so it changes nothing
 //! when nothing changed), and `--remove` takes out only them. A file that does not parse is
 //! refused, with the reason, and left as it is. `--dry-run` prints each change as a diff.
+//!
+//! The files are edited the way a careful person would: JSON through jsonc-parser's syntax tree
+//! (so everything outside askrelay's entries stays byte for byte: numbers as written, key
+//! order, indentation, comments), a symbolic link keeps its link (its target is written), and
+//! the new content goes through a temporary file that `tempfile` creates with `O_EXCL` (never a
+//! name someone could plant a link at) and a rename.
+//!
+//! The hooks fail closed: `setup codex` writes `askrelay hook codex --fail-closed` (unless
+//! `--fail-open`), so a stopped daemon or another user's socket denies instead of leaving the
+//! call to Codex's own policy; `setup claude-code --fail-closed` adds `"onFailure": "block"`
+//! to its entries, so Claude Code blocks the call when the hook itself fails, on the versions
+//! that know the field (2.1.295 and newer; checked, never assumed).
 
 use clap::{Args, Subcommand, ValueEnum};
-use serde_json::{json, Map, Value};
+use jsonc_parser::cst::{CstArray, CstInputValue, CstNode, CstObject, CstRootNode};
+use serde_json::{json, Value};
+use std::fmt;
+use std::io::Write;
 use std::path::{Path, PathBuf};
+use std::str::FromStr;
 
 pub const SETUP_EXAMPLES: &str = "\
 Examples:
@@ -27,6 +43,7 @@ Examples:
   askrelay setup claude-code --event pre-tool-use  # always ask about Bash, Edit and Write
   askrelay setup claude-code --dry-run             # show the change, write nothing
   askrelay setup claude-code --remove              # take askrelay out again
+  askrelay setup claude-code --fail-closed         # Claude Code blocks the call if the hook fails
   askrelay setup codex                             # ~/.codex/hooks.json and config.toml
 It changes only askrelay's own entries; running it twice changes nothing the second time.";
 
@@ -94,6 +111,15 @@ pub struct ClaudeCodeSetup {
     /// The tools to ask about with --event pre-tool-use (a Claude Code matcher).
     #[arg(long, default_value = "Bash|Edit|MultiEdit|Write|NotebookEdit")]
     pub matcher: String,
+    /// Have Claude Code block the tool call when the hook itself fails (askrelay cannot start,
+    /// crashes, or runs past the hook's timeout): `"onFailure": "block"` on askrelay's entries.
+    /// Needs Claude Code 2.1.295 or newer, which is checked.
+    #[arg(long)]
+    pub fail_closed: bool,
+    /// The Claude Code version to write for, with --fail-closed (default: what `claude
+    /// --version` says).
+    #[arg(long, value_name = "X.Y.Z")]
+    pub claude_version: Option<ClaudeVersion>,
     #[command(flatten)]
     pub common: Common,
 }
@@ -103,8 +129,49 @@ pub struct CodexSetup {
     /// Codex's home (default: $CODEX_HOME, else ~/.codex).
     #[arg(long, value_name = "DIR")]
     pub codex_home: Option<PathBuf>,
+    /// Write the hook without --fail-closed: when askrelay cannot get an answer (the daemon is
+    /// stopped, another user's socket, a timeout), Codex's own approval policy decides, which
+    /// can run the command unasked. A risk; see docs/approvals.md.
+    #[arg(long)]
+    pub fail_open: bool,
     #[command(flatten)]
     pub common: Common,
+}
+
+/// A Claude Code version, `X.Y.Z` (what `claude --version` prints first).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub struct ClaudeVersion(u64, u64, u64);
+
+impl ClaudeVersion {
+    /// The first Claude Code whose hook entries take `onFailure`: 2.1.294's settings schema
+    /// has no such field on hooks, 2.1.295's has it on command hooks.
+    const ON_FAILURE: ClaudeVersion = ClaudeVersion(2, 1, 295);
+}
+
+impl FromStr for ClaudeVersion {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, String> {
+        let bad = || format!("{s:?} is not a version like 2.1.295");
+        let mut parts = s.trim().splitn(3, '.');
+        let mut next = |whole: bool| -> Result<u64, String> {
+            let p = parts.next().ok_or_else(bad)?;
+            // A pre-release or build suffix (2.1.300-beta.1) is not part of the number.
+            let digits = if whole {
+                p
+            } else {
+                p.split(|c: char| !c.is_ascii_digit()).next().unwrap_or("")
+            };
+            digits.parse().map_err(|_| bad())
+        };
+        Ok(ClaudeVersion(next(true)?, next(true)?, next(false)?))
+    }
+}
+
+impl fmt::Display for ClaudeVersion {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}.{}.{}", self.0, self.1, self.2)
+    }
 }
 
 /// Runs `askrelay setup …`; the exit code.
@@ -158,32 +225,85 @@ impl Change {
             );
             return Ok(());
         }
-        write_atomically(&self.path, &self.new)?;
-        crate::outln!("{}: {}", self.path.display(), self.what);
+        let written = write_atomically(&self.path, &self.new)?;
+        if written == self.path {
+            crate::outln!("{}: {}", self.path.display(), self.what);
+        } else {
+            crate::outln!(
+                "{} (a link to {}, written there): {}",
+                self.path.display(),
+                written.display(),
+                self.what
+            );
+        }
         Ok(())
     }
 }
 
-/// Writes `content` to `path` through a temporary file beside it and a rename, keeping the
-/// file's permissions (a new file: owner-only for what is under the home directory).
-fn write_atomically(path: &Path, content: &str) -> Result<(), String> {
-    use std::os::unix::fs::PermissionsExt;
-    let dir = path.parent().filter(|d| !d.as_os_str().is_empty());
-    if let Some(d) = dir {
-        std::fs::create_dir_all(d).map_err(|e| format!("cannot create {}: {e}", d.display()))?;
+/// The file that writing `path` should change: `path` itself, or, where it is a symbolic link,
+/// the file it leads to (so that the link, say into a dotfiles repository, stays a link).
+/// Refuses a link that leads nowhere, and anything but a regular file.
+fn write_target(path: &Path) -> Result<PathBuf, String> {
+    let is_link = std::fs::symlink_metadata(path)
+        .map(|m| m.file_type().is_symlink())
+        .unwrap_or(false);
+    let target = if is_link {
+        std::fs::canonicalize(path).map_err(|e| {
+            format!(
+                "{} is a symbolic link that leads to no file ({e}); nothing was changed",
+                path.display()
+            )
+        })?
+    } else {
+        path.to_owned()
+    };
+    match std::fs::metadata(&target) {
+        Ok(m) if !m.is_file() => Err(format!(
+            "{} is not a regular file; nothing was changed",
+            target.display()
+        )),
+        _ => Ok(target),
     }
-    let mode = std::fs::metadata(path)
+}
+
+/// Writes `content` to `path` (through a symbolic link to its target, see [`write_target`])
+/// by a temporary file beside it and a rename, keeping the file's permissions (a new file:
+/// owner-only); returns the file written. The temporary file gets a random name and is
+/// created with `O_CREAT|O_EXCL` (`tempfile`), so a link planted in the directory is never
+/// followed; it is on disk (fsync) before the rename.
+fn write_atomically(path: &Path, content: &str) -> Result<PathBuf, String> {
+    use std::os::unix::fs::PermissionsExt;
+    let target = write_target(path)?;
+    let dir = match target.parent().filter(|d| !d.as_os_str().is_empty()) {
+        Some(d) => d.to_owned(),
+        None => PathBuf::from("."),
+    };
+    std::fs::create_dir_all(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    let mode = std::fs::metadata(&target)
         .map(|m| m.permissions().mode() & 0o7777)
         .unwrap_or(0o600);
-    let mut tmp = path.as_os_str().to_owned();
-    tmp.push(format!(".askrelay-{}", std::process::id()));
-    let tmp = PathBuf::from(tmp);
-    std::fs::write(&tmp, content).map_err(|e| format!("cannot write {}: {e}", tmp.display()))?;
-    let _ = std::fs::set_permissions(&tmp, std::fs::Permissions::from_mode(mode));
-    std::fs::rename(&tmp, path).map_err(|e| {
-        let _ = std::fs::remove_file(&tmp);
-        format!("cannot replace {}: {e}", path.display())
-    })
+    let name = target
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let cannot = |e: std::io::Error| format!("cannot write {}: {e}", target.display());
+    // Dropped (and so removed) on any error below.
+    let mut tmp = tempfile::Builder::new()
+        .prefix(&format!(".{name}.askrelay-"))
+        .tempfile_in(&dir)
+        .map_err(cannot)?;
+    tmp.as_file()
+        .set_permissions(std::fs::Permissions::from_mode(mode))
+        .map_err(cannot)?;
+    tmp.write_all(content.as_bytes()).map_err(cannot)?;
+    tmp.as_file().sync_all().map_err(cannot)?;
+    tmp.persist(&target)
+        .map_err(|e| format!("cannot replace {}: {}", target.display(), e.error))?;
+    // The rename reaches the disk with its directory; the file is already in place either way.
+    if let Ok(d) = std::fs::File::open(&dir) {
+        let _ = d.sync_all();
+    }
+    Ok(target)
 }
 
 fn home() -> Result<PathBuf, String> {
@@ -221,98 +341,208 @@ fn is_ours(command: &str) -> bool {
     name == "askrelay" && words.get(1).map(String::as_str) == Some("hook")
 }
 
-/// Reads a JSON object file (missing: empty), refusing what does not parse or is not an object.
-fn read_json(path: &Path) -> Result<(Option<String>, Map<String, Value>), String> {
-    let text = match std::fs::read_to_string(path) {
-        Ok(t) => t,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok((None, Map::new())),
-        Err(e) => {
-            return Err(format!(
-                "cannot read {}: {e}; nothing was changed",
+/// A JSON settings file, as read: its text (none when missing) and its syntax tree, which is
+/// edited in place, so that what askrelay does not change is written back byte for byte.
+struct JsonFile {
+    path: PathBuf,
+    old: Option<String>,
+    root: CstRootNode,
+}
+
+impl JsonFile {
+    /// Reads it (missing or blank: an empty object), refusing what does not parse or is not
+    /// an object. Comments and trailing commas are kept as they are; the looser JSON5 forms
+    /// (bare keys, single quotes) are refused, as the agents would.
+    fn read(path: &Path) -> Result<JsonFile, String> {
+        let old = match std::fs::read_to_string(path) {
+            Ok(t) => Some(t),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+            Err(e) => {
+                return Err(format!(
+                    "cannot read {}: {e}; nothing was changed",
+                    path.display()
+                ))
+            }
+        };
+        let text = old
+            .as_deref()
+            .filter(|t| !t.trim().is_empty())
+            .unwrap_or("");
+        let options = jsonc_parser::ParseOptions {
+            allow_comments: true,
+            allow_trailing_commas: true,
+            allow_loose_object_property_names: false,
+            allow_missing_commas: false,
+            allow_single_quoted_strings: false,
+            allow_hexadecimal_numbers: false,
+            allow_unary_plus_numbers: false,
+            allow_bare_decimal_point_numbers: false,
+            allow_non_finite_numbers: false,
+            allow_extended_string_escapes: false,
+        };
+        let root = CstRootNode::parse(text, &options).map_err(|e| {
+            format!(
+                "cannot parse {} as JSON ({e}); fix it or move it away, nothing was changed",
                 path.display()
-            ))
+            )
+        })?;
+        if root.value().is_some() && root.object_value().is_none() {
+            return Err(format!(
+                "{} is not a JSON object; nothing was changed",
+                path.display()
+            ));
         }
-    };
-    if text.trim().is_empty() {
-        return Ok((Some(text), Map::new()));
+        Ok(JsonFile {
+            path: path.to_owned(),
+            old,
+            root,
+        })
     }
-    match serde_json::from_str::<Value>(&text) {
-        Ok(Value::Object(o)) => Ok((Some(text), o)),
-        Ok(_) => Err(format!(
-            "{} is not a JSON object; nothing was changed",
-            path.display()
-        )),
-        Err(e) => Err(format!(
-            "cannot parse {} as JSON ({e}); fix it or move it away, nothing was changed",
-            path.display()
-        )),
+
+    /// Whether the file had content (not missing, not blank).
+    fn had_content(&self) -> bool {
+        self.old.as_deref().is_some_and(|t| !t.trim().is_empty())
+    }
+
+    /// The top-level object (created in a new file).
+    fn object(&self) -> CstObject {
+        self.root.object_value_or_set()
+    }
+
+    /// The change to write: the edited text, as it was outside the edits.
+    fn change(self, what: String) -> Change {
+        let mut new = self.root.to_string();
+        if !self.had_content() && !new.ends_with('\n') {
+            new.push('\n');
+        }
+        Change {
+            path: self.path,
+            old: self.old,
+            new,
+            what,
+        }
     }
 }
 
-fn to_json_text(o: &Map<String, Value>) -> String {
-    let mut s = serde_json::to_string_pretty(o).unwrap_or_default();
-    s.push('\n');
-    s
+/// serde_json's value as jsonc-parser's input (askrelay's own entries; numbers as serde_json
+/// writes them).
+fn cst_value(v: &Value) -> CstInputValue {
+    match v {
+        Value::Null => CstInputValue::Null,
+        Value::Bool(b) => CstInputValue::Bool(*b),
+        Value::Number(n) => CstInputValue::Number(n.to_string()),
+        Value::String(s) => CstInputValue::String(s.clone()),
+        Value::Array(a) => CstInputValue::Array(a.iter().map(cst_value).collect()),
+        Value::Object(o) => {
+            CstInputValue::Object(o.iter().map(|(k, v)| (k.clone(), cst_value(v))).collect())
+        }
+    }
+}
+
+/// A hook entry's `command`, when it is a string.
+fn command_of(hook: &CstNode) -> Option<String> {
+    hook.as_object()?
+        .get("command")?
+        .value()?
+        .as_string_lit()?
+        .decoded_value()
+        .ok()
 }
 
 /// Takes askrelay's hook entries out of `hooks` (an agent's `hooks` object): every hook whose
 /// command is ours, and then every matcher group and event left empty by that alone.
-fn remove_our_hooks(hooks: &mut Map<String, Value>) {
-    let events: Vec<String> = hooks.keys().cloned().collect();
-    for event in events {
-        let Some(Value::Array(groups)) = hooks.get_mut(&event) else {
+fn remove_our_hooks(hooks: &CstObject) {
+    for event in hooks.properties() {
+        let Some(groups) = event.array_value() else {
             continue;
         };
         let mut changed = false;
-        groups.retain_mut(|g| {
-            let Some(Value::Array(list)) = g.get_mut("hooks") else {
-                return true;
+        for group in groups.elements() {
+            let Some(list) = group.as_object().and_then(|g| g.array_value("hooks")) else {
+                continue;
             };
-            let before = list.len();
-            list.retain(|h| !h["command"].as_str().is_some_and(is_ours));
-            changed |= list.len() != before;
-            !(list.is_empty() && before > 0)
-        });
-        if changed && groups.is_empty() {
-            hooks.shift_remove(&event);
+            let entries = list.elements();
+            let before = entries.len();
+            let mut removed = 0;
+            for h in entries {
+                if command_of(&h).is_some_and(|c| is_ours(&c)) {
+                    h.remove();
+                    removed += 1;
+                }
+            }
+            if removed > 0 {
+                changed = true;
+                if removed == before {
+                    group.remove();
+                }
+            }
+        }
+        if changed && groups.elements().is_empty() {
+            event.remove();
         }
     }
 }
 
-/// Adds a matcher group with askrelay's hook to `event`.
-fn add_hook(
-    hooks: &mut Map<String, Value>,
-    event: &str,
-    matcher: &str,
-    command: &str,
-    timeout: u64,
-) {
-    let groups = hooks
-        .entry(event.to_owned())
-        .or_insert_with(|| Value::Array(Vec::new()));
-    if !groups.is_array() {
-        *groups = Value::Array(Vec::new());
-    }
-    groups.as_array_mut().unwrap().push(json!({
-        "matcher": matcher,
-        "hooks": [{"type": "command", "command": command, "timeout": timeout}],
-    }));
+/// Adds a matcher group with askrelay's hook to `event` (a non-array there is replaced).
+fn add_hook(hooks: &CstObject, event: &str, matcher: &str, hook: &Value) {
+    let groups: CstArray = hooks.array_value_or_set(event);
+    groups.append(cst_value(&json!({"matcher": matcher, "hooks": [hook]})));
 }
 
 /// The `hooks` object of a settings object, created when missing.
-fn hooks_of(settings: &mut Map<String, Value>) -> Result<&mut Map<String, Value>, String> {
-    let hooks = settings
-        .entry("hooks")
-        .or_insert_with(|| Value::Object(Map::new()));
-    hooks
-        .as_object_mut()
+fn hooks_of(settings: &CstObject) -> Result<CstObject, String> {
+    settings
+        .object_value_or_create("hooks")
         .ok_or_else(|| "its \"hooks\" is not an object; nothing was changed".to_owned())
+}
+
+/// The Claude Code the settings are for: `--claude-version`, else what `claude --version`
+/// prints first.
+fn claude_version(a: &ClaudeCodeSetup) -> Result<ClaudeVersion, String> {
+    if let Some(v) = a.claude_version {
+        return Ok(v);
+    }
+    let unknown = |why: String| {
+        format!(
+            "cannot tell which Claude Code this is for ({why}); give it with --claude-version \
+             X.Y.Z, or leave out --fail-closed; nothing was changed"
+        )
+    };
+    let out = std::process::Command::new("claude")
+        .arg("--version")
+        .stdin(std::process::Stdio::null())
+        .output()
+        .map_err(|e| unknown(format!("cannot run `claude --version`: {e}")))?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    let first = text.split_whitespace().next().unwrap_or("");
+    if !out.status.success() {
+        return Err(unknown(format!(
+            "`claude --version` failed: {}",
+            out.status
+        )));
+    }
+    first
+        .parse()
+        .map_err(|e| unknown(format!("`claude --version` printed {first:?}: {e}")))
 }
 
 fn claude_code(a: &ClaudeCodeSetup) -> Result<(), String> {
     let home = home()?;
     let cwd =
         std::env::current_dir().map_err(|e| format!("cannot read the current directory: {e}"))?;
+    // Checked before anything is written: an `onFailure` that the installed Claude Code does
+    // not know would be ignored, and the user would believe the hook fails closed.
+    let fail_closed = a.fail_closed && !a.common.remove;
+    if fail_closed {
+        let v = claude_version(a)?;
+        if v < ClaudeVersion::ON_FAILURE {
+            return Err(format!(
+                "Claude Code {v} does not support onFailure (needs {} or newer); upgrade it \
+                 or leave out --fail-closed; nothing was changed",
+                ClaudeVersion::ON_FAILURE
+            ));
+        }
+    }
     let program = program(&a.common);
     let hook_timeout = a.common.timeout.max(20);
     let command = format!(
@@ -320,42 +550,32 @@ fn claude_code(a: &ClaudeCodeSetup) -> Result<(), String> {
         shell_word(&program),
         hook_timeout - 10
     );
+    let mut hook = json!({"type": "command", "command": command, "timeout": hook_timeout});
+    if fail_closed {
+        hook["onFailure"] = json!("block");
+    }
     let settings_path = match a.scope {
         Scope::User => home.join(".claude/settings.json"),
         Scope::Project => cwd.join(".claude/settings.json"),
         Scope::Local => cwd.join(".claude/settings.local.json"),
     };
-    let (old, mut settings) = read_json(&settings_path)?;
-    {
-        let hooks =
-            hooks_of(&mut settings).map_err(|e| format!("{}: {e}", settings_path.display()))?;
-        remove_our_hooks(hooks);
-        if !a.common.remove {
-            match a.event {
-                Event::PermissionRequest => {
-                    add_hook(hooks, "PermissionRequest", "*", &command, hook_timeout)
-                }
-                Event::PreToolUse => {
-                    add_hook(hooks, "PreToolUse", &a.matcher, &command, hook_timeout)
-                }
-            }
-            add_hook(
-                hooks,
-                "PreToolUse",
-                "AskUserQuestion",
-                &command,
-                hook_timeout,
-            );
+    let file = JsonFile::read(&settings_path)?;
+    let settings = file.object();
+    let hooks = hooks_of(&settings).map_err(|e| format!("{}: {e}", settings_path.display()))?;
+    remove_our_hooks(&hooks);
+    if !a.common.remove {
+        match a.event {
+            Event::PermissionRequest => add_hook(&hooks, "PermissionRequest", "*", &hook),
+            Event::PreToolUse => add_hook(&hooks, "PreToolUse", &a.matcher, &hook),
+        }
+        add_hook(&hooks, "PreToolUse", "AskUserQuestion", &hook);
+    }
+    if hooks.properties().is_empty() && !file.had_content() {
+        if let Some(p) = settings.get("hooks") {
+            p.remove();
         }
     }
-    if settings
-        .get("hooks")
-        .is_some_and(|h| h.as_object().is_some_and(Map::is_empty))
-        && old.is_none()
-    {
-        settings.shift_remove("hooks");
-    }
-    let what = if a.common.remove {
+    let mut what = if a.common.remove {
         "askrelay's hooks taken out".to_owned()
     } else {
         match a.event {
@@ -368,12 +588,10 @@ fn claude_code(a: &ClaudeCodeSetup) -> Result<(), String> {
             ),
         }
     };
-    let mut changes = vec![Change {
-        path: settings_path,
-        new: to_json_text(&settings),
-        old,
-        what,
-    }];
+    if fail_closed {
+        what.push_str("; Claude Code blocks the call if the hook fails (onFailure: block)");
+    }
+    let mut changes = vec![file.change(what)];
     if !a.common.no_mcp {
         changes.push(claude_mcp(a, &home, &cwd, &program)?);
     }
@@ -394,59 +612,42 @@ fn claude_mcp(
         Scope::Project => cwd.join(".mcp.json"),
         Scope::User | Scope::Local => home.join(".claude.json"),
     };
-    let (old, mut root) = read_json(&path)?;
-    let servers = match a.scope {
-        Scope::Project | Scope::User => root
-            .entry("mcpServers")
-            .or_insert_with(|| Value::Object(Map::new())),
-        Scope::Local => {
-            let projects = root
-                .entry("projects")
-                .or_insert_with(|| Value::Object(Map::new()));
-            let project = projects
-                .as_object_mut()
-                .ok_or_else(|| {
-                    format!(
-                        "{}: \"projects\" is not an object; nothing was changed",
-                        path.display()
-                    )
-                })?
-                .entry(cwd.display().to_string())
-                .or_insert_with(|| Value::Object(Map::new()));
-            project
-                .as_object_mut()
-                .ok_or_else(|| {
-                    format!(
-                        "{}: this project's entry is not an object; nothing was changed",
-                        path.display()
-                    )
-                })?
-                .entry("mcpServers")
-                .or_insert_with(|| Value::Object(Map::new()))
-        }
-    };
-    let servers = servers.as_object_mut().ok_or_else(|| {
+    let file = JsonFile::read(&path)?;
+    let root = file.object();
+    let not_object = |what: &str| {
         format!(
-            "{}: \"mcpServers\" is not an object; nothing was changed",
+            "{}: {what} is not an object; nothing was changed",
             path.display()
         )
-    })?;
+    };
+    let holder = match a.scope {
+        Scope::Project | Scope::User => root,
+        Scope::Local => root
+            .object_value_or_create("projects")
+            .ok_or_else(|| not_object("\"projects\""))?
+            .object_value_or_create(&cwd.display().to_string())
+            .ok_or_else(|| not_object("this project's entry"))?,
+    };
+    let servers = holder
+        .object_value_or_create("mcpServers")
+        .ok_or_else(|| not_object("\"mcpServers\""))?;
     let what = if a.common.remove {
-        servers.shift_remove("askrelay");
+        if let Some(p) = servers.get("askrelay") {
+            p.remove();
+        }
         "the askrelay MCP server taken out".to_owned()
     } else {
-        servers.insert(
-            "askrelay".to_owned(),
-            json!({"type": "stdio", "command": program, "args": ["mcp"], "env": {}}),
-        );
+        let server =
+            cst_value(&json!({"type": "stdio", "command": program, "args": ["mcp"], "env": {}}));
+        match servers.get("askrelay") {
+            Some(p) => p.set_value(server),
+            None => {
+                servers.append("askrelay", server);
+            }
+        }
         "the askrelay MCP server (`askrelay mcp`)".to_owned()
     };
-    Ok(Change {
-        path,
-        new: to_json_text(&root),
-        old,
-        what,
-    })
+    Ok(file.change(what))
 }
 
 fn codex(a: &CodexSetup) -> Result<(), String> {
@@ -459,31 +660,33 @@ fn codex(a: &CodexSetup) -> Result<(), String> {
     };
     let program = program(&a.common);
     let hook_timeout = a.common.timeout.max(20);
+    // Fail closed: without an answer (a stopped daemon, a socket planted by another user, a
+    // timeout) the hook denies; without the flag it prints nothing and Codex may run the call.
     let command = format!(
-        "{} hook codex --timeout {}",
+        "{} hook codex{} --timeout {}",
         shell_word(&program),
+        if a.fail_open { "" } else { " --fail-closed" },
         hook_timeout - 10
     );
     // hooks.json
     let hooks_path = codex_home.join("hooks.json");
-    let (old, mut root) = read_json(&hooks_path)?;
-    {
-        let hooks = hooks_of(&mut root).map_err(|e| format!("{}: {e}", hooks_path.display()))?;
-        remove_our_hooks(hooks);
-        if !a.common.remove {
-            add_hook(hooks, "PreToolUse", ".*", &command, hook_timeout);
-        }
+    let file = JsonFile::read(&hooks_path)?;
+    let hooks = hooks_of(&file.object()).map_err(|e| format!("{}: {e}", hooks_path.display()))?;
+    remove_our_hooks(&hooks);
+    if !a.common.remove {
+        let hook = json!({"type": "command", "command": command, "timeout": hook_timeout});
+        add_hook(&hooks, "PreToolUse", ".*", &hook);
     }
-    let hooks_change = Change {
-        path: hooks_path,
-        new: to_json_text(&root),
-        old,
-        what: if a.common.remove {
-            "askrelay's hook taken out".to_owned()
-        } else {
-            "askrelay answers PreToolUse (every tool)".to_owned()
-        },
-    };
+    let hooks_change = file.change(if a.common.remove {
+        "askrelay's hook taken out".to_owned()
+    } else if a.fail_open {
+        "askrelay answers PreToolUse (every tool); without an answer Codex's own policy decides \
+         (--fail-open)"
+            .to_owned()
+    } else {
+        "askrelay answers PreToolUse (every tool); without an answer it denies (--fail-closed)"
+            .to_owned()
+    });
     // config.toml
     let config_path = codex_home.join("config.toml");
     let old = match std::fs::read_to_string(&config_path) {
@@ -582,9 +785,19 @@ mod tests {
         assert!(!is_ours("askrelay mcp"));
     }
 
+    /// A settings file's text, edited by `edit` on its hooks object as setup does.
+    fn edited(text: &str, edit: impl FnOnce(&CstObject)) -> String {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("settings.json");
+        std::fs::write(&path, text).unwrap();
+        let file = JsonFile::read(&path).unwrap();
+        edit(&hooks_of(&file.object()).unwrap());
+        file.change(String::new()).new
+    }
+
     #[test]
     fn only_our_hooks_are_taken_out() {
-        let mut hooks = json!({
+        let text = json!({"hooks": {
             "PreToolUse": [
                 {"matcher": "Bash", "hooks": [
                     {"type": "command", "command": "lint-guard"},
@@ -594,15 +807,113 @@ mod tests {
             "Stop": [{"hooks": [{"type": "command", "command": "notify-me"}]}],
             "PermissionRequest": [{"matcher": "*", "hooks": [
                 {"type": "command", "command": "/x/askrelay hook claude-code"}]}]
+        }});
+        let out = edited(&serde_json::to_string_pretty(&text).unwrap(), |h| {
+            remove_our_hooks(h)
         });
-        remove_our_hooks(hooks.as_object_mut().unwrap());
         assert_eq!(
-            hooks,
-            json!({
+            serde_json::from_str::<Value>(&out).unwrap(),
+            json!({"hooks": {
                 "PreToolUse": [{"matcher": "Bash", "hooks": [
                     {"type": "command", "command": "lint-guard"}]}],
                 "Stop": [{"hooks": [{"type": "command", "command": "notify-me"}]}]
-            })
+            }})
+        );
+    }
+
+    #[test]
+    fn what_is_not_ours_stays_byte_for_byte() {
+        // Numbers as written (serde_json made 1.2345678901234568e+29 and 1.1 of them), four
+        // spaces, a comment, a trailing comma, keys in the user's order.
+        let theirs = "{\n    \"zeta\": 123456789012345678901234567890,\n    \"ratio\": 1.10,\n    \
+                      // mine\n    \"hooks\": {\n        \"Stop\": [{\"hooks\": [{\"type\": \
+                      \"command\", \"command\": \"notify-me\"}]}]\n    },\n    \"alpha\": [1e3, -0.0,],\n}\n";
+        let hook = json!({"type": "command", "command": "askrelay hook claude-code"});
+        let added = edited(theirs, |h| {
+            remove_our_hooks(h);
+            add_hook(h, "PermissionRequest", "*", &hook);
+        });
+        for kept in [
+            "\"zeta\": 123456789012345678901234567890,",
+            "\"ratio\": 1.10,",
+            "// mine",
+            "\"alpha\": [1e3, -0.0,],",
+        ] {
+            assert!(added.contains(kept), "lost {kept:?}:\n{added}");
+        }
+        assert!(
+            added.contains("\"PermissionRequest\": [")
+                && added.contains("askrelay hook claude-code"),
+            "{added}"
+        );
+        // Taking ours out again gives back the very bytes.
+        assert_eq!(edited(&added, remove_our_hooks), theirs);
+    }
+
+    #[test]
+    fn a_new_file_is_pretty_printed_with_a_final_newline() {
+        let hook = json!({"type": "command", "command": "askrelay hook codex", "timeout": 600});
+        let out = edited("", |h| add_hook(h, "PreToolUse", ".*", &hook));
+        assert!(out.ends_with("}\n"), "{out}");
+        assert_eq!(
+            serde_json::from_str::<Value>(&out).unwrap(),
+            json!({"hooks": {"PreToolUse": [{"matcher": ".*", "hooks": [hook]}]}})
+        );
+        assert!(out.contains("\n  \"hooks\": {\n"), "{out}");
+    }
+
+    #[test]
+    fn claude_versions_compare_as_numbers() {
+        let v = |s: &str| s.parse::<ClaudeVersion>().unwrap();
+        assert!(v("2.1.294") < ClaudeVersion::ON_FAILURE);
+        assert!(v("2.1.295") >= ClaudeVersion::ON_FAILURE);
+        assert!(v("2.1.1000") > ClaudeVersion::ON_FAILURE);
+        assert!(v("2.2.0") > ClaudeVersion::ON_FAILURE);
+        assert!(v("10.0.0") > ClaudeVersion::ON_FAILURE);
+        assert_eq!(v("2.1.300-beta.1"), ClaudeVersion(2, 1, 300));
+        assert_eq!(v("2.1.295").to_string(), "2.1.295");
+        for bad in ["", "2.1", "v2.1.295", "2.x.295", "(Claude", "2.1.-1"] {
+            assert!(bad.parse::<ClaudeVersion>().is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn the_temporary_file_never_follows_a_planted_link() {
+        use std::os::unix::fs::symlink;
+        let dir = tempfile::tempdir().unwrap();
+        let victim = dir.path().join("victim");
+        std::fs::write(&victim, "precious").unwrap();
+        let path = dir.path().join("settings.json");
+        // Links at every name of the old scheme this process could have used, and at the
+        // prefix of the new one.
+        symlink(
+            &victim,
+            dir.path()
+                .join(format!("settings.json.askrelay-{}", std::process::id())),
+        )
+        .unwrap();
+        symlink(&victim, dir.path().join(".settings.json.askrelay-")).unwrap();
+        assert_eq!(write_atomically(&path, "{}\n").unwrap(), path);
+        assert_eq!(std::fs::read_to_string(&victim).unwrap(), "precious");
+        assert!(!std::fs::symlink_metadata(&path)
+            .unwrap()
+            .file_type()
+            .is_symlink());
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "{}\n");
+        // Nothing else was left in the directory.
+        let mut names: Vec<_> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect();
+        names.sort();
+        assert_eq!(
+            names,
+            [
+                ".settings.json.askrelay-".to_owned(),
+                "settings.json".to_owned(),
+                format!("settings.json.askrelay-{}", std::process::id()),
+                "victim".to_owned()
+            ]
         );
     }
 

@@ -1,5 +1,7 @@
 //! The agents people run, for real: the Claude Code and Codex CLIs from npm (pinned versions
-//! that `tests/setup-clis.sh` installs under `target/agent-clis/`), driven offline by scripted
+//! that `tests/setup-clis.sh` installs under `<target>/agent-clis/`, and a newer Claude Code,
+//! one that honours a hook's `onFailure`, under `<target>/agent-clis/newer/`; `<target>` is
+//! where this test binary was built, see [`target_dir`]), driven offline by scripted
 //! fakes of their model APIs (`fake_llm.rs`), with `askrelay hook` as their hook
 //! and a real daemon (in-process, with the Discord stand-in) answering. What the model was shown
 //! as the tool's result is what each test checks, with what the tool did.
@@ -17,22 +19,63 @@ use tokio::process::{Child, ChildStdin, Command};
 
 const CLAUDE_CODE: &str = "2.1.197";
 const CODEX: &str = "0.171.0";
+/// The newer Claude Code (`setup claude-code --fail-closed`): setup-clis.sh falls back to the
+/// registry's newest when this one is gone, so the tests check only that it is new enough.
+const CLAUDE_CODE_NEWER: &str = "2.1.332";
 
 /// Any key: the fake takes it. (The interactive UI asks about a key in the environment unless
 /// its last 20 characters are approved in `.claude.json`.)
 const API_KEY: &str = "sk-test-offline";
 
-/// The installed CLI `name`, or why it is not there.
+/// The target directory: `CARGO_TARGET_DIR` when the tests run with it (relative: from the
+/// package's root, where cargo and setup-clis.sh both take it from), else the one this test
+/// binary is in (`<target>/debug/deps/it-…`). setup-clis.sh installs the CLIs there.
+fn target_dir() -> PathBuf {
+    target_dir_from(
+        std::env::var_os("CARGO_TARGET_DIR"),
+        std::env::current_exe().ok(),
+    )
+}
+
+fn target_dir_from(env: Option<std::ffi::OsString>, exe: Option<PathBuf>) -> PathBuf {
+    let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
+    if let Some(dir) = env.filter(|d| !d.is_empty()) {
+        return manifest.join(dir);
+    }
+    exe.as_deref()
+        .and_then(|e| e.ancestors().nth(3))
+        .map(Path::to_path_buf)
+        .unwrap_or_else(|| manifest.join("target"))
+}
+
+/// The installed CLI `name`, or why it is not there (naming where it looked).
 fn cli(name: &str) -> Result<PathBuf, String> {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/agent-clis");
+    cli_in(&target_dir().join("agent-clis"), name)
+}
+
+/// The newer Claude Code, or why it is not there.
+fn newer_claude() -> Result<PathBuf, String> {
+    cli_in(&target_dir().join("agent-clis/newer"), "claude")
+}
+
+fn cli_in(root: &Path, name: &str) -> Result<PathBuf, String> {
     let bin = root.join("node_modules/.bin").join(name);
     if bin.exists() {
         return Ok(bin);
     }
-    let why = std::fs::read_to_string(root.join("unavailable"))
-        .map(|s| s.trim().to_owned())
-        .unwrap_or_else(|_| "tests/setup-clis.sh has not run".to_owned());
-    Err(format!("{name} is not installed: {why}"))
+    let why = match std::fs::read_to_string(root.join("unavailable")) {
+        Ok(s) => s.trim().to_owned(),
+        Err(_) if root.exists() => format!(
+            "tests/setup-clis.sh installed nothing under {} and left no reason",
+            root.display()
+        ),
+        Err(_) => format!(
+            "{} does not exist: tests/setup-clis.sh has not run for the target directory {}",
+            root.display(),
+            target_dir().display()
+        ),
+    };
+    Err(format!("{name} is not at {}: {why}", bin.display()))
 }
 
 /// The hook command as an agent's settings name it.
@@ -54,6 +97,26 @@ fn recommended() -> Value {
             {"type": "command", "command": hook_command("claude-code"), "timeout": 60}]}])
     };
     json!({"hooks": {"PermissionRequest": entry("*"), "PreToolUse": entry("AskUserQuestion")}})
+}
+
+/// The settings Claude Code runs with.
+enum Settings {
+    /// A settings file with this content (`--settings`).
+    Given(Value),
+    /// Only what `askrelay setup claude-code ARGS` wrote in HOME (run with the `claude` under
+    /// test first on `PATH`, for setup's version check).
+    Setup(Vec<String>),
+}
+
+impl From<Value> for Settings {
+    /// Null: what `askrelay setup claude-code` writes by default.
+    fn from(v: Value) -> Settings {
+        if v.is_null() {
+            Settings::Setup(Vec::new())
+        } else {
+            Settings::Given(v)
+        }
+    }
 }
 
 /// How Claude Code is run.
@@ -84,26 +147,34 @@ impl Claude {
         bin: &Path,
         llm: &FakeLlm,
         app: &App,
-        settings: Value,
+        settings: impl Into<Settings>,
         mode: Mode,
         work: &Path,
     ) -> Claude {
         let home = tempfile::tempdir().unwrap();
         let file = home.path().join("settings.json");
-        if settings.is_null() {
-            // The user's own settings, as `askrelay setup claude-code` writes them.
-            let mut setup = askrelay_in(home.path());
-            let out = setup
-                .as_std_mut()
-                .args(["setup", "claude-code"])
-                .env("HOME", home.path())
-                .current_dir(work)
-                .output()
-                .unwrap();
-            assert!(out.status.success(), "{out:?}");
-            std::fs::write(&file, "{}").unwrap();
-        } else {
-            std::fs::write(&file, settings.to_string()).unwrap();
+        match settings.into() {
+            Settings::Setup(args) => {
+                // The user's own settings, as `askrelay setup claude-code` writes them.
+                let path =
+                    std::env::join_paths(bin.parent().into_iter().map(Path::to_path_buf).chain(
+                        std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default()),
+                    ))
+                    .unwrap();
+                let mut setup = askrelay_in(home.path());
+                let out = setup
+                    .as_std_mut()
+                    .args(["setup", "claude-code"])
+                    .args(&args)
+                    .env("HOME", home.path())
+                    .env("PATH", path)
+                    .current_dir(work)
+                    .output()
+                    .unwrap();
+                assert!(out.status.success(), "{out:?}");
+                std::fs::write(&file, "{}").unwrap();
+            }
+            Settings::Given(v) => std::fs::write(&file, v.to_string()).unwrap(),
         }
         let mut cmd = if mode == Mode::Interactive {
             std::fs::write(
@@ -270,6 +341,52 @@ macro_rules! need {
             Err(why) => return skip($test, &why),
         }
     };
+}
+
+#[test]
+fn the_clis_are_looked_for_in_the_target_directory_the_tests_run_from() {
+    let exe = PathBuf::from("/build/out/debug/deps/it-0123abcd");
+    assert_eq!(
+        target_dir_from(None, Some(exe.clone())),
+        Path::new("/build/out")
+    );
+    assert_eq!(
+        target_dir_from(Some("/elsewhere/t".into()), Some(exe.clone())),
+        Path::new("/elsewhere/t")
+    );
+    assert_eq!(
+        target_dir_from(Some("t2".into()), Some(exe.clone())),
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("t2")
+    );
+    assert_eq!(
+        target_dir_from(Some("".into()), Some(exe)),
+        Path::new("/build/out")
+    );
+    // This binary: in the directory found, and so are the CLIs setup-clis.sh installs.
+    let here = std::env::current_exe().unwrap();
+    if std::env::var_os("CARGO_TARGET_DIR").is_none() {
+        assert!(here.starts_with(target_dir()), "{}", here.display());
+    }
+    let missing = tempfile::tempdir().unwrap();
+    let why = cli_in(&missing.path().join("agent-clis"), "claude").unwrap_err();
+    assert!(
+        why.contains(
+            &missing
+                .path()
+                .join("agent-clis/node_modules/.bin/claude")
+                .display()
+                .to_string()
+        ) && why.contains("tests/setup-clis.sh has not run"),
+        "{why}"
+    );
+    std::fs::create_dir_all(missing.path().join("agent-clis")).unwrap();
+    std::fs::write(
+        missing.path().join("agent-clis/unavailable"),
+        "npm is not installed\n",
+    )
+    .unwrap();
+    let why = cli_in(&missing.path().join("agent-clis"), "claude").unwrap_err();
+    assert!(why.ends_with(": npm is not installed"), "{why}");
 }
 
 // --- Claude Code, PreToolUse -------------------------------------------------------------------
@@ -735,6 +852,129 @@ async fn claude_code_set_up_by_askrelay_setup_asks_through_askrelay() {
     assert!(marker.exists(), "{result}");
 }
 
+// --- Claude Code, fail closed (`setup claude-code --fail-closed`, onFailure) -------------------
+
+/// The newer Claude Code, or a skip saying why not.
+macro_rules! need_newer {
+    ($test:expr) => {
+        match newer_claude() {
+            Ok(b) => b,
+            Err(why) => return skip($test, &why),
+        }
+    };
+}
+
+/// Runs the newer Claude Code (`-p`) on settings that `askrelay setup claude-code SETUP` wrote,
+/// the model running `touch MARKER`, with `allow` as the project's permission rules and the
+/// daemon stopped. Returns whether the command ran, the tool results, and the settings setup
+/// wrote.
+async fn fail_closed_run(bin: &Path, setup: &[&str], allow: Value) -> (bool, Vec<String>, Value) {
+    let mut app = daemon().await;
+    app.stop().await;
+    let work = tempfile::tempdir().unwrap();
+    let marker = work.path().join("marker");
+    std::fs::create_dir_all(work.path().join(".claude")).unwrap();
+    std::fs::write(
+        work.path().join(".claude/settings.local.json"),
+        json!({"permissions": {"allow": allow}}).to_string(),
+    )
+    .unwrap();
+    let llm = FakeLlm::anthropic(vec![touch(&marker)]).await;
+    let setup: Vec<String> = setup.iter().map(|a| a.to_string()).collect();
+    let run = Claude::start(
+        bin,
+        &llm,
+        &app,
+        Settings::Setup(setup),
+        Mode::Print,
+        work.path(),
+    )
+    .await;
+    let written: Value = serde_json::from_str(
+        &std::fs::read_to_string(run._home.path().join(".claude/settings.json")).unwrap(),
+    )
+    .unwrap();
+    run.finish().await;
+    (marker.exists(), llm.tool_results(), written)
+}
+
+/// The `onFailure` of every hook entry in `settings`.
+fn on_failure(settings: &Value) -> Vec<Value> {
+    let hooks = settings["hooks"].as_object().cloned().unwrap_or_default();
+    hooks
+        .values()
+        .flat_map(|groups| groups.as_array().cloned().unwrap_or_default())
+        .flat_map(|g| g["hooks"].as_array().cloned().unwrap_or_default())
+        .map(|h| h["onFailure"].clone())
+        .collect()
+}
+
+#[tokio::test]
+async fn claude_code_fail_closed_with_the_daemon_unreachable_does_not_run_the_call() {
+    let test = "agents::claude_code_fail_closed_with_the_daemon_unreachable_does_not_run_the_call";
+    let bin = need_newer!(test);
+    let (ran, results, written) =
+        fail_closed_run(&bin, &["--fail-closed", "--no-mcp"], json!([])).await;
+    // setup asked this claude its version, and wrote the field.
+    assert_eq!(
+        on_failure(&written),
+        [json!("block"), json!("block")],
+        "{written}"
+    );
+    // No answer from askrelay: Claude Code's own prompt, which nobody can grant in -p.
+    assert!(!ran, "{results:?}");
+    assert_eq!(results.len(), 1, "{results:?}");
+    assert!(results[0].contains("needs approval"), "{results:?}");
+
+    // Asked before every Bash call, one the project allows: askrelay's `ask` still stops it.
+    let (ran, results, written) = fail_closed_run(
+        &bin,
+        &["--fail-closed", "--no-mcp", "--event", "pre-tool-use"],
+        json!(["Bash(touch:*)"]),
+    )
+    .await;
+    assert_eq!(
+        on_failure(&written),
+        [json!("block"), json!("block")],
+        "{written}"
+    );
+    assert!(!ran, "{results:?}");
+    assert_eq!(results.len(), 1, "{results:?}");
+    assert!(
+        results[0].contains("cannot reach the askrelay daemon")
+            && results[0].contains("asking here"),
+        "{results:?}"
+    );
+}
+
+#[tokio::test]
+async fn claude_code_fail_closed_blocks_the_call_when_the_hook_cannot_run() {
+    let test = "agents::claude_code_fail_closed_blocks_the_call_when_the_hook_cannot_run";
+    let bin = need_newer!(test);
+    // askrelay gone from where the settings say (uninstalled, moved): the hook cannot start.
+    let gone = tempfile::tempdir().unwrap();
+    let program = gone.path().join("askrelay").display().to_string();
+    let allow = json!(["Bash(touch:*)"]);
+    let setup = ["--event", "pre-tool-use", "--no-mcp", "--program", &program];
+    // Without --fail-closed the failure lets the call through (the project allows it).
+    let (ran, results, _) = fail_closed_run(&bin, &setup, allow.clone()).await;
+    assert!(ran, "without onFailure the call runs: {results:?}");
+    let mut closed = vec!["--fail-closed"];
+    closed.extend_from_slice(&setup);
+    let (ran, results, written) = fail_closed_run(&bin, &closed, allow).await;
+    assert_eq!(
+        on_failure(&written),
+        [json!("block"), json!("block")],
+        "{written}"
+    );
+    assert!(!ran, "onFailure: block, and yet it ran: {results:?}");
+    assert_eq!(results.len(), 1, "{results:?}");
+    assert!(
+        results[0].contains("blocking because onFailure is \"block\""),
+        "{results:?}"
+    );
+}
+
 // --- Codex -------------------------------------------------------------------------------------
 
 /// Runs `codex exec` with a PreToolUse hook, the model running `touch MARKER`.
@@ -823,11 +1063,91 @@ async fn codex_deny_blocks_the_command_and_names_who() {
     );
 }
 
+/// Runs `codex exec` with what `askrelay setup codex SETUP` wrote (and a provider for the
+/// fake), the model running `touch MARKER`, the daemon stopped. Returns whether the command
+/// ran, and the tool results.
+async fn codex_set_up_daemon_down(bin: &Path, setup: &[&str]) -> (bool, Vec<String>) {
+    let mut app = daemon().await;
+    app.stop().await;
+    let home = tempfile::tempdir().unwrap();
+    let work = tempfile::tempdir().unwrap();
+    let marker = work.path().join("codex-marker");
+    let llm = FakeLlm::openai(vec![ToolCall::new(
+        "exec_command",
+        json!({"cmd": format!("touch {}", marker.display())}),
+    )])
+    .await;
+    std::fs::write(
+        home.path().join("config.toml"),
+        format!(
+            "model = \"gpt-test\"\nmodel_provider = \"fake\"\n\
+             [model_providers.fake]\nname = \"fake\"\nbase_url = \"{}/v1\"\n\
+             wire_api = \"responses\"\nenv_key = \"FAKE_KEY\"\n",
+            llm.base_url
+        ),
+    )
+    .unwrap();
+    let mut setup_cmd = askrelay_in(home.path());
+    let out = setup_cmd
+        .as_std_mut()
+        .args(["setup", "codex", "--no-mcp", "--codex-home"])
+        .arg(home.path())
+        .args(setup)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let out = within(
+        "codex to finish",
+        Command::new(bin)
+            .args([
+                "exec",
+                "--dangerously-bypass-hook-trust",
+                "--skip-git-repo-check",
+                "--sandbox",
+                "danger-full-access",
+                "Do the task.",
+            ])
+            .env_clear()
+            .env("PATH", std::env::var("PATH").unwrap_or_default())
+            .env("HOME", home.path())
+            .env("CODEX_HOME", home.path())
+            .env("FAKE_KEY", "test")
+            .env("ASKRELAY_SOCKET_PATH", app.socket())
+            .current_dir(work.path())
+            .stdin(Stdio::null())
+            .kill_on_drop(true)
+            .output(),
+    )
+    .await
+    .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    (marker.exists(), llm.tool_results())
+}
+
+#[tokio::test]
+async fn codex_set_up_by_askrelay_setup_denies_with_the_daemon_unreachable() {
+    let bin = need!(
+        "codex",
+        "agents::codex_set_up_by_askrelay_setup_denies_with_the_daemon_unreachable"
+    );
+    let (made, results) = codex_set_up_daemon_down(&bin, &[]).await;
+    assert!(!made, "{results:?}");
+    assert!(
+        results[0].contains("Command blocked by PreToolUse hook: askrelay: ")
+            && results[0].contains("denied (--fail-closed)"),
+        "{results:?}"
+    );
+    // What --fail-open risks: the same call runs, asked of nobody.
+    let (made, results) = codex_set_up_daemon_down(&bin, &["--fail-open"]).await;
+    assert!(made, "{results:?}");
+}
+
 #[test]
 fn the_pinned_versions_are_the_ones_setup_installs() {
     let script =
         std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/setup-clis.sh"))
             .unwrap();
-    assert!(script.contains(&format!("CLAUDE_CODE={CLAUDE_CODE}")));
-    assert!(script.contains(&format!("CODEX={CODEX}")));
+    assert!(script.contains(&format!("CLAUDE_CODE={CLAUDE_CODE}\n")));
+    assert!(script.contains(&format!("CODEX={CODEX}\n")));
+    assert!(script.contains(&format!("CLAUDE_CODE_NEWER={CLAUDE_CODE_NEWER}\n")));
 }

@@ -50,7 +50,9 @@ fn commands(settings: &Value, event: &str) -> Vec<(String, String)> {
 }
 
 fn ours(c: &str, agent: &str) -> bool {
-    c.starts_with(BIN) && c.contains(&format!(" hook {agent} --timeout 590"))
+    c.starts_with(BIN)
+        && (c.contains(&format!(" hook {agent} --timeout 590"))
+            || c.contains(&format!(" hook {agent} --fail-closed --timeout 590")))
 }
 
 #[tokio::test]
@@ -294,4 +296,339 @@ async fn codex_setup_keeps_comments_and_other_servers_and_is_idempotent() {
         assert!(text.contains(line), "lost {line:?}:\n{text}");
     }
     assert_eq!(read_json(&codex.join("hooks.json")), their_hooks);
+}
+
+/// Runs `askrelay setup ARGS` as [`setup`] does, with `PATH` set to `path` only.
+async fn setup_with_path(
+    home: &Path,
+    cwd: &Path,
+    path: &Path,
+    args: &[&str],
+) -> (i32, String, String) {
+    let mut all = vec!["setup"];
+    all.extend_from_slice(args);
+    let mut cmd = Bin::new().cmd(&all);
+    cmd.env("HOME", home).env("PATH", path).current_dir(cwd);
+    let out = within("askrelay setup", cmd.output()).await.unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[tokio::test]
+async fn setup_keeps_numbers_and_formatting_byte_for_byte() {
+    let home = tempfile::tempdir().unwrap();
+    let proj = tempfile::tempdir().unwrap();
+    let settings_path = home.path().join(".claude/settings.json");
+    std::fs::create_dir_all(settings_path.parent().unwrap()).unwrap();
+    // serde_json wrote these back as 1.2345678901234568e+29 and 1.1, re-indented to two
+    // spaces, and spread the one-line arrays over lines. (Comments: the unit tests in setup.rs.)
+    let settings = "{\n    \"zeta\": 123456789012345678901234567890,\n    \"ratio\": 1.10,\n    \
+                    \"hooks\": {\n        \"Stop\": [{\"hooks\": \
+                    [{\"type\": \"command\", \"command\": \"notify-me\"}]}]\n    },\n    \
+                    \"alpha\": [1e3, 2.50]\n}\n";
+    std::fs::write(&settings_path, settings).unwrap();
+    let claude_json = home.path().join(".claude.json");
+    // As Claude Code writes it (two spaces).
+    let root = "{\n  \"numStartups\": 12,\n  \"firstStartTime\": 1.7000000000000000001e12,\n  \
+                \"userID\": 98765432109876543210987654321,\n  \"mcpServers\": {\n    \
+                \"github\": {\n      \"command\": \"gh-mcp\"\n    }\n  }\n}";
+    std::fs::write(&claude_json, root).unwrap();
+
+    let (code, _, err) = setup(home.path(), proj.path(), &["claude-code"]).await;
+    assert_eq!(code, 0, "{err}");
+    let text = std::fs::read_to_string(&settings_path).unwrap();
+    for kept in [
+        "\n    \"zeta\": 123456789012345678901234567890,\n",
+        "\n    \"ratio\": 1.10,\n",
+        "\n        \"Stop\": [{\"hooks\": [{\"type\": \"command\", \"command\": \"notify-me\"}]}],\n",
+        "\n    \"alpha\": [1e3, 2.50]\n}\n",
+    ] {
+        assert!(text.contains(kept), "lost {kept:?}:\n{text}");
+    }
+    assert!(text.contains("\"PermissionRequest\": ["), "{text}");
+    let text = std::fs::read_to_string(&claude_json).unwrap();
+    assert!(
+        text.starts_with(
+            "{\n  \"numStartups\": 12,\n  \"firstStartTime\": 1.7000000000000000001e12,\n  \
+             \"userID\": 98765432109876543210987654321,\n  \"mcpServers\": {\n    \
+             \"github\": {\n      \"command\": \"gh-mcp\"\n    },\n    \"askrelay\": {\n      \
+             \"type\": \"stdio\",\n"
+        ),
+        "{text}"
+    );
+
+    // Again: nothing changes. Then --remove gives back the very bytes.
+    let (code, out, _) = setup(home.path(), proj.path(), &["claude-code"]).await;
+    assert_eq!(code, 0);
+    assert_eq!(out.matches("already as wanted").count(), 2, "{out}");
+    let (code, _, err) = setup(home.path(), proj.path(), &["claude-code", "--remove"]).await;
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(std::fs::read_to_string(&settings_path).unwrap(), settings);
+    assert_eq!(std::fs::read_to_string(&claude_json).unwrap(), root);
+}
+
+#[tokio::test]
+async fn setup_writes_through_a_symlinked_settings_file_and_keeps_the_link() {
+    use std::os::unix::fs::symlink;
+    let home = tempfile::tempdir().unwrap();
+    let proj = tempfile::tempdir().unwrap();
+    let dotfiles = home.path().join("dotfiles");
+    std::fs::create_dir_all(&dotfiles).unwrap();
+    std::fs::create_dir_all(home.path().join(".claude")).unwrap();
+    let target = dotfiles.join("claude-settings.json");
+    std::fs::write(&target, "{\"env\": {\"FOO\": \"bar\"}}\n").unwrap();
+    let link = home.path().join(".claude/settings.json");
+    symlink("../dotfiles/claude-settings.json", &link).unwrap();
+
+    let (code, out, err) = setup(home.path(), proj.path(), &["claude-code", "--no-mcp"]).await;
+    assert_eq!(code, 0, "{err}");
+    let meta = std::fs::symlink_metadata(&link).unwrap();
+    assert!(
+        meta.file_type().is_symlink(),
+        "the link was replaced by a file"
+    );
+    assert_eq!(
+        std::fs::read_link(&link).unwrap(),
+        Path::new("../dotfiles/claude-settings.json")
+    );
+    let s = read_json(&target);
+    assert!(out.contains("a link to"), "{out}");
+    assert_eq!(s["env"]["FOO"], "bar");
+    assert_eq!(commands(&s, "PermissionRequest").len(), 1, "{s}");
+
+    // A link that leads nowhere is refused, and stays as it is.
+    std::fs::remove_file(&link).unwrap();
+    symlink("../dotfiles/gone.json", &link).unwrap();
+    let (code, _, err) = setup(home.path(), proj.path(), &["claude-code", "--no-mcp"]).await;
+    assert_eq!(code, 1);
+    assert!(
+        err.contains("is a symbolic link that leads to no file") && err.contains("nothing was"),
+        "{err}"
+    );
+    assert_eq!(
+        std::fs::read_link(&link).unwrap(),
+        Path::new("../dotfiles/gone.json")
+    );
+    assert!(!dotfiles.join("gone.json").exists());
+}
+
+#[tokio::test]
+async fn setup_never_follows_a_link_planted_at_a_temporary_name() {
+    let home = tempfile::tempdir().unwrap();
+    let proj = tempfile::tempdir().unwrap();
+    let claude_dir = home.path().join(".claude");
+    std::fs::create_dir_all(&claude_dir).unwrap();
+    let victim = home.path().join("victim");
+    std::fs::write(&victim, "precious\n").unwrap();
+    // The shell plants links at the names the old code used (`<file>.askrelay-<pid>`), then
+    // becomes askrelay with the same pid (exec).
+    let script = format!(
+        "ln -s {victim} {dir}/settings.json.askrelay-$$ && ln -s {victim} {home}/.claude.json.askrelay-$$ \
+         && exec {bin} setup claude-code",
+        victim = victim.display(),
+        dir = claude_dir.display(),
+        home = home.path().display(),
+        bin = BIN
+    );
+    let out = within(
+        "askrelay setup",
+        tokio::process::Command::new("sh")
+            .args(["-c", &script])
+            .env_clear()
+            .env("PATH", std::env::var("PATH").unwrap_or_default())
+            .env("HOME", home.path())
+            .current_dir(proj.path())
+            .output(),
+    )
+    .await
+    .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    assert_eq!(std::fs::read_to_string(&victim).unwrap(), "precious\n");
+    for written in [
+        claude_dir.join("settings.json"),
+        home.path().join(".claude.json"),
+    ] {
+        let meta = std::fs::symlink_metadata(&written).unwrap();
+        assert!(meta.is_file(), "{} is not a plain file", written.display());
+        read_json(&written);
+    }
+    assert_eq!(
+        commands(
+            &read_json(&claude_dir.join("settings.json")),
+            "PermissionRequest"
+        )
+        .len(),
+        1
+    );
+}
+
+#[tokio::test]
+async fn codex_setup_fails_closed_unless_told_fail_open() {
+    let home = tempfile::tempdir().unwrap();
+    let proj = tempfile::tempdir().unwrap();
+    let codex = home.path().join(".codex");
+    std::fs::create_dir_all(&codex).unwrap();
+    let config = "ratio = 1.10\ncount = 1_000\nmask = 0xDEAD_BEEF\ntiny = 6.626e-34\n\
+                  [profiles.x]\nlimit = +17\n";
+    std::fs::write(codex.join("config.toml"), config).unwrap();
+    let hooks = "{\"version\": 1.10, \"hooks\": {}}";
+    std::fs::write(codex.join("hooks.json"), hooks).unwrap();
+
+    let (code, out, err) = setup(home.path(), proj.path(), &["codex"]).await;
+    assert_eq!(code, 0, "{err}");
+    let pre = commands(&read_json(&codex.join("hooks.json")), "PreToolUse");
+    assert_eq!(pre.len(), 1, "{pre:?}");
+    assert!(
+        pre[0].1.starts_with(BIN) && pre[0].1.contains(" hook codex --fail-closed --timeout 590"),
+        "{pre:?}"
+    );
+    let text = std::fs::read_to_string(codex.join("hooks.json")).unwrap();
+    assert!(text.starts_with("{\"version\": 1.10, "), "{text}");
+    assert!(out.contains("it denies (--fail-closed)"), "{out}");
+    // Codex's TOML: numbers as written.
+    let text = std::fs::read_to_string(codex.join("config.toml")).unwrap();
+    for line in config.lines() {
+        assert!(
+            text.contains(&format!("{line}\n")),
+            "lost {line:?}:\n{text}"
+        );
+    }
+
+    let (code, out, err) = setup(home.path(), proj.path(), &["codex", "--fail-open"]).await;
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        out.contains("Codex's own policy decides (--fail-open)"),
+        "{out}"
+    );
+    let pre = commands(&read_json(&codex.join("hooks.json")), "PreToolUse");
+    assert_eq!(pre.len(), 1, "replaced, not added: {pre:?}");
+    assert!(ours(&pre[0].1, "codex"), "{pre:?}");
+    assert!(!pre[0].1.contains("--fail-closed"), "{pre:?}");
+
+    let (code, _, err) = setup(home.path(), proj.path(), &["codex", "--remove"]).await;
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(
+        std::fs::read_to_string(codex.join("hooks.json")).unwrap(),
+        hooks
+    );
+}
+
+/// A `claude` on `PATH` that prints `version` as Claude Code does.
+fn fake_claude(dir: &Path, version: &str) {
+    use std::os::unix::fs::PermissionsExt;
+    let bin = dir.join("claude");
+    std::fs::write(&bin, format!("#!/bin/sh\necho '{version} (Claude Code)'\n")).unwrap();
+    std::fs::set_permissions(&bin, std::fs::Permissions::from_mode(0o755)).unwrap();
+}
+
+#[tokio::test]
+async fn claude_code_fail_closed_needs_a_claude_code_that_knows_on_failure() {
+    let home = tempfile::tempdir().unwrap();
+    let proj = tempfile::tempdir().unwrap();
+    let path = tempfile::tempdir().unwrap();
+    let settings_path = home.path().join(".claude/settings.json");
+    let on_failure = |s: &Value| -> Vec<Value> {
+        ["PermissionRequest", "PreToolUse"]
+            .iter()
+            .flat_map(|e| s["hooks"][e].as_array().cloned().unwrap_or_default())
+            .flat_map(|g| g["hooks"].as_array().cloned().unwrap_or_default())
+            .map(|h| h["onFailure"].clone())
+            .collect()
+    };
+
+    // Too old, said or found: refused, nothing written.
+    let (code, _, err) = setup_with_path(
+        home.path(),
+        proj.path(),
+        path.path(),
+        &[
+            "claude-code",
+            "--fail-closed",
+            "--claude-version",
+            "2.1.294",
+        ],
+    )
+    .await;
+    assert_eq!(code, 1);
+    assert_eq!(
+        err.trim(),
+        "askrelay setup: Claude Code 2.1.294 does not support onFailure (needs 2.1.295 or \
+         newer); upgrade it or leave out --fail-closed; nothing was changed"
+    );
+    fake_claude(path.path(), "2.1.197");
+    let (code, _, err) = setup_with_path(
+        home.path(),
+        proj.path(),
+        path.path(),
+        &["claude-code", "--fail-closed"],
+    )
+    .await;
+    assert_eq!(code, 1);
+    assert!(
+        err.contains("Claude Code 2.1.197 does not support onFailure"),
+        "{err}"
+    );
+    assert!(!settings_path.exists() && !home.path().join(".claude.json").exists());
+
+    // No claude to ask: refused, saying why.
+    std::fs::remove_file(path.path().join("claude")).unwrap();
+    let (code, _, err) = setup_with_path(
+        home.path(),
+        proj.path(),
+        path.path(),
+        &["claude-code", "--fail-closed"],
+    )
+    .await;
+    assert_eq!(code, 1);
+    assert!(
+        err.contains("cannot tell which Claude Code this is for (cannot run `claude --version`")
+            && err.contains("--claude-version"),
+        "{err}"
+    );
+    assert!(!settings_path.exists());
+
+    // New enough: every entry blocks on failure.
+    let (code, out, err) = setup_with_path(
+        home.path(),
+        proj.path(),
+        path.path(),
+        &[
+            "claude-code",
+            "--fail-closed",
+            "--claude-version",
+            "2.1.295",
+        ],
+    )
+    .await;
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("onFailure: block"), "{out}");
+    let s = read_json(&settings_path);
+    assert_eq!(on_failure(&s), [json!("block"), json!("block")], "{s}");
+    assert!(std::fs::read_to_string(&settings_path)
+        .unwrap()
+        .contains("\"onFailure\": \"block\""));
+    fake_claude(path.path(), "2.1.332");
+    let (code, out, err) = setup_with_path(
+        home.path(),
+        proj.path(),
+        path.path(),
+        &["claude-code", "--fail-closed", "--event", "pre-tool-use"],
+    )
+    .await;
+    assert_eq!(code, 0, "{err}{out}");
+    assert_eq!(
+        on_failure(&read_json(&settings_path)),
+        [json!("block"), json!("block")]
+    );
+
+    // Without the flag again: the field goes.
+    let (code, _, err) = setup(home.path(), proj.path(), &["claude-code"]).await;
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(
+        on_failure(&read_json(&settings_path)),
+        [Value::Null, Value::Null]
+    );
 }

@@ -95,7 +95,7 @@ approval policy decides; --fail-closed denies instead. It always exits 0.
 
 In $CODEX_HOME/hooks.json:
   {\"hooks\": {\"PreToolUse\": [{\"matcher\": \".*\", \"hooks\": [{\"type\": \"command\",
-    \"command\": \"askrelay hook codex --timeout 590\", \"timeout\": 600}]}]}}
+    \"command\": \"askrelay hook codex --fail-closed --timeout 590\", \"timeout\": 600}]}]}}
 
 Examples:
   askrelay hook codex < event.json
