@@ -39,11 +39,13 @@ Exit codes:
 
 Examples:
   echo '{\"questions\":[{\"id\":\"go\",\"question\":\"Deploy now?\",
-    \"options\":[{\"label\":\"Yes (Recommended)\"},{\"label\":\"No\"}]}]}' | askrelay ask
+    \"options\":[{\"label\":\"Yes (Recommended)\"},{\"label\":\"No\"}]}]}' \\
+    | askrelay ask
   askrelay ask question.json --request-id deploy-42 --project infra-prod
-  askrelay ask question.json --context 'Deploys 4.2 to prod' --context-file change.diff
-Progress goes to stderr; only the result goes to stdout. Ctrl-C cancels the request.
-Client commands read only socket_path and daemon_uid from --config FILE.";
+  askrelay ask question.json --context 'Deploys 4.2' --context-file change.diff
+Progress goes to stderr; only the result goes to stdout. Ctrl-C cancels the
+request. Client commands read only socket_path and daemon_uid from --config
+FILE.";
 
 #[derive(Debug, Parser)]
 #[command(
@@ -81,8 +83,9 @@ pub enum Command {
   askrelay serve
   askrelay serve --config config/askrelay.example.toml
   ASKRELAY_DISCORD__TOKEN=… ASKRELAY_DISCORD__CHANNEL_ID=123 askrelay serve
-It reads the whole config file, then ASKRELAY_* variables. Logs go to stderr; set
-ASKRELAY_LOG=debug (or RUST_LOG) for more. A second Ctrl-C stops without waiting.")]
+It reads the whole config file, then ASKRELAY_* variables. Logs go to stderr;
+set ASKRELAY_LOG=debug (or RUST_LOG) for more. A second Ctrl-C stops without
+waiting.")]
     Serve,
     /// Verify the Discord token and channel access, then exit.
     #[command(after_help = "Examples:
@@ -97,7 +100,9 @@ Prints one line per check; exits 0 when everything works, 1 otherwise.")]
     #[command(after_help = "Examples:
   askrelay pending
   askrelay pending --json | jq '.[].request_id'
-You see the requests you asked; operators (operator_uids, root) see all of them.")]
+You see the requests you asked; operators (operator_uids, root) see all of them.
+The table shortens long request ids to fit the width (ending in …); --json shows
+them whole.")]
     Pending {
         /// Print JSON instead of a table.
         #[arg(long)]
@@ -105,21 +110,25 @@ You see the requests you asked; operators (operator_uids, root) see all of them.
     },
     /// Answer one question of a pending request from the terminal.
     #[command(after_help = "\
-Exits 0 only when this answer was the one that counted; 1 when the question was already
-answered or the request has ended (it says who answered and when, or how it ended), 2 for no
-such request or a bad question or option, 7 when the daemon cannot be reached. Who answered is recorded from your login
-(uid and user name); --as only adds a note.
+Exits 0 only when this answer was the one that counted; 1 when the question was
+already answered or the request has ended (it says who answered and when, or how
+it ended); 2 for no such request or a bad question or option; 7 when the daemon
+cannot be reached. Who answered is recorded from your login (uid and user name);
+--as only adds a note.
+
+With --all, each request is answered (or refused) on its own; the exit code is 0
+when every one counted, 1 when any was refused. Without --yes it lists them and
+asks to confirm on the terminal; with no terminal (stdin not a tty) it answers
+nothing and exits 2, asking for --yes.
 
 Examples:
   askrelay answer deploy-42 --select 'Yes, delete them (Recommended)'
   askrelay answer deploy-42 --select 2
   askrelay answer deploy-42 --question targets --select web --select db
-  askrelay answer deploy-42 --question targets --select web --custom 'and canary'
+  askrelay answer deploy-42 --question targets --select web --custom canary
   askrelay answer deploy-42 --question name --text 'call it v2'
-  askrelay answer --all --route prod --select Deny          # asks to confirm first
-  askrelay answer --all --route prod --select Deny --yes
-With --all, each request is answered (or refused) on its own; the exit code is 0 when every
-one counted, 1 when any was refused.")]
+  askrelay answer --all --route prod --select Deny     # asks to confirm first
+  askrelay answer --all --route prod --select Deny --yes")]
     Answer(AnswerArgs),
     /// Cancel a pending request; its agent gets ABORTED.
     #[command(after_help = "Examples:
@@ -137,9 +146,12 @@ You may cancel the requests you asked; operators may cancel any.")]
     #[command(after_help = "Examples:
   askrelay history
   askrelay history --limit 100 --json
+  askrelay history --since 1h
   askrelay history --json --since 2026-11-01 > requests.jsonl
-With --since, --json prints one request per line (JSON Lines), newest first, every request
-asked since DATE (no limit unless --limit is given), fetched page by page.")]
+With --since, --json prints one request per line (JSON Lines), newest first:
+every request asked since DATE (no limit unless --limit is given), fetched page
+by page. The table shortens long request ids to fit the width (ending in …);
+--json shows them whole.")]
     History {
         /// How many requests to show, newest first (default 20; no limit with --since).
         #[arg(long)]
@@ -147,15 +159,16 @@ asked since DATE (no limit unless --limit is given), fetched page by page.")]
         /// Print JSON instead of a table.
         #[arg(long)]
         json: bool,
-        /// Only requests asked at or after DATE: YYYY-MM-DD (midnight UTC), or an RFC 3339 time
-        /// such as 2026-11-01T12:00:00Z or 2026-11-01T13:00:00+01:00.
+        /// Only requests asked at or after DATE: YYYY-MM-DD (midnight UTC), an RFC 3339 time
+        /// such as 2026-11-01T12:00:00Z or 2026-11-01T13:00:00+01:00, or how long ago: 30m,
+        /// 1h, 7d, 2w.
         #[arg(long, value_name = "DATE")]
         since: Option<String>,
     },
     /// Ask the daemon whether it is healthy: its store, its Discord gateway, its backlog.
     #[command(
-        after_help = "Exit codes: 0 healthy, 1 degraded (the failing part is named), 7 the
-daemon cannot be reached. Suits a container HEALTHCHECK or a monitoring probe.
+        after_help = "Exit codes: 0 healthy, 1 degraded (the failing part is named), 7 the daemon
+cannot be reached. Suits a container HEALTHCHECK or a monitoring probe.
 
 Examples:
   askrelay health
@@ -171,8 +184,9 @@ Examples:
   askrelay grants
   askrelay grants --json
   askrelay grants --revoke g-0123456789ab
-Operators see every grant; anyone else the grants for their own uid, or that they approved
-from this terminal. Only a grant's approver or an operator may revoke it.")]
+Operators see every grant; anyone else the grants for their own uid, or that
+they approved from this terminal. Only a grant's approver or an operator may
+revoke it.")]
     Grants {
         /// End this grant now; matching requests go to people again.
         #[arg(long, value_name = "GRANT")]
@@ -197,7 +211,8 @@ from this terminal. Only a grant's approver or an operator may revoke it.")]
     Approve(crate::front::approve::ApproveArgs),
     /// Print a shell completion script.
     #[command(after_help = "Examples:
-  askrelay completions bash > ~/.local/share/bash-completion/completions/askrelay
+  askrelay completions bash \\
+    > ~/.local/share/bash-completion/completions/askrelay
   askrelay completions zsh > \"${fpath[1]}/_askrelay\"
   askrelay completions fish > ~/.config/fish/completions/askrelay.fish")]
     Completions {
@@ -205,12 +220,13 @@ from this terminal. Only a grant's approver or an operator may revoke it.")]
         shell: clap_complete::Shell,
     },
     /// Print the manual page (roff), for `man`; with --dir, write it and a page per command
-    /// (askrelay-ask.1 and so on, which the main page refers to).
+    /// (askrelay-ask.1, askrelay-audit-export.1 and so on, which the main page refers to).
     #[command(after_help = "Examples:
   askrelay man | man -l -
   askrelay man --dir /usr/local/share/man/man1 && man askrelay-ask")]
     Man {
-        /// Write askrelay.1 and askrelay-COMMAND.1 into DIR instead of askrelay.1 on stdout.
+        /// Write askrelay.1 and askrelay-COMMAND.1 into DIR (created when missing) instead of
+        /// askrelay.1 on stdout.
         #[arg(long, value_name = "DIR")]
         dir: Option<PathBuf>,
     },
@@ -224,15 +240,18 @@ pub enum AuditCommand {
     #[command(after_help = "Examples:
   askrelay audit export > audit.jsonl
   askrelay audit export --since 2026-11-01 > audit-november.jsonl
-  askrelay audit export | tail -n 1 | jq -r .hash     # the head, to keep somewhere else
-The first line says where the chain starts: {\"kind\":\"start\",\"after\":N,\"hash\":…,
-\"reason\":…}, where reason is genesis, upgrade (rows older than the chain are left out),
-pruned (retention deleted the rows up to N; hash is the last one's) or since. Then one row
-per line, oldest first: {\"kind\":\"row\",\"id\":…,…,\"prev_hash\":…,\"hash\":…}.
-Only operators (operator_uids, root, the daemon's own uid) may export: the rows name people.")]
+  askrelay audit export --since 7d > audit-last-week.jsonl
+  askrelay audit export | tail -n 1 | jq -r .hash  # the head, to keep elsewhere
+The first line says where the chain starts:
+{\"kind\":\"start\",\"after\":N,\"hash\":…,\"reason\":…}, where reason is genesis,
+upgrade (rows older than the chain are left out), pruned (retention deleted the
+rows up to N; hash is the last one's) or since. Then one row per line, oldest
+first: {\"kind\":\"row\",\"id\":…,…,\"prev_hash\":…,\"hash\":…}.
+Only operators (operator_uids, root, the daemon's own uid) may export: the rows
+name people.")]
     Export {
-        /// Start at the first row written at or after DATE: YYYY-MM-DD (midnight UTC), or an
-        /// RFC 3339 time such as 2026-11-01T12:00:00Z.
+        /// Start at the first row written at or after DATE: YYYY-MM-DD (midnight UTC), an
+        /// RFC 3339 time such as 2026-11-01T12:00:00Z, or how long ago: 30m, 1h, 7d, 2w.
         #[arg(long, value_name = "DATE")]
         since: Option<String>,
     },
@@ -241,10 +260,11 @@ Only operators (operator_uids, root, the daemon's own uid) may export: the rows 
   askrelay audit verify audit.jsonl
   askrelay audit export | askrelay audit verify -
   askrelay audit verify                  # exports from the daemon and checks it
-Prints \"ok: N rows, chain intact from <start> to <last hash>\" and exits 0; names the first
-broken row and exits 1 (\"broken at row ID (line N): …\"); exits 2 when FILE is not an
-export. An intact chain proves that no row was changed, removed or reordered after it was
-written, up to its last hash: compare that hash with one you kept elsewhere.")]
+Prints \"ok: N rows, chain intact from <start> to <last hash>\" and exits 0; names
+the first broken row and exits 1 (\"broken at row ID (line N): …\"); exits 2 when
+FILE is not an export. An intact chain proves that no row was changed, removed
+or reordered after it was written, up to its last hash: compare that hash with
+one you kept elsewhere.")]
     Verify {
         /// An export (`askrelay audit export`); - reads standard input.
         #[arg(value_name = "FILE")]
@@ -259,33 +279,40 @@ pub fn completions(shell: clap_complete::Shell) -> i32 {
     0
 }
 
-/// `askrelay man`: the manual page of askrelay on stdout; with `dir`, that page and one per
-/// command (`askrelay-ask.1`, titled so, as the main page's SEE ALSO names them) in `dir`.
+/// `askrelay man`: the manual page of askrelay on stdout; with `dir` (created when missing),
+/// that page and one per command at every depth (`askrelay-ask.1`, `askrelay-audit-export.1`),
+/// each titled as its parent's page names it. No page for clap's `help`: it has no options of
+/// its own, and a page that lists none would only be noise under `man -k`.
 pub fn man(dir: Option<&Path>) -> i32 {
-    let cmd = <Cli as clap::CommandFactory>::command();
-    let page = |c: clap::Command| -> std::io::Result<Vec<u8>> {
+    let mut cmd = without_help(<Cli as clap::CommandFactory>::command());
+    // Built once here, so every subcommand carries its display name (`askrelay-audit-export`,
+    // the page's title) and its bin name (`askrelay audit export`, the synopsis).
+    cmd.build();
+    let page = |c: &clap::Command| -> std::io::Result<Vec<u8>> {
         let mut roff = Vec::new();
-        clap_mangen::Man::new(c).render(&mut roff)?;
+        // The footer names the version on every page, not only the top one (clap_mangen takes
+        // it from the command, and only the top command has one).
+        clap_mangen::Man::new(c.clone())
+            .source(format!("askrelay {}", env!("CARGO_PKG_VERSION")))
+            .manual("askrelay manual")
+            .render(&mut roff)?;
         Ok(tidy_roff(&String::from_utf8_lossy(&roff)).into_bytes())
     };
     let result = match dir {
-        None => page(cmd).and_then(|p| std::io::Write::write_all(&mut out::Stdout, &p)),
+        None => page(&cmd).and_then(|p| std::io::Write::write_all(&mut out::Stdout, &p)),
         Some(dir) => {
-            let mut pages = vec![("askrelay.1".to_owned(), cmd.clone())];
-            for sub in cmd.get_subcommands().filter(|s| s.get_name() != "help") {
-                // A command's name is a &'static str (clap without its `string` feature); the
-                // few leaked here live as long as this short command does anyway.
-                let name: &'static str = format!("askrelay-{}", sub.get_name()).leak();
-                pages.push((format!("{name}.1"), sub.clone().name(name)));
-            }
+            let mut commands = Vec::new();
+            every_command(&cmd, &mut commands);
             let mut written = Vec::new();
-            pages
-                .into_iter()
-                .try_for_each(|(file, c)| {
-                    let path = dir.join(&file);
-                    std::fs::write(&path, page(c)?)?;
-                    written.push(path);
-                    Ok(())
+            std::fs::create_dir_all(dir)
+                .and_then(|()| {
+                    commands.into_iter().try_for_each(|c| {
+                        let title = c.get_display_name().unwrap_or_else(|| c.get_name());
+                        let path = dir.join(format!("{title}.1"));
+                        std::fs::write(&path, page(c)?)?;
+                        written.push(path);
+                        Ok(())
+                    })
                 })
                 .map(|()| {
                     // Listed once every page is written, so a reader that stops early (`| head`)
@@ -302,6 +329,20 @@ pub fn man(dir: Option<&Path>) -> i32 {
             eprintln!("askrelay: cannot write the manual page: {e}");
             1
         }
+    }
+}
+
+/// `cmd` without clap's `help` subcommand, at every depth (`--help` stays).
+fn without_help(cmd: clap::Command) -> clap::Command {
+    cmd.disable_help_subcommand(true)
+        .mut_subcommands(without_help)
+}
+
+/// `cmd` and every command under it that is not hidden, parents first.
+fn every_command<'a>(cmd: &'a clap::Command, all: &mut Vec<&'a clap::Command>) {
+    all.push(cmd);
+    for sub in cmd.get_subcommands().filter(|s| !s.is_hide_set()) {
+        every_command(sub, all);
     }
 }
 
@@ -338,8 +379,9 @@ fn tidy_roff(roff: &str) -> String {
 }
 
 const MCP_EXAMPLES: &str = "\
-Speaks MCP (newline-delimited JSON-RPC) on stdin and stdout; logs go to stderr (ASKRELAY_LOG).
-Each ask_user_question call is forwarded to the daemon, which must be running (askrelay serve).
+Speaks MCP (newline-delimited JSON-RPC) on stdin and stdout; logs go to stderr
+(ASKRELAY_LOG). Each ask_user_question call is forwarded to the daemon, which
+must be running (askrelay serve).
 
 Examples:
   claude mcp add askrelay -- askrelay mcp --project myproj

@@ -62,7 +62,7 @@ pub(super) async fn pending(target: &Target, as_json: bool) -> Result<i32> {
         crate::outln!("No pending requests.");
         return Ok(0);
     }
-    let mut table = super::out::table(&["REQUEST", "STATE", "QUESTION"], 2);
+    let mut rows = Vec::new();
     for r in &requests {
         let mut id = Escaped(&r.request_id).to_string();
         if let Some(node) = &r.node {
@@ -133,16 +133,32 @@ pub(super) async fn pending(target: &Target, as_json: bool) -> Result<i32> {
                     .collect();
                 cell.push(format!("scope: {}", labels.join(" ")));
             }
-            table.add_row(vec![
+            rows.push(vec![
                 if i == 0 { id.clone() } else { String::new() },
                 state,
                 cell.join("\n"),
             ]);
         }
     }
-    super::out::print_table(&table);
+    print_rows(&["REQUEST", "STATE", "QUESTION"], rows, "pending");
     print_contexts(&requests);
     Ok(0)
+}
+
+/// The table of `pending` or `history` (`command`), its ids shortened when they would squeeze
+/// the questions unreadable; then where the whole ids are.
+fn print_rows(header: &[&str], mut rows: Vec<Vec<String>>, command: &str) {
+    let cut = super::out::fit_ids(&mut rows);
+    let mut table = super::out::table(header, 2);
+    for row in rows {
+        table.add_row(row);
+    }
+    super::out::print_table(&table);
+    if cut {
+        crate::outln!(
+            "(ids ending in … are cut to fit; `askrelay {command} --json` has them whole)"
+        );
+    }
 }
 
 /// Each request's context below the table, headed by its id: a diff is read line by line.
@@ -248,7 +264,7 @@ fn print_history(requests: &[RequestView]) -> Result<()> {
         crate::outln!("No requests yet.");
         return Ok(());
     }
-    let mut table = super::out::table(&["REQUEST", "STATUS, ASKED", "QUESTIONS AND OUTCOME"], 2);
+    let mut rows = Vec::new();
     for r in requests {
         let outcome = if let Some(result) = &r.result {
             Escaped(&serde_json::to_string(result)?).to_string()
@@ -270,13 +286,17 @@ fn print_history(requests: &[RequestView]) -> Result<()> {
             }
         }
         cell.push(format!("→ {outcome}"));
-        table.add_row(vec![
+        rows.push(vec![
             id,
             format!("{}\n{}", r.status, r.created_at),
             cell.join("\n"),
         ]);
     }
-    super::out::print_table(&table);
+    print_rows(
+        &["REQUEST", "STATUS, ASKED", "QUESTIONS AND OUTCOME"],
+        rows,
+        "history",
+    );
     print_contexts(requests);
     Ok(())
 }
@@ -339,8 +359,14 @@ pub(super) async fn health(target: &Target, as_json: bool) -> Result<i32> {
     }
 }
 
-/// The start of `DATE` (`YYYY-MM-DD`, or RFC 3339), UTC.
+/// The start of `DATE` (`YYYY-MM-DD`, or RFC 3339), UTC; or how long before now: `30m`, `1h`,
+/// `7d`, `2w` (jiff's friendly spans, so `1h30m`, `2 days` and `1h ago` too).
 pub(super) fn parse_since(date: &str) -> Result<std::time::SystemTime, String> {
+    since_at(date, jiff::Timestamp::now())
+}
+
+/// [`parse_since`] as of `now`.
+fn since_at(date: &str, now: jiff::Timestamp) -> Result<std::time::SystemTime, String> {
     let d = date.trim();
     // A time with its offset (`Z`, `+01:00`), else a date or a time without one, in UTC.
     let at = d
@@ -351,13 +377,31 @@ pub(super) fn parse_since(date: &str) -> Result<std::time::SystemTime, String> {
                 .and_then(|t| t.to_zoned(jiff::tz::TimeZone::UTC))
                 .map(|z| z.timestamp())
         })
+        .or_else(|_| ago(d, now).ok_or(()))
         .map_err(|_| {
             format!(
-                "--since {d:?}: expected a date like 2026-11-01 (UTC) or a time like \
-                 2026-11-01T12:00:00Z or 2026-11-01T13:00:00+01:00"
+                "--since {d:?}: expected how long ago (30m, 1h, 7d, 2w), a date like 2026-11-01 \
+                 (UTC) or a time like 2026-11-01T12:00:00Z or 2026-11-01T13:00:00+01:00"
             )
         })?;
     Ok(std::time::SystemTime::from(at))
+}
+
+/// `now` less a span such as `1h` or `7d`: a day is 24 hours (UTC), a week 7 days. A span is
+/// always a time ago, so `-1h` and `1h ago` mean what `1h` does. ISO 8601 durations (`P1D`) are
+/// left to the date parsers' error: a span needs a digit first.
+fn ago(d: &str, now: jiff::Timestamp) -> Option<jiff::Timestamp> {
+    if !d
+        .trim_start_matches('-')
+        .starts_with(|c: char| c.is_ascii_digit())
+    {
+        return None;
+    }
+    let span = d.parse::<jiff::Span>().ok()?.abs();
+    now.to_zoned(jiff::tz::TimeZone::UTC)
+        .checked_sub(span)
+        .ok()
+        .map(|z| z.timestamp())
 }
 
 /// `askrelay history --since DATE`: every request asked since DATE, newest first, page by page;
@@ -489,7 +533,7 @@ pub(super) async fn grants(target: &Target, revoke: Option<String>, as_json: boo
 
 #[cfg(test)]
 mod tests {
-    use super::parse_since;
+    use super::{parse_since, since_at};
     use std::time::{Duration, UNIX_EPOCH};
 
     #[test]
@@ -503,5 +547,29 @@ mod tests {
         assert_eq!(at("2026-11-01"), noon - Duration::from_secs(12 * 3600));
         let err = parse_since("yesterday").unwrap_err();
         assert!(err.starts_with("--since \"yesterday\": expected"), "{err}");
+    }
+
+    #[test]
+    fn since_takes_how_long_ago() {
+        let now: jiff::Timestamp = "2026-11-15T12:00:00Z".parse().unwrap();
+        let at = |s: &str| {
+            since_at(s, now)
+                .unwrap()
+                .duration_since(UNIX_EPOCH)
+                .unwrap()
+                .as_secs()
+        };
+        let now_s = now.as_second() as u64;
+        assert_eq!(at("30m"), now_s - 30 * 60);
+        assert_eq!(at("1h"), now_s - 3600);
+        assert_eq!(at("7d"), now_s - 7 * 86_400);
+        assert_eq!(at("2w"), now_s - 14 * 86_400);
+        assert_eq!(at("1h30m"), now_s - 5400);
+        assert_eq!(at("-1h"), now_s - 3600);
+        assert_eq!(at("1h ago"), now_s - 3600);
+        assert_eq!(at(" 2 days "), now_s - 2 * 86_400);
+        for bad in ["h", "1x", "P1D", "-", "1h 2026-11-01"] {
+            assert!(since_at(bad, now).is_err(), "{bad}");
+        }
     }
 }

@@ -31,18 +31,20 @@ pub use crate::domain::approval::{DO_NOT_RUN, RUN};
 pub const EXIT_DENIED: i32 = 5;
 
 pub const APPROVE_EXAMPLES: &str = "\
-Approved: runs CMD and exits with its status (127: not found, 126: cannot run it).
+Approved: runs CMD and exits with its status (127: not found, 126: cannot run).
 Not approved, CMD does not run and askrelay exits like `askrelay ask`:
   5  denied (\"denied by <who>: <reason>\" on stderr) or cancelled (ABORTED)
-  6  EXPIRED    4  NO_ANSWERER    2  INVALID_REQUEST    7  the daemon cannot be reached
-  1  anything else
-The question shows the exact argv, the working directory and the host; hidden characters and
-bytes that are not UTF-8 show as escapes (⟨U+202E⟩, ⟨0xFF⟩), and the question says so.
+  6  EXPIRED    4  NO_ANSWERER    2  INVALID_REQUEST
+  7  the daemon cannot be reached    1  anything else
+The question shows the exact argv, the working directory and the host; hidden
+characters and bytes that are not UTF-8 show as escapes (⟨U+202E⟩, ⟨0xFF⟩), and
+the question says so.
 
 Examples:
   askrelay approve -- ./deploy.sh --env prod
   askrelay approve --question 'Ship release 4.2 to production?' \\
-      --context-file CHANGELOG.md --route-scope project=infra-prod -- make deploy
+      --context-file CHANGELOG.md --route-scope project=infra-prod \\
+      -- make deploy
   askrelay approve --timeout 3600 -- psql -f migrations/0042.sql   # in cron";
 
 #[derive(Debug, Args)]

@@ -38,14 +38,22 @@ use std::str::FromStr;
 
 pub const SETUP_EXAMPLES: &str = "\
 Examples:
-  askrelay setup claude-code                       # you, every project: ~/.claude/settings.json
-  askrelay setup claude-code --scope project       # everyone on this project: .claude/settings.json
-  askrelay setup claude-code --event pre-tool-use  # always ask about Bash, Edit and Write
-  askrelay setup claude-code --dry-run             # show the change, write nothing
-  askrelay setup claude-code --remove              # take askrelay out again
-  askrelay setup claude-code --fail-closed         # Claude Code blocks the call if the hook fails
-  askrelay setup codex                             # ~/.codex/hooks.json and config.toml
-It changes only askrelay's own entries; running it twice changes nothing the second time.";
+  # You, in every project (~/.claude/settings.json):
+  askrelay setup claude-code
+  # Everyone on this project (.claude/settings.json):
+  askrelay setup claude-code --scope project
+  # Always ask about Bash, Edit and Write:
+  askrelay setup claude-code --event pre-tool-use
+  # Show the change, write nothing; take askrelay out again:
+  askrelay setup claude-code --dry-run
+  askrelay setup claude-code --remove
+  # Claude Code blocks the call if the hook itself fails (2.1.295 or newer):
+  askrelay setup claude-code --fail-closed
+  # Codex (~/.codex/hooks.json and config.toml), failing closed:
+  askrelay setup codex
+
+It changes only askrelay's own entries; running it twice changes nothing the
+second time.";
 
 #[derive(Debug, Args)]
 pub struct SetupArgs {

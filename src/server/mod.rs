@@ -110,14 +110,28 @@ pub struct ServerContext {
 /// Accepts connections until shutdown. At most `limits.max_connections` are served at once;
 /// one more gets a `BUSY` error line and is closed, so a flood of idle connections cannot
 /// starve the daemon of file descriptors.
-pub async fn serve(listener: UnixListener, ctx: ServerContext, socket_path: PathBuf) {
+///
+/// Every [`SOCKET_CHECK`] it also checks that the socket file is still the one it listens on: a
+/// file deleted under the daemon (a cleanup of /tmp or /run, a careless `rm`) would leave it
+/// running and healthy but out of every client's reach. A deleted file is bound again, as at
+/// start-up; a path that now holds another file is left alone, and said once.
+pub async fn serve(mut listener: UnixListener, ctx: ServerContext, socket_path: PathBuf) {
+    // Taken before "listening" is said: from then on a deletion is one to notice.
+    let mut watch = SocketWatch::start(&socket_path);
     tracing::info!(path = %socket_path.display(), "listening");
     let slots = Arc::new(tokio::sync::Semaphore::new(
         ctx.config.limits.max_connections,
     ));
+    let mut check = tokio::time::interval(SOCKET_CHECK);
+    check.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         tokio::select! {
             _ = ctx.shutdown.cancelled() => break,
+            _ = check.tick() => {
+                if let Some(rebound) = watch.check(&socket_path, ctx.config.socket_mode.0).await {
+                    listener = rebound;
+                }
+            }
             accepted = listener.accept() => match accepted {
                 Ok((stream, _)) => {
                     let ctx2 = ctx.clone();
@@ -142,6 +156,89 @@ pub async fn serve(listener: UnixListener, ctx: ServerContext, socket_path: Path
                     // EMFILE and friends: log, back off a little, keep serving.
                     tracing::warn!(error = %e, "accept failed");
                     tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                }
+            }
+        }
+    }
+}
+
+/// How often [`serve`] looks at its socket file: a stat call, cheap enough to make the gap a
+/// deleted socket leaves short.
+const SOCKET_CHECK: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// Which file a path holds: its device and inode, the identity a replaced file does not keep.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct SocketFile {
+    dev: u64,
+    ino: u64,
+}
+
+impl SocketFile {
+    /// The file at `path` now; `None` when there is none (or it cannot be read).
+    fn of(path: &Path) -> Option<SocketFile> {
+        std::fs::symlink_metadata(path).ok().map(|m| SocketFile {
+            dev: m.dev(),
+            ino: m.ino(),
+        })
+    }
+}
+
+/// What [`serve`] knows of its socket file, so that each change is logged once, not at every
+/// check.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum SocketWatch {
+    /// The path holds the socket this daemon listens on.
+    Ours(SocketFile),
+    /// The path is empty and binding it again failed (said once); tried again at each check.
+    Gone,
+    /// The path holds a file that is not ours (said once): another daemon's socket, or one put
+    /// there by hand. Not ours to remove; bound again only once it is gone.
+    Foreign,
+}
+
+impl SocketWatch {
+    fn start(path: &Path) -> SocketWatch {
+        SocketFile::of(path).map_or(SocketWatch::Gone, SocketWatch::Ours)
+    }
+
+    /// One check of the path. Returns a new listener when the path was empty and has been
+    /// bound again (owner-only directory and `mode`, as at start-up).
+    async fn check(&mut self, path: &Path, mode: u32) -> Option<UnixListener> {
+        let now = SocketFile::of(path);
+        match (*self, now) {
+            (SocketWatch::Ours(ours), Some(there)) if ours == there => None,
+            (SocketWatch::Ours(_) | SocketWatch::Gone, Some(_)) => {
+                tracing::error!(
+                    path = %path.display(),
+                    "the socket file was replaced by another file; clients reach that file now, \
+                     not this daemon (it binds the path again once the path is empty)"
+                );
+                *self = SocketWatch::Foreign;
+                None
+            }
+            (SocketWatch::Foreign, Some(_)) => None,
+            (was, None) => {
+                if was != SocketWatch::Gone {
+                    tracing::warn!(path = %path.display(), "the socket file was deleted; binding it again");
+                }
+                match bind(path, mode).await {
+                    Ok(listener) => {
+                        *self = SocketWatch::start(path);
+                        tracing::info!(path = %path.display(), "socket file recreated; listening");
+                        Some(listener)
+                    }
+                    Err(e) => {
+                        if was != SocketWatch::Gone {
+                            tracing::error!(
+                                path = %path.display(),
+                                error = %format!("{e:#}"),
+                                "cannot recreate the socket file; clients cannot reach this \
+                                 daemon until it can (tried again every few seconds)"
+                            );
+                        }
+                        *self = SocketWatch::Gone;
+                        None
+                    }
                 }
             }
         }

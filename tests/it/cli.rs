@@ -1174,3 +1174,260 @@ async fn an_audit_export_reads_without_the_database() {
     assert!(out.contains("hash does not match its content"), "{out}");
     app.assert_payloads_valid();
 }
+
+/// `--since` takes how long ago (`30m`, `1h`, `7d`, `2w`) as well as a date or a time, for
+/// `history` and `audit export` alike; a request asked now is in each window.
+#[tokio::test]
+async fn since_takes_how_long_ago() {
+    let env = Bin::new();
+    let _daemon = env.serve().await;
+    let mut asker = env.ask(&["--request-id", "since-1"], QUESTION).await;
+    asker.wait_stderr("waiting for an answer").await;
+    let (code, _, err) = env.run(&["answer", "since-1", "--select", "2"]).await;
+    assert_eq!(code, 0, "{err}");
+    asker.finish().await;
+    for ago in ["30m", "1h", "7d", "2w", "2026-01-01"] {
+        let (code, out, err) = env.run(&["history", "--json", "--since", ago]).await;
+        assert_eq!(code, 0, "--since {ago}: {err}");
+        assert!(
+            out.contains("\"request_id\":\"since-1\""),
+            "--since {ago}: {out}"
+        );
+        let (code, out, err) = env.run(&["audit", "export", "--since", ago]).await;
+        assert_eq!(code, 0, "audit export --since {ago}: {err}");
+        assert!(out.contains("since-1"), "audit export --since {ago}: {out}");
+    }
+    let (code, _, err) = env.run(&["history", "--since", "1x"]).await;
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("expected how long ago (30m, 1h, 7d, 2w)"),
+        "{err}"
+    );
+}
+
+/// `answer --all` without `--yes` asks on the terminal; without one (stdin not a terminal, as
+/// in a script or cron) it answers nothing and says to give `--yes`.
+#[tokio::test]
+async fn answer_all_without_a_terminal_or_yes_answers_nothing() {
+    let env = Bin::new();
+    let _daemon = env.serve().await;
+    let mut asker = env.ask(&["--request-id", "all-1"], QUESTION).await;
+    asker.wait_stderr("waiting for an answer").await;
+    // `Bin::cmd` gives every command /dev/null as stdin: not a terminal.
+    let (code, out, err) = env.run(&["answer", "--all", "--select", "2"]).await;
+    assert_eq!(code, 2, "{out}{err}");
+    assert!(
+        err.contains(
+            "1 request(s) would be answered with 2; give --yes to confirm without a terminal"
+        ),
+        "{err}"
+    );
+    assert!(out.is_empty(), "{out}");
+    let (code, out, _) = env.run(&["pending", "--json"]).await;
+    assert_eq!(code, 0);
+    let pending: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(pending[0]["request_id"], "all-1", "{pending}");
+    assert!(
+        pending[0]["questions"][0]["answered"].is_null(),
+        "{pending}"
+    );
+    // With --yes it answers.
+    let (code, out, err) = env
+        .run(&["answer", "--all", "--select", "2", "--yes"])
+        .await;
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("done     all-1: answered"), "{out}");
+    let (code, out) = asker.finish().await;
+    assert_eq!(code, 0);
+    assert!(out.contains("No, keep them"), "{out}");
+}
+
+/// Every command path of the CLI, as `["audit", "export"]`, clap's `help` left out.
+fn command_paths() -> Vec<Vec<String>> {
+    fn walk(cmd: &clap::Command, at: &[String], all: &mut Vec<Vec<String>>) {
+        for sub in cmd.get_subcommands().filter(|s| s.get_name() != "help") {
+            let mut path = at.to_vec();
+            path.push(sub.get_name().to_owned());
+            all.push(path.clone());
+            walk(sub, &path, all);
+        }
+    }
+    let mut all = Vec::new();
+    walk(
+        &<askrelay::cli::Cli as clap::CommandFactory>::command(),
+        &[],
+        &mut all,
+    );
+    all
+}
+
+/// `man --dir` writes a page for every command at every depth (`askrelay-audit-export.1`,
+/// `askrelay-hook-codex.1`, `askrelay-setup.1`), none for clap's `help`, each with the version
+/// in its footer (the `.TH` line's source), into a directory it creates.
+#[tokio::test]
+async fn man_pages_cover_every_command_with_the_version() {
+    let env = Bin::new();
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("share/man/man1");
+    let (code, listed, err) = env.run(&["man", "--dir", dir.to_str().unwrap()]).await;
+    assert_eq!(code, 0, "{err}");
+    let mut pages: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    pages.sort();
+    let mut want: Vec<String> = command_paths()
+        .iter()
+        .map(|p| format!("askrelay-{}.1", p.join("-")))
+        .collect();
+    want.push("askrelay.1".to_owned());
+    want.sort();
+    for needed in [
+        "askrelay-audit-export.1",
+        "askrelay-audit-verify.1",
+        "askrelay-hook-codex.1",
+        "askrelay-setup.1",
+    ] {
+        assert!(want.iter().any(|w| w == needed), "{needed} in {want:?}");
+    }
+    assert_eq!(pages, want);
+    assert!(!pages.iter().any(|p| p.contains("help")), "{pages:?}");
+    let footer = format!("\"askrelay {}\"", env!("CARGO_PKG_VERSION"));
+    for page in &pages {
+        let text = std::fs::read_to_string(dir.join(page)).unwrap();
+        let title = page.trim_end_matches(".1");
+        let th = text
+            .lines()
+            .find(|l| l.starts_with(".TH "))
+            .unwrap_or_else(|| panic!("{page} has no .TH line"));
+        assert!(th.starts_with(&format!(".TH {title} 1 ")), "{page}: {th}");
+        assert!(th.contains(&footer), "{page}: {th}");
+        assert!(!text.contains("\\-help("), "{page} names a help page");
+        assert!(listed.contains(page.as_str()), "{listed}");
+    }
+    // The parent page names its commands' pages.
+    let audit = std::fs::read_to_string(dir.join("askrelay-audit.1")).unwrap();
+    assert!(audit.contains("askrelay\\-audit\\-export(1)"), "{audit}");
+    // On stdout too, the main page carries the version and names no help page.
+    let (code, out, _) = env.run(&["man"]).await;
+    assert_eq!(code, 0);
+    assert!(out.contains(&footer), "{out}");
+    assert!(!out.contains("askrelay\\-help"), "{out}");
+}
+
+/// The text under every command's options reads as written at 80 columns: clap wraps a line
+/// longer than the terminal where it falls, which broke `answer --help` mid-sentence
+/// ("…the question was already" / "answered or…" on a line of its own). Hard-wrapped to fit
+/// 80, it is the same at 80 and at 100 columns.
+#[tokio::test]
+async fn help_reads_as_written_at_80_columns() {
+    let env = Bin::new();
+    let help = |path: &[String], columns: u16| {
+        let mut args: Vec<&str> = path.iter().map(String::as_str).collect();
+        args.push("--help");
+        let mut c = env.cmd(&args);
+        c.env("COLUMNS", columns.to_string());
+        let what = args.join(" ");
+        async move {
+            let o = within(&what, c.output()).await.unwrap();
+            assert!(o.status.success(), "{what}");
+            String::from_utf8_lossy(&o.stdout).into_owned()
+        }
+    };
+    // The text after the options: after the last one, `-h, --help` ("Print help…", with the
+    // blank line that ends it where options have long help).
+    let after = |out: &str| -> String {
+        let help = out.rfind("Print help").unwrap_or(0);
+        out[help..]
+            .find('\n')
+            .map(|at| out[help + at..].trim_start_matches('\n').to_owned())
+            .unwrap_or_default()
+    };
+    for path in std::iter::once(Vec::new()).chain(command_paths()) {
+        let (narrow, wide) = (help(&path, 80).await, help(&path, 100).await);
+        for line in narrow.lines() {
+            assert!(
+                line.chars().count() <= 80,
+                "{path:?} --help at 80 columns: {line:?}"
+            );
+        }
+        assert_eq!(
+            after(&narrow),
+            after(&wide),
+            "{path:?} --help: its text is rewrapped at 80 columns"
+        );
+    }
+    let answer = help(&["answer".to_owned()], 80).await;
+    let prose = after(&answer)
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ");
+    for sentence in [
+        "Exits 0 only when this answer was the one that counted; 1 when the question was already answered or the request has ended",
+        "Who answered is recorded from your login (uid and user name); --as only adds a note.",
+        "with no terminal (stdin not a tty) it answers nothing and exits 2, asking for --yes.",
+    ] {
+        assert!(prose.contains(sentence), "{sentence:?} in:\n{answer}");
+    }
+}
+
+/// At 80 columns a long request id (45 characters here) left a question column of a few
+/// characters, one word per line. Ids are shortened instead (ending in `…`, with a line saying
+/// that `--json` shows them whole), so that the question keeps at least 28 columns.
+#[tokio::test]
+async fn pending_and_history_keep_the_question_readable_at_80_columns() {
+    let env = Bin::new();
+    let _daemon = env.serve().await;
+    let id = "approve-0f9a8b7c-6d5e-4f3a-9b2c-1d0e9f8a7b6c";
+    let long = r#"{"questions":[{"id":"deploy","question":"Deploy the payments service to the production cluster in eu-west-1 now that the canary looks healthy?","header":"Deploy","options":[{"label":"Deploy now","description":"d"},{"label":"Wait","description":"w"}],"multiSelect":false}]}"#;
+    let mut asker = env.ask(&["--request-id", id], long).await;
+    asker.wait_stderr("waiting for an answer").await;
+    let at80 = |cmd: &'static str| {
+        let mut c = env.cmd(&[cmd]);
+        c.env("COLUMNS", "80");
+        async move {
+            let o = within(cmd, c.output()).await.unwrap();
+            assert!(o.status.success(), "{cmd}");
+            String::from_utf8_lossy(&o.stdout).into_owned()
+        }
+    };
+    let check = |out: &str, last: &str, json: &str| {
+        for line in out.lines() {
+            assert!(
+                line.chars().count() <= 80,
+                "past 80 columns: {line:?}\n{out}"
+            );
+        }
+        let header = out.lines().next().unwrap();
+        let column = header.find(last).unwrap();
+        assert!(
+            80 - column >= 28,
+            "the question column is {} wide:\n{out}",
+            80 - column
+        );
+        assert!(!out.contains(id), "{out}");
+        assert!(
+            out.lines()
+                .any(|l| l.starts_with("approve-0f9a8b7c") && l.contains('…')),
+            "{out}"
+        );
+        assert!(out.contains(json), "{out}");
+    };
+    let out = at80("pending").await;
+    check(&out, "QUESTION", "`askrelay pending --json` has them whole");
+    assert!(out.contains("deploy: [Deploy] Deploy"), "{out}");
+    let (_, json, _) = env.run(&["pending", "--json"]).await;
+    assert!(json.contains(id), "{json}");
+    // Wide enough, the id is whole and nothing is said about it.
+    let (_, wide, _) = env.run(&["pending"]).await;
+    assert!(wide.contains(id) && !wide.contains("cut to fit"), "{wide}");
+    let (code, _, err) = env.run(&["answer", id, "--select", "2"]).await;
+    assert_eq!(code, 0, "{err}");
+    asker.finish().await;
+    let out = at80("history").await;
+    check(
+        &out,
+        "QUESTIONS AND OUTCOME",
+        "`askrelay history --json` has them whole",
+    );
+}

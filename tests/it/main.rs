@@ -20,6 +20,7 @@ mod defer;
 mod digest;
 mod discord;
 mod discord_schema_selftest;
+mod docs;
 mod faults;
 mod fulldisk;
 mod grants;

@@ -669,3 +669,48 @@ async fn a_stale_socket_file_is_replaced() {
         .unwrap();
     d.shutdown().await;
 }
+
+/// A socket file deleted under a running daemon (a cleanup of /tmp or /run, a careless `rm`)
+/// left it running, healthy by its own account, and out of every client's reach. It notices
+/// within seconds, says so, and binds the path again, owner-only as at start-up; a file that
+/// someone else put at the path is left alone (said once) until it is gone.
+#[tokio::test]
+async fn a_deleted_socket_file_is_bound_again() {
+    let env = Bin::new();
+    let mut daemon = env.serve().await;
+    let socket = env.socket();
+    std::fs::remove_file(&socket).unwrap();
+    let warned = daemon.wait_log("the socket file was deleted").await;
+    assert!(warned.contains("WARN"), "{warned}");
+    assert!(warned.contains(&socket.display().to_string()), "{warned}");
+    daemon.wait_log("socket file recreated").await;
+    let meta = std::fs::symlink_metadata(&socket).unwrap();
+    assert!(std::os::unix::fs::FileTypeExt::is_socket(&meta.file_type()));
+    assert_eq!(meta.permissions().mode() & 0o777, 0o600);
+    // A client asks through the new socket and the daemon answers.
+    let mut asker = env
+        .ask(&["--request-id", "back-1"], &yes_no("go").to_string())
+        .await;
+    asker.wait_stderr("waiting for an answer").await;
+    let (code, out, err) = env.run(&["answer", "back-1", "--select", "2"]).await;
+    assert_eq!(code, 0, "{out}{err}");
+    let (code, out) = asker.finish().await;
+    assert_eq!(code, 0);
+    assert!(out.contains("No, keep them"), "{out}");
+
+    // Someone else's file at the path: not replaced, said once; bound again once it is gone.
+    // Renamed over it, so that the path is never empty (the daemon would bind it again).
+    let other = env.dir().join("other");
+    std::fs::write(&other, "not a socket").unwrap();
+    std::fs::rename(&other, &socket).unwrap();
+    daemon.wait_log("replaced by another file").await;
+    assert_eq!(std::fs::read_to_string(&socket).unwrap(), "not a socket");
+    std::fs::remove_file(&socket).unwrap();
+    daemon.wait_log("socket file recreated").await;
+    let (code, _, err) = env.run(&["pending"]).await;
+    assert_eq!(code, 0, "{err}");
+
+    let (status, log) = daemon.terminate().await;
+    assert!(status.success(), "{log}");
+    assert_eq!(log.matches("replaced by another file").count(), 1, "{log}");
+}

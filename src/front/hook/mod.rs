@@ -60,18 +60,20 @@ const MAX_SUGGESTIONS: usize = 2;
 const HOOK_FILE_MAX: usize = 256 * 1024;
 
 pub const HOOK_EXAMPLES: &str = "\
-Reads a Claude Code hook event on stdin and prints Claude Code's decision on stdout. It
-answers three kinds of event:
-  PermissionRequest (recommended): fires only when Claude Code would ask you. The choices are
-    Allow once, one option per suggestion Claude Code makes (Allow for this session: …,
-    Always allow: …), Deny, Deny and stop, and Other… (denies with your words). Without an
-    answer: no decision, and Claude Code shows its own dialog.
-  PreToolUse: asks before every matching tool call, even ones Claude Code would run without
-    asking (\"always ask about X\"): allow, deny (with what was typed under Other…), or ask
-    (Claude Code's own prompt) when askrelay cannot get an answer. On EXPIRED it denies, or
-    asks with --on-expire ask.
-  AskUserQuestion (Claude Code's own questions, on either event): asked as they are; the
-    answers go back to Claude. Without an answer: no decision (Claude Code asks itself).
+Reads a Claude Code hook event on stdin and prints Claude Code's decision on
+stdout. It answers three kinds of event:
+  PermissionRequest (recommended): fires only when Claude Code would ask you.
+    The choices are Allow once, one option per suggestion Claude Code makes
+    (Allow for this session: …, Always allow: …), Deny, Deny and stop, and
+    Other… (denies with your words). Without an answer: no decision, and
+    Claude Code shows its own dialog.
+  PreToolUse: asks before every matching tool call, even ones Claude Code would
+    run without asking (\"always ask about X\"): allow, deny (with what was
+    typed under Other…), or ask (Claude Code's own prompt) when askrelay cannot
+    get an answer. On EXPIRED it denies, or asks with --on-expire ask.
+  AskUserQuestion (Claude Code's own questions, on either event): asked as they
+    are; the answers go back to Claude. Without an answer: no decision (Claude
+    Code asks itself).
 It always exits 0. `askrelay setup claude-code` writes the settings for you.
 
 In .claude/settings.json (timeout is in seconds; keep --timeout below it):
@@ -86,16 +88,18 @@ Examples:
   askrelay hook claude-code --project infra-prod --on-expire ask";
 
 pub const CODEX_EXAMPLES: &str = "\
-Reads a Codex PreToolUse hook event on stdin (Codex runs hooks with `[features] hooks = true`
-in config.toml) and prints Codex's decision: nothing when a person allows (Codex refuses an
-explicit allow), a deny with the reason otherwise (what was typed under Other…). Without an
-answer (the daemon is down, NO_ANSWERER, --timeout) it prints nothing and Codex's own
-approval policy decides; --fail-closed denies instead. It always exits 0.
+Reads a Codex PreToolUse hook event on stdin (Codex runs hooks with
+`[features] hooks = true` in config.toml) and prints Codex's decision: nothing
+when a person allows (Codex refuses an explicit allow), a deny with the reason
+otherwise (what was typed under Other…). Without an answer (the daemon is down,
+NO_ANSWERER, --timeout) it prints nothing and Codex's own approval policy
+decides; --fail-closed denies instead. It always exits 0.
 `askrelay setup codex` writes the settings for you.
 
 In $CODEX_HOME/hooks.json:
   {\"hooks\": {\"PreToolUse\": [{\"matcher\": \".*\", \"hooks\": [{\"type\": \"command\",
-    \"command\": \"askrelay hook codex --fail-closed --timeout 590\", \"timeout\": 600}]}]}}
+    \"command\": \"askrelay hook codex --fail-closed --timeout 590\",
+    \"timeout\": 600}]}]}}
 
 Examples:
   askrelay hook codex < event.json

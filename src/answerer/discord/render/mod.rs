@@ -595,7 +595,7 @@ pub fn components(q: &Question, ctx: &RenderContext) -> Vec<CreateActionRow> {
                 let menu = CreateSelectMenu::new(
                     ctx.custom_id(Action::SelectOne),
                     CreateSelectMenuKind::String {
-                        options: select_options(options),
+                        options: select_options(options, ctx),
                     },
                 )
                 .placeholder(truncate("Choose an option", SELECT_PLACEHOLDER_MAX))
@@ -619,7 +619,7 @@ pub fn components(q: &Question, ctx: &RenderContext) -> Vec<CreateActionRow> {
             let menu = CreateSelectMenu::new(
                 ctx.custom_id(Action::Draft),
                 CreateSelectMenuKind::String {
-                    options: select_options(options),
+                    options: select_options(options, ctx),
                 },
             )
             .placeholder(truncate(
@@ -902,7 +902,10 @@ pub fn mentions(ctx: &RenderContext) -> (Option<String>, CreateAllowedMentions) 
     ((!content.is_empty()).then_some(content), allowed)
 }
 
-fn select_options(options: &[crate::domain::QuestionOption]) -> Vec<CreateSelectMenuOption> {
+fn select_options(
+    options: &[crate::domain::QuestionOption],
+    ctx: &RenderContext,
+) -> Vec<CreateSelectMenuOption> {
     options
         .iter()
         .enumerate()
@@ -911,7 +914,7 @@ fn select_options(options: &[crate::domain::QuestionOption]) -> Vec<CreateSelect
                 truncate(&inert_plain(&o.label), SELECT_OPTION_TEXT_MAX),
                 super::custom_id::option_value(i),
             );
-            match o.description.as_deref().filter(|d| !d.trim().is_empty()) {
+            match option_description(o, ctx) {
                 Some(d) => {
                     opt.description(truncate(&inert_plain(&one_line(d)), SELECT_OPTION_TEXT_MAX))
                 }
@@ -919,6 +922,22 @@ fn select_options(options: &[crate::domain::QuestionOption]) -> Vec<CreateSelect
             }
         })
         .collect()
+}
+
+/// An option's description as shown, or none when it is empty. The front doors' deny options
+/// say "Block it; use Other… to tell Claude why"; where the route offers no Other… (a quorum
+/// route whose free text does not decide alone) that clause would point at a button that is not
+/// there, so the clauses from the first one naming it are left out.
+fn option_description<'o>(
+    o: &'o crate::domain::QuestionOption,
+    ctx: &RenderContext,
+) -> Option<&'o str> {
+    let d = o.description.as_deref()?;
+    let d = match d.find(OTHER_LABEL).filter(|_| !ctx.offers_custom) {
+        Some(at) => d[..at].rfind("; ").map_or("", |cut| &d[..cut]),
+        None => d,
+    };
+    Some(d).filter(|d| !d.trim().is_empty())
 }
 
 fn outcome_edit(q: &Question, ctx: &RenderContext, outcome: Vec<(String, String)>) -> Outcome {
@@ -1012,12 +1031,7 @@ fn embed_text(q: &Question, ctx: &RenderContext) -> EmbedText {
         .options
         .iter()
         .enumerate()
-        .filter_map(|(i, o)| {
-            o.description
-                .as_deref()
-                .filter(|d| !d.trim().is_empty())
-                .map(|d| (i + 1, o.label.as_str(), d))
-        })
+        .filter_map(|(i, o)| option_description(o, ctx).map(|d| (i + 1, o.label.as_str(), d)))
         .collect();
     // At most OPTION_FIELDS_MAX fields, numbered ("1. label", the dot escaped so that it is
     // never a list), so that no option can pose as an outcome field; past that, one field
@@ -1441,6 +1455,50 @@ mod tests {
                 c.action
             })
             .collect()
+    }
+
+    /// A front door's "Deny" says "use Other… to tell Claude why": only where there is an
+    /// Other… button. A quorum route without one shows the rest of the hint, in the embed and
+    /// in a select menu alike.
+    #[test]
+    fn the_other_hint_shows_only_with_an_other_button() {
+        let q = question(
+            None,
+            vec![
+                opt("Allow", Some("Let Claude Code use Bash as shown")),
+                opt("Deny", Some("Block it; use Other… to tell Claude why")),
+                opt("Note", Some("Other… only")),
+            ],
+            false,
+        );
+        let s = scope();
+        let with = ctx(&s);
+        let mut without = ctx(&s);
+        without.offers_custom = false;
+        let shown = |c: &RenderContext| {
+            (
+                json(&question_embed(&q, c)).to_string(),
+                json(&components(&q, c)).to_string(),
+            )
+        };
+        let (embed, _) = shown(&with);
+        assert!(embed.contains("use Other… to tell Claude why"), "{embed}");
+        let (embed, rows) = shown(&without);
+        assert!(!embed.contains("Other…"), "{embed}");
+        assert!(!rows.contains("Other…"), "{rows}");
+        assert!(embed.contains("Block it"), "{embed}");
+        assert!(
+            embed.contains("Let Claude Code use Bash as shown"),
+            "{embed}"
+        );
+        // As a select menu (more options than a row of buttons holds).
+        let mut many = q.clone();
+        for i in 0..5 {
+            many.options.push(opt(&format!("extra {i}"), None));
+        }
+        let rows = json(&components(&many, &without)).to_string();
+        assert!(rows.contains("Block it"), "{rows}");
+        assert!(!rows.contains("Other…"), "{rows}");
     }
 
     #[test]
