@@ -10,6 +10,8 @@ use std::path::PathBuf;
 
 pub use crate::domain::expiry::{ExpiryRule, OnExpire};
 
+#[cfg(test)]
+mod keys;
 mod load;
 mod values;
 
