@@ -977,55 +977,90 @@ async fn claude_code_fail_closed_blocks_the_call_when_the_hook_cannot_run() {
 
 // --- Codex -------------------------------------------------------------------------------------
 
+/// A `codex exec` of its own: a CODEX_HOME whose provider is the fake model, which runs
+/// `touch MARKER` in a work directory.
+struct CodexRun {
+    home: tempfile::TempDir,
+    work: tempfile::TempDir,
+    llm: FakeLlm,
+}
+
+impl CodexRun {
+    /// `features_hooks`: whether config.toml turns hooks on itself (`askrelay setup codex`
+    /// does it otherwise).
+    async fn new(features_hooks: bool) -> CodexRun {
+        let home = tempfile::tempdir().unwrap();
+        let work = tempfile::tempdir().unwrap();
+        let marker = work.path().join("codex-marker");
+        let llm = FakeLlm::openai(vec![ToolCall::new(
+            "exec_command",
+            json!({"cmd": format!("touch {}", marker.display())}),
+        )])
+        .await;
+        let features = if features_hooks {
+            "[features]\nhooks = true\n"
+        } else {
+            ""
+        };
+        std::fs::write(
+            home.path().join("config.toml"),
+            format!(
+                "model = \"gpt-test\"\nmodel_provider = \"fake\"\n\
+                 [model_providers.fake]\nname = \"fake\"\nbase_url = \"{}/v1\"\n\
+                 wire_api = \"responses\"\nenv_key = \"FAKE_KEY\"\n{features}",
+                llm.base_url
+            ),
+        )
+        .unwrap();
+        CodexRun { home, work, llm }
+    }
+
+    /// `codex exec`, asking the daemon on `socket`.
+    fn command(&self, bin: &Path, socket: &Path) -> Command {
+        let mut cmd = Command::new(bin);
+        cmd.args([
+            "exec",
+            "--dangerously-bypass-hook-trust",
+            "--skip-git-repo-check",
+            "--sandbox",
+            "danger-full-access",
+            "Do the task.",
+        ])
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("HOME", self.home.path())
+        .env("CODEX_HOME", self.home.path())
+        .env("FAKE_KEY", "test")
+        .env("ASKRELAY_SOCKET_PATH", socket)
+        .current_dir(self.work.path())
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true);
+        cmd
+    }
+
+    /// Whether the command ran, and what the model was shown as each tool's result.
+    fn outcome(&self) -> (bool, Vec<String>) {
+        (
+            self.work.path().join("codex-marker").exists(),
+            self.llm.tool_results(),
+        )
+    }
+}
+
 /// Runs `codex exec` with a PreToolUse hook, the model running `touch MARKER`.
 async fn codex_run(bin: &Path, answer: &str) -> (bool, Vec<String>) {
     let app = daemon().await;
-    let home = tempfile::tempdir().unwrap();
-    let work = tempfile::tempdir().unwrap();
-    let marker = work.path().join("codex-marker");
-    let llm = FakeLlm::openai(vec![ToolCall::new(
-        "exec_command",
-        json!({"cmd": format!("touch {}", marker.display())}),
-    )])
-    .await;
+    let run = CodexRun::new(true).await;
     std::fs::write(
-        home.path().join("config.toml"),
-        format!(
-            "model = \"gpt-test\"\nmodel_provider = \"fake\"\n\
-             [model_providers.fake]\nname = \"fake\"\nbase_url = \"{}/v1\"\n\
-             wire_api = \"responses\"\nenv_key = \"FAKE_KEY\"\n[features]\nhooks = true\n",
-            llm.base_url
-        ),
-    )
-    .unwrap();
-    std::fs::write(
-        home.path().join("hooks.json"),
+        run.home.path().join("hooks.json"),
         json!({"hooks": {"PreToolUse": [{"matcher": ".*", "hooks": [
             {"type": "command", "command": hook_command("codex"), "timeout": 60}]}]}})
         .to_string(),
     )
     .unwrap();
-    let mut cmd = Command::new(bin);
-    cmd.args([
-        "exec",
-        "--dangerously-bypass-hook-trust",
-        "--skip-git-repo-check",
-        "--sandbox",
-        "danger-full-access",
-        "Do the task.",
-    ])
-    .env_clear()
-    .env("PATH", std::env::var("PATH").unwrap_or_default())
-    .env("HOME", home.path())
-    .env("CODEX_HOME", home.path())
-    .env("FAKE_KEY", "test")
-    .env("ASKRELAY_SOCKET_PATH", app.socket())
-    .current_dir(work.path())
-    .stdin(Stdio::null())
-    .stdout(Stdio::piped())
-    .stderr(Stdio::piped())
-    .kill_on_drop(true);
-    let child = cmd.spawn().unwrap();
+    let child = run.command(bin, &app.socket()).spawn().unwrap();
     let (_, m) = first_question(&app).await;
     final_state(&app.press(&m, &alice(), answer).await);
     let out = within("codex to finish", child.wait_with_output())
@@ -1038,7 +1073,7 @@ async fn codex_run(bin: &Path, answer: &str) -> (bool, Vec<String>) {
         String::from_utf8_lossy(&out.stderr)
     );
     app.assert_payloads_valid();
-    (marker.exists(), llm.tool_results())
+    run.outcome()
 }
 
 #[tokio::test]
@@ -1069,59 +1104,21 @@ async fn codex_deny_blocks_the_command_and_names_who() {
 async fn codex_set_up_daemon_down(bin: &Path, setup: &[&str]) -> (bool, Vec<String>) {
     let mut app = daemon().await;
     app.stop().await;
-    let home = tempfile::tempdir().unwrap();
-    let work = tempfile::tempdir().unwrap();
-    let marker = work.path().join("codex-marker");
-    let llm = FakeLlm::openai(vec![ToolCall::new(
-        "exec_command",
-        json!({"cmd": format!("touch {}", marker.display())}),
-    )])
-    .await;
-    std::fs::write(
-        home.path().join("config.toml"),
-        format!(
-            "model = \"gpt-test\"\nmodel_provider = \"fake\"\n\
-             [model_providers.fake]\nname = \"fake\"\nbase_url = \"{}/v1\"\n\
-             wire_api = \"responses\"\nenv_key = \"FAKE_KEY\"\n",
-            llm.base_url
-        ),
-    )
-    .unwrap();
-    let mut setup_cmd = askrelay_in(home.path());
+    let run = CodexRun::new(false).await;
+    let mut setup_cmd = askrelay_in(run.home.path());
     let out = setup_cmd
         .as_std_mut()
         .args(["setup", "codex", "--no-mcp", "--codex-home"])
-        .arg(home.path())
+        .arg(run.home.path())
         .args(setup)
         .output()
         .unwrap();
     assert!(out.status.success(), "{out:?}");
-    let out = within(
-        "codex to finish",
-        Command::new(bin)
-            .args([
-                "exec",
-                "--dangerously-bypass-hook-trust",
-                "--skip-git-repo-check",
-                "--sandbox",
-                "danger-full-access",
-                "Do the task.",
-            ])
-            .env_clear()
-            .env("PATH", std::env::var("PATH").unwrap_or_default())
-            .env("HOME", home.path())
-            .env("CODEX_HOME", home.path())
-            .env("FAKE_KEY", "test")
-            .env("ASKRELAY_SOCKET_PATH", app.socket())
-            .current_dir(work.path())
-            .stdin(Stdio::null())
-            .kill_on_drop(true)
-            .output(),
-    )
-    .await
-    .unwrap();
+    let out = within("codex to finish", run.command(bin, &app.socket()).output())
+        .await
+        .unwrap();
     assert!(out.status.success(), "{out:?}");
-    (marker.exists(), llm.tool_results())
+    run.outcome()
 }
 
 #[tokio::test]
