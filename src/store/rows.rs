@@ -361,3 +361,54 @@ impl GrantRow {
         }
     }
 }
+
+/// One row of an audit chain read (`Store::audit_chain`): the head, joined to each chained
+/// row after the point asked for, or to nothing (the row's columns NULL) when none is.
+#[derive(sqlx::FromRow)]
+pub(super) struct ChainRow {
+    head_id: i64,
+    head_hash: String,
+    id: Option<i64>,
+    at: Option<i64>,
+    request_key: Option<i64>,
+    question_idx: Option<i64>,
+    source: Option<String>,
+    actor: Option<String>,
+    action: Option<String>,
+    detail: Option<String>,
+    accepted: Option<bool>,
+    prev_hash: Option<String>,
+    hash: Option<String>,
+    request_id: Option<String>,
+}
+
+/// The page an audit chain read gives: the head, and the chained rows in order.
+pub(super) fn audit_page(rows: Vec<ChainRow>) -> Result<crate::domain::audit::AuditPage> {
+    use crate::domain::audit::{AuditPage, ChainHead, ChainedRow};
+    let first = rows.first().context("the audit chain has no head")?;
+    let head = ChainHead {
+        id: first.head_id,
+        hash: first.head_hash.clone(),
+    };
+    let mut page = Vec::with_capacity(rows.len());
+    for r in rows {
+        let Some(id) = r.id else { continue };
+        let at = r.at.context("an audit row without at")?;
+        page.push(ChainedRow {
+            id,
+            at,
+            time: crate::domain::audit::time_of(at),
+            request_key: r.request_key,
+            request_id: r.request_id,
+            question_idx: r.question_idx,
+            source: r.source.unwrap_or_default(),
+            actor: r.actor,
+            action: r.action.unwrap_or_default(),
+            detail: r.detail,
+            accepted: r.accepted.unwrap_or_default(),
+            prev_hash: r.prev_hash.unwrap_or_default(),
+            hash: r.hash.unwrap_or_default(),
+        });
+    }
+    Ok(AuditPage { rows: page, head })
+}

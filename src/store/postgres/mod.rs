@@ -26,7 +26,7 @@ mod tests;
 use super::rows::{answers_from_json, posts_from_json, PostRow, RequestRow, POST_COLUMNS};
 use crate::config::PostgresConfig;
 use crate::domain::answer::Settlement;
-use crate::domain::audit::{AuditPage, ChainHead, ChainStart, ChainedRow, StartReason};
+use crate::domain::audit::{AuditPage, ChainHead, ChainStart, StartReason};
 use crate::domain::cluster::ClusterHandle;
 use crate::domain::error::AskError;
 use crate::domain::request::{

@@ -398,13 +398,14 @@ impl Store for PgStore {
     async fn audit_chain(&self, after: i64, limit: u32) -> Result<AuditPage> {
         // One statement, so one snapshot: the head is the one these rows lead to (a row
         // appended meanwhile is in neither).
-        let rows = sqlx::query(
+        let rows: Vec<super::super::rows::ChainRow> = sqlx::query_as(
             "WITH h AS (SELECT id, hash FROM audit_head), \
              r AS (SELECT id, at, request_key, question_idx, source, actor, action, detail, \
              accepted, prev_hash, hash, request_id FROM audit WHERE id > $1 AND hash IS NOT NULL \
              ORDER BY id LIMIT $2) \
-             SELECT h.id, h.hash, r.id, r.at, r.request_key, r.question_idx, r.source, r.actor, \
-             r.action, r.detail, r.accepted, r.prev_hash, r.hash, r.request_id \
+             SELECT h.id AS head_id, h.hash AS head_hash, r.id, r.at, r.request_key, \
+             r.question_idx, r.source, r.actor, r.action, r.detail, r.accepted, r.prev_hash, \
+             r.hash, r.request_id \
              FROM h LEFT JOIN r ON 1 = 1 \
              ORDER BY r.id",
         )
@@ -412,34 +413,7 @@ impl Store for PgStore {
         .bind(i64::from(limit))
         .fetch_all(self.pool())
         .await?;
-        let first = rows.first().context("the audit chain has no head")?;
-        let head = ChainHead {
-            id: first.try_get(0)?,
-            hash: first.try_get(1)?,
-        };
-        let mut page = Vec::with_capacity(rows.len());
-        for r in &rows {
-            let Some(id) = r.try_get::<Option<i64>, _>(2)? else {
-                continue;
-            };
-            let at: i64 = r.try_get(3)?;
-            page.push(ChainedRow {
-                id,
-                at,
-                time: crate::domain::audit::time_of(at),
-                request_key: r.try_get(4)?,
-                request_id: r.try_get(13)?,
-                question_idx: r.try_get(5)?,
-                source: r.try_get(6)?,
-                actor: r.try_get(7)?,
-                action: r.try_get(8)?,
-                detail: r.try_get(9)?,
-                accepted: r.try_get(10)?,
-                prev_hash: r.try_get(11)?,
-                hash: r.try_get(12)?,
-            });
-        }
-        Ok(AuditPage { rows: page, head })
+        super::super::rows::audit_page(rows)
     }
 
     async fn audit_rows(&self, request_key: Option<i64>) -> Result<Vec<AuditRow>> {
