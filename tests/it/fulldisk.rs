@@ -197,7 +197,10 @@ async fn next_status(notify: &tokio::net::UnixDatagram, what: &str) -> String {
         let mut buf = vec![0u8; 4096];
         loop {
             let n = notify.recv(&mut buf).await.unwrap();
-            let m = String::from_utf8_lossy(&buf[..n]).into_owned();
+            // The sd-notify crate ends each message with a newline.
+            let m = String::from_utf8_lossy(&buf[..n])
+                .trim_end_matches('\n')
+                .to_owned();
             if m != "WATCHDOG=1" {
                 return m;
             }

@@ -187,6 +187,8 @@ async fn every_series_is_in_the_first_scrape_with_help_and_type_in_both_formats(
         for (answerer, route) in [
             ("discord", "default"),
             ("discord", "ops"),
+            // The terminal keeps a request's route too, and its policy.
+            ("terminal", "ops"),
             ("terminal", "none"),
         ] {
             let s = find(
@@ -202,7 +204,7 @@ async fn every_series_is_in_the_first_scrape_with_help_and_type_in_both_formats(
         }
         let pending = &families["askrelay_pending_requests"];
         assert_eq!(pending.kind.as_deref(), Some("gauge"), "{format}");
-        assert_eq!(pending.samples.len(), 3, "{format}: {:?}", pending.samples);
+        assert_eq!(pending.samples.len(), 4, "{format}: {:?}", pending.samples);
         // The REST outcomes that are not a server's choice are there at 0 (the command
         // registration at start-up may already have counted a 2xx).
         for status in ["429", "timeout", "network", "other"] {
