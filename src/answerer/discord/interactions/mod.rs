@@ -1,0 +1,382 @@
+//! The one global interaction handler. It reads everything it needs from the custom_id and the
+//! store, so it works for messages posted before a restart, and it answers every interaction
+//! within Discord's 3-second window: the final rendering (the winning click), an
+//! acknowledgement, a modal, or an ephemeral reply that says why nothing happened. Every
+//! interaction is written to the audit log.
+//!
+//! An interaction goes through an ordered pipeline: admit → refusal or action → reply →
+//! respond. Admission, in order: a person (not a bot); a custom_id askrelay made; a request
+//! whose token it carries; the very message, channel and guild askrelay posted that question
+//! in (or, in that channel and guild, a message by this bot that it could not record: a cluster
+//! leader's post made again by its successor); an option the question has; a person the route allows; a request still pending and a
+//! question still open. Only then does anything change, and nothing is said to be stored
+//! before it is.
+//!
+//! Responding, last, is raced against the store ([`Rest::in_time_or_defer`]): when admission,
+//! the action and its audit row are done within [`super::rest::DEFER_AFTER`] (the usual
+//! case), the reply is the interaction's one callback (type 7 update, type 4 ephemeral reply,
+//! type 9 modal, type 6 acknowledgement). When the store is slower (another writer holds the
+//! lock), the interaction is acknowledged first with a deferred update (type 6, which shows
+//! nothing and promises nothing), and the reply follows once the store answered: the settled
+//! or re-counted message as an edit of askrelay's own message through the outbox (recorded,
+//! like every outbox edit, once Discord confirmed it), any private reply (a refusal, "already
+//! answered", "could not be saved, try again") as an ephemeral follow-up, and a form that can
+//! no longer open as a follow-up that says to use the button again.
+//!
+//! A choice of a label that needs a typed word (the route's `confirm_labels`) opens a modal
+//! that asks for it instead of settling; the modal's submission settles with the word, which
+//! the core checks again.
+//!
+//! The handler's parts, by what they make: this file holds the entry ([`Handler`]'s
+//! `raw_event`), the pipeline's types ([`Origin`], [`Admitted`], [`Refusal`], [`Reply`]) and
+//! the settling through the core; `admit.rs` admission and refusal; `respond.rs` the callback or
+//! the deferral and follow-up; `components.rs` clicks and selects (and multi-select drafts);
+//! `modals.rs` the forms, opened and submitted (and the typed word that confirms a label);
+//! `grants.rs` the grants a person writes (preview, then "Save grant").
+
+mod admit;
+mod components;
+mod grants;
+mod modals;
+mod respond;
+#[cfg(test)]
+mod tests;
+
+pub(crate) use components::UnsavedDrafts;
+pub(crate) use grants::WaitingPatterns;
+
+use super::commands::Commands;
+use super::custom_id::CustomId;
+use super::gateway::Gateway;
+use super::outbox::Outbox;
+use super::render::{self, answered_view, RenderContext};
+use super::rest::Rest;
+use super::route::ResolvedRoute;
+use crate::config::Config;
+use crate::domain::request::{Actor, Answered, AuditAction, AuditEntry, Post, Request, Source};
+use crate::domain::text::Escaped;
+use crate::domain::{AnswererContext, QuestionAnswer, SettleOutcome, Settlement};
+use async_trait::async_trait;
+use serenity::all::{
+    ChannelId, Context, Event, GuildId, Interaction, Member, MessageId, RawEventHandler, User,
+};
+use std::sync::Arc;
+
+/// The gateway session's handler, built for one term of Discord work (see [`super::Lead`]).
+pub(crate) struct Handler {
+    pub config: Arc<Config>,
+    pub rest: Arc<Rest>,
+    /// The term's outbox: what is shown, and the edits after a click.
+    pub outbox: Arc<Outbox>,
+    pub gateway: Arc<Gateway>,
+    pub commands: Arc<Commands>,
+    pub ctx: AnswererContext,
+    /// Grant patterns shown in a preview and not saved yet, by request token and Discord user:
+    /// a pattern and the route's grant length. Kept for the term only (a restart forgets them:
+    /// the person is told to write the pattern again).
+    pub patterns: Arc<std::sync::Mutex<WaitingPatterns>>,
+    /// Multi-select drafts whose save failed, by request key, question and Discord user: the
+    /// person was told to choose again, and "Submit" is refused until a save succeeds, so that
+    /// it never submits an older or empty selection in its place. Kept for the term only.
+    pub unsaved_drafts: Arc<std::sync::Mutex<UnsavedDrafts>>,
+}
+
+#[async_trait]
+impl RawEventHandler for Handler {
+    async fn raw_event(&self, _ctx: Context, event: Event) {
+        match event {
+            Event::Ready(r) => {
+                // Said once at the default level; a reconnect is summarised by the gateway
+                // watcher (one WARN when it drops, one INFO with the downtime when it is back).
+                self.gateway.set_bot(r.ready.user.id.get());
+                if self.gateway.first_ready() {
+                    tracing::info!(
+                        bot = %r.ready.user.name,
+                        bot_id = %r.ready.user.id,
+                        session = %r.ready.session_id,
+                        "connected to the Discord gateway"
+                    );
+                    // Once per run: the bulk overwrite is idempotent, so a restart repeats it
+                    // harmlessly, but a reconnect need not.
+                    let commands = self.commands.clone();
+                    let app = r.ready.application.id;
+                    self.ctx
+                        .spawn(async move { commands.register_commands(app).await });
+                } else {
+                    tracing::debug!(session = %r.ready.session_id, "identified to the Discord gateway again");
+                }
+                self.gateway.up();
+                // After an outage: whatever could not be posted or edited goes now.
+                self.outbox.repair_now.notify_one();
+            }
+            Event::Resumed(_) => {
+                tracing::debug!("resumed the Discord gateway session");
+                self.gateway.up();
+                self.outbox.repair_now.notify_one();
+            }
+            // A cluster node whose lead ended (its lease lapsed while it was frozen or cut
+            // off) leaves the interactions still reaching its old session alone: Discord has
+            // told the person it failed or will, and counting it now would count a click they
+            // were told failed. They click again, and the new leader answers.
+            Event::InteractionCreate(e) if !self.ctx.holds_term() => {
+                tracing::warn!(
+                    "an interaction reached this node after its lead ended; left unanswered, \
+                     the person clicks again on the new leader"
+                );
+                let (user, kind) = match &e.interaction {
+                    Interaction::Component(ci) => (Some(&ci.user), "a click"),
+                    Interaction::Modal(mi) => (Some(&mi.user), "a form"),
+                    Interaction::Command(ci) => (Some(&ci.user), "a command"),
+                    _ => (None, "an interaction"),
+                };
+                // Audited when the database answers (a frozen leader woken up: it does; a
+                // node cut off from it: the write fails, and says so in the log).
+                let entry = AuditEntry {
+                    source: Source::Discord,
+                    actor: user.map(describe),
+                    action: AuditAction::NotReady,
+                    detail: Some(format!(
+                        "{kind} left unanswered: this node's lead had ended"
+                    )),
+                    accepted: false,
+                    ..Default::default()
+                };
+                let ctx = self.ctx.clone();
+                self.ctx.spawn(async move {
+                    if let Err(e) = ctx.record(entry).await {
+                        tracing::warn!(error = %format!("{e:#}"), "cannot audit an interaction left unanswered");
+                    }
+                });
+            }
+            Event::InteractionCreate(e) => match e.interaction {
+                Interaction::Component(ci) => self.on_component(ci).await,
+                Interaction::Modal(mi) => self.on_modal(mi).await,
+                Interaction::Command(ci) => self.commands.on_command(&self.ctx, ci).await,
+                other => {
+                    tracing::debug!(kind = ?other.kind(), "ignoring an interaction askrelay does not use")
+                }
+            },
+            Event::Unknown(u) if u.kind == "INTERACTION_CREATE" => {
+                // serenity could not parse it; Discord would show "This interaction failed".
+                let id = u.value.get("id").and_then(|v| v.as_str()).unwrap_or("?");
+                let custom_id = u
+                    .value
+                    .pointer("/data/custom_id")
+                    .and_then(|v| v.as_str())
+                    .unwrap_or("?");
+                tracing::warn!(
+                    interaction_id = %Escaped(id),
+                    custom_id = %Escaped(custom_id),
+                    "received an INTERACTION_CREATE that serenity could not parse; it was not answered"
+                );
+            }
+            _ => {}
+        }
+    }
+}
+
+/// What to answer an interaction with.
+enum Reply {
+    /// Acknowledge without changing anything visible (type 6).
+    Ack,
+    /// Replace the message with its final rendering (type 7): the winning click.
+    Update(Box<(render::Outcome, Post, Request)>),
+    /// Replace the message with its open rendering (type 7), its vote count changed: a vote
+    /// on a quorum route.
+    Refresh(Box<(render::Outcome, Post, Request)>),
+    /// An ephemeral message (type 4, flag 64) to the clicking person only.
+    Tell(String),
+    /// Open a modal (type 9).
+    Modal(serenity::builder::CreateModal),
+    /// An ephemeral message with controls, to the clicking person only (a grant's preview).
+    Preview(String, Vec<serenity::builder::CreateActionRow>),
+}
+
+/// Where an interaction came from.
+struct Origin<'a> {
+    custom_id: &'a str,
+    user: &'a User,
+    member: Option<&'a Member>,
+    guild: Option<GuildId>,
+    channel: ChannelId,
+    /// The message whose component was used (for a modal: the one that opened it).
+    message: Option<MessageId>,
+    /// When that message is this bot's own (its author is the bot user): the questions (request
+    /// token, question) its controls belong to.
+    ours: Vec<(String, usize)>,
+}
+
+/// An interaction that passed admission.
+struct Admitted<K> {
+    id: CustomId<K>,
+    req: Request,
+    /// The message (of the question's own or one of its copies) that was used.
+    post: Post,
+    /// The request's other outbox rows: copies to edit when this one wins.
+    others: Vec<Post>,
+    route: ResolvedRoute,
+    actor: Actor,
+}
+
+/// Why an interaction changes nothing: its audit action, the ephemeral text, and what it was
+/// about when that is known.
+struct Refusal {
+    action: AuditAction,
+    text: String,
+    /// The request's key and id.
+    about: Option<(i64, String)>,
+    idx: Option<usize>,
+}
+
+impl Refusal {
+    fn new(action: AuditAction, text: impl Into<String>) -> Refusal {
+        Refusal {
+            action,
+            text: text.into(),
+            about: None,
+            idx: None,
+        }
+    }
+
+    fn about(mut self, req: &Request, idx: usize) -> Refusal {
+        self.about = Some((req.key, req.request_id.clone()));
+        self.idx = Some(idx);
+        self
+    }
+}
+
+const UNKNOWN: &str = "This question is no longer known to askrelay; nothing was recorded.";
+
+/// The reply when the store refused or failed a write, naming the cause's class (never its
+/// text, which may carry paths or URLs): one line.
+fn not_saved(cause: &str) -> String {
+    let lower = cause.to_ascii_lowercase();
+    let class = if [
+        "locked",
+        "busy",
+        "lock timeout",
+        "statement timeout",
+        "timed out",
+    ]
+    .iter()
+    .any(|w| lower.contains(w))
+    {
+        "askrelay's database was busy"
+    } else {
+        "askrelay's database failed"
+    };
+    format!("Your answer could not be saved, try again ({class}). Nothing was recorded.")
+}
+
+impl Handler {
+    /// Settles through the core (first wins) and says what to answer the interaction with:
+    /// the winner sees the message change to its final state.
+    /// `typed`: the word typed to confirm a label of the route's `confirm_labels`.
+    async fn settle<K>(
+        &self,
+        a: Admitted<K>,
+        settlement: Settlement,
+        typed: Option<String>,
+    ) -> Reply {
+        let (key, idx) = (a.req.key, a.id.question);
+        let q = &a.req.questions[idx];
+        let settled = self
+            .ctx
+            .settle_confirmed(&a.req, idx, settlement, a.actor.clone(), typed.as_deref())
+            .await;
+        // Whatever happened, what is shown of the request changed (or may have): read it again
+        // at the next click.
+        self.outbox.shown.forget(&a.req.token);
+        match settled {
+            Ok(settled) => match settled.outcome {
+                SettleOutcome::Won { .. } => {
+                    // The agent's `answered` line goes first; the callback has 3 s.
+                    tokio::task::yield_now().await;
+                    let answered: &Answered = settled.request.answers[idx]
+                        .as_ref()
+                        .expect("a won settlement is recorded");
+                    let ctx = RenderContext::of(&settled.request, &a.route, idx);
+                    let outcome = render::settled(q, &ctx, &answered_view(q, answered));
+                    // Its copies elsewhere (DMs, escalation) show the answer too.
+                    let copies: Vec<Post> = a
+                        .others
+                        .iter()
+                        .filter(|p| p.idx == idx && !p.is_note() && p.message.is_some())
+                        .cloned()
+                        .collect();
+                    self.outbox.sync_edits(&self.ctx, &settled.request, &copies);
+                    Reply::Update(Box::new((outcome, a.post, settled.request)))
+                }
+                SettleOutcome::Voted(_) => {
+                    // This copy shows the new count at once; the others follow.
+                    let ctx = RenderContext::of(&settled.request, &a.route, idx);
+                    let shown = render::open(q, &ctx);
+                    let copies: Vec<Post> = a
+                        .others
+                        .iter()
+                        .filter(|p| p.idx == idx && !p.is_note() && p.message.is_some())
+                        .cloned()
+                        .collect();
+                    self.outbox
+                        .show_votes(&self.ctx, &settled.request, idx, &copies);
+                    Reply::Refresh(Box::new((shown, a.post, settled.request)))
+                }
+                SettleOutcome::AlreadyVoted(t) => Reply::Tell(format!(
+                    "You already voted for this answer ({} of {} approvals); it settles when {} \
+                     more choose the same.",
+                    t.count,
+                    t.needed,
+                    t.needed.saturating_sub(t.count)
+                )),
+                SettleOutcome::AlreadyAnswered(prev) => Reply::Tell(already(q, &prev)),
+                SettleOutcome::Ended(status) => Reply::Tell(format!(
+                    "This request has ended ({}); your answer did not count.",
+                    status.as_str()
+                )),
+                SettleOutcome::Unknown => Reply::Tell(UNKNOWN.into()),
+            },
+            Err(e) if e.code == crate::domain::ErrorCode::Internal => {
+                tracing::warn!(
+                    key,
+                    question = idx,
+                    "an answer could not be stored; the clicker is told to try again"
+                );
+                Reply::Tell(not_saved(&e.message))
+            }
+            Err(e) => Reply::Tell(format!(
+                "Your answer was not recorded: {}",
+                render::inert(&e.message)
+            )),
+        }
+    }
+}
+
+/// Who interacted, for the audit log: the user name and id Discord vouches for.
+fn describe(user: &User) -> String {
+    crate::domain::audit::actor("discord", &user.id.to_string(), Some(&user.name), None)
+}
+
+/// Why an answer to a question already settled did not count: by whom, when, and what.
+pub(super) fn already(q: &crate::domain::Question, a: &Answered) -> String {
+    let qa = QuestionAnswer::build(q, &a.settlement);
+    let mut what = qa.selected.join(", ");
+    if let Some(c) = qa.custom {
+        if !what.is_empty() {
+            what.push_str("; ");
+        }
+        what.push_str(&c);
+    }
+    let by = answered_view(q, a).by;
+    render::truncate_md(
+        &format!(
+            "Already answered by {by} <t:{}:R>: {}",
+            a.at_ms / 1000,
+            if what.is_empty() {
+                "(nothing selected)".into()
+            } else {
+                render::inert(&what)
+            }
+        ),
+        1900,
+    )
+}

@@ -1,0 +1,283 @@
+//! The forms (modals): opened from a click, audited as opened, and submitted: a typed answer,
+//! a note with the draft, an edited command, a grant's pattern, or the typed word that
+//! confirms a label of the route's `confirm_labels`.
+
+use super::admit::copy_of;
+use super::grants::{grant_settlement, NO_SUCH_GRANT};
+use super::respond::Responder;
+use super::{describe, not_saved, Admitted, Handler, Origin, Refusal, Reply};
+use crate::answerer::discord::custom_id::{Action, Form, TEXT_INPUT_ID};
+use crate::answerer::discord::render::{self, RenderContext};
+use crate::domain::answer::Terms;
+use crate::domain::request::{AuditAction, AuditEntry, Request, Source};
+use crate::domain::text::Escaped;
+use crate::domain::Settlement;
+use serenity::all::{ActionRowComponent, ComponentInteraction, ModalInteraction};
+
+impl Handler {
+    /// Opens `modal` for the clicker, audited as opened (`open_modal`).
+    pub(super) async fn open_modal(
+        &self,
+        ci: &ComponentInteraction,
+        req: &Request,
+        idx: usize,
+        modal: serenity::builder::CreateModal,
+    ) -> Reply {
+        let opened = self
+            .ctx
+            .record(AuditEntry {
+                request_key: Some(req.key),
+                request_id: Some(req.request_id.clone()),
+                question_idx: Some(idx),
+                source: Source::Discord,
+                actor: Some(describe(&ci.user)),
+                action: AuditAction::OpenModal,
+                detail: Some(format!("{:?}", Escaped(&ci.data.custom_id))),
+                accepted: true,
+            })
+            .await;
+        match opened {
+            Ok(()) => Reply::Modal(modal),
+            Err(e) => Reply::Tell(not_saved(&format!("{e:#}"))),
+        }
+    }
+
+    /// A click on a label that needs the typed word (the route's `confirm_labels`) settles
+    /// nothing: it opens the modal that asks for the word, audited as opened.
+    pub(super) async fn open_confirm(
+        &self,
+        ci: &ComponentInteraction,
+        a: &Admitted<Action>,
+        form: Form,
+    ) -> Reply {
+        let (key, idx) = (a.req.key, a.id.question);
+        let opened = self
+            .ctx
+            .record(AuditEntry {
+                request_key: Some(key),
+                request_id: Some(a.req.request_id.clone()),
+                question_idx: Some(idx),
+                source: Source::Discord,
+                actor: Some(describe(&ci.user)),
+                action: AuditAction::OpenModal,
+                detail: Some(format!(
+                    "{:?}: asks for the word that confirms it",
+                    Escaped(&ci.data.custom_id)
+                )),
+                accepted: true,
+            })
+            .await;
+        let ctx = RenderContext::of(&a.req, &a.route, idx);
+        match opened {
+            Ok(()) => Reply::Modal(render::confirm_modal(&a.req.questions[idx], &ctx, form)),
+            Err(e) => Reply::Tell(not_saved(&format!("{e:#}"))),
+        }
+    }
+
+    /// "Submit with note…" with a label in the draft that needs the typed word: the note's
+    /// form has no room for the word, so it is refused and Submit (which asks for it) named.
+    pub(super) async fn note_needs_word(
+        &self,
+        origin: &Origin<'_>,
+        a: &Admitted<Action>,
+        user: &str,
+    ) -> Option<Reply> {
+        let idx = a.id.question;
+        let q = &a.req.questions[idx];
+        let draft = match self.draft(&a.req, idx, user).await {
+            Ok(s) => s,
+            Err(r) => return Some(r),
+        };
+        let needed = a.route.policy.confirm.needed(q, &draft);
+        if needed.is_empty() {
+            return None;
+        }
+        let labels: Vec<String> = needed.iter().map(|l| render::inert(l)).collect();
+        let word = a.route.policy.confirm.word.resolve(&a.req.scope);
+        let text = format!(
+            "{} needs typing `{word}` to confirm, and a note cannot go with it: use **Submit**, \
+             which asks for the word. Nothing was recorded.",
+            labels.join(", ")
+        );
+        Some(
+            self.refuse(
+                origin,
+                Refusal::new(AuditAction::Forbidden, text).about(&a.req, idx),
+            )
+            .await,
+        )
+    }
+
+    /// The confirm modal was submitted: the word, trimmed, must be the one the question shows
+    /// (case matters); then it settles through the core, which checks it again.
+    async fn confirmed(
+        &self,
+        origin: &Origin<'_>,
+        mi: &ModalInteraction,
+        a: Admitted<Form>,
+        typed: String,
+    ) -> Reply {
+        let (key, idx) = (a.req.key, a.id.question);
+        let word = a.route.policy.confirm.word.resolve(&a.req.scope);
+        if !crate::domain::confirm::matches(word, &typed) {
+            self.ctx
+                .refuse(AuditEntry {
+                    request_key: Some(key),
+                    request_id: Some(a.req.request_id.clone()),
+                    question_idx: Some(idx),
+                    source: Source::Discord,
+                    actor: Some(describe(origin.user)),
+                    action: AuditAction::Forbidden,
+                    detail: Some(format!(
+                        "not confirmed (the word typed did not match): custom_id {:?}",
+                        Escaped(origin.custom_id)
+                    )),
+                    accepted: false,
+                })
+                .await;
+            return Reply::Tell(format!(
+                "What you typed did not match `{word}`; nothing was recorded."
+            ));
+        }
+        let settlement = match a.id.action {
+            Form::Confirm(i) => Settlement::choice(i),
+            Form::ConfirmGrant(g) => match grant_settlement(&a.route, g) {
+                Some(s) => s,
+                None => {
+                    return self
+                        .refuse(
+                            origin,
+                            Refusal::new(AuditAction::Forged, NO_SUCH_GRANT).about(&a.req, idx),
+                        )
+                        .await
+                }
+            },
+            _ => match self.draft(&a.req, idx, &mi.user.id.to_string()).await {
+                Ok(s) => s,
+                Err(r) => return r,
+            },
+        };
+        crate::crash::point("clicked");
+        self.settle(a, settlement, Some(typed)).await
+    }
+
+    pub(super) async fn on_modal(&self, mi: ModalInteraction) {
+        let origin = Origin {
+            custom_id: &mi.data.custom_id,
+            user: &mi.user,
+            member: mi.member.as_ref(),
+            guild: mi.guild_id,
+            channel: mi.channel_id,
+            // A modal names the message whose button opened it; it must be the question's.
+            message: mi.message.as_ref().map(|m| m.id),
+            ours: mi
+                .message
+                .as_ref()
+                .map(|m| copy_of(&self.gateway, m))
+                .unwrap_or_default(),
+        };
+        let work = async {
+            match self.admit(&origin).await {
+                Ok(a) => self.modal_action(&origin, &mi, a).await,
+                Err(r) => self.refuse(&origin, r).await,
+            }
+        };
+        self.answer(Responder::Modal(&mi), work).await;
+    }
+
+    async fn modal_action(
+        &self,
+        origin: &Origin<'_>,
+        mi: &ModalInteraction,
+        a: Admitted<Form>,
+    ) -> Reply {
+        let idx = a.id.question;
+        let text = mi
+            .data
+            .components
+            .iter()
+            .flat_map(|row| row.components.iter())
+            .find_map(|c| match c {
+                ActionRowComponent::InputText(t) if t.custom_id == TEXT_INPUT_ID => t.value.clone(),
+                _ => None,
+            })
+            .filter(|t| !t.trim().is_empty());
+        let Some(text) = text else {
+            return self
+                .refuse(
+                    origin,
+                    Refusal::new(
+                        AuditAction::EmptyModal,
+                        "The answer was empty; nothing was recorded.",
+                    )
+                    .about(&a.req, idx),
+                )
+                .await;
+        };
+        let settlement = match a.id.action {
+            Form::Other | Form::Answer => Settlement::text(text),
+            Form::Note => match self.draft(&a.req, idx, &mi.user.id.to_string()).await {
+                Ok(s) => Settlement {
+                    custom: Some(text),
+                    ..s
+                },
+                Err(r) => return r,
+            },
+            Form::Edit => {
+                let asked = a
+                    .req
+                    .context
+                    .as_deref()
+                    .and_then(|c| c.approval.as_ref())
+                    .map(|ap| ap.command.as_str());
+                // The command as asked, unchanged, is a plain allow.
+                let edited = (asked != Some(text.as_str())).then_some(text);
+                Settlement {
+                    selected: vec![0],
+                    custom: None,
+                    terms: edited.map(|e| Terms {
+                        grant: None,
+                        edited: Some(e),
+                    }),
+                }
+            }
+            Form::Confirm(_) | Form::ConfirmDraft | Form::ConfirmGrant(_) => {
+                return self.confirmed(origin, mi, a, text).await
+            }
+            Form::GrantPattern => return self.preview_grant(origin, mi, a, text).await,
+        };
+        // An edit of a label that needs the word carries it in its second input.
+        let typed = (a.id.action == Form::Edit)
+            .then(|| input_value(mi, render::CONFIRM_INPUT_ID))
+            .flatten();
+        crate::crash::point("clicked");
+        self.settle(a, settlement, typed).await
+    }
+}
+
+/// The value of the modal's text input `id`, when it is not blank.
+pub(super) fn input_value(mi: &ModalInteraction, id: &str) -> Option<String> {
+    mi.data
+        .components
+        .iter()
+        .flat_map(|row| row.components.iter())
+        .find_map(|c| match c {
+            ActionRowComponent::InputText(t) if t.custom_id == id => t.value.clone(),
+            _ => None,
+        })
+        .filter(|t| !t.trim().is_empty())
+}
+
+/// The form that asks for the typed word, when `settlement` (a click's choice, or Submit's
+/// draft) has a label of the route's `confirm_labels`.
+pub(super) fn confirm_form(a: &Admitted<Action>, settlement: &Settlement) -> Option<Form> {
+    let q = &a.req.questions[a.id.question];
+    if a.route.policy.confirm.needed(q, settlement).is_empty() {
+        return None;
+    }
+    Some(match a.id.action {
+        Action::Submit => Form::ConfirmDraft,
+        Action::Grant(g) => Form::ConfirmGrant(g),
+        _ => Form::Confirm(*settlement.selected.first()?),
+    })
+}
