@@ -414,40 +414,103 @@ async fn a_daemon_that_is_not_running_gives_a_tool_error_saying_how_to_start_it(
     assert!(text.contains("start it with `askrelay serve`"), "{text}");
 }
 
-/// Two daemons at default places (the login session's and `/tmp/askrelay-$UID`'s) and no
-/// socket configured: `askrelay mcp` cannot choose, and says so in each call's tool error,
-/// after answering `initialize` and `tools/list` (an exit before `initialize` shows only
-/// "Connection closed" in the MCP clients).
+/// Two daemons at default places, as a login shell and a short environment leave them: one on
+/// `$XDG_RUNTIME_DIR` (`run_user`, which stands in for `/run/user/$UID`) and one in
+/// `$TMPDIR/askrelay-$UID`. A client with no socket configured cannot choose between them.
+struct TwoDaemons {
+    dir: tempfile::TempDir,
+    run_user: std::path::PathBuf,
+    tmp: std::path::PathBuf,
+    login: Bin,
+    other: Bin,
+    _served: (crate::harness::Served, crate::harness::Served),
+}
+
+impl TwoDaemons {
+    async fn start() -> TwoDaemons {
+        let dir = tempfile::tempdir().unwrap();
+        let run_user = dir.path().join("run-user");
+        let tmp = dir.path().join("tmp");
+        for d in [&run_user, &tmp] {
+            std::fs::create_dir_all(d).unwrap();
+            std::fs::set_permissions(d, std::os::unix::fs::PermissionsExt::from_mode(0o700))
+                .unwrap();
+        }
+        let login = Bin::new();
+        let mut cmd = login.cmd(&["serve"]);
+        cmd.env_remove("ASKRELAY_SOCKET_PATH")
+            .env("XDG_RUNTIME_DIR", &run_user);
+        let login_daemon = login.serve_cmd(cmd).await;
+        let other = Bin::new();
+        let mut cmd = other.cmd(&["serve"]);
+        cmd.env_remove("ASKRELAY_SOCKET_PATH").env("TMPDIR", &tmp);
+        let other_daemon = other.serve_cmd(cmd).await;
+        TwoDaemons {
+            dir,
+            run_user,
+            tmp,
+            login,
+            other,
+            _served: (login_daemon, other_daemon),
+        }
+    }
+
+    /// The environment of a client that looks at the default places (an empty
+    /// ASKRELAY_SOCKET_PATH is unset).
+    fn client_env(&self) -> Vec<(&'static str, String)> {
+        vec![
+            ("ASKRELAY_SOCKET_PATH", String::new()),
+            (
+                "ASKRELAY_TEST_RUN_USER_DIR",
+                self.run_user.display().to_string(),
+            ),
+            ("TMPDIR", self.tmp.display().to_string()),
+        ]
+    }
+
+    /// The tool error a call gets: it names both sockets and how to choose.
+    fn assert_explained(&self, text: &str) {
+        assert!(
+            text.starts_with("INTERNAL: more than one askrelay daemon is listening")
+                && text.contains(&self.run_user.display().to_string())
+                && text.contains(&self.tmp.display().to_string())
+                && text.contains("ASKRELAY_SOCKET_PATH"),
+            "{text}"
+        );
+    }
+
+    /// Neither daemon got a question.
+    async fn assert_nothing_asked(&self) {
+        let uid = nix::unistd::geteuid().as_raw();
+        for (bin, socket) in [
+            (&self.login, self.run_user.join("askrelay.sock")),
+            (
+                &self.other,
+                self.tmp.join(format!("askrelay-{uid}/askrelay.sock")),
+            ),
+        ] {
+            let mut pending = bin.cmd(&["pending"]);
+            pending.env("ASKRELAY_SOCKET_PATH", &socket);
+            let out = pending.output().await.unwrap();
+            let out = String::from_utf8_lossy(&out.stdout);
+            assert!(
+                out.contains("No pending requests"),
+                "{}: {out}",
+                socket.display()
+            );
+        }
+    }
+}
+
+/// Two daemons at default places and no socket configured: `askrelay mcp` cannot choose, and
+/// says so in each call's tool error, after answering `initialize` and `tools/list` (an exit
+/// before `initialize` shows only "Connection closed" in the MCP clients).
 #[tokio::test]
 async fn an_ambiguous_socket_is_explained_in_a_tool_error() {
-    let dir = tempfile::tempdir().unwrap();
-    let run_user = dir.path().join("run-user");
-    let tmp = dir.path().join("tmp");
-    for d in [&run_user, &tmp] {
-        std::fs::create_dir_all(d).unwrap();
-        std::fs::set_permissions(d, std::os::unix::fs::PermissionsExt::from_mode(0o700)).unwrap();
-    }
-    let login = Bin::new();
-    let mut cmd = login.cmd(&["serve"]);
-    cmd.env_remove("ASKRELAY_SOCKET_PATH")
-        .env("XDG_RUNTIME_DIR", &run_user);
-    let _login_daemon = login.serve_cmd(cmd).await;
-    let other = Bin::new();
-    let mut cmd = other.cmd(&["serve"]);
-    cmd.env_remove("ASKRELAY_SOCKET_PATH").env("TMPDIR", &tmp);
-    let _other_daemon = other.serve_cmd(cmd).await;
-
-    let (run_user_s, tmp_s) = (run_user.display().to_string(), tmp.display().to_string());
-    let mut mcp = Mcp::spawn(
-        &dir.path().join("unused.sock"),
-        &[],
-        &[
-            // Empty is unset: no socket configured, as in an MCP client's environment.
-            ("ASKRELAY_SOCKET_PATH", ""),
-            ("ASKRELAY_TEST_RUN_USER_DIR", &run_user_s),
-            ("TMPDIR", &tmp_s),
-        ],
-    );
+    let two = TwoDaemons::start().await;
+    let env = two.client_env();
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let mut mcp = Mcp::spawn(&two.dir.path().join("unused.sock"), &[], &env);
     let init = mcp.initialize().await;
     assert_eq!(init["result"]["serverInfo"]["name"], "askrelay", "{init}");
     let list = mcp.request(2, "tools/list", json!({})).await;
@@ -455,29 +518,47 @@ async fn an_ambiguous_socket_is_explained_in_a_tool_error() {
     mcp.call(3, yes_no("cleanup"), None).await;
     let (is_error, text) = mcp.result(3).await;
     assert!(is_error, "{text}");
-    assert!(
-        text.starts_with("INTERNAL: more than one askrelay daemon is listening")
-            && text.contains(&run_user_s)
-            && text.contains(&tmp_s)
-            && text.contains("ASKRELAY_SOCKET_PATH"),
-        "{text}"
-    );
-    // Neither daemon got the question.
-    let uid = nix::unistd::geteuid().as_raw();
-    for (bin, socket) in [
-        (&login, run_user.join("askrelay.sock")),
-        (&other, tmp.join(format!("askrelay-{uid}/askrelay.sock"))),
-    ] {
-        let mut pending = bin.cmd(&["pending"]);
-        pending.env("ASKRELAY_SOCKET_PATH", &socket);
-        let out = pending.output().await.unwrap();
-        let out = String::from_utf8_lossy(&out.stdout);
+    two.assert_explained(&text);
+    two.assert_nothing_asked().await;
+}
+
+/// The same through the official MCP Python SDKs, which showed only "Connection closed": the
+/// session initializes, lists the tool, and the call's result is the tool error.
+#[tokio::test]
+async fn the_official_python_sdks_show_an_ambiguous_socket_as_a_tool_error() {
+    let two = TwoDaemons::start().await;
+    for (venv, version) in [("v1", "1."), ("v2", "2.")] {
+        let python = sdk_python(venv, version);
+        let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/mcp_python_client.py");
+        let mut cmd = Command::new(&python);
+        private_places(cmd.as_std_mut(), two.dir.path());
+        let out = cmd
+            .args([script, BIN])
+            .env("ASKRELAY_LOG", "error")
+            .envs(two.client_env())
+            .stdin(Stdio::null())
+            .kill_on_drop(true)
+            .output();
+        let out = tokio::time::timeout(WAIT, out)
+            .await
+            .expect("the SDK client to finish")
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let lines: Vec<&str> = stdout.lines().collect();
         assert!(
-            out.contains("No pending requests"),
-            "{}: {out}",
-            socket.display()
+            out.status.success() && lines.len() == 5,
+            "{venv}: {stdout}{}",
+            String::from_utf8_lossy(&out.stderr)
         );
+        assert!(
+            lines[0].starts_with("initialized askrelay "),
+            "{venv}: {stdout}"
+        );
+        assert_eq!(lines[1], "tools ask_user_question", "{venv}");
+        assert_eq!(lines[3], "is_error True", "{venv}: {stdout}");
+        two.assert_explained(lines[4].strip_prefix("text ").unwrap_or(lines[4]));
     }
+    two.assert_nothing_asked().await;
 }
 
 #[tokio::test]
