@@ -12,8 +12,8 @@
 //!   stopped. A dropped connection delays an answer but never loses it.
 
 use crate::config::ClusterConfig;
+use crate::domain::clock::{clock_offset_ms, set_clock_offset_ms};
 use crate::domain::cluster::{Beat, ClusterHandle, LeadStatus, LeaseTiming, Notice, Role};
-use crate::domain::request::{clock_offset_ms, set_clock_offset_ms};
 use crate::domain::Hub;
 use std::time::Duration;
 use tokio::sync::mpsc;

@@ -4,7 +4,7 @@
 //! narrow exception, see docs/security.md). Pending requests are never pruned.
 
 use crate::config::RetentionConfig;
-use crate::domain::request::now_ms;
+use crate::domain::clock::now_ms;
 use crate::domain::store::{Pruned, Store};
 use std::sync::Arc;
 use std::time::Duration;

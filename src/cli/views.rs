@@ -524,7 +524,7 @@ pub(super) async fn grants(target: &Target, revoke: Option<String>, as_json: boo
             ),
             who,
             Escaped(&g.approver).to_string(),
-            crate::domain::request::rfc3339(g.ends_at_ms),
+            crate::domain::clock::rfc3339(g.ends_at_ms),
         ]);
     }
     super::out::print_table(&table);

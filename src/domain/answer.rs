@@ -36,7 +36,7 @@ pub struct Terms {
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct GrantTerms {
     pub secs: u64,
-    /// A pattern the approver wrote (`*` and `?`, see [`super::grant::pattern_matches`]);
+    /// A pattern the approver wrote (`*` and `?`, see [`super::glob::pattern_matches`]);
     /// without one the grant matches the exact command that was asked.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pattern: Option<String>,

@@ -13,6 +13,7 @@ use super::cluster::Role;
 use super::error::AskError;
 use super::expiry::ExpiryRule;
 use super::model::{Question, Scope};
+use super::quorum::Policy;
 use super::request::Source;
 use super::request::{
     Actor, AuditEntry, DuePost, EditState, PlannedPost, Post, PostKey, Request, Settled, Status,
@@ -164,8 +165,8 @@ pub trait Answerer: Send + Sync + 'static {
 
     /// The approval policy of a request it owns (its route's quorum, decisive labels and
     /// requester rule); first-wins by default.
-    fn policy(&self, _req: &Request) -> crate::domain::quorum::Policy {
-        crate::domain::quorum::Policy::default()
+    fn policy(&self, _req: &Request) -> Policy {
+        Policy::default()
     }
 
     /// Whether its platform connection is up now, for answerers that keep one (a gateway);
@@ -199,13 +200,15 @@ pub trait Core: Send + Sync + 'static {
         actor: Actor,
     ) -> Result<Settled, AskError>;
 
-    /// [`Core::settle`] with the word typed to confirm a label that needs it.
+    /// [`Core::settle`] under `policy`, the approval policy the answerer holds for `req`, with
+    /// the word typed to confirm a label that needs it.
     async fn settle_confirmed(
         &self,
         req: &Request,
         idx: usize,
         settlement: Settlement,
         actor: Actor,
+        policy: &Policy,
         typed: Option<&str>,
     ) -> Result<Settled, AskError>;
 
@@ -314,7 +317,8 @@ impl AnswererContext {
         self.core.settle(req, idx, settlement, actor).await
     }
 
-    /// [`AnswererContext::settle`] with the word the person typed to confirm (a route's
+    /// [`AnswererContext::settle`] under `policy`, the approval policy this answerer holds for
+    /// `req` (its route's), with the word the person typed to confirm (a route's
     /// `confirm_labels`).
     pub async fn settle_confirmed(
         &self,
@@ -322,10 +326,11 @@ impl AnswererContext {
         idx: usize,
         settlement: Settlement,
         actor: Actor,
+        policy: &Policy,
         typed: Option<&str>,
     ) -> Result<Settled, AskError> {
         self.core
-            .settle_confirmed(req, idx, settlement, actor, typed)
+            .settle_confirmed(req, idx, settlement, actor, policy, typed)
             .await
     }
 
@@ -485,8 +490,8 @@ impl AnswererContext {
     pub async fn live_grants(&self) -> Result<Vec<crate::domain::grant::Grant>> {
         self.store()
             .grants(
-                crate::domain::request::now_ms(),
-                crate::domain::hub::GRANTS_LISTED,
+                crate::domain::clock::now_ms(),
+                crate::domain::grant::GRANTS_LISTED,
             )
             .await
     }

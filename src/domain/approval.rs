@@ -1,7 +1,11 @@
 //! The approval vocabulary: the option labels the approval front doors (`askrelay hook`,
-//! `askrelay approve`) ask with, and which of them allow or deny. The rules that must know
-//! whether an answer lets something run (decisive votes, expiry on approval routes) read them
-//! here.
+//! `askrelay approve`) ask with, and which of them allow or deny; the verdicts a person gives
+//! many approvals at once (a batch); and which requests are pending approvals. The rules that
+//! must know whether an answer lets something run (decisive votes, expiry on approval routes,
+//! batches) read them here.
+
+use super::model::Question;
+use super::request::{Request, Status};
 
 /// The option that allows a tool call (`askrelay hook`, PreToolUse and Codex).
 pub const ALLOW: &str = "Allow";
@@ -29,9 +33,80 @@ pub fn is_front_door_allow(label: &str) -> bool {
     [ALLOW, ALLOW_ONCE, RUN].contains(&label) || KEEP_PREFIXES.iter().any(|p| label.starts_with(p))
 }
 
+/// The labels of an approval's allow option, in order of preference.
+pub const ALLOW_LABELS: [&str; 2] = [ALLOW, ALLOW_ONCE];
+
+/// The answer a batch gives each selected approval.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verdict {
+    Allow,
+    Deny,
+}
+
+impl Verdict {
+    /// The option of `q` this verdict picks: "Allow" (else "Allow once"), or "Deny".
+    pub fn option(self, q: &Question) -> Option<usize> {
+        let find = |label: &str| q.options.iter().position(|o| o.label == label);
+        match self {
+            Verdict::Allow => ALLOW_LABELS.iter().find_map(|l| find(l)),
+            Verdict::Deny => find(DENY),
+        }
+    }
+}
+
+/// Whether `req` is a pending approval: one question, open, single-select, with a deny option
+/// ("Deny") and an allow option ("Allow", else "Allow once").
+pub fn is_approval(req: &Request) -> bool {
+    let [q] = &req.questions[..] else {
+        return false;
+    };
+    req.status == Status::Pending
+        && req.answers.first().is_some_and(Option::is_none)
+        && !q.multi_select
+        && Verdict::Allow.option(q).is_some()
+        && Verdict::Deny.option(q).is_some()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::domain::model::{Caller, QuestionOption};
+    use crate::domain::request::{NewRequest, Peer};
+    use std::sync::Arc;
+
+    fn question(labels: &[&str]) -> Question {
+        Question {
+            id: "permission".into(),
+            question: "Run `rm -rf build`?".into(),
+            header: Some("Approve".into()),
+            options: labels
+                .iter()
+                .map(|l| QuestionOption {
+                    label: (*l).into(),
+                    description: None,
+                })
+                .collect(),
+            multi_select: false,
+        }
+    }
+
+    fn request(id: &str, token: &str, questions: Vec<Question>) -> Request {
+        let new = NewRequest {
+            request_id: id.into(),
+            token: token.into(),
+            questions: Arc::from(questions),
+            context: None,
+            caller: Caller::default(),
+            scope: Default::default(),
+            peer: Peer::default(),
+            answerer: "discord".into(),
+            route: Some("default".into()),
+            created_at_ms: 1_000,
+            expiry: None,
+            node: None,
+        };
+        Request::created(1, &new)
+    }
 
     #[test]
     fn the_front_doors_allow_labels() {
@@ -47,5 +122,32 @@ mod tests {
         for l in ["Deny", "Deny and stop", "Do not run", "allow", "Hold"] {
             assert!(!is_front_door_allow(l), "{l}");
         }
+    }
+
+    #[test]
+    fn an_approval_has_deny_and_allow_or_allow_once() {
+        let t = "0123456789abcdef0123";
+        let hook = request("r", t, vec![question(&["Allow", "Deny"])]);
+        let claude = request(
+            "r",
+            t,
+            vec![question(&["Allow once", "Deny", "Deny and stop"])],
+        );
+        assert!(is_approval(&hook) && is_approval(&claude));
+        assert_eq!(Verdict::Allow.option(&claude.questions[0]), Some(0));
+        assert_eq!(Verdict::Deny.option(&claude.questions[0]), Some(1));
+        let both = question(&["Allow once", "Allow", "Deny"]);
+        assert_eq!(Verdict::Allow.option(&both), Some(1), "Allow first");
+        for not in [
+            request("r", t, vec![question(&["Yes", "No"])]),
+            request("r", t, vec![question(&["Allow", "Refuse"])]),
+            request("r", t, vec![question(&["Allow", "Deny"]); 2]),
+            request("r", t, vec![question(&["allow", "deny"])]),
+        ] {
+            assert!(!is_approval(&not), "{:?}", not.questions);
+        }
+        let mut multi = request("r", t, vec![question(&["Allow", "Deny"])]);
+        Arc::make_mut(&mut multi.questions)[0].multi_select = true;
+        assert!(!is_approval(&multi));
     }
 }

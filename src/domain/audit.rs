@@ -11,7 +11,8 @@
 //! The stores compute the hash with these functions as they append a row, in the transaction
 //! that appends it; [`verify`] checks an export without the daemon.
 
-use super::request::AuditEntry;
+use super::request::{Actor, AuditEntry, Peer, Via};
+use super::vote::Vote;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use std::fmt;
@@ -201,6 +202,45 @@ pub fn actor(kind: &str, id: &str, name: Option<&str>, pid: Option<i32>) -> Stri
         out.push_str(&format!(" pid={p}"));
     }
     out
+}
+
+// How the audit log names the people and processes it records, in [`actor`]'s one format.
+// These are the audit log's business, so they live here rather than with the types.
+
+impl Actor {
+    /// How the audit log names this actor ([`actor`]): `uid:1000 name=alice`,
+    /// `discord:4242 name=alice`, `policy:expiry`, `grant:g-… name="…"` (its approver).
+    pub fn audit(&self) -> String {
+        match self.via {
+            Via::Terminal => {
+                let named = self.name != format!("uid {}", self.id);
+                actor("uid", &self.id, named.then_some(self.name.as_str()), None)
+            }
+            Via::Discord => actor("discord", &self.id, Some(&self.name), None),
+            Via::Policy => actor("policy", "expiry", None, None),
+            Via::Grant => actor("grant", &self.id, Some(&self.name), None),
+        }
+    }
+}
+
+impl Peer {
+    /// How the audit log names the process: `uid:1000 pid=4242` ([`actor`]).
+    pub fn audit(&self, name: Option<&str>) -> String {
+        let uid = self.uid.map_or_else(|| "?".to_owned(), |u| u.to_string());
+        actor("uid", &uid, name, self.pid)
+    }
+}
+
+impl Vote {
+    /// How the audit log names the voter ([`actor`]): `discord:111 name=alice`.
+    pub fn audit(&self) -> String {
+        let kind = if self.via == "terminal" {
+            "uid"
+        } else {
+            self.via.as_str()
+        };
+        actor(kind, &self.id, Some(&self.name), None)
+    }
 }
 
 /// The hash of a row: lowercase hex SHA-256 of [`canonical`].

@@ -3,9 +3,11 @@
 //! same command (or a pattern the approver wrote), until the grant ends or is revoked. Such a
 //! request is answered at once, by the grant, and announced (docs/approvals.md, "Grants").
 
+use super::glob::pattern_matches;
 use super::model::Approval;
 use super::request::Request;
 use super::shell;
+use super::vote::Vote;
 use serde::{Deserialize, Serialize};
 
 /// A stored grant.
@@ -15,7 +17,7 @@ pub struct Grant {
     pub id: String,
     pub route: String,
     pub tool: String,
-    /// The exact command, or the approver's pattern (see [`pattern_matches`]).
+    /// The exact command, or the approver's pattern (see [`super::glob::pattern_matches`]).
     pub pattern: String,
     pub exact: bool,
     /// Who it allows: the asking uid, on its node (cluster mode), in its agent session.
@@ -25,7 +27,7 @@ pub struct Grant {
     /// The option it answers with (the front door's allow label).
     pub label: String,
     /// Who approved it ([`super::request::Actor::describe`]), and their surface and id; for a
-    /// quorum's grant, every voter ([`super::quorum::Vote::describe`], `, ` between them),
+    /// quorum's grant, every voter ([`Vote::describe`], `, ` between them),
     /// the surface [`QUORUM`] and the voters' `via:id`, a space between each
     /// ([`Grant::approved_by`] reads them).
     pub approver: String,
@@ -42,10 +44,13 @@ pub struct Grant {
 /// A quorum's grant's `approver_via`.
 pub const QUORUM: &str = "quorum";
 
+/// The most grants a listing shows.
+pub const GRANTS_LISTED: u32 = 200;
+
 impl Grant {
     /// Makes the quorum of `voters` its approver.
-    pub fn set_quorum(&mut self, voters: &[super::quorum::Vote]) {
-        let named: Vec<String> = voters.iter().map(super::quorum::Vote::describe).collect();
+    pub fn set_quorum(&mut self, voters: &[Vote]) {
+        let named: Vec<String> = voters.iter().map(Vote::describe).collect();
         let ids: Vec<String> = voters
             .iter()
             .map(|v| format!("{}:{}", v.via, v.id))
@@ -114,53 +119,13 @@ impl Grant {
 
 /// What a pattern is, to show it before it is saved: `exact command` (no wildcards),
 /// `prefix` (plain words, then one `*` word: `cargo test *`), or `pattern`. Only for a pattern
-/// [`check_pattern`] accepts.
+/// [`super::glob::check_pattern`] accepts.
 pub fn pattern_kind(pattern: &str) -> &'static str {
     match shell::split(pattern) {
         Ok(words) if !words.iter().any(shell::Word::has_wildcard) => "exact command",
         Ok(words) if shell::is_prefix(&words) => "prefix",
         _ => "pattern",
     }
-}
-
-/// Whether `command` matches `pattern`, on shell words ([`shell::split`]): both must split
-/// cleanly (one simple command: no `;` `&` `|` `<` `>` `$` backticks, line breaks, comments,
-/// brace expansions or unclosed quotes), a bare `*` word stands for any number of whole words,
-/// and inside any other word a bare `*` stands for characters of that word and `?` for one.
-/// A command that does not split cleanly never matches.
-pub fn pattern_matches(pattern: &str, command: &str) -> bool {
-    match (shell::split(pattern), shell::split(command)) {
-        (Ok(p), Ok(c)) => names_a_command(&p) && shell::words_match(&p, &c),
-        _ => false,
-    }
-}
-
-/// Whether a pattern's first word is a command: plain text, no wildcard (`*`, `* *` and `?*`
-/// would allow any program).
-fn names_a_command(words: &[shell::Word]) -> bool {
-    words
-        .first()
-        .is_some_and(|w| !w.has_wildcard() && !w.text().is_empty())
-}
-
-/// Why `pattern` cannot be a grant for `command` (the command that was asked), or `Ok`.
-pub fn check_pattern(pattern: &str, command: &str) -> Result<(), String> {
-    let words = shell::split(pattern)
-        .map_err(|why| format!("the pattern does not split into shell words: {why}"))?;
-    if !names_a_command(&words) {
-        return Err(
-            "the pattern must start with the command it allows, without a wildcard (`*`, `* *` \
-             and `?*` would allow any program)"
-                .into(),
-        );
-    }
-    let asked = shell::split(command).map_err(|why| {
-        format!("the command that was asked does not split into shell words ({why}), so no pattern can match it")
-    })?;
-    if !shell::words_match(&words, &asked) {
-        return Err("the pattern must match the command that was asked".into());
-    }
-    Ok(())
 }
 
 /// Programs that run other programs (or code) named in their options or arguments, with an
@@ -275,63 +240,6 @@ pub fn from_terms(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn a_pattern_matches_shell_words_and_never_crosses_shell_syntax() {
-        assert!(pattern_matches("cargo test *", "cargo test --all"));
-        assert!(pattern_matches("cargo test *", "cargo test "));
-        assert!(!pattern_matches("cargo test *", "cargo test; rm -rf ~"));
-        assert!(!pattern_matches(
-            "cargo test *",
-            "cargo test && curl x | sh"
-        ));
-        assert!(!pattern_matches("cargo test *", "cargo test $(id)"));
-        assert!(!pattern_matches("cargo test *", "cargo test \"$(id)\""));
-        assert!(!pattern_matches("cargo test *", "cargo test\nrm -rf ~"));
-        assert!(!pattern_matches("cargo test *", "cargo build"));
-        assert!(pattern_matches(
-            "git * --dry-run",
-            "git clean -fd --dry-run"
-        ));
-        assert!(!pattern_matches("git * --dry-run", "git clean -fd"));
-        // docs/approvals.md's example: a comment, quotes and backslashes change the words.
-        assert!(!pattern_matches(
-            "git * --dry-run",
-            "git clean -fdx # --dry-run"
-        ));
-        assert!(!pattern_matches(
-            "git * --dry-run",
-            "git clean -fdx '# --dry-run'"
-        ));
-        assert!(!pattern_matches(
-            "git * --dry-run",
-            "git clean -fdx \\# --dry-run x"
-        ));
-        assert!(!pattern_matches(
-            "git * --dry-run",
-            "git clean -fdx '--dry-run x'"
-        ));
-        assert!(pattern_matches(
-            "git * --dry-run",
-            "git clean -fdx '--dry-run'"
-        ));
-        assert!(pattern_matches("ls ?", "ls a"));
-        assert!(!pattern_matches("ls ?", "ls ;"));
-        assert!(pattern_matches("exact", "exact"));
-        assert!(!pattern_matches("exact", "exactly"));
-        // A pattern that names no command matches nothing.
-        for p in ["*", "* *", "?*", "*test", "'' *"] {
-            assert!(!pattern_matches(p, "cargo test"), "{p}");
-            assert!(check_pattern(p, "cargo test").is_err(), "{p}");
-        }
-        assert!(check_pattern("make a; make *", "make a; make b")
-            .unwrap_err()
-            .contains("does not split"));
-        assert!(check_pattern("cargo *", "cargo test # x")
-            .unwrap_err()
-            .contains("was asked does not split"));
-        assert!(check_pattern("cargo *", "cargo test").is_ok());
-    }
 
     #[test]
     fn programs_that_run_other_programs_are_named() {

@@ -10,6 +10,7 @@ pub mod answerer;
 pub mod approval;
 pub mod audit;
 pub mod calendar;
+pub mod clock;
 pub mod cluster;
 pub mod confirm;
 pub mod error;
@@ -24,6 +25,7 @@ pub mod request;
 pub mod shell;
 pub mod store;
 pub mod text;
+pub mod vote;
 
 pub use access::{LocalUser, Operators};
 pub use answer::{AskResult, QuestionAnswer, Settlement};

@@ -8,10 +8,10 @@ use super::answer::Settlement;
 use super::error::AskError;
 use super::model::{check_line, check_text, Question, MAX_APPROVAL_COMMAND_CHARS};
 use super::request::{Actor, Request, Via};
-use serde::{Deserialize, Serialize};
+use super::vote::{Tally, Vote};
 use std::sync::Arc;
 
-pub use super::approval::FRONT_DOOR_DENY;
+use super::approval::FRONT_DOOR_DENY;
 
 /// A person and their handles on each surface (`[[identities]]`).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -90,56 +90,6 @@ impl Default for Policy {
     }
 }
 
-/// One person's vote on a question of a quorum route. `person` counts them once, whatever
-/// surface or copy of the message they voted through.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Vote {
-    pub person: String,
-    pub via: String,
-    pub id: String,
-    pub name: String,
-    pub selected: Vec<usize>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub custom: Option<String>,
-    pub at_ms: i64,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub terms: Option<crate::domain::answer::Terms>,
-}
-
-impl Vote {
-    /// How the voter is named in an audit row and a grant: `alice (discord 111)`.
-    pub fn describe(&self) -> String {
-        format!("{} ({} {})", self.name, self.via, self.id)
-    }
-
-    /// How the audit log names the voter ([`super::audit::actor`]): `discord:111 name=alice`.
-    pub fn audit(&self) -> String {
-        let kind = if self.via == "terminal" {
-            "uid"
-        } else {
-            self.via.as_str()
-        };
-        super::audit::actor(kind, &self.id, Some(&self.name), None)
-    }
-
-    pub fn settlement(&self) -> Settlement {
-        Settlement {
-            selected: self.selected.clone(),
-            custom: self.custom.clone(),
-            terms: self.terms.clone(),
-        }
-    }
-}
-
-/// How a question's votes stand, for messages and replies.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Tally {
-    /// Votes for the answer that has the most (the one this vote chose, when it is asked
-    /// for).
-    pub count: usize,
-    pub needed: usize,
-}
-
 impl Policy {
     pub fn is_quorum(&self) -> bool {
         self.approvals > 1
@@ -198,7 +148,7 @@ impl Policy {
             }
             if let Some(p) = &g.pattern {
                 check_line(p, "terms.grant.pattern", MAX_APPROVAL_COMMAND_CHARS)?;
-                if let Err(why) = crate::domain::grant::check_pattern(p, &approval.command) {
+                if let Err(why) = super::glob::check_pattern(p, &approval.command) {
                     return Err(AskError::invalid(format!("terms.grant.pattern: {why}")));
                 }
             }

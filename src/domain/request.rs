@@ -8,53 +8,10 @@ use super::answer::Settlement;
 use super::error::{AskError, ErrorCode};
 use super::expiry::Expiry;
 use super::model::{Caller, Context, Question, Scope};
+use super::vote::{Tally, Vote};
 use std::fmt;
 use std::str::FromStr;
-use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::Arc;
-use std::time::{SystemTime, UNIX_EPOCH};
-
-/// What this process adds to its own clock to read the shared one: 0 for a daemon alone, and
-/// in a cluster the database's clock minus this host's, as the cluster driver measured it.
-/// One per process, like the clock it corrects (the daemons of one test process share a host,
-/// so their measurements agree to within a round trip).
-static CLOCK_OFFSET_MS: AtomicI64 = AtomicI64::new(0);
-
-/// Milliseconds since the Unix epoch, the unit of every stored timestamp; in a cluster, on the
-/// database's clock, so that a node whose own clock is wrong stamps requests, deadlines and
-/// heartbeats as the others read them.
-pub fn now_ms() -> i64 {
-    host_ms() + CLOCK_OFFSET_MS.load(Ordering::Relaxed)
-}
-
-/// Milliseconds since the Unix epoch on this host's own clock, without the cluster's offset:
-/// what the offset is measured against.
-pub fn host_ms() -> i64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_millis() as i64)
-        .unwrap_or(0)
-}
-
-/// A millisecond time as RFC 3339 in UTC, to the second (the fraction is dropped, not
-/// rounded): `2026-12-05T07:21:14Z`. Times before the epoch read as the epoch, and times past
-/// the last second jiff holds (`9999-12-30T22:00:00Z`) as that second.
-pub fn rfc3339(ms: i64) -> String {
-    let secs = (ms.max(0) / 1000).min(jiff::Timestamp::MAX.as_second());
-    jiff::Timestamp::from_second(secs)
-        .unwrap_or(jiff::Timestamp::UNIX_EPOCH)
-        .to_string()
-}
-
-/// Sets what [`now_ms`] adds to this host's clock (the cluster driver, from its beats).
-pub fn set_clock_offset_ms(offset: i64) {
-    CLOCK_OFFSET_MS.store(offset, Ordering::Relaxed);
-}
-
-/// What [`now_ms`] adds to this host's clock.
-pub fn clock_offset_ms() -> i64 {
-    CLOCK_OFFSET_MS.load(Ordering::Relaxed)
-}
 
 /// The lifecycle of a request. Only `Pending` may change, and only once.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -168,21 +125,6 @@ impl Actor {
         }
     }
 
-    /// How the audit log names this actor ([`super::audit::actor`]): `uid:1000 name=alice`,
-    /// `discord:4242 name=alice`, `policy:expiry`, `grant:g-… name="…"` (its approver).
-    pub fn audit(&self) -> String {
-        use super::audit::actor;
-        match self.via {
-            Via::Terminal => {
-                let named = self.name != format!("uid {}", self.id);
-                actor("uid", &self.id, named.then_some(self.name.as_str()), None)
-            }
-            Via::Discord => actor("discord", &self.id, Some(&self.name), None),
-            Via::Policy => actor("policy", "expiry", None, None),
-            Via::Grant => actor("grant", &self.id, Some(&self.name), None),
-        }
-    }
-
     /// A one-line description for logs and `CONFLICT` messages, e.g.
     /// `alice (uid 1000) via terminal`. The note is left out: it is not who answered.
     pub fn describe(&self) -> String {
@@ -224,14 +166,6 @@ pub struct Answered {
 pub struct Peer {
     pub uid: Option<u32>,
     pub pid: Option<i32>,
-}
-
-impl Peer {
-    /// How the audit log names the process: `uid:1000 pid=4242` ([`super::audit::actor`]).
-    pub fn audit(&self, name: Option<&str>) -> String {
-        let uid = self.uid.map_or_else(|| "?".to_owned(), |u| u.to_string());
-        super::audit::actor("uid", &uid, name, self.pid)
-    }
 }
 
 impl fmt::Display for Peer {
@@ -291,7 +225,7 @@ pub struct Request {
     /// One entry per question, in order; `None` while unanswered.
     pub answers: Vec<Option<Answered>>,
     /// One entry per question, in order: the votes so far on a quorum route (else empty).
-    pub votes: Vec<Vec<crate::domain::quorum::Vote>>,
+    pub votes: Vec<Vec<Vote>>,
     /// When and how it expires, if it does.
     pub expiry: Option<Expiry>,
     /// The cluster node that owns it (`None`: no cluster).
@@ -370,9 +304,9 @@ pub enum SettleOutcome {
     /// Someone else settled the question first.
     AlreadyAnswered(Answered),
     /// A vote on a quorum route counted; the question is still open.
-    Voted(crate::domain::quorum::Tally),
+    Voted(Tally),
     /// This person already voted for this answer.
-    AlreadyVoted(crate::domain::quorum::Tally),
+    AlreadyVoted(Tally),
     /// The request is no longer pending.
     Ended(Status),
     /// No such request or question.

@@ -4,7 +4,7 @@
 use super::*;
 
 /// An RFC 3339 timestamp for a millisecond time (the core's, for the replies' fields).
-pub use crate::domain::request::rfc3339;
+use crate::domain::clock::rfc3339;
 
 /// How a request looks in `pending` and `history` replies.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -770,7 +770,7 @@ async fn run_op(ctx: &ServerContext, op: Op, user: &LocalUser) -> Event {
                                 "question {:?} was already answered by {} at {}: {what}",
                                 Escaped(&question),
                                 a.actor.describe(),
-                                protocol::rfc3339(a.at_ms)
+                                crate::domain::clock::rfc3339(a.at_ms)
                             ),
                         ),
                     )

@@ -7,10 +7,10 @@ use crate::domain::answer::Settlement;
 use crate::domain::error::{AskError, ErrorCode};
 use crate::domain::expiry::{Expiry, OnExpire};
 use crate::domain::grant::Grant;
-use crate::domain::quorum::Vote;
 use crate::domain::request::{
     Actor, Answered, EditState, Outcome, Peer, Post, Request, Slot, Status, Via,
 };
+use crate::domain::vote::Vote;
 use anyhow::{Context, Result};
 use std::sync::Arc;
 

@@ -106,7 +106,7 @@ async fn the_digest_schedule_is_resumed_after_a_restart() {
     let due = schedule_until(&app, "the digest schedule to start", |d| d.is_some())
         .await
         .unwrap();
-    let now = askrelay::domain::request::now_ms();
+    let now = askrelay::domain::clock::now_ms();
     assert!(
         due > now && due <= now + 86_400_000,
         "the next 09:00 in Berlin: {due}"

@@ -485,8 +485,8 @@ async fn a_quorum_reached_before_a_crash_settles_at_the_next_start() {
 /// leader's repair pass settles it, so the agent is answered.
 #[tokio::test]
 async fn a_quorum_vote_stored_without_its_settlement_is_settled_by_the_repair_pass() {
-    use askrelay::domain::quorum::Vote;
     use askrelay::domain::request::{AuditAction, AuditEntry, Source};
+    use askrelay::domain::vote::Vote;
     let app = App::discord_with(|c: &mut Config| {
         two_approvals(None)(c);
         c.discord.repair_interval_secs = 1;
@@ -508,7 +508,7 @@ async fn a_quorum_vote_stored_without_its_settlement_is_settled_by_the_repair_pa
         name: "bob".into(),
         selected: vec![0],
         custom: None,
-        at_ms: askrelay::domain::request::now_ms(),
+        at_ms: askrelay::domain::clock::now_ms(),
         terms: None,
     });
     let audit_row = AuditEntry {

@@ -739,7 +739,7 @@ async fn floor_table(pool: &sqlx::SqlitePool) {
 }
 
 fn now_ms() -> i64 {
-    askrelay::domain::request::now_ms()
+    askrelay::domain::clock::now_ms()
 }
 
 // ---------------------------------------------------------------------------------------------

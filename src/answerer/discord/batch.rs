@@ -34,9 +34,10 @@ use super::rest::Timely;
 use super::route;
 use super::NAME;
 use crate::config::Config;
-use crate::domain::approval;
-use crate::domain::request::{now_ms, Actor, AuditAction, AuditEntry, Request, Source, Via};
-use crate::domain::{Question, SettleOutcome, Settlement, Status};
+use crate::domain::approval::{self, is_approval, Verdict, ALLOW_LABELS};
+use crate::domain::clock::now_ms;
+use crate::domain::request::{Actor, AuditAction, AuditEntry, Request, Source, Via};
+use crate::domain::{SettleOutcome, Settlement, Status};
 use serenity::all::{
     ActionRow, ActionRowComponent, ButtonStyle, ComponentInteraction, ComponentInteractionDataKind,
     CreateActionRow, CreateButton, CreateInteractionResponse, CreateInteractionResponseFollowup,
@@ -47,10 +48,6 @@ use std::fmt;
 use std::str::FromStr;
 use std::time::Duration;
 
-/// The labels of an approval's allow option, in order of preference.
-pub const ALLOW_LABELS: [&str; 2] = [approval::ALLOW, approval::ALLOW_ONCE];
-/// The label of an approval's deny option.
-pub const DENY_LABEL: &str = approval::DENY;
 /// At most this many requests in one batch: a select menu's options.
 pub const BATCH_MAX: usize = render::SELECT_OPTIONS_MAX;
 /// How much of the agent's name and of the question an option shows.
@@ -65,23 +62,7 @@ pub enum BatchId {
     Decide(Verdict),
 }
 
-/// The answer a batch gives each selected approval.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Verdict {
-    Allow,
-    Deny,
-}
-
 impl Verdict {
-    /// The option of `q` this verdict picks: "Allow" (else "Allow once"), or "Deny".
-    pub fn option(self, q: &Question) -> Option<usize> {
-        let find = |label: &str| q.options.iter().position(|o| o.label == label);
-        match self {
-            Verdict::Allow => ALLOW_LABELS.iter().find_map(|l| find(l)),
-            Verdict::Deny => find(DENY_LABEL),
-        }
-    }
-
     fn button(self) -> &'static str {
         match self {
             Verdict::Allow => "Allow selected",
@@ -122,19 +103,6 @@ impl FromStr for BatchId {
             _ => Err(()),
         }
     }
-}
-
-/// Whether `req` is a pending approval (see the module comment): one question, open,
-/// single-select, with a deny and an allow option.
-pub fn is_approval(req: &Request) -> bool {
-    let [q] = &req.questions[..] else {
-        return false;
-    };
-    req.status == Status::Pending
-        && req.answers.first().is_some_and(Option::is_none)
-        && !q.multi_select
-        && Verdict::Allow.option(q).is_some()
-        && Verdict::Deny.option(q).is_some()
 }
 
 /// The Discord person as an answer's actor.
@@ -554,7 +522,7 @@ impl Handler {
                     "it is not an approval with a “{}” option; answer it on its message.",
                     match verdict {
                         Verdict::Allow => ALLOW_LABELS[0],
-                        Verdict::Deny => DENY_LABEL,
+                        Verdict::Deny => approval::DENY,
                     }
                 ),
             ))
@@ -729,7 +697,7 @@ fn describe(user: &serenity::all::User) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::domain::model::{Caller as AgentCaller, QuestionOption};
+    use crate::domain::model::{Caller as AgentCaller, Question, QuestionOption};
     use crate::domain::request::{NewRequest, Peer};
     use std::sync::Arc;
 
@@ -795,33 +763,6 @@ mod tests {
         ] {
             assert!(bad.parse::<BatchId>().is_err(), "{bad}");
         }
-    }
-
-    #[test]
-    fn an_approval_has_deny_and_allow_or_allow_once() {
-        let t = "0123456789abcdef0123";
-        let hook = request("r", t, vec![question(&["Allow", "Deny"])]);
-        let claude = request(
-            "r",
-            t,
-            vec![question(&["Allow once", "Deny", "Deny and stop"])],
-        );
-        assert!(is_approval(&hook) && is_approval(&claude));
-        assert_eq!(Verdict::Allow.option(&claude.questions[0]), Some(0));
-        assert_eq!(Verdict::Deny.option(&claude.questions[0]), Some(1));
-        let both = question(&["Allow once", "Allow", "Deny"]);
-        assert_eq!(Verdict::Allow.option(&both), Some(1), "Allow first");
-        for not in [
-            request("r", t, vec![question(&["Yes", "No"])]),
-            request("r", t, vec![question(&["Allow", "Refuse"])]),
-            request("r", t, vec![question(&["Allow", "Deny"]); 2]),
-            request("r", t, vec![question(&["allow", "deny"])]),
-        ] {
-            assert!(!is_approval(&not), "{:?}", not.questions);
-        }
-        let mut multi = request("r", t, vec![question(&["Allow", "Deny"])]);
-        Arc::make_mut(&mut multi.questions)[0].multi_select = true;
-        assert!(!is_approval(&multi));
     }
 
     /// The menu as Discord would send it back in a later interaction's message.

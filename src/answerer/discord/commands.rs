@@ -25,8 +25,9 @@ use super::rest::Rest;
 use super::route::{self, ResolvedRoute};
 use super::NAME;
 use crate::config::Config;
+use crate::domain::clock::now_ms;
 use crate::domain::expiry::human;
-use crate::domain::request::{now_ms, AuditAction, AuditEntry, Post, Request, Source};
+use crate::domain::request::{AuditAction, AuditEntry, Post, Request, Source};
 use crate::domain::text::Escaped;
 use crate::domain::{AnswererContext, QuestionAnswer, Status};
 use serenity::all::{

@@ -4,12 +4,13 @@
 use super::live::{same_id_other_context, same_id_other_questions};
 use super::{add_expiry, foreign_error, new_token, storage_error, Attachment, Detail, Hub, Phase};
 use crate::domain::answerer::{Answerer, Claim, Delivery, Prepared, Proposal};
+use crate::domain::clock::now_ms;
 use crate::domain::error::{AskError, ErrorCode};
 use crate::domain::expiry::ExpiryRule;
 use crate::domain::model::{Ask, Question};
 use crate::domain::request::{
-    now_ms, AuditAction, AuditEntry, Created, NewRequest, Outcome, Peer, PlannedPost, Request,
-    Source, Status,
+    AuditAction, AuditEntry, Created, NewRequest, Outcome, Peer, PlannedPost, Request, Source,
+    Status,
 };
 use crate::domain::text::Escaped;
 use std::sync::Arc;

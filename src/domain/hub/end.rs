@@ -3,8 +3,9 @@
 
 use super::{Hub, Phase};
 use crate::domain::access::LocalUser;
+use crate::domain::clock::now_ms;
 use crate::domain::error::AskError;
-use crate::domain::request::{now_ms, AuditAction, AuditEntry, Outcome, Request, Source, Status};
+use crate::domain::request::{AuditAction, AuditEntry, Outcome, Request, Source, Status};
 use crate::domain::text::Escaped;
 
 impl Hub {

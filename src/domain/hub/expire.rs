@@ -3,9 +3,10 @@
 //! request as `EXPIRED`.
 
 use super::{add_expiry, Backlog, Detail, Hub, Phase};
+use crate::domain::clock::now_ms;
 use crate::domain::error::{AskError, ErrorCode};
 use crate::domain::expiry::OnExpire;
-use crate::domain::request::{now_ms, Actor, SettleOutcome, Source, Status};
+use crate::domain::request::{Actor, SettleOutcome, Source, Status};
 use crate::domain::text::Escaped;
 use std::time::Duration;
 

@@ -2,13 +2,11 @@
 //! grant and who may end it early.
 
 use super::{storage_error, Hub};
+use crate::domain::clock::now_ms;
 use crate::domain::error::{AskError, ErrorCode};
-use crate::domain::grant::{self, Grant};
-use crate::domain::request::{now_ms, Actor, AuditAction, AuditEntry};
+use crate::domain::grant::{self, Grant, GRANTS_LISTED};
+use crate::domain::request::{Actor, AuditAction, AuditEntry};
 use crate::domain::text::Escaped;
-
-/// The most grants a listing shows.
-pub const GRANTS_LISTED: u32 = 200;
 
 impl Hub {
     /// The live grants, the newest first.

@@ -11,12 +11,14 @@
 
 use super::answer::Settlement;
 use super::answerer::{Accepted, Answerer, AnswererContext, Core};
+use super::clock::now_ms;
 use super::cluster::Role;
 use super::error::{AskError, ErrorCode};
 use super::expiry::{Deadlines, ExpiryRule};
 use super::metrics::Recorder;
+use super::quorum::Policy;
 use super::request::{
-    now_ms, Actor, AuditAction, AuditEntry, Outcome, Post, Request, Settled, Source, Status,
+    Actor, AuditAction, AuditEntry, Outcome, Post, Request, Settled, Source, Status,
 };
 use super::store::Store;
 use super::text::Escaped;
@@ -151,7 +153,6 @@ mod cluster;
 mod end;
 mod expire;
 mod grants;
-pub use grants::GRANTS_LISTED;
 mod live;
 mod queries;
 mod settle;
@@ -314,9 +315,10 @@ impl Core for Hub {
         idx: usize,
         settlement: Settlement,
         actor: Actor,
+        policy: &Policy,
         typed: Option<&str>,
     ) -> Result<Settled, AskError> {
-        Hub::settle_confirmed(self, req, idx, settlement, actor, typed).await
+        Hub::settle_confirmed(self, req, idx, settlement, actor, policy, typed).await
     }
 
     async fn end(&self, req: &Request, status: Status, error: AskError) -> bool {

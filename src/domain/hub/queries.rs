@@ -4,8 +4,9 @@
 use super::Hub;
 use crate::domain::access::LocalUser;
 use crate::domain::audit::{AuditPage, ChainStart};
+use crate::domain::clock::now_ms;
 use crate::domain::error::{AskError, ErrorCode};
-use crate::domain::request::{now_ms, AuditAction, AuditEntry, Post, Request, Source};
+use crate::domain::request::{AuditAction, AuditEntry, Post, Request, Source};
 use crate::domain::store::{Page, Visibility};
 use crate::domain::text::Escaped;
 use std::time::Duration;

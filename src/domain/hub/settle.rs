@@ -5,16 +5,18 @@
 use super::{storage_error, Hub};
 use crate::domain::access::LocalUser;
 use crate::domain::answer::{AskResult, Settlement};
+use crate::domain::clock::now_ms;
 use crate::domain::confirm::Unconfirmed;
 use crate::domain::error::{AskError, ErrorCode};
 use crate::domain::grant::{self, Grant};
-use crate::domain::quorum::{Policy, Requester, Vote};
+use crate::domain::quorum::{Policy, Requester};
 use crate::domain::request::{
-    now_ms, Actor, Answered, AuditAction, AuditEntry, Outcome, Request, SettleOutcome, Settled,
-    Source, Status, Via,
+    Actor, Answered, AuditAction, AuditEntry, Outcome, Request, SettleOutcome, Settled, Source,
+    Status, Via,
 };
 use crate::domain::store::NewAnswer;
 use crate::domain::text::Escaped;
+use crate::domain::vote::Vote;
 use std::time::Duration;
 
 /// What a socket `answer` (a person at a terminal) asks for.
@@ -57,11 +59,13 @@ impl Hub {
         settlement: Settlement,
         actor: Actor,
     ) -> Result<Settled, AskError> {
-        self.settle_confirmed(req, idx, settlement, actor, None)
+        let policy = self.policy_of(req);
+        self.settle_confirmed(req, idx, settlement, actor, &policy, None)
             .await
     }
 
-    /// [`Hub::settle`] with the word the person typed to confirm (a route's
+    /// [`Hub::settle`] under `policy`, the approval policy of `req`'s answerer (which an
+    /// answerer that holds it hands in), with the word the person typed to confirm (a route's
     /// `confirm_labels`): a label that needs it settles or votes only with the word, and
     /// without it nothing is recorded and the refusal is audited.
     pub async fn settle_confirmed(
@@ -70,6 +74,7 @@ impl Hub {
         idx: usize,
         settlement: Settlement,
         actor: Actor,
+        policy: &Policy,
         typed: Option<&str>,
     ) -> Result<Settled, AskError> {
         let question = question(req, idx)?;
@@ -77,7 +82,6 @@ impl Hub {
         // The expiry policy and a grant (which had its approvals when it was given) decide
         // alone.
         if !matches!(actor.via, Via::Policy | Via::Grant) {
-            let policy = self.policy_of(req);
             policy.check_terms(req, question, &settlement)?;
             if policy.refuses_requester(req, &actor, self.host()) {
                 let err = AskError::new(
@@ -137,7 +141,7 @@ impl Hub {
                 return Err(AskError::new(ErrorCode::Forbidden, why.to_string()));
             }
             if !policy.decides(question, &settlement) {
-                return self.vote(req, idx, settlement, actor, &policy).await;
+                return self.vote(req, idx, settlement, actor, policy).await;
             }
         }
         self.settle_now(req, idx, settlement, actor, &[]).await
@@ -412,7 +416,7 @@ impl Hub {
                 g.tool,
                 g.pattern,
                 g.kind(),
-                crate::domain::request::rfc3339(g.ends_at_ms)
+                crate::domain::clock::rfc3339(g.ends_at_ms)
             ));
         }
         if actor.via == Via::Grant {
@@ -576,8 +580,16 @@ impl Hub {
             custom: answer.custom,
             terms: None,
         };
-        self.settle_confirmed(&req, index, settlement, actor, answer.confirm.as_deref())
-            .await
+        let policy = self.policy_of(&req);
+        self.settle_confirmed(
+            &req,
+            index,
+            settlement,
+            actor,
+            &policy,
+            answer.confirm.as_deref(),
+        )
+        .await
     }
 }
 
@@ -697,7 +709,7 @@ fn question(req: &Request, idx: usize) -> Result<&crate::domain::Question, AskEr
 /// Why an answer to a request that has ended did not count: who answered and when, or how it
 /// ended (the code, `CONFLICT`, and the CLI say that it did not count).
 fn too_late(req: &Request) -> AskError {
-    let at = crate::domain::request::rfc3339;
+    let at = crate::domain::clock::rfc3339;
     let answered: Vec<&Answered> = req.answers.iter().flatten().collect();
     let message = match (req.status, answered.last()) {
         (Status::Answered, Some(last)) => {

@@ -32,8 +32,9 @@
 //! its own notices too; they only wake it for work it would find anyway.
 
 use super::Backend;
+use crate::domain::clock::host_ms;
 use crate::domain::cluster::{Beat, Cluster, Fenced, LeaseTiming, NodeInfo, Notice, Term};
-use crate::domain::request::{host_ms, Post, Request};
+use crate::domain::request::{Post, Request};
 use crate::domain::store::Holder;
 use anyhow::{bail, Context, Result};
 use async_trait::async_trait;

@@ -27,11 +27,12 @@ use super::rows::{answers_from_json, posts_from_json, PostRow, RequestRow, POST_
 use crate::config::PostgresConfig;
 use crate::domain::answer::Settlement;
 use crate::domain::audit::{AuditPage, ChainHead, ChainStart, StartReason};
+use crate::domain::clock::now_ms;
 use crate::domain::cluster::ClusterHandle;
 use crate::domain::error::AskError;
 use crate::domain::request::{
-    now_ms, AuditEntry, AuditRow, Created, DuePost, EditState, NewRequest, PlannedPost, Post,
-    PostKey, Request, SettleOutcome, Status, Timer,
+    AuditEntry, AuditRow, Created, DuePost, EditState, NewRequest, PlannedPost, Post, PostKey,
+    Request, SettleOutcome, Status, Timer,
 };
 use crate::domain::store::{Holder, NewAnswer, Page, Pruned, Store, Visibility};
 use anyhow::{Context, Result};

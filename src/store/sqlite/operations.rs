@@ -322,7 +322,7 @@ impl Store for SqliteStore {
         error: &AskError,
         audit: &AuditEntry,
     ) -> Result<bool> {
-        let at = crate::domain::request::now_ms();
+        let at = crate::domain::clock::now_ms();
         let turn = self.tip().await?;
         let (won, lost) = outcomes(&turn.tip.head, audit, at);
         let query = sqlx::query(concat!(
@@ -347,7 +347,7 @@ impl Store for SqliteStore {
     }
 
     async fn audit(&self, entry: &AuditEntry) -> Result<()> {
-        let at = crate::domain::request::now_ms();
+        let at = crate::domain::clock::now_ms();
         let turn = self.tip().await?;
         let row = turn.tip.head.next(&entry.content(at));
         self.commit_one(bind_row(
@@ -490,7 +490,7 @@ impl Store for SqliteStore {
         channel: Option<&str>,
         guild: Option<&str>,
     ) -> Result<()> {
-        let at = crate::domain::request::now_ms();
+        let at = crate::domain::clock::now_ms();
         self.commit_one(
             sqlx::query(committed!(
                 "UPDATE posts SET message = ?, posted_at = ?, attempts = attempts + 1, \
@@ -662,7 +662,7 @@ impl Store for SqliteStore {
         votes_json: &str,
         audit: &AuditEntry,
     ) -> Result<bool> {
-        let at_ms = crate::domain::request::now_ms();
+        let at_ms = crate::domain::clock::now_ms();
         // One call: the compare-and-swap, the audit row if it swapped, the COMMIT.
         let turn = self.tip().await?;
         let row = turn.tip.head.next(&audit.content(at_ms));
@@ -691,7 +691,7 @@ impl Store for SqliteStore {
 
     async fn save_draft(&self, key: i64, idx: usize, user: &str, selected: &[usize]) -> Result<()> {
         let selected = serde_json::to_string(selected)?;
-        let at = crate::domain::request::now_ms();
+        let at = crate::domain::clock::now_ms();
         self.commit_one(
             sqlx::query(committed!(
                 "INSERT INTO drafts (request_key, idx, user_id, selected_json, updated_at) \
@@ -795,7 +795,7 @@ impl Store for SqliteStore {
                 "INSERT INTO settings (name, value) VALUES ('health_probe', ?) \
                  ON CONFLICT (name) DO UPDATE SET value = excluded.value"
             ))
-            .bind(crate::domain::request::now_ms()),
+            .bind(crate::domain::clock::now_ms()),
         )
         .await
         .map(drop)
@@ -871,7 +871,7 @@ impl Store for SqliteStore {
                     )
                     .bind(last)
                     .bind(hash)
-                    .bind(crate::domain::request::now_ms())
+                    .bind(crate::domain::clock::now_ms())
                     .execute(&mut *tx)
                     .await?;
                 }

@@ -167,7 +167,7 @@ impl Handler {
             .member
             .map(|m| m.roles.iter().map(|r| r.get()).collect())
             .unwrap_or_default();
-        let now = crate::domain::request::now_ms();
+        let now = crate::domain::clock::now_ms();
         if !route.allows_at(o.user.id.get(), &roles, req.created_at_ms, now) {
             return Err(Refusal::new(AuditAction::Denied, "You are not allowed to answer this question. Ask an admin to add you (or one of your roles) to the route's allowed_user_ids or allowed_role_ids.").about(&req, idx));
         }

@@ -109,8 +109,7 @@ impl Handler {
                         "The {}. Nothing was saved.",
                         render::inert(&e.message)
                     ))
-                } else if let Err(why) = crate::domain::grant::check_pattern(&pattern, &ap.command)
-                {
+                } else if let Err(why) = crate::domain::glob::check_pattern(&pattern, &ap.command) {
                     Some(format!(
                         "Not a grant: {}. A pattern is matched on shell words: a `*` word stands \
                          for whole words. Nothing was saved.",

@@ -282,7 +282,14 @@ impl Handler {
         let q = &a.req.questions[idx];
         let settled = self
             .ctx
-            .settle_confirmed(&a.req, idx, settlement, a.actor.clone(), typed.as_deref())
+            .settle_confirmed(
+                &a.req,
+                idx,
+                settlement,
+                a.actor.clone(),
+                &a.route.policy,
+                typed.as_deref(),
+            )
             .await;
         // Whatever happened, what is shown of the request changed (or may have): read it again
         // at the next click.

@@ -23,8 +23,8 @@
 use super::custom_id::{Action, CustomId};
 use super::route::ResolvedRoute;
 use crate::domain::model::{Question, QuestionKind};
-use crate::domain::quorum::Vote;
 use crate::domain::request::Request;
+use crate::domain::vote::Vote;
 use crate::domain::Scope;
 use serenity::builder::{
     CreateActionRow, CreateAllowedMentions, CreateButton, CreateMessage, CreateSelectMenu,
