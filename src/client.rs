@@ -11,8 +11,8 @@
 //! checks, so a socket another user plants there cannot make it refuse to choose.
 
 use crate::domain::{Ask, AskError, ErrorCode};
+use crate::protocol::framing::{Frame, LineReader};
 use crate::protocol::{Accepted, Event, Op};
-use crate::server::framing::{Frame, LineReader};
 use anyhow::{bail, Context, Result};
 use serde_json::value::RawValue;
 use serde_json::Value;

@@ -405,7 +405,7 @@ async fn announce_ready(daemon: &Daemon, notifier: &crate::systemd::Notifier) ->
 
 /// systemd's one-line status: "serving", or "degraded" with what fails and why.
 async fn status_line(daemon: &Daemon) -> String {
-    let health = server::health(&daemon.hub).await;
+    let health = daemon.hub.health().await;
     let mut problems = Vec::new();
     if let StoreHealth::Failing(why) = &health.store {
         problems.push(format!("store failing: {why}"));

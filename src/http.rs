@@ -80,7 +80,7 @@ async fn metrics_page(State(ctx): State<Ctx>, headers: axum::http::HeaderMap) ->
 }
 
 async fn healthz(State(ctx): State<Ctx>) -> Response {
-    let health = crate::server::health(&ctx.hub).await;
+    let health = ctx.hub.health().await;
     let status = if health.failing.is_empty() {
         StatusCode::OK
     } else {

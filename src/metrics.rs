@@ -229,7 +229,7 @@ impl Metrics {
             gateway.set(i64::from(up));
         }
         let backlog =
-            tokio::time::timeout(crate::server::HEALTH_DEADLINE, hub.outbox_oldest_due()).await;
+            tokio::time::timeout(crate::protocol::HEALTH_DEADLINE, hub.outbox_oldest_due()).await;
         match backlog {
             Ok(Ok(oldest)) => self.outbox_oldest.set(oldest.as_secs_f64()),
             _ => self.outbox_oldest.set(f64::NAN),

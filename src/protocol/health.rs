@@ -1,6 +1,9 @@
 //! The reply to `health` (and the body of the HTTP `/healthz`): the daemon's parts, each up or
-//! down, and what is overdue.
+//! down, and what is overdue; and [`Hub::health`], which reads them from the hub, for the socket,
+//! `/healthz` and the metrics alike.
 
+use crate::domain::cluster::Role;
+use crate::domain::Hub;
 use serde::{Deserialize, Serialize};
 use std::fmt;
 
@@ -160,4 +163,113 @@ pub struct OutboxBacklog {
     pub overdue: usize,
     /// How long the oldest overdue item has been due, in seconds.
     pub oldest_secs: u64,
+}
+
+impl OutboxBacklog {
+    /// The overdue outbox work, as the protocol reports it (`None`: the store did not say).
+    pub async fn of(hub: &Hub) -> Option<OutboxBacklog> {
+        match hub.outbox_overdue().await {
+            Ok((overdue, oldest)) => Some(OutboxBacklog {
+                overdue,
+                oldest_secs: oldest.as_secs(),
+            }),
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot read the outbox backlog");
+                None
+            }
+        }
+    }
+}
+
+/// How long `health` waits for the store (its write, and the outbox's backlog, side by side):
+/// `health` and `/healthz` answer within a second whatever the database does, and a store that
+/// has not answered by then is reported as failing.
+pub const HEALTH_DEADLINE: std::time::Duration = std::time::Duration::from_millis(800);
+
+impl Hub {
+    /// What `health` and the HTTP `/healthz` say: healthy when the store takes a write and every
+    /// platform connection (the Discord gateway) is up, or none is configured, or (a cluster's
+    /// follower) another node holds it. In a cluster, also degraded when no node leads, when the
+    /// leader's last renewal is older than `cluster.failover_secs`, or when outbox work is overdue
+    /// (nobody is posting). Never waits longer than [`HEALTH_DEADLINE`] for the store; what it
+    /// says of the lead comes from the last beat, not from asking the database.
+    pub async fn health(&self) -> Health {
+        let deadline = HEALTH_DEADLINE;
+        let (store, outbox) = tokio::join!(
+            tokio::time::timeout(deadline, self.store_writable()),
+            tokio::time::timeout(deadline, OutboxBacklog::of(self)),
+        );
+        let store = match store {
+            Ok(Ok(())) => StoreHealth::Ok,
+            Ok(Err(e)) => StoreHealth::Failing(e),
+            Err(_) => StoreHealth::Failing(format!(
+                "the store did not take a write within {} ms",
+                deadline.as_millis()
+            )),
+        };
+        let outbox = outbox.ok().flatten().unwrap_or_default();
+        let connections = self.connections();
+        let role = self.role();
+        let gateway = if connections.is_empty() {
+            GatewayHealth::NotConfigured
+        } else if !role.leads() {
+            // The leader holds the session; a follower has none by design.
+            GatewayHealth::HeldByLeader
+        } else if connections.iter().all(|(_, c)| *c.borrow()) {
+            GatewayHealth::Connected
+        } else {
+            GatewayHealth::Disconnected
+        };
+        let mut failing = Vec::new();
+        if !store.is_ok() {
+            failing.push(HealthPart::Store);
+        }
+        if gateway == GatewayHealth::Disconnected {
+            failing.push(HealthPart::Gateway);
+        }
+        let cluster = self.node().map(|node| {
+            let lead = self.lead_status();
+            let age = lead.leader_age();
+            let leader = match &role {
+                Role::Follower { leader } => leader.clone(),
+                _ => Some(node.to_owned()),
+            };
+            let stale = match (&leader, age) {
+                (Some(_), Some(age)) => age > lead.failover,
+                _ => true,
+            };
+            if stale {
+                failing.push(HealthPart::Lead);
+            }
+            if outbox.overdue > 0 {
+                failing.push(HealthPart::Outbox);
+            }
+            ClusterHealth {
+                node: node.to_owned(),
+                role: role.as_str().to_owned(),
+                leader,
+                epoch: lead.epoch,
+                leader_heartbeat_ms: age.map(|a| a.as_millis() as u64),
+            }
+        });
+        Health {
+            version: env!("CARGO_PKG_VERSION").to_owned(),
+            status: if failing.is_empty() {
+                HealthStatus::Ok
+            } else {
+                HealthStatus::Degraded
+            },
+            failing,
+            gateway,
+            pending: self.pending_count(),
+            answerers: self
+                .answerer_names()
+                .into_iter()
+                .map(str::to_owned)
+                .collect(),
+            store,
+            outbox,
+            cluster,
+        }
+    }
 }

@@ -1,8 +1,8 @@
 //! What the lines on the socket mean (docs/contract.md, "Socket protocol"): client operations and daemon events, as one set
 //! of types that the daemon and its clients (the CLI, the MCP front end) share.
 //!
-//! Framing (splitting bytes into lines) lives in [`crate::server::framing`]; this module turns
-//! one line into an [`Op`] or an [`Event`] and back. The daemon parses operations with
+//! Framing (splitting bytes into lines) lives in [`framing`], which both ends use; this module
+//! turns one line into an [`Op`] or an [`Event`] and back. The daemon parses operations with
 //! [`parse_line`], whose errors name the field and the rule (serde's would not); clients write
 //! them with serde. Events go the other way: the daemon writes them with serde, clients read
 //! them with [`Event::from_line`], which keeps an answer's `result` byte for byte.
@@ -22,6 +22,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
+pub mod framing;
 mod health;
 mod views;
 pub use health::*;

@@ -6,21 +6,17 @@
 //! from what it writes. Closing the connection drops its attachments, which starts the hub's
 //! cancel grace period.
 
-pub mod framing;
 mod send_queue;
 
 use crate::config::Config;
-use crate::domain::cluster::Role;
 use crate::domain::hub::TerminalAnswer;
 use crate::domain::request::{AuditAction, AuditEntry, Source};
 use crate::domain::store::Page;
 use crate::domain::text::Escaped;
 use crate::domain::{AskError, ErrorCode, Hub, LocalUser, Operators, Peer, Phase, SettleOutcome};
-use crate::protocol::{
-    self, Event, GatewayHealth, Health, HealthPart, HealthStatus, Op, RequestView, StoreHealth,
-};
+use crate::protocol::framing::{Frame, LineReader};
+use crate::protocol::{self, Event, Op, OutboxBacklog, RequestView};
 use anyhow::{bail, Context, Result};
-use framing::{Frame, LineReader};
 use std::os::unix::fs::{FileTypeExt, MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -484,97 +480,6 @@ async fn run_ask(hub: Hub, ask: Box<crate::domain::Ask>, peer: Peer, tx: send_qu
     }
 }
 
-/// How long `health` waits for the store (its write, and the outbox's backlog, side by side):
-/// `health` and `/healthz` answer within a second whatever the database does, and a store that
-/// has not answered by then is reported as failing.
-pub const HEALTH_DEADLINE: std::time::Duration = std::time::Duration::from_millis(800);
-
-/// What `health` and the HTTP `/healthz` say: healthy when the store takes a write and every
-/// platform connection (the Discord gateway) is up, or none is configured, or (a cluster's
-/// follower) another node holds it. In a cluster, also degraded when no node leads, when the
-/// leader's last renewal is older than `cluster.failover_secs`, or when outbox work is overdue
-/// (nobody is posting). Never waits longer than [`HEALTH_DEADLINE`] for the store; what it
-/// says of the lead comes from the last beat, not from asking the database.
-pub async fn health(hub: &Hub) -> Health {
-    let deadline = HEALTH_DEADLINE;
-    let (store, outbox) = tokio::join!(
-        tokio::time::timeout(deadline, hub.store_writable()),
-        tokio::time::timeout(deadline, backlog(hub)),
-    );
-    let store = match store {
-        Ok(Ok(())) => StoreHealth::Ok,
-        Ok(Err(e)) => StoreHealth::Failing(e),
-        Err(_) => StoreHealth::Failing(format!(
-            "the store did not take a write within {} ms",
-            deadline.as_millis()
-        )),
-    };
-    let outbox = outbox.ok().flatten().unwrap_or_default();
-    let connections = hub.connections();
-    let role = hub.role();
-    let gateway = if connections.is_empty() {
-        GatewayHealth::NotConfigured
-    } else if !role.leads() {
-        // The leader holds the session; a follower has none by design.
-        GatewayHealth::HeldByLeader
-    } else if connections.iter().all(|(_, c)| *c.borrow()) {
-        GatewayHealth::Connected
-    } else {
-        GatewayHealth::Disconnected
-    };
-    let mut failing = Vec::new();
-    if !store.is_ok() {
-        failing.push(HealthPart::Store);
-    }
-    if gateway == GatewayHealth::Disconnected {
-        failing.push(HealthPart::Gateway);
-    }
-    let cluster = hub.node().map(|node| {
-        let lead = hub.lead_status();
-        let age = lead.leader_age();
-        let leader = match &role {
-            Role::Follower { leader } => leader.clone(),
-            _ => Some(node.to_owned()),
-        };
-        let stale = match (&leader, age) {
-            (Some(_), Some(age)) => age > lead.failover,
-            _ => true,
-        };
-        if stale {
-            failing.push(HealthPart::Lead);
-        }
-        if outbox.overdue > 0 {
-            failing.push(HealthPart::Outbox);
-        }
-        crate::protocol::ClusterHealth {
-            node: node.to_owned(),
-            role: role.as_str().to_owned(),
-            leader,
-            epoch: lead.epoch,
-            leader_heartbeat_ms: age.map(|a| a.as_millis() as u64),
-        }
-    });
-    Health {
-        version: env!("CARGO_PKG_VERSION").to_owned(),
-        status: if failing.is_empty() {
-            HealthStatus::Ok
-        } else {
-            HealthStatus::Degraded
-        },
-        failing,
-        gateway,
-        pending: hub.pending_count(),
-        answerers: hub
-            .answerer_names()
-            .into_iter()
-            .map(str::to_owned)
-            .collect(),
-        store,
-        outbox,
-        cluster,
-    }
-}
-
 /// Runs a supervision operation and returns its one reply.
 async fn run_op(ctx: &ServerContext, op: Op, user: &LocalUser) -> Event {
     let hub = &ctx.hub;
@@ -619,7 +524,7 @@ async fn run_op(ctx: &ServerContext, op: Op, user: &LocalUser) -> Event {
                     let next = next_cursor(&reqs, page);
                     // Said on the first page only.
                     let outbox = match page.after {
-                        None => backlog(hub).await.filter(|b| b.overdue > 0),
+                        None => OutboxBacklog::of(hub).await.filter(|b| b.overdue > 0),
                         Some(_) => None,
                     };
                     Event::Pending {
@@ -647,7 +552,7 @@ async fn run_op(ctx: &ServerContext, op: Op, user: &LocalUser) -> Event {
                 Err(e) => Event::error(None, e),
             }
         }
-        Op::Health => Event::Health(health(hub).await),
+        Op::Health => Event::Health(hub.health().await),
         Op::Grants => match hub.live_grants().await {
             // A grant names who asked and who approved: an operator sees every one, anyone
             // else those for their uid or approved from their terminal.
@@ -798,20 +703,6 @@ async fn run_op(ctx: &ServerContext, op: Op, user: &LocalUser) -> Event {
                 ),
                 Err(error) => Event::error(Some(request_id), error),
             }
-        }
-    }
-}
-
-/// The overdue outbox work, as the protocol reports it.
-async fn backlog(hub: &Hub) -> Option<protocol::OutboxBacklog> {
-    match hub.outbox_overdue().await {
-        Ok((overdue, oldest)) => Some(protocol::OutboxBacklog {
-            overdue,
-            oldest_secs: oldest.as_secs(),
-        }),
-        Err(e) => {
-            tracing::warn!(error = %e, "cannot read the outbox backlog");
-            None
         }
     }
 }
