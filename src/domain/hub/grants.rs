@@ -1,12 +1,15 @@
-//! Listing and revoking grants (docs/approvals.md, "Grants"), for every surface: who may see a
-//! grant and who may end it early.
+//! Grants (docs/approvals.md, "Grants"): a new request answered at once by a live grant, the
+//! grant a settlement's terms give, and, for every surface, who may see a grant and who may
+//! end it early.
 
 use super::{storage_error, Hub};
+use crate::domain::answer::Settlement;
 use crate::domain::clock::now_ms;
 use crate::domain::error::{AskError, ErrorCode};
 use crate::domain::grant::{self, Grant, GRANTS_LISTED};
-use crate::domain::request::{Actor, AuditAction, AuditEntry};
+use crate::domain::request::{Actor, AuditAction, AuditEntry, Request, Via};
 use crate::domain::text::Escaped;
+use crate::domain::vote::Vote;
 
 impl Hub {
     /// The live grants, the newest first.
@@ -91,5 +94,108 @@ impl Hub {
             revoked_by: Some(actor.describe()),
             ..g
         })
+    }
+}
+
+impl Hub {
+    /// Answers a new request at once when a live grant covers it (docs/approvals.md,
+    /// "Grants"): the same route (whose grants are still on), tool, requester and session,
+    /// and a command the grant matches. Returns the request as it then stands.
+    pub(super) async fn answer_by_grant(&self, req: Request) -> Request {
+        let (Some(route), Some(uid)) = (req.route.as_deref(), req.peer.uid) else {
+            return req;
+        };
+        if req
+            .context
+            .as_deref()
+            .and_then(|c| c.approval.as_ref())
+            .is_none()
+            || self.policy_of(&req).grant_secs.is_empty()
+        {
+            return req;
+        }
+        let now = now_ms();
+        let grants = match self.inner.store.live_grants(route, uid, now).await {
+            Ok(g) => g,
+            Err(e) => {
+                // The people are asked instead.
+                tracing::warn!(error = %format!("{e:#}"), "cannot read the grants; asking people");
+                return req;
+            }
+        };
+        let Some((g, option)) = grants
+            .iter()
+            .find_map(|g| g.answers(&req, route, now).map(|i| (g, i)))
+        else {
+            return req;
+        };
+        let actor = Actor {
+            via: Via::Grant,
+            id: g.id.clone(),
+            name: g.approver.clone(),
+            note: None,
+        };
+        match self
+            .settle_now(&req, 0, Settlement::choice(option), actor, &[])
+            .await
+        {
+            Ok(settled) => {
+                tracing::info!(
+                    request_id = %Escaped(&req.request_id),
+                    grant = %g.id,
+                    "answered by a grant"
+                );
+                settled.request
+            }
+            Err(e) => {
+                tracing::warn!(error = %e.message, "cannot answer by a grant; asking people");
+                req
+            }
+        }
+    }
+
+    /// The grant that settling question `idx` of `req` with `settlement` gives, when its
+    /// terms ask for one; its approver is the person who settled it, or the quorum's voters.
+    pub(super) fn grant_of(
+        &self,
+        req: &Request,
+        idx: usize,
+        settlement: &Settlement,
+        actor: &Actor,
+        voters: &[Vote],
+        at_ms: i64,
+    ) -> Result<Option<Grant>, AskError> {
+        let Some(terms) = settlement.terms.as_ref().and_then(|t| t.grant.as_ref()) else {
+            return Ok(None);
+        };
+        let approval = req.context.as_deref().and_then(|c| c.approval.as_ref());
+        let label = settlement
+            .selected
+            .first()
+            .and_then(|&i| req.questions[idx].options.get(i))
+            .map(|o| o.label.as_str());
+        let (Some(approval), Some(label)) = (approval, label) else {
+            return Err(AskError::invalid(
+                "terms.grant: this request is not an approval",
+            ));
+        };
+        let mut g = grant::from_terms(
+            req,
+            approval,
+            terms.pattern.as_deref(),
+            label,
+            terms.secs,
+            actor,
+            at_ms,
+        )
+        .ok_or_else(|| {
+            AskError::invalid(
+                "terms.grant: only a request of a local account on a route can be granted",
+            )
+        })?;
+        if !voters.is_empty() {
+            g.set_quorum(voters);
+        }
+        Ok(Some(g))
     }
 }

@@ -156,8 +156,10 @@ mod grants;
 mod live;
 mod queries;
 mod settle;
+mod terminal;
+mod votes;
 
-pub use settle::TerminalAnswer;
+pub use terminal::TerminalAnswer;
 
 impl Hub {
     /// Builds the hub and takes over the requests left pending by an earlier run (read once):
