@@ -16,8 +16,8 @@
 //! stdout carries the protocol and nothing else; logs go to stderr.
 
 use crate::client::{AskSession, AskUpdate, Client, Target};
-use crate::domain::model::parse_ask;
 use crate::domain::{Ask, AskError};
+use crate::protocol::ask::parse_ask;
 use crate::protocol::Accepted;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
@@ -572,7 +572,7 @@ impl ServerHandler for McpServer {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::domain::model::parse_ask;
+    use crate::protocol::ask::parse_ask;
 
     fn spec_input() -> Value {
         json!({"questions": [{

@@ -5,9 +5,10 @@ use super::{
     connect, report_error, unexpected, unreachable_daemon, AnswerArgs, AskArgs, EXIT_UNREACHABLE,
 };
 use crate::client::{AskSession, AskUpdate, Target};
-use crate::domain::model::{parse_ask, QuestionKind};
+use crate::domain::model::QuestionKind;
 use crate::domain::text::Escaped;
 use crate::domain::ErrorCode;
+use crate::protocol::ask::parse_ask;
 use crate::protocol::{Event, Op, RequestView};
 use anyhow::Result;
 use serde_json::{json, Map, Value};

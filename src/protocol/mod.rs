@@ -10,18 +10,21 @@
 use crate::domain::answer::QuestionAnswer;
 use crate::domain::audit::{ChainHead, ChainStart, ChainedRow};
 use crate::domain::model::{
-    check_line, check_request_id, parse_ask, parse_request_id, Caller, Context, Scope,
-    MAX_NOTE_CHARS, MAX_REASON_CHARS,
+    check_line, check_request_id, Caller, Context, Scope, MAX_NOTE_CHARS, MAX_REASON_CHARS,
 };
 use crate::domain::request::{Outcome, Post, Request};
 use crate::domain::text::Escaped;
 /// What an `accepted` event reports; the answerers build it, so it lives with them in the core.
 pub use crate::domain::Accepted;
 use crate::domain::{Ask, AskError, ErrorCode};
+use ask::{parse_ask, parse_request_id};
+use fields::optional_string;
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
+pub mod ask;
+mod fields;
 pub mod framing;
 mod health;
 mod views;
@@ -190,7 +193,7 @@ fn parse_op(obj: &Map<String, Value>, max_questions: usize) -> Result<Op, AskErr
                     "confirm",
                 ],
             )?;
-            let question = opt_string(obj, "question")?
+            let question = optional_string(obj, "", "question")?
                 .ok_or_else(|| AskError::invalid("question: is required (a question id)"))?;
             let select = match obj.get("select") {
                 None | Some(Value::Null) => Vec::new(),
@@ -208,7 +211,7 @@ fn parse_op(obj: &Map<String, Value>, max_questions: usize) -> Result<Op, AskErr
                 request_id: required_request_id(obj)?,
                 question,
                 select,
-                custom: opt_string(obj, "custom")?,
+                custom: optional_string(obj, "", "custom")?,
                 by: opt_line(obj, "by", MAX_NOTE_CHARS)?,
                 confirm: opt_line(obj, "confirm", MAX_NOTE_CHARS)?,
             })
@@ -277,17 +280,9 @@ fn required_request_id(obj: &Map<String, Value>) -> Result<String, AskError> {
     }
 }
 
-fn opt_string(obj: &Map<String, Value>, name: &str) -> Result<Option<String>, AskError> {
-    match obj.get(name) {
-        None | Some(Value::Null) => Ok(None),
-        Some(Value::String(s)) => Ok(Some(s.clone())),
-        Some(_) => Err(AskError::invalid(format!("{name}: must be a string"))),
-    }
-}
-
 /// An optional one-line text of at most `max` characters.
 fn opt_line(obj: &Map<String, Value>, name: &str, max: usize) -> Result<Option<String>, AskError> {
-    match opt_string(obj, name)? {
+    match optional_string(obj, "", name)? {
         None => Ok(None),
         Some(s) if s.trim().is_empty() => Ok(None),
         Some(s) => {
@@ -311,7 +306,7 @@ fn opt_limit(obj: &Map<String, Value>) -> Result<Option<u32>, AskError> {
 }
 
 fn opt_cursor(obj: &Map<String, Value>, name: &str) -> Result<Option<String>, AskError> {
-    match opt_string(obj, name)? {
+    match optional_string(obj, "", name)? {
         None => Ok(None),
         Some(c) if parse_cursor(&c).is_some() => Ok(Some(c)),
         Some(_) => Err(AskError::invalid(format!(

@@ -1,12 +1,10 @@
-//! The tool input (docs/contract.md, "Tool input") as plain types, and the validation that turns a JSON value into them.
-//!
-//! Validation walks the raw `serde_json::Value` instead of relying on serde's derive so that every
-//! message names the exact field (`questions[1].options[0].label`) and the rule it broke, which is
-//! what an agent needs to fix its call on the next try.
+//! The tool input (docs/contract.md, "Tool input") as plain types, and the rules a valid one
+//! keeps ([`Ask::validate`], in `rules.rs`): every error names the exact field
+//! (`questions[1].options[0].label`) and the rule it broke. Reading an ask from a JSON line is
+//! the protocol's (`protocol::ask`), which checks it with these rules.
 
 use super::error::AskError;
 use serde::{Deserialize, Serialize};
-use serde_json::{Map, Value};
 use std::collections::{BTreeMap, HashSet};
 
 /// Hard limits of the tool input (docs/contract.md, "Tool input") that are not configurable.
@@ -203,8 +201,8 @@ impl Context {
     }
 }
 
-/// A validated `ask` operation. Clients build it with [`parse_ask`] too, so what they send is
-/// what the daemon will accept (the daemon validates again, with its own limits).
+/// A validated `ask` operation. Clients build it with `protocol::ask::parse_ask` too, so what
+/// they send is what the daemon will accept (the daemon validates again, with its own limits).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Ask {
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -314,8 +312,8 @@ impl Context {
     }
 }
 
-mod parse;
-pub use parse::*;
+mod rules;
+pub use rules::*;
 
 #[cfg(test)]
 mod tests;
