@@ -11,6 +11,8 @@
 //! The stores compute the hash with these functions as they append a row, in the transaction
 //! that appends it; [`verify`] checks an export without the daemon.
 
+use super::answer::{Settlement, Terms};
+use super::model::Question;
 use super::request::{Actor, AuditEntry, Peer, Via};
 use super::vote::Vote;
 use serde::{Deserialize, Serialize};
@@ -153,14 +155,14 @@ pub fn time_of(at_ms: i64) -> String {
 /// What a person chose, as an audit row's detail says it: the options by their labels,
 /// `{"selected":["Allow"]}`, with `custom` (the free text) and `terms` (a grant, an edited
 /// command) when there are any. An index the question does not have shows as `#N` (1-based).
-pub fn settlement_detail(q: &super::Question, s: &super::Settlement) -> String {
+pub fn settlement_detail(q: &Question, s: &Settlement) -> String {
     #[derive(Serialize)]
     struct Shown<'a> {
         selected: Vec<String>,
         #[serde(skip_serializing_if = "Option::is_none")]
         custom: Option<&'a str>,
         #[serde(skip_serializing_if = "Option::is_none")]
-        terms: Option<&'a super::answer::Terms>,
+        terms: Option<&'a Terms>,
     }
     let selected = s
         .selected
