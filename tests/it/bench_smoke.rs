@@ -1,4 +1,4 @@
-//! A tiny run of the benchmark (crates/testkit/src/bench.rs), its PostgreSQL columns included (on
+//! A tiny run of the benchmark (crates/testkit/src/bench/), its PostgreSQL columns included (on
 //! scratch databases of the server `ASKRELAY_TEST_POSTGRES` names): it must complete and lose
 //! nothing. No figure is checked: timing belongs in docs/performance.md, not in assertions.
 

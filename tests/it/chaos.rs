@@ -1,4 +1,4 @@
-//! The fault harness of `crates/testkit/src/chaos.rs` in small configurations: the real `askrelay`
+//! The fault harness of `crates/testkit/src/chaos/` in small configurations: the real `askrelay`
 //! binary against the Discord stand-in, with SIGKILLs and restarts, a crash point, 5xx and 429
 //! bursts and gateway drops; alone on SQLite, and as a cluster of three on PostgreSQL (a scratch
 //! database on the server `ASKRELAY_TEST_POSTGRES` names). Some requests of each go to the quorum

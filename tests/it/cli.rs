@@ -16,18 +16,6 @@ fn me() -> (String, u32) {
     (name, uid.as_raw())
 }
 
-impl Asker {
-    async fn finish_with_err(mut self) -> (i32, String, String) {
-        let mut err = String::new();
-        while let Ok(Some(l)) = self.err_lines().next_line().await {
-            err.push_str(&l);
-            err.push('\n');
-        }
-        let (code, out) = self.finish().await;
-        (code, out, err)
-    }
-}
-
 #[tokio::test]
 async fn walkthrough_ask_in_one_terminal_answer_in_another() {
     let env = Bin::new().env("USER", "alice");

@@ -38,9 +38,10 @@ fn every_askrelay_process_is_started_by_the_harness() {
          test's own):\n{}",
         bypasses.join("\n")
     );
-    // The testkit's own starts clear the environment and name the socket.
-    for file in ["crates/testkit/src/chaos.rs", "crates/testkit/src/bench.rs"] {
-        let text = std::fs::read_to_string(root.join(file)).unwrap();
+    // The testkit's own starts clear the environment and name the socket: each harness is a
+    // file, or a directory of files.
+    for file in ["crates/testkit/src/chaos", "crates/testkit/src/bench"] {
+        let text = module_text(&root.join(file));
         let starts = text.matches("Command::new(bin)").count()
             + text.matches("Command::new(&self.bin)").count();
         let cleared = text.matches(".env_clear()").count();
@@ -55,6 +56,22 @@ fn every_askrelay_process_is_started_by_the_harness() {
              naming the socket"
         );
     }
+}
+
+/// The text of the module at `path`: `path.rs`, or every `.rs` file in the directory `path`.
+fn module_text(path: &Path) -> String {
+    let file = path.with_extension("rs");
+    if file.exists() {
+        return std::fs::read_to_string(file).unwrap();
+    }
+    let mut text = String::new();
+    for entry in std::fs::read_dir(path).unwrap() {
+        let p = entry.unwrap().path();
+        if p.extension().is_some_and(|e| e == "rs") {
+            text.push_str(&std::fs::read_to_string(p).unwrap());
+        }
+    }
+    text
 }
 
 /// With no socket configured, a client and a daemon the harness starts resolve the default

@@ -2,6 +2,8 @@
 //! chaos harness and the benchmark (`examples/`): a dev-dependency of the root crate, so none of
 //! it is in the daemon.
 //!
+//! - [`harness`]: the integration tests' harness: the daemon in-process ([`harness::App`]) or
+//!   as the `askrelay` binary ([`harness::Bin`]), and the helpers that drive them;
 //! - [`scratch`]: test databases (a SQLite file, or a PostgreSQL database of its own);
 //! - [`standin`]: the Discord stand-in (REST, gateway, rate limits, TLS), with [`fixtures`]
 //!   (interaction payloads), [`discord_schema`] (Discord's OpenAPI spec as a validator) and
@@ -17,6 +19,7 @@ pub mod chaos;
 pub mod discord_markdown;
 pub mod discord_schema;
 pub mod fixtures;
+pub mod harness;
 pub mod proxy;
 pub mod scratch;
 pub mod skipped;

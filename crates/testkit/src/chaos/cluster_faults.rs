@@ -8,7 +8,9 @@
 //! 3 s), so that whatever happens between a fault's start and the end of its settling time is
 //! put down to that fault, and nothing to two at once.
 
-use super::{says_it_leads, Rng, Shared};
+use super::clients::says_it_leads;
+use super::shared::Shared;
+use super::Rng;
 use crate::proxy::Proxy;
 use crate::standin::{StandIn, ZombieClose};
 use std::path::{Path, PathBuf};

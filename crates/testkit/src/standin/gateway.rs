@@ -14,7 +14,7 @@ use axum::response::Response;
 use serde_json::{json, Value};
 use tokio::sync::mpsc;
 
-use super::rest::bot_user_json;
+use super::json::bot_user_json;
 use super::{Conn, ConnCmd, Shared, St, ZombieClose, ZOMBIE_INTERVALS};
 
 const HEARTBEAT_INTERVAL_MS: u64 = 41_250;

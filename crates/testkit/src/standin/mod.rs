@@ -28,11 +28,15 @@
 //!   in a row, or a custom_id that is empty, over 100 characters or repeated get 400
 //!   `Invalid Form Body` (50035); an empty message gets 400 `Cannot send an empty message` (50006).
 //!
-//! The code is split by role: [`rest`] answers the REST routes, [`gateway`] runs the WebSocket
-//! gateway, [`ratelimit`] enforces the Discord-like rate limits and [`tls`] serves REST over TLS
-//! for `discord.com`. This file holds the public [`StandIn`] API and the state they share.
+//! The code is split by role: [`rest`] answers the REST routes (with [`messages`], [`checks`]
+//! and [`json`]: what they do to messages and interactions, the body checks, the replies' JSON),
+//! [`gateway`] runs the WebSocket gateway, [`ratelimit`] enforces the Discord-like rate limits
+//! and [`tls`] serves REST over TLS for `discord.com`. This file holds the public [`StandIn`] API and the state they share.
 
+mod checks;
 mod gateway;
+mod json;
+mod messages;
 mod ratelimit;
 mod reply;
 mod rest;
