@@ -385,6 +385,7 @@ pub(super) struct ChainRow {
 /// The page an audit chain read gives: the head, and the chained rows in order.
 pub(super) fn audit_page(rows: Vec<ChainRow>) -> Result<crate::domain::audit::AuditPage> {
     use crate::domain::audit::{AuditPage, ChainHead, ChainedRow};
+    use crate::domain::request::AuditRow;
     let first = rows.first().context("the audit chain has no head")?;
     let head = ChainHead {
         id: first.head_id,
@@ -395,17 +396,19 @@ pub(super) fn audit_page(rows: Vec<ChainRow>) -> Result<crate::domain::audit::Au
         let Some(id) = r.id else { continue };
         let at = r.at.context("an audit row without at")?;
         page.push(ChainedRow {
-            id,
-            at,
+            row: AuditRow {
+                id,
+                at_ms: at,
+                request_key: r.request_key,
+                question_idx: r.question_idx,
+                source: r.source.unwrap_or_default(),
+                actor: r.actor,
+                action: r.action.unwrap_or_default(),
+                detail: r.detail,
+                accepted: r.accepted.unwrap_or_default(),
+            },
             time: crate::domain::audit::time_of(at),
-            request_key: r.request_key,
             request_id: r.request_id,
-            question_idx: r.question_idx,
-            source: r.source.unwrap_or_default(),
-            actor: r.actor,
-            action: r.action.unwrap_or_default(),
-            detail: r.detail,
-            accepted: r.accepted.unwrap_or_default(),
             prev_hash: r.prev_hash.unwrap_or_default(),
             hash: r.hash.unwrap_or_default(),
         });

@@ -198,7 +198,7 @@ impl Tip {
     fn after(&self, row: &ChainedRow) -> Tip {
         Tip {
             head: ChainHead {
-                id: row.id,
+                id: row.row.id,
                 hash: row.hash.clone(),
             },
             next_key: self.next_key,
@@ -488,18 +488,19 @@ fn bind_row<'q>(
     q: sqlx::query::Query<'q, sqlx::Sqlite, sqlx::sqlite::SqliteArguments<'q>>,
     row: &'q ChainedRow,
 ) -> sqlx::query::Query<'q, sqlx::Sqlite, sqlx::sqlite::SqliteArguments<'q>> {
-    q.bind(row.id)
-        .bind(row.at)
-        .bind(row.request_key)
-        .bind(row.question_idx)
-        .bind(&row.source)
-        .bind(&row.actor)
-        .bind(&row.action)
-        .bind(&row.detail)
-        .bind(row.accepted)
-        .bind(&row.prev_hash)
-        .bind(&row.hash)
-        .bind(&row.request_id)
+    let (r, c) = (&row.row, row);
+    q.bind(r.id)
+        .bind(r.at_ms)
+        .bind(r.request_key)
+        .bind(r.question_idx)
+        .bind(&r.source)
+        .bind(&r.actor)
+        .bind(&r.action)
+        .bind(&r.detail)
+        .bind(r.accepted)
+        .bind(&c.prev_hash)
+        .bind(&c.hash)
+        .bind(&c.request_id)
 }
 
 /// Binds the values of [`insert_audit_outcome!`]: the two rows that the same entry gives,
@@ -510,17 +511,18 @@ fn bind_outcomes<'q>(
     refused: &'q ChainedRow,
 ) -> sqlx::query::Query<'q, sqlx::Sqlite, sqlx::sqlite::SqliteArguments<'q>> {
     debug_assert_eq!(
-        (accepted.id, &accepted.prev_hash, &accepted.detail),
-        (refused.id, &refused.prev_hash, &refused.detail)
+        (accepted.row.id, &accepted.prev_hash, &accepted.row.detail),
+        (refused.row.id, &refused.prev_hash, &refused.row.detail)
     );
-    q.bind(accepted.id)
-        .bind(accepted.at)
-        .bind(accepted.request_key)
-        .bind(accepted.question_idx)
-        .bind(&accepted.source)
-        .bind(&accepted.actor)
-        .bind(&accepted.action)
-        .bind(&accepted.detail)
+    let r = &accepted.row;
+    q.bind(r.id)
+        .bind(r.at_ms)
+        .bind(r.request_key)
+        .bind(r.question_idx)
+        .bind(&r.source)
+        .bind(&r.actor)
+        .bind(&r.action)
+        .bind(&r.detail)
         .bind(&accepted.prev_hash)
         .bind(&accepted.hash)
         .bind(&refused.hash)
