@@ -23,10 +23,10 @@ mod connect;
 #[cfg(test)]
 mod tests;
 
-use super::rows::{answers_from_json, posts_from_json, PostRow, RequestRow, POST_COLUMNS};
+use super::sql::rows::{answers_from_json, posts_from_json, PostRow, RequestRow, POST_COLUMNS};
 use crate::config::PostgresConfig;
 use crate::domain::answer::Settlement;
-use crate::domain::audit::{AuditPage, ChainHead, ChainStart, StartReason};
+use crate::domain::audit::{AuditPage, ChainHead, ChainStart};
 use crate::domain::cluster::ClusterHandle;
 use crate::domain::error::AskError;
 use crate::domain::request::{
@@ -66,7 +66,6 @@ macro_rules! write_tx {
 }
 
 // After the macro, which its operations use.
-mod grants;
 mod operations;
 
 /// How long a pooled connection stays open unused: an idle node (most followers) holds only

@@ -12,11 +12,11 @@
 //! never reach the file. A write that failed for want of space makes the store *full* until the
 //! WAL could be checkpointed, and writes wait for that ([`full`]).
 
-use super::rows::{
+use super::sql::rows::{
     answers_from_json, posts_from_json, AnswerRow, PostRow, QuestionState, RequestRow, POST_COLUMNS,
 };
 use crate::domain::answer::Settlement;
-use crate::domain::audit::{AuditPage, ChainHead, ChainStart, ChainedRow, StartReason};
+use crate::domain::audit::{AuditPage, ChainHead, ChainStart, ChainedRow};
 use crate::domain::error::AskError;
 use crate::domain::request::{
     AuditEntry, AuditRow, Created, DuePost, EditState, NewRequest, PlannedPost, Post, PostKey,
@@ -152,7 +152,6 @@ macro_rules! insert_audit_outcome {
 }
 
 mod full;
-mod grants;
 mod operations;
 
 pub struct SqliteStore {
