@@ -4,7 +4,7 @@
 use super::*;
 use crate::domain::grant::Grant;
 use crate::store::sql;
-use crate::store::sql::reads::Reads;
+use crate::store::sql::reads::{Bind, Reads};
 use crate::store::sql::writes::{bind_post, Tx};
 
 #[async_trait]
@@ -111,19 +111,13 @@ impl Store for PgStore {
     }
 
     async fn by_id(&self, request_id: &str) -> Result<Option<Request>> {
-        self.one(CONTEXT, "request_id = $1", Bind::Text(request_id))
-            .await?
-            .as_ref()
-            .map(request_of)
-            .transpose()
+        Reads(self.pool())
+            .request("request_id = $1", Bind::Text(request_id))
+            .await
     }
 
     async fn by_key(&self, key: i64) -> Result<Option<Request>> {
-        self.one(CONTEXT, "key = $1", Bind::Int(key))
-            .await?
-            .as_ref()
-            .map(request_of)
-            .transpose()
+        Reads(self.pool()).request("key = $1", Bind::Int(key)).await
     }
 
     async fn voted_pending(&self) -> Result<Vec<i64>> {
@@ -131,15 +125,14 @@ impl Store for PgStore {
     }
 
     async fn by_token(&self, token: &str) -> Result<Option<(Request, Vec<Post>)>> {
-        self.one(FULL, "token = $1", Bind::Text(token))
-            .await?
-            .as_ref()
-            .map(with_posts_of)
-            .transpose()
+        Reads(self.pool())
+            .with_posts("token = $1", Bind::Text(token))
+            .await
     }
 
     async fn all_pending(&self) -> Result<Vec<(Request, Vec<Post>)>> {
         let rows = sqlx::query(&select(
+            Dialect::Postgres,
             FULL,
             "WHERE status = 'pending' AND node IS NOT DISTINCT FROM $1 ORDER BY key",
         ))
@@ -455,11 +448,9 @@ impl Store for PgStore {
     }
 
     async fn with_posts_by_key(&self, key: i64) -> Result<Option<(Request, Vec<Post>)>> {
-        self.one(FULL, "key = $1", Bind::Int(key))
-            .await?
-            .as_ref()
-            .map(with_posts_of)
-            .transpose()
+        Reads(self.pool())
+            .with_posts("key = $1", Bind::Int(key))
+            .await
     }
 
     async fn vote(

@@ -6,11 +6,12 @@
 //! What is left in a backend is what really differs: SQLite's one-call transactions and its
 //! audit tip, PostgreSQL's row locks, fence and notices, and the few statements whose text
 //! differs (arrays against `json_each`, an upsert's form). [`rows`] turns columns into the
-//! core's values; [`reads`] holds the shared reads and [`writes`] the shared steps of a
+//! core's values, [`select`] reads a request with its answers in one query; [`reads`] holds the shared reads and [`writes`] the shared steps of a
 //! transaction.
 
 pub(super) mod reads;
 pub(super) mod rows;
+pub(super) mod select;
 pub(super) mod writes;
 
 use sqlx::Database;

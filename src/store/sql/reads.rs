@@ -1,13 +1,20 @@
 //! The reads that are the same on both backends: the audit chain, the outbox's due rows, the
 //! timers and schedules, drafts and grants. Each runs on the store's read pool.
 
-use super::rows::{audit_page, ChainRow, GrantRow, GRANT_COLUMNS};
+use super::rows::{audit_page, ChainRow, GrantRow, RequestRow, GRANT_COLUMNS};
+use super::select::{request_of, select, with_posts_of, With, CONTEXT, FULL};
 use super::Driver;
 use crate::domain::audit::{AuditPage, ChainStart, StartReason};
 use crate::domain::grant::Grant;
-use crate::domain::request::{AuditRow, DuePost, Timer};
+use crate::domain::request::{AuditRow, DuePost, Post, Request, Timer};
 use anyhow::{Context, Result};
 use sqlx::{Database, Pool, Row};
+
+/// What a read of one request is picked by: the value of its `$1`.
+pub(in crate::store) enum Bind<'a> {
+    Text(&'a str),
+    Int(i64),
+}
 
 /// The shared reads, on a backend's read pool.
 pub(in crate::store) struct Reads<'a, DB: Database>(pub(in crate::store) &'a Pool<DB>);
@@ -26,7 +33,48 @@ where
     usize: sqlx::ColumnIndex<DB::Row>,
     for<'r> ChainRow: sqlx::FromRow<'r, DB::Row>,
     for<'r> GrantRow: sqlx::FromRow<'r, DB::Row>,
+    for<'r> RequestRow: sqlx::FromRow<'r, DB::Row>,
+    for<'r> &'r str: sqlx::Decode<'r, DB>,
+    &'static str: sqlx::ColumnIndex<DB::Row>,
 {
+    /// The one request `clause` (a condition on `$1`, which `bind` gives) picks, with its
+    /// answers and its context.
+    pub(in crate::store) async fn request(
+        &self,
+        clause: &str,
+        bind: Bind<'_>,
+    ) -> Result<Option<Request>> {
+        self.one(CONTEXT, clause, bind)
+            .await?
+            .as_ref()
+            .map(request_of)
+            .transpose()
+    }
+
+    /// [`Reads::request`] with the request's outbox rows, in one query (each query is a round
+    /// trip, and a click needs this one).
+    pub(in crate::store) async fn with_posts(
+        &self,
+        clause: &str,
+        bind: Bind<'_>,
+    ) -> Result<Option<(Request, Vec<Post>)>> {
+        self.one(FULL, clause, bind)
+            .await?
+            .as_ref()
+            .map(with_posts_of)
+            .transpose()
+    }
+
+    async fn one(&self, with: With, clause: &str, bind: Bind<'_>) -> Result<Option<DB::Row>> {
+        let sql = select(DB::DIALECT, with, &format!("WHERE {clause}"));
+        let q = sqlx::query(&sql);
+        let q = match bind {
+            Bind::Text(s) => q.bind(s),
+            Bind::Int(i) => q.bind(i),
+        };
+        Ok(q.fetch_optional(self.0).await?)
+    }
+
     /// `Store::audit_start`.
     pub(in crate::store) async fn audit_start(&self, since_ms: Option<i64>) -> Result<ChainStart> {
         let (after, hash, reason): (i64, String, String) = sqlx::query_as(

@@ -12,9 +12,8 @@
 //! never reach the file. A write that failed for want of space makes the store *full* until the
 //! WAL could be checkpointed, and writes wait for that ([`full`]).
 
-use super::sql::rows::{
-    answers_from_json, posts_from_json, AnswerRow, PostRow, QuestionState, RequestRow, POST_COLUMNS,
-};
+use super::sql::rows::{AnswerRow, PostRow, QuestionState, RequestRow, POST_COLUMNS};
+use super::sql::select::REQUEST_COLUMNS;
 use crate::domain::answer::Settlement;
 use crate::domain::audit::{AuditPage, ChainHead, ChainStart, ChainedRow};
 use crate::domain::error::AskError;
@@ -220,13 +219,6 @@ impl TipTurn<'_> {
     }
 }
 
-/// The columns every read of a request takes, its context included (what answerers and
-/// listings show).
-const REQUEST_COLUMNS_WITH_CONTEXT: &str =
-    "key, request_id, token, questions_json, caller_json, scope_json, status, answerer, route, \
-     peer_uid, peer_pid, created_at, ended_at, result_json, error_code, error_message, \
-     expire_at, on_expire, context_json";
-
 impl SqliteStore {
     /// Opens (creating if missing, owner-only) the database at `url` and applies the
     /// migrations.
@@ -352,34 +344,6 @@ impl SqliteStore {
             .collect()
     }
 
-    /// One request with the state of its questions and its outbox rows, in one query (each
-    /// query is a round trip to the connection's worker thread, and a click needs this one).
-    async fn one(&self, clause: &str, bind: Bind<'_>) -> Result<Option<(Request, Vec<Post>)>> {
-        let sql = format!(
-            "SELECT {REQUEST_COLUMNS_WITH_CONTEXT}, \
-             (SELECT json_group_array(json_array(idx, answered_at, answered_by, answered_via, \
-                answered_id, answered_note, selected_json, custom, votes_json, terms_json)) \
-              FROM questions WHERE request_key = requests.key) AS answers_json, \
-             (SELECT json_group_array(json_array({POST_COLUMNS})) \
-              FROM posts WHERE request_key = requests.key) AS posts_json \
-             FROM requests WHERE {clause}"
-        );
-        let q = sqlx::query(&sql);
-        let q = match bind {
-            Bind::Text(s) => q.bind(s),
-            Bind::Int(i) => q.bind(i),
-        };
-        let Some(row) = q.fetch_optional(&self.pool).await? else {
-            return Ok(None);
-        };
-        let answers = answers_from_json(row.get("answers_json"))?;
-        let posts = posts_from_json(row.get("posts_json"))?;
-        Ok(Some((
-            RequestRow::from_row(&row)?.into_request(answers)?,
-            posts,
-        )))
-    }
-
     async fn listing(
         &self,
         who: Visibility,
@@ -394,7 +358,7 @@ impl SqliteStore {
         };
         // With the context: listings show what is being approved, as Discord does.
         let sql = format!(
-            "SELECT {REQUEST_COLUMNS_WITH_CONTEXT} FROM requests \
+            "SELECT {REQUEST_COLUMNS}, context_json FROM requests \
              WHERE (?1 = 0 OR status = 'pending') \
              AND (?2 IS NULL OR peer_uid = ?2) AND (?3 IS NULL OR key {cmp} ?3) \
              ORDER BY key {order} LIMIT ?4"
@@ -420,11 +384,6 @@ enum Settled {
     Won(Option<String>),
     /// It did not count (audited as such).
     Lost,
-}
-
-enum Bind<'a> {
-    Text(&'a str),
-    Int(i64),
 }
 
 /// The options of a pool of at most `max` connections, with the test hook of [`PageLimit`]

@@ -4,7 +4,7 @@
 use super::*;
 use crate::domain::grant::Grant;
 use crate::store::sql;
-use crate::store::sql::reads::Reads;
+use crate::store::sql::reads::{Bind, Reads};
 use crate::store::sql::writes::{bind_post, Tx};
 
 #[async_trait]
@@ -131,23 +131,24 @@ impl Store for SqliteStore {
     }
 
     async fn by_id(&self, request_id: &str) -> Result<Option<Request>> {
-        Ok(self
-            .one("request_id = ?", Bind::Text(request_id))
-            .await?
-            .map(|(r, _)| r))
+        Reads(&self.pool)
+            .request("request_id = $1", Bind::Text(request_id))
+            .await
     }
 
     async fn by_key(&self, key: i64) -> Result<Option<Request>> {
-        Ok(self.one("key = ?", Bind::Int(key)).await?.map(|(r, _)| r))
+        Reads(&self.pool).request("key = $1", Bind::Int(key)).await
     }
 
     async fn by_token(&self, token: &str) -> Result<Option<(Request, Vec<Post>)>> {
-        self.one("token = ?", Bind::Text(token)).await
+        Reads(&self.pool)
+            .with_posts("token = $1", Bind::Text(token))
+            .await
     }
 
     async fn all_pending(&self) -> Result<Vec<(Request, Vec<Post>)>> {
         let rows = sqlx::query(&format!(
-            "SELECT {REQUEST_COLUMNS_WITH_CONTEXT} FROM requests WHERE status = 'pending' \
+            "SELECT {REQUEST_COLUMNS}, context_json FROM requests WHERE status = 'pending' \
              ORDER BY key"
         ))
         .fetch_all(&self.pool)
@@ -469,7 +470,9 @@ impl Store for SqliteStore {
     }
 
     async fn with_posts_by_key(&self, key: i64) -> Result<Option<(Request, Vec<Post>)>> {
-        self.one("key = ?", Bind::Int(key)).await
+        Reads(&self.pool)
+            .with_posts("key = $1", Bind::Int(key))
+            .await
     }
 
     async fn vote(
