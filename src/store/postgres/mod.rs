@@ -27,7 +27,6 @@ use super::sql::rows::{PostRow, POST_COLUMNS};
 use super::sql::select::{request_of, select, with_posts_of, CONTEXT, FULL};
 use super::sql::Dialect;
 use crate::config::PostgresConfig;
-use crate::domain::answer::Settlement;
 use crate::domain::audit::{AuditPage, ChainHead, ChainStart};
 use crate::domain::cluster::ClusterHandle;
 use crate::domain::error::AskError;

@@ -231,34 +231,9 @@ impl Store for PgStore {
             // The last open question: the request is answered in the same transaction.
             let result = match &result_if_last {
                 Some(result) => result.clone(),
-                None => {
-                    let rows: Vec<(Option<String>, Option<String>)> = sqlx::query_as(
-                        "SELECT selected_json, custom FROM questions WHERE request_key = $1 \
-                         ORDER BY idx",
-                    )
-                    .bind(key)
-                    .fetch_all(&mut *tx)
-                    .await?;
-                    let mut all = Vec::with_capacity(rows.len());
-                    for (selected, custom) in rows {
-                        all.push(Settlement {
-                            selected: serde_json::from_str(selected.as_deref().unwrap_or("[]"))?,
-                            custom,
-                            terms: None,
-                        });
-                    }
-                    finish(&all)
-                }
+                None => finish(&Tx(&mut *tx).settlements(key).await?),
             };
-            sqlx::query(
-                "UPDATE requests SET status = 'answered', result_json = $1, ended_at = $2 \
-                 WHERE key = $3 AND status = 'pending'",
-            )
-            .bind(&result)
-            .bind(at_ms)
-            .bind(key)
-            .execute(&mut *tx)
-            .await?;
+            Tx(&mut *tx).answer_request(key, &result, at_ms).await?;
             append_audit(&mut tx, &won, at_ms).await?;
             anyhow::Ok(Some(SettleOutcome::Won {
                 result: Some(result),
@@ -271,14 +246,7 @@ impl Store for PgStore {
         let mut lost = audit.clone();
         lost.accepted = false;
         self.audit(&lost).await?;
-        let Some(req) = self.by_key(key).await? else {
-            return Ok(SettleOutcome::Unknown);
-        };
-        Ok(match req.answers.get(idx) {
-            None => SettleOutcome::Unknown,
-            Some(Some(a)) => SettleOutcome::AlreadyAnswered(a.clone()),
-            Some(None) => SettleOutcome::Ended(req.status),
-        })
+        Reads(self.pool()).why_lost(key, idx).await
     }
 
     async fn end(

@@ -6,7 +6,7 @@ use super::select::{request_of, select, with_posts_of, With, CONTEXT, FULL};
 use super::Driver;
 use crate::domain::audit::{AuditPage, ChainStart, StartReason};
 use crate::domain::grant::Grant;
-use crate::domain::request::{AuditRow, DuePost, Post, Request, Timer};
+use crate::domain::request::{AuditRow, DuePost, Post, Request, SettleOutcome, Timer};
 use anyhow::{Context, Result};
 use sqlx::{Database, Pool, Row};
 
@@ -63,6 +63,19 @@ where
             .as_ref()
             .map(with_posts_of)
             .transpose()
+    }
+
+    /// Why an answer to question `idx` of request `key` did not count, read after its
+    /// transaction: it was answered already, the request ended, or there is no such question.
+    pub(in crate::store) async fn why_lost(&self, key: i64, idx: usize) -> Result<SettleOutcome> {
+        let Some(req) = self.request("key = $1", Bind::Int(key)).await? else {
+            return Ok(SettleOutcome::Unknown);
+        };
+        Ok(match req.answers.get(idx) {
+            None => SettleOutcome::Unknown,
+            Some(Some(a)) => SettleOutcome::AlreadyAnswered(a.clone()),
+            Some(None) => SettleOutcome::Ended(req.status),
+        })
     }
 
     async fn one(&self, with: With, clause: &str, bind: Bind<'_>) -> Result<Option<DB::Row>> {

@@ -4,6 +4,7 @@
 
 use super::rows::GRANT_COLUMNS;
 use super::{Dialect, Driver};
+use crate::domain::answer::Settlement;
 use crate::domain::grant::Grant;
 use crate::domain::request::{PostKey, Timer};
 use anyhow::Result;
@@ -28,6 +29,45 @@ where
     for<'q> Option<String>: sqlx::Encode<'q, DB>,
     usize: sqlx::ColumnIndex<DB::Row>,
 {
+    /// What was chosen on each question of request `key`, in question order: what the result
+    /// of a request is built from when its last answer is settled.
+    pub(in crate::store) async fn settlements(&mut self, key: i64) -> Result<Vec<Settlement>> {
+        let rows: Vec<(Option<String>, Option<String>)> = sqlx::query_as(
+            "SELECT selected_json, custom FROM questions WHERE request_key = $1 ORDER BY idx",
+        )
+        .bind(key)
+        .fetch_all(&mut *self.0)
+        .await?;
+        let mut all = Vec::with_capacity(rows.len());
+        for (selected, custom) in rows {
+            all.push(Settlement {
+                selected: serde_json::from_str(selected.as_deref().unwrap_or("[]"))?,
+                custom,
+                terms: None,
+            });
+        }
+        Ok(all)
+    }
+
+    /// Marks request `key` answered at `at_ms` with `result`, if it is still pending.
+    pub(in crate::store) async fn answer_request(
+        &mut self,
+        key: i64,
+        result: &str,
+        at_ms: i64,
+    ) -> Result<()> {
+        sqlx::query(
+            "UPDATE requests SET status = 'answered', result_json = $1, ended_at = $2 \
+             WHERE key = $3 AND status = 'pending'",
+        )
+        .bind(result)
+        .bind(at_ms)
+        .bind(key)
+        .execute(&mut *self.0)
+        .await?;
+        Ok(())
+    }
+
     /// Stores `g`, inside the transaction of the answer that granted it.
     pub(in crate::store) async fn insert_grant(&mut self, g: &Grant) -> Result<()> {
         sqlx::query(&format!(

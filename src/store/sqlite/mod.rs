@@ -14,7 +14,6 @@
 
 use super::sql::rows::{AnswerRow, PostRow, QuestionState, RequestRow, POST_COLUMNS};
 use super::sql::select::REQUEST_COLUMNS;
-use crate::domain::answer::Settlement;
 use crate::domain::audit::{AuditPage, ChainHead, ChainStart, ChainedRow};
 use crate::domain::error::AskError;
 use crate::domain::request::{

@@ -247,33 +247,9 @@ impl Store for SqliteStore {
                 (Some(0), None) => {
                     // The other questions were answered since the caller read the request:
                     // finish it here. Only the last winner sees no open question.
-                    let rows = sqlx::query(
-                        "SELECT selected_json, custom FROM questions WHERE request_key = ? \
-                     ORDER BY idx",
-                    )
-                    .bind(key)
-                    .fetch_all(&mut **tx)
-                    .await?;
-                    let mut all = Vec::with_capacity(rows.len());
-                    for r in &rows {
-                        all.push(Settlement {
-                            selected: serde_json::from_str(
-                                r.get::<Option<&str>, _>(0).unwrap_or("[]"),
-                            )?,
-                            custom: r.get(1),
-                            terms: None,
-                        });
-                    }
-                    let result = finish(&all);
-                    sqlx::query(
-                        "UPDATE requests SET status = 'answered', result_json = ?, ended_at = ? \
-                     WHERE key = ? AND status = 'pending'",
-                    )
-                    .bind(&result)
-                    .bind(at_ms)
-                    .bind(key)
-                    .execute(&mut **tx)
-                    .await?;
+                    let mut steps = Tx(&mut **tx);
+                    let result = finish(&steps.settlements(key).await?);
+                    steps.answer_request(key, &result, at_ms).await?;
                     Settled::Won(Some(result))
                 }
                 (Some(_), _) => Settled::Won(None),
@@ -304,14 +280,7 @@ impl Store for SqliteStore {
             Settled::Won(result) => Ok(SettleOutcome::Won { result }),
             Settled::Lost => {
                 // Say why it did not count.
-                let Some(req) = self.by_key(key).await? else {
-                    return Ok(SettleOutcome::Unknown);
-                };
-                Ok(match req.answers.get(idx) {
-                    None => SettleOutcome::Unknown,
-                    Some(Some(a)) => SettleOutcome::AlreadyAnswered(a.clone()),
-                    Some(None) => SettleOutcome::Ended(req.status),
-                })
+                Reads(&self.pool).why_lost(key, idx).await
             }
         }
     }
