@@ -3,10 +3,13 @@
 //! numbered placeholders (`$1`) as PostgreSQL does, so a statement that means the same on both
 //! is one text here, bound and read by one generic function over the sqlx driver ([`Driver`]).
 //!
-//! What is left in a backend is what really differs: SQLite's one-call transactions and its
-//! audit tip, PostgreSQL's row locks, fence and notices, and the few statements whose text
-//! differs (arrays against `json_each`, an upsert's form). [`rows`] turns columns into the
-//! core's values, [`select`] reads a request with its answers in one query; [`reads`] holds the shared reads and [`writes`] the shared steps of a
+//! What is left in a backend is what really differs: SQLite's one-call transactions (each
+//! write, its audit row hashed beforehand from the store's tip, and the `COMMIT` sent together)
+//! and PostgreSQL's row locks, fence and notices, with the statements whose text differs
+//! (PostgreSQL's arrays against SQLite's `json_each`, the listings, the health probe).
+//!
+//! [`rows`] turns columns into the core's values, [`select`] reads a request with its answers
+//! in one query, [`reads`] holds the shared reads and [`writes`] the shared steps of a write
 //! transaction.
 
 pub(super) mod reads;
