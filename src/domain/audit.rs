@@ -13,7 +13,7 @@
 
 use super::answer::{Settlement, Terms};
 use super::model::Question;
-use super::request::{Actor, AuditEntry, Peer, Via};
+use super::request::{Actor, AuditEntry, AuditRow, Peer, Via};
 use super::vote::Vote;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
@@ -24,31 +24,86 @@ pub const GENESIS: &str = "00000000000000000000000000000000000000000000000000000
 
 /// An audit row as stored, with its place in the chain: the line of an export. An export line
 /// with a key it does not know is refused, so that a file cannot carry text the chain does not
-/// cover.
+/// cover. On the line, the row's fields stand beside the chain's ([`ExportedRow`]).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(from = "ExportedRow", into = "ExportedRow")]
 pub struct ChainedRow {
-    pub id: i64,
-    /// Milliseconds since the epoch.
-    pub at: i64,
+    /// The row's stored fields (its `at_ms` is the line's `at`).
+    pub row: AuditRow,
     /// `at` as RFC 3339 in UTC, to the millisecond ([`time_of`]), for a reader without the
     /// database; not hashed, but checked against `at` by [`verify`]. Absent in rows read
     /// from exports written before it existed.
-    #[serde(default, skip_serializing_if = "String::is_empty")]
     pub time: String,
-    pub request_key: Option<i64>,
     /// The request's id as its client gave it: hashed with the row when present (rows written
     /// before it was recorded have none).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub request_id: Option<String>,
-    pub question_idx: Option<i64>,
-    pub source: String,
-    pub actor: Option<String>,
-    pub action: String,
-    pub detail: Option<String>,
-    pub accepted: bool,
     pub prev_hash: String,
     pub hash: String,
+}
+
+/// A [`ChainedRow`] as an export line spells it, every field at the top level in this order.
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ExportedRow {
+    id: i64,
+    /// Milliseconds since the epoch.
+    at: i64,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    time: String,
+    request_key: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    request_id: Option<String>,
+    question_idx: Option<i64>,
+    source: String,
+    actor: Option<String>,
+    action: String,
+    detail: Option<String>,
+    accepted: bool,
+    prev_hash: String,
+    hash: String,
+}
+
+impl From<ExportedRow> for ChainedRow {
+    fn from(r: ExportedRow) -> ChainedRow {
+        ChainedRow {
+            row: AuditRow {
+                id: r.id,
+                at_ms: r.at,
+                request_key: r.request_key,
+                question_idx: r.question_idx,
+                source: r.source,
+                actor: r.actor,
+                action: r.action,
+                detail: r.detail,
+                accepted: r.accepted,
+            },
+            time: r.time,
+            request_id: r.request_id,
+            prev_hash: r.prev_hash,
+            hash: r.hash,
+        }
+    }
+}
+
+impl From<ChainedRow> for ExportedRow {
+    fn from(c: ChainedRow) -> ExportedRow {
+        let r = c.row;
+        ExportedRow {
+            id: r.id,
+            at: r.at_ms,
+            time: c.time,
+            request_key: r.request_key,
+            request_id: c.request_id,
+            question_idx: r.question_idx,
+            source: r.source,
+            actor: r.actor,
+            action: r.action,
+            detail: r.detail,
+            accepted: r.accepted,
+            prev_hash: c.prev_hash,
+            hash: c.hash,
+        }
+    }
 }
 
 /// The row a store appends next: its content, before the chain gives it an id and hashes.
@@ -97,17 +152,19 @@ impl ChainHead {
         let id = self.id + 1;
         let hash = row_hash(id, row, &self.hash);
         ChainedRow {
-            id,
-            at: row.at,
+            row: AuditRow {
+                id,
+                at_ms: row.at,
+                request_key: row.request_key,
+                question_idx: row.question_idx,
+                source: row.source.to_owned(),
+                actor: row.actor.map(str::to_owned),
+                action: row.action.to_owned(),
+                detail: row.detail.map(str::to_owned),
+                accepted: row.accepted,
+            },
             time: time_of(row.at),
-            request_key: row.request_key,
             request_id: row.request_id.map(str::to_owned),
-            question_idx: row.question_idx,
-            source: row.source.to_owned(),
-            actor: row.actor.map(str::to_owned),
-            action: row.action.to_owned(),
-            detail: row.detail.map(str::to_owned),
-            accepted: row.accepted,
             prev_hash: self.hash.clone(),
             hash,
         }
@@ -262,21 +319,21 @@ fn hex(bytes: &[u8]) -> String {
 impl ChainedRow {
     pub fn content(&self) -> RowContent<'_> {
         RowContent {
-            at: self.at,
-            request_key: self.request_key,
+            at: self.row.at_ms,
+            request_key: self.row.request_key,
             request_id: self.request_id.as_deref(),
-            question_idx: self.question_idx,
-            source: &self.source,
-            actor: self.actor.as_deref(),
-            action: &self.action,
-            detail: self.detail.as_deref(),
-            accepted: self.accepted,
+            question_idx: self.row.question_idx,
+            source: &self.row.source,
+            actor: self.row.actor.as_deref(),
+            action: &self.row.action,
+            detail: self.row.detail.as_deref(),
+            accepted: self.row.accepted,
         }
     }
 
     /// The hash this row's content and `prev_hash` give.
     pub fn computed_hash(&self) -> String {
-        row_hash(self.id, &self.content(), &self.prev_hash)
+        row_hash(self.row.id, &self.content(), &self.prev_hash)
     }
 }
 
@@ -526,26 +583,29 @@ pub fn verify<'a>(lines: impl IntoIterator<Item = &'a str>) -> Verdict {
             ExportLine::Row(row) => {
                 if row.prev_hash != prev_hash {
                     return Verdict::BrokenLink {
-                        id: row.id,
+                        id: row.row.id,
                         line,
                         prev_id,
                     };
                 }
                 if row.computed_hash() != row.hash {
-                    return Verdict::BadHash { id: row.id, line };
+                    return Verdict::BadHash {
+                        id: row.row.id,
+                        line,
+                    };
                 }
-                if !row.time.is_empty() && row.time != time_of(row.at) {
+                if !row.time.is_empty() && row.time != time_of(row.row.at_ms) {
                     return Verdict::NotAnExport {
                         line,
                         why: format!(
                             "row {}'s time {:?} is not its at ({})",
-                            row.id,
+                            row.row.id,
                             row.time,
-                            time_of(row.at)
+                            time_of(row.row.at_ms)
                         ),
                     };
                 }
-                prev_id = row.id;
+                prev_id = row.row.id;
                 prev_hash = row.hash;
                 rows += 1;
             }
@@ -687,7 +747,7 @@ mod tests {
             c.request_key = Some(i);
             let row = head.next(&c);
             head = ChainHead {
-                id: row.id,
+                id: row.row.id,
                 hash: row.hash.clone(),
             };
             lines.push(serde_json::to_string(&ExportLine::Row(row)).unwrap());

@@ -684,7 +684,7 @@ impl AuditEntry {
 }
 
 /// A stored audit row.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AuditRow {
     pub id: i64,
     pub at_ms: i64,

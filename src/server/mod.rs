@@ -587,7 +587,7 @@ async fn run_op(ctx: &ServerContext, op: Op, user: &LocalUser) -> Event {
                 Ok((start, page)) => {
                     let rows = page.rows;
                     let next = (rows.len() as u32 == limit)
-                        .then(|| rows.last().map(|r| r.id.to_string()))
+                        .then(|| rows.last().map(|r| r.row.id.to_string()))
                         .flatten();
                     Event::Audit {
                         start,

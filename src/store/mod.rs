@@ -4,7 +4,7 @@
 
 pub mod metered;
 pub mod postgres;
-mod rows;
+mod sql;
 pub mod sqlite;
 #[cfg(test)]
 mod tests;
@@ -13,12 +13,6 @@ use crate::config::PostgresConfig;
 use crate::domain::store::Store;
 use anyhow::{bail, Result};
 use std::sync::Arc;
-
-/// The query of [`Store::voted_pending`], the same on both backends.
-pub(crate) const VOTED_PENDING: &str = "SELECT DISTINCT r.key FROM requests r \
-     JOIN questions q ON q.request_key = r.key \
-     WHERE r.status = 'pending' AND q.answered_at IS NULL \
-     AND q.votes_json IS NOT NULL AND q.votes_json <> '[]' ORDER BY r.key";
 
 /// Test hooks for the store; the default is what `askrelay serve` uses.
 #[derive(Debug, Clone, Default)]

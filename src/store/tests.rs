@@ -355,7 +355,7 @@ async fn export(store: &dyn Store, since_ms: Option<i64>) -> Vec<String> {
             lines.push(serde_json::to_string(&ExportLine::End(end)).unwrap());
             return lines;
         };
-        after = last_row.id;
+        after = last_row.row.id;
         for row in page.rows {
             count += 1;
             last = row.hash.clone();

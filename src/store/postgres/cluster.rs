@@ -471,6 +471,7 @@ impl Cluster for PgCluster {
 
     async fn all_pending_everywhere(&self) -> Result<Vec<(Request, Vec<Post>)>> {
         let rows = sqlx::query(&super::select(
+            super::Dialect::Postgres,
             super::FULL,
             "WHERE status = 'pending' ORDER BY key",
         ))
@@ -483,6 +484,7 @@ impl Cluster for PgCluster {
         // Another node's, and that node silent for longer than `grace` by the database's
         // clock (or never registered).
         let rows = sqlx::query(&super::select(
+            super::Dialect::Postgres,
             super::CONTEXT,
             "WHERE status = 'pending' AND node IS DISTINCT FROM $1 \
              AND NOT EXISTS (SELECT 1 FROM nodes n WHERE n.node = requests.node \
@@ -501,6 +503,7 @@ impl Cluster for PgCluster {
             return Ok(Vec::new());
         }
         let rows = sqlx::query(&super::select(
+            super::Dialect::Postgres,
             super::CONTEXT,
             "WHERE key = ANY($1) AND status <> 'pending' ORDER BY key",
         ))

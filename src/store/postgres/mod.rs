@@ -23,10 +23,11 @@ mod connect;
 #[cfg(test)]
 mod tests;
 
-use super::rows::{answers_from_json, posts_from_json, PostRow, RequestRow, POST_COLUMNS};
+use super::sql::rows::{PostRow, POST_COLUMNS};
+use super::sql::select::{request_of, select, with_posts_of, CONTEXT, FULL};
+use super::sql::Dialect;
 use crate::config::PostgresConfig;
-use crate::domain::answer::Settlement;
-use crate::domain::audit::{AuditPage, ChainHead, ChainStart, StartReason};
+use crate::domain::audit::{AuditPage, ChainHead, ChainStart};
 use crate::domain::clock::now_ms;
 use crate::domain::cluster::ClusterHandle;
 use crate::domain::error::AskError;
@@ -39,8 +40,8 @@ use anyhow::{Context, Result};
 use async_trait::async_trait;
 use cluster::{Fence, Lease, PgCluster};
 use connect::Connect;
-use sqlx::postgres::{PgPool, PgPoolOptions, PgRow};
-use sqlx::{FromRow, PgConnection, Row};
+use sqlx::postgres::{PgPool, PgPoolOptions};
+use sqlx::PgConnection;
 use std::collections::HashMap;
 use std::sync::{Arc, OnceLock};
 use tokio_util::sync::CancellationToken;
@@ -67,7 +68,6 @@ macro_rules! write_tx {
 }
 
 // After the macro, which its operations use.
-mod grants;
 mod operations;
 
 /// How long a pooled connection stays open unused: an idle node (most followers) holds only
@@ -106,64 +106,6 @@ pub struct PgStore {
     /// Handed out by [`Store::cluster`] once the lease is taken. Kept here, not in `Backend`,
     /// which it points to.
     cluster: OnceLock<ClusterHandle>,
-}
-
-/// The columns every read of a request takes.
-const REQUEST_COLUMNS: &str =
-    "key, request_id, token, questions_json, caller_json, scope_json, status, answerer, route, \
-     peer_uid, peer_pid, created_at, ended_at, result_json, error_code, error_message, \
-     expire_at, on_expire, node";
-
-/// The answer state of the request's questions, as the JSON that
-/// [`answers_from_json`] reads: one query returns a request with its answers.
-const ANSWERS_JSON: &str = "(SELECT COALESCE(json_agg(json_build_array(idx, answered_at, \
-     answered_by, answered_via, answered_id, answered_note, selected_json, custom, votes_json, terms_json)), \
-     '[]')::text \
-     FROM questions WHERE request_key = requests.key) AS answers_json";
-
-/// Options for [`select`]: what to read besides the request and its answers.
-#[derive(Clone, Copy)]
-struct With {
-    /// The context (what answerers and listings show).
-    context: bool,
-    /// The outbox rows, as `posts_json`.
-    posts: bool,
-}
-
-const CONTEXT: With = With {
-    context: true,
-    posts: false,
-};
-const FULL: With = With {
-    context: true,
-    posts: true,
-};
-
-/// A read of requests with their answers (and what `with` asks for) in one query; `rest` is
-/// the WHERE clause and the order.
-fn select(with: With, rest: &str) -> String {
-    let context = if with.context { ", context_json" } else { "" };
-    let posts = if with.posts {
-        format!(
-            ", (SELECT COALESCE(json_agg(json_build_array({POST_COLUMNS})), '[]')::text \
-             FROM posts WHERE request_key = requests.key) AS posts_json"
-        )
-    } else {
-        String::new()
-    };
-    format!("SELECT {REQUEST_COLUMNS}{context}, {ANSWERS_JSON}{posts} FROM requests {rest}")
-}
-
-fn request_of(row: &PgRow) -> Result<Request> {
-    let answers = answers_from_json(row.try_get("answers_json")?)?;
-    RequestRow::from_row(row)?.into_request(answers)
-}
-
-fn with_posts_of(row: &PgRow) -> Result<(Request, Vec<Post>)> {
-    Ok((
-        request_of(row)?,
-        posts_from_json(row.try_get("posts_json")?)?,
-    ))
 }
 
 /// Shows the node, never the URL.
@@ -219,16 +161,6 @@ impl PgStore {
         &self.shared.pool
     }
 
-    async fn one(&self, with: With, clause: &str, bind: Bind<'_>) -> Result<Option<PgRow>> {
-        let sql = select(with, &format!("WHERE {clause}"));
-        let q = sqlx::query(&sql);
-        let q = match bind {
-            Bind::Text(s) => q.bind(s),
-            Bind::Int(i) => q.bind(i),
-        };
-        Ok(q.fetch_optional(self.pool()).await?)
-    }
-
     async fn listing(
         &self,
         who: Visibility,
@@ -243,6 +175,7 @@ impl PgStore {
         };
         // With the context: listings show what is being approved, as Discord does.
         let sql = select(
+            Dialect::Postgres,
             CONTEXT,
             &format!(
                 "WHERE (NOT $1 OR status = 'pending') \
@@ -265,11 +198,6 @@ impl PgStore {
             .await?;
         rows.iter().map(request_of).collect()
     }
-}
-
-enum Bind<'a> {
-    Text(&'a str),
-    Int(i64),
 }
 
 async fn insert_posts(
@@ -317,15 +245,15 @@ async fn append_audit(conn: &mut PgConnection, e: &AuditEntry, at: i64) -> Resul
          accepted, prev_hash, hash, request_id) \
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)",
     )
-    .bind(row.id)
-    .bind(row.at)
-    .bind(row.request_key)
-    .bind(row.question_idx)
-    .bind(&row.source)
-    .bind(&row.actor)
-    .bind(&row.action)
-    .bind(&row.detail)
-    .bind(row.accepted)
+    .bind(row.row.id)
+    .bind(row.row.at_ms)
+    .bind(row.row.request_key)
+    .bind(row.row.question_idx)
+    .bind(&row.row.source)
+    .bind(&row.row.actor)
+    .bind(&row.row.action)
+    .bind(&row.row.detail)
+    .bind(row.row.accepted)
     .bind(&row.prev_hash)
     .bind(&row.hash)
     .bind(&row.request_id)

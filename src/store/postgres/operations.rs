@@ -1,29 +1,11 @@
 //! The [`Store`] operations on PostgreSQL, each a statement or a transaction whose commit is
 //! checked before its result is handed back.
 
-use super::grants::insert_grant;
 use super::*;
 use crate::domain::grant::Grant;
-
-/// The condition that picks one outbox row: its key in `$1` to `$4` ([`on_post_row`]).
-macro_rules! post_row {
-    () => {
-        "request_key = $1 AND idx = $2 AND answerer = $3 AND slot = $4"
-    };
-}
-
-/// `sql`, a statement on one outbox row ending in [`post_row!`], with the row's key bound to
-/// `$1` to `$4`; the statement's own values follow from `$5`.
-fn on_post_row<'q>(
-    sql: &'q str,
-    post: &PostKey<'q>,
-) -> sqlx::query::Query<'q, sqlx::Postgres, sqlx::postgres::PgArguments> {
-    sqlx::query(sql)
-        .bind(post.key)
-        .bind(post.idx as i64)
-        .bind(post.answerer)
-        .bind(post.slot.to_string())
-}
+use crate::store::sql;
+use crate::store::sql::reads::{Bind, Reads};
+use crate::store::sql::writes::{bind_post, Tx};
 
 #[async_trait]
 impl Store for PgStore {
@@ -129,37 +111,28 @@ impl Store for PgStore {
     }
 
     async fn by_id(&self, request_id: &str) -> Result<Option<Request>> {
-        self.one(CONTEXT, "request_id = $1", Bind::Text(request_id))
-            .await?
-            .as_ref()
-            .map(request_of)
-            .transpose()
+        Reads(self.pool())
+            .request("request_id = $1", Bind::Text(request_id))
+            .await
     }
 
     async fn by_key(&self, key: i64) -> Result<Option<Request>> {
-        self.one(CONTEXT, "key = $1", Bind::Int(key))
-            .await?
-            .as_ref()
-            .map(request_of)
-            .transpose()
+        Reads(self.pool()).request("key = $1", Bind::Int(key)).await
     }
 
     async fn voted_pending(&self) -> Result<Vec<i64>> {
-        Ok(sqlx::query_scalar(crate::store::VOTED_PENDING)
-            .fetch_all(self.pool())
-            .await?)
+        Reads(self.pool()).voted_pending().await
     }
 
     async fn by_token(&self, token: &str) -> Result<Option<(Request, Vec<Post>)>> {
-        self.one(FULL, "token = $1", Bind::Text(token))
-            .await?
-            .as_ref()
-            .map(with_posts_of)
-            .transpose()
+        Reads(self.pool())
+            .with_posts("token = $1", Bind::Text(token))
+            .await
     }
 
     async fn all_pending(&self) -> Result<Vec<(Request, Vec<Post>)>> {
         let rows = sqlx::query(&select(
+            Dialect::Postgres,
             FULL,
             "WHERE status = 'pending' AND node IS NOT DISTINCT FROM $1 ORDER BY key",
         ))
@@ -245,7 +218,7 @@ impl Store for PgStore {
                 return anyhow::Ok(None);
             };
             if let Some(g) = grant {
-                insert_grant(&mut tx, g).await?;
+                Tx(&mut *tx).insert_grant(g).await?;
             }
             let mut won = audit.clone();
             won.request_key = Some(key);
@@ -258,34 +231,9 @@ impl Store for PgStore {
             // The last open question: the request is answered in the same transaction.
             let result = match &result_if_last {
                 Some(result) => result.clone(),
-                None => {
-                    let rows: Vec<(Option<String>, Option<String>)> = sqlx::query_as(
-                        "SELECT selected_json, custom FROM questions WHERE request_key = $1 \
-                         ORDER BY idx",
-                    )
-                    .bind(key)
-                    .fetch_all(&mut *tx)
-                    .await?;
-                    let mut all = Vec::with_capacity(rows.len());
-                    for (selected, custom) in rows {
-                        all.push(Settlement {
-                            selected: serde_json::from_str(selected.as_deref().unwrap_or("[]"))?,
-                            custom,
-                            terms: None,
-                        });
-                    }
-                    finish(&all)
-                }
+                None => finish(&Tx(&mut *tx).settlements(key).await?),
             };
-            sqlx::query(
-                "UPDATE requests SET status = 'answered', result_json = $1, ended_at = $2 \
-                 WHERE key = $3 AND status = 'pending'",
-            )
-            .bind(&result)
-            .bind(at_ms)
-            .bind(key)
-            .execute(&mut *tx)
-            .await?;
+            Tx(&mut *tx).answer_request(key, &result, at_ms).await?;
             append_audit(&mut tx, &won, at_ms).await?;
             anyhow::Ok(Some(SettleOutcome::Won {
                 result: Some(result),
@@ -298,14 +246,7 @@ impl Store for PgStore {
         let mut lost = audit.clone();
         lost.accepted = false;
         self.audit(&lost).await?;
-        let Some(req) = self.by_key(key).await? else {
-            return Ok(SettleOutcome::Unknown);
-        };
-        Ok(match req.answers.get(idx) {
-            None => SettleOutcome::Unknown,
-            Some(Some(a)) => SettleOutcome::AlreadyAnswered(a.clone()),
-            Some(None) => SettleOutcome::Ended(req.status),
-        })
+        Reads(self.pool()).why_lost(key, idx).await
     }
 
     async fn end(
@@ -350,95 +291,15 @@ impl Store for PgStore {
     }
 
     async fn audit_start(&self, since_ms: Option<i64>) -> Result<ChainStart> {
-        let (after, hash, reason): (i64, String, String) = sqlx::query_as(
-            "SELECT after, hash, reason FROM audit_checkpoints ORDER BY after DESC LIMIT 1",
-        )
-        .fetch_one(self.pool())
-        .await
-        .context("the audit chain has no checkpoint")?;
-        let checkpoint = ChainStart {
-            after,
-            hash,
-            reason: reason.parse().map_err(anyhow::Error::msg)?,
-        };
-        let Some(since) = since_ms else {
-            return Ok(checkpoint);
-        };
-        // The rows after the checkpoint are numbered without gaps (the chain gives the ids),
-        // so the row before the first one wanted is `first - 1`.
-        let first: Option<i64> =
-            sqlx::query_scalar("SELECT MIN(id) FROM audit WHERE at >= $1 AND id > $2")
-                .bind(since)
-                .bind(checkpoint.after)
-                .fetch_one(self.pool())
-                .await?;
-        let before: (i64, String) = match first {
-            Some(first) if first - 1 == checkpoint.after => return Ok(checkpoint),
-            Some(first) => sqlx::query_as("SELECT id, hash FROM audit WHERE id = $1")
-                .bind(first - 1)
-                .fetch_one(self.pool())
-                .await
-                .context("the audit chain has a gap")?,
-            None => {
-                sqlx::query_as("SELECT id, hash FROM audit_head")
-                    .fetch_one(self.pool())
-                    .await?
-            }
-        };
-        if before.0 == checkpoint.after {
-            return Ok(checkpoint);
-        }
-        Ok(ChainStart {
-            after: before.0,
-            hash: before.1,
-            reason: StartReason::Since,
-        })
+        Reads(self.pool()).audit_start(since_ms).await
     }
 
     async fn audit_chain(&self, after: i64, limit: u32) -> Result<AuditPage> {
-        // One statement, so one snapshot: the head is the one these rows lead to (a row
-        // appended meanwhile is in neither).
-        let rows: Vec<super::super::rows::ChainRow> = sqlx::query_as(
-            "WITH h AS (SELECT id, hash FROM audit_head), \
-             r AS (SELECT id, at, request_key, question_idx, source, actor, action, detail, \
-             accepted, prev_hash, hash, request_id FROM audit WHERE id > $1 AND hash IS NOT NULL \
-             ORDER BY id LIMIT $2) \
-             SELECT h.id AS head_id, h.hash AS head_hash, r.id, r.at, r.request_key, \
-             r.question_idx, r.source, r.actor, r.action, r.detail, r.accepted, r.prev_hash, \
-             r.hash, r.request_id \
-             FROM h LEFT JOIN r ON 1 = 1 \
-             ORDER BY r.id",
-        )
-        .bind(after)
-        .bind(i64::from(limit))
-        .fetch_all(self.pool())
-        .await?;
-        super::super::rows::audit_page(rows)
+        Reads(self.pool()).audit_chain(after, limit).await
     }
 
     async fn audit_rows(&self, request_key: Option<i64>) -> Result<Vec<AuditRow>> {
-        let rows = sqlx::query(
-            "SELECT id, at, request_key, question_idx, source, actor, action, detail, accepted \
-             FROM audit WHERE ($1::bigint IS NULL OR request_key = $1) ORDER BY id",
-        )
-        .bind(request_key)
-        .fetch_all(self.pool())
-        .await?;
-        rows.into_iter()
-            .map(|r| {
-                Ok(AuditRow {
-                    id: r.try_get(0)?,
-                    at_ms: r.try_get(1)?,
-                    request_key: r.try_get(2)?,
-                    question_idx: r.try_get(3)?,
-                    source: r.try_get(4)?,
-                    actor: r.try_get(5)?,
-                    action: r.try_get(6)?,
-                    detail: r.try_get(7)?,
-                    accepted: r.try_get(8)?,
-                })
-            })
-            .collect()
+        Reads(self.pool()).audit_rows(request_key).await
     }
 
     async fn posts(&self, keys: &[i64]) -> Result<HashMap<i64, Vec<Post>>> {
@@ -470,14 +331,12 @@ impl Store for PgStore {
     async fn claim_post(&self, post: &PostKey<'_>) -> Result<()> {
         write_tx!(self, |tx| {
             self.shared.fence(&mut tx).await?;
-            let epoch = self.shared.epoch();
-            on_post_row(
-                concat!("UPDATE posts SET claimed_epoch = $5 WHERE ", post_row!()),
-                post,
+            let query = sqlx::query(
+                "UPDATE posts SET claimed_epoch = $1 \
+                 WHERE request_key = $2 AND idx = $3 AND answerer = $4 AND slot = $5",
             )
-            .bind(epoch)
-            .execute(&mut *tx)
-            .await?;
+            .bind(self.shared.epoch());
+            bind_post(query, post).execute(&mut *tx).await?;
             anyhow::Ok(())
         })
     }
@@ -491,21 +350,12 @@ impl Store for PgStore {
     ) -> Result<()> {
         write_tx!(self, |tx| {
             self.shared.fence(&mut tx).await?;
-            on_post_row(
-                concat!(
-                    "UPDATE posts SET message = $5, posted_at = $6, attempts = attempts + 1, \
-                     last_error = NULL, guild = COALESCE($7, guild), \
-                     channel = COALESCE($8, channel) WHERE ",
-                    post_row!()
-                ),
-                post,
-            )
-            .bind(message)
-            .bind(now_ms())
-            .bind(guild)
-            .bind(channel)
-            .execute(&mut *tx)
-            .await?;
+            let query = sqlx::query(sql::RECORD_POST.text())
+                .bind(message)
+                .bind(now_ms())
+                .bind(guild)
+                .bind(channel);
+            bind_post(query, post).execute(&mut *tx).await?;
             anyhow::Ok(())
         })
     }
@@ -513,16 +363,8 @@ impl Store for PgStore {
     async fn record_post_failure(&self, post: &PostKey<'_>, error: &str) -> Result<()> {
         write_tx!(self, |tx| {
             self.shared.fence(&mut tx).await?;
-            on_post_row(
-                concat!(
-                    "UPDATE posts SET attempts = attempts + 1, last_error = $5 WHERE ",
-                    post_row!()
-                ),
-                post,
-            )
-            .bind(error)
-            .execute(&mut *tx)
-            .await?;
+            let query = sqlx::query(sql::RECORD_POST_FAILURE.text()).bind(error);
+            bind_post(query, post).execute(&mut *tx).await?;
             anyhow::Ok(())
         })
     }
@@ -530,35 +372,14 @@ impl Store for PgStore {
     async fn record_edit(&self, post: &PostKey<'_>, edit: EditState) -> Result<()> {
         write_tx!(self, |tx| {
             self.shared.fence(&mut tx).await?;
-            on_post_row(
-                concat!("UPDATE posts SET edited = $5 WHERE ", post_row!()),
-                post,
-            )
-            .bind(edit.as_str())
-            .execute(&mut *tx)
-            .await?;
+            let query = sqlx::query(sql::RECORD_EDIT.text()).bind(edit.as_str());
+            bind_post(query, post).execute(&mut *tx).await?;
             anyhow::Ok(())
         })
     }
 
     async fn timers(&self, answerer: &str) -> Result<Vec<Timer>> {
-        let rows: Vec<(i64, String, i64, Option<i64>)> = sqlx::query_as(
-            "SELECT t.request_key, t.name, t.fired, t.due_at FROM timers t \
-             JOIN requests r ON r.key = t.request_key \
-             WHERE t.answerer = $1 AND t.due_at IS NOT NULL AND r.status = 'pending'",
-        )
-        .bind(answerer)
-        .fetch_all(self.pool())
-        .await?;
-        Ok(rows
-            .into_iter()
-            .map(|(request_key, name, fired, due_at_ms)| Timer {
-                request_key,
-                name,
-                fired: fired as u32,
-                due_at_ms,
-            })
-            .collect())
+        Reads(self.pool()).timers(answerer).await
     }
 
     async fn advance_timer(
@@ -581,33 +402,7 @@ impl Store for PgStore {
             if pending.is_none() {
                 return anyhow::Ok(false);
             }
-            let moved = match from {
-                None => sqlx::query(
-                    "INSERT INTO timers (request_key, answerer, name, fired, due_at) \
-                     VALUES ($1, $2, $3, $4, $5) ON CONFLICT DO NOTHING",
-                )
-                .bind(key)
-                .bind(answerer)
-                .bind(&to.name)
-                .bind(i64::from(to.fired))
-                .bind(to.due_at_ms)
-                .execute(&mut *tx)
-                .await?
-                .rows_affected(),
-                Some(fired) => sqlx::query(
-                    "UPDATE timers SET fired = $1, due_at = $2 \
-                     WHERE request_key = $3 AND answerer = $4 AND name = $5 AND fired = $6",
-                )
-                .bind(i64::from(to.fired))
-                .bind(to.due_at_ms)
-                .bind(key)
-                .bind(answerer)
-                .bind(&to.name)
-                .bind(i64::from(fired))
-                .execute(&mut *tx)
-                .await?
-                .rows_affected(),
-            };
+            let moved = Tx(&mut *tx).move_timer(key, answerer, from, to).await?;
             if moved == 0 {
                 return anyhow::Ok(false);
             }
@@ -617,44 +412,13 @@ impl Store for PgStore {
     }
 
     async fn outbox_due(&self, answerer: Option<&str>) -> Result<Vec<DuePost>> {
-        let rows: Vec<(i64, i64, String, bool, Option<i64>)> = sqlx::query_as(
-            "SELECT p.request_key, p.idx, p.answerer, p.message IS NULL AS unposted, \
-             CASE WHEN p.message IS NULL THEN r.created_at \
-                  WHEN q.answered_at IS NOT NULL THEN q.answered_at \
-                  ELSE r.ended_at END AS due_since \
-             FROM posts p \
-             JOIN requests r ON r.key = p.request_key \
-             JOIN questions q ON q.request_key = p.request_key AND q.idx = p.idx \
-             WHERE p.edited IS NULL AND ($1::text IS NULL OR p.answerer = $1) \
-             AND ((p.message IS NULL AND (r.status = 'pending' \
-                    OR (p.slot = '' AND q.answered_via = 'grant'))) \
-               OR (p.message IS NOT NULL AND p.slot NOT LIKE 'note:%' \
-                   AND (q.answered_at IS NOT NULL OR r.status <> 'pending'))) \
-             ORDER BY due_since NULLS FIRST",
-        )
-        .bind(answerer)
-        .fetch_all(self.pool())
-        .await?;
-        Ok(rows
-            .into_iter()
-            .map(
-                |(request_key, idx, answerer, unposted, due_since)| DuePost {
-                    request_key,
-                    idx: idx as usize,
-                    answerer,
-                    unposted,
-                    due_since_ms: due_since.unwrap_or(0),
-                },
-            )
-            .collect())
+        Reads(self.pool()).outbox_due(answerer).await
     }
 
     async fn with_posts_by_key(&self, key: i64) -> Result<Option<(Request, Vec<Post>)>> {
-        self.one(FULL, "key = $1", Bind::Int(key))
-            .await?
-            .as_ref()
-            .map(with_posts_of)
-            .transpose()
+        Reads(self.pool())
+            .with_posts("key = $1", Bind::Int(key))
+            .await
     }
 
     async fn vote(
@@ -689,82 +453,44 @@ impl Store for PgStore {
 
     async fn save_draft(&self, key: i64, idx: usize, user: &str, selected: &[usize]) -> Result<()> {
         write_tx!(self, |tx| {
-            sqlx::query(
-                "INSERT INTO drafts (request_key, idx, user_id, selected_json, updated_at) \
-                 VALUES ($1, $2, $3, $4, $5) ON CONFLICT (request_key, idx, user_id) \
-                 DO UPDATE SET selected_json = EXCLUDED.selected_json, \
-                 updated_at = EXCLUDED.updated_at",
-            )
-            .bind(key)
-            .bind(idx as i64)
-            .bind(user)
-            .bind(serde_json::to_string(selected)?)
-            .bind(now_ms())
-            .execute(&mut *tx)
-            .await?;
+            sqlx::query(sql::SAVE_DRAFT.text())
+                .bind(key)
+                .bind(idx as i64)
+                .bind(user)
+                .bind(serde_json::to_string(selected)?)
+                .bind(now_ms())
+                .execute(&mut *tx)
+                .await?;
             anyhow::Ok(())
         })
     }
 
     async fn draft(&self, key: i64, idx: usize, user: &str) -> Result<Vec<usize>> {
-        let json: Option<String> = sqlx::query_scalar(
-            "SELECT selected_json FROM drafts \
-             WHERE request_key = $1 AND idx = $2 AND user_id = $3",
-        )
-        .bind(key)
-        .bind(idx as i64)
-        .bind(user)
-        .fetch_optional(self.pool())
-        .await?;
-        Ok(match json {
-            Some(j) => serde_json::from_str(&j)?,
-            None => Vec::new(),
-        })
+        Reads(self.pool()).draft(key, idx, user).await
     }
 
     async fn schedule_due(&self, name: &str) -> Result<Option<i64>> {
-        Ok(
-            sqlx::query_scalar("SELECT due_at FROM schedules WHERE name = $1")
-                .bind(name)
-                .fetch_optional(self.pool())
-                .await?,
-        )
+        Reads(self.pool()).schedule_due(name).await
     }
 
     async fn advance_schedule(&self, name: &str, from: Option<i64>, to: i64) -> Result<bool> {
         let moved = write_tx!(self, |tx| {
             self.shared.fence(&mut tx).await?;
-            let moved = match from {
-                None => sqlx::query(
-                    "INSERT INTO schedules (name, due_at) VALUES ($1, $2) ON CONFLICT DO NOTHING",
-                )
-                .bind(name)
-                .bind(to),
-                Some(from) => {
-                    sqlx::query("UPDATE schedules SET due_at = $1 WHERE name = $2 AND due_at = $3")
-                        .bind(to)
-                        .bind(name)
-                        .bind(from)
-                }
-            }
-            .execute(&mut *tx)
-            .await?
-            .rows_affected();
-            anyhow::Ok(moved)
+            Tx(&mut *tx).move_schedule(name, from, to).await
         })?;
         Ok(moved == 1)
     }
 
     async fn live_grants(&self, route: &str, uid: u32, now_ms: i64) -> Result<Vec<Grant>> {
-        self.grants_for(route, uid, now_ms).await
+        Reads(self.pool()).grants_for(route, uid, now_ms).await
     }
 
     async fn grants(&self, now_ms: i64, limit: u32) -> Result<Vec<Grant>> {
-        self.grants_live(now_ms, limit).await
+        Reads(self.pool()).grants_live(now_ms, limit).await
     }
 
     async fn grant(&self, id: &str) -> Result<Option<Grant>> {
-        self.grant_by_id(id).await
+        Reads(self.pool()).grant_by_id(id).await
     }
 
     async fn revoke_grant(
@@ -774,7 +500,24 @@ impl Store for PgStore {
         at_ms: i64,
         audit: &AuditEntry,
     ) -> Result<bool> {
-        self.end_grant(id, by, at_ms, audit).await
+        write_tx!(self, |tx| {
+            let revoked = sqlx::query(
+                "UPDATE grants SET revoked_at = $1, revoked_by = $2 \
+                 WHERE id = $3 AND revoked_at IS NULL AND ends_at > $4",
+            )
+            .bind(at_ms)
+            .bind(by)
+            .bind(id)
+            .bind(at_ms)
+            .execute(&mut *tx)
+            .await?
+            .rows_affected()
+                == 1;
+            let mut audit = audit.clone();
+            audit.accepted = revoked;
+            append_audit(&mut tx, &audit, at_ms).await?;
+            anyhow::Ok(revoked)
+        })
     }
 
     async fn writable(&self) -> Result<()> {
@@ -829,47 +572,8 @@ impl Store for PgStore {
             })?;
         }
         if let Some(before) = audit_before_ms {
-            // The one way past the audit log's DELETE trigger (migrations/postgres): the cutoff
-            // is a setting local to this transaction, gone when it ends.
-            // What goes is a prefix of the chain, as on SQLite (store/sqlite/operations.rs,
-            // `prune`): the rows before the first one written at or after the cutoff, with a
-            // checkpoint of the last one's id and hash. A row appended meanwhile has a larger
-            // id than any this transaction sees, so it is never in the prefix.
-            pruned.audit = write_tx!(self, |tx| {
-                let last: Option<(i64, Option<String>)> = sqlx::query_as(
-                    "SELECT id, hash FROM audit WHERE id < COALESCE( \
-                         (SELECT MIN(id) FROM audit WHERE at >= $1), \
-                         (SELECT id + 1 FROM audit_head)) \
-                     ORDER BY id DESC LIMIT 1",
-                )
-                .bind(before)
-                .fetch_optional(&mut *tx)
-                .await?;
-                let Some((last, hash)) = last else {
-                    return anyhow::Ok(0);
-                };
-                sqlx::query("SELECT set_config('askrelay.audit_prune_before', $1, true)")
-                    .bind(before.to_string())
-                    .execute(&mut *tx)
-                    .await?;
-                let gone = sqlx::query("DELETE FROM audit WHERE id <= $1")
-                    .bind(last)
-                    .execute(&mut *tx)
-                    .await?
-                    .rows_affected();
-                if let Some(hash) = hash {
-                    sqlx::query(
-                        "INSERT INTO audit_checkpoints (after, hash, reason, at) \
-                         VALUES ($1, $2, 'pruned', $3) ON CONFLICT (after) DO NOTHING",
-                    )
-                    .bind(last)
-                    .bind(hash)
-                    .bind(now_ms())
-                    .execute(&mut *tx)
-                    .await?;
-                }
-                anyhow::Ok(gone)
-            })?;
+            // What goes, and how it gets past the audit log's DELETE trigger: `prune_audit`.
+            pruned.audit = write_tx!(self, |tx| { Tx(&mut *tx).prune_audit(before).await })?;
         }
         Ok(pruned)
     }

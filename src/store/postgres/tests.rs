@@ -305,7 +305,7 @@ async fn two_nodes_append_to_one_audit_chain() {
     let page = stores[1].audit_chain(start.after, 200).await.unwrap();
     let rows = page.rows;
     assert_eq!(rows.len(), 24);
-    assert!(rows.windows(2).all(|w| w[1].id == w[0].id + 1));
+    assert!(rows.windows(2).all(|w| w[1].row.id == w[0].row.id + 1));
     let last = rows.last().unwrap().hash.clone();
     let end = ExportLine::End(ChainEnd::new(&start, 24, &last, page.head));
     let lines: Vec<String> = std::iter::once(ExportLine::Start(start))

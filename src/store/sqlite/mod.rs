@@ -12,11 +12,9 @@
 //! never reach the file. A write that failed for want of space makes the store *full* until the
 //! WAL could be checkpointed, and writes wait for that ([`full`]).
 
-use super::rows::{
-    answers_from_json, posts_from_json, AnswerRow, PostRow, QuestionState, RequestRow, POST_COLUMNS,
-};
-use crate::domain::answer::Settlement;
-use crate::domain::audit::{AuditPage, ChainHead, ChainStart, ChainedRow, StartReason};
+use super::sql::rows::{AnswerRow, PostRow, QuestionState, RequestRow, POST_COLUMNS};
+use super::sql::select::REQUEST_COLUMNS;
+use crate::domain::audit::{AuditPage, ChainHead, ChainStart, ChainedRow};
 use crate::domain::error::AskError;
 use crate::domain::request::{
     AuditEntry, AuditRow, Created, DuePost, EditState, NewRequest, PlannedPost, Post, PostKey,
@@ -152,7 +150,6 @@ macro_rules! insert_audit_outcome {
 }
 
 mod full;
-mod grants;
 mod operations;
 
 pub struct SqliteStore {
@@ -198,7 +195,7 @@ impl Tip {
     fn after(&self, row: &ChainedRow) -> Tip {
         Tip {
             head: ChainHead {
-                id: row.id,
+                id: row.row.id,
                 hash: row.hash.clone(),
             },
             next_key: self.next_key,
@@ -220,13 +217,6 @@ impl TipTurn<'_> {
         *self.slot = Some(tip);
     }
 }
-
-/// The columns every read of a request takes, its context included (what answerers and
-/// listings show).
-const REQUEST_COLUMNS_WITH_CONTEXT: &str =
-    "key, request_id, token, questions_json, caller_json, scope_json, status, answerer, route, \
-     peer_uid, peer_pid, created_at, ended_at, result_json, error_code, error_message, \
-     expire_at, on_expire, context_json";
 
 impl SqliteStore {
     /// Opens (creating if missing, owner-only) the database at `url` and applies the
@@ -353,34 +343,6 @@ impl SqliteStore {
             .collect()
     }
 
-    /// One request with the state of its questions and its outbox rows, in one query (each
-    /// query is a round trip to the connection's worker thread, and a click needs this one).
-    async fn one(&self, clause: &str, bind: Bind<'_>) -> Result<Option<(Request, Vec<Post>)>> {
-        let sql = format!(
-            "SELECT {REQUEST_COLUMNS_WITH_CONTEXT}, \
-             (SELECT json_group_array(json_array(idx, answered_at, answered_by, answered_via, \
-                answered_id, answered_note, selected_json, custom, votes_json, terms_json)) \
-              FROM questions WHERE request_key = requests.key) AS answers_json, \
-             (SELECT json_group_array(json_array({POST_COLUMNS})) \
-              FROM posts WHERE request_key = requests.key) AS posts_json \
-             FROM requests WHERE {clause}"
-        );
-        let q = sqlx::query(&sql);
-        let q = match bind {
-            Bind::Text(s) => q.bind(s),
-            Bind::Int(i) => q.bind(i),
-        };
-        let Some(row) = q.fetch_optional(&self.pool).await? else {
-            return Ok(None);
-        };
-        let answers = answers_from_json(row.get("answers_json"))?;
-        let posts = posts_from_json(row.get("posts_json"))?;
-        Ok(Some((
-            RequestRow::from_row(&row)?.into_request(answers)?,
-            posts,
-        )))
-    }
-
     async fn listing(
         &self,
         who: Visibility,
@@ -395,7 +357,7 @@ impl SqliteStore {
         };
         // With the context: listings show what is being approved, as Discord does.
         let sql = format!(
-            "SELECT {REQUEST_COLUMNS_WITH_CONTEXT} FROM requests \
+            "SELECT {REQUEST_COLUMNS}, context_json FROM requests \
              WHERE (?1 = 0 OR status = 'pending') \
              AND (?2 IS NULL OR peer_uid = ?2) AND (?3 IS NULL OR key {cmp} ?3) \
              ORDER BY key {order} LIMIT ?4"
@@ -421,11 +383,6 @@ enum Settled {
     Won(Option<String>),
     /// It did not count (audited as such).
     Lost,
-}
-
-enum Bind<'a> {
-    Text(&'a str),
-    Int(i64),
 }
 
 /// The options of a pool of at most `max` connections, with the test hook of [`PageLimit`]
@@ -488,18 +445,19 @@ fn bind_row<'q>(
     q: sqlx::query::Query<'q, sqlx::Sqlite, sqlx::sqlite::SqliteArguments<'q>>,
     row: &'q ChainedRow,
 ) -> sqlx::query::Query<'q, sqlx::Sqlite, sqlx::sqlite::SqliteArguments<'q>> {
-    q.bind(row.id)
-        .bind(row.at)
-        .bind(row.request_key)
-        .bind(row.question_idx)
-        .bind(&row.source)
-        .bind(&row.actor)
-        .bind(&row.action)
-        .bind(&row.detail)
-        .bind(row.accepted)
-        .bind(&row.prev_hash)
-        .bind(&row.hash)
-        .bind(&row.request_id)
+    let (r, c) = (&row.row, row);
+    q.bind(r.id)
+        .bind(r.at_ms)
+        .bind(r.request_key)
+        .bind(r.question_idx)
+        .bind(&r.source)
+        .bind(&r.actor)
+        .bind(&r.action)
+        .bind(&r.detail)
+        .bind(r.accepted)
+        .bind(&c.prev_hash)
+        .bind(&c.hash)
+        .bind(&c.request_id)
 }
 
 /// Binds the values of [`insert_audit_outcome!`]: the two rows that the same entry gives,
@@ -510,17 +468,18 @@ fn bind_outcomes<'q>(
     refused: &'q ChainedRow,
 ) -> sqlx::query::Query<'q, sqlx::Sqlite, sqlx::sqlite::SqliteArguments<'q>> {
     debug_assert_eq!(
-        (accepted.id, &accepted.prev_hash, &accepted.detail),
-        (refused.id, &refused.prev_hash, &refused.detail)
+        (accepted.row.id, &accepted.prev_hash, &accepted.row.detail),
+        (refused.row.id, &refused.prev_hash, &refused.row.detail)
     );
-    q.bind(accepted.id)
-        .bind(accepted.at)
-        .bind(accepted.request_key)
-        .bind(accepted.question_idx)
-        .bind(&accepted.source)
-        .bind(&accepted.actor)
-        .bind(&accepted.action)
-        .bind(&accepted.detail)
+    let r = &accepted.row;
+    q.bind(r.id)
+        .bind(r.at_ms)
+        .bind(r.request_key)
+        .bind(r.question_idx)
+        .bind(&r.source)
+        .bind(&r.actor)
+        .bind(&r.action)
+        .bind(&r.detail)
         .bind(&accepted.prev_hash)
         .bind(&accepted.hash)
         .bind(&refused.hash)

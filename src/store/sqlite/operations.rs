@@ -1,9 +1,11 @@
 //! The [`Store`] operations on SQLite, each a statement or a transaction whose commit is
 //! checked before its result is handed back (the module comment of [`super`] says why).
 
-use super::grants::insert_grant;
 use super::*;
 use crate::domain::grant::Grant;
+use crate::store::sql;
+use crate::store::sql::reads::{Bind, Reads};
+use crate::store::sql::writes::{bind_post, Tx};
 
 #[async_trait]
 impl Store for SqliteStore {
@@ -129,23 +131,24 @@ impl Store for SqliteStore {
     }
 
     async fn by_id(&self, request_id: &str) -> Result<Option<Request>> {
-        Ok(self
-            .one("request_id = ?", Bind::Text(request_id))
-            .await?
-            .map(|(r, _)| r))
+        Reads(&self.pool)
+            .request("request_id = $1", Bind::Text(request_id))
+            .await
     }
 
     async fn by_key(&self, key: i64) -> Result<Option<Request>> {
-        Ok(self.one("key = ?", Bind::Int(key)).await?.map(|(r, _)| r))
+        Reads(&self.pool).request("key = $1", Bind::Int(key)).await
     }
 
     async fn by_token(&self, token: &str) -> Result<Option<(Request, Vec<Post>)>> {
-        self.one("token = ?", Bind::Text(token)).await
+        Reads(&self.pool)
+            .with_posts("token = $1", Bind::Text(token))
+            .await
     }
 
     async fn all_pending(&self) -> Result<Vec<(Request, Vec<Post>)>> {
         let rows = sqlx::query(&format!(
-            "SELECT {REQUEST_COLUMNS_WITH_CONTEXT} FROM requests WHERE status = 'pending' \
+            "SELECT {REQUEST_COLUMNS}, context_json FROM requests WHERE status = 'pending' \
              ORDER BY key"
         ))
         .fetch_all(&self.pool)
@@ -155,9 +158,7 @@ impl Store for SqliteStore {
     }
 
     async fn voted_pending(&self) -> Result<Vec<i64>> {
-        Ok(sqlx::query_scalar(crate::store::VOTED_PENDING)
-            .fetch_all(&self.pool)
-            .await?)
+        Reads(&self.pool).voted_pending().await
     }
 
     async fn pending(&self, who: Visibility, page: Page) -> Result<Vec<Request>> {
@@ -246,33 +247,9 @@ impl Store for SqliteStore {
                 (Some(0), None) => {
                     // The other questions were answered since the caller read the request:
                     // finish it here. Only the last winner sees no open question.
-                    let rows = sqlx::query(
-                        "SELECT selected_json, custom FROM questions WHERE request_key = ? \
-                     ORDER BY idx",
-                    )
-                    .bind(key)
-                    .fetch_all(&mut **tx)
-                    .await?;
-                    let mut all = Vec::with_capacity(rows.len());
-                    for r in &rows {
-                        all.push(Settlement {
-                            selected: serde_json::from_str(
-                                r.get::<Option<&str>, _>(0).unwrap_or("[]"),
-                            )?,
-                            custom: r.get(1),
-                            terms: None,
-                        });
-                    }
-                    let result = finish(&all);
-                    sqlx::query(
-                        "UPDATE requests SET status = 'answered', result_json = ?, ended_at = ? \
-                     WHERE key = ? AND status = 'pending'",
-                    )
-                    .bind(&result)
-                    .bind(at_ms)
-                    .bind(key)
-                    .execute(&mut **tx)
-                    .await?;
+                    let mut steps = Tx(&mut **tx);
+                    let result = finish(&steps.settlements(key).await?);
+                    steps.answer_request(key, &result, at_ms).await?;
                     Settled::Won(Some(result))
                 }
                 (Some(_), _) => Settled::Won(None),
@@ -281,7 +258,7 @@ impl Store for SqliteStore {
             };
             if !last_known {
                 if let (Settled::Won(_), Some(g)) = (&settled, grant) {
-                    insert_grant(&mut tx, g).await?;
+                    Tx(&mut **tx).insert_grant(g).await?;
                 }
                 sqlx::query("COMMIT").execute(&mut **tx).await?;
             }
@@ -303,14 +280,7 @@ impl Store for SqliteStore {
             Settled::Won(result) => Ok(SettleOutcome::Won { result }),
             Settled::Lost => {
                 // Say why it did not count.
-                let Some(req) = self.by_key(key).await? else {
-                    return Ok(SettleOutcome::Unknown);
-                };
-                Ok(match req.answers.get(idx) {
-                    None => SettleOutcome::Unknown,
-                    Some(Some(a)) => SettleOutcome::AlreadyAnswered(a.clone()),
-                    Some(None) => SettleOutcome::Ended(req.status),
-                })
+                Reads(&self.pool).why_lost(key, idx).await
             }
         }
     }
@@ -361,94 +331,15 @@ impl Store for SqliteStore {
     }
 
     async fn audit_start(&self, since_ms: Option<i64>) -> Result<ChainStart> {
-        let (after, hash, reason): (i64, String, String) = sqlx::query_as(
-            "SELECT after, hash, reason FROM audit_checkpoints ORDER BY after DESC LIMIT 1",
-        )
-        .fetch_one(&self.pool)
-        .await
-        .context("the audit chain has no checkpoint")?;
-        let checkpoint = ChainStart {
-            after,
-            hash,
-            reason: reason.parse().map_err(anyhow::Error::msg)?,
-        };
-        let Some(since) = since_ms else {
-            return Ok(checkpoint);
-        };
-        // The rows after the checkpoint are numbered without gaps (the chain gives the ids),
-        // so the row before the first one wanted is `first - 1`.
-        let first: Option<i64> =
-            sqlx::query_scalar("SELECT MIN(id) FROM audit WHERE at >= ? AND id > ?")
-                .bind(since)
-                .bind(checkpoint.after)
-                .fetch_one(&self.pool)
-                .await?;
-        let before: (i64, String) = match first {
-            Some(first) if first - 1 == checkpoint.after => return Ok(checkpoint),
-            Some(first) => sqlx::query_as("SELECT id, hash FROM audit WHERE id = ?")
-                .bind(first - 1)
-                .fetch_one(&self.pool)
-                .await
-                .context("the audit chain has a gap")?,
-            None => {
-                sqlx::query_as("SELECT id, hash FROM audit_head")
-                    .fetch_one(&self.pool)
-                    .await?
-            }
-        };
-        if before.0 == checkpoint.after {
-            return Ok(checkpoint);
-        }
-        Ok(ChainStart {
-            after: before.0,
-            hash: before.1,
-            reason: StartReason::Since,
-        })
+        Reads(&self.pool).audit_start(since_ms).await
     }
 
     async fn audit_chain(&self, after: i64, limit: u32) -> Result<AuditPage> {
-        // One statement, so one snapshot: the head is the one these rows lead to (a row
-        // appended meanwhile is in neither).
-        let rows: Vec<super::super::rows::ChainRow> = sqlx::query_as(
-            "WITH h AS (SELECT id, hash FROM audit_head), \
-             r AS (SELECT id, at, request_key, question_idx, source, actor, action, detail, \
-             accepted, prev_hash, hash, request_id FROM audit WHERE id > ? AND hash IS NOT NULL \
-             ORDER BY id LIMIT ?) \
-             SELECT h.id AS head_id, h.hash AS head_hash, r.id, r.at, r.request_key, \
-             r.question_idx, r.source, r.actor, r.action, r.detail, r.accepted, r.prev_hash, \
-             r.hash, r.request_id \
-             FROM h LEFT JOIN r ON 1 = 1 \
-             ORDER BY r.id",
-        )
-        .bind(after)
-        .bind(i64::from(limit))
-        .fetch_all(&self.pool)
-        .await?;
-        super::super::rows::audit_page(rows)
+        Reads(&self.pool).audit_chain(after, limit).await
     }
 
     async fn audit_rows(&self, request_key: Option<i64>) -> Result<Vec<AuditRow>> {
-        let rows = sqlx::query(
-            "SELECT id, at, request_key, question_idx, source, actor, action, detail, accepted \
-             FROM audit WHERE (?1 IS NULL OR request_key = ?1) ORDER BY id",
-        )
-        .bind(request_key)
-        .fetch_all(&self.pool)
-        .await?;
-        Ok(rows
-            .into_iter()
-            .map(|r| AuditRow {
-                id: r.get(0),
-                at_ms: r.get(1),
-                request_key: r.get(2),
-                question_idx: r.get(3),
-                source: r.get(4),
-                actor: r.get(5),
-                action: r.get(6),
-                detail: r.get(7),
-                accepted: r.get(8),
-            })
-            .collect())
+        Reads(&self.pool).audit_rows(request_key).await
     }
 
     async fn posts(&self, keys: &[i64]) -> Result<HashMap<i64, Vec<Post>>> {
@@ -490,40 +381,17 @@ impl Store for SqliteStore {
         channel: Option<&str>,
         guild: Option<&str>,
     ) -> Result<()> {
-        let at = crate::domain::clock::now_ms();
-        self.commit_one(
-            sqlx::query(committed!(
-                "UPDATE posts SET message = ?, posted_at = ?, attempts = attempts + 1, \
-                     last_error = NULL, guild = COALESCE(?, guild), channel = COALESCE(?, channel) \
-                     WHERE request_key = ? AND idx = ? AND answerer = ? AND slot = ?"
-            ))
+        let query = sqlx::query(sql::RECORD_POST.committed())
             .bind(message)
-            .bind(at)
+            .bind(crate::domain::clock::now_ms())
             .bind(guild)
-            .bind(channel)
-            .bind(post.key)
-            .bind(post.idx as i64)
-            .bind(post.answerer)
-            .bind(post.slot.to_string()),
-        )
-        .await
-        .map(drop)
+            .bind(channel);
+        self.commit_one(bind_post(query, post)).await.map(drop)
     }
 
     async fn record_post_failure(&self, post: &PostKey<'_>, error: &str) -> Result<()> {
-        self.commit_one(
-            sqlx::query(committed!(
-                "UPDATE posts SET attempts = attempts + 1, last_error = ? \
-                     WHERE request_key = ? AND idx = ? AND answerer = ? AND slot = ?"
-            ))
-            .bind(error)
-            .bind(post.key)
-            .bind(post.idx as i64)
-            .bind(post.answerer)
-            .bind(post.slot.to_string()),
-        )
-        .await
-        .map(drop)
+        let query = sqlx::query(sql::RECORD_POST_FAILURE.committed()).bind(error);
+        self.commit_one(bind_post(query, post)).await.map(drop)
     }
 
     async fn claim_post(&self, _post: &PostKey<'_>) -> Result<()> {
@@ -532,70 +400,16 @@ impl Store for SqliteStore {
     }
 
     async fn record_edit(&self, post: &PostKey<'_>, edit: EditState) -> Result<()> {
-        self.commit_one(
-            sqlx::query(committed!(
-                "UPDATE posts SET edited = ? \
-                 WHERE request_key = ? AND idx = ? AND answerer = ? AND slot = ?"
-            ))
-            .bind(edit.as_str())
-            .bind(post.key)
-            .bind(post.idx as i64)
-            .bind(post.answerer)
-            .bind(post.slot.to_string()),
-        )
-        .await
-        .map(drop)
+        let query = sqlx::query(sql::RECORD_EDIT.committed()).bind(edit.as_str());
+        self.commit_one(bind_post(query, post)).await.map(drop)
     }
 
     async fn outbox_due(&self, answerer: Option<&str>) -> Result<Vec<DuePost>> {
-        let rows = sqlx::query(
-            "SELECT p.request_key, p.idx, p.answerer, p.message IS NULL AS unposted, \
-             CASE WHEN p.message IS NULL THEN r.created_at \
-                  WHEN q.answered_at IS NOT NULL THEN q.answered_at \
-                  ELSE r.ended_at END AS due_since \
-             FROM posts p \
-             JOIN requests r ON r.key = p.request_key \
-             JOIN questions q ON q.request_key = p.request_key AND q.idx = p.idx \
-             WHERE p.edited IS NULL AND (?1 IS NULL OR p.answerer = ?1) \
-             AND ((p.message IS NULL AND (r.status = 'pending' \
-                    OR (p.slot = '' AND q.answered_via = 'grant'))) \
-               OR (p.message IS NOT NULL AND p.slot NOT LIKE 'note:%' \
-                   AND (q.answered_at IS NOT NULL OR r.status != 'pending'))) \
-             ORDER BY due_since",
-        )
-        .bind(answerer)
-        .fetch_all(&self.pool)
-        .await?;
-        Ok(rows
-            .into_iter()
-            .map(|r| DuePost {
-                request_key: r.get(0),
-                idx: r.get::<i64, _>(1) as usize,
-                answerer: r.get(2),
-                unposted: r.get(3),
-                due_since_ms: r.get::<Option<i64>, _>(4).unwrap_or(0),
-            })
-            .collect())
+        Reads(&self.pool).outbox_due(answerer).await
     }
 
     async fn timers(&self, answerer: &str) -> Result<Vec<Timer>> {
-        let rows = sqlx::query(
-            "SELECT t.request_key, t.name, t.fired, t.due_at FROM timers t \
-             JOIN requests r ON r.key = t.request_key \
-             WHERE t.answerer = ? AND t.due_at IS NOT NULL AND r.status = 'pending'",
-        )
-        .bind(answerer)
-        .fetch_all(&self.pool)
-        .await?;
-        Ok(rows
-            .into_iter()
-            .map(|r| Timer {
-                request_key: r.get(0),
-                name: r.get(1),
-                fired: r.get::<i64, _>(2) as u32,
-                due_at_ms: r.get(3),
-            })
-            .collect())
+        Reads(&self.pool).timers(answerer).await
     }
 
     async fn advance_timer(
@@ -615,33 +429,7 @@ impl Store for SqliteStore {
             if pending.is_none() {
                 return anyhow::Ok(false);
             }
-            let moved = match from {
-                None => sqlx::query(
-                    "INSERT INTO timers (request_key, answerer, name, fired, due_at) \
-                     VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
-                )
-                .bind(key)
-                .bind(answerer)
-                .bind(&to.name)
-                .bind(i64::from(to.fired))
-                .bind(to.due_at_ms)
-                .execute(&mut *tx)
-                .await?
-                .rows_affected(),
-                Some(fired) => sqlx::query(
-                    "UPDATE timers SET fired = ?, due_at = ? \
-                     WHERE request_key = ? AND answerer = ? AND name = ? AND fired = ?",
-                )
-                .bind(i64::from(to.fired))
-                .bind(to.due_at_ms)
-                .bind(key)
-                .bind(answerer)
-                .bind(&to.name)
-                .bind(i64::from(fired))
-                .execute(&mut *tx)
-                .await?
-                .rows_affected(),
-            };
+            let moved = Tx(&mut *tx).move_timer(key, answerer, from, to).await?;
             if moved == 0 {
                 return anyhow::Ok(false);
             }
@@ -651,7 +439,9 @@ impl Store for SqliteStore {
     }
 
     async fn with_posts_by_key(&self, key: i64) -> Result<Option<(Request, Vec<Post>)>> {
-        self.one("key = ?", Bind::Int(key)).await
+        Reads(&self.pool)
+            .with_posts("key = $1", Bind::Int(key))
+            .await
     }
 
     async fn vote(
@@ -693,79 +483,42 @@ impl Store for SqliteStore {
         let selected = serde_json::to_string(selected)?;
         let at = crate::domain::clock::now_ms();
         self.commit_one(
-            sqlx::query(committed!(
-                "INSERT INTO drafts (request_key, idx, user_id, selected_json, updated_at) \
-                     VALUES (?, ?, ?, ?, ?) ON CONFLICT (request_key, idx, user_id) \
-                     DO UPDATE SET selected_json = excluded.selected_json, \
-                     updated_at = excluded.updated_at"
-            ))
-            .bind(key)
-            .bind(idx as i64)
-            .bind(user)
-            .bind(&selected)
-            .bind(at),
+            sqlx::query(sql::SAVE_DRAFT.committed())
+                .bind(key)
+                .bind(idx as i64)
+                .bind(user)
+                .bind(&selected)
+                .bind(at),
         )
         .await
         .map(drop)
     }
 
     async fn draft(&self, key: i64, idx: usize, user: &str) -> Result<Vec<usize>> {
-        let json: Option<String> = sqlx::query_scalar(
-            "SELECT selected_json FROM drafts WHERE request_key = ? AND idx = ? AND user_id = ?",
-        )
-        .bind(key)
-        .bind(idx as i64)
-        .bind(user)
-        .fetch_optional(&self.pool)
-        .await?;
-        Ok(match json {
-            Some(j) => serde_json::from_str(&j)?,
-            None => Vec::new(),
-        })
+        Reads(&self.pool).draft(key, idx, user).await
     }
 
     async fn schedule_due(&self, name: &str) -> Result<Option<i64>> {
-        Ok(
-            sqlx::query_scalar("SELECT due_at FROM schedules WHERE name = ?")
-                .bind(name)
-                .fetch_optional(&self.pool)
-                .await?,
-        )
+        Reads(&self.pool).schedule_due(name).await
     }
 
     async fn advance_schedule(&self, name: &str, from: Option<i64>, to: i64) -> Result<bool> {
         let moved = write_tx!(self, |tx| {
-            let moved = match from {
-                None => sqlx::query(
-                    "INSERT INTO schedules (name, due_at) VALUES (?, ?) ON CONFLICT DO NOTHING",
-                )
-                .bind(name)
-                .bind(to),
-                Some(from) => {
-                    sqlx::query("UPDATE schedules SET due_at = ? WHERE name = ? AND due_at = ?")
-                        .bind(to)
-                        .bind(name)
-                        .bind(from)
-                }
-            }
-            .execute(&mut *tx)
-            .await?
-            .rows_affected();
-            anyhow::Ok(moved)
+            Tx(&mut *tx).move_schedule(name, from, to).await
         })?;
         Ok(moved == 1)
     }
 
     async fn live_grants(&self, route: &str, uid: u32, now_ms: i64) -> Result<Vec<Grant>> {
-        self.grants_for(route, uid, now_ms).await
+        Reads(&self.pool).grants_for(route, uid, now_ms).await
     }
 
     async fn grants(&self, now_ms: i64, limit: u32) -> Result<Vec<Grant>> {
-        self.grants_live(now_ms, limit).await
+        Reads(&self.pool).grants_live(now_ms, limit).await
     }
 
     async fn grant(&self, id: &str) -> Result<Option<Grant>> {
-        self.grant_by_id(id).await
+        Reads(&self.pool).grant_by_id(id).await
     }
 
     async fn revoke_grant(
@@ -775,7 +528,28 @@ impl Store for SqliteStore {
         at_ms: i64,
         audit: &AuditEntry,
     ) -> Result<bool> {
-        self.end_grant(id, by, at_ms, audit).await
+        // One call, as every audited write: the update, the audit row (accepted or refused
+        // as the update decided, both hashed beforehand after the tip) and the COMMIT.
+        let turn = self.tip().await?;
+        let (won, lost) = outcomes(&turn.tip.head, audit, at_ms);
+        let query = sqlx::query(concat!(
+            "BEGIN IMMEDIATE; ",
+            "UPDATE grants SET revoked_at = ?, revoked_by = ? \
+             WHERE id = ? AND revoked_at IS NULL AND ends_at > ? RETURNING 1; ",
+            insert_audit_outcome!(),
+            "; COMMIT"
+        ))
+        .bind(at_ms)
+        .bind(by)
+        .bind(id)
+        .bind(at_ms);
+        let revoked = !self
+            .commit_one(bind_outcomes(query, &won, &lost))
+            .await?
+            .is_empty();
+        let tip = turn.tip.after(if revoked { &won } else { &lost });
+        turn.done(tip);
+        Ok(revoked)
     }
 
     async fn writable(&self) -> Result<()> {
@@ -829,54 +603,8 @@ impl Store for SqliteStore {
             })?;
         }
         if let Some(before) = audit_before_ms {
-            // The one way past the audit log's DELETE trigger (migrations/0010_retention.sql):
-            // the cutoff exists only inside this transaction. What goes is a prefix of the
-            // chain, the rows before the first one written at or after the cutoff (a row's
-            // time is taken before its turn in the chain, so times may be out of order by a
-            // little), and a checkpoint keeps the last one's id and hash (migrations/0011).
-            pruned.audit = write_tx!(self, |tx| {
-                let last: Option<(i64, Option<String>)> = sqlx::query_as(
-                    "SELECT id, hash FROM audit WHERE id < COALESCE( \
-                         (SELECT MIN(id) FROM audit WHERE at >= ?), \
-                         (SELECT id + 1 FROM audit_head)) \
-                     ORDER BY id DESC LIMIT 1",
-                )
-                .bind(before)
-                .fetch_optional(&mut *tx)
-                .await?;
-                let Some((last, hash)) = last else {
-                    return anyhow::Ok(0);
-                };
-                sqlx::query(
-                    "INSERT INTO settings (name, value) VALUES ('audit_prune_before', ?) \
-                     ON CONFLICT (name) DO UPDATE SET value = excluded.value",
-                )
-                .bind(before)
-                .execute(&mut *tx)
-                .await?;
-                let gone = sqlx::query("DELETE FROM audit WHERE id <= ?")
-                    .bind(last)
-                    .execute(&mut *tx)
-                    .await?
-                    .rows_affected();
-                sqlx::query("DELETE FROM settings WHERE name = 'audit_prune_before'")
-                    .execute(&mut *tx)
-                    .await?;
-                // A row from before the chain has no hash: the upgrade's checkpoint stays the
-                // start.
-                if let Some(hash) = hash {
-                    sqlx::query(
-                        "INSERT INTO audit_checkpoints (after, hash, reason, at) \
-                         VALUES (?, ?, 'pruned', ?) ON CONFLICT (after) DO NOTHING",
-                    )
-                    .bind(last)
-                    .bind(hash)
-                    .bind(crate::domain::clock::now_ms())
-                    .execute(&mut *tx)
-                    .await?;
-                }
-                anyhow::Ok(gone)
-            })?;
+            // What goes, and how it gets past the audit log's DELETE trigger: `prune_audit`.
+            pruned.audit = write_tx!(self, |tx| { Tx(&mut *tx).prune_audit(before).await })?;
         }
         Ok(pruned)
     }

@@ -16,7 +16,7 @@ use std::sync::Arc;
 
 /// The state of one question as stored: its answer (`None` while open) and its votes.
 #[derive(Debug, Default)]
-pub(super) struct QuestionState {
+pub(in crate::store) struct QuestionState {
     answer: Option<Answered>,
     votes: Vec<Vote>,
 }
@@ -35,7 +35,7 @@ impl QuestionState {
 /// select it (what answerers show), and `node` only in the PostgreSQL schema; a read without
 /// them leaves them `None`.
 #[derive(sqlx::FromRow)]
-pub(super) struct RequestRow {
+pub(in crate::store) struct RequestRow {
     key: i64,
     request_id: String,
     token: Option<String>,
@@ -61,12 +61,12 @@ pub(super) struct RequestRow {
 }
 
 impl RequestRow {
-    pub(super) fn key(&self) -> i64 {
+    pub(in crate::store) fn key(&self) -> i64 {
         self.key
     }
 
     /// The request, with the answer state of its questions (in question order).
-    pub(super) fn into_request(self, states: Vec<QuestionState>) -> Result<Request> {
+    pub(in crate::store) fn into_request(self, states: Vec<QuestionState>) -> Result<Request> {
         let (answers, votes) = states.into_iter().map(|s| (s.answer, s.votes)).unzip();
         let status = Status::parse(&self.status)
             .with_context(|| format!("unknown request status {:?} in the database", self.status))?;
@@ -130,8 +130,8 @@ impl RequestRow {
 
 /// The answer columns of one row of `questions`.
 #[derive(sqlx::FromRow)]
-pub(super) struct AnswerRow {
-    pub(super) request_key: i64,
+pub(in crate::store) struct AnswerRow {
+    pub(in crate::store) request_key: i64,
     answered_at: Option<i64>,
     answered_by: Option<String>,
     answered_via: Option<String>,
@@ -145,7 +145,7 @@ pub(super) struct AnswerRow {
 
 impl AnswerRow {
     /// The answer (`None` while the question is open) and the votes.
-    pub(super) fn into_state(self) -> Result<QuestionState> {
+    pub(in crate::store) fn into_state(self) -> Result<QuestionState> {
         let answer = answered(
             self.answered_at,
             self.answered_by,
@@ -194,8 +194,8 @@ fn answered(
 
 /// One row of `posts`.
 #[derive(sqlx::FromRow)]
-pub(super) struct PostRow {
-    pub(super) request_key: i64,
+pub(in crate::store) struct PostRow {
+    pub(in crate::store) request_key: i64,
     idx: i64,
     answerer: String,
     slot: String,
@@ -209,7 +209,7 @@ pub(super) struct PostRow {
 }
 
 impl PostRow {
-    pub(super) fn into_post(self) -> Post {
+    pub(in crate::store) fn into_post(self) -> Post {
         Post {
             idx: self.idx as usize,
             answerer: self.answerer,
@@ -229,7 +229,7 @@ impl PostRow {
 /// `[idx, answered_at, by, via, id, note, selected_json, custom, votes_json, terms_json]` per
 /// question, in
 /// any order.
-pub(super) fn answers_from_json(json: &str) -> Result<Vec<QuestionState>> {
+pub(in crate::store) fn answers_from_json(json: &str) -> Result<Vec<QuestionState>> {
     type Row = (
         usize,
         Option<i64>,
@@ -258,7 +258,7 @@ pub(super) fn answers_from_json(json: &str) -> Result<Vec<QuestionState>> {
 
 /// A request's outbox rows as one JSON array (a backend's `posts_json`), in question order
 /// (and slot order, byte-wise, within a question).
-pub(super) fn posts_from_json(json: &str) -> Result<Vec<Post>> {
+pub(in crate::store) fn posts_from_json(json: &str) -> Result<Vec<Post>> {
     type Row = (
         i64,
         usize,
@@ -308,12 +308,12 @@ pub(super) fn posts_from_json(json: &str) -> Result<Vec<Post>> {
 }
 
 /// The columns of `posts` in the order [`posts_from_json`] reads them, and [`PostRow`] by name.
-pub(super) const POST_COLUMNS: &str =
+pub(in crate::store) const POST_COLUMNS: &str =
     "request_key, idx, answerer, channel, guild, nonce, message, attempts, last_error, edited, slot";
 
 /// One row of `grants`.
 #[derive(sqlx::FromRow)]
-pub(super) struct GrantRow {
+pub(in crate::store) struct GrantRow {
     id: String,
     route: String,
     tool: String,
@@ -334,12 +334,13 @@ pub(super) struct GrantRow {
 }
 
 /// The columns of `grants`, in the order of [`GrantRow`] and of the insert's binds.
-pub(super) const GRANT_COLUMNS: &str = "id, route, tool, pattern, exact, uid, host, session, \
+pub(in crate::store) const GRANT_COLUMNS: &str =
+    "id, route, tool, pattern, exact, uid, host, session, \
      label, approver, approver_via, approver_id, request_key, created_at, ends_at, revoked_at, \
      revoked_by";
 
 impl GrantRow {
-    pub(super) fn into_grant(self) -> Grant {
+    pub(in crate::store) fn into_grant(self) -> Grant {
         Grant {
             id: self.id,
             route: self.route,
@@ -365,7 +366,7 @@ impl GrantRow {
 /// One row of an audit chain read (`Store::audit_chain`): the head, joined to each chained
 /// row after the point asked for, or to nothing (the row's columns NULL) when none is.
 #[derive(sqlx::FromRow)]
-pub(super) struct ChainRow {
+pub(in crate::store) struct ChainRow {
     head_id: i64,
     head_hash: String,
     id: Option<i64>,
@@ -383,8 +384,9 @@ pub(super) struct ChainRow {
 }
 
 /// The page an audit chain read gives: the head, and the chained rows in order.
-pub(super) fn audit_page(rows: Vec<ChainRow>) -> Result<crate::domain::audit::AuditPage> {
+pub(in crate::store) fn audit_page(rows: Vec<ChainRow>) -> Result<crate::domain::audit::AuditPage> {
     use crate::domain::audit::{AuditPage, ChainHead, ChainedRow};
+    use crate::domain::request::AuditRow;
     let first = rows.first().context("the audit chain has no head")?;
     let head = ChainHead {
         id: first.head_id,
@@ -395,17 +397,19 @@ pub(super) fn audit_page(rows: Vec<ChainRow>) -> Result<crate::domain::audit::Au
         let Some(id) = r.id else { continue };
         let at = r.at.context("an audit row without at")?;
         page.push(ChainedRow {
-            id,
-            at,
+            row: AuditRow {
+                id,
+                at_ms: at,
+                request_key: r.request_key,
+                question_idx: r.question_idx,
+                source: r.source.unwrap_or_default(),
+                actor: r.actor,
+                action: r.action.unwrap_or_default(),
+                detail: r.detail,
+                accepted: r.accepted.unwrap_or_default(),
+            },
             time: crate::domain::audit::time_of(at),
-            request_key: r.request_key,
             request_id: r.request_id,
-            question_idx: r.question_idx,
-            source: r.source.unwrap_or_default(),
-            actor: r.actor,
-            action: r.action.unwrap_or_default(),
-            detail: r.detail,
-            accepted: r.accepted.unwrap_or_default(),
             prev_hash: r.prev_hash.unwrap_or_default(),
             hash: r.hash.unwrap_or_default(),
         });
