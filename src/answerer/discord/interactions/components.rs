@@ -3,22 +3,17 @@
 //! buttons that need text open their form.
 
 use super::admit::copy_of;
-use super::grants::{grant_settlement, NO_SUCH_GRANT};
-use super::modals::confirm_form;
 use super::respond::Responder;
-use super::{describe, not_saved, Admitted, Handler, Origin, Refusal, Reply};
+use super::{describe, not_saved, Admitted, Handler, Origin, Refusal, Reply, NO_SUCH_GRANT};
+use crate::answerer::chat::confirm::{self, Pressed, WordFor};
+use crate::answerer::chat::drafts::{self, NotSubmitted};
+use crate::answerer::chat::{edit, grant};
 use crate::answerer::discord::batch::BatchId;
 use crate::answerer::discord::custom_id::{self, Action, Form};
 use crate::answerer::discord::render::{self, RenderContext};
 use crate::domain::request::{AuditAction, AuditEntry, Request, Source};
 use crate::domain::Settlement;
 use serenity::all::{ComponentInteraction, ComponentInteractionDataKind};
-
-/// Drafts whose save failed: (request key, question, Discord user).
-pub(crate) type UnsavedDrafts = std::collections::HashSet<(i64, usize, String)>;
-
-/// The most unsaved drafts remembered at once.
-const MAX_UNSAVED_DRAFTS: usize = 1000;
 
 /// What "Submit" says after the person's last selection failed to save.
 const DRAFT_NOT_SAVED: &str = "Your last selection was not saved, so nothing was submitted: \
@@ -97,7 +92,8 @@ impl Handler {
                         Reply::Tell("askrelay could not save your selection, try again.".into())
                     }
                 };
-                self.mark_draft(key, idx, &user, matches!(reply, Reply::Ack));
+                self.unsaved_drafts
+                    .mark(key, idx, &user, matches!(reply, Reply::Ack));
                 return reply;
             }
             (Action::SelectOne | Action::Draft, _) => {
@@ -112,7 +108,7 @@ impl Handler {
                     )
                     .await;
             }
-            (Action::Grant(i), _) => match grant_settlement(&a.route, i) {
+            (Action::Grant(i), _) => match grant::settlement(&a.route.policy, i) {
                 Some(s) => s,
                 None => {
                     return self
@@ -139,11 +135,7 @@ impl Handler {
                 };
                 // On a quorum route the form starts from the edit others voted for last, so
                 // that a second approver approves the same edited command.
-                let command = a.req.votes[idx]
-                    .iter()
-                    .rev()
-                    .find_map(|v| v.terms.as_ref().and_then(|t| t.edited.clone()))
-                    .unwrap_or_else(|| asked.to_owned());
+                let command = edit::starting_command(&a.req, idx, asked);
                 return self
                     .open_modal(ci, &a.req, idx, render::edit_modal(q, &ctx, &command))
                     .await;
@@ -168,11 +160,7 @@ impl Handler {
                     .await;
             }
             (Action::SaveGrant(g), _) => {
-                let waiting = self
-                    .patterns
-                    .lock()
-                    .unwrap()
-                    .take(&a.req.token, ci.user.id.get());
+                let waiting = self.patterns.lock().unwrap().take(&a.req.token, &user);
                 let Some((pattern, _)) = waiting.filter(|(_, w)| *w == g) else {
                     return self
                         .refuse(
@@ -186,7 +174,7 @@ impl Handler {
                         )
                         .await;
                 };
-                let Some(mut settlement) = grant_settlement(&a.route, g) else {
+                let Some(settlement) = grant::saved(&a.route.policy, g, pattern) else {
                     return self
                         .refuse(
                             origin,
@@ -194,9 +182,6 @@ impl Handler {
                         )
                         .await;
                 };
-                if let Some(t) = settlement.terms.as_mut().and_then(|t| t.grant.as_mut()) {
-                    t.pattern = Some(pattern);
-                }
                 return self.save_grant(a, settlement).await;
             }
             (Action::Submit, _) => match self.draft(&a.req, idx, &user).await {
@@ -227,25 +212,6 @@ impl Handler {
         self.settle(a, settlement, None).await
     }
 
-    /// Notes whether the person's last draft of question `idx` was saved (see
-    /// [`Handler::unsaved_drafts`]).
-    fn mark_draft(&self, key: i64, idx: usize, user: &str, saved: bool) {
-        let mut unsaved = self.unsaved_drafts.lock().unwrap();
-        let id = (key, idx, user.to_owned());
-        if saved {
-            unsaved.remove(&id);
-        } else if unsaved.len() < MAX_UNSAVED_DRAFTS {
-            unsaved.insert(id);
-        }
-    }
-
-    fn draft_unsaved(&self, key: i64, idx: usize, user: &str) -> bool {
-        self.unsaved_drafts
-            .lock()
-            .unwrap()
-            .contains(&(key, idx, user.to_owned()))
-    }
-
     /// The settlement of the person's saved selection of question `idx`, to submit; or the
     /// reply refusing it: their last selection failed to save, or it cannot be read now (never
     /// an older or an empty selection in its place).
@@ -255,16 +221,29 @@ impl Handler {
         idx: usize,
         user: &str,
     ) -> Result<Settlement, Reply> {
-        if self.draft_unsaved(req.key, idx, user) {
-            return Err(Reply::Tell(DRAFT_NOT_SAVED.into()));
-        }
-        let selected = self.ctx.draft(req, idx, user).await.map_err(|e| {
-            tracing::error!(error = %format!("{e:#}"), "cannot read a draft");
-            Reply::Tell(not_saved(&format!("{e:#}")))
-        })?;
-        Ok(Settlement {
-            selected,
-            ..Settlement::default()
-        })
+        drafts::submitted(&self.ctx, &self.unsaved_drafts, req, idx, user)
+            .await
+            .map_err(|e| match e {
+                NotSubmitted::LastNotSaved => Reply::Tell(DRAFT_NOT_SAVED.into()),
+                NotSubmitted::Unreadable(cause) => Reply::Tell(not_saved(&cause)),
+            })
     }
+}
+
+/// The form that asks for the typed word, when `settlement` (a click's choice, or Submit's
+/// draft) has a label of the route's `confirm_labels`.
+fn confirm_form(a: &Admitted<Action>, settlement: &Settlement) -> Option<Form> {
+    let q = &a.req.questions[a.id.question];
+    let pressed = match a.id.action {
+        Action::Submit => Pressed::Submit,
+        Action::Grant(g) => Pressed::Grant(g),
+        _ => Pressed::Choice,
+    };
+    Some(
+        match confirm::asks_word(&a.route.policy, q, settlement, pressed)? {
+            WordFor::Draft => Form::ConfirmDraft,
+            WordFor::Grant(g) => Form::ConfirmGrant(g),
+            WordFor::Choice(i) => Form::Confirm(i),
+        },
+    )
 }

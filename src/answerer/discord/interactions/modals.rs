@@ -3,12 +3,11 @@
 //! confirms a label of the route's `confirm_labels`.
 
 use super::admit::copy_of;
-use super::grants::{grant_settlement, NO_SUCH_GRANT};
 use super::respond::Responder;
-use super::{describe, not_saved, Admitted, Handler, Origin, Refusal, Reply};
+use super::{describe, not_saved, Admitted, Handler, Origin, Refusal, Reply, NO_SUCH_GRANT};
+use crate::answerer::chat::{confirm, edit, grant};
 use crate::answerer::discord::custom_id::{Action, Form, TEXT_INPUT_ID};
 use crate::answerer::discord::render::{self, RenderContext};
-use crate::domain::answer::Terms;
 use crate::domain::request::{AuditAction, AuditEntry, Request, Source};
 use crate::domain::text::Escaped;
 use crate::domain::Settlement;
@@ -88,12 +87,8 @@ impl Handler {
             Ok(s) => s,
             Err(r) => return Some(r),
         };
-        let needed = a.route.policy.confirm.needed(q, &draft);
-        if needed.is_empty() {
-            return None;
-        }
+        let (needed, word) = confirm::note_needs_word(&a.route.policy, &a.req, q, &draft)?;
         let labels: Vec<String> = needed.iter().map(|l| render::inert(l)).collect();
-        let word = a.route.policy.confirm.word.resolve(&a.req.scope);
         let text = format!(
             "{} needs typing `{word}` to confirm, and a note cannot go with it: use **Submit**, \
              which asks for the word. Nothing was recorded.",
@@ -118,8 +113,7 @@ impl Handler {
         typed: String,
     ) -> Reply {
         let (key, idx) = (a.req.key, a.id.question);
-        let word = a.route.policy.confirm.word.resolve(&a.req.scope);
-        if !crate::domain::confirm::matches(word, &typed) {
+        if let Err(word) = confirm::check(&a.route.policy, &a.req, &typed) {
             self.ctx
                 .refuse(AuditEntry {
                     request_key: Some(key),
@@ -141,7 +135,7 @@ impl Handler {
         }
         let settlement = match a.id.action {
             Form::Confirm(i) => Settlement::choice(i),
-            Form::ConfirmGrant(g) => match grant_settlement(&a.route, g) {
+            Form::ConfirmGrant(g) => match grant::settlement(&a.route.policy, g) {
                 Some(s) => s,
                 None => {
                     return self
@@ -223,24 +217,7 @@ impl Handler {
                 },
                 Err(r) => return r,
             },
-            Form::Edit => {
-                let asked = a
-                    .req
-                    .context
-                    .as_deref()
-                    .and_then(|c| c.approval.as_ref())
-                    .map(|ap| ap.command.as_str());
-                // The command as asked, unchanged, is a plain allow.
-                let edited = (asked != Some(text.as_str())).then_some(text);
-                Settlement {
-                    selected: vec![0],
-                    custom: None,
-                    terms: edited.map(|e| Terms {
-                        grant: None,
-                        edited: Some(e),
-                    }),
-                }
-            }
+            Form::Edit => edit::edited(&a.req, text),
             Form::Confirm(_) | Form::ConfirmDraft | Form::ConfirmGrant(_) => {
                 return self.confirmed(origin, mi, a, text).await
             }
@@ -266,18 +243,4 @@ pub(super) fn input_value(mi: &ModalInteraction, id: &str) -> Option<String> {
             _ => None,
         })
         .filter(|t| !t.trim().is_empty())
-}
-
-/// The form that asks for the typed word, when `settlement` (a click's choice, or Submit's
-/// draft) has a label of the route's `confirm_labels`.
-pub(super) fn confirm_form(a: &Admitted<Action>, settlement: &Settlement) -> Option<Form> {
-    let q = &a.req.questions[a.id.question];
-    if a.route.policy.confirm.needed(q, settlement).is_empty() {
-        return None;
-    }
-    Some(match a.id.action {
-        Action::Submit => Form::ConfirmDraft,
-        Action::Grant(g) => Form::ConfirmGrant(g),
-        _ => Form::Confirm(*settlement.selected.first()?),
-    })
 }
