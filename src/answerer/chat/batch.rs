@@ -11,7 +11,7 @@ use super::admit::{self, Refused};
 use super::listing;
 use super::{Person, Platform};
 use crate::domain::approval;
-use crate::domain::request::{Answered, AuditAction, Request, Status};
+use crate::domain::request::{Answered, AuditAction, Post, Request, Status};
 use crate::domain::Question;
 
 /// The labels of an approval's allow option, in order of preference.
@@ -77,6 +77,20 @@ pub fn answerable(platform: &dyn Platform, req: &Request, person: &Person, now_m
         && !platform
             .policy(req)
             .refuses_requester(req, &person.actor, &platform.host())
+}
+
+/// The listed approvals `person` may answer at `now_ms`, for the batch controls.
+pub fn offered<'a>(
+    platform: &dyn Platform,
+    person: &Person,
+    listed: &[&'a (Request, Vec<Post>)],
+    now_ms: i64,
+) -> Vec<&'a Request> {
+    listed
+        .iter()
+        .map(|(req, _)| req)
+        .filter(|req| answerable(platform, req, person, now_ms))
+        .collect()
 }
 
 /// Why one selected request of a batch was not answered.

@@ -2,9 +2,9 @@
 //! listed only where the route posts, to those who may answer on it there, so that a listing
 //! never shows more than the route's own messages there do; `pending` without `all` lists
 //! only the requests with a message at that place. Operators see every route's requests,
-//! anywhere. A request this platform was never asked is never listed.
+//! anywhere. A request this platform was never asked is never listed. Which of the listed
+//! approvals a batch offers is `batch.rs`'s.
 
-use super::batch;
 use super::{Person, Platform};
 use crate::domain::grant::Grant;
 use crate::domain::request::{Post, Request, Status};
@@ -40,20 +40,6 @@ pub fn pending<'a>(
                         p.answerer == platform.name() && !p.is_note() && p.channel == place
                     }))
         })
-        .collect()
-}
-
-/// The listed approvals `person` may answer at `now_ms`, for the batch controls.
-pub fn approvals<'a>(
-    platform: &dyn Platform,
-    person: &Person,
-    listed: &[&'a (Request, Vec<Post>)],
-    now_ms: i64,
-) -> Vec<&'a Request> {
-    listed
-        .iter()
-        .map(|(req, _)| req)
-        .filter(|req| batch::answerable(platform, req, person, now_ms))
         .collect()
 }
 

@@ -435,9 +435,9 @@ fn a_listing_shows_what_the_person_may_answer_where_they_are() {
     let listed = listing::pending(&f, &olga, "there", true, &pending);
     assert_eq!(listed.len(), 2);
     // The batch offers only what the operator may answer.
-    assert!(listing::approvals(&f, &olga, &listed, 0).is_empty());
+    assert!(super::batch::offered(&f, &olga, &listed, 0).is_empty());
     let listed = listing::pending(&f, &alice, "here", true, &pending);
-    assert_eq!(listing::approvals(&f, &alice, &listed, 0).len(), 2);
+    assert_eq!(super::batch::offered(&f, &alice, &listed, 0).len(), 2);
     let mut ended = approval_request();
     ended.status = Status::Answered;
     let recent = vec![(ended, Vec::new()), pending[0].clone()];

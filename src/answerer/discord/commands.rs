@@ -24,6 +24,7 @@ use super::platform::{self, Discord};
 use super::render::{inert, one_line, truncate, truncate_md};
 use super::rest::Rest;
 use super::shown::NAME;
+use crate::answerer::chat::batch as chat_batch;
 use crate::answerer::chat::{listing, Person};
 use crate::config::Config;
 use crate::domain::expiry::human;
@@ -381,7 +382,7 @@ impl Commands {
                     .map(|(req, posts)| self.pending_line(req, posts, now))
                     .collect();
                 // The listed approvals this person may answer, for the batch controls.
-                let approvals = listing::approvals(&discord, caller, &listed, now);
+                let approvals = chat_batch::offered(&discord, caller, &listed, now);
                 let title = if *all { "Pending questions (all channels)" } else { "Pending questions (this channel)" };
                 Ok((title, listing(&shown, "Nothing is waiting for an answer."), batch::menu(&approvals)))
             }
