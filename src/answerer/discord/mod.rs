@@ -12,6 +12,12 @@
 //! the cluster's lead through one gate: the outbox and the timers exist only inside a [`Lead`],
 //! built when this daemon starts leading (alone: at start) and dropped when it steps down;
 //! the answerer's entry points get it from the [`Gate`], or only describe the request.
+//!
+//! The approval rules a click, a form or `/askrelay` is judged by (who may press, votes, the
+//! confirm word, grants, edits, drafts, batches, listings) are the chat layer's
+//! ([`crate::answerer::chat`]); `platform.rs` answers its questions from Discord's config, and
+//! this answerer keeps only Discord's own parts: the gateway, REST, the custom_id codec,
+//! rendering, the outbox and the schedule.
 
 mod batch;
 mod check;

@@ -27,12 +27,18 @@
 //! that asks for it instead of settling; the modal's submission settles with the word, which
 //! the core checks again.
 //!
+//! The decisions are the chat layer's ([`crate::answerer::chat`]): the handler finds the
+//! request and the message a press belongs to, turns the press into the chat layer's terms
+//! (a [`crate::answerer::chat::Person`], an option, a form's text), and renders what it
+//! decides as Discord's text, components and callbacks.
+//!
 //! The handler's parts, by what they make: this file holds the entry ([`Handler`]'s
 //! `raw_event`), the pipeline's types ([`Origin`], [`Admitted`], [`Refusal`], [`Reply`]) and
 //! the settling through the core; `admit.rs` admission and refusal; `respond.rs` the callback or
 //! the deferral and follow-up; `components.rs` clicks and selects (and multi-select drafts);
 //! `modals.rs` the forms, opened and submitted (and the typed word that confirms a label);
-//! `grants.rs` the grants a person writes (preview, then "Save grant").
+//! `grants.rs` the grants a person writes (preview, then "Save grant"); `batch.rs` the batch
+//! controls of `/askrelay pending`.
 
 mod admit;
 mod batch;
