@@ -13,7 +13,8 @@
 //! adapter that implements it; nothing here changes.
 //!
 //! The parts, by the rule they own: `admit.rs` who may press and in what order the checks
-//! run; `vote.rs` what a settlement (a win, a vote, a late press) came to; `confirm.rs` the
+//! run; `press.rs` what an admitted press comes to (settle, ask for the word, open a form,
+//! save a draft, refuse); `vote.rs` what a settlement (a win, a vote, a late press) came to; `confirm.rs` the
 //! typed confirm word; `grant.rs` the grants ("Allow for …", a pattern's preview, save);
 //! `edit.rs` edit-then-approve; `drafts.rs` multi-select drafts; `batch.rs` approvals
 //! answered at once; `listing.rs` what `pending`, `history` and `grants` list for whom.
@@ -25,6 +26,7 @@ pub mod drafts;
 pub mod edit;
 pub mod grant;
 pub mod listing;
+pub mod press;
 #[cfg(test)]
 mod tests;
 pub mod vote;

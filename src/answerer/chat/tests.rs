@@ -5,8 +5,9 @@
 use super::admit::{self, Refused};
 use super::batch::{answerable, is_approval, Skipped, Verdict};
 use super::confirm::{self, Pressed, WordFor};
-use super::drafts::UnsavedDrafts;
+use super::drafts::{NotSubmitted, UnsavedDrafts};
 use super::grant::{self, PatternRefused, WaitingPatterns, MAX_WAITING_PATTERNS_PER_PERSON};
+use super::press::{decide_with, Form, Kept, Press, Refused as PressRefused, Shown, Step};
 use super::{edit, listing, vote, Person, Platform};
 use crate::domain::model::{Approval, Caller as AgentCaller, Context, QuestionOption};
 use crate::domain::quorum::{Identity, Policy, Vote};
@@ -454,5 +455,132 @@ fn a_store_failure_is_told_by_its_class_only() {
     assert_eq!(
         vote::failure_class("disk I/O error at /var/lib/askrelay/askrelay.db"),
         "askrelay's database failed"
+    );
+}
+
+/// What `press` by alice on the approval comes to, with `draft` as her saved selection.
+async fn step(
+    kept: &Kept,
+    policy: &Policy,
+    press: Press,
+    shown: Shown,
+    draft: Result<Settlement, NotSubmitted>,
+) -> Step {
+    let req = approval_request();
+    decide_with(kept, &req, 0, policy, "alice", press, shown, || async {
+        draft
+    })
+    .await
+}
+
+#[tokio::test]
+async fn a_press_comes_to_a_settlement_a_form_a_draft_or_a_refusal() {
+    let kept = Kept::default();
+    let policy = Policy {
+        grant_secs: vec![1800],
+        ..Policy::default()
+    };
+    let none = Shown::default();
+    let draft = || Ok(Settlement::choice(1));
+    let s = |p| step(&kept, &policy, p, Shown::default(), draft());
+    assert_eq!(
+        s(Press::Choose(1)).await,
+        Step::Settle(Settlement::choice(1))
+    );
+    assert_eq!(
+        s(Press::SelectOne(Some(vec![0]))).await,
+        Step::Settle(Settlement::choice(0))
+    );
+    for bad in [
+        Press::SelectOne(Some(vec![0, 1])),
+        Press::SelectOne(None),
+        Press::Draft(None),
+    ] {
+        assert_eq!(s(bad).await, Step::Refuse(PressRefused::BadSelection));
+    }
+    assert_eq!(
+        s(Press::Draft(Some(vec![0, 1]))).await,
+        Step::SaveDraft(vec![0, 1])
+    );
+    assert!(matches!(s(Press::Grant(0)).await, Step::Settle(g) if g.terms.is_some()));
+    assert_eq!(
+        s(Press::Grant(1)).await,
+        Step::Refuse(PressRefused::NoSuchGrant)
+    );
+    assert_eq!(s(Press::Submit).await, Step::Settle(Settlement::choice(1)));
+    assert_eq!(s(Press::Other).await, Step::Open(Form::Other));
+    assert_eq!(s(Press::SubmitWithNote).await, Step::Open(Form::Note));
+    // A draft that failed to save is never submitted in its place.
+    assert_eq!(
+        step(
+            &kept,
+            &policy,
+            Press::Submit,
+            none.clone(),
+            Err(NotSubmitted::LastNotSaved)
+        )
+        .await,
+        Step::NotSubmitted(NotSubmitted::LastNotSaved)
+    );
+    // Edit… and Allow matching… only where the question shows them.
+    assert_eq!(
+        s(Press::Edit).await,
+        Step::Refuse(PressRefused::NotEditable)
+    );
+    assert_eq!(
+        s(Press::GrantPattern).await,
+        Step::Refuse(PressRefused::NoSuchGrant)
+    );
+    let shown = Shown {
+        editable: Some("make deploy".into()),
+        grantable: true,
+    };
+    assert_eq!(
+        step(&kept, &policy, Press::Edit, shown.clone(), draft()).await,
+        Step::Open(Form::Edit("make deploy".into()))
+    );
+    assert_eq!(
+        step(&kept, &policy, Press::GrantPattern, shown, draft()).await,
+        Step::Open(Form::GrantPattern)
+    );
+    // Save grant takes the pattern alice previewed, once.
+    assert_eq!(
+        s(Press::SaveGrant(0)).await,
+        Step::Refuse(PressRefused::NoPatternWaiting)
+    );
+    kept.patterns
+        .lock()
+        .unwrap()
+        .insert("0123456789abcdef0123", "alice", "cargo test *".into(), 0);
+    assert!(matches!(s(Press::SaveGrant(0)).await, Step::SaveGrant(_)));
+    assert_eq!(
+        s(Press::SaveGrant(0)).await,
+        Step::Refuse(PressRefused::NoPatternWaiting)
+    );
+}
+
+#[tokio::test]
+async fn a_press_of_a_label_that_needs_the_word_asks_for_it() {
+    let kept = Kept::default();
+    let mut policy = Policy {
+        grant_secs: vec![1800],
+        ..Policy::default()
+    };
+    policy.confirm.labels = vec!["Allow".into()];
+    let allow = || Ok(Settlement::choice(0));
+    let s = |p| step(&kept, &policy, p, Shown::default(), allow());
+    assert_eq!(s(Press::Choose(0)).await, Step::AskWord(WordFor::Choice(0)));
+    assert_eq!(
+        s(Press::Choose(1)).await,
+        Step::Settle(Settlement::choice(1))
+    );
+    assert_eq!(s(Press::Submit).await, Step::AskWord(WordFor::Draft));
+    assert_eq!(s(Press::Grant(0)).await, Step::AskWord(WordFor::Grant(0)));
+    assert_eq!(
+        s(Press::SubmitWithNote).await,
+        Step::Refuse(PressRefused::NoteNeedsWord {
+            labels: vec!["Allow".into()],
+            word: "approve".into()
+        })
     );
 }

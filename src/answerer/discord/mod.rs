@@ -565,8 +565,7 @@ impl DiscordAnswerer {
             gateway: self.gateway.clone(),
             commands: self.commands.clone(),
             ctx: ctx.clone(),
-            patterns: Default::default(),
-            unsaved_drafts: Default::default(),
+            kept: Default::default(),
         };
         // Building the client asks Discord for the gateway's URL: one request under the
         // global limit like ours.

@@ -98,10 +98,12 @@ impl Handler {
                 accepted: true,
             })
             .await;
-        self.patterns
-            .lock()
-            .unwrap()
-            .insert(&a.req.token, &mi.user.id.to_string(), pattern, g);
+        self.kept.patterns.lock().unwrap().insert(
+            &a.req.token,
+            &mi.user.id.to_string(),
+            pattern,
+            g,
+        );
         Reply::Preview(text, rows)
     }
 

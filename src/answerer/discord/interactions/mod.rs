@@ -57,7 +57,7 @@ use super::render::{self, answered_view, RenderContext};
 use super::rest::Rest;
 use super::route::ResolvedRoute;
 use crate::answerer::chat::admit::Refused;
-use crate::answerer::chat::drafts::UnsavedDrafts;
+use crate::answerer::chat::press::Kept;
 use crate::answerer::chat::vote::{self, Settle};
 use crate::answerer::chat::Person;
 use crate::config::Config;
@@ -79,14 +79,11 @@ pub(crate) struct Handler {
     pub gateway: Arc<Gateway>,
     pub commands: Arc<Commands>,
     pub ctx: AnswererContext,
-    /// Grant patterns shown in a preview and not saved yet, by request token and Discord user:
-    /// a pattern and the route's grant length. Kept for the term only (a restart forgets them:
-    /// the person is told to write the pattern again).
-    pub patterns: Arc<std::sync::Mutex<crate::answerer::chat::grant::WaitingPatterns>>,
-    /// Multi-select drafts whose save failed, by request key, question and Discord user: the
-    /// person was told to choose again, and "Submit" is refused until a save succeeds, so that
-    /// it never submits an older or empty selection in its place. Kept for the term only.
-    pub unsaved_drafts: Arc<UnsavedDrafts>,
+    /// What presses leave for later presses, kept for the term only (a restart forgets them):
+    /// grant patterns shown in a preview and not saved yet (the person is told to write the
+    /// pattern again), and multi-select drafts whose save failed ("Submit" is refused until a
+    /// save succeeds, so that it never submits an older or empty selection in its place).
+    pub kept: Arc<Kept>,
 }
 
 #[async_trait]

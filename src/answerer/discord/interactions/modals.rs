@@ -73,36 +73,6 @@ impl Handler {
         }
     }
 
-    /// "Submit with note…" with a label in the draft that needs the typed word: the note's
-    /// form has no room for the word, so it is refused and Submit (which asks for it) named.
-    pub(super) async fn note_needs_word(
-        &self,
-        origin: &Origin<'_>,
-        a: &Admitted<Action>,
-        user: &str,
-    ) -> Option<Reply> {
-        let idx = a.id.question;
-        let q = &a.req.questions[idx];
-        let draft = match self.draft(&a.req, idx, user).await {
-            Ok(s) => s,
-            Err(r) => return Some(r),
-        };
-        let (needed, word) = confirm::note_needs_word(&a.route.policy, &a.req, q, &draft)?;
-        let labels: Vec<String> = needed.iter().map(|l| render::inert(l)).collect();
-        let text = format!(
-            "{} needs typing `{word}` to confirm, and a note cannot go with it: use **Submit**, \
-             which asks for the word. Nothing was recorded.",
-            labels.join(", ")
-        );
-        Some(
-            self.refuse(
-                origin,
-                Refusal::new(AuditAction::Forbidden, text).about(&a.req, idx),
-            )
-            .await,
-        )
-    }
-
     /// The confirm modal was submitted: the word, trimmed, must be the one the question shows
     /// (case matters); then it settles through the core, which checks it again.
     async fn confirmed(
