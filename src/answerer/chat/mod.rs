@@ -14,7 +14,7 @@
 //!
 //! The parts, by the rule they own: `admit.rs` who may press and in what order the checks
 //! run; `press.rs` what an admitted press comes to (settle, ask for the word, open a form,
-//! save a draft, refuse); `vote.rs` what a settlement (a win, a vote, a late press) came to; `confirm.rs` the
+//! save a draft, refuse); `form.rs` what a sent form comes to; `vote.rs` what a settlement (a win, a vote, a late press) came to; `confirm.rs` the
 //! typed confirm word; `grant.rs` the grants ("Allow for …", a pattern's preview, save);
 //! `edit.rs` edit-then-approve; `drafts.rs` multi-select drafts; `batch.rs` approvals
 //! answered at once; `listing.rs` what `pending`, `history` and `grants` list for whom.
@@ -24,6 +24,7 @@ pub mod batch;
 pub mod confirm;
 pub mod drafts;
 pub mod edit;
+pub mod form;
 pub mod grant;
 pub mod listing;
 pub mod press;

@@ -6,6 +6,7 @@ use super::admit::{self, Refused};
 use super::batch::{answerable, is_approval, Skipped, Verdict};
 use super::confirm::{self, Pressed, WordFor};
 use super::drafts::{NotSubmitted, UnsavedDrafts};
+use super::form::{FormStep, Sent};
 use super::grant::{self, PatternRefused, WaitingPatterns, MAX_WAITING_PATTERNS_PER_PERSON};
 use super::press::{decide_with, Form, Kept, Press, Refused as PressRefused, Shown, Step};
 use super::{edit, listing, vote, Person, Platform};
@@ -582,5 +583,111 @@ async fn a_press_of_a_label_that_needs_the_word_asks_for_it() {
             labels: vec!["Allow".into()],
             word: "approve".into()
         })
+    );
+}
+
+/// What alice's form `sent` on the approval comes to, with `draft` as her saved selection.
+async fn sent(
+    policy: &Policy,
+    sent: Sent,
+    text: Option<&str>,
+    word: Option<&str>,
+    draft: Result<Settlement, NotSubmitted>,
+) -> FormStep {
+    let req = approval_request();
+    let (text, word) = (text.map(str::to_owned), word.map(str::to_owned));
+    super::form::decide_with(&req, policy, sent, text, word, || async { draft }).await
+}
+
+#[tokio::test]
+async fn a_form_comes_to_a_settlement_a_preview_or_a_refusal() {
+    let p = Policy {
+        grant_secs: vec![1800],
+        ..Policy::default()
+    };
+    let draft = || Ok(Settlement::choice(1));
+    let settle = |settlement, typed: Option<&str>| FormStep::Settle {
+        settlement,
+        typed: typed.map(str::to_owned),
+    };
+    assert_eq!(
+        sent(&p, Sent::Other, Some("  "), None, draft()).await,
+        FormStep::Empty
+    );
+    assert_eq!(
+        sent(&p, Sent::Answer, Some("later"), None, draft()).await,
+        settle(Settlement::text("later"), None)
+    );
+    let note = Settlement {
+        custom: Some("why".into()),
+        ..Settlement::choice(1)
+    };
+    assert_eq!(
+        sent(&p, Sent::Note, Some("why"), None, draft()).await,
+        settle(note, None)
+    );
+    assert_eq!(
+        sent(
+            &p,
+            Sent::Note,
+            Some("why"),
+            None,
+            Err(NotSubmitted::LastNotSaved)
+        )
+        .await,
+        FormStep::NotSubmitted(NotSubmitted::LastNotSaved)
+    );
+    assert_eq!(
+        sent(&p, Sent::GrantPattern, Some("cargo test *"), None, draft()).await,
+        FormStep::Preview("cargo test *".into())
+    );
+    // An edit carries the word of its second input; the confirm form is the word itself.
+    assert!(matches!(
+        sent(&p, Sent::Edit, Some("make"), Some("approve"), draft()).await,
+        FormStep::Settle { typed: Some(w), .. } if w == "approve"
+    ));
+    assert_eq!(
+        sent(
+            &p,
+            Sent::Word(WordFor::Choice(0)),
+            Some("nope"),
+            None,
+            draft()
+        )
+        .await,
+        FormStep::WordMismatch("approve".into())
+    );
+    assert_eq!(
+        sent(
+            &p,
+            Sent::Word(WordFor::Choice(0)),
+            Some(" approve"),
+            None,
+            draft()
+        )
+        .await,
+        settle(Settlement::choice(0), Some(" approve"))
+    );
+    assert_eq!(
+        sent(
+            &p,
+            Sent::Word(WordFor::Draft),
+            Some("approve"),
+            None,
+            draft()
+        )
+        .await,
+        settle(Settlement::choice(1), Some("approve"))
+    );
+    assert_eq!(
+        sent(
+            &p,
+            Sent::Word(WordFor::Grant(3)),
+            Some("approve"),
+            None,
+            draft()
+        )
+        .await,
+        FormStep::NoSuchGrant
     );
 }

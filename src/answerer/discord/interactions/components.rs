@@ -11,7 +11,7 @@ use crate::answerer::chat::press::{self, Press, Refused, Step};
 use crate::answerer::discord::batch::BatchId;
 use crate::answerer::discord::custom_id::{self, Action, Form};
 use crate::answerer::discord::render::{self, RenderContext};
-use crate::domain::request::{AuditAction, AuditEntry, Request, Source};
+use crate::domain::request::{AuditAction, AuditEntry, Source};
 use crate::domain::Settlement;
 use serenity::all::{ComponentInteraction, ComponentInteractionDataKind};
 
@@ -191,24 +191,10 @@ impl Handler {
             .mark(key, idx, user, matches!(reply, Reply::Ack));
         reply
     }
-
-    /// The settlement of the person's saved selection of question `idx`, to submit; or the
-    /// reply refusing it: their last selection failed to save, or it cannot be read now (never
-    /// an older or an empty selection in its place).
-    pub(super) async fn draft(
-        &self,
-        req: &Request,
-        idx: usize,
-        user: &str,
-    ) -> Result<Settlement, Reply> {
-        press::draft(&self.ctx, &self.kept, req, idx, user)
-            .await
-            .map_err(not_submitted)
-    }
 }
 
 /// What the person is told when their draft cannot be submitted.
-fn not_submitted(e: NotSubmitted) -> Reply {
+pub(super) fn not_submitted(e: NotSubmitted) -> Reply {
     match e {
         NotSubmitted::LastNotSaved => Reply::Tell(DRAFT_NOT_SAVED.into()),
         NotSubmitted::Unreadable(cause) => Reply::Tell(not_saved(&cause)),
