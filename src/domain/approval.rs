@@ -52,6 +52,22 @@ impl Verdict {
             Verdict::Deny => find(DENY),
         }
     }
+
+    /// The label an approval needs for this verdict ("Allow", "Deny").
+    pub fn label(self) -> &'static str {
+        match self {
+            Verdict::Allow => ALLOW_LABELS[0],
+            Verdict::Deny => DENY,
+        }
+    }
+
+    /// What was done, in a word: "allowed", "denied".
+    pub fn done(self) -> &'static str {
+        match self {
+            Verdict::Allow => "allowed",
+            Verdict::Deny => "denied",
+        }
+    }
 }
 
 /// Whether `req` is a pending approval: one question, open, single-select, with a deny option

@@ -1,5 +1,8 @@
 //! Batches from Discord (docs/approvals.md, "Batches"): `/askrelay pending` offers the pending
 //! approvals its user may answer in a select menu, with "Allow selected" and "Deny selected".
+//! This file holds the controls and the reply (pure); which requests are approvals, who may
+//! answer them and each request's checks are the chat layer's (`answerer::chat::batch`), and
+//! the controls are answered by `interactions/batch.rs`.
 //!
 //! - A *pending approval* is a pending request with one open single-select question that has
 //!   an option labelled "Deny" and an allow option, "Allow" or else "Allow once" (the labels of
@@ -27,26 +30,15 @@
 //! The custom_ids are not tied to one request: `ar:batch:pick`, `ar:batch:allow` and
 //! `ar:batch:deny`. The request tokens are the menu's option values (20 characters each).
 
-use super::commands::Caller;
-use super::interactions::{already, Handler};
 use super::render::{self, inert, inert_plain, one_line, truncate};
-use super::rest::Timely;
-use super::route;
-use super::NAME;
-use crate::config::Config;
-use crate::domain::approval::{self, is_approval, Verdict, ALLOW_LABELS};
-use crate::domain::clock::now_ms;
-use crate::domain::request::{Actor, AuditAction, AuditEntry, Request, Source, Via};
-use crate::domain::{SettleOutcome, Settlement, Status};
+pub use crate::domain::approval::Verdict;
+use crate::domain::request::Request;
 use serenity::all::{
-    ActionRow, ActionRowComponent, ButtonStyle, ComponentInteraction, ComponentInteractionDataKind,
-    CreateActionRow, CreateButton, CreateInteractionResponse, CreateInteractionResponseFollowup,
-    CreateInteractionResponseMessage, CreateSelectMenu, CreateSelectMenuKind,
-    CreateSelectMenuOption, EditInteractionResponse,
+    ActionRow, ActionRowComponent, ButtonStyle, CreateActionRow, CreateButton, CreateSelectMenu,
+    CreateSelectMenuKind, CreateSelectMenuOption,
 };
 use std::fmt;
 use std::str::FromStr;
-use std::time::Duration;
 
 /// At most this many requests in one batch: a select menu's options.
 pub const BATCH_MAX: usize = render::SELECT_OPTIONS_MAX;
@@ -62,19 +54,11 @@ pub enum BatchId {
     Decide(Verdict),
 }
 
-impl Verdict {
-    fn button(self) -> &'static str {
-        match self {
-            Verdict::Allow => "Allow selected",
-            Verdict::Deny => "Deny selected",
-        }
-    }
-
-    fn done(self) -> &'static str {
-        match self {
-            Verdict::Allow => "allowed",
-            Verdict::Deny => "denied",
-        }
+/// The button of a verdict.
+fn button(v: Verdict) -> &'static str {
+    match v {
+        Verdict::Allow => "Allow selected",
+        Verdict::Deny => "Deny selected",
     }
 }
 
@@ -103,36 +87,6 @@ impl FromStr for BatchId {
             _ => Err(()),
         }
     }
-}
-
-/// The Discord person as an answer's actor.
-fn actor(user: &serenity::all::User) -> Actor {
-    Actor {
-        via: Via::Discord,
-        id: user.id.to_string(),
-        name: user.name.clone(),
-        note: None,
-    }
-}
-
-/// Whether the menu offers `req` to `caller` at `now`: a pending approval that they may answer
-/// on its route (as a click would be admitted), and not one they asked themselves on a route
-/// that excludes the requester.
-pub(super) fn answerable(config: &Config, req: &Request, caller: &Caller, now: i64) -> bool {
-    if req.answerer.as_deref() != Some(NAME) || !is_approval(req) {
-        return false;
-    }
-    let route = route::of_request(config, req);
-    let me = Actor {
-        via: Via::Discord,
-        id: caller.user.to_string(),
-        name: String::new(),
-        note: None,
-    };
-    route.allows_at(caller.user, &caller.roles, req.created_at_ms, now)
-        && !route
-            .policy
-            .refuses_requester(req, &me, &config.cluster.node())
 }
 
 /// The batch controls for these approvals (the first [`BATCH_MAX`]): the menu, then the two
@@ -188,7 +142,7 @@ fn rows(options: Vec<CreateSelectMenuOption>, placeholder: String) -> Vec<Create
     .max_values(n);
     let button = |v: Verdict, style| {
         CreateButton::new(BatchId::Decide(v).to_string())
-            .label(v.button())
+            .label(button(v))
             .style(style)
     };
     vec![
@@ -263,7 +217,7 @@ pub(super) fn report(verdict: Verdict, items: &[Item]) -> String {
     let done = items.iter().filter(|i| i.outcome.is_ok()).count();
     let mut out = format!(
         "**{}**: {done} done, {} refused.",
-        verdict.button(),
+        button(verdict),
         items.len() - done
     );
     let mut ordered: Vec<&Item> = items.iter().filter(|i| i.outcome.is_ok()).collect();
@@ -296,406 +250,9 @@ pub(super) fn report(verdict: Verdict, items: &[Item]) -> String {
     out
 }
 
-/// What a batch control is answered with (see [`Handler::on_batch`]).
-enum BatchStep {
-    /// A private reply: a refusal, or a selection that could not be saved.
-    Tell(String),
-    /// The listing's controls with the selection marked as the menu's defaults.
-    Show(Vec<CreateActionRow>),
-    /// Allow or deny the selected requests (their tokens).
-    Decide(Verdict, Vec<String>),
-}
-
-const NOT_LISTED: &str = "it is not one you are shown in this channel; nothing was recorded.";
-
-/// Batch controls, admitted by the interaction handler before any per-request check.
-impl Handler {
-    pub(super) async fn on_batch(&self, ci: &ComponentInteraction, id: BatchId) {
-        let timeout = Duration::from_millis(self.config.discord.callback_timeout_ms);
-        // What to answer waits on the store (an audit row, a refusal's): raced against
-        // Discord's 3 s like a click on a question (see the interactions module).
-        self.rest.http.set_application_id(ci.application_id);
-        let step = self
-            .rest
-            .in_time_or_defer(
-                timeout,
-                ci.id,
-                &ci.token,
-                &CreateInteractionResponse::Acknowledge,
-                self.batch_step(ci, id),
-            )
-            .await;
-        let http = &self.rest.http;
-        match step {
-            Timely::InTime(BatchStep::Tell(text)) => self.tell(ci, text).await,
-            Timely::InTime(BatchStep::Show(rows)) => {
-                let update = CreateInteractionResponse::UpdateMessage(
-                    CreateInteractionResponseMessage::new().components(rows),
-                );
-                if let Err(f) = self
-                    .rest
-                    .respond(timeout, ci.id, &ci.token, ci.create_response(http, update))
-                    .await
-                {
-                    tracing::warn!(error = %f.message(), "cannot answer a batch selection");
-                }
-            }
-            Timely::InTime(BatchStep::Decide(verdict, tokens)) => {
-                let caller = Caller::of(&self.config, &ci.user, ci.member.as_ref());
-                let work = self.decide(ci, &caller, verdict, tokens);
-                self.answer_in_time(ci, work).await;
-            }
-            // Logged where it failed; without a deferral the token is of no use.
-            Timely::Deferred(_, Err(_)) => {}
-            Timely::Deferred(step, Ok(())) => {
-                let text = match step {
-                    BatchStep::Tell(text) => text,
-                    BatchStep::Show(rows) => {
-                        // The listing is the interaction's own (ephemeral) message: @original.
-                        let edit = EditInteractionResponse::new().components(rows);
-                        let edited = self
-                            .rest
-                            .retry("showing a batch selection", 3, || async {
-                                self.rest
-                                    .call(
-                                        timeout * 4,
-                                        http.edit_original_interaction_response(
-                                            &ci.token,
-                                            &edit,
-                                            Vec::new(),
-                                        ),
-                                    )
-                                    .await
-                            })
-                            .await;
-                        if let Err(f) = edited {
-                            tracing::warn!(error = %f.message(), "cannot show a batch selection");
-                        }
-                        return;
-                    }
-                    BatchStep::Decide(verdict, tokens) => {
-                        let caller = Caller::of(&self.config, &ci.user, ci.member.as_ref());
-                        self.decide(ci, &caller, verdict, tokens).await
-                    }
-                };
-                let message = CreateInteractionResponseFollowup::new()
-                    .content(render::truncate_md(&text, render::CONTENT_MAX))
-                    .allowed_mentions(serenity::builder::CreateAllowedMentions::new());
-                if let Err(f) = self.rest.follow_up(timeout, &ci.token, message).await {
-                    tracing::warn!(error = %f.message(), "cannot follow up a batch control");
-                }
-            }
-        }
-    }
-
-    /// What a batch control is answered with, its audit row written: a refusal, the
-    /// selection shown, or the selected requests to decide.
-    async fn batch_step(&self, ci: &ComponentInteraction, id: BatchId) -> BatchStep {
-        let mut audit = AuditEntry {
-            source: Source::Discord,
-            actor: Some(describe(&ci.user)),
-            detail: Some(format!("{id} in channel {}", ci.channel_id)),
-            ..Default::default()
-        };
-        if ci.user.bot {
-            audit.action = AuditAction::Bot;
-            self.ctx.refuse(audit).await;
-            return BatchStep::Tell("Bot accounts cannot answer askrelay questions.".into());
-        }
-        match id {
-            BatchId::Pick => {
-                let values: &[String] = match &ci.data.kind {
-                    ComponentInteractionDataKind::StringSelect { values } => values,
-                    _ => &[],
-                };
-                let Some(rows) = reselect(&ci.message.components, values) else {
-                    audit.action = AuditAction::Forged;
-                    self.ctx.refuse(audit).await;
-                    return BatchStep::Tell(
-                        "This control is not one askrelay knows; nothing was recorded.".into(),
-                    );
-                };
-                // A selection changes no request: it is audited, then shown.
-                audit.action = AuditAction::Draft;
-                audit.accepted = true;
-                audit.detail = Some(format!(
-                    "batch selection of {} request(s) in channel {}",
-                    values.len(),
-                    ci.channel_id
-                ));
-                if let Err(e) = self.ctx.record(audit).await {
-                    tracing::error!(error = %format!("{e:#}"), "cannot audit a batch selection");
-                    return BatchStep::Tell(
-                        "askrelay could not save your selection, try again.".into(),
-                    );
-                }
-                BatchStep::Show(rows)
-            }
-            BatchId::Decide(verdict) => {
-                let tokens = selected(&ci.message.components);
-                if tokens.is_empty() {
-                    audit.action = AuditAction::Command;
-                    self.ctx.refuse(audit).await;
-                    return BatchStep::Tell(
-                        "Choose the requests in the menu first; nothing was answered.".into(),
-                    );
-                }
-                BatchStep::Decide(verdict, tokens)
-            }
-        }
-    }
-
-    /// Settles each selected request on its own and says what became of each.
-    async fn decide(
-        &self,
-        ci: &ComponentInteraction,
-        caller: &Caller,
-        verdict: Verdict,
-        tokens: Vec<String>,
-    ) -> String {
-        let mut items = Vec::with_capacity(tokens.len());
-        for token in &tokens {
-            items.push(self.decide_one(ci, caller, verdict, token).await);
-        }
-        let done = items.iter().filter(|i| i.outcome.is_ok()).count();
-        // Each request's answer or refusal is audited already; this row ties them together.
-        let summary = self
-            .ctx
-            .record(AuditEntry {
-                source: Source::Discord,
-                actor: Some(describe(&ci.user)),
-                action: AuditAction::Command,
-                detail: Some(format!(
-                    "{} in channel {}: {done} done, {} refused",
-                    BatchId::Decide(verdict),
-                    ci.channel_id,
-                    items.len() - done
-                )),
-                accepted: true,
-                ..Default::default()
-            })
-            .await;
-        if let Err(e) = summary {
-            tracing::error!(error = %format!("{e:#}"), "cannot audit a batch");
-        }
-        report(verdict, &items)
-    }
-
-    /// One request of a batch: the checks of a click, then the core's settlement.
-    async fn decide_one(
-        &self,
-        ci: &ComponentInteraction,
-        caller: &Caller,
-        verdict: Verdict,
-        token: &str,
-    ) -> Item {
-        let found = if super::custom_id::is_token(token) {
-            self.ctx.by_token(token).await
-        } else {
-            Ok(None)
-        };
-        let (req, posts) = match found {
-            Ok(Some(found)) => found,
-            Ok(None) => {
-                self.refuse_one(ci, None, AuditAction::Stale, verdict).await;
-                return Item {
-                    request_id: None,
-                    outcome: Err("it is no longer known to askrelay; nothing was recorded.".into()),
-                };
-            }
-            Err(e) => {
-                tracing::error!(error = %format!("{e:#}"), "cannot read a request for a batch");
-                return Item {
-                    request_id: None,
-                    outcome: Err("askrelay could not read it; try again.".into()),
-                };
-            }
-        };
-        let q = &req.questions[0];
-        let now = now_ms();
-        let refusal = if !caller.sees(&self.config, ci.channel_id.get(), &req) {
-            Some((AuditAction::Stale, NOT_LISTED.to_owned()))
-        } else if req.questions.len() != 1 || q.multi_select || verdict.option(q).is_none() {
-            Some((
-                AuditAction::Forged,
-                format!(
-                    "it is not an approval with a “{}” option; answer it on its message.",
-                    match verdict {
-                        Verdict::Allow => ALLOW_LABELS[0],
-                        Verdict::Deny => approval::DENY,
-                    }
-                ),
-            ))
-        } else if !route::of_request(&self.config, &req).allows_at(
-            caller.user,
-            &caller.roles,
-            req.created_at_ms,
-            now,
-        ) {
-            Some((
-                AuditAction::Denied,
-                "you are not allowed to answer it (the route's allowed_user_ids and \
-                 allowed_role_ids)."
-                    .to_owned(),
-            ))
-        } else if let Some(Some(a)) = req.answers.first() {
-            Some((AuditAction::Late, already(q, a)))
-        } else if req.status != Status::Pending {
-            Some((
-                AuditAction::Late,
-                format!("it has ended ({}).", req.status.as_str()),
-            ))
-        } else {
-            None
-        };
-        let outcome = match refusal {
-            Some((action, why)) => {
-                self.refuse_one(ci, Some(&req), action, verdict).await;
-                Err(why)
-            }
-            None => self.settle_one(&req, &posts, verdict, &ci.user).await,
-        };
-        Item {
-            request_id: Some(req.request_id.clone()),
-            outcome,
-        }
-    }
-
-    /// Settles an admitted approval through the core (which applies the quorum and the
-    /// requester rule, and audits), then edits its messages as a click's copies are.
-    async fn settle_one(
-        &self,
-        req: &Request,
-        posts: &[crate::domain::request::Post],
-        verdict: Verdict,
-        user: &serenity::all::User,
-    ) -> Result<String, String> {
-        let q = &req.questions[0];
-        let i = verdict.option(q).expect("checked: an approval");
-        crate::crash::point("clicked");
-        let settled = self
-            .ctx
-            .settle(req, 0, Settlement::choice(i), actor(user))
-            .await;
-        self.outbox.shown.forget(&req.token);
-        let mine: Vec<_> = posts
-            .iter()
-            .filter(|p| p.idx == 0 && p.answerer == NAME && !p.is_note())
-            .cloned()
-            .collect();
-        match settled {
-            Ok(s) => match s.outcome {
-                SettleOutcome::Won { .. } => {
-                    self.outbox.sync_edits(&self.ctx, &s.request, &mine);
-                    Ok(verdict.done().to_owned())
-                }
-                SettleOutcome::Voted(t) => {
-                    self.outbox.show_votes(&self.ctx, &s.request, 0, &mine);
-                    Ok(format!(
-                        "vote recorded, {} of {} approvals",
-                        t.count, t.needed
-                    ))
-                }
-                SettleOutcome::AlreadyVoted(t) => Err(format!(
-                    "you already voted for this answer ({} of {} approvals).",
-                    t.count, t.needed
-                )),
-                SettleOutcome::AlreadyAnswered(prev) => Err(already(q, &prev)),
-                SettleOutcome::Ended(status) => Err(format!(
-                    "it has ended ({}); your answer did not count.",
-                    status.as_str()
-                )),
-                SettleOutcome::Unknown => {
-                    Err("it is no longer known to askrelay; nothing was recorded.".into())
-                }
-            },
-            Err(e) if e.code == crate::domain::ErrorCode::Internal => {
-                Err("the answer could not be saved; try again. Nothing was recorded.".into())
-            }
-            // The core's refusal (the requester on a route that excludes them, …), audited there.
-            Err(e) => Err(inert(&e.message)),
-        }
-    }
-
-    async fn refuse_one(
-        &self,
-        ci: &ComponentInteraction,
-        req: Option<&Request>,
-        action: AuditAction,
-        verdict: Verdict,
-    ) {
-        self.ctx
-            .refuse(AuditEntry {
-                request_key: req.map(|r| r.key),
-                request_id: req.map(|r| r.request_id.clone()),
-                question_idx: req.map(|_| 0),
-                source: Source::Discord,
-                actor: Some(describe(&ci.user)),
-                action,
-                detail: Some(format!(
-                    "{} in channel {}",
-                    BatchId::Decide(verdict),
-                    ci.channel_id
-                )),
-                accepted: false,
-            })
-            .await;
-    }
-
-    /// A private reply (type 4).
-    async fn tell(&self, ci: &ComponentInteraction, text: String) {
-        let timeout = Duration::from_millis(self.config.discord.callback_timeout_ms);
-        let http = &self.rest.http;
-        let msg = CreateInteractionResponse::Message(private(&text));
-        if let Err(f) = self
-            .rest
-            .respond(timeout, ci.id, &ci.token, ci.create_response(http, msg))
-            .await
-        {
-            tracing::warn!(error = %f.message(), "cannot answer a batch control");
-        }
-    }
-
-    /// Answers with what `work` says, within Discord's 3 s: at once if it is quick, else the
-    /// interaction is deferred first and the answer edited in (as `/askrelay` is).
-    async fn answer_in_time(
-        &self,
-        ci: &ComponentInteraction,
-        work: impl std::future::Future<Output = String>,
-    ) {
-        let timeout = Duration::from_millis(self.config.discord.callback_timeout_ms);
-        let work = async {
-            let text = work.await;
-            let edit = EditInteractionResponse::new()
-                .content(render::truncate_md(&text, render::CONTENT_MAX))
-                .allowed_mentions(serenity::builder::CreateAllowedMentions::new());
-            (private(&text), edit)
-        };
-        let sent = self
-            .rest
-            .answer_in_time(timeout, ci.id, &ci.token, "answering a batch", work)
-            .await;
-        if let Err(f) = sent {
-            tracing::warn!(error = %f.message(), "cannot answer a batch");
-        }
-    }
-}
-
-/// An ephemeral message that mentions nobody.
-fn private(text: &str) -> CreateInteractionResponseMessage {
-    CreateInteractionResponseMessage::new()
-        .content(render::truncate_md(text, render::CONTENT_MAX))
-        .ephemeral(true)
-        .allowed_mentions(serenity::builder::CreateAllowedMentions::new())
-}
-
-/// Who used a control, for the audit log.
-fn describe(user: &serenity::all::User) -> String {
-    crate::domain::audit::actor("discord", &user.id.to_string(), Some(&user.name), None)
-}
-
 #[cfg(test)]
 mod tests {
+    use super::super::shown::NAME;
     use super::*;
     use crate::domain::model::{Caller as AgentCaller, Question, QuestionOption};
     use crate::domain::request::{NewRequest, Peer};

@@ -20,10 +20,12 @@
 //!   edited in.
 
 use super::batch;
+use super::platform::{self, Discord};
 use super::render::{inert, one_line, truncate, truncate_md};
 use super::rest::Rest;
-use super::route::{self, ResolvedRoute};
-use super::NAME;
+use super::shown::NAME;
+use crate::answerer::chat::batch as chat_batch;
+use crate::answerer::chat::{listing, Person};
 use crate::config::Config;
 use crate::domain::clock::now_ms;
 use crate::domain::expiry::human;
@@ -33,7 +35,7 @@ use crate::domain::{AnswererContext, QuestionAnswer, Status};
 use serenity::all::{
     ApplicationId, Command, CommandInteraction, CommandOptionType, CreateActionRow, CreateCommand,
     CreateCommandOption, CreateEmbed, CreateInteractionResponseMessage, EditInteractionResponse,
-    GuildId, Member, ResolvedValue, User,
+    GuildId, ResolvedValue,
 };
 use std::sync::Arc;
 use std::time::Duration;
@@ -243,59 +245,6 @@ impl Commands {
     pub(super) fn pending_line(&self, req: &Request, posts: &[Post], now: i64) -> String {
         pending_line(req, posts, now, |c, m| self.rest.link(c, m))
     }
-
-    /// Every route a request can have now: the default and each `[[routes]]`.
-    fn all_routes(&self) -> Vec<ResolvedRoute> {
-        let c = &self.config;
-        let mut routes: Vec<ResolvedRoute> = c
-            .routes
-            .iter()
-            .filter_map(|r| route::by_name(c, &r.name))
-            .collect();
-        if let Some(d) =
-            route::resolve(c, &Default::default()).filter(|r| r.name == route::DEFAULT_ROUTE)
-        {
-            routes.insert(0, d);
-        }
-        routes
-    }
-}
-
-/// Who ran the command (or used a batch control), as the checks need them.
-pub(super) struct Caller {
-    pub user: u64,
-    pub roles: Vec<u64>,
-    pub operator: bool,
-}
-
-impl Caller {
-    /// The person Discord vouches for, with their roles here, and whether they are an operator
-    /// (`discord.operator_role_ids`, `discord.operator_user_ids`; never a bot).
-    pub(super) fn of(config: &Config, user: &User, member: Option<&Member>) -> Caller {
-        let roles: Vec<u64> = member
-            .map(|m| m.roles.iter().map(|r| r.get()).collect())
-            .unwrap_or_default();
-        let d = &config.discord;
-        let id = user.id.get();
-        Caller {
-            user: id,
-            operator: !user.bot
-                && (d.operator_user_ids.iter().any(|u| u.0 == id)
-                    || roles
-                        .iter()
-                        .any(|r| d.operator_role_ids.iter().any(|o| o.0 == *r))),
-            roles,
-        }
-    }
-
-    /// Whether a listing in `channel` shows them `req`: a request that went to Discord
-    /// through a route that posts in this channel and that they may answer on (operators:
-    /// every such request).
-    pub(super) fn sees(&self, config: &Config, channel: u64, req: &Request) -> bool {
-        req.answerer.as_deref() == Some(NAME)
-            && (self.operator
-                || route::of_request(config, req).shows_in(channel, self.user, &self.roles))
-    }
 }
 
 /// Slash commands, admitted by the interaction handler and answered here with the context it
@@ -305,7 +254,7 @@ impl Commands {
         if ci.data.name != COMMAND {
             return;
         }
-        let caller = Caller::of(&self.config, &ci.user, ci.member.as_deref());
+        let caller = platform::person(&self.config, &ci.user, ci.member.as_deref());
         let sub = parse(&ci);
         let work = async {
             let (embed, rows, _) = self.command_reply(ctx, &ci, &caller, sub.clone()).await;
@@ -335,7 +284,7 @@ impl Commands {
         &self,
         ctx: &AnswererContext,
         ci: &CommandInteraction,
-        caller: &Caller,
+        caller: &Person,
         sub: Option<Sub>,
     ) -> (CreateEmbed, Vec<CreateActionRow>, bool) {
         let (text, rows, allowed, title) = match &sub {
@@ -386,18 +335,12 @@ impl Commands {
         &self,
         ctx: &AnswererContext,
         ci: &CommandInteraction,
-        caller: &Caller,
+        caller: &Person,
         sub: &Sub,
     ) -> Result<(&'static str, String, Vec<CreateActionRow>), String> {
-        let routes = self.all_routes();
-        let channel = ci.channel_id.get();
-        let may_see_here = caller.operator
-            || routes
-                .iter()
-                .any(|r| r.shows_in(channel, caller.user, &caller.roles));
-        // What this person may see listed here: the requests that went to Discord through a
-        // route that posts in this channel and that they may answer on (operators: all).
-        let visible = |req: &Request| caller.sees(&self.config, channel, req);
+        let discord = Discord(&self.config);
+        let place = ci.channel_id.to_string();
+        let may_see_here = listing::lists_here(&discord, caller, &place);
         let store_error = |e: anyhow::Error| {
             tracing::error!(error = %format!("{e:#}"), "cannot read requests for /askrelay");
             "askrelay could not read its requests; try again.".to_owned()
@@ -425,13 +368,7 @@ impl Commands {
                 }
             }
             Sub::Revoke { grant } => {
-                let actor = crate::domain::Actor {
-                    via: crate::domain::Via::Discord,
-                    id: ci.user.id.to_string(),
-                    name: ci.user.name.clone(),
-                    note: None,
-                };
-                match ctx.revoke_grant(grant, &actor, caller.operator).await {
+                match ctx.revoke_grant(grant, &caller.actor, caller.operator).await {
                     Ok(g) => Ok(("Grant revoked", format!("{} ended now; matching requests go to people again.", grant_line(&g)), Vec::new())),
                     Err(e) => Err(inert(&e.message)),
                 }
@@ -440,50 +377,29 @@ impl Commands {
             Sub::Pending { all } => {
                 let pending = ctx.pending_all(500).await.map_err(store_error)?;
                 let now = now_ms();
-                let listed: Vec<&(Request, Vec<Post>)> = pending
-                    .iter()
-                    .filter(|(req, posts)| {
-                        visible(req)
-                            && (*all
-                                || posts.iter().any(|p| {
-                                    p.answerer == NAME && !p.is_note() && p.channel == channel.to_string()
-                                }))
-                    })
-                    .collect();
+                let listed = listing::pending(&discord, caller, &place, *all, &pending);
                 let shown: Vec<String> = listed
                     .iter()
                     .map(|(req, posts)| self.pending_line(req, posts, now))
                     .collect();
                 // The listed approvals this person may answer, for the batch controls.
-                let approvals: Vec<&Request> = listed
-                    .iter()
-                    .map(|(req, _)| req)
-                    .filter(|req| batch::answerable(&self.config, req, caller, now))
-                    .collect();
+                let approvals = chat_batch::offered(&discord, caller, &listed, now);
                 let title = if *all { "Pending questions (all channels)" } else { "Pending questions (this channel)" };
                 Ok((title, listing(&shown, "Nothing is waiting for an answer."), batch::menu(&approvals)))
             }
             Sub::Grants => {
                 let grants = ctx.live_grants().await.map_err(store_error)?;
-                let shown: Vec<String> = grants
-                    .iter()
-                    .filter(|g| {
-                        caller.operator
-                            || routes.iter().any(|r| {
-                                r.name == g.route && r.shows_in(channel, caller.user, &caller.roles)
-                            })
-                    })
+                let shown: Vec<String> = listing::grants(&discord, caller, &place, &grants)
+                    .into_iter()
                     .map(grant_line)
                     .collect();
                 Ok(("Live grants", listing(&shown, "No grant is live."), Vec::new()))
             }
             Sub::History { n } => {
                 let recent = ctx.history_all(200).await.map_err(store_error)?;
-                let shown: Vec<String> = recent
-                    .iter()
-                    .filter(|(req, _)| req.status != Status::Pending && visible(req))
-                    .take(*n as usize)
-                    .map(|(req, _)| history_line(req))
+                let shown: Vec<String> = listing::history(&discord, caller, &place, &recent, *n as usize)
+                    .into_iter()
+                    .map(history_line)
                     .collect();
                 Ok(("Recent requests", listing(&shown, "No request has ended yet."), Vec::new()))
             }
@@ -562,7 +478,7 @@ pub(super) fn pending_line(
     let main = posts
         .iter()
         .find(|p| p.is_main() && Some(p.idx) == open && p.answerer == NAME);
-    if let Some((c, m)) = main.and_then(super::placed) {
+    if let Some((c, m)) = main.and_then(super::shown::placed) {
         line.push_str(&format!(" · [jump]({})", link(c, m)));
     } else if main.is_some() {
         line.push_str(" · **not posted yet**");

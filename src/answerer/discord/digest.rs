@@ -17,7 +17,7 @@
 use super::render::truncate;
 use super::rest::Rest;
 use super::route;
-use super::NAME;
+use super::shown::NAME;
 use crate::config::Config;
 use crate::domain::calendar::{self, Schedule};
 use crate::domain::clock::now_ms;

@@ -12,9 +12,17 @@
 //! the cluster's lead through one gate: the outbox and the timers exist only inside a [`Lead`],
 //! built when this daemon starts leading (alone: at start) and dropped when it steps down;
 //! the answerer's entry points get it from the [`Gate`], or only describe the request.
+//!
+//! The approval rules a click, a form or `/askrelay` is judged by (who may press, votes, the
+//! confirm word, grants, edits, drafts, batches, listings) are the chat layer's
+//! ([`crate::answerer::chat`]); `platform.rs` answers its questions from Discord's config, and
+//! this answerer keeps only Discord's own parts: the gateway, REST, the custom_id codec,
+//! rendering, the outbox and the schedule.
 
 mod batch;
+mod check;
 mod commands;
+mod connect;
 pub mod custom_id;
 mod digest;
 mod gateway;
@@ -23,10 +31,12 @@ mod interactions;
 #[cfg(test)]
 pub(crate) use askrelay_testkit::discord_markdown as markdown_model;
 mod outbox;
+mod platform;
 pub mod render;
 mod rest;
 pub mod route;
 mod schedule;
+mod shown;
 
 use crate::config::{Config, DEFAULT_API_BASE};
 use crate::domain::cluster::Role;
@@ -45,16 +55,16 @@ use outbox::Outbox;
 use rest::{Failure, Rest};
 use route::ResolvedRoute;
 use schedule::Schedule;
-use serenity::all::{ChannelId, GatewayIntents, HttpBuilder};
-use serenity::http::Http;
+use serenity::all::GatewayIntents;
 use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 
+pub use check::{check, token_shape};
+pub use connect::{build_http, build_http_with};
 pub use gateway::Causes as GatewayCauses;
 pub use rest::classify;
-
-/// The answerer name stored with requests and posts.
-pub const NAME: &str = "discord";
+use shown::placed;
+pub use shown::NAME;
 
 /// Discord's work for one term: built when this daemon starts doing it (alone: at start; in a
 /// cluster: when it takes the lead) and dropped when it stops, with all that it holds in memory,
@@ -125,64 +135,6 @@ impl Gate {
     }
 }
 
-/// The pending requests this answerer shows, with their outbox rows as they stand: what a
-/// click needs, without reading the store. An entry is added when a request is shown (or
-/// resumed, or read after a miss), follows its messages as they are recorded, and leaves as
-/// soon as anything about the request's answers or status changes; the next click then reads
-/// it again. The store stays the judge: first-wins is its conditional write, so an entry that
-/// is behind can only let a late click reach that write and lose there.
-#[derive(Default)]
-pub(crate) struct Shown(std::sync::Mutex<std::collections::HashMap<String, ShownRequest>>);
-
-/// A request as shown, with its outbox rows.
-type ShownRequest = Arc<(Request, Vec<Post>)>;
-
-impl Shown {
-    pub fn get(&self, token: &str) -> Option<ShownRequest> {
-        self.0.lock().unwrap().get(token).cloned()
-    }
-
-    pub fn insert(&self, req: Request, posts: Vec<Post>) {
-        let token = req.token.clone();
-        self.0.lock().unwrap().insert(token, Arc::new((req, posts)));
-    }
-
-    /// Records a message Discord confirmed.
-    pub fn posted(
-        &self,
-        token: &str,
-        post: &Post,
-        message: &str,
-        channel: &str,
-        guild: Option<&str>,
-    ) {
-        let mut map = self.0.lock().unwrap();
-        if let Some(entry) = map.get_mut(token) {
-            let (req, posts) = &**entry;
-            let mut posts = posts.clone();
-            for p in posts
-                .iter_mut()
-                .filter(|p| p.idx == post.idx && p.slot == post.slot)
-            {
-                p.message = Some(message.to_owned());
-                p.channel = channel.to_owned();
-                if guild.is_some() {
-                    p.guild = guild.map(str::to_owned);
-                }
-            }
-            *entry = Arc::new((req.clone(), posts));
-        }
-    }
-
-    pub fn forget(&self, token: &str) {
-        let mut map = self.0.lock().unwrap();
-        map.remove(token);
-        if map.is_empty() && map.capacity() > 1024 {
-            *map = Default::default();
-        }
-    }
-}
-
 /// The Discord answerer: what lasts the daemon's run (the config, the REST client, the gateway's
 /// state, the command) and the gate to the term's work.
 #[derive(Clone)]
@@ -196,31 +148,6 @@ pub struct DiscordAnswerer {
     gate: Arc<Gate>,
     /// The REST client the gateway client is built with too (`None`: serenity's own).
     rest_client: Option<reqwest::Client>,
-}
-
-/// Builds the REST client. With a non-default `api_base` REST goes through that base with
-/// serenity's rate limiter off (a REST proxy, or the test stand-in, handles rate limits).
-pub fn build_http(config: &Config) -> Result<Http> {
-    build_http_with(config, None)
-}
-
-/// [`build_http`] with REST going through `client` when given (see
-/// [`crate::daemon::DaemonHooks`]).
-pub fn build_http_with(config: &Config, client: Option<reqwest::Client>) -> Result<Http> {
-    let token = config
-        .discord
-        .token
-        .as_ref()
-        .context("discord.token is not set")?;
-    let mut builder = HttpBuilder::new(token.expose());
-    if let Some(client) = client {
-        builder = builder.client(client);
-    }
-    let base = config.discord.api_base.trim_end_matches('/');
-    if base != DEFAULT_API_BASE {
-        builder = builder.proxy(base).ratelimiter_disabled(true);
-    }
-    Ok(builder.build())
 }
 
 impl DiscordAnswerer {
@@ -361,11 +288,6 @@ impl DiscordAnswerer {
             ..Accepted::default()
         }
     }
-}
-
-/// Where an outbox row's message is (channel, message), once it is posted.
-fn placed(p: &Post) -> Option<(u64, u64)> {
-    Some((p.channel.parse().ok()?, p.message.as_deref()?.parse().ok()?))
 }
 
 /// The outbox of a request just stored, without reading it back.
@@ -643,8 +565,7 @@ impl DiscordAnswerer {
             gateway: self.gateway.clone(),
             commands: self.commands.clone(),
             ctx: ctx.clone(),
-            patterns: Default::default(),
-            unsaved_drafts: Default::default(),
+            kept: Default::default(),
         };
         // Building the client asks Discord for the gateway's URL: one request under the
         // global limit like ours.
@@ -694,162 +615,5 @@ impl DiscordAnswerer {
             Arc::new(digest).spawn(ctx);
         }
         Ok(())
-    }
-}
-
-/// `askrelay check-config`: checks the token's shape and that a channel is configured, then
-/// verifies the token and every configured channel with Discord; one line per problem. Returns
-/// the problems found. The token is never printed.
-pub async fn check(config: &Config) -> Vec<String> {
-    let mut problems = Vec::new();
-    if let Some(token) = &config.discord.token {
-        if let Err(why) = token_shape(token.expose()) {
-            problems.push(format!(
-                "discord.token does not look like a bot token: {why}"
-            ));
-        }
-    }
-    let mut channels: Vec<(String, u64)> = config
-        .routes
-        .iter()
-        .filter_map(|r| Some((format!("route {:?}", r.name), r.channel_id?.0)))
-        .collect();
-    if let Some(c) = config.discord.channel_id {
-        channels.insert(0, ("discord.channel_id".into(), c.0));
-    }
-    if config.discord.channel_id.is_none() {
-        problems.push(if channels.is_empty() {
-            "discord.channel_id is not set: no channel is configured (set discord.channel_id or add [[routes]])".to_owned()
-        } else {
-            "discord.channel_id is not set: requests that match no route get NO_ANSWERER".to_owned()
-        });
-    }
-    let http = match build_http(config) {
-        Ok(h) => h,
-        Err(e) => {
-            problems.push(format!("{e:#}"));
-            return problems;
-        }
-    };
-    let base = config.discord.api_base.trim_end_matches('/');
-    match http.get_current_user().await {
-        Ok(u) => println!("token ok: the bot is {} ({})", u.name, u.id),
-        Err(e) => {
-            problems.push(reach_problem(&e, base, "the token was rejected"));
-            return problems;
-        }
-    }
-    for (what, id) in channels {
-        match http.get_channel(ChannelId::new(id)).await {
-            Ok(_) => println!("channel ok: {what} = {id}"),
-            Err(e) => problems.push(reach_problem(
-                &e,
-                base,
-                &format!("{what} = {id} cannot be used"),
-            )),
-        }
-    }
-    problems
-}
-
-/// What a failed check says: Discord's refusal after `what`, or that Discord could not be
-/// reached at all (a network error is not a rejected token).
-fn reach_problem(e: &serenity::Error, base: &str, what: &str) -> String {
-    use serenity::http::HttpError;
-    match e {
-        serenity::Error::Http(HttpError::UnsuccessfulRequest(_)) => {
-            format!("{what}: {}", classify(e).message())
-        }
-        _ => {
-            let m = classify(e).message().to_owned();
-            match m.strip_prefix("cannot reach Discord ") {
-                Some(detail) => format!("cannot reach Discord at {base} {detail}"),
-                None => format!("cannot reach Discord at {base}: {m}"),
-            }
-        }
-    }
-}
-
-/// A bot token is three dot-separated parts of URL-safe base64 (as the Bot page shows it,
-/// without a "Bot " prefix): the bot's id, a timestamp and the secret. Says what is wrong,
-/// naming the part, without showing the token.
-pub fn token_shape(token: &str) -> Result<(), String> {
-    if token.starts_with("Bot ") || token.starts_with("Bearer ") {
-        return Err("give the token alone, without \"Bot \"".into());
-    }
-    if token.trim() != token || token.chars().any(char::is_whitespace) {
-        return Err("it contains spaces or line breaks".into());
-    }
-    if token.starts_with('"') || token.starts_with('\'') {
-        return Err("it is quoted".into());
-    }
-    let parts: Vec<&str> = token.split('.').collect();
-    if parts.len() != 3 {
-        return Err(format!(
-            "it should have three parts separated by dots; it has {}",
-            parts.len()
-        ));
-    }
-    const NAMES: [&str; 3] = ["first", "second", "third"];
-    for (name, p) in NAMES.iter().zip(&parts) {
-        if p.is_empty() {
-            return Err(format!("its {name} part is empty"));
-        }
-        if !p
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == '=')
-        {
-            return Err(format!(
-                "its {name} part has a character other than letters, digits, '-' and '_'"
-            ));
-        }
-    }
-    if parts[0].len() < TOKEN_ID_PART_MIN {
-        return Err(format!(
-            "its first part is too short ({} of at least {TOKEN_ID_PART_MIN} characters: a bot \
-             token begins with the bot's id in base64)",
-            parts[0].len()
-        ));
-    }
-    Ok(())
-}
-
-/// The shortest first part of a bot token: a snowflake of 17 digits in base64.
-const TOKEN_ID_PART_MIN: usize = 16;
-
-#[cfg(test)]
-mod tests {
-    use super::token_shape;
-
-    #[test]
-    fn token_shapes_say_what_is_wrong() {
-        assert!(token_shape("MTE4MDAwMDAwMDAwMDAwMDAwMQ.Gx1234.super-secret_part").is_ok());
-        assert!(token_shape("Bot MTE4MDAwMDAwMDAwMDAwMDAwMQ.Gx1234.x")
-            .unwrap_err()
-            .contains("without"));
-        assert!(token_shape("MTE4MDAwMDAwMDAwMDAwMDAwMQ.Gx1234.x\n")
-            .unwrap_err()
-            .contains("spaces"));
-        assert!(token_shape("\"MTE4MDAwMDAwMDAwMDAwMDAwMQ.Gx1234.x\"")
-            .unwrap_err()
-            .contains("quoted"));
-        assert!(token_shape("test-bot-token")
-            .unwrap_err()
-            .contains("three parts"));
-        assert_eq!(
-            token_shape("MTE4MDAwMDAwMDAwMDAwMDAwMQ.Gx1234.a/b").unwrap_err(),
-            "its third part has a character other than letters, digits, '-' and '_'"
-        );
-        // Each fault named as it is: "x.y.z" is a well-formed token whose first part is short.
-        assert_eq!(
-            token_shape("x.y.z").unwrap_err(),
-            "its first part is too short (1 of at least 16 characters: a bot token begins with \
-             the bot's id in base64)"
-        );
-        assert_eq!(
-            token_shape("MTE4MDAwMDAwMDAwMDAwMDAwMQ..x").unwrap_err(),
-            "its second part is empty"
-        );
-        assert!(token_shape("a.b").unwrap_err().ends_with("it has 2"));
     }
 }

@@ -13,7 +13,7 @@
 use super::render::{self, answered_view, ended_status, RenderContext};
 use super::rest::{Failure, Rest, LEAD_ENDED};
 use super::route::{self, ResolvedRoute};
-use super::{Shown, NAME};
+use super::shown::{placed, Shown, NAME};
 use crate::config::Config;
 use crate::domain::clock::now_ms;
 use crate::domain::request::{EditState, Post, Request, Slot};
@@ -187,7 +187,7 @@ impl Outbox {
             let main = posted
                 .iter()
                 .find(|p| p.idx == post.idx && p.is_main())
-                .and_then(super::placed);
+                .and_then(placed);
             let rendered = match ahead.iter().position(|(n, _)| *n == post.nonce) {
                 Some(i) if post.is_main() => ahead.swap_remove(i).1,
                 _ => self.render_post(req, route, q, &post, main),

@@ -226,6 +226,19 @@ pub fn by_name(config: &Config, name: &str) -> Option<ResolvedRoute> {
         .or_else(|| default_route(config))
 }
 
+/// Every route a request can have now: the default and each `[[routes]]` with a channel.
+pub fn all(config: &Config) -> Vec<ResolvedRoute> {
+    let mut routes: Vec<ResolvedRoute> = config
+        .routes
+        .iter()
+        .filter_map(|r| by_name(config, &r.name))
+        .collect();
+    if let Some(d) = resolve(config, &Default::default()).filter(|r| r.name == DEFAULT_ROUTE) {
+        routes.insert(0, d);
+    }
+    routes
+}
+
 /// The route a request was posted through (by the name stored with it), else the one its
 /// scope matches now, else [`closed`].
 pub fn of_request(config: &Config, req: &Request) -> ResolvedRoute {

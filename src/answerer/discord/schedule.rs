@@ -17,7 +17,7 @@ use super::custom_id;
 use super::outbox::Outbox;
 use super::rest::Rest;
 use super::route::{self, ResolvedRoute};
-use super::NAME;
+use super::shown::NAME;
 use crate::config::Config;
 use crate::domain::clock::now_ms;
 use crate::domain::expiry::Deadlines;

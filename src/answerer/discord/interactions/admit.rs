@@ -1,13 +1,14 @@
 //! Admission: the checks every interaction goes through before anything changes (see the
 //! parent module's comment), and the refusal, audited, when one fails.
 
-use super::{already, describe, Admitted, Handler, Origin, Refusal, Reply, UNKNOWN};
+use super::{describe, Admitted, Handler, Origin, Refusal, Reply, BOT, UNKNOWN};
+use crate::answerer::chat::admit as chat_admit;
 use crate::answerer::discord::custom_id::{self, CustomId, Kind};
 use crate::answerer::discord::gateway::Gateway;
-use crate::answerer::discord::render;
+use crate::answerer::discord::platform::{self, Discord};
 use crate::answerer::discord::route;
-use crate::answerer::discord::NAME;
-use crate::domain::request::{Actor, AuditAction, AuditEntry, Post, Source, Status, Via};
+use crate::answerer::discord::shown::NAME;
+use crate::domain::request::{AuditAction, AuditEntry, Post, Source, Status};
 use crate::domain::text::Escaped;
 use serenity::all::ActionRowComponent;
 use std::sync::Arc;
@@ -58,11 +59,9 @@ impl Handler {
 
     /// The checks every interaction goes through (see the module comment).
     pub(super) async fn admit<K: Kind>(&self, o: &Origin<'_>) -> Result<Admitted<K>, Refusal> {
-        if o.user.bot {
-            return Err(Refusal::new(
-                AuditAction::Bot,
-                "Bot accounts cannot answer askrelay questions.",
-            ));
+        let person = platform::person(&self.config, o.user, o.member);
+        if let Err(r) = chat_admit::person(&person) {
+            return Err(Refusal::new(r.action, BOT));
         }
         let id = CustomId::<K>::parse(o.custom_id).ok_or_else(|| {
             Refusal::new(
@@ -152,48 +151,19 @@ impl Handler {
         let Some(post) = mine.into_iter().next() else {
             return Err(Refusal::new(AuditAction::Stale, UNKNOWN).about(&req, idx));
         };
-        let q = &req.questions[idx];
-        if let Some(i) = id.action.option() {
-            if i >= q.options.len() {
-                return Err(Refusal::new(
-                    AuditAction::Forged,
-                    "This button does not match any option.",
-                )
-                .about(&req, idx));
-            }
-        }
         let route = route::of_request(&self.config, &req);
-        let roles: Vec<u64> = o
-            .member
-            .map(|m| m.roles.iter().map(|r| r.get()).collect())
-            .unwrap_or_default();
         let now = crate::domain::clock::now_ms();
-        if !route.allows_at(o.user.id.get(), &roles, req.created_at_ms, now) {
-            return Err(Refusal::new(AuditAction::Denied, "You are not allowed to answer this question. Ask an admin to add you (or one of your roles) to the route's allowed_user_ids or allowed_role_ids.").about(&req, idx));
-        }
-        // Who answered this question, and when, tells the late clicker more than "ended".
-        if let Some(Some(a)) = req.answers.get(idx) {
-            return Err(Refusal::new(AuditAction::Late, already(q, a)).about(&req, idx));
-        }
-        if req.status != Status::Pending {
-            let why = match (req.status, req.error()) {
-                (Status::Answered, _) => "This request has already been answered.".to_owned(),
-                (status, Some(e)) => format!(
-                    "This request has ended ({}): {}",
-                    status.as_str(),
-                    render::inert(&e.message)
-                ),
-                (status, None) => format!("This request has ended ({}).", status.as_str()),
-            };
-            return Err(Refusal::new(AuditAction::Late, why).about(&req, idx));
-        }
+        chat_admit::press(
+            &Discord(&self.config),
+            &req,
+            idx,
+            id.action.option(),
+            &person,
+            now,
+        )
+        .map_err(|r| Refusal::of(r, &req.questions[idx]).about(&req, idx))?;
         Ok(Admitted {
-            actor: Actor {
-                via: Via::Discord,
-                id: o.user.id.to_string(),
-                name: o.user.name.clone(),
-                note: None,
-            },
+            person,
             id,
             req,
             post,

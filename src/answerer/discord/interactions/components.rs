@@ -3,22 +3,17 @@
 //! buttons that need text open their form.
 
 use super::admit::copy_of;
-use super::grants::{grant_settlement, NO_SUCH_GRANT};
-use super::modals::confirm_form;
 use super::respond::Responder;
-use super::{describe, not_saved, Admitted, Handler, Origin, Refusal, Reply};
+use super::{describe, not_saved, Admitted, Handler, Origin, Refusal, Reply, NO_SUCH_GRANT};
+use crate::answerer::chat::confirm::WordFor;
+use crate::answerer::chat::drafts::NotSubmitted;
+use crate::answerer::chat::press::{self, Press, Refused, Step};
 use crate::answerer::discord::batch::BatchId;
 use crate::answerer::discord::custom_id::{self, Action, Form};
 use crate::answerer::discord::render::{self, RenderContext};
-use crate::domain::request::{AuditAction, AuditEntry, Request, Source};
+use crate::domain::request::{AuditAction, AuditEntry, Source};
 use crate::domain::Settlement;
 use serenity::all::{ComponentInteraction, ComponentInteractionDataKind};
-
-/// Drafts whose save failed: (request key, question, Discord user).
-pub(crate) type UnsavedDrafts = std::collections::HashSet<(i64, usize, String)>;
-
-/// The most unsaved drafts remembered at once.
-const MAX_UNSAVED_DRAFTS: usize = 1000;
 
 /// What "Submit" says after the person's last selection failed to save.
 const DRAFT_NOT_SAVED: &str = "Your last selection was not saved, so nothing was submitted: \
@@ -54,7 +49,7 @@ impl Handler {
         ci: &ComponentInteraction,
         a: Admitted<Action>,
     ) -> Reply {
-        let (key, idx) = (a.req.key, a.id.question);
+        let idx = a.id.question;
         let q = &a.req.questions[idx];
         let values: &[String] = match &ci.data.kind {
             ComponentInteractionDataKind::StringSelect { values } => values,
@@ -66,205 +61,142 @@ impl Handler {
             .map(|v| custom_id::parse_option_value(v, q.options.len()))
             .collect();
         let user = ci.user.id.to_string();
-        let settlement = match (a.id.action, picked) {
-            (Action::Choose(i), _) => Settlement::choice(i),
-            (Action::SelectOne, Some(p)) if p.len() == 1 => Settlement::choice(p[0]),
-            (Action::Draft, Some(p)) => {
-                let saved = self.ctx.save_draft(&a.req, idx, &user, &p).await;
-                let audit = AuditEntry {
-                    request_key: Some(key),
-                    request_id: Some(a.req.request_id.clone()),
-                    question_idx: Some(idx),
-                    source: Source::Discord,
-                    actor: Some(describe(&ci.user)),
-                    action: AuditAction::Draft,
-                    detail: Some(crate::domain::audit::settlement_detail(
-                        q,
-                        &Settlement {
-                            selected: p.clone(),
-                            ..Settlement::default()
-                        },
-                    )),
-                    accepted: true,
-                };
-                let reply = match saved {
-                    Ok(()) => match self.ctx.record(audit).await {
-                        Ok(()) => Reply::Ack,
-                        Err(e) => Reply::Tell(not_saved(&format!("{e:#}"))),
-                    },
-                    Err(e) => {
-                        tracing::error!(error = %format!("{e:#}"), "cannot save a draft");
-                        Reply::Tell("askrelay could not save your selection, try again.".into())
-                    }
-                };
-                self.mark_draft(key, idx, &user, matches!(reply, Reply::Ack));
-                return reply;
-            }
-            (Action::SelectOne | Action::Draft, _) => {
-                return self
-                    .refuse(
-                        origin,
-                        Refusal::new(
-                            AuditAction::Forged,
-                            "That selection does not match the options.",
-                        )
-                        .about(&a.req, idx),
-                    )
-                    .await;
-            }
-            (Action::Grant(i), _) => match grant_settlement(&a.route, i) {
-                Some(s) => s,
-                None => {
-                    return self
-                        .refuse(
-                            origin,
-                            Refusal::new(AuditAction::Forged, NO_SUCH_GRANT).about(&a.req, idx),
-                        )
-                        .await;
-                }
-            },
-            (Action::Edit, _) => {
-                let ctx = RenderContext::of(&a.req, &a.route, idx);
-                let Some(asked) = ctx.editable else {
-                    return self
-                        .refuse(
-                            origin,
-                            Refusal::new(
-                                AuditAction::Forged,
-                                "This command cannot be edited here.",
-                            )
-                            .about(&a.req, idx),
-                        )
-                        .await;
-                };
-                // On a quorum route the form starts from the edit others voted for last, so
-                // that a second approver approves the same edited command.
-                let command = a.req.votes[idx]
-                    .iter()
-                    .rev()
-                    .find_map(|v| v.terms.as_ref().and_then(|t| t.edited.clone()))
-                    .unwrap_or_else(|| asked.to_owned());
-                return self
-                    .open_modal(ci, &a.req, idx, render::edit_modal(q, &ctx, &command))
-                    .await;
-            }
-            (Action::GrantPattern, _) => {
-                let ctx = RenderContext::of(&a.req, &a.route, idx);
-                let Some(asked) = ctx.approval.filter(|_| !ctx.grant_secs.is_empty()) else {
-                    return self
-                        .refuse(
-                            origin,
-                            Refusal::new(AuditAction::Forged, NO_SUCH_GRANT).about(&a.req, idx),
-                        )
-                        .await;
-                };
-                return self
-                    .open_modal(
-                        ci,
-                        &a.req,
-                        idx,
-                        render::grant_pattern_modal(q, &ctx, &asked.command),
-                    )
-                    .await;
-            }
-            (Action::SaveGrant(g), _) => {
-                let waiting = self
-                    .patterns
-                    .lock()
-                    .unwrap()
-                    .take(&a.req.token, ci.user.id.get());
-                let Some((pattern, _)) = waiting.filter(|(_, w)| *w == g) else {
-                    return self
-                        .refuse(
-                            origin,
-                            Refusal::new(
-                                AuditAction::Stale,
-                                "No pattern of yours is waiting to be saved here (askrelay may \
-                                 have restarted); use Allow matching… again.",
-                            )
-                            .about(&a.req, idx),
-                        )
-                        .await;
-                };
-                let Some(mut settlement) = grant_settlement(&a.route, g) else {
-                    return self
-                        .refuse(
-                            origin,
-                            Refusal::new(AuditAction::Forged, NO_SUCH_GRANT).about(&a.req, idx),
-                        )
-                        .await;
-                };
-                if let Some(t) = settlement.terms.as_mut().and_then(|t| t.grant.as_mut()) {
-                    t.pattern = Some(pattern);
-                }
-                return self.save_grant(a, settlement).await;
-            }
-            (Action::Submit, _) => match self.draft(&a.req, idx, &user).await {
-                Ok(s) => s,
-                Err(r) => return r,
-            },
-            (Action::Other | Action::Answer | Action::SubmitWithNote, _) => {
-                if a.id.action == Action::SubmitWithNote {
-                    if let Some(r) = self.note_needs_word(origin, &a, &user).await {
-                        return r;
-                    }
-                }
-                let form = match a.id.action {
-                    Action::Other => Form::Other,
-                    Action::Answer => Form::Answer,
-                    _ => Form::Note,
-                };
-                let ctx = RenderContext::of(&a.req, &a.route, idx);
-                return self
-                    .open_modal(ci, &a.req, idx, render::modal(q, &ctx, form))
-                    .await;
+        let pressed = match a.id.action {
+            Action::Choose(i) => Press::Choose(i),
+            Action::SelectOne => Press::SelectOne(picked),
+            Action::Draft => Press::Draft(picked),
+            Action::Grant(g) => Press::Grant(g),
+            Action::Edit => Press::Edit,
+            Action::GrantPattern => Press::GrantPattern,
+            Action::SaveGrant(g) => Press::SaveGrant(g),
+            Action::Submit => Press::Submit,
+            Action::Other => Press::Other,
+            Action::Answer => Press::Answer,
+            Action::SubmitWithNote => Press::SubmitWithNote,
+        };
+        let shown = {
+            let ctx = RenderContext::of(&a.req, &a.route, idx);
+            press::Shown {
+                editable: ctx.editable.map(str::to_owned),
+                grantable: ctx.approval.is_some() && !ctx.grant_secs.is_empty(),
             }
         };
-        if let Some(form) = confirm_form(&a, &settlement) {
-            return self.open_confirm(ci, &a, form).await;
+        let step = press::decide(
+            &self.ctx,
+            &self.kept,
+            &a.req,
+            idx,
+            &a.route.policy,
+            &user,
+            pressed,
+            shown,
+        )
+        .await;
+        match step {
+            Step::Settle(settlement) => {
+                crate::crash::point("clicked");
+                self.settle(a, settlement, None).await
+            }
+            Step::SaveGrant(settlement) => self.save_grant(a, settlement).await,
+            Step::AskWord(w) => {
+                let form = match w {
+                    WordFor::Draft => Form::ConfirmDraft,
+                    WordFor::Grant(g) => Form::ConfirmGrant(g),
+                    WordFor::Choice(i) => Form::Confirm(i),
+                };
+                self.open_confirm(ci, &a, form).await
+            }
+            Step::Open(form) => {
+                let ctx = RenderContext::of(&a.req, &a.route, idx);
+                let modal = match form {
+                    press::Form::Other => render::modal(q, &ctx, Form::Other),
+                    press::Form::Answer => render::modal(q, &ctx, Form::Answer),
+                    press::Form::Note => render::modal(q, &ctx, Form::Note),
+                    press::Form::Edit(command) => render::edit_modal(q, &ctx, &command),
+                    press::Form::GrantPattern => {
+                        let asked = ctx.approval.map_or("", |ap| ap.command.as_str());
+                        render::grant_pattern_modal(q, &ctx, asked)
+                    }
+                };
+                self.open_modal(ci, &a.req, idx, modal).await
+            }
+            Step::SaveDraft(p) => self.save_draft(ci, &a, &user, p).await,
+            Step::Refuse(r) => {
+                let action = r.action();
+                let text = match r {
+                    Refused::BadSelection => {
+                        "That selection does not match the options.".to_owned()
+                    }
+                    Refused::NoSuchGrant => NO_SUCH_GRANT.to_owned(),
+                    Refused::NotEditable => "This command cannot be edited here.".to_owned(),
+                    Refused::NoPatternWaiting => "No pattern of yours is waiting to be saved \
+                                                 here (askrelay may have restarted); use Allow \
+                                                 matching… again."
+                        .to_owned(),
+                    Refused::NoteNeedsWord { labels, word } => {
+                        let labels: Vec<String> = labels.iter().map(|l| render::inert(l)).collect();
+                        format!(
+                            "{} needs typing `{word}` to confirm, and a note cannot go with it: \
+                             use **Submit**, which asks for the word. Nothing was recorded.",
+                            labels.join(", ")
+                        )
+                    }
+                };
+                self.refuse(origin, Refusal::new(action, text).about(&a.req, idx))
+                    .await
+            }
+            Step::NotSubmitted(e) => not_submitted(e),
         }
-        crate::crash::point("clicked");
-        self.settle(a, settlement, None).await
     }
 
-    /// Notes whether the person's last draft of question `idx` was saved (see
-    /// [`Handler::unsaved_drafts`]).
-    fn mark_draft(&self, key: i64, idx: usize, user: &str, saved: bool) {
-        let mut unsaved = self.unsaved_drafts.lock().unwrap();
-        let id = (key, idx, user.to_owned());
-        if saved {
-            unsaved.remove(&id);
-        } else if unsaved.len() < MAX_UNSAVED_DRAFTS {
-            unsaved.insert(id);
-        }
-    }
-
-    fn draft_unsaved(&self, key: i64, idx: usize, user: &str) -> bool {
-        self.unsaved_drafts
-            .lock()
-            .unwrap()
-            .contains(&(key, idx, user.to_owned()))
-    }
-
-    /// The settlement of the person's saved selection of question `idx`, to submit; or the
-    /// reply refusing it: their last selection failed to save, or it cannot be read now (never
-    /// an older or an empty selection in its place).
-    pub(super) async fn draft(
+    /// Keeps the person's selection `p` of a multi-select as their draft, audited.
+    async fn save_draft(
         &self,
-        req: &Request,
-        idx: usize,
+        ci: &ComponentInteraction,
+        a: &Admitted<Action>,
         user: &str,
-    ) -> Result<Settlement, Reply> {
-        if self.draft_unsaved(req.key, idx, user) {
-            return Err(Reply::Tell(DRAFT_NOT_SAVED.into()));
-        }
-        let selected = self.ctx.draft(req, idx, user).await.map_err(|e| {
-            tracing::error!(error = %format!("{e:#}"), "cannot read a draft");
-            Reply::Tell(not_saved(&format!("{e:#}")))
-        })?;
-        Ok(Settlement {
-            selected,
-            ..Settlement::default()
-        })
+        p: Vec<usize>,
+    ) -> Reply {
+        let (key, idx) = (a.req.key, a.id.question);
+        let q = &a.req.questions[idx];
+        let saved = self.ctx.save_draft(&a.req, idx, user, &p).await;
+        let audit = AuditEntry {
+            request_key: Some(key),
+            request_id: Some(a.req.request_id.clone()),
+            question_idx: Some(idx),
+            source: Source::Discord,
+            actor: Some(describe(&ci.user)),
+            action: AuditAction::Draft,
+            detail: Some(crate::domain::audit::settlement_detail(
+                q,
+                &Settlement {
+                    selected: p.clone(),
+                    ..Settlement::default()
+                },
+            )),
+            accepted: true,
+        };
+        let reply = match saved {
+            Ok(()) => match self.ctx.record(audit).await {
+                Ok(()) => Reply::Ack,
+                Err(e) => Reply::Tell(not_saved(&format!("{e:#}"))),
+            },
+            Err(e) => {
+                tracing::error!(error = %format!("{e:#}"), "cannot save a draft");
+                Reply::Tell("askrelay could not save your selection, try again.".into())
+            }
+        };
+        self.kept
+            .unsaved
+            .mark(key, idx, user, matches!(reply, Reply::Ack));
+        reply
+    }
+}
+
+/// What the person is told when their draft cannot be submitted.
+pub(super) fn not_submitted(e: NotSubmitted) -> Reply {
+    match e {
+        NotSubmitted::LastNotSaved => Reply::Tell(DRAFT_NOT_SAVED.into()),
+        NotSubmitted::Unreadable(cause) => Reply::Tell(not_saved(&cause)),
     }
 }

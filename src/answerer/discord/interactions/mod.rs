@@ -27,23 +27,27 @@
 //! that asks for it instead of settling; the modal's submission settles with the word, which
 //! the core checks again.
 //!
+//! The decisions are the chat layer's ([`crate::answerer::chat`]): the handler finds the
+//! request and the message a press belongs to, turns the press into the chat layer's terms
+//! (a [`crate::answerer::chat::Person`], an option, a form's text), and renders what it
+//! decides as Discord's text, components and callbacks.
+//!
 //! The handler's parts, by what they make: this file holds the entry ([`Handler`]'s
 //! `raw_event`), the pipeline's types ([`Origin`], [`Admitted`], [`Refusal`], [`Reply`]) and
 //! the settling through the core; `admit.rs` admission and refusal; `respond.rs` the callback or
 //! the deferral and follow-up; `components.rs` clicks and selects (and multi-select drafts);
 //! `modals.rs` the forms, opened and submitted (and the typed word that confirms a label);
-//! `grants.rs` the grants a person writes (preview, then "Save grant").
+//! `grants.rs` the grants a person writes (preview, then "Save grant"); `batch.rs` the batch
+//! controls of `/askrelay pending`.
 
 mod admit;
+mod batch;
 mod components;
 mod grants;
 mod modals;
 mod respond;
 #[cfg(test)]
 mod tests;
-
-pub(crate) use components::UnsavedDrafts;
-pub(crate) use grants::WaitingPatterns;
 
 use super::commands::Commands;
 use super::custom_id::CustomId;
@@ -52,10 +56,14 @@ use super::outbox::Outbox;
 use super::render::{self, answered_view, RenderContext};
 use super::rest::Rest;
 use super::route::ResolvedRoute;
+use crate::answerer::chat::admit::Refused;
+use crate::answerer::chat::press::Kept;
+use crate::answerer::chat::vote::{self, Settle};
+use crate::answerer::chat::Person;
 use crate::config::Config;
-use crate::domain::request::{Actor, Answered, AuditAction, AuditEntry, Post, Request, Source};
+use crate::domain::request::{Answered, AuditAction, AuditEntry, Post, Request, Source};
 use crate::domain::text::Escaped;
-use crate::domain::{AnswererContext, QuestionAnswer, SettleOutcome, Settlement};
+use crate::domain::{AnswererContext, QuestionAnswer, Settlement};
 use async_trait::async_trait;
 use serenity::all::{
     ChannelId, Context, Event, GuildId, Interaction, Member, MessageId, RawEventHandler, User,
@@ -71,14 +79,11 @@ pub(crate) struct Handler {
     pub gateway: Arc<Gateway>,
     pub commands: Arc<Commands>,
     pub ctx: AnswererContext,
-    /// Grant patterns shown in a preview and not saved yet, by request token and Discord user:
-    /// a pattern and the route's grant length. Kept for the term only (a restart forgets them:
-    /// the person is told to write the pattern again).
-    pub patterns: Arc<std::sync::Mutex<WaitingPatterns>>,
-    /// Multi-select drafts whose save failed, by request key, question and Discord user: the
-    /// person was told to choose again, and "Submit" is refused until a save succeeds, so that
-    /// it never submits an older or empty selection in its place. Kept for the term only.
-    pub unsaved_drafts: Arc<std::sync::Mutex<UnsavedDrafts>>,
+    /// What presses leave for later presses, kept for the term only (a restart forgets them):
+    /// grant patterns shown in a preview and not saved yet (the person is told to write the
+    /// pattern again), and multi-select drafts whose save failed ("Submit" is refused until a
+    /// save succeeds, so that it never submits an older or empty selection in its place).
+    pub kept: Arc<Kept>,
 }
 
 #[async_trait]
@@ -215,7 +220,8 @@ struct Admitted<K> {
     /// The request's other outbox rows: copies to edit when this one wins.
     others: Vec<Post>,
     route: ResolvedRoute,
-    actor: Actor,
+    /// Who pressed, as the chat layer knows them.
+    person: Person,
 }
 
 /// Why an interaction changes nothing: its audit action, the ephemeral text, and what it was
@@ -238,6 +244,32 @@ impl Refusal {
         }
     }
 
+    /// The chat layer's refusal of a press on question `q`, as Discord says it.
+    fn of(r: crate::answerer::chat::admit::Refusal, q: &crate::domain::Question) -> Refusal {
+        let text = match r.why {
+            Refused::Bot => BOT.to_owned(),
+            Refused::NoSuchOption => "This button does not match any option.".to_owned(),
+            Refused::NotAllowed => "You are not allowed to answer this question. Ask an admin to \
+                                    add you (or one of your roles) to the route's \
+                                    allowed_user_ids or allowed_role_ids."
+                .to_owned(),
+            // Who answered this question, and when, tells the late clicker more than "ended".
+            Refused::Answered(a) => already(q, &a),
+            Refused::Ended { status, error } => match (status, error) {
+                (crate::domain::Status::Answered, _) => {
+                    "This request has already been answered.".to_owned()
+                }
+                (status, Some(e)) => format!(
+                    "This request has ended ({}): {}",
+                    status.as_str(),
+                    render::inert(&e)
+                ),
+                (status, None) => format!("This request has ended ({}).", status.as_str()),
+            },
+        };
+        Refusal::new(r.action, text)
+    }
+
     fn about(mut self, req: &Request, idx: usize) -> Refusal {
         self.about = Some((req.key, req.request_id.clone()));
         self.idx = Some(idx);
@@ -247,24 +279,16 @@ impl Refusal {
 
 const UNKNOWN: &str = "This question is no longer known to askrelay; nothing was recorded.";
 
+/// The reply to a press by a bot account.
+const BOT: &str = "Bot accounts cannot answer askrelay questions.";
+
+/// The reply to a grant button the route no longer has.
+const NO_SUCH_GRANT: &str = "This route gives no such grant (any more).";
+
 /// The reply when the store refused or failed a write, naming the cause's class (never its
 /// text, which may carry paths or URLs): one line.
 fn not_saved(cause: &str) -> String {
-    let lower = cause.to_ascii_lowercase();
-    let class = if [
-        "locked",
-        "busy",
-        "lock timeout",
-        "statement timeout",
-        "timed out",
-    ]
-    .iter()
-    .any(|w| lower.contains(w))
-    {
-        "askrelay's database was busy"
-    } else {
-        "askrelay's database failed"
-    };
+    let class = vote::failure_class(cause);
     format!("Your answer could not be saved, try again ({class}). Nothing was recorded.")
 }
 
@@ -280,79 +304,74 @@ impl Handler {
     ) -> Reply {
         let (key, idx) = (a.req.key, a.id.question);
         let q = &a.req.questions[idx];
-        let settled = self
-            .ctx
-            .settle_confirmed(
-                &a.req,
-                idx,
-                settlement,
-                a.actor.clone(),
-                &a.route.policy,
-                typed.as_deref(),
-            )
-            .await;
+        let settled = vote::settle(
+            &self.ctx,
+            &a.req,
+            idx,
+            settlement,
+            a.person.actor.clone(),
+            typed.as_deref().map(|w| (&a.route.policy, w)),
+        )
+        .await;
         // Whatever happened, what is shown of the request changed (or may have): read it again
         // at the next click.
         self.outbox.shown.forget(&a.req.token);
         match settled {
-            Ok(settled) => match settled.outcome {
-                SettleOutcome::Won { .. } => {
-                    // The agent's `answered` line goes first; the callback has 3 s.
-                    tokio::task::yield_now().await;
-                    let answered: &Answered = settled.request.answers[idx]
-                        .as_ref()
-                        .expect("a won settlement is recorded");
-                    let ctx = RenderContext::of(&settled.request, &a.route, idx);
-                    let outcome = render::settled(q, &ctx, &answered_view(q, answered));
-                    // Its copies elsewhere (DMs, escalation) show the answer too.
-                    let copies: Vec<Post> = a
-                        .others
-                        .iter()
-                        .filter(|p| p.idx == idx && !p.is_note() && p.message.is_some())
-                        .cloned()
-                        .collect();
-                    self.outbox.sync_edits(&self.ctx, &settled.request, &copies);
-                    Reply::Update(Box::new((outcome, a.post, settled.request)))
-                }
-                SettleOutcome::Voted(_) => {
-                    // This copy shows the new count at once; the others follow.
-                    let ctx = RenderContext::of(&settled.request, &a.route, idx);
-                    let shown = render::open(q, &ctx);
-                    let copies: Vec<Post> = a
-                        .others
-                        .iter()
-                        .filter(|p| p.idx == idx && !p.is_note() && p.message.is_some())
-                        .cloned()
-                        .collect();
-                    self.outbox
-                        .show_votes(&self.ctx, &settled.request, idx, &copies);
-                    Reply::Refresh(Box::new((shown, a.post, settled.request)))
-                }
-                SettleOutcome::AlreadyVoted(t) => Reply::Tell(format!(
-                    "You already voted for this answer ({} of {} approvals); it settles when {} \
-                     more choose the same.",
-                    t.count,
-                    t.needed,
-                    t.needed.saturating_sub(t.count)
-                )),
-                SettleOutcome::AlreadyAnswered(prev) => Reply::Tell(already(q, &prev)),
-                SettleOutcome::Ended(status) => Reply::Tell(format!(
-                    "This request has ended ({}); your answer did not count.",
-                    status.as_str()
-                )),
-                SettleOutcome::Unknown => Reply::Tell(UNKNOWN.into()),
-            },
-            Err(e) if e.code == crate::domain::ErrorCode::Internal => {
+            Settle::Won(request) => {
+                // The agent's `answered` line goes first; the callback has 3 s.
+                tokio::task::yield_now().await;
+                let answered: &Answered = request.answers[idx]
+                    .as_ref()
+                    .expect("a won settlement is recorded");
+                let ctx = RenderContext::of(&request, &a.route, idx);
+                let outcome = render::settled(q, &ctx, &answered_view(q, answered));
+                // Its copies elsewhere (DMs, escalation) show the answer too.
+                let copies: Vec<Post> = a
+                    .others
+                    .iter()
+                    .filter(|p| p.idx == idx && !p.is_note() && p.message.is_some())
+                    .cloned()
+                    .collect();
+                self.outbox.sync_edits(&self.ctx, &request, &copies);
+                Reply::Update(Box::new((outcome, a.post, *request)))
+            }
+            Settle::Voted(request, _) => {
+                // This copy shows the new count at once; the others follow.
+                let ctx = RenderContext::of(&request, &a.route, idx);
+                let shown = render::open(q, &ctx);
+                let copies: Vec<Post> = a
+                    .others
+                    .iter()
+                    .filter(|p| p.idx == idx && !p.is_note() && p.message.is_some())
+                    .cloned()
+                    .collect();
+                self.outbox.show_votes(&self.ctx, &request, idx, &copies);
+                Reply::Refresh(Box::new((shown, a.post, *request)))
+            }
+            Settle::AlreadyVoted(t) => Reply::Tell(format!(
+                "You already voted for this answer ({} of {} approvals); it settles when {} \
+                 more choose the same.",
+                t.count,
+                t.needed,
+                t.needed.saturating_sub(t.count)
+            )),
+            Settle::AlreadyAnswered(prev) => Reply::Tell(already(q, &prev)),
+            Settle::Ended(status) => Reply::Tell(format!(
+                "This request has ended ({}); your answer did not count.",
+                status.as_str()
+            )),
+            Settle::Unknown => Reply::Tell(UNKNOWN.into()),
+            Settle::NotSaved(cause) => {
                 tracing::warn!(
                     key,
                     question = idx,
                     "an answer could not be stored; the clicker is told to try again"
                 );
-                Reply::Tell(not_saved(&e.message))
+                Reply::Tell(not_saved(&cause))
             }
-            Err(e) => Reply::Tell(format!(
+            Settle::Refused(message) => Reply::Tell(format!(
                 "Your answer was not recorded: {}",
-                render::inert(&e.message)
+                render::inert(&message)
             )),
         }
     }

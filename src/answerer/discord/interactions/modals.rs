@@ -3,15 +3,14 @@
 //! confirms a label of the route's `confirm_labels`.
 
 use super::admit::copy_of;
-use super::grants::{grant_settlement, NO_SUCH_GRANT};
 use super::respond::Responder;
-use super::{describe, not_saved, Admitted, Handler, Origin, Refusal, Reply};
+use super::{describe, not_saved, Admitted, Handler, Origin, Refusal, Reply, NO_SUCH_GRANT};
+use crate::answerer::chat::confirm::WordFor;
+use crate::answerer::chat::form::{self, FormStep, Sent};
 use crate::answerer::discord::custom_id::{Action, Form, TEXT_INPUT_ID};
 use crate::answerer::discord::render::{self, RenderContext};
-use crate::domain::answer::Terms;
 use crate::domain::request::{AuditAction, AuditEntry, Request, Source};
 use crate::domain::text::Escaped;
-use crate::domain::Settlement;
 use serenity::all::{ActionRowComponent, ComponentInteraction, ModalInteraction};
 
 impl Handler {
@@ -74,93 +73,6 @@ impl Handler {
         }
     }
 
-    /// "Submit with note…" with a label in the draft that needs the typed word: the note's
-    /// form has no room for the word, so it is refused and Submit (which asks for it) named.
-    pub(super) async fn note_needs_word(
-        &self,
-        origin: &Origin<'_>,
-        a: &Admitted<Action>,
-        user: &str,
-    ) -> Option<Reply> {
-        let idx = a.id.question;
-        let q = &a.req.questions[idx];
-        let draft = match self.draft(&a.req, idx, user).await {
-            Ok(s) => s,
-            Err(r) => return Some(r),
-        };
-        let needed = a.route.policy.confirm.needed(q, &draft);
-        if needed.is_empty() {
-            return None;
-        }
-        let labels: Vec<String> = needed.iter().map(|l| render::inert(l)).collect();
-        let word = a.route.policy.confirm.word.resolve(&a.req.scope);
-        let text = format!(
-            "{} needs typing `{word}` to confirm, and a note cannot go with it: use **Submit**, \
-             which asks for the word. Nothing was recorded.",
-            labels.join(", ")
-        );
-        Some(
-            self.refuse(
-                origin,
-                Refusal::new(AuditAction::Forbidden, text).about(&a.req, idx),
-            )
-            .await,
-        )
-    }
-
-    /// The confirm modal was submitted: the word, trimmed, must be the one the question shows
-    /// (case matters); then it settles through the core, which checks it again.
-    async fn confirmed(
-        &self,
-        origin: &Origin<'_>,
-        mi: &ModalInteraction,
-        a: Admitted<Form>,
-        typed: String,
-    ) -> Reply {
-        let (key, idx) = (a.req.key, a.id.question);
-        let word = a.route.policy.confirm.word.resolve(&a.req.scope);
-        if !crate::domain::confirm::matches(word, &typed) {
-            self.ctx
-                .refuse(AuditEntry {
-                    request_key: Some(key),
-                    request_id: Some(a.req.request_id.clone()),
-                    question_idx: Some(idx),
-                    source: Source::Discord,
-                    actor: Some(describe(origin.user)),
-                    action: AuditAction::Forbidden,
-                    detail: Some(format!(
-                        "not confirmed (the word typed did not match): custom_id {:?}",
-                        Escaped(origin.custom_id)
-                    )),
-                    accepted: false,
-                })
-                .await;
-            return Reply::Tell(format!(
-                "What you typed did not match `{word}`; nothing was recorded."
-            ));
-        }
-        let settlement = match a.id.action {
-            Form::Confirm(i) => Settlement::choice(i),
-            Form::ConfirmGrant(g) => match grant_settlement(&a.route, g) {
-                Some(s) => s,
-                None => {
-                    return self
-                        .refuse(
-                            origin,
-                            Refusal::new(AuditAction::Forged, NO_SUCH_GRANT).about(&a.req, idx),
-                        )
-                        .await
-                }
-            },
-            _ => match self.draft(&a.req, idx, &mi.user.id.to_string()).await {
-                Ok(s) => s,
-                Err(r) => return r,
-            },
-        };
-        crate::crash::point("clicked");
-        self.settle(a, settlement, Some(typed)).await
-    }
-
     pub(super) async fn on_modal(&self, mi: ModalInteraction) {
         let origin = Origin {
             custom_id: &mi.data.custom_id,
@@ -192,19 +104,41 @@ impl Handler {
         a: Admitted<Form>,
     ) -> Reply {
         let idx = a.id.question;
-        let text = mi
-            .data
-            .components
-            .iter()
-            .flat_map(|row| row.components.iter())
-            .find_map(|c| match c {
-                ActionRowComponent::InputText(t) if t.custom_id == TEXT_INPUT_ID => t.value.clone(),
-                _ => None,
-            })
-            .filter(|t| !t.trim().is_empty());
-        let Some(text) = text else {
-            return self
-                .refuse(
+        let text = input_value(mi, TEXT_INPUT_ID);
+        let sent = match a.id.action {
+            Form::Other => Sent::Other,
+            Form::Answer => Sent::Answer,
+            Form::Note => Sent::Note,
+            Form::Edit => Sent::Edit,
+            Form::Confirm(i) => Sent::Word(WordFor::Choice(i)),
+            Form::ConfirmDraft => Sent::Word(WordFor::Draft),
+            Form::ConfirmGrant(g) => Sent::Word(WordFor::Grant(g)),
+            Form::GrantPattern => Sent::GrantPattern,
+        };
+        let word = (sent == Sent::Edit)
+            .then(|| input_value(mi, render::CONFIRM_INPUT_ID))
+            .flatten();
+        let user = mi.user.id.to_string();
+        let step = form::decide(
+            &self.ctx,
+            &self.kept,
+            &a.req,
+            idx,
+            &a.route.policy,
+            &user,
+            sent,
+            text,
+            word,
+        )
+        .await;
+        match step {
+            FormStep::Settle { settlement, typed } => {
+                crate::crash::point("clicked");
+                self.settle(a, settlement, typed).await
+            }
+            FormStep::Preview(pattern) => self.preview_grant(origin, mi, a, pattern).await,
+            FormStep::Empty => {
+                self.refuse(
                     origin,
                     Refusal::new(
                         AuditAction::EmptyModal,
@@ -212,46 +146,37 @@ impl Handler {
                     )
                     .about(&a.req, idx),
                 )
-                .await;
-        };
-        let settlement = match a.id.action {
-            Form::Other | Form::Answer => Settlement::text(text),
-            Form::Note => match self.draft(&a.req, idx, &mi.user.id.to_string()).await {
-                Ok(s) => Settlement {
-                    custom: Some(text),
-                    ..s
-                },
-                Err(r) => return r,
-            },
-            Form::Edit => {
-                let asked = a
-                    .req
-                    .context
-                    .as_deref()
-                    .and_then(|c| c.approval.as_ref())
-                    .map(|ap| ap.command.as_str());
-                // The command as asked, unchanged, is a plain allow.
-                let edited = (asked != Some(text.as_str())).then_some(text);
-                Settlement {
-                    selected: vec![0],
-                    custom: None,
-                    terms: edited.map(|e| Terms {
-                        grant: None,
-                        edited: Some(e),
-                    }),
-                }
+                .await
             }
-            Form::Confirm(_) | Form::ConfirmDraft | Form::ConfirmGrant(_) => {
-                return self.confirmed(origin, mi, a, text).await
+            FormStep::WordMismatch(word) => {
+                self.ctx
+                    .refuse(AuditEntry {
+                        request_key: Some(a.req.key),
+                        request_id: Some(a.req.request_id.clone()),
+                        question_idx: Some(idx),
+                        source: Source::Discord,
+                        actor: Some(describe(origin.user)),
+                        action: AuditAction::Forbidden,
+                        detail: Some(format!(
+                            "not confirmed (the word typed did not match): custom_id {:?}",
+                            Escaped(origin.custom_id)
+                        )),
+                        accepted: false,
+                    })
+                    .await;
+                Reply::Tell(format!(
+                    "What you typed did not match `{word}`; nothing was recorded."
+                ))
             }
-            Form::GrantPattern => return self.preview_grant(origin, mi, a, text).await,
-        };
-        // An edit of a label that needs the word carries it in its second input.
-        let typed = (a.id.action == Form::Edit)
-            .then(|| input_value(mi, render::CONFIRM_INPUT_ID))
-            .flatten();
-        crate::crash::point("clicked");
-        self.settle(a, settlement, typed).await
+            FormStep::NoSuchGrant => {
+                self.refuse(
+                    origin,
+                    Refusal::new(AuditAction::Forged, NO_SUCH_GRANT).about(&a.req, idx),
+                )
+                .await
+            }
+            FormStep::NotSubmitted(e) => super::components::not_submitted(e),
+        }
     }
 }
 
@@ -266,18 +191,4 @@ pub(super) fn input_value(mi: &ModalInteraction, id: &str) -> Option<String> {
             _ => None,
         })
         .filter(|t| !t.trim().is_empty())
-}
-
-/// The form that asks for the typed word, when `settlement` (a click's choice, or Submit's
-/// draft) has a label of the route's `confirm_labels`.
-pub(super) fn confirm_form(a: &Admitted<Action>, settlement: &Settlement) -> Option<Form> {
-    let q = &a.req.questions[a.id.question];
-    if a.route.policy.confirm.needed(q, settlement).is_empty() {
-        return None;
-    }
-    Some(match a.id.action {
-        Action::Submit => Form::ConfirmDraft,
-        Action::Grant(g) => Form::ConfirmGrant(g),
-        _ => Form::Confirm(*settlement.selected.first()?),
-    })
 }
