@@ -1,5 +1,5 @@
 //! The fault harness: the real daemon against the Discord stand-in under SIGKILLs, crash points,
-//! injected 5xx and 429 bursts and gateway drops (see `crates/testkit/src/chaos.rs`).
+//! injected 5xx and 429 bursts and gateway drops (see `crates/testkit/src/chaos/`).
 //!
 //! ```text
 //! cargo run --release --example chaos -- --requests 200 --kills 20
