@@ -10,7 +10,7 @@ use super::form::{FormStep, Sent};
 use super::grant::{self, PatternRefused, WaitingPatterns, MAX_WAITING_PATTERNS_PER_PERSON};
 use super::press::{decide_with, Form, Kept, Press, Refused as PressRefused, Shown, Step};
 use super::{edit, listing, vote, Person, Platform};
-use crate::domain::approval::{is_approval, Verdict};
+use crate::domain::approval::Verdict;
 use crate::domain::model::{Approval, Caller as AgentCaller, Context, QuestionOption};
 use crate::domain::quorum::{Identity, Policy};
 use crate::domain::request::{
@@ -313,33 +313,6 @@ fn a_draft_that_failed_to_save_is_remembered_until_one_saves() {
     assert!(!d.unsaved(1, 0, "bob") && !d.unsaved(1, 1, "alice"));
     d.mark(1, 0, "alice", true);
     assert!(!d.unsaved(1, 0, "alice"));
-}
-
-#[test]
-fn an_approval_has_deny_and_allow_or_allow_once() {
-    let t = "0123456789abcdef0123";
-    let hook = request("r", t, vec![question(&["Allow", "Deny"])]);
-    let claude = request(
-        "r",
-        t,
-        vec![question(&["Allow once", "Deny", "Deny and stop"])],
-    );
-    assert!(is_approval(&hook) && is_approval(&claude));
-    assert_eq!(Verdict::Allow.option(&claude.questions[0]), Some(0));
-    assert_eq!(Verdict::Deny.option(&claude.questions[0]), Some(1));
-    let both = question(&["Allow once", "Allow", "Deny"]);
-    assert_eq!(Verdict::Allow.option(&both), Some(1), "Allow first");
-    for not in [
-        request("r", t, vec![question(&["Yes", "No"])]),
-        request("r", t, vec![question(&["Allow", "Refuse"])]),
-        request("r", t, vec![question(&["Allow", "Deny"]); 2]),
-        request("r", t, vec![question(&["allow", "deny"])]),
-    ] {
-        assert!(!is_approval(&not), "{:?}", not.questions);
-    }
-    let mut multi = request("r", t, vec![question(&["Allow", "Deny"])]);
-    Arc::make_mut(&mut multi.questions)[0].multi_select = true;
-    assert!(!is_approval(&multi));
 }
 
 #[test]
