@@ -17,10 +17,12 @@
 //! save a draft, refuse); `form.rs` what a sent form comes to; `vote.rs` what a settlement (a win, a vote, a late press) came to; `confirm.rs` the
 //! typed confirm word; `grant.rs` the grants ("Allow for …", a pattern's preview, save);
 //! `edit.rs` edit-then-approve; `drafts.rs` multi-select drafts; `batch.rs` approvals
-//! answered at once; `listing.rs` what `pending`, `history` and `grants` list for whom.
+//! answered at once; `listing.rs` what `pending`, `history` and `grants` list for whom;
+//! `command.rs` the `/askrelay` command (its listings, cancel, revoke) as a typed [`command::Command`].
 
 pub mod admit;
 pub mod batch;
+pub mod command;
 pub mod confirm;
 pub mod drafts;
 pub mod edit;
@@ -51,7 +53,7 @@ pub struct Person {
 
 /// What only the platform knows, asked by the chat layer's rules. `place` is where a person
 /// is (Discord: a channel id), as the platform writes it.
-pub trait Platform {
+pub trait Platform: Send + Sync {
     /// The answerer name of the requests this platform shows (`Request::answerer`).
     fn name(&self) -> &'static str;
     /// Whether `person` may answer `req` at `now_ms`: the route's allowlists, widened by what

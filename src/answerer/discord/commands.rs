@@ -24,8 +24,8 @@ use super::platform::{self, Discord};
 use super::render::{inert, one_line, truncate, truncate_md};
 use super::rest::Rest;
 use super::shown::NAME;
-use crate::answerer::chat::batch as chat_batch;
-use crate::answerer::chat::{listing, Person};
+use crate::answerer::chat::command::{self, Command, Done, Refused};
+use crate::answerer::chat::Person;
 use crate::config::Config;
 use crate::domain::clock::now_ms;
 use crate::domain::expiry::human;
@@ -33,9 +33,9 @@ use crate::domain::request::{AuditAction, AuditEntry, Post, Request, Source};
 use crate::domain::text::Escaped;
 use crate::domain::{AnswererContext, QuestionAnswer, Status};
 use serenity::all::{
-    ApplicationId, Command, CommandInteraction, CommandOptionType, CreateActionRow, CreateCommand,
-    CreateCommandOption, CreateEmbed, CreateInteractionResponseMessage, EditInteractionResponse,
-    GuildId, ResolvedValue,
+    ApplicationId, Command as SlashCommand, CommandInteraction, CommandOptionType, CreateActionRow,
+    CreateCommand, CreateCommandOption, CreateEmbed, CreateInteractionResponseMessage,
+    EditInteractionResponse, GuildId, ResolvedValue,
 };
 use std::sync::Arc;
 use std::time::Duration;
@@ -121,40 +121,9 @@ pub fn definition() -> CreateCommand {
         )
 }
 
-/// What was asked.
-#[derive(Debug, Clone, PartialEq, Eq)]
-enum Sub {
-    Pending {
-        all: bool,
-    },
-    Cancel {
-        request: String,
-        reason: Option<String>,
-    },
-    History {
-        n: u32,
-    },
-    Grants,
-    Revoke {
-        grant: String,
-    },
-}
-
-impl Sub {
-    fn describe(&self) -> String {
-        match self {
-            Sub::Pending { all } => format!("/askrelay pending all={all}"),
-            Sub::Cancel { request, .. } => {
-                format!("/askrelay cancel request={:?}", Escaped(request))
-            }
-            Sub::History { n } => format!("/askrelay history n={n}"),
-            Sub::Grants => "/askrelay grants".to_owned(),
-            Sub::Revoke { grant } => format!("/askrelay revoke grant={:?}", Escaped(grant)),
-        }
-    }
-}
-
-fn parse(ci: &CommandInteraction) -> Option<Sub> {
+/// The command as the chat layer takes it, from the interaction (a cancel without a reason
+/// says who cancelled it from Discord).
+fn parse(ci: &CommandInteraction) -> Option<Command> {
     let options = ci.data.options();
     let first = options.first()?;
     let ResolvedValue::SubCommand(args) = &first.value else {
@@ -169,16 +138,23 @@ fn parse(ci: &CommandInteraction) -> Option<Sub> {
             })
     };
     Some(match first.name {
-        "pending" => Sub::Pending {
+        "pending" => Command::Pending {
             all: args
                 .iter()
                 .any(|o| o.name == "all" && matches!(o.value, ResolvedValue::Boolean(true))),
         },
-        "cancel" => Sub::Cancel {
+        "cancel" => Command::Cancel {
             request: string("request")?,
-            reason: string("reason").filter(|r| !r.trim().is_empty()),
+            reason: string("reason")
+                .filter(|r| !r.trim().is_empty())
+                .unwrap_or_else(|| {
+                    format!(
+                        "cancelled by {} (Discord user {}) from Discord",
+                        ci.user.name, ci.user.id
+                    )
+                }),
         },
-        "history" => Sub::History {
+        "history" => Command::History {
             n: args
                 .iter()
                 .find_map(|o| match (o.name, &o.value) {
@@ -187,8 +163,8 @@ fn parse(ci: &CommandInteraction) -> Option<Sub> {
                 })
                 .unwrap_or(10),
         },
-        "grants" => Sub::Grants,
-        "revoke" => Sub::Revoke {
+        "grants" => Command::Grants,
+        "revoke" => Command::Revoke {
             grant: string("grant")?,
         },
         _ => return None,
@@ -218,7 +194,7 @@ impl Commands {
             self.rest
                 .paced(
                     timeout,
-                    Command::set_global_commands(http, vec![definition()]),
+                    SlashCommand::set_global_commands(http, vec![definition()]),
                 )
                 .await
                 .map(|_| "globally".to_owned())
@@ -285,7 +261,7 @@ impl Commands {
         ctx: &AnswererContext,
         ci: &CommandInteraction,
         caller: &Person,
-        sub: Option<Sub>,
+        sub: Option<Command>,
     ) -> (CreateEmbed, Vec<CreateActionRow>, bool) {
         let (text, rows, allowed, title) = match &sub {
             None => (
@@ -305,9 +281,10 @@ impl Commands {
                 Err(text) => (text, Vec::new(), false, "askrelay"),
             },
         };
-        let detail = sub
-            .as_ref()
-            .map_or_else(|| format!("{:?}", Escaped(&ci.data.name)), Sub::describe);
+        let detail = sub.as_ref().map_or_else(
+            || format!("{:?}", Escaped(&ci.data.name)),
+            Command::describe,
+        );
         ctx.refuse(AuditEntry {
             source: Source::Discord,
             actor: Some(crate::domain::audit::actor(
@@ -331,79 +308,89 @@ impl Commands {
         )
     }
 
+    /// Runs the command through the chat layer and renders what it did: a title, the text
+    /// and, for a `pending` that lists approvals, the batch controls; or why not.
     async fn run_command(
         &self,
         ctx: &AnswererContext,
         ci: &CommandInteraction,
         caller: &Person,
-        sub: &Sub,
+        sub: &Command,
     ) -> Result<(&'static str, String, Vec<CreateActionRow>), String> {
-        let discord = Discord(&self.config);
         let place = ci.channel_id.to_string();
-        let may_see_here = listing::lists_here(&discord, caller, &place);
-        let store_error = |e: anyhow::Error| {
-            tracing::error!(error = %format!("{e:#}"), "cannot read requests for /askrelay");
-            "askrelay could not read its requests; try again.".to_owned()
-        };
-        match sub {
-            Sub::Cancel { request, reason } => {
-                if !caller.operator {
-                    return Err("Only askrelay operators (discord.operator_role_ids, discord.operator_user_ids) may cancel requests.".into());
-                }
-                let req = ctx
-                    .by_id(request)
-                    .await
-                    .map_err(store_error)?
-                    .ok_or_else(|| format!("No request “{}” is known.", inert(request)))?;
-                if req.status != Status::Pending {
-                    return Err(format!("Request “{}” has already ended ({}).", inert(request), req.status.as_str()));
-                }
-                let who = format!("{} (Discord user {})", ci.user.name, ci.user.id);
-                let reason = reason.clone().unwrap_or_else(|| format!("cancelled by {who} from Discord"));
-                let actor = crate::domain::audit::actor("discord", &ci.user.id.to_string(), Some(&ci.user.name), None);
-                if ctx.cancel(&req, &reason, Source::Discord, actor).await {
-                    Ok(("Cancelled", cancelled_reply(request, &reason), Vec::new()))
-                } else {
-                    Err(format!("Request “{}” has already ended.", inert(request)))
-                }
+        let done = command::run(&Discord(&self.config), ctx, caller, &place, sub)
+            .await
+            .map_err(refused)?;
+        Ok(match done {
+            Done::Cancelled { request, reason } => {
+                ("Cancelled", cancelled_reply(&request, &reason), Vec::new())
             }
-            Sub::Revoke { grant } => {
-                match ctx.revoke_grant(grant, &caller.actor, caller.operator).await {
-                    Ok(g) => Ok(("Grant revoked", format!("{} ended now; matching requests go to people again.", grant_line(&g)), Vec::new())),
-                    Err(e) => Err(inert(&e.message)),
-                }
-            }
-            _ if !may_see_here => Err("You are not allowed to answer questions in this channel, so askrelay shows you none here.".into()),
-            Sub::Pending { all } => {
-                let pending = ctx.pending_all(500).await.map_err(store_error)?;
+            Done::Revoked(g) => (
+                "Grant revoked",
+                format!(
+                    "{} ended now; matching requests go to people again.",
+                    grant_line(&g)
+                ),
+                Vec::new(),
+            ),
+            Done::Pending {
+                all,
+                listed,
+                offered,
+            } => {
                 let now = now_ms();
-                let listed = listing::pending(&discord, caller, &place, *all, &pending);
                 let shown: Vec<String> = listed
                     .iter()
                     .map(|(req, posts)| self.pending_line(req, posts, now))
                     .collect();
-                // The listed approvals this person may answer, for the batch controls.
-                let approvals = chat_batch::offered(&discord, caller, &listed, now);
-                let title = if *all { "Pending questions (all channels)" } else { "Pending questions (this channel)" };
-                Ok((title, listing(&shown, "Nothing is waiting for an answer."), batch::menu(&approvals)))
+                let approvals: Vec<&Request> = offered.iter().collect();
+                let title = if all {
+                    "Pending questions (all channels)"
+                } else {
+                    "Pending questions (this channel)"
+                };
+                (
+                    title,
+                    listing(&shown, "Nothing is waiting for an answer."),
+                    batch::menu(&approvals),
+                )
             }
-            Sub::Grants => {
-                let grants = ctx.live_grants().await.map_err(store_error)?;
-                let shown: Vec<String> = listing::grants(&discord, caller, &place, &grants)
-                    .into_iter()
-                    .map(grant_line)
-                    .collect();
-                Ok(("Live grants", listing(&shown, "No grant is live."), Vec::new()))
+            Done::Grants(grants) => {
+                let shown: Vec<String> = grants.iter().map(grant_line).collect();
+                (
+                    "Live grants",
+                    listing(&shown, "No grant is live."),
+                    Vec::new(),
+                )
             }
-            Sub::History { n } => {
-                let recent = ctx.history_all(200).await.map_err(store_error)?;
-                let shown: Vec<String> = listing::history(&discord, caller, &place, &recent, *n as usize)
-                    .into_iter()
-                    .map(history_line)
-                    .collect();
-                Ok(("Recent requests", listing(&shown, "No request has ended yet."), Vec::new()))
+            Done::History(recent) => {
+                let shown: Vec<String> = recent.iter().map(history_line).collect();
+                (
+                    "Recent requests",
+                    listing(&shown, "No request has ended yet."),
+                    Vec::new(),
+                )
             }
+        })
+    }
+}
+
+/// Why a command did nothing, as the person is told it.
+fn refused(why: Refused) -> String {
+    match why {
+        Refused::NotOperator => "Only askrelay operators (discord.operator_role_ids, discord.operator_user_ids) may cancel requests.".into(),
+        Refused::NoSuchRequest(request) => format!("No request “{}” is known.", inert(&request)),
+        Refused::Ended(request, Some(status)) => format!(
+            "Request “{}” has already ended ({}).",
+            inert(&request),
+            status.as_str()
+        ),
+        Refused::Ended(request, None) => {
+            format!("Request “{}” has already ended.", inert(&request))
         }
+        Refused::Revoke(message) => inert(&message),
+        Refused::NotHere => "You are not allowed to answer questions in this channel, so askrelay shows you none here.".into(),
+        Refused::StoreFailed => "askrelay could not read its requests; try again.".into(),
     }
 }
 
