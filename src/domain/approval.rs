@@ -83,14 +83,15 @@ pub fn is_approval(req: &Request) -> bool {
         && Verdict::Deny.option(q).is_some()
 }
 
+/// Approvals for tests: a question with these option labels, and a pending request of
+/// `answerer` (agent `agent-7`, uid 1000, route `default`) that asks them.
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::domain::model::{Caller, QuestionOption};
-    use crate::domain::request::{NewRequest, Peer};
+pub(crate) mod fixtures {
+    use crate::domain::model::{Caller, Question, QuestionOption};
+    use crate::domain::request::{NewRequest, Peer, Request};
     use std::sync::Arc;
 
-    fn question(labels: &[&str]) -> Question {
+    pub(crate) fn question(labels: &[&str]) -> Question {
         Question {
             id: "permission".into(),
             question: "Run `rm -rf build`?".into(),
@@ -106,22 +107,44 @@ mod tests {
         }
     }
 
-    fn request(id: &str, token: &str, questions: Vec<Question>) -> Request {
+    pub(crate) fn request(
+        answerer: &str,
+        id: &str,
+        token: &str,
+        questions: Vec<Question>,
+    ) -> Request {
         let new = NewRequest {
             request_id: id.into(),
             token: token.into(),
             questions: Arc::from(questions),
             context: None,
-            caller: Caller::default(),
+            caller: Caller {
+                agent_id: Some("agent-7".into()),
+                owner_agent_id: None,
+            },
             scope: Default::default(),
-            peer: Peer::default(),
-            answerer: "discord".into(),
+            peer: Peer {
+                uid: Some(1000),
+                pid: None,
+            },
+            answerer: answerer.into(),
             route: Some("default".into()),
             created_at_ms: 1_000,
             expiry: None,
             node: None,
         };
         Request::created(1, &new)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::fixtures::question;
+    use super::*;
+    use std::sync::Arc;
+
+    fn request(id: &str, token: &str, questions: Vec<Question>) -> Request {
+        super::fixtures::request("discord", id, token, questions)
     }
 
     #[test]

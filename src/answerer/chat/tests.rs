@@ -10,12 +10,11 @@ use super::form::{FormStep, Sent};
 use super::grant::{self, PatternRefused, WaitingPatterns, MAX_WAITING_PATTERNS_PER_PERSON};
 use super::press::{decide_with, Form, Kept, Press, Refused as PressRefused, Shown, Step};
 use super::{edit, listing, vote, Person, Platform};
+use crate::domain::approval::fixtures::question;
 use crate::domain::approval::Verdict;
-use crate::domain::model::{Approval, Caller as AgentCaller, Context, QuestionOption};
+use crate::domain::model::{Approval, Context};
 use crate::domain::quorum::{Identity, Policy};
-use crate::domain::request::{
-    Actor, Answered, AuditAction, NewRequest, Peer, Post, Request, Status, Via,
-};
+use crate::domain::request::{Actor, Answered, AuditAction, Post, Request, Status, Via};
 use crate::domain::vote::Vote;
 use crate::domain::{Question, Settlement};
 use std::sync::Arc;
@@ -75,44 +74,8 @@ fn person(id: &str, groups: &[&str]) -> Person {
     }
 }
 
-fn question(labels: &[&str]) -> Question {
-    Question {
-        id: "permission".into(),
-        question: "Run `rm -rf build`?".into(),
-        header: Some("Approve".into()),
-        options: labels
-            .iter()
-            .map(|l| QuestionOption {
-                label: (*l).into(),
-                description: None,
-            })
-            .collect(),
-        multi_select: false,
-    }
-}
-
 fn request(id: &str, token: &str, questions: Vec<Question>) -> Request {
-    let new = NewRequest {
-        request_id: id.into(),
-        token: token.into(),
-        questions: Arc::from(questions),
-        context: None,
-        caller: AgentCaller {
-            agent_id: Some("agent-7".into()),
-            owner_agent_id: None,
-        },
-        scope: Default::default(),
-        peer: Peer {
-            uid: Some(1000),
-            pid: None,
-        },
-        answerer: "fake".into(),
-        route: Some("default".into()),
-        created_at_ms: 1_000,
-        expiry: None,
-        node: None,
-    };
-    Request::created(1, &new)
+    crate::domain::approval::fixtures::request("fake", id, token, questions)
 }
 
 fn approval_request() -> Request {

@@ -254,45 +254,11 @@ pub(super) fn report(verdict: Verdict, items: &[Item]) -> String {
 mod tests {
     use super::super::shown::NAME;
     use super::*;
-    use crate::domain::model::{Caller as AgentCaller, Question, QuestionOption};
-    use crate::domain::request::{NewRequest, Peer};
-    use std::sync::Arc;
-
-    fn question(labels: &[&str]) -> Question {
-        Question {
-            id: "permission".into(),
-            question: "Run `rm -rf build`?".into(),
-            header: Some("Approve".into()),
-            options: labels
-                .iter()
-                .map(|l| QuestionOption {
-                    label: (*l).into(),
-                    description: None,
-                })
-                .collect(),
-            multi_select: false,
-        }
-    }
+    use crate::domain::approval::fixtures::question;
+    use crate::domain::model::Question;
 
     fn request(id: &str, token: &str, questions: Vec<Question>) -> Request {
-        let new = NewRequest {
-            request_id: id.into(),
-            token: token.into(),
-            questions: Arc::from(questions),
-            context: None,
-            caller: AgentCaller {
-                agent_id: Some("agent-7".into()),
-                owner_agent_id: None,
-            },
-            scope: Default::default(),
-            peer: Peer::default(),
-            answerer: NAME.into(),
-            route: Some("default".into()),
-            created_at_ms: 1_000,
-            expiry: None,
-            node: None,
-        };
-        Request::created(1, &new)
+        crate::domain::approval::fixtures::request(NAME, id, token, questions)
     }
 
     #[test]
