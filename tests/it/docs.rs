@@ -58,12 +58,27 @@ fn cargo_test_commands(text: &str) -> Vec<String> {
     found
 }
 
-/// Every test of the `it` binary as `module::name` (each `fn` of each tests/it file).
+/// Every test of the `it` binary as `module::name` (each `fn` of each tests/it file; a
+/// directory `m/` is module `m`, its `mod.rs` is `m::…` and its `x.rs` is `m::x::…`).
 fn it_tests() -> Vec<String> {
     let mut names = Vec::new();
-    for entry in std::fs::read_dir(root().join("tests/it")).unwrap() {
+    collect_tests(&root().join("tests/it"), "", &mut names);
+    names
+}
+
+fn collect_tests(dir: &std::path::Path, prefix: &str, names: &mut Vec<String>) {
+    for entry in std::fs::read_dir(dir).unwrap() {
         let path = entry.unwrap().path();
-        let module = path.file_stem().unwrap().to_string_lossy().into_owned();
+        let stem = path.file_stem().unwrap().to_string_lossy().into_owned();
+        if path.is_dir() {
+            collect_tests(&path, &format!("{prefix}{stem}::"), names);
+            continue;
+        }
+        let module = if stem == "mod" {
+            prefix.trim_end_matches("::").to_string()
+        } else {
+            format!("{prefix}{stem}")
+        };
         let text = std::fs::read_to_string(&path).unwrap();
         for line in text.lines() {
             let line = line.trim_start();
@@ -78,7 +93,6 @@ fn it_tests() -> Vec<String> {
             names.push(format!("{module}::{name}"));
         }
     }
-    names
 }
 
 #[test]
