@@ -22,6 +22,9 @@ const CODEX: &str = "0.171.0";
 /// The newer Claude Code (`setup claude-code --fail-closed`): setup-clis.sh falls back to the
 /// registry's newest when this one is gone, so the tests check only that it is new enough.
 const CLAUDE_CODE_NEWER: &str = "2.1.332";
+/// The newest Claude Code: the second column of the matrix ([`claude_code_matrix!`]). It is the
+/// one setup-clis.sh installs as "newer" (under `agent-clis/newer/`).
+const CLAUDE_CODE_NEWEST: &str = CLAUDE_CODE_NEWER;
 
 /// Any key: the fake takes it. (The interactive UI asks about a key in the environment unless
 /// its last 20 characters are approved in `.claude.json`.)
@@ -189,7 +192,9 @@ impl Claude {
             let mut c = Command::new("script");
             c.arg("-qec")
                 .arg(format!(
-                    "{} --settings {} 'Do the task.'",
+                    // The newest Claude Code's interactive default is auto mode, where a
+                    // classifier decides; the cases here are about the permission prompts.
+                    "{} --permission-mode default --settings {} 'Do the task.'",
                     bin.display(),
                     file.display()
                 ))
@@ -343,6 +348,68 @@ macro_rules! need {
     };
 }
 
+/// Which Claude Code a case runs on: its binary and its version. Expectations that differ
+/// between the versions are keyed on [`Cc::is_newest`].
+#[derive(Clone, Debug)]
+struct Cc {
+    bin: PathBuf,
+    version: &'static str,
+}
+
+impl Cc {
+    /// The pinned Claude Code (the oldest askrelay supports), or why it is not installed.
+    fn pinned() -> Result<Cc, String> {
+        cli("claude").map(|bin| Cc {
+            bin,
+            version: CLAUDE_CODE,
+        })
+    }
+
+    /// The newest Claude Code, or why it is not installed.
+    fn newest() -> Result<Cc, String> {
+        newer_claude().map(|bin| Cc {
+            bin,
+            version: CLAUDE_CODE_NEWEST,
+        })
+    }
+
+    /// Whether this is the newest Claude Code (2.1.332), whose behaviour differs from 2.1.197's
+    /// in the deny wording, `interrupt` and where "always allow" rules are kept.
+    fn is_newest(&self) -> bool {
+        self.version == CLAUDE_CODE_NEWEST
+    }
+}
+
+/// Runs the Claude Code case `async fn NAME(cc: Cc)` on every Claude Code of the matrix: as
+/// the tests `NAME::v2_1_197` and `NAME::newest`. A version that is not installed is skipped,
+/// saying why.
+macro_rules! claude_code_matrix {
+    ($name:ident) => {
+        mod $name {
+            #[allow(unused_imports)]
+            use super::*;
+
+            #[tokio::test]
+            async fn v2_1_197() {
+                let test = concat!("agents::", stringify!($name), "::v2_1_197");
+                match Cc::pinned() {
+                    Ok(cc) => super::$name(cc).await,
+                    Err(why) => skip(test, &why),
+                }
+            }
+
+            #[tokio::test]
+            async fn newest() {
+                let test = concat!("agents::", stringify!($name), "::newest");
+                match Cc::newest() {
+                    Ok(cc) => super::$name(cc).await,
+                    Err(why) => skip(test, &why),
+                }
+            }
+        }
+    };
+}
+
 #[test]
 fn the_clis_are_looked_for_in_the_target_directory_the_tests_run_from() {
     let exe = PathBuf::from("/build/out/debug/deps/it-0123abcd");
@@ -432,39 +499,33 @@ async fn pre_tool_use_bash(
     (app, llm, json!({"result": result, "made": made}))
 }
 
-#[tokio::test]
-async fn claude_code_pre_tool_use_allow_runs_the_command() {
-    let bin = need!(
-        "claude",
-        "agents::claude_code_pre_tool_use_allow_runs_the_command"
-    );
+claude_code_matrix!(claude_code_pre_tool_use_allow_runs_the_command);
+async fn claude_code_pre_tool_use_allow_runs_the_command(cc: Cc) {
+    let bin = cc.bin.clone();
     let (app, llm, out) = pre_tool_use_bash(&bin, Some("Allow"), None).await;
     assert_eq!(out["made"], true, "{out}");
     assert_eq!(llm.tool_results().len(), 1, "{:?}", llm.tool_results());
     app.assert_payloads_valid();
 }
 
-#[tokio::test]
-async fn claude_code_pre_tool_use_deny_blocks_the_command_and_names_who() {
-    let bin = need!(
-        "claude",
-        "agents::claude_code_pre_tool_use_deny_blocks_the_command_and_names_who"
-    );
+claude_code_matrix!(claude_code_pre_tool_use_deny_blocks_the_command_and_names_who);
+async fn claude_code_pre_tool_use_deny_blocks_the_command_and_names_who(cc: Cc) {
+    let bin = cc.bin.clone();
     let (_app, llm, out) = pre_tool_use_bash(&bin, Some("Deny"), None).await;
     assert_eq!(out["made"], false, "{out}");
     let results = llm.tool_results();
-    assert!(
-        results[0].contains("Denied by alice on Discord"),
-        "{results:?}"
-    );
+    // What the model is shown: 2.1.332 wraps a deliberate deny as a hook error.
+    let shown = if cc.is_newest() {
+        "PreToolUse:Bash hook error: Denied by alice on Discord"
+    } else {
+        "Denied by alice on Discord"
+    };
+    assert_eq!(results, [shown], "{}", cc.version);
 }
 
-#[tokio::test]
-async fn claude_code_pre_tool_use_other_denies_with_what_was_typed() {
-    let bin = need!(
-        "claude",
-        "agents::claude_code_pre_tool_use_other_denies_with_what_was_typed"
-    );
+claude_code_matrix!(claude_code_pre_tool_use_other_denies_with_what_was_typed);
+async fn claude_code_pre_tool_use_other_denies_with_what_was_typed(cc: Cc) {
+    let bin = cc.bin.clone();
     let (_app, llm, out) = pre_tool_use_bash(&bin, None, Some("use the staging db")).await;
     assert_eq!(out["made"], false, "{out}");
     let results = llm.tool_results();
@@ -474,12 +535,9 @@ async fn claude_code_pre_tool_use_other_denies_with_what_was_typed() {
     );
 }
 
-#[tokio::test]
-async fn claude_code_pre_tool_use_with_the_daemon_down_falls_back_to_its_own_prompt() {
-    let bin = need!(
-        "claude",
-        "agents::claude_code_pre_tool_use_with_the_daemon_down_falls_back_to_its_own_prompt"
-    );
+claude_code_matrix!(claude_code_pre_tool_use_with_the_daemon_down_falls_back_to_its_own_prompt);
+async fn claude_code_pre_tool_use_with_the_daemon_down_falls_back_to_its_own_prompt(cc: Cc) {
+    let bin = cc.bin.clone();
     let mut app = daemon().await;
     app.stop().await;
     let work = tempfile::tempdir().unwrap();
@@ -545,12 +603,9 @@ async fn claude_asks(
     results[0].clone()
 }
 
-#[tokio::test]
-async fn claude_code_ask_user_question_single_is_answered_from_discord() {
-    let bin = need!(
-        "claude",
-        "agents::claude_code_ask_user_question_single_is_answered_from_discord"
-    );
+claude_code_matrix!(claude_code_ask_user_question_single_is_answered_from_discord);
+async fn claude_code_ask_user_question_single_is_answered_from_discord(cc: Cc) {
+    let bin = cc.bin.clone();
     let seen = claude_asks(
         &bin,
         json!([{"question": "Which database should the migration target?", "header": "Database",
@@ -568,12 +623,9 @@ async fn claude_code_ask_user_question_single_is_answered_from_discord() {
     );
 }
 
-#[tokio::test]
-async fn claude_code_ask_user_question_multi_select_joins_the_labels() {
-    let bin = need!(
-        "claude",
-        "agents::claude_code_ask_user_question_multi_select_joins_the_labels"
-    );
+claude_code_matrix!(claude_code_ask_user_question_multi_select_joins_the_labels);
+async fn claude_code_ask_user_question_multi_select_joins_the_labels(cc: Cc) {
+    let bin = cc.bin.clone();
     let seen = claude_asks(
         &bin,
         json!([
@@ -600,12 +652,9 @@ async fn claude_code_ask_user_question_multi_select_joins_the_labels() {
     );
 }
 
-#[tokio::test]
-async fn claude_code_ask_user_question_free_text_is_the_answer() {
-    let bin = need!(
-        "claude",
-        "agents::claude_code_ask_user_question_free_text_is_the_answer"
-    );
+claude_code_matrix!(claude_code_ask_user_question_free_text_is_the_answer);
+async fn claude_code_ask_user_question_free_text_is_the_answer(cc: Cc) {
+    let bin = cc.bin.clone();
     let seen = claude_asks(
         &bin,
         json!([{"question": "What should the release be called?", "header": "Name",
@@ -661,12 +710,9 @@ fn touch(path: &Path) -> ToolCall {
     )
 }
 
-#[tokio::test]
-async fn claude_code_permission_request_allow_once() {
-    let bin = need!(
-        "claude",
-        "agents::claude_code_permission_request_allow_once"
-    );
+claude_code_matrix!(claude_code_permission_request_allow_once);
+async fn claude_code_permission_request_allow_once(cc: Cc) {
+    let bin = cc.bin.clone();
     let work = tempfile::tempdir().unwrap();
     let marker = work.path().join("once");
     let (_app, llm, result) = permission_run(
@@ -693,12 +739,9 @@ async fn claude_code_permission_request_allow_once() {
     assert!(marker.exists(), "{result} {:?}", llm.tool_results());
 }
 
-#[tokio::test]
-async fn claude_code_permission_request_always_allow_reaches_claude_code() {
-    let bin = need!(
-        "claude",
-        "agents::claude_code_permission_request_always_allow_reaches_claude_code"
-    );
+claude_code_matrix!(claude_code_permission_request_always_allow_reaches_claude_code);
+async fn claude_code_permission_request_always_allow_reaches_claude_code(cc: Cc) {
+    let bin = cc.bin.clone();
     let work = tempfile::tempdir().unwrap();
     let marker = work.path().join("again");
     // The same command twice: the second runs on the rule the first answer added.
@@ -726,12 +769,55 @@ async fn claude_code_permission_request_always_allow_reaches_claude_code() {
     assert_eq!(asked, 1, "the second identical command asked again");
 }
 
-#[tokio::test]
-async fn claude_code_permission_request_deny_names_who() {
-    let bin = need!(
-        "claude",
-        "agents::claude_code_permission_request_deny_names_who"
+claude_code_matrix!(claude_code_permission_request_always_allow_is_kept_where_the_version_keeps_it);
+async fn claude_code_permission_request_always_allow_is_kept_where_the_version_keeps_it(cc: Cc) {
+    // A project in git, and Claude Code started in a directory below its root.
+    let repo = tempfile::tempdir().unwrap();
+    let git = std::process::Command::new("git")
+        .args(["init", "-q"])
+        .current_dir(repo.path())
+        .status()
+        .unwrap();
+    assert!(git.success());
+    let work = repo.path().join("sub");
+    std::fs::create_dir_all(&work).unwrap();
+    let marker = work.join("kept");
+    let (_app, llm, result) =
+        permission_run(&cc.bin, vec![touch(&marker)], &work, async |app: &App| {
+            let (_, m) = first_question(app).await;
+            let label = controls(&m)
+                .into_iter()
+                .map(|(_, l)| l)
+                .find(|l| l.starts_with("Always allow: Bash(touch"))
+                .unwrap_or_else(|| panic!("an Always allow option: {:?}", controls(&m)));
+            final_state(&app.press(&m, &alice(), &label).await);
+        })
+        .await;
+    assert!(marker.exists(), "{result} {:?}", llm.tool_results());
+    // 2.1.332 keeps the rule at the git root; 2.1.197 in the directory it was started in.
+    let at_root = repo.path().join(".claude/settings.local.json");
+    let in_cwd = work.join(".claude/settings.local.json");
+    let (kept, not) = if cc.is_newest() {
+        (at_root, in_cwd)
+    } else {
+        (in_cwd, at_root)
+    };
+    let rules: Value = serde_json::from_str(
+        &std::fs::read_to_string(&kept)
+            .unwrap_or_else(|e| panic!("{} on {}: {e}", kept.display(), cc.version)),
+    )
+    .unwrap();
+    assert_eq!(
+        rules["permissions"]["allow"],
+        json!([format!("Bash(touch {})", marker.display())]),
+        "{rules}"
     );
+    assert!(!not.exists(), "{} on {}", not.display(), cc.version);
+}
+
+claude_code_matrix!(claude_code_permission_request_deny_names_who);
+async fn claude_code_permission_request_deny_names_who(cc: Cc) {
+    let bin = cc.bin.clone();
     let work = tempfile::tempdir().unwrap();
     let marker = work.path().join("denied");
     let (_app, llm, _) = permission_run(
@@ -753,12 +839,9 @@ async fn claude_code_permission_request_deny_names_who() {
     );
 }
 
-#[tokio::test]
-async fn claude_code_permission_request_deny_and_stop_ends_the_turn() {
-    let bin = need!(
-        "claude",
-        "agents::claude_code_permission_request_deny_and_stop_ends_the_turn"
-    );
+claude_code_matrix!(claude_code_permission_request_deny_and_stop_ends_the_turn);
+async fn claude_code_permission_request_deny_and_stop_ends_the_turn(cc: Cc) {
+    let bin = cc.bin.clone();
     if !Path::new("/usr/bin/script").exists() {
         return skip(
             "agents::claude_code_permission_request_deny_and_stop_ends_the_turn",
@@ -829,12 +912,9 @@ fn transcript_lines(dir: &Path) -> Vec<String> {
     out
 }
 
-#[tokio::test]
-async fn claude_code_set_up_by_askrelay_setup_asks_through_askrelay() {
-    let bin = need!(
-        "claude",
-        "agents::claude_code_set_up_by_askrelay_setup_asks_through_askrelay"
-    );
+claude_code_matrix!(claude_code_set_up_by_askrelay_setup_asks_through_askrelay);
+async fn claude_code_set_up_by_askrelay_setup_asks_through_askrelay(cc: Cc) {
+    let bin = cc.bin.clone();
     let work = tempfile::tempdir().unwrap();
     let marker = work.path().join("set-up");
     // No settings of the test's own: only what `askrelay setup claude-code` wrote in HOME.
