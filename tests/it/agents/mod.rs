@@ -1228,3 +1228,5 @@ fn the_pinned_versions_are_the_ones_setup_installs() {
     assert!(script.contains(&format!("CODEX={CODEX}\n")));
     assert!(script.contains(&format!("CLAUDE_CODE_NEWER={CLAUDE_CODE_NEWER}\n")));
 }
+
+mod mcp_client;
