@@ -5,6 +5,7 @@
 
 mod fake_llm;
 mod harness;
+mod hook_failures;
 
 mod agents;
 mod approvals;

@@ -124,6 +124,11 @@ pub enum HookKind {
 
 #[derive(Debug, Args)]
 pub struct ClaudeCodeArgs {
+    /// Deny, in the event's own shape, when askrelay cannot get an answer (bad config, the
+    /// daemon is down, an unreadable event, NO_ANSWERER, --timeout), instead of leaving it to
+    /// Claude Code's own prompt.
+    #[arg(long)]
+    pub fail_closed: bool,
     /// What to answer when the request expires (a route's expiry policy): deny, or ask
     /// (Claude Code's own prompt).
     #[arg(long, value_enum, default_value_t = OnExpire::Deny)]
@@ -168,7 +173,7 @@ pub enum OnExpire {
 
 /// The agent that runs the hook.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Agent {
+pub enum Agent {
     ClaudeCode,
     Codex,
 }
@@ -192,8 +197,6 @@ impl Agent {
 /// The fields of a hook event askrelay uses; the others are ignored.
 #[derive(Debug, Deserialize)]
 pub(super) struct HookEvent {
-    #[serde(default)]
-    hook_event_name: Option<String>,
     tool_name: String,
     #[serde(default)]
     tool_input: Value,
@@ -288,48 +291,148 @@ impl Reply {
     }
 }
 
-/// Reads and parses the event on stdin.
-pub(super) fn read_event() -> Result<HookEvent, String> {
+/// The kind of event on stdin, as far as askrelay can tell: it decides the shape of every
+/// answer, a failure's included.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EventKind {
+    /// A PreToolUse event for a tool call.
+    PreToolUseCall,
+    /// A PreToolUse event for Claude Code's AskUserQuestion.
+    PreToolUseQuestion,
+    /// A PermissionRequest event (a tool call's or AskUserQuestion's).
+    PermissionRequest,
+    /// Another event, or one whose name cannot be read.
+    Other,
+}
+
+impl EventKind {
+    /// The kind of the raw event: from its JSON, or, when that is bad, from the text of its
+    /// `hook_event_name` and `tool_name` fields. A JSON object without `hook_event_name` is a
+    /// PreToolUse event (older agents); text that names no event is `Other`.
+    pub fn sniff(raw: &str) -> EventKind {
+        let (name, tool) = match serde_json::from_str::<Value>(raw) {
+            Ok(Value::Object(o)) => (
+                Some(
+                    o.get("hook_event_name")
+                        .and_then(Value::as_str)
+                        .unwrap_or("PreToolUse")
+                        .to_owned(),
+                ),
+                o.get("tool_name")
+                    .and_then(Value::as_str)
+                    .map(str::to_owned),
+            ),
+            Ok(_) => (None, None),
+            Err(_) => (
+                string_field(raw, "hook_event_name"),
+                string_field(raw, "tool_name"),
+            ),
+        };
+        match (name.as_deref(), tool.as_deref()) {
+            (Some("PreToolUse"), Some("AskUserQuestion")) => EventKind::PreToolUseQuestion,
+            (Some("PreToolUse"), _) => EventKind::PreToolUseCall,
+            (Some("PermissionRequest"), _) => EventKind::PermissionRequest,
+            _ => EventKind::Other,
+        }
+    }
+}
+
+/// The value of `"key": "value"` in text that may not be JSON (no escapes).
+fn string_field(raw: &str, key: &str) -> Option<String> {
+    let at = raw.find(&format!("\"{key}\""))? + key.len() + 2;
+    let rest = raw[at..].trim_start().strip_prefix(':')?.trim_start();
+    let rest = rest.strip_prefix('"')?;
+    let end = rest.find('"')?;
+    Some(rest[..end].to_owned())
+}
+
+/// What the hook answers when askrelay cannot decide (`why`), in the event's own shape:
+/// Claude Code's PreToolUse tool call gets `ask` (its own prompt); everything else gets
+/// nothing (the agent decides as it would without the hook). `fail_closed` denies instead, in
+/// the event's shape; an event of no known kind still gets nothing.
+pub fn no_decision(kind: EventKind, agent: Agent, fail_closed: bool, why: &str) -> Reply {
+    if fail_closed {
+        let message = format!("askrelay: {why}; denied (--fail-closed)");
+        return match kind {
+            EventKind::PreToolUseCall | EventKind::PreToolUseQuestion => {
+                Reply::pre("deny", message)
+            }
+            EventKind::PermissionRequest => Reply::PermissionRequest {
+                decision: json!({"behavior": "deny", "message": message}),
+                note: message,
+            },
+            EventKind::Other => Reply::NoDecision(format!(
+                "{why}; no decision (not an event askrelay can answer)"
+            )),
+        };
+    }
+    match (kind, agent) {
+        (EventKind::PreToolUseCall, Agent::ClaudeCode) => {
+            Reply::pre("ask", format!("askrelay: {why}; asking here"))
+        }
+        (EventKind::PreToolUseCall, Agent::Codex) => {
+            Reply::NoDecision(format!("{why}; no decision (Codex's own approval policy)"))
+        }
+        (EventKind::PreToolUseQuestion, _) => Reply::NoDecision(format!(
+            "{why}; no decision (Claude Code asks in its own terminal)"
+        )),
+        (EventKind::PermissionRequest, _) => {
+            Reply::NoDecision(format!("{why}; no decision (Claude Code's own dialog)"))
+        }
+        (EventKind::Other, _) => Reply::NoDecision(format!(
+            "{why}; no decision (not an event askrelay can answer)"
+        )),
+    }
+}
+
+/// Reads the event on stdin, as text.
+pub(super) fn read_stdin() -> Result<String, String> {
     let mut input = String::new();
     std::io::stdin()
         .read_to_string(&mut input)
         .map_err(|e| format!("cannot read the hook event: {e}"))?;
-    serde_json::from_str(&input).map_err(|e| format!("the hook event is not one it knows: {e}"))
+    Ok(input)
+}
+
+/// Parses an event.
+pub(super) fn parse_event(raw: &str) -> Result<HookEvent, String> {
+    serde_json::from_str(raw).map_err(|e| format!("the hook event is not one it knows: {e}"))
 }
 
 pub(super) async fn claude_code(config_file: Option<&Path>, args: &ClaudeCodeArgs) -> Reply {
-    let event = match read_event() {
+    let agent = Agent::ClaudeCode;
+    let raw = match read_stdin() {
+        Ok(r) => r,
+        Err(e) => return no_decision(EventKind::Other, agent, args.fail_closed, &e),
+    };
+    let kind = EventKind::sniff(&raw);
+    let fail = |why: String| no_decision(kind, agent, args.fail_closed, &why);
+    if kind == EventKind::Other {
+        let name = string_field(&raw, "hook_event_name").unwrap_or_else(|| "(none)".into());
+        return Reply::NoDecision(format!(
+            "hook claude-code answers PreToolUse and PermissionRequest events, not {}; \
+             no decision (Claude Code decides as it would without this hook)",
+            Escaped(&name)
+        ));
+    }
+    let event = match parse_event(&raw) {
         Ok(e) => e,
-        Err(e) => return Reply::pre("ask", format!("askrelay: {e}; asking here")),
+        Err(e) => return fail(e),
     };
     let target = match Target::from_config(config_file).await {
         Ok(t) => t,
-        Err(e) => return Reply::pre("ask", format!("askrelay: {e:#}; asking here")),
+        Err(e) => return fail(format!("{e:#}")),
     };
-    let event_name = event.hook_event_name.as_deref().unwrap_or("PreToolUse");
-    match (event_name, event.tool_name.as_str()) {
-        ("PreToolUse", "AskUserQuestion") => {
-            questions(
-                &target,
-                &event,
-                &args.common,
-                Agent::ClaudeCode,
-                Shape::PreToolUse,
-            )
-            .await
+    let reply = match kind {
+        EventKind::PreToolUseQuestion => {
+            questions(&target, &event, &args.common, agent, Shape::PreToolUse).await
         }
-        ("PermissionRequest", "AskUserQuestion") => {
-            questions(
-                &target,
-                &event,
-                &args.common,
-                Agent::ClaudeCode,
-                Shape::Permission,
-            )
-            .await
+        EventKind::PermissionRequest if event.tool_name == "AskUserQuestion" => {
+            questions(&target, &event, &args.common, agent, Shape::Permission).await
         }
-        ("PreToolUse", _) => {
-            let verdict = tool_call(&target, &event, &args.common, Agent::ClaudeCode).await;
+        EventKind::PermissionRequest => permission_request(&target, &event, &args.common).await,
+        _ => {
+            let verdict = tool_call(&target, &event, &args.common, agent).await;
             match verdict {
                 // The approver edited the command: Claude Code runs the edited one.
                 Verdict::Allowed {
@@ -343,27 +446,42 @@ pub(super) async fn claude_code(config_file: Option<&Path>, args: &ClaudeCodeArg
                     },
                     None => Reply::pre("deny", permission::edit_not_applied(&by)),
                 },
+                Verdict::Unreachable(why) => fail(format!("{why}; start it with `askrelay serve`")),
+                Verdict::TimedOut(after) => {
+                    fail(format!("nobody answered within {} s", after.as_secs()))
+                }
+                Verdict::Failed(e)
+                    if e.code != ErrorCode::Expired && e.code != ErrorCode::Aborted =>
+                {
+                    fail(format!("{}: {}", e.code, e.message))
+                }
                 verdict => decision_for(verdict, args.on_expire),
             }
         }
-        ("PermissionRequest", _) => permission_request(&target, &event, &args.common).await,
-        (other, _) => Reply::NoDecision(format!(
-            "hook claude-code answers PreToolUse and PermissionRequest events, not {}; \
-             no decision (Claude Code decides as it would without this hook)",
-            Escaped(other)
-        )),
+    };
+    // Questions and permission requests answer nothing when they fail; closed, that is a deny.
+    match reply {
+        Reply::NoDecision(why) if args.fail_closed => fail(why),
+        reply => reply,
     }
 }
 
 pub(super) async fn codex(config_file: Option<&Path>, args: &CodexArgs) -> Reply {
-    let fallback = |why: String| {
-        if args.fail_closed {
-            Reply::pre("deny", format!("askrelay: {why}; denied (--fail-closed)"))
-        } else {
-            Reply::NoDecision(format!("{why}; no decision (Codex's own approval policy)"))
-        }
+    let agent = Agent::Codex;
+    let raw = match read_stdin() {
+        Ok(r) => r,
+        Err(e) => return no_decision(EventKind::Other, agent, args.fail_closed, &e),
     };
-    let event = match read_event() {
+    let kind = EventKind::sniff(&raw);
+    let fallback = |why: String| no_decision(kind, agent, args.fail_closed, &why);
+    if kind != EventKind::PreToolUseCall && kind != EventKind::PreToolUseQuestion {
+        let name = string_field(&raw, "hook_event_name").unwrap_or_else(|| "(none)".into());
+        return fallback(format!(
+            "hook codex answers PreToolUse events, not {}",
+            Escaped(&name)
+        ));
+    }
+    let event = match parse_event(&raw) {
         Ok(e) => e,
         Err(e) => return fallback(e),
     };
@@ -371,15 +489,6 @@ pub(super) async fn codex(config_file: Option<&Path>, args: &CodexArgs) -> Reply
         Ok(t) => t,
         Err(e) => return fallback(format!("{e:#}")),
     };
-    match event.hook_event_name.as_deref().unwrap_or("PreToolUse") {
-        "PreToolUse" => {}
-        other => {
-            return fallback(format!(
-                "hook codex answers PreToolUse events, not {}",
-                Escaped(other)
-            ))
-        }
-    }
     match tool_call(&target, &event, &args.common, Agent::Codex).await {
         // Codex takes no explicit allow: no decision lets the call run.
         Verdict::Allowed { by, edited: None } => Reply::NoDecision(format!("allowed by {by}")),
@@ -699,5 +808,68 @@ mod tests {
                 "Allow for this session: work in /w (2)"
             ]
         );
+    }
+
+    #[test]
+    fn the_event_kind_is_sniffed_even_from_bad_json() {
+        use EventKind::*;
+        let sniff = EventKind::sniff;
+        assert_eq!(
+            sniff(r#"{"hook_event_name":"PreToolUse","tool_name":"Bash"}"#),
+            PreToolUseCall
+        );
+        assert_eq!(sniff(r#"{"tool_name":"Bash"}"#), PreToolUseCall);
+        assert_eq!(
+            sniff(r#"{"hook_event_name": "PreToolUse", "tool_name": "AskUserQuestion"}"#),
+            PreToolUseQuestion
+        );
+        assert_eq!(
+            sniff(r#"{"hook_event_name" : "PermissionRequest", "tool_name": "Ba"#),
+            PermissionRequest
+        );
+        assert_eq!(
+            sniff(r#"{"tool_name": "AskUserQuestion", "hook_event_name": "PreToolUse""#),
+            PreToolUseQuestion
+        );
+        assert_eq!(sniff(r#"{"hook_event_name":"PostToolUse"}"#), Other);
+        assert_eq!(sniff("not json"), Other);
+        assert_eq!(sniff("[1]"), Other);
+        assert_eq!(sniff(""), Other);
+    }
+
+    #[test]
+    fn no_decision_answers_in_the_events_shape() {
+        use EventKind::*;
+        let line = |k, a, closed| no_decision(k, a, closed, "why").to_line();
+        let pre = |l: Option<String>| -> Value {
+            serde_json::from_str::<Value>(&l.unwrap()).unwrap()["hookSpecificOutput"].clone()
+        };
+        let d = pre(line(PreToolUseCall, Agent::ClaudeCode, false));
+        assert_eq!(
+            (
+                d["hookEventName"].as_str(),
+                d["permissionDecision"].as_str()
+            ),
+            (Some("PreToolUse"), Some("ask"))
+        );
+        assert_eq!(line(PreToolUseCall, Agent::Codex, false), None);
+        assert_eq!(line(PreToolUseQuestion, Agent::ClaudeCode, false), None);
+        assert_eq!(line(PermissionRequest, Agent::ClaudeCode, false), None);
+        assert_eq!(line(Other, Agent::ClaudeCode, false), None);
+        assert_eq!(line(Other, Agent::ClaudeCode, true), None);
+        for k in [PreToolUseCall, PreToolUseQuestion] {
+            assert_eq!(
+                pre(line(k, Agent::ClaudeCode, true))["permissionDecision"],
+                "deny"
+            );
+        }
+        let d = pre(line(PermissionRequest, Agent::ClaudeCode, true));
+        assert_eq!(d["hookEventName"], "PermissionRequest");
+        assert_eq!(d["decision"]["behavior"], "deny");
+        assert_eq!(
+            d["decision"]["message"],
+            "askrelay: why; denied (--fail-closed)"
+        );
+        assert!(d.get("permissionDecision").is_none());
     }
 }
