@@ -126,7 +126,8 @@ fn every_cargo_test_command_in_the_docs_names_a_real_target_and_tests() {
             }
             if let Some((module, _)) = filter.split_once("::") {
                 assert!(
-                    root().join(format!("tests/it/{module}.rs")).is_file(),
+                    root().join(format!("tests/it/{module}.rs")).is_file()
+                        || root().join(format!("tests/it/{module}/mod.rs")).is_file(),
                     "{doc}: `{command}`: tests/it has no module {module:?}"
                 );
             }
