@@ -41,10 +41,12 @@ use std::io::Read;
 use std::path::Path;
 use std::time::Duration;
 
+mod codex;
 mod context;
 mod permission;
 mod questions;
 
+use codex::codex;
 pub use context::unified_diff;
 use permission::{permission_request, tool_call};
 use questions::{questions, Shape};
@@ -352,56 +354,6 @@ pub(super) async fn claude_code(config_file: Option<&Path>, args: &ClaudeCodeArg
              no decision (Claude Code decides as it would without this hook)",
             Escaped(other)
         )),
-    }
-}
-
-pub(super) async fn codex(config_file: Option<&Path>, args: &CodexArgs) -> Reply {
-    let fallback = |why: String| {
-        if args.fail_closed {
-            Reply::pre("deny", format!("askrelay: {why}; denied (--fail-closed)"))
-        } else {
-            Reply::NoDecision(format!("{why}; no decision (Codex's own approval policy)"))
-        }
-    };
-    let event = match read_event() {
-        Ok(e) => e,
-        Err(e) => return fallback(e),
-    };
-    let target = match Target::from_config(config_file).await {
-        Ok(t) => t,
-        Err(e) => return fallback(format!("{e:#}")),
-    };
-    match event.hook_event_name.as_deref().unwrap_or("PreToolUse") {
-        "PreToolUse" => {}
-        other => {
-            return fallback(format!(
-                "hook codex answers PreToolUse events, not {}",
-                Escaped(other)
-            ))
-        }
-    }
-    match tool_call(&target, &event, &args.common, Agent::Codex).await {
-        // Codex takes no explicit allow: no decision lets the call run.
-        Verdict::Allowed { by, edited: None } => Reply::NoDecision(format!("allowed by {by}")),
-        // Codex is never offered Edit…; an edit it cannot run is not the command asked.
-        Verdict::Allowed {
-            by,
-            edited: Some(_),
-        } => Reply::pre("deny", permission::edit_not_applied(&by)),
-        Verdict::Denied { by, reason } => Reply::pre("deny", denied_by(&by, reason.as_deref())),
-        Verdict::Failed(e) if e.code == ErrorCode::Expired => Reply::pre(
-            "deny",
-            format!("askrelay: nobody answered in time ({})", e.message),
-        ),
-        Verdict::Failed(e) if e.code == ErrorCode::Aborted => Reply::pre(
-            "deny",
-            format!("askrelay: the request was cancelled ({})", e.message),
-        ),
-        Verdict::Failed(e) => fallback(format!("{}: {}", e.code, e.message)),
-        Verdict::Unreachable(why) => fallback(format!("{why}; start it with `askrelay serve`")),
-        Verdict::TimedOut(after) => {
-            fallback(format!("nobody answered within {} s", after.as_secs()))
-        }
     }
 }
 
