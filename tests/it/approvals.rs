@@ -1060,7 +1060,7 @@ async fn an_event_the_hook_does_not_answer_gets_no_decision_and_a_clear_error() 
     assert_eq!(code, 0);
     assert_eq!(out, "");
     assert!(
-        err.contains("hook codex answers PreToolUse events, not PostToolUse"),
+        err.contains("hook codex answers PreToolUse and PermissionRequest events, not PostToolUse"),
         "{err}"
     );
     // Nothing was asked.

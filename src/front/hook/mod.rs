@@ -41,10 +41,12 @@ use std::io::Read;
 use std::path::Path;
 use std::time::Duration;
 
+mod codex;
 mod context;
 mod permission;
 mod questions;
 
+use codex::codex;
 pub use context::unified_diff;
 use permission::{permission_request, tool_call};
 use questions::{questions, Shape};
@@ -463,54 +465,6 @@ pub(super) async fn claude_code(config_file: Option<&Path>, args: &ClaudeCodeArg
     match reply {
         Reply::NoDecision(why) if args.fail_closed => fail(why),
         reply => reply,
-    }
-}
-
-pub(super) async fn codex(config_file: Option<&Path>, args: &CodexArgs) -> Reply {
-    let agent = Agent::Codex;
-    let raw = match read_stdin() {
-        Ok(r) => r,
-        Err(e) => return no_decision(EventKind::Other, agent, args.fail_closed, &e),
-    };
-    let kind = EventKind::sniff(&raw);
-    let fallback = |why: String| no_decision(kind, agent, args.fail_closed, &why);
-    if kind != EventKind::PreToolUseCall && kind != EventKind::PreToolUseQuestion {
-        let name = string_field(&raw, "hook_event_name").unwrap_or_else(|| "(none)".into());
-        return fallback(format!(
-            "hook codex answers PreToolUse events, not {}",
-            Escaped(&name)
-        ));
-    }
-    let event = match parse_event(&raw) {
-        Ok(e) => e,
-        Err(e) => return fallback(e),
-    };
-    let target = match Target::from_config(config_file).await {
-        Ok(t) => t,
-        Err(e) => return fallback(format!("{e:#}")),
-    };
-    match tool_call(&target, &event, &args.common, Agent::Codex).await {
-        // Codex takes no explicit allow: no decision lets the call run.
-        Verdict::Allowed { by, edited: None } => Reply::NoDecision(format!("allowed by {by}")),
-        // Codex is never offered Edit…; an edit it cannot run is not the command asked.
-        Verdict::Allowed {
-            by,
-            edited: Some(_),
-        } => Reply::pre("deny", permission::edit_not_applied(&by)),
-        Verdict::Denied { by, reason } => Reply::pre("deny", denied_by(&by, reason.as_deref())),
-        Verdict::Failed(e) if e.code == ErrorCode::Expired => Reply::pre(
-            "deny",
-            format!("askrelay: nobody answered in time ({})", e.message),
-        ),
-        Verdict::Failed(e) if e.code == ErrorCode::Aborted => Reply::pre(
-            "deny",
-            format!("askrelay: the request was cancelled ({})", e.message),
-        ),
-        Verdict::Failed(e) => fallback(format!("{}: {}", e.code, e.message)),
-        Verdict::Unreachable(why) => fallback(format!("{why}; start it with `askrelay serve`")),
-        Verdict::TimedOut(after) => {
-            fallback(format!("nobody answered within {} s", after.as_secs()))
-        }
     }
 }
 
