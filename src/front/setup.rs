@@ -83,9 +83,10 @@ pub enum Scope {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum Event {
-    /// Only when Claude Code would ask you itself (recommended).
+    /// Only when the agent would ask you itself (recommended for Claude Code; Codex fires it
+    /// only in its interactive UI).
     PermissionRequest,
-    /// Before every matching tool call, even ones Claude Code would run without asking.
+    /// Before every matching tool call, even ones the agent would run without asking.
     PreToolUse,
 }
 
@@ -142,6 +143,11 @@ pub struct CodexSetup {
     /// can run the command unasked. A risk; see docs/approvals.md.
     #[arg(long)]
     pub fail_open: bool,
+    /// Which Codex event asks people: pre-tool-use (before every tool call, also with
+    /// `codex exec`) or permission-request (only when Codex's approval policy would ask, in
+    /// its interactive UI).
+    #[arg(long, value_enum, default_value_t = Event::PreToolUse)]
+    pub event: Event,
     #[command(flatten)]
     pub common: Common,
 }
@@ -683,17 +689,23 @@ fn codex(a: &CodexSetup) -> Result<(), String> {
     remove_our_hooks(&hooks);
     if !a.common.remove {
         let hook = json!({"type": "command", "command": command, "timeout": hook_timeout});
-        add_hook(&hooks, "PreToolUse", ".*", &hook);
+        match a.event {
+            Event::PreToolUse => add_hook(&hooks, "PreToolUse", ".*", &hook),
+            Event::PermissionRequest => add_hook(&hooks, "PermissionRequest", ".*", &hook),
+        }
     }
+    let answers = match a.event {
+        Event::PreToolUse => "askrelay answers PreToolUse (every tool)",
+        Event::PermissionRequest => {
+            "askrelay answers PermissionRequest (when Codex would ask; no \"always allow\")"
+        }
+    };
     let hooks_change = file.change(if a.common.remove {
         "askrelay's hook taken out".to_owned()
     } else if a.fail_open {
-        "askrelay answers PreToolUse (every tool); without an answer Codex's own policy decides \
-         (--fail-open)"
-            .to_owned()
+        format!("{answers}; without an answer Codex's own policy decides (--fail-open)")
     } else {
-        "askrelay answers PreToolUse (every tool); without an answer it denies (--fail-closed)"
-            .to_owned()
+        format!("{answers}; without an answer it denies (--fail-closed)")
     });
     // config.toml
     let config_path = codex_home.join("config.toml");

@@ -516,6 +516,37 @@ async fn codex_setup_fails_closed_unless_told_fail_open() {
     );
 }
 
+#[tokio::test]
+async fn codex_setup_event_permission_request_moves_the_hook_and_remove_takes_it_out() {
+    let home = tempfile::tempdir().unwrap();
+    let proj = tempfile::tempdir().unwrap();
+    let codex = home.path().join(".codex");
+    std::fs::create_dir_all(&codex).unwrap();
+    let hooks = "{\"hooks\": {}}";
+    std::fs::write(codex.join("hooks.json"), hooks).unwrap();
+
+    let (code, _, err) = setup(home.path(), proj.path(), &["codex"]).await;
+    assert_eq!(code, 0, "{err}");
+    let args = ["codex", "--event", "permission-request"];
+    let (code, out, err) = setup(home.path(), proj.path(), &args).await;
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("askrelay answers PermissionRequest"), "{out}");
+    let json = read_json(&codex.join("hooks.json"));
+    let asks = commands(&json, "PermissionRequest");
+    assert_eq!(asks.len(), 1, "{asks:?}");
+    assert!(
+        asks[0].1.starts_with(BIN) && asks[0].1.contains(" hook codex --fail-closed"),
+        "{asks:?}"
+    );
+    // Moved, not added: the PreToolUse hook of the first run is gone.
+    assert!(commands(&json, "PreToolUse").is_empty(), "{json}");
+
+    let (code, _, err) = setup(home.path(), proj.path(), &["codex", "--remove"]).await;
+    assert_eq!(code, 0, "{err}");
+    let json = read_json(&codex.join("hooks.json"));
+    assert!(commands(&json, "PermissionRequest").is_empty(), "{json}");
+}
+
 /// A `claude` on `PATH` that prints `version` as Claude Code does.
 fn fake_claude(dir: &Path, version: &str) {
     use std::os::unix::fs::PermissionsExt;
