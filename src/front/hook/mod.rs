@@ -48,6 +48,7 @@ mod questions;
 pub use context::unified_diff;
 use permission::{permission_request, tool_call};
 use questions::{questions, Shape};
+pub mod withdraw;
 
 pub use crate::domain::approval::{ALLOW, ALLOW_ONCE, DENY, DENY_AND_STOP};
 
@@ -194,6 +195,8 @@ impl Agent {
 pub(super) struct HookEvent {
     #[serde(default)]
     hook_event_name: Option<String>,
+    /// Absent on UserPromptSubmit, Stop and SessionEnd.
+    #[serde(default)]
     tool_name: String,
     #[serde(default)]
     tool_input: Value,
@@ -307,6 +310,9 @@ pub(super) async fn claude_code(config_file: Option<&Path>, args: &ClaudeCodeArg
         Err(e) => return Reply::pre("ask", format!("askrelay: {e:#}; asking here")),
     };
     let event_name = event.hook_event_name.as_deref().unwrap_or("PreToolUse");
+    if withdraw::reason_of(event_name).is_some() {
+        return withdraw::lifecycle(&target, &event, "claude-code").await;
+    }
     match (event_name, event.tool_name.as_str()) {
         ("PreToolUse", "AskUserQuestion") => {
             questions(
@@ -373,6 +379,9 @@ pub(super) async fn codex(config_file: Option<&Path>, args: &CodexArgs) -> Reply
     };
     match event.hook_event_name.as_deref().unwrap_or("PreToolUse") {
         "PreToolUse" => {}
+        name if withdraw::reason_of(name).is_some() => {
+            return withdraw::lifecycle(&target, &event, "codex").await;
+        }
         other => {
             return fallback(format!(
                 "hook codex answers PreToolUse events, not {}",
@@ -558,6 +567,12 @@ pub(super) fn scope_of(
         if let Some(v) = v.filter(|v| !v.is_empty()) {
             scope.insert(k.to_owned(), v);
         }
+    }
+    if let Some(session) = event.session_id.as_deref() {
+        scope.insert(
+            "call".to_owned(),
+            withdraw::call_key(session, &event.tool_name, &event.tool_input),
+        );
     }
     for kv in &args.scope {
         let (k, v) = kv
