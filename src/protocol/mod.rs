@@ -47,6 +47,20 @@ pub enum Op {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         reason: Option<String>,
     },
+    /// Ends the pending requests of an agent session (or one call of it) that the agent no
+    /// longer waits for (docs/protocol.md, "withdraw").
+    Withdraw {
+        reason: String,
+        session: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        call: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        request_id: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        agent: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        event: Option<String>,
+    },
     Pending {
         /// Only this request (if it is pending and the caller may see it).
         #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -110,6 +124,7 @@ pub const OPS: &[&str] = &[
     "audit_export",
     "grants",
     "revoke_grant",
+    "withdraw",
 ];
 
 /// The page size of `audit_export` when the client gives none.
@@ -167,6 +182,40 @@ fn parse_op(obj: &Map<String, Value>, max_questions: usize) -> Result<Op, AskErr
             Ok(Op::Cancel {
                 request_id: required_request_id(obj)?,
                 reason: opt_line(obj, "reason", MAX_REASON_CHARS)?,
+            })
+        }
+        "withdraw" => {
+            only(
+                obj,
+                &[
+                    "op",
+                    "reason",
+                    "session",
+                    "call",
+                    "request_id",
+                    "agent",
+                    "event",
+                ],
+            )?;
+            let reason = optional_string(obj, "", "reason")?
+                .filter(|r| crate::domain::hub::WithdrawReason::parse(r).is_some())
+                .ok_or_else(|| {
+                    AskError::invalid(
+                        "reason: is required; one of answered_in_terminal, agent_moved_on, hook_killed",
+                    )
+                })?;
+            let session = opt_line(obj, "session", MAX_NOTE_CHARS)?
+                .ok_or_else(|| AskError::invalid("session: is required (the agent session id)"))?;
+            Ok(Op::Withdraw {
+                reason,
+                session,
+                call: opt_line(obj, "call", MAX_NOTE_CHARS)?,
+                request_id: match obj.get("request_id") {
+                    None | Some(Value::Null) => None,
+                    Some(v) => Some(parse_request_id(v)?),
+                },
+                agent: opt_line(obj, "agent", MAX_NOTE_CHARS)?,
+                event: opt_line(obj, "event", MAX_NOTE_CHARS)?,
             })
         }
         "pending" => {
@@ -345,6 +394,11 @@ pub enum Event {
     Cancelled {
         request_id: String,
     },
+    /// The reply to `withdraw`: how many pending requests it ended, and which.
+    Withdrawn {
+        ended: usize,
+        request_ids: Vec<String>,
+    },
     /// The daemon is going away; the request stays pending, so re-attach to the next daemon
     /// with the same `request_id`.
     ShuttingDown {
@@ -472,7 +526,8 @@ impl Event {
             | Event::Health(_)
             | Event::Audit { .. }
             | Event::Grants { .. }
-            | Event::Revoked { .. } => None,
+            | Event::Revoked { .. }
+            | Event::Withdrawn { .. } => None,
         }
     }
 }

@@ -489,6 +489,31 @@ async fn run_op(ctx: &ServerContext, op: Op, user: &LocalUser) -> Event {
             Ok(()) => Event::Cancelled { request_id },
             Err(error) => Event::error(Some(request_id), error),
         },
+        Op::Withdraw {
+            reason,
+            session,
+            call,
+            request_id,
+            agent: _,
+            event,
+        } => {
+            let Some(reason) = crate::domain::hub::WithdrawReason::parse(&reason) else {
+                return Event::error(None, crate::domain::AskError::invalid("reason: unknown"));
+            };
+            let m = crate::domain::hub::WithdrawMatch {
+                session,
+                call,
+                request_id,
+                event,
+            };
+            match hub.withdraw(reason, &m, user).await {
+                Ok(ids) => Event::Withdrawn {
+                    ended: ids.len(),
+                    request_ids: ids,
+                },
+                Err(e) => Event::error(None, e),
+            }
+        }
         Op::Pending {
             request_id: Some(id),
             ..

@@ -158,6 +158,8 @@ mod queries;
 mod settle;
 mod terminal;
 mod votes;
+mod withdraw;
+pub use withdraw::{WithdrawMatch, WithdrawReason};
 
 pub use terminal::TerminalAnswer;
 

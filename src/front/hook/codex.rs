@@ -36,16 +36,6 @@ pub(super) enum CodexEvent {
 }
 
 impl CodexEvent {
-    /// From `hook_event_name`; an event without one (or one that cannot be read) is taken as
-    /// PreToolUse, what the hook answered before Codex had PermissionRequest.
-    pub(super) fn of(name: Option<&str>) -> CodexEvent {
-        match name {
-            None | Some("PreToolUse") => CodexEvent::PreToolUse,
-            Some("PermissionRequest") => CodexEvent::PermissionRequest,
-            Some(_) => CodexEvent::Other,
-        }
-    }
-
     /// A deny in this event's shape.
     pub(super) fn deny(self, message: String) -> Reply {
         match self {
@@ -118,6 +108,9 @@ pub(in crate::front) async fn codex(config_file: Option<&Path>, args: &CodexArgs
             .ok()
             .and_then(|v| v.get("hook_event_name")?.as_str().map(str::to_owned))
             .unwrap_or_default();
+        if super::withdraw::reason_of(&name).is_some() {
+            return super::lifecycle(config_file, &input, "codex").await;
+        }
         return Reply::NoDecision(format!(
             "hook codex answers PreToolUse and PermissionRequest events, not {}; no decision",
             Escaped(&name)

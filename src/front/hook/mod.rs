@@ -50,6 +50,7 @@ use codex::codex;
 pub use context::unified_diff;
 use permission::{permission_request, tool_call};
 use questions::{questions, Shape};
+pub mod withdraw;
 
 pub use crate::domain::approval::{ALLOW, ALLOW_ONCE, DENY, DENY_AND_STOP};
 
@@ -199,6 +200,10 @@ impl Agent {
 /// The fields of a hook event askrelay uses; the others are ignored.
 #[derive(Debug, Deserialize)]
 pub(super) struct HookEvent {
+    #[serde(default)]
+    hook_event_name: Option<String>,
+    /// Absent on UserPromptSubmit, Stop and SessionEnd.
+    #[serde(default)]
     tool_name: String,
     #[serde(default)]
     tool_input: Value,
@@ -401,6 +406,19 @@ pub(super) fn parse_event(raw: &str) -> Result<HookEvent, String> {
     serde_json::from_str(raw).map_err(|e| format!("the hook event is not one it knows: {e}"))
 }
 
+/// A lifecycle event (PostToolUse, Stop, …): withdraws the questions it ends. It decides
+/// nothing, so every failure is nothing too, whatever the flags.
+pub(super) async fn lifecycle(config_file: Option<&Path>, raw: &str, agent: &str) -> Reply {
+    let event = match parse_event(raw) {
+        Ok(e) => e,
+        Err(e) => return Reply::NoDecision(e),
+    };
+    match Target::from_config(config_file).await {
+        Ok(target) => withdraw::lifecycle(&target, &event, agent).await,
+        Err(e) => Reply::NoDecision(format!("{e:#}; nothing withdrawn")),
+    }
+}
+
 pub(super) async fn claude_code(config_file: Option<&Path>, args: &ClaudeCodeArgs) -> Reply {
     let agent = Agent::ClaudeCode;
     let raw = match read_stdin() {
@@ -411,6 +429,9 @@ pub(super) async fn claude_code(config_file: Option<&Path>, args: &ClaudeCodeArg
     let fail = |why: String| no_decision(kind, agent, args.fail_closed, &why);
     if kind == EventKind::Other {
         let name = string_field(&raw, "hook_event_name").unwrap_or_else(|| "(none)".into());
+        if withdraw::reason_of(&name).is_some() {
+            return lifecycle(config_file, &raw, "claude-code").await;
+        }
         return Reply::NoDecision(format!(
             "hook claude-code answers PreToolUse and PermissionRequest events, not {}; \
              no decision (Claude Code decides as it would without this hook)",
@@ -621,6 +642,12 @@ pub(super) fn scope_of(
         if let Some(v) = v.filter(|v| !v.is_empty()) {
             scope.insert(k.to_owned(), v);
         }
+    }
+    if let Some(session) = event.session_id.as_deref() {
+        scope.insert(
+            "call".to_owned(),
+            withdraw::call_key(session, &event.tool_name, &event.tool_input),
+        );
     }
     for kv in &args.scope {
         let (k, v) = kv
