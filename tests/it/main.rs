@@ -38,3 +38,4 @@ mod setup;
 mod socket;
 mod standin_selftest;
 mod trust;
+mod withdraw;

@@ -93,7 +93,9 @@ impl Hub {
             for req in page {
                 if req.status != Status::Pending
                     || req.scope.get("session") != Some(&m.session)
-                    || m.call.as_ref().is_some_and(|c| req.scope.get("call") != Some(c))
+                    || m.call
+                        .as_ref()
+                        .is_some_and(|c| req.scope.get("call") != Some(c))
                     || m.request_id.as_ref().is_some_and(|r| &req.request_id != r)
                 {
                     continue;
