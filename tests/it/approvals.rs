@@ -1046,21 +1046,23 @@ async fn claude_codes_questions_fall_back_to_its_own_prompt_without_an_answer() 
 async fn an_event_the_hook_does_not_answer_gets_no_decision_and_a_clear_error() {
     let app = App::start().await;
     let bin = bin_for(&app);
-    let event = json!({"session_id": "s", "hook_event_name": "PostToolUse", "tool_name": "Bash",
-        "tool_input": {"command": "ls"}, "tool_response": {}})
+    let event = json!({"session_id": "s", "hook_event_name": "Notification",
+        "message": "Claude needs your permission"})
     .to_string();
     let (code, out, err) = finish(start(&bin, &["hook", "claude-code"], &event).await).await;
     assert_eq!(code, 0);
     assert_eq!(out, "");
     assert!(
-        err.contains("answers PreToolUse and PermissionRequest events, not PostToolUse"),
+        err.contains("answers PreToolUse and PermissionRequest events, not Notification"),
         "{err}"
     );
     let (code, out, err) = finish(start(&bin, &["hook", "codex"], &event).await).await;
     assert_eq!(code, 0);
     assert_eq!(out, "");
     assert!(
-        err.contains("hook codex answers PreToolUse and PermissionRequest events, not PostToolUse"),
+        err.contains(
+            "hook codex answers PreToolUse and PermissionRequest events, not Notification"
+        ),
         "{err}"
     );
     // Nothing was asked.

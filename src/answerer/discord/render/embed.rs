@@ -236,8 +236,16 @@ fn footer_text(ctx: &RenderContext) -> String {
         parts.push(format!("agent {agent}"));
     }
     if !ctx.scope.is_empty() {
-        let labels: Vec<String> = ctx.scope.iter().map(|(k, v)| format!("{k}={v}")).collect();
-        parts.push(labels.join(" "));
+        // `call` is the hooks' key for one tool call (what `withdraw` matches), not for people.
+        let labels: Vec<String> = ctx
+            .scope
+            .iter()
+            .filter(|(k, _)| k.as_str() != "call")
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect();
+        if !labels.is_empty() {
+            parts.push(labels.join(" "));
+        }
     }
     parts.join(" · ")
 }
