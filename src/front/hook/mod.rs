@@ -44,6 +44,7 @@ use std::time::Duration;
 mod context;
 mod permission;
 mod questions;
+mod stop;
 
 pub use context::unified_diff;
 use permission::{permission_request, tool_call};
@@ -238,6 +239,9 @@ pub enum Reply {
     },
     /// A PermissionRequest decision: `{"behavior":"allow",…}` or `{"behavior":"deny",…}`.
     PermissionRequest { decision: Value, note: String },
+    /// A Stop blocked with a person's reply (`{"decision":"block","reason":…}`): the agent
+    /// carries on with the reply.
+    Block { reason: String, note: String },
 }
 
 impl Reply {
@@ -275,6 +279,9 @@ impl Reply {
                 }})
                 .to_string(),
             ),
+            Reply::Block { reason, .. } => {
+                Some(json!({"decision": "block", "reason": reason}).to_string())
+            }
         }
     }
 
@@ -284,22 +291,44 @@ impl Reply {
             Reply::NoDecision(why) => Some(why),
             Reply::PreToolUse { .. } => None,
             Reply::PermissionRequest { note, .. } => Some(note),
+            Reply::Block { note, .. } => Some(note),
         }
     }
 }
 
+/// An event on stdin: a Stop, or one about a tool call.
+enum Event {
+    Stop(stop::StopEvent),
+    Tool(HookEvent),
+}
+
 /// Reads and parses the event on stdin.
-pub(super) fn read_event() -> Result<HookEvent, String> {
+fn read_event() -> Result<Event, String> {
     let mut input = String::new();
     std::io::stdin()
         .read_to_string(&mut input)
         .map_err(|e| format!("cannot read the hook event: {e}"))?;
-    serde_json::from_str(&input).map_err(|e| format!("the hook event is not one it knows: {e}"))
+    parse_event(&input)
+}
+
+fn parse_event(input: &str) -> Result<Event, String> {
+    let bad = |e: serde_json::Error| format!("the hook event is not one it knows: {e}");
+    let raw: Value = serde_json::from_str(input).map_err(bad)?;
+    if raw["hook_event_name"] == "Stop" {
+        return serde_json::from_value(raw).map(Event::Stop).map_err(bad);
+    }
+    serde_json::from_value(raw).map(Event::Tool).map_err(bad)
 }
 
 pub(super) async fn claude_code(config_file: Option<&Path>, args: &ClaudeCodeArgs) -> Reply {
     let event = match read_event() {
-        Ok(e) => e,
+        Ok(Event::Tool(e)) => e,
+        Ok(Event::Stop(e)) => {
+            return match Target::from_config(config_file).await {
+                Ok(t) => stop::stop(&t, &e, &args.common, Agent::ClaudeCode).await,
+                Err(e) => Reply::NoDecision(format!("{e:#}; no decision (the turn ends)")),
+            }
+        }
         Err(e) => return Reply::pre("ask", format!("askrelay: {e}; asking here")),
     };
     let target = match Target::from_config(config_file).await {
@@ -364,7 +393,13 @@ pub(super) async fn codex(config_file: Option<&Path>, args: &CodexArgs) -> Reply
         }
     };
     let event = match read_event() {
-        Ok(e) => e,
+        Ok(Event::Tool(e)) => e,
+        Ok(Event::Stop(e)) => {
+            return match Target::from_config(config_file).await {
+                Ok(t) => stop::stop(&t, &e, &args.common, Agent::Codex).await,
+                Err(e) => Reply::NoDecision(format!("{e:#}; no decision (the turn ends)")),
+            }
+        }
         Err(e) => return fallback(e),
     };
     let target = match Target::from_config(config_file).await {
