@@ -21,10 +21,6 @@ pub const DONE: &str = "Done";
 /// The most of the agent's last message shown (the end is cut).
 const TURN_END_MAX: usize = 16 * 1024;
 
-/// Claude Code's cap on consecutive Stop-hook blocks (CLAUDE_CODE_STOP_HOOK_BLOCK_CAP); the
-/// hook asks again after a block, but not once the cap is reached.
-const DEFAULT_BLOCK_CAP: u32 = 8;
-
 /// The fields of a Stop event askrelay uses.
 #[derive(Debug, Default, serde::Deserialize)]
 pub(super) struct StopEvent {
@@ -79,14 +75,6 @@ pub(super) fn turn_end(event: &StopEvent) -> Option<String> {
     last
 }
 
-/// How many consecutive blocks Claude Code allows.
-fn block_cap() -> u32 {
-    std::env::var("CLAUDE_CODE_STOP_HOOK_BLOCK_CAP")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(DEFAULT_BLOCK_CAP)
-}
-
 /// The ask for a Stop: the last message as context, Done, and free text for a reply.
 pub(super) fn stop_ask(event: &StopEvent, args: &CommonArgs, agent: Agent) -> Result<Ask, String> {
     let mut reveal = Reveal::default();
@@ -115,8 +103,13 @@ pub(super) fn stop_ask(event: &StopEvent, args: &CommonArgs, agent: Agent) -> Re
         questions: vec![Question {
             id: "q1".into(),
             question: format!(
-                "{} finished its turn. Reply to keep it working, or Done.",
-                agent.title()
+                "{} finished its turn{}. Reply to keep it working, or Done.",
+                agent.title(),
+                if event.stop_hook_active {
+                    " again, after a reply"
+                } else {
+                    ""
+                }
             ),
             header: Some(one_line("Turn ended", 12, &mut reveal)),
             options: vec![QuestionOption {
@@ -141,9 +134,9 @@ pub(super) async fn stop(
     agent: Agent,
 ) -> Reply {
     let fallback = "the turn ends";
-    if agent == Agent::ClaudeCode && event.stop_hook_active && block_cap() == 0 {
-        return Reply::NoDecision(format!("block cap 0; no decision ({fallback})"));
-    }
+    // A Stop after a block (stop_hook_active) is asked again: Claude Code itself ends the
+    // turn after CLAUDE_CODE_STOP_HOOK_BLOCK_CAP consecutive blocks (8 by default; 0 or less:
+    // no cap), so a reply can never keep it going for ever.
     let ask = match stop_ask(event, args, agent) {
         Ok(a) => a,
         Err(e) => return Reply::NoDecision(format!("{e}; no decision ({fallback})")),
