@@ -191,6 +191,12 @@ impl Config {
             if r.expire_after_secs == Some(0) {
                 bail!("routes[{i}].expire_after_secs: must be at least 1 (leave it out for no expiry)");
             }
+            if let Some(w) = r.stop_wait_secs {
+                use super::route::{STOP_WAIT_MAX_SECS, STOP_WAIT_MIN_SECS};
+                if !(STOP_WAIT_MIN_SECS..=STOP_WAIT_MAX_SECS).contains(&w) {
+                    bail!("routes[{i}].stop_wait_secs: must be between {STOP_WAIT_MIN_SECS} and {STOP_WAIT_MAX_SECS} seconds, not {w}");
+                }
+            }
             if r.channel_id.is_none() {
                 check_terminal_route(i, r, self.terminal_enabled())?;
             }
@@ -358,6 +364,8 @@ fn check_terminal_route(i: usize, r: &Route, terminal: bool) -> Result<()> {
         ("remind_max", r.remind_max.is_some()),
         ("escalate", r.escalate.is_some()),
         ("terminal_answers", r.terminal_answers.is_some()),
+        ("stop_replies", r.stop_replies.is_some()),
+        ("stop_wait_secs", r.stop_wait_secs.is_some()),
     ];
     if let Some((key, _)) = discord_only.iter().find(|(_, set)| *set) {
         bail!(

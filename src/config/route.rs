@@ -8,6 +8,11 @@ use crate::domain::expiry::{ExpiryRule, OnExpire};
 use serde::Deserialize;
 use std::collections::BTreeMap;
 
+/// `stop_wait_secs` when not set, and its bounds.
+pub const STOP_WAIT_DEFAULT_SECS: u64 = 300;
+pub const STOP_WAIT_MIN_SECS: u64 = 10;
+pub const STOP_WAIT_MAX_SECS: u64 = 3300;
+
 /// A `[[routes]]` entry: requests whose scope matches go to this channel.
 #[derive(Debug, Clone, Deserialize)]
 pub struct Route {
@@ -40,6 +45,14 @@ pub struct Route {
     /// `discord.terminal_answers`).
     #[serde(default)]
     pub terminal_answers: Option<bool>,
+    /// Whether an agent's end of turn (`askrelay hook … ` on `Stop`) is posted here so that a
+    /// reply keeps it working (docs/approvals.md, "Replies at the end of a turn"); off by
+    /// default: a Stop on a route without it ends the turn at once.
+    #[serde(default)]
+    pub stop_replies: Option<bool>,
+    /// How long a Stop waits for a reply, in seconds (10–3300, default 300).
+    #[serde(default)]
+    pub stop_wait_secs: Option<u64>,
     /// Reminders (default: as under `[discord]`).
     #[serde(default)]
     pub remind_after_secs: Option<u64>,
@@ -129,6 +142,8 @@ impl Route {
             expire_after_secs: None,
             on_expire: None,
             terminal_answers: None,
+            stop_replies: None,
+            stop_wait_secs: None,
             remind_after_secs: None,
             remind_every_secs: None,
             remind_max: None,
@@ -143,6 +158,16 @@ impl Route {
             confirm_labels: None,
             confirm_word: None,
         }
+    }
+
+    /// Whether Stop replies are on for this route.
+    pub fn stop_replies(&self) -> bool {
+        self.stop_replies.unwrap_or(false)
+    }
+
+    /// How long a Stop waits for a reply, in seconds.
+    pub fn stop_wait_secs(&self) -> u64 {
+        self.stop_wait_secs.unwrap_or(STOP_WAIT_DEFAULT_SECS)
     }
 
     /// The route's own expiry rule, from `expiry` or the older `expire_after_secs` and

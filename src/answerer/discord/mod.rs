@@ -290,6 +290,9 @@ impl DiscordAnswerer {
     }
 }
 
+/// The scope `tool` of an agent's end of turn, as `askrelay hook` asks it.
+pub const STOP_TOOL: &str = "Stop";
+
 /// The outbox of a request just stored, without reading it back.
 fn planned_posts(planned: Vec<PlannedPost>) -> Vec<Post> {
     planned
@@ -319,6 +322,27 @@ impl Answerer for DiscordAnswerer {
                 },
             );
         };
+        // An agent's end of turn (`askrelay hook … ` on Stop) is posted only on a route that
+        // opted in with stop_replies, and waits stop_wait_secs for a reply.
+        let mut expiry = route.expiry.clone();
+        if proposal.scope.get("tool").map(String::as_str) == Some(STOP_TOOL) {
+            let raw = crate::answerer::routing::matching(&self.config, proposal.scope)
+                .filter(|r| r.name == route.name);
+            match raw.filter(|r| r.stop_replies()) {
+                Some(r) => {
+                    expiry = Some(crate::domain::expiry::ExpiryRule {
+                        after_secs: Some(r.stop_wait_secs()),
+                        ..Default::default()
+                    })
+                }
+                None => {
+                    return Claim::Decline(format!(
+                    "route {:?} does not take replies at the end of a turn (stop_replies is off)",
+                    route.name
+                ))
+                }
+            }
+        }
         match self
             .rest
             .check_channel(route.channel_id, outbox::DELIVER_ATTEMPTS)
@@ -338,7 +362,7 @@ impl Answerer for DiscordAnswerer {
         }
         Claim::Take {
             posts: self.plan(proposal.token, proposal.questions.len(), &route),
-            expiry: route.expiry,
+            expiry,
             route: Some(route.name),
         }
     }

@@ -108,6 +108,10 @@ pub(in crate::front) async fn codex(config_file: Option<&Path>, args: &CodexArgs
             .ok()
             .and_then(|v| v.get("hook_event_name")?.as_str().map(str::to_owned))
             .unwrap_or_default();
+        if name == "Stop" {
+            return super::end_of_turn(config_file, &input, &args.common, super::Agent::Codex)
+                .await;
+        }
         if super::withdraw::reason_of(&name).is_some() {
             return super::lifecycle(config_file, &input, "codex").await;
         }

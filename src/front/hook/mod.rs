@@ -45,6 +45,7 @@ mod codex;
 mod context;
 mod permission;
 mod questions;
+mod stop;
 
 use codex::codex;
 pub use context::unified_diff;
@@ -248,6 +249,9 @@ pub enum Reply {
     },
     /// A PermissionRequest decision: `{"behavior":"allow",…}` or `{"behavior":"deny",…}`.
     PermissionRequest { decision: Value, note: String },
+    /// A Stop blocked with a person's reply (`{"decision":"block","reason":…}`): the agent
+    /// carries on with the reply.
+    Block { reason: String, note: String },
 }
 
 impl Reply {
@@ -285,6 +289,9 @@ impl Reply {
                 }})
                 .to_string(),
             ),
+            Reply::Block { reason, .. } => {
+                Some(json!({"decision": "block", "reason": reason}).to_string())
+            }
         }
     }
 
@@ -294,6 +301,7 @@ impl Reply {
             Reply::NoDecision(why) => Some(why),
             Reply::PreToolUse { .. } => None,
             Reply::PermissionRequest { note, .. } => Some(note),
+            Reply::Block { note, .. } => Some(note),
         }
     }
 }
@@ -419,6 +427,36 @@ pub(super) async fn lifecycle(config_file: Option<&Path>, raw: &str, agent: &str
     }
 }
 
+/// A Stop: withdraws the session's questions the agent no longer waits for, then, on a route
+/// with `stop_replies`, asks for a reply that keeps the agent working. Every failure lets the
+/// turn end (nothing on stdout).
+pub(super) async fn end_of_turn(
+    config_file: Option<&Path>,
+    raw: &str,
+    common: &CommonArgs,
+    agent: Agent,
+) -> Reply {
+    let name = match agent {
+        Agent::ClaudeCode => "claude-code",
+        Agent::Codex => "codex",
+    };
+    if let Some(note) = lifecycle(config_file, raw, name).await.note() {
+        eprintln!("askrelay: {note}");
+    }
+    let event: stop::StopEvent = match serde_json::from_str(raw) {
+        Ok(e) => e,
+        Err(e) => {
+            return Reply::NoDecision(format!(
+                "the Stop event is not one it knows: {e}; no decision (the turn ends)"
+            ))
+        }
+    };
+    match Target::from_config(config_file).await {
+        Ok(t) => stop::stop(&t, &event, common, agent).await,
+        Err(e) => Reply::NoDecision(format!("{e:#}; no decision (the turn ends)")),
+    }
+}
+
 pub(super) async fn claude_code(config_file: Option<&Path>, args: &ClaudeCodeArgs) -> Reply {
     let agent = Agent::ClaudeCode;
     let raw = match read_stdin() {
@@ -429,6 +467,9 @@ pub(super) async fn claude_code(config_file: Option<&Path>, args: &ClaudeCodeArg
     let fail = |why: String| no_decision(kind, agent, args.fail_closed, &why);
     if kind == EventKind::Other {
         let name = string_field(&raw, "hook_event_name").unwrap_or_else(|| "(none)".into());
+        if name == "Stop" {
+            return end_of_turn(config_file, &raw, &args.common, agent).await;
+        }
         if withdraw::reason_of(&name).is_some() {
             return lifecycle(config_file, &raw, "claude-code").await;
         }
