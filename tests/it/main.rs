@@ -37,5 +37,6 @@ mod quorum;
 mod setup;
 mod socket;
 mod standin_selftest;
+mod stop_replies;
 mod trust;
 mod withdraw;
