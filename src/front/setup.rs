@@ -575,8 +575,12 @@ fn claude_code(a: &ClaudeCodeSetup) -> Result<(), String> {
     };
     let file = JsonFile::read(&settings_path)?;
     let settings = file.object();
+    let had_key = settings.get("hooks").is_some();
     let hooks = hooks_of(&settings).map_err(|e| format!("{}: {e}", settings_path.display()))?;
+    let had_hooks = !hooks.properties().is_empty();
     remove_our_hooks(&hooks);
+    // A "hooks" that only askrelay's removal left empty goes too, as does one made here.
+    let emptied = had_hooks && hooks.properties().is_empty();
     if !a.common.remove {
         match a.event {
             Event::PermissionRequest => add_hook(&hooks, "PermissionRequest", "*", &hook),
@@ -584,7 +588,7 @@ fn claude_code(a: &ClaudeCodeSetup) -> Result<(), String> {
         }
         add_hook(&hooks, "PreToolUse", "AskUserQuestion", &hook);
     }
-    if hooks.properties().is_empty() && !file.had_content() {
+    if hooks.properties().is_empty() && (emptied || !had_key || !file.had_content()) {
         if let Some(p) = settings.get("hooks") {
             p.remove();
         }
@@ -642,15 +646,24 @@ fn claude_mcp(
             .object_value_or_create(&cwd.display().to_string())
             .ok_or_else(|| not_object("this project's entry"))?,
     };
-    let servers = holder
-        .object_value_or_create("mcpServers")
-        .ok_or_else(|| not_object("\"mcpServers\""))?;
     let what = if a.common.remove {
-        if let Some(p) = servers.get("askrelay") {
-            p.remove();
+        // Only askrelay's entry, and the "mcpServers" it leaves empty: a file that had no
+        // such key gets none back.
+        if let Some(servers) = holder.object_value("mcpServers") {
+            if let Some(p) = servers.get("askrelay") {
+                p.remove();
+                if servers.properties().is_empty() {
+                    if let Some(key) = holder.get("mcpServers") {
+                        key.remove();
+                    }
+                }
+            }
         }
         "the askrelay MCP server taken out".to_owned()
     } else {
+        let servers = holder
+            .object_value_or_create("mcpServers")
+            .ok_or_else(|| not_object("\"mcpServers\""))?;
         let server =
             cst_value(&json!({"type": "stdio", "command": program, "args": ["mcp"], "env": {}}));
         match servers.get("askrelay") {

@@ -517,6 +517,32 @@ async fn codex_setup_fails_closed_unless_told_fail_open() {
 }
 
 #[tokio::test]
+async fn remove_gives_back_files_that_had_no_hooks_and_no_mcp_servers_byte_for_byte() {
+    let home = tempfile::tempdir().unwrap();
+    let proj = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(home.path().join(".claude")).unwrap();
+    let settings = home.path().join(".claude/settings.json");
+    let claude_json = home.path().join(".claude.json");
+    let settings_text = "{\n  \"model\": \"opus\",\n  \"env\": {\"A\": \"1\"}\n}\n";
+    let claude_text = "{\n  \"numStartups\": 3,\n  \"theme\": \"dark\"\n}\n";
+    std::fs::write(&settings, settings_text).unwrap();
+    std::fs::write(&claude_json, claude_text).unwrap();
+
+    let (code, _, err) = setup(home.path(), proj.path(), &["claude-code"]).await;
+    assert_eq!(code, 0, "{err}");
+    assert!(read_json(&claude_json)["mcpServers"]["askrelay"].is_object());
+    let (code, _, err) = setup(home.path(), proj.path(), &["claude-code", "--remove"]).await;
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(std::fs::read_to_string(&settings).unwrap(), settings_text);
+    assert_eq!(std::fs::read_to_string(&claude_json).unwrap(), claude_text);
+    // Removing again changes nothing, and adds no empty "hooks" or "mcpServers".
+    let (code, _, err) = setup(home.path(), proj.path(), &["claude-code", "--remove"]).await;
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(std::fs::read_to_string(&settings).unwrap(), settings_text);
+    assert_eq!(std::fs::read_to_string(&claude_json).unwrap(), claude_text);
+}
+
+#[tokio::test]
 async fn codex_setup_event_permission_request_moves_the_hook_and_remove_takes_it_out() {
     let home = tempfile::tempdir().unwrap();
     let proj = tempfile::tempdir().unwrap();
