@@ -463,6 +463,14 @@ fn command_of(hook: &CstNode) -> Option<String> {
         .ok()
 }
 
+/// The Claude Code events whose hook withdraws questions the agent no longer waits for.
+const WITHDRAWING_EVENTS: [&str; 4] = [
+    "PostToolUse",
+    "PostToolUseFailure",
+    "UserPromptSubmit",
+    "SessionEnd",
+];
+
 /// Takes askrelay's hook entries out of `hooks` (an agent's `hooks` object): every hook whose
 /// command is ours, and then every matcher group and event left empty by that alone.
 fn remove_our_hooks(hooks: &CstObject) {
@@ -587,6 +595,15 @@ fn claude_code(a: &ClaudeCodeSetup) -> Result<(), String> {
             Event::PreToolUse => add_hook(&hooks, "PreToolUse", &a.matcher, &hook),
         }
         add_hook(&hooks, "PreToolUse", "AskUserQuestion", &hook);
+        // The lifecycle events that withdraw a question the agent no longer waits for
+        // (docs/approvals.md, "Withdrawn when answered elsewhere"): async, so they never hold
+        // the agent up.
+        let lifecycle = json!({"type": "command", "command": format!(
+            "{} hook claude-code --timeout 5", shell_word(&program)
+        ), "timeout": 10, "async": true});
+        for event in WITHDRAWING_EVENTS {
+            add_hook(&hooks, event, "", &lifecycle);
+        }
     }
     if hooks.properties().is_empty() && (emptied || !had_key || !file.had_content()) {
         if let Some(p) = settings.get("hooks") {

@@ -531,6 +531,22 @@ async fn remove_gives_back_files_that_had_no_hooks_and_no_mcp_servers_byte_for_b
     let (code, _, err) = setup(home.path(), proj.path(), &["claude-code"]).await;
     assert_eq!(code, 0, "{err}");
     assert!(read_json(&claude_json)["mcpServers"]["askrelay"].is_object());
+    // The lifecycle events that withdraw answered questions, as async hooks.
+    let written = read_json(&settings);
+    for event in [
+        "PostToolUse",
+        "PostToolUseFailure",
+        "UserPromptSubmit",
+        "SessionEnd",
+    ] {
+        let cmds = commands(&written, event);
+        assert_eq!(cmds.len(), 1, "{event}: {written}");
+        assert!(cmds[0].1.contains(" hook claude-code"), "{cmds:?}");
+        assert_eq!(
+            written["hooks"][event][0]["hooks"][0]["async"], true,
+            "{written}"
+        );
+    }
     let (code, _, err) = setup(home.path(), proj.path(), &["claude-code", "--remove"]).await;
     assert_eq!(code, 0, "{err}");
     assert_eq!(std::fs::read_to_string(&settings).unwrap(), settings_text);
