@@ -978,13 +978,15 @@ async fn fail_closed_run(bin: &Path, setup: &[&str], allow: Value) -> (bool, Vec
     (marker.exists(), llm.tool_results(), written)
 }
 
-/// The `onFailure` of every hook entry in `settings`.
+/// The `onFailure` of every deciding (not async) hook entry in `settings`.
 fn on_failure(settings: &Value) -> Vec<Value> {
     let hooks = settings["hooks"].as_object().cloned().unwrap_or_default();
     hooks
         .values()
         .flat_map(|groups| groups.as_array().cloned().unwrap_or_default())
         .flat_map(|g| g["hooks"].as_array().cloned().unwrap_or_default())
+        // The async lifecycle hooks decide nothing, so they never fail closed.
+        .filter(|h| h["async"] != true)
         .map(|h| h["onFailure"].clone())
         .collect()
 }
