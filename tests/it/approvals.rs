@@ -16,7 +16,7 @@ fn bin_for(app: &App) -> Bin {
 }
 
 /// Starts `askrelay ARGS` with `stdin`.
-async fn start(bin: &Bin, args: &[&str], stdin: &str) -> Child {
+pub(crate) async fn start(bin: &Bin, args: &[&str], stdin: &str) -> Child {
     let mut child = bin.cmd(args).stdin(Stdio::piped()).spawn().unwrap();
     let mut pipe = child.stdin.take().unwrap();
     pipe.write_all(stdin.as_bytes()).await.unwrap();
@@ -25,7 +25,7 @@ async fn start(bin: &Bin, args: &[&str], stdin: &str) -> Child {
 }
 
 /// Exit code, stdout and stderr.
-async fn finish(child: Child) -> (i32, String, String) {
+pub(crate) async fn finish(child: Child) -> (i32, String, String) {
     let out = within("the command to exit", child.wait_with_output())
         .await
         .unwrap();

@@ -2,12 +2,11 @@
 //! `askrelay hook claude-code` given a `Stop` event, against the daemon and the Discord
 //! stand-in.
 
+use crate::approvals::{finish, start};
 use crate::harness::*;
 use askrelay::config::Route;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
-use std::process::Stdio;
-use tokio::io::AsyncWriteExt;
 use tokio::process::Child;
 
 const LAST: &str = "Migrated prod. Shall I also migrate the staging DB?";
@@ -39,26 +38,7 @@ async fn app() -> App {
 
 async fn hook(app: &App, stdin: &str) -> Child {
     let bin = Bin::new().env("ASKRELAY_SOCKET_PATH", app.socket().display());
-    let mut child = bin
-        .cmd(&["hook", "claude-code"])
-        .stdin(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut pipe = child.stdin.take().unwrap();
-    pipe.write_all(stdin.as_bytes()).await.unwrap();
-    drop(pipe);
-    child
-}
-
-async fn finish(child: Child) -> (i32, String, String) {
-    let out = within("the hook to exit", child.wait_with_output())
-        .await
-        .unwrap();
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
+    start(&bin, &["hook", "claude-code"], stdin).await
 }
 
 async fn posted(app: &App) {

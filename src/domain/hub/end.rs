@@ -26,15 +26,7 @@ impl Hub {
             )));
         }
         let reason = reason.unwrap_or_else(|| format!("cancelled by {}", who.describe()));
-        let err = AskError::aborted(format!("the request was cancelled: {reason}"));
-        let audit = AuditEntry {
-            source: Source::Socket,
-            actor: Some(who.audit()),
-            action: AuditAction::Cancelled,
-            detail: Some(err.to_string()),
-            ..AuditEntry::about(&req)
-        };
-        if self.end_with(&req, Status::Cancelled, err, audit).await {
+        if self.cancel_for(&req, &reason, who).await {
             Ok(())
         } else {
             Err(AskError::invalid(format!(
@@ -42,6 +34,21 @@ impl Hub {
                 Escaped(request_id)
             )))
         }
+    }
+
+    /// Ends `req` as `cancelled` by a local user (the socket), audited with them as the actor;
+    /// its waiting clients get `ABORTED` "the request was cancelled: REASON". False if it had
+    /// already ended.
+    pub(super) async fn cancel_for(&self, req: &Request, reason: &str, who: &LocalUser) -> bool {
+        let err = AskError::aborted(format!("the request was cancelled: {reason}"));
+        let audit = AuditEntry {
+            source: Source::Socket,
+            actor: Some(who.audit()),
+            action: AuditAction::Cancelled,
+            detail: Some(err.to_string()),
+            ..AuditEntry::about(req)
+        };
+        self.end_with(req, Status::Cancelled, err, audit).await
     }
 
     /// Ends a pending request with an error outcome on behalf of `source`; false if it had

@@ -6,7 +6,7 @@ use super::queries::visibility;
 use super::Hub;
 use crate::domain::access::LocalUser;
 use crate::domain::error::AskError;
-use crate::domain::request::{AuditAction, AuditEntry, Source, Status};
+use crate::domain::request::Status;
 use crate::domain::store::Page;
 
 /// Why a request is withdrawn.
@@ -104,15 +104,7 @@ impl Hub {
                     Some(ev) => format!("withdrawn: {} ({ev})", reason.headline()),
                     None => format!("withdrawn: {}", reason.headline()),
                 };
-                let err = AskError::aborted(format!("the request was cancelled: {detail}"));
-                let audit = AuditEntry {
-                    source: Source::Socket,
-                    actor: Some(who.audit()),
-                    action: AuditAction::Cancelled,
-                    detail: Some(err.to_string()),
-                    ..AuditEntry::about(&req)
-                };
-                if self.end_with(&req, Status::Cancelled, err, audit).await {
+                if self.cancel_for(&req, &detail, who).await {
                     ended.push(req.request_id.clone());
                 }
             }

@@ -739,6 +739,17 @@ async fn claude_code_permission_request_allow_once(cc: Cc) {
     assert!(marker.exists(), "{result} {:?}", llm.tool_results());
 }
 
+/// Alice picks the first question's "Always allow: Bash(touch …)".
+async fn always_allow(app: &App) {
+    let (_, m) = first_question(app).await;
+    let label = controls(&m)
+        .into_iter()
+        .map(|(_, l)| l)
+        .find(|l| l.starts_with("Always allow: Bash(touch"))
+        .unwrap_or_else(|| panic!("an Always allow option: {:?}", controls(&m)));
+    final_state(&app.press(&m, &alice(), &label).await);
+}
+
 claude_code_matrix!(claude_code_permission_request_always_allow_reaches_claude_code);
 async fn claude_code_permission_request_always_allow_reaches_claude_code(cc: Cc) {
     let bin = cc.bin.clone();
@@ -746,16 +757,7 @@ async fn claude_code_permission_request_always_allow_reaches_claude_code(cc: Cc)
     let marker = work.path().join("again");
     // The same command twice: the second runs on the rule the first answer added.
     let script = vec![touch(&marker), touch(&marker)];
-    let (app, llm, result) = permission_run(&bin, script, work.path(), async |app: &App| {
-        let (_, m) = first_question(app).await;
-        let label = controls(&m)
-            .into_iter()
-            .map(|(_, l)| l)
-            .find(|l| l.starts_with("Always allow: Bash(touch"))
-            .unwrap_or_else(|| panic!("an Always allow option: {:?}", controls(&m)));
-        final_state(&app.press(&m, &alice(), &label).await);
-    })
-    .await;
+    let (app, llm, result) = permission_run(&bin, script, work.path(), always_allow).await;
     let results = llm.tool_results();
     assert_eq!(results.len(), 2, "{result} {results:?}");
     assert!(marker.exists());
@@ -783,16 +785,7 @@ async fn claude_code_permission_request_always_allow_is_kept_where_the_version_k
     std::fs::create_dir_all(&work).unwrap();
     let marker = work.join("kept");
     let (_app, llm, result) =
-        permission_run(&cc.bin, vec![touch(&marker)], &work, async |app: &App| {
-            let (_, m) = first_question(app).await;
-            let label = controls(&m)
-                .into_iter()
-                .map(|(_, l)| l)
-                .find(|l| l.starts_with("Always allow: Bash(touch"))
-                .unwrap_or_else(|| panic!("an Always allow option: {:?}", controls(&m)));
-            final_state(&app.press(&m, &alice(), &label).await);
-        })
-        .await;
+        permission_run(&cc.bin, vec![touch(&marker)], &work, always_allow).await;
     assert!(marker.exists(), "{result} {:?}", llm.tool_results());
     // 2.1.332 keeps the rule at the git root; 2.1.197 in the directory it was started in.
     let at_root = repo.path().join(".claude/settings.local.json");
