@@ -191,13 +191,13 @@ impl Claude {
             .unwrap();
             let mut c = Command::new("script");
             c.arg("-qec")
-                .arg(format!(
+                .arg(tty::script_command(&format!(
                     // The newest Claude Code's interactive default is auto mode, where a
                     // classifier decides; the cases here are about the permission prompts.
                     "{} --permission-mode default --settings {} 'Do the task.'",
                     bin.display(),
                     file.display()
-                ))
+                )))
                 .arg("/dev/null");
             c
         } else {
@@ -267,6 +267,12 @@ impl Claude {
             stdin,
             _home: home,
         }
+    }
+
+    /// The interactive UI's screen and keyboard (`Mode::Interactive` only).
+    fn tty(&mut self) -> tty::Tty {
+        let keys = self.stdin.take().expect("the interactive UI's stdin");
+        tty::Tty::attach(&mut self.child, keys)
     }
 
     /// Waits for the run's result (the last line of stdout, a `result` object), then for the
@@ -855,12 +861,8 @@ async fn claude_code_permission_request_deny_and_stop_ends_the_turn(cc: Cc) {
         work.path(),
     )
     .await;
-    // Its screen is read (and dropped) as it comes, so that the terminal never blocks.
-    let mut screen = run.child.stdout.take().unwrap();
-    let drain = tokio::spawn(async move {
-        let mut sink = tokio::io::sink();
-        let _ = tokio::io::copy(&mut screen, &mut sink).await;
-    });
+    // Its screen is read as it comes, so that the terminal never blocks.
+    let mut screen = run.tty();
     let (_, m) = first_question(&app).await;
     final_state(&app.press(&m, &alice(), "Deny and stop").await);
     // The session's transcript says the turn was interrupted.
@@ -878,8 +880,12 @@ async fn claude_code_permission_request_deny_and_stop_ends_the_turn(cc: Cc) {
     })
     .await;
     assert!(interrupted.contains("interrupted"));
+    // And the terminal shows it, as a person at it would see.
+    screen
+        .wait_for("Interrupted · What should Claude do instead?")
+        .await;
     let _ = run.child.kill().await;
-    drain.abort();
+    drop(screen);
     assert!(!marker.exists());
     // The model was never asked to go on: no request carried the denial back to it.
     assert!(llm.tool_results().is_empty(), "{:?}", llm.tool_results());
@@ -1225,3 +1231,4 @@ fn the_pinned_versions_are_the_ones_setup_installs() {
 }
 
 mod mcp_client;
+mod tty;
