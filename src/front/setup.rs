@@ -1,4 +1,5 @@
-//! `askrelay setup claude-code` and `askrelay setup codex`: write askrelay's hook (and its MCP
+//! `askrelay setup claude-code`, `askrelay setup codex` and `askrelay setup copilot`
+//! ([`copilot`]): write askrelay's hook (and its MCP
 //! server) into an agent's own settings files, keeping everything else in them.
 //!
 //! - Claude Code: the hook goes into the settings file of the chosen scope (`user`:
@@ -36,6 +37,9 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
 
+mod copilot;
+pub use copilot::CopilotSetup;
+
 pub const SETUP_EXAMPLES: &str = "\
 Examples:
   # You, in every project (~/.claude/settings.json):
@@ -51,6 +55,8 @@ Examples:
   askrelay setup claude-code --fail-closed
   # Codex (~/.codex/hooks.json and config.toml), failing closed:
   askrelay setup codex
+  # GitHub Copilot CLI (~/.copilot/settings.json and mcp-config.json):
+  askrelay setup copilot
 
 It changes only askrelay's own entries; running it twice changes nothing the
 second time.";
@@ -69,6 +75,10 @@ pub enum SetupAgent {
     /// Codex: the askrelay hook (hooks.json) and MCP server (config.toml).
     #[command(after_help = SETUP_EXAMPLES)]
     Codex(CodexSetup),
+    /// GitHub Copilot CLI: the askrelay hooks (settings.json) and MCP server
+    /// (mcp-config.json).
+    #[command(after_help = SETUP_EXAMPLES)]
+    Copilot(CopilotSetup),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -193,6 +203,7 @@ pub fn run(args: SetupArgs) -> i32 {
     let result = match args.agent {
         SetupAgent::ClaudeCode(a) => claude_code(&a),
         SetupAgent::Codex(a) => codex(&a),
+        SetupAgent::Copilot(a) => copilot::copilot(&a),
     };
     match result {
         Ok(()) => 0,

@@ -1,4 +1,5 @@
-//! `askrelay hook claude-code` and `askrelay hook codex`: hook commands that put an agent's
+//! `askrelay hook claude-code`, `askrelay hook codex` and `askrelay hook copilot` (see
+//! [`copilot`]): hook commands that put an agent's
 //! questions and permission prompts in front of people.
 //!
 //! Each reads one hook event (JSON) on stdin and prints the agent's decision on stdout:
@@ -43,12 +44,15 @@ use std::time::Duration;
 
 mod codex;
 mod context;
+mod copilot;
 mod permission;
 mod questions;
 mod stop;
 
 use codex::codex;
 pub use context::unified_diff;
+use copilot::copilot;
+pub use copilot::CopilotEvent;
 use permission::{permission_request, tool_call};
 use questions::{questions, Shape};
 pub mod withdraw;
@@ -109,6 +113,27 @@ Examples:
   askrelay hook codex < event.json
   askrelay hook codex --fail-closed --project infra-prod";
 
+pub const COPILOT_EXAMPLES: &str = "\
+Reads a GitHub Copilot CLI hook event on stdin and prints Copilot's decision:
+  preToolUse: {\"permissionDecision\":\"allow\"} or \"deny\" with the reason.
+  permissionRequest (only when Copilot would ask): {\"behavior\":\"allow\"} or
+    {\"behavior\":\"deny\",\"message\":…}.
+  agentStop: a reply from chat ({\"decision\":\"block\",\"reason\":…}) on a route
+    with stop_replies; otherwise the turn ends.
+  postToolUse, userPromptSubmitted, sessionEnd: withdraw the questions the agent
+    no longer waits for.
+Without an answer it prints nothing (Copilot's own approval); --fail-closed
+denies instead. It always exits 0. `askrelay setup copilot` writes the settings.
+
+In $COPILOT_HOME/settings.json (~/.copilot/settings.json):
+  {\"hooks\": {\"preToolUse\": [{\"type\": \"command\",
+    \"bash\": \"askrelay hook copilot --event pre-tool-use --timeout 590\",
+    \"timeoutSec\": 600}]}}
+
+Examples:
+  askrelay hook copilot --event pre-tool-use < event.json
+  askrelay hook copilot --event permission-request --fail-closed";
+
 #[derive(Debug, Args)]
 pub struct HookArgs {
     #[command(subcommand)]
@@ -124,6 +149,9 @@ pub enum HookKind {
     /// A Codex PreToolUse hook: ask people whether a tool call may run.
     #[command(after_help = CODEX_EXAMPLES)]
     Codex(CodexArgs),
+    /// A GitHub Copilot CLI hook: preToolUse, permissionRequest and agentStop.
+    #[command(after_help = COPILOT_EXAMPLES)]
+    Copilot(CopilotArgs),
 }
 
 #[derive(Debug, Args)]
@@ -151,7 +179,20 @@ pub struct CodexArgs {
     pub common: CommonArgs,
 }
 
-/// What both hooks take.
+#[derive(Debug, Args)]
+pub struct CopilotArgs {
+    /// The Copilot event this hook is registered on (default: told from the event's fields).
+    #[arg(long, value_enum)]
+    pub event: Option<CopilotEvent>,
+    /// Deny the tool call when askrelay cannot get an answer (the daemon is down,
+    /// NO_ANSWERER, --timeout), instead of leaving it to Copilot's own approval.
+    #[arg(long)]
+    pub fail_closed: bool,
+    #[command(flatten)]
+    pub common: CommonArgs,
+}
+
+/// What every hook takes.
 #[derive(Debug, Args)]
 pub struct CommonArgs {
     /// Cancel the request after SECS without an answer; set it below the hook's `timeout` in
@@ -180,6 +221,7 @@ pub enum OnExpire {
 pub enum Agent {
     ClaudeCode,
     Codex,
+    Copilot,
 }
 
 impl Agent {
@@ -187,6 +229,7 @@ impl Agent {
         match self {
             Agent::ClaudeCode => "claude-code",
             Agent::Codex => "codex",
+            Agent::Copilot => "copilot",
         }
     }
 
@@ -194,6 +237,7 @@ impl Agent {
         match self {
             Agent::ClaudeCode => "Claude Code",
             Agent::Codex => "Codex",
+            Agent::Copilot => "Copilot",
         }
     }
 }
@@ -224,6 +268,7 @@ pub async fn run(config_file: Option<&Path>, args: HookArgs) -> i32 {
     let reply = match args.kind {
         HookKind::ClaudeCode(a) => claude_code(config_file, &a).await,
         HookKind::Codex(a) => codex(config_file, &a).await,
+        HookKind::Copilot(a) => copilot(config_file, &a).await,
     };
     if let Some(line) = reply.to_line() {
         println!("{line}");
@@ -249,6 +294,8 @@ pub enum Reply {
     },
     /// A PermissionRequest decision: `{"behavior":"allow",…}` or `{"behavior":"deny",…}`.
     PermissionRequest { decision: Value, note: String },
+    /// A line in the agent's own shape (Copilot's flat decisions).
+    Line { line: Value, note: String },
     /// A Stop blocked with a person's reply (`{"decision":"block","reason":…}`): the agent
     /// carries on with the reply.
     Block { reason: String, note: String },
@@ -292,6 +339,7 @@ impl Reply {
             Reply::Block { reason, .. } => {
                 Some(json!({"decision": "block", "reason": reason}).to_string())
             }
+            Reply::Line { line, .. } => Some(line.to_string()),
         }
     }
 
@@ -302,6 +350,7 @@ impl Reply {
             Reply::PreToolUse { .. } => None,
             Reply::PermissionRequest { note, .. } => Some(note),
             Reply::Block { note, .. } => Some(note),
+            Reply::Line { note, .. } => Some(note),
         }
     }
 }
@@ -388,6 +437,9 @@ pub fn no_decision(kind: EventKind, agent: Agent, fail_closed: bool, why: &str) 
         (EventKind::PreToolUseCall, Agent::Codex) => {
             Reply::NoDecision(format!("{why}; no decision (Codex's own approval policy)"))
         }
+        (EventKind::PreToolUseCall, Agent::Copilot) => {
+            Reply::NoDecision(format!("{why}; no decision (Copilot's own approval)"))
+        }
         (EventKind::PreToolUseQuestion, _) => Reply::NoDecision(format!(
             "{why}; no decision (Claude Code asks in its own terminal)"
         )),
@@ -436,11 +488,7 @@ pub(super) async fn end_of_turn(
     common: &CommonArgs,
     agent: Agent,
 ) -> Reply {
-    let name = match agent {
-        Agent::ClaudeCode => "claude-code",
-        Agent::Codex => "codex",
-    };
-    if let Some(note) = lifecycle(config_file, raw, name).await.note() {
+    if let Some(note) = lifecycle(config_file, raw, agent.name()).await.note() {
         eprintln!("askrelay: {note}");
     }
     let event: stop::StopEvent = match serde_json::from_str(raw) {
