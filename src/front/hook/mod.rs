@@ -55,10 +55,6 @@ pub mod withdraw;
 
 pub use crate::domain::approval::{ALLOW, ALLOW_ONCE, DENY, DENY_AND_STOP};
 
-/// How many of Claude Code's permission suggestions a question offers (its first ones, in
-/// Claude Code's order): with Allow once, Deny and Deny and stop, five buttons.
-const MAX_SUGGESTIONS: usize = 2;
-
 /// A file of the context (a diff, a long command) is cut to this, so that the whole ask stays
 /// well inside the socket's default 1 MiB line.
 const HOOK_FILE_MAX: usize = 256 * 1024;
@@ -718,7 +714,6 @@ pub(super) fn tail(s: &str, max: usize) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::permission::suggestion_options;
     use super::*;
     use crate::domain::AskError;
 
@@ -793,43 +788,6 @@ mod tests {
             r#"{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"deny","permissionDecisionReason":"no"}}"#
         );
         assert_eq!(Reply::NoDecision("down".into()).to_line(), None);
-    }
-
-    #[test]
-    fn suggestions_become_options_that_say_what_they_allow() {
-        let s = vec![
-            json!({"type": "addRules", "rules": [{"toolName": "Bash", "ruleContent": "npm test"}],
-                   "behavior": "allow", "destination": "localSettings"}),
-            json!({"type": "addDirectories", "directories": ["/w"], "destination": "session"}),
-            json!({"type": "setMode", "mode": "acceptEdits", "destination": "session"}),
-            json!({"type": "addRules", "rules": [{"toolName": "Bash"}], "behavior": "deny",
-                   "destination": "session"}),
-            json!({"type": "removeRules", "rules": [], "destination": "session"}),
-        ];
-        let labels: Vec<String> = suggestion_options(&s)
-            .into_iter()
-            .map(|(o, _)| o.label)
-            .collect();
-        assert_eq!(
-            labels,
-            [
-                "Always allow: Bash(npm test)",
-                "Allow for this session: work in /w",
-                "Allow for this session: accept every file edit",
-            ]
-        );
-        let twice = vec![s[1].clone(), s[1].clone()];
-        let labels: Vec<String> = suggestion_options(&twice)
-            .into_iter()
-            .map(|(o, _)| o.label)
-            .collect();
-        assert_eq!(
-            labels,
-            [
-                "Allow for this session: work in /w",
-                "Allow for this session: work in /w (2)"
-            ]
-        );
     }
 
     #[test]
