@@ -15,9 +15,10 @@
 //!   `updatedInput`: the tool's input with `answers`, a map from each question's text to the
 //!   chosen label (several joined with ", "; free text as typed). Without an answer there is no
 //!   decision, and Claude Code asks in its own terminal: never a made-up answer.
-//! - **Claude Code, `PermissionRequest`** (only when Claude Code would ask): "Allow once", an
-//!   option for each of Claude Code's `permission_suggestions` ("Allow for this session: …",
-//!   "Always allow: …"), "Deny", and "Deny and stop"; free text denies with the person's words.
+//! - **Claude Code, `PermissionRequest`** (only when Claude Code would ask): "Allow once", one
+//!   option that keeps all of Claude Code's `permission_suggestions` ("Always allow: A + B + …",
+//!   or "Allow for this session: …"), the rule alone where it is enough, "Deny", and "Deny and
+//!   stop"; free text denies with the person's words.
 //!   It prints `{"hookSpecificOutput":{"hookEventName":"PermissionRequest","decision":{…}}}`;
 //!   without an answer, no decision (Claude Code's own dialog).
 //! - **Codex, `PreToolUse`**: `Allow` and `Deny` as for Claude Code, in the shape Codex accepts:
@@ -63,9 +64,10 @@ pub const HOOK_EXAMPLES: &str = "\
 Reads a Claude Code hook event on stdin and prints Claude Code's decision on
 stdout. It answers three kinds of event:
   PermissionRequest (recommended): fires only when Claude Code would ask you.
-    The choices are Allow once, one option per suggestion Claude Code makes
-    (Allow for this session: …, Always allow: …), Deny, Deny and stop, and
-    Other… (denies with your words). Without an answer: no decision, and
+    The choices are Allow once, one option that keeps everything Claude Code
+    suggests (Always allow: A + B …, or Allow for this session: …), the rule
+    alone where that is enough, Deny, Deny and stop, and Other… (denies with
+    your words). Without an answer: no decision, and
     Claude Code shows its own dialog.
   PreToolUse: asks before every matching tool call, even ones Claude Code would
     run without asking (\"always ask about X\"): allow, deny (with what was
