@@ -7,13 +7,16 @@ use crate::harness::*;
 use serde_json::{json, Value};
 use std::path::Path;
 
-/// Runs `askrelay setup ARGS` with HOME at `home`, in `cwd`.
+/// Runs `askrelay setup ARGS` with HOME at `home`, in `cwd`. Its records (what `--remove`
+/// gives back) are in HOME's default state directory, `~/.local/state/askrelay/setup/`.
 async fn setup(home: &Path, cwd: &Path, args: &[&str]) -> (i32, String, String) {
     let bin = Bin::new();
     let mut all = vec!["setup"];
     all.extend_from_slice(args);
     let mut cmd = bin.cmd(&all);
-    cmd.env("HOME", home).current_dir(cwd);
+    cmd.env("HOME", home)
+        .env_remove("XDG_STATE_HOME")
+        .current_dir(cwd);
     let out = within("askrelay setup", cmd.output()).await.unwrap();
     (
         out.status.code().unwrap_or(-1),
@@ -308,7 +311,10 @@ async fn setup_with_path(
     let mut all = vec!["setup"];
     all.extend_from_slice(args);
     let mut cmd = Bin::new().cmd(&all);
-    cmd.env("HOME", home).env("PATH", path).current_dir(cwd);
+    cmd.env("HOME", home)
+        .env_remove("XDG_STATE_HOME")
+        .env("PATH", path)
+        .current_dir(cwd);
     let out = within("askrelay setup", cmd.output()).await.unwrap();
     (
         out.status.code().unwrap_or(-1),
