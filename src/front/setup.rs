@@ -476,7 +476,13 @@ fn apply(
 ) -> Result<(), String> {
     let dry_run = common.dry_run;
     if common.remove {
+        // The directories setup created, removed after every file (one may hold two).
+        let mut created_dirs: Vec<PathBuf> = Vec::new();
         for c in &mut changes {
+            if c.old.is_none() {
+                // Nothing of askrelay's in a file that is not there: nothing to write.
+                c.new = None;
+            }
             if let Some(r) = records.unchanged(&c.path, c.old.as_deref()) {
                 c.what = match &r.original {
                     Some(_) => "given back byte for byte as it was before askrelay setup",
@@ -484,17 +490,20 @@ fn apply(
                 }
                 .to_owned();
                 c.new = r.original;
-                c.apply(dry_run)?;
-                if !dry_run && c.new.is_none() {
-                    for d in &r.created_dirs {
-                        let _ = std::fs::remove_dir(d);
-                    }
+                if c.new.is_none() {
+                    created_dirs.extend(r.created_dirs);
                 }
-            } else {
-                c.apply(dry_run)?;
             }
+            c.apply(dry_run)?;
             if !dry_run {
                 records.forget(&c.path);
+            }
+        }
+        if !dry_run {
+            // Deepest first; only an empty one goes.
+            created_dirs.sort_by_key(|d| std::cmp::Reverse(d.components().count()));
+            for d in created_dirs {
+                let _ = std::fs::remove_dir(d);
             }
         }
         return Ok(());
@@ -887,13 +896,15 @@ fn codex_changes(a: &CodexSetup, remove: bool) -> Result<Vec<Change>, String> {
             config_path.display()
         )
     })?;
+    // Only a file askrelay's removal changed is written again (toml_edit would add a final
+    // newline to one it did not).
+    let mut unchanged = false;
     let what = if remove {
-        if let Some(servers) = doc
+        unchanged = doc
             .get_mut("mcp_servers")
             .and_then(|s| s.as_table_like_mut())
-        {
-            servers.remove("askrelay");
-        }
+            .and_then(|servers| servers.remove("askrelay"))
+            .is_none();
         "the askrelay MCP server taken out ([features] hooks is left as it is)".to_owned()
     } else {
         let features = doc
@@ -941,7 +952,10 @@ fn codex_changes(a: &CodexSetup, remove: bool) -> Result<Vec<Change>, String> {
     };
     let config_change = Change {
         path: config_path,
-        new: Some(doc.to_string()),
+        new: match unchanged {
+            true => old.clone(),
+            false => Some(doc.to_string()),
+        },
         old,
         what,
     };
