@@ -16,9 +16,10 @@
 //!   `updatedInput`: the tool's input with `answers`, a map from each question's text to the
 //!   chosen label (several joined with ", "; free text as typed). Without an answer there is no
 //!   decision, and Claude Code asks in its own terminal: never a made-up answer.
-//! - **Claude Code, `PermissionRequest`** (only when Claude Code would ask): "Allow once", an
-//!   option for each of Claude Code's `permission_suggestions` ("Allow for this session: …",
-//!   "Always allow: …"), "Deny", and "Deny and stop"; free text denies with the person's words.
+//! - **Claude Code, `PermissionRequest`** (only when Claude Code would ask): "Allow once", one
+//!   option that keeps all of Claude Code's `permission_suggestions` ("Always allow: A + B + …",
+//!   or "Allow for this session: …"), the rule alone where it is enough, "Deny", and "Deny and
+//!   stop"; free text denies with the person's words.
 //!   It prints `{"hookSpecificOutput":{"hookEventName":"PermissionRequest","decision":{…}}}`;
 //!   without an answer, no decision (Claude Code's own dialog).
 //! - **Codex, `PreToolUse`**: `Allow` and `Deny` as for Claude Code, in the shape Codex accepts:
@@ -59,10 +60,6 @@ pub mod withdraw;
 
 pub use crate::domain::approval::{ALLOW, ALLOW_ONCE, DENY, DENY_AND_STOP};
 
-/// How many of Claude Code's permission suggestions a question offers (its first ones, in
-/// Claude Code's order): with Allow once, Deny and Deny and stop, five buttons.
-const MAX_SUGGESTIONS: usize = 2;
-
 /// A file of the context (a diff, a long command) is cut to this, so that the whole ask stays
 /// well inside the socket's default 1 MiB line.
 const HOOK_FILE_MAX: usize = 256 * 1024;
@@ -71,9 +68,10 @@ pub const HOOK_EXAMPLES: &str = "\
 Reads a Claude Code hook event on stdin and prints Claude Code's decision on
 stdout. It answers three kinds of event:
   PermissionRequest (recommended): fires only when Claude Code would ask you.
-    The choices are Allow once, one option per suggestion Claude Code makes
-    (Allow for this session: …, Always allow: …), Deny, Deny and stop, and
-    Other… (denies with your words). Without an answer: no decision, and
+    The choices are Allow once, one option that keeps everything Claude Code
+    suggests (Always allow: A + B …, or Allow for this session: …), the rule
+    alone where that is enough, Deny, Deny and stop, and Other… (denies with
+    your words). Without an answer: no decision, and
     Claude Code shows its own dialog.
   PreToolUse: asks before every matching tool call, even ones Claude Code would
     run without asking (\"always ask about X\"): allow, deny (with what was
@@ -766,7 +764,6 @@ pub(super) fn tail(s: &str, max: usize) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::permission::suggestion_options;
     use super::*;
     use crate::domain::AskError;
 
@@ -841,43 +838,6 @@ mod tests {
             r#"{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"deny","permissionDecisionReason":"no"}}"#
         );
         assert_eq!(Reply::NoDecision("down".into()).to_line(), None);
-    }
-
-    #[test]
-    fn suggestions_become_options_that_say_what_they_allow() {
-        let s = vec![
-            json!({"type": "addRules", "rules": [{"toolName": "Bash", "ruleContent": "npm test"}],
-                   "behavior": "allow", "destination": "localSettings"}),
-            json!({"type": "addDirectories", "directories": ["/w"], "destination": "session"}),
-            json!({"type": "setMode", "mode": "acceptEdits", "destination": "session"}),
-            json!({"type": "addRules", "rules": [{"toolName": "Bash"}], "behavior": "deny",
-                   "destination": "session"}),
-            json!({"type": "removeRules", "rules": [], "destination": "session"}),
-        ];
-        let labels: Vec<String> = suggestion_options(&s)
-            .into_iter()
-            .map(|(o, _)| o.label)
-            .collect();
-        assert_eq!(
-            labels,
-            [
-                "Always allow: Bash(npm test)",
-                "Allow for this session: work in /w",
-                "Allow for this session: accept every file edit",
-            ]
-        );
-        let twice = vec![s[1].clone(), s[1].clone()];
-        let labels: Vec<String> = suggestion_options(&twice)
-            .into_iter()
-            .map(|(o, _)| o.label)
-            .collect();
-        assert_eq!(
-            labels,
-            [
-                "Allow for this session: work in /w",
-                "Allow for this session: work in /w (2)"
-            ]
-        );
     }
 
     #[test]
