@@ -1230,5 +1230,6 @@ fn the_pinned_versions_are_the_ones_setup_installs() {
     assert!(script.contains(&format!("CLAUDE_CODE_NEWER={CLAUDE_CODE_NEWER}\n")));
 }
 
+mod codex_tui;
 mod mcp_client;
 mod tty;
