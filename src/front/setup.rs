@@ -585,6 +585,10 @@ const WITHDRAWING_EVENTS: [&str; 4] = [
     "SessionEnd",
 ];
 
+/// Codex's: it has no PostToolUseFailure (0.171.0 fires PostToolUse for a command that
+/// failed too).
+const CODEX_WITHDRAWING_EVENTS: [&str; 3] = ["PostToolUse", "UserPromptSubmit", "SessionEnd"];
+
 /// Takes askrelay's hook entries out of `hooks` (an agent's `hooks` object): every hook whose
 /// command is ours, and then every matcher group and event left empty by that alone.
 fn remove_our_hooks(hooks: &CstObject) {
@@ -868,6 +872,15 @@ fn codex_changes(a: &CodexSetup, remove: bool) -> Result<Vec<Change>, String> {
         match a.event {
             Event::PreToolUse => add_hook(&hooks, "PreToolUse", ".*", &hook),
             Event::PermissionRequest => add_hook(&hooks, "PermissionRequest", ".*", &hook),
+        }
+        // The lifecycle events that withdraw a question Codex no longer waits for (it ran the
+        // call, or went on to another prompt, or ended): async (0.171.0 runs `"async": true`
+        // hooks without waiting), and never --fail-closed, since they decide nothing.
+        let lifecycle = json!({"type": "command", "command": format!(
+            "{} hook codex --timeout 5", shell_word(&program)
+        ), "timeout": 10, "async": true});
+        for event in CODEX_WITHDRAWING_EVENTS {
+            add_hook(&hooks, event, "", &lifecycle);
         }
     }
     if hooks.properties().is_empty() && (emptied || !had_key || !file.had_content()) {

@@ -256,7 +256,11 @@ async fn codex_setup_keeps_comments_and_other_servers_and_is_idempotent() {
     std::fs::write(codex.join("config.toml"), config).unwrap();
     let their_hooks = json!({"hooks": {"PostToolUse": [{"matcher": ".*", "hooks": [
         {"type": "command", "command": "audit-log"}]}]}});
-    std::fs::write(codex.join("hooks.json"), their_hooks.to_string()).unwrap();
+    // Written as people write it, on several lines. (A one-line array that askrelay appends
+    // to comes back from a second run with its closing bracket on a line of its own: the same
+    // JSON, other whitespace.)
+    let their_text = serde_json::to_string_pretty(&their_hooks).unwrap();
+    std::fs::write(codex.join("hooks.json"), &their_text).unwrap();
 
     let (code, out, err) = setup(home.path(), proj.path(), &["codex"]).await;
     assert_eq!(code, 0, "{err}{out}");
@@ -275,10 +279,14 @@ async fn codex_setup_keeps_comments_and_other_servers_and_is_idempotent() {
         Some(86400)
     );
     let hooks = read_json(&codex.join("hooks.json"));
+    // Their PostToolUse hook stays first; askrelay's withdrawing one comes after it.
     assert_eq!(
-        hooks["hooks"]["PostToolUse"],
-        their_hooks["hooks"]["PostToolUse"]
+        hooks["hooks"]["PostToolUse"][0],
+        their_hooks["hooks"]["PostToolUse"][0]
     );
+    let post = commands(&hooks, "PostToolUse");
+    assert_eq!(post.len(), 2, "{post:?}");
+    assert!(post[1].1.contains(" hook codex --timeout 5"), "{post:?}");
     let pre = commands(&hooks, "PreToolUse");
     assert_eq!(pre.len(), 1);
     assert!(ours(&pre[0].1, "codex"), "{pre:?}");
@@ -299,6 +307,10 @@ async fn codex_setup_keeps_comments_and_other_servers_and_is_idempotent() {
         assert!(text.contains(line), "lost {line:?}:\n{text}");
     }
     assert_eq!(read_json(&codex.join("hooks.json")), their_hooks);
+    assert_eq!(
+        std::fs::read_to_string(codex.join("hooks.json")).unwrap(),
+        their_text
+    );
 }
 
 /// Runs `askrelay setup ARGS` as [`setup`] does, with `PATH` set to `path` only.
@@ -588,11 +600,33 @@ async fn codex_setup_event_permission_request_moves_the_hook_and_remove_takes_it
     );
     // Moved, not added: the PreToolUse hook of the first run is gone.
     assert!(commands(&json, "PreToolUse").is_empty(), "{json}");
+    // The lifecycle events that withdraw a question Codex no longer waits for: async, once
+    // each (a second run replaced them), and never failing closed (they decide nothing).
+    for event in ["PostToolUse", "UserPromptSubmit", "SessionEnd"] {
+        let cmds = commands(&json, event);
+        assert_eq!(cmds.len(), 1, "{event}: {json}");
+        assert!(
+            cmds[0].1.starts_with(BIN) && cmds[0].1.ends_with(" hook codex --timeout 5"),
+            "{cmds:?}"
+        );
+        let hook = &json["hooks"][event][0]["hooks"][0];
+        assert_eq!(hook["async"], true, "{json}");
+        assert_eq!(hook["timeout"], 10, "{json}");
+    }
+    // Codex has no PostToolUseFailure.
+    assert!(json["hooks"].get("PostToolUseFailure").is_none(), "{json}");
 
     let (code, _, err) = setup(home.path(), proj.path(), &["codex", "--remove"]).await;
     assert_eq!(code, 0, "{err}");
     let json = read_json(&codex.join("hooks.json"));
-    assert!(commands(&json, "PermissionRequest").is_empty(), "{json}");
+    for event in [
+        "PermissionRequest",
+        "PostToolUse",
+        "UserPromptSubmit",
+        "SessionEnd",
+    ] {
+        assert!(commands(&json, event).is_empty(), "{event}: {json}");
+    }
 }
 
 /// A `claude` on `PATH` that prints `version` as Claude Code does.

@@ -1232,6 +1232,7 @@ fn the_pinned_versions_are_the_ones_setup_installs() {
 }
 
 mod allow;
+mod codex_tui;
 mod copilot;
 mod mcp_client;
 mod tty;
