@@ -977,13 +977,22 @@ async fn fail_closed_run(bin: &Path, setup: &[&str], allow: Value) -> (bool, Vec
     (marker.exists(), llm.tool_results(), written)
 }
 
-/// The `onFailure` of every deciding (not async) hook entry in `settings`.
+/// The `onFailure` of every hook entry in `settings` that asks people (not async, not auto
+/// mode's).
 fn on_failure(settings: &Value) -> Vec<Value> {
     let hooks = settings["hooks"].as_object().cloned().unwrap_or_default();
     hooks
-        .values()
-        .flat_map(|groups| groups.as_array().cloned().unwrap_or_default())
+        .iter()
+        // Auto mode's hooks never fail closed: a failed PermissionDenied hook leaves the
+        // denial as it is, a failed once-grant check lets Claude Code's own checks run.
+        .filter(|(event, _)| *event != "PermissionDenied")
+        .flat_map(|(_, groups)| groups.as_array().cloned().unwrap_or_default())
         .flat_map(|g| g["hooks"].as_array().cloned().unwrap_or_default())
+        .filter(|h| {
+            !h["command"]
+                .as_str()
+                .is_some_and(|c| c.contains("--once-grants-only"))
+        })
         // The async lifecycle hooks decide nothing, so they never fail closed.
         .filter(|h| h["async"] != true)
         .map(|h| h["onFailure"].clone())
