@@ -723,6 +723,19 @@ fn claude_code_changes(a: &ClaudeCodeSetup, remove: bool) -> Result<Vec<Change>,
             Event::PreToolUse => add_hook(&hooks, "PreToolUse", &a.matcher, &hook),
         }
         add_hook(&hooks, "PreToolUse", "AskUserQuestion", &hook);
+        // Auto mode (docs/approvals.md, "Auto mode"): a call its classifier denies is asked
+        // about on PermissionDenied, and the retried call, allowed once, passes PreToolUse on
+        // its one-use grant. That PreToolUse hook decides nothing else, so it never fails
+        // closed: without it, Claude Code's own checks run.
+        let mut denied = hook.clone();
+        if let Some(o) = denied.as_object_mut() {
+            o.remove("onFailure");
+        }
+        add_hook(&hooks, "PermissionDenied", "*", &denied);
+        let grants = json!({"type": "command", "command": format!(
+            "{} hook claude-code --once-grants-only", shell_word(&program)
+        ), "timeout": 10});
+        add_hook(&hooks, "PreToolUse", "*", &grants);
         // The lifecycle events that withdraw a question the agent no longer waits for
         // (docs/approvals.md, "Withdrawn when answered elsewhere"): async, so they never hold
         // the agent up.
@@ -742,11 +755,12 @@ fn claude_code_changes(a: &ClaudeCodeSetup, remove: bool) -> Result<Vec<Change>,
         "askrelay's hooks taken out".to_owned()
     } else {
         match a.event {
-            Event::PermissionRequest => {
-                "askrelay answers PermissionRequest (every tool) and AskUserQuestion".to_owned()
-            }
+            Event::PermissionRequest => "askrelay answers PermissionRequest (every tool), \
+                 AskUserQuestion and auto mode's PermissionDenied"
+                .to_owned(),
             Event::PreToolUse => format!(
-                "askrelay answers PreToolUse ({}) and AskUserQuestion",
+                "askrelay answers PreToolUse ({}), AskUserQuestion and auto mode's \
+                 PermissionDenied",
                 a.matcher
             ),
         }

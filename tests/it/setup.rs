@@ -120,6 +120,17 @@ async fn claude_code_setup_merges_keeps_the_rest_and_is_idempotent() {
             .any(|(m, c)| m == "AskUserQuestion" && ours(c, "claude-code")),
         "{pre:?}"
     );
+    // Auto mode: PermissionDenied for every tool, and the one-use grants' PreToolUse check.
+    let denied = commands(&s, "PermissionDenied");
+    assert_eq!(denied.len(), 1, "{denied:?}");
+    assert_eq!(denied[0].0, "*");
+    assert!(ours(&denied[0].1, "claude-code"), "{denied:?}");
+    assert!(
+        pre.iter().any(|(m, c)| m == "*"
+            && c.starts_with(BIN)
+            && c.ends_with(" hook claude-code --once-grants-only")),
+        "{pre:?}"
+    );
     let root = read_json(&claude_json);
     assert_eq!(root["numStartups"], 12);
     assert_eq!(root["projects"], their_root["projects"]);
@@ -159,6 +170,13 @@ async fn claude_code_setup_merges_keeps_the_rest_and_is_idempotent() {
         pre.iter().filter(|(_, c)| ours(c, "claude-code")).count(),
         2,
         "one for the tools, one for AskUserQuestion: {pre:?}"
+    );
+    assert_eq!(
+        pre.iter()
+            .filter(|(m, c)| m == "*" && c.ends_with("--once-grants-only"))
+            .count(),
+        1,
+        "and the one-use grants' check, once: {pre:?}"
     );
     assert!(pre
         .iter()
@@ -643,11 +661,19 @@ async fn claude_code_fail_closed_needs_a_claude_code_that_knows_on_failure() {
     let proj = tempfile::tempdir().unwrap();
     let path = tempfile::tempdir().unwrap();
     let settings_path = home.path().join(".claude/settings.json");
+    // The entries that ask people; auto mode's PermissionDenied and one-use-grant check
+    // never fail closed (a failure leaves the denial, or Claude Code's own checks).
     let on_failure = |s: &Value| -> Vec<Value> {
         ["PermissionRequest", "PreToolUse"]
             .iter()
             .flat_map(|e| s["hooks"][e].as_array().cloned().unwrap_or_default())
             .flat_map(|g| g["hooks"].as_array().cloned().unwrap_or_default())
+            .filter(|h| {
+                !h["command"]
+                    .as_str()
+                    .unwrap_or("")
+                    .ends_with("--once-grants-only")
+            })
             .map(|h| h["onFailure"].clone())
             .collect()
     };
@@ -720,6 +746,14 @@ async fn claude_code_fail_closed_needs_a_claude_code_that_knows_on_failure() {
     assert!(out.contains("onFailure: block"), "{out}");
     let s = read_json(&settings_path);
     assert_eq!(on_failure(&s), [json!("block"), json!("block")], "{s}");
+    let never: Vec<Value> = ["PermissionDenied", "PreToolUse"]
+        .iter()
+        .flat_map(|e| s["hooks"][e].as_array().cloned().unwrap_or_default())
+        .flat_map(|g| g["hooks"].as_array().cloned().unwrap_or_default())
+        .filter(|h| h["onFailure"].is_null())
+        .map(|h| h["command"].clone())
+        .collect();
+    assert_eq!(never.len(), 2, "auto mode's two entries: {s}");
     assert!(std::fs::read_to_string(&settings_path)
         .unwrap()
         .contains("\"onFailure\": \"block\""));

@@ -85,7 +85,7 @@ pub(super) fn parse_event(input: &str) -> (CodexEvent, Result<HookEvent, String>
     let kind = match EventKind::sniff(input) {
         EventKind::PreToolUseCall | EventKind::PreToolUseQuestion => CodexEvent::PreToolUse,
         EventKind::PermissionRequest => CodexEvent::PermissionRequest,
-        EventKind::Other => CodexEvent::Other,
+        EventKind::PermissionDenied | EventKind::Other => CodexEvent::Other,
     };
     let event = serde_json::from_str::<Value>(input)
         .map_err(|e| format!("the hook event is not JSON: {e}"))
