@@ -22,6 +22,11 @@
 //! the new content goes through a temporary file that `tempfile` creates with `O_EXCL` (never a
 //! name someone could plant a link at) and a rename.
 //!
+//! With `--stop`, both also register the hook on `Stop` (no matcher): the end of a turn is
+//! posted, and a reply in chat keeps the agent working (docs/approvals.md, "Replies at the end
+//! of a turn"). Its timeout is `--stop-wait` (the route's `stop_wait_secs`) plus a margin, so
+//! the route's wait ends it, not the agent.
+//!
 //! The hooks fail closed: `setup codex` writes `askrelay hook codex --fail-closed` (unless
 //! `--fail-open`), so a stopped daemon or another user's socket denies instead of leaving the
 //! call to Codex's own policy; `setup claude-code --fail-closed` adds `"onFailure": "block"`
@@ -51,6 +56,8 @@ Examples:
   askrelay setup claude-code --fail-closed
   # Codex (~/.codex/hooks.json and config.toml), failing closed:
   askrelay setup codex
+  # Also post the end of each turn, so a reply in chat keeps the agent working:
+  askrelay setup claude-code --stop --stop-wait 300
 
 It changes only askrelay's own entries; running it twice changes nothing the
 second time.";
@@ -107,6 +114,33 @@ pub struct Common {
     /// Seconds the agent lets the hook run; askrelay's own --timeout is 10 s less.
     #[arg(long, default_value_t = 600, value_name = "SECS")]
     pub timeout: u64,
+    /// Also register the hook on Stop: the end of each turn is posted, and a reply in chat
+    /// keeps the agent working (on routes with stop_replies).
+    #[arg(long)]
+    pub stop: bool,
+    /// With --stop: the route's stop_wait_secs. The Stop hook's timeout is this plus
+    /// STOP_MARGIN_SECS, so that the route's wait ends it, not the agent.
+    #[arg(long, default_value_t = crate::config::STOP_WAIT_DEFAULT_SECS, value_name = "SECS",
+          value_parser = clap::value_parser!(u64).range(
+              crate::config::STOP_WAIT_MIN_SECS..=crate::config::STOP_WAIT_MAX_SECS))]
+    pub stop_wait: u64,
+}
+
+/// What the Stop hook's timeout adds to the wait: time to post the end of the turn before the
+/// wait starts, and to answer after it ends. The hook's own `--timeout` is half of it less.
+pub const STOP_MARGIN_SECS: u64 = 60;
+
+impl Common {
+    /// The Stop hook entry for `agent`, with --stop (and not --remove).
+    fn stop_hook(&self, program: &str, agent: &str) -> Option<Value> {
+        (self.stop && !self.remove).then(|| {
+            json!({"type": "command", "command": format!(
+                "{} hook {agent} --timeout {}",
+                shell_word(program),
+                self.stop_wait + STOP_MARGIN_SECS / 2
+            ), "timeout": self.stop_wait + STOP_MARGIN_SECS})
+        })
+    }
 }
 
 #[derive(Debug, Args)]
@@ -511,6 +545,12 @@ fn add_hook(hooks: &CstObject, event: &str, matcher: &str, hook: &Value) {
     groups.append(cst_value(&json!({"matcher": matcher, "hooks": [hook]})));
 }
 
+/// Adds a group with askrelay's hook to `event` without a matcher (Stop takes none).
+fn add_unmatched_hook(hooks: &CstObject, event: &str, hook: &Value) {
+    let groups: CstArray = hooks.array_value_or_set(event);
+    groups.append(cst_value(&json!({"hooks": [hook]})));
+}
+
 /// The `hooks` object of a settings object, created when missing.
 fn hooks_of(settings: &CstObject) -> Result<CstObject, String> {
     settings
@@ -604,6 +644,9 @@ fn claude_code(a: &ClaudeCodeSetup) -> Result<(), String> {
         for event in WITHDRAWING_EVENTS {
             add_hook(&hooks, event, "", &lifecycle);
         }
+        if let Some(stop) = a.common.stop_hook(&program, "claude-code") {
+            add_unmatched_hook(&hooks, "Stop", &stop);
+        }
     }
     if hooks.properties().is_empty() && (emptied || !had_key || !file.had_content()) {
         if let Some(p) = settings.get("hooks") {
@@ -625,6 +668,9 @@ fn claude_code(a: &ClaudeCodeSetup) -> Result<(), String> {
     };
     if fail_closed {
         what.push_str("; Claude Code blocks the call if the hook fails (onFailure: block)");
+    }
+    if a.common.stop && !a.common.remove {
+        what.push_str("; the end of each turn is posted (Stop)");
     }
     let mut changes = vec![file.change(what)];
     if !a.common.no_mcp {
@@ -723,6 +769,10 @@ fn codex(a: &CodexSetup) -> Result<(), String> {
             Event::PreToolUse => add_hook(&hooks, "PreToolUse", ".*", &hook),
             Event::PermissionRequest => add_hook(&hooks, "PermissionRequest", ".*", &hook),
         }
+        // A Stop never fails closed: without an answer the turn ends.
+        if let Some(stop) = a.common.stop_hook(&program, "codex") {
+            add_unmatched_hook(&hooks, "Stop", &stop);
+        }
     }
     let answers = match a.event {
         Event::PreToolUse => "askrelay answers PreToolUse (every tool)",
@@ -730,12 +780,17 @@ fn codex(a: &CodexSetup) -> Result<(), String> {
             "askrelay answers PermissionRequest (when Codex would ask; no \"always allow\")"
         }
     };
+    let stop = if a.common.stop {
+        "; the end of each turn is posted (Stop)"
+    } else {
+        ""
+    };
     let hooks_change = file.change(if a.common.remove {
         "askrelay's hook taken out".to_owned()
     } else if a.fail_open {
-        format!("{answers}; without an answer Codex's own policy decides (--fail-open)")
+        format!("{answers}; without an answer Codex's own policy decides (--fail-open){stop}")
     } else {
-        format!("{answers}; without an answer it denies (--fail-closed)")
+        format!("{answers}; without an answer it denies (--fail-closed){stop}")
     });
     // config.toml
     let config_path = codex_home.join("config.toml");

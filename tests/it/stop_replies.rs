@@ -62,7 +62,7 @@ async fn a_reply_in_discord_blocks_the_stop_with_the_reply() {
         shown.contains("staging DB"),
         "the last message is shown: {shown}"
     );
-    let cb = app.press(&m, &alice(), "Other…").await;
+    let cb = app.press(&m, &alice(), "Reply…").await;
     assert_eq!(cb["type"], 9, "a modal: {cb}");
     let modal = cb["data"]["custom_id"].as_str().unwrap().to_owned();
     final_state(

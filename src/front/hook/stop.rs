@@ -1,5 +1,5 @@
 //! `Stop` (Claude Code and Codex): the agent ended its turn. Its last message is posted with
-//! a `Done` option and free text (`Other…`, the reply); a reply within the wait comes back as
+//! a `Done` option and free text (`Reply…`, a modal); a reply within the wait comes back as
 //! `{"decision":"block","reason":REPLY}`, so the agent carries on with it. Done, no answer in
 //! time, or any failure: nothing printed, and the turn ends.
 

@@ -1070,7 +1070,6 @@ impl CodexRun {
     /// `features_hooks`: whether config.toml turns hooks on itself (`askrelay setup codex`
     /// does it otherwise).
     async fn new(features_hooks: bool) -> CodexRun {
-        let home = tempfile::tempdir().unwrap();
         let work = tempfile::tempdir().unwrap();
         let marker = work.path().join("codex-marker");
         let llm = FakeLlm::openai(vec![ToolCall::new(
@@ -1078,6 +1077,12 @@ impl CodexRun {
             json!({"cmd": format!("touch {}", marker.display())}),
         )])
         .await;
+        CodexRun::with(llm, work, features_hooks)
+    }
+
+    /// The same, with the model `llm`, in `work`.
+    fn with(llm: FakeLlm, work: tempfile::TempDir, features_hooks: bool) -> CodexRun {
+        let home = tempfile::tempdir().unwrap();
         let features = if features_hooks {
             "[features]\nhooks = true\n"
         } else {
@@ -1231,4 +1236,5 @@ fn the_pinned_versions_are_the_ones_setup_installs() {
 }
 
 mod mcp_client;
+mod stop;
 mod tty;
