@@ -141,8 +141,8 @@ enum Mode {
 struct Claude {
     child: Child,
     stdin: Option<ChildStdin>,
-    /// Kept for their Drop.
-    _home: tempfile::TempDir,
+    /// HOME (its transcripts are under `.claude/projects/`); kept for its Drop.
+    home: tempfile::TempDir,
 }
 
 impl Claude {
@@ -153,6 +153,19 @@ impl Claude {
         settings: impl Into<Settings>,
         mode: Mode,
         work: &Path,
+    ) -> Claude {
+        Claude::start_with_env(bin, llm, app, settings, mode, work, &[]).await
+    }
+
+    /// The same, with these variables in Claude Code's environment too.
+    async fn start_with_env(
+        bin: &Path,
+        llm: &FakeLlm,
+        app: &App,
+        settings: impl Into<Settings>,
+        mode: Mode,
+        work: &Path,
+        env: &[(&str, &str)],
     ) -> Claude {
         let home = tempfile::tempdir().unwrap();
         let file = home.path().join("settings.json");
@@ -214,6 +227,7 @@ impl Claude {
             .env("DISABLE_AUTOUPDATER", "1")
             .env("DISABLE_ERROR_REPORTING", "1")
             .env("ASKRELAY_SOCKET_PATH", app.socket())
+            .envs(env.iter().copied())
             .current_dir(work)
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -262,11 +276,7 @@ impl Claude {
             }
             s.flush().await.unwrap();
         }
-        Claude {
-            child,
-            stdin,
-            _home: home,
-        }
+        Claude { child, stdin, home }
     }
 
     /// The interactive UI's screen and keyboard (`Mode::Interactive` only).
@@ -866,7 +876,7 @@ async fn claude_code_permission_request_deny_and_stop_ends_the_turn(cc: Cc) {
     let (_, m) = first_question(&app).await;
     final_state(&app.press(&m, &alice(), "Deny and stop").await);
     // The session's transcript says the turn was interrupted.
-    let transcripts = run._home.path().join(".claude/projects");
+    let transcripts = run.home.path().join(".claude/projects");
     let interrupted = within("the transcript to say the turn was interrupted", async {
         loop {
             if let Some(line) = transcript_lines(&transcripts)
@@ -970,7 +980,7 @@ async fn fail_closed_run(bin: &Path, setup: &[&str], allow: Value) -> (bool, Vec
     )
     .await;
     let written: Value = serde_json::from_str(
-        &std::fs::read_to_string(run._home.path().join(".claude/settings.json")).unwrap(),
+        &std::fs::read_to_string(run.home.path().join(".claude/settings.json")).unwrap(),
     )
     .unwrap();
     run.finish().await;

@@ -236,3 +236,41 @@ async fn codex_stop_without_stop_replies_ends_at_once() {
     assert_eq!(llm.turns().len(), 1);
     assert!(app.messages(CHANNEL).is_empty(), "nothing posted");
 }
+
+claude_code_matrix!(claude_code_stop_replies_stop_at_the_cap_on_blocks_in_a_row);
+/// With `CLAUDE_CODE_STOP_HOOK_BLOCK_CAP=2`, Claude Code carries on after two replies in a row
+/// and would end the turn whatever a third said ("A hook blocked the turn from ending 3
+/// consecutive times — overriding and ending turn"). So askrelay asks twice, not a third time.
+async fn claude_code_stop_replies_stop_at_the_cap_on_blocks_in_a_row(cc: Cc) {
+    let app = daemon_for_stops(true).await;
+    let work = tempfile::tempdir().unwrap();
+    let llm = FakeLlm::anthropic_saying(Vec::new(), QUESTION).await;
+    let run = Claude::start_with_env(
+        &cc.bin,
+        &llm,
+        &app,
+        stop_hook(),
+        Mode::Print,
+        work.path(),
+        &[("CLAUDE_CODE_STOP_HOOK_BLOCK_CAP", "2")],
+    )
+    .await;
+    for n in 0..2 {
+        let m = nth_message(&app, n).await;
+        reply(&app, &m, &format!("reply {n}")).await;
+    }
+    let (result, err) = run.finish().await;
+    assert_eq!(result["is_error"], false, "{result} {err}");
+    assert_eq!(
+        llm.turns_showing("reply 1"),
+        1,
+        "both replies reached the model"
+    );
+    assert_eq!(llm.turns().len(), 3, "the first turn and one per reply");
+    assert_eq!(
+        app.messages(CHANNEL).len(),
+        2,
+        "the third end of the turn is not posted: a reply would be thrown away"
+    );
+    assert_eq!(app.hub().pending_count(), 0);
+}
