@@ -366,6 +366,7 @@ fn check_terminal_route(i: usize, r: &Route, terminal: bool) -> Result<()> {
         ("terminal_answers", r.terminal_answers.is_some()),
         ("stop_replies", r.stop_replies.is_some()),
         ("stop_wait_secs", r.stop_wait_secs.is_some()),
+        ("threads", r.threads.is_some()),
     ];
     if let Some((key, _)) = discord_only.iter().find(|(_, set)| *set) {
         bail!(

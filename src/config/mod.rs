@@ -18,7 +18,10 @@ mod values;
 pub use load::{
     default_database_url, default_socket_path, socket_candidates, state_dir, ClientKeys,
 };
-pub use route::{grant_secs, Route, GRANT_SECS, MAX_GRANT_DURATIONS};
+pub use route::{
+    grant_secs, Route, Threads, GRANT_SECS, MAX_GRANT_DURATIONS, STOP_WAIT_DEFAULT_SECS,
+    STOP_WAIT_MAX_SECS, STOP_WAIT_MIN_SECS,
+};
 use values::{snowflakes, uids};
 pub use values::{Secret, Snowflake, SocketMode};
 

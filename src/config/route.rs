@@ -53,6 +53,10 @@ pub struct Route {
     /// How long a Stop waits for a reply, in seconds (10–3300, default 300).
     #[serde(default)]
     pub stop_wait_secs: Option<u64>,
+    /// Whether an agent session's questions, approvals and ends of turns go to one thread of
+    /// the channel (`per_session`), or to the channel itself (`off`, the default).
+    #[serde(default)]
+    pub threads: Option<Threads>,
     /// Reminders (default: as under `[discord]`).
     #[serde(default)]
     pub remind_after_secs: Option<u64>,
@@ -100,6 +104,19 @@ pub struct Route {
     pub confirm_word: Option<String>,
 }
 
+/// Where a route posts an agent session's requests (the route key `threads`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Threads {
+    /// In the route's channel, as every other request (the default: a channel reads as it
+    /// always did).
+    #[default]
+    Off,
+    /// In one thread per agent session (the `agent` and `session` of the request), created
+    /// in the route's channel on the session's first message.
+    PerSession,
+}
+
 /// The most grant durations a route may offer (one button each).
 pub const MAX_GRANT_DURATIONS: usize = 3;
 
@@ -144,6 +161,7 @@ impl Route {
             terminal_answers: None,
             stop_replies: None,
             stop_wait_secs: None,
+            threads: None,
             remind_after_secs: None,
             remind_every_secs: None,
             remind_max: None,
@@ -163,6 +181,11 @@ impl Route {
     /// Whether Stop replies are on for this route.
     pub fn stop_replies(&self) -> bool {
         self.stop_replies.unwrap_or(false)
+    }
+
+    /// Where a session's requests are posted on this route.
+    pub fn threads(&self) -> Threads {
+        self.threads.unwrap_or_default()
     }
 
     /// How long a Stop waits for a reply, in seconds.

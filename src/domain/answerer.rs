@@ -396,6 +396,52 @@ impl AnswererContext {
             .await
     }
 
+    /// Moves `post`, not posted yet, to `channel` (its session's thread).
+    pub async fn place_post(&self, key: i64, post: &Post, channel: &str) -> Result<()> {
+        self.store()
+            .place_post(&self.key_of(key, post), channel)
+            .await
+    }
+
+    /// The thread this answerer keeps for `agent`'s `session` in `channel`, if any.
+    pub async fn session_thread(
+        &self,
+        channel: &str,
+        agent: &str,
+        session: &str,
+    ) -> Result<Option<String>> {
+        self.store()
+            .session_thread(&self.place_of(channel, agent, session))
+            .await
+    }
+
+    /// Keeps `thread` as the thread of `agent`'s `session` in `channel`.
+    pub async fn keep_session_thread(
+        &self,
+        channel: &str,
+        agent: &str,
+        session: &str,
+        thread: &str,
+    ) -> Result<()> {
+        self.store()
+            .keep_session_thread(&self.place_of(channel, agent, session), thread)
+            .await
+    }
+
+    fn place_of<'a>(
+        &'a self,
+        channel: &'a str,
+        agent: &'a str,
+        session: &'a str,
+    ) -> crate::domain::request::SessionPlace<'a> {
+        crate::domain::request::SessionPlace {
+            answerer: self.name,
+            channel,
+            agent,
+            session,
+        }
+    }
+
     pub async fn record_post_failure(&self, req: &Request, post: &Post, error: &str) -> Result<()> {
         self.store()
             .record_post_failure(&self.key_of(req.key, post), error)

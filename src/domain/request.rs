@@ -495,6 +495,18 @@ impl fmt::Display for Slot {
     }
 }
 
+/// Where an agent session's thread is kept: the answerer, the channel it is in, the agent and
+/// its session (docs/approvals.md, "One thread per agent session").
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SessionPlace<'a> {
+    pub answerer: &'a str,
+    /// Where the thread is: the route's channel.
+    pub channel: &'a str,
+    /// The asking agent (`claude-code`, `codex`), and its session id.
+    pub agent: &'a str,
+    pub session: &'a str,
+}
+
 /// Which outbox row a write is about: the request, the question, the answerer and the slot.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct PostKey<'a> {

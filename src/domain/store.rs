@@ -14,7 +14,7 @@ use super::grant::Grant;
 use super::once_grant::OnceGrant;
 use super::request::{
     Actor, AuditEntry, AuditRow, Created, DuePost, EditState, NewRequest, PlannedPost, Post,
-    PostKey, Request, SettleOutcome, Status, Timer,
+    PostKey, Request, SessionPlace, SettleOutcome, Status, Timer,
 };
 use anyhow::Result;
 use async_trait::async_trait;
@@ -206,6 +206,16 @@ pub trait Store: Send + Sync + 'static {
     ) -> Result<()>;
 
     async fn record_post_failure(&self, post: &PostKey<'_>, error: &str) -> Result<()>;
+
+    /// Moves a post not posted yet to `channel` (its session's thread), before the platform
+    /// call: a click that comes before the post is recorded is checked against it.
+    async fn place_post(&self, post: &PostKey<'_>, channel: &str) -> Result<()>;
+
+    /// The thread kept for an agent session, if any.
+    async fn session_thread(&self, at: &SessionPlace<'_>) -> Result<Option<String>>;
+
+    /// Keeps `thread` as the session's thread (in place of one that is gone).
+    async fn keep_session_thread(&self, at: &SessionPlace<'_>, thread: &str) -> Result<()>;
 
     async fn record_edit(&self, post: &PostKey<'_>, edit: EditState) -> Result<()>;
 

@@ -26,6 +26,10 @@
 //! `--remove` gives a file back byte for byte when nothing else changed it since: setup keeps
 //! each file's original bytes ([`record`]), and a file it created is deleted again. A file
 //! changed since gets the structural removal above, which keeps those changes.
+//! With `--stop`, both also register the hook on `Stop` (no matcher): the end of a turn is
+//! posted, and a reply in chat keeps the agent working (docs/approvals.md, "Replies at the end
+//! of a turn"). Its timeout is `--stop-wait` (the route's `stop_wait_secs`) plus a margin, so
+//! the route's wait ends it, not the agent.
 //!
 //! The hooks fail closed: `setup codex` writes `askrelay hook codex --fail-closed` (unless
 //! `--fail-open`), so a stopped daemon or another user's socket denies instead of leaving the
@@ -63,6 +67,8 @@ Examples:
   askrelay setup codex
   # GitHub Copilot CLI (~/.copilot/settings.json and mcp-config.json):
   askrelay setup copilot
+  # Also post the end of each turn, so a reply in chat keeps the agent working:
+  askrelay setup claude-code --stop --stop-wait 300
 
 It changes only askrelay's own entries; running it twice changes nothing the
 second time.";
@@ -123,6 +129,33 @@ pub struct Common {
     /// Seconds the agent lets the hook run; askrelay's own --timeout is 10 s less.
     #[arg(long, default_value_t = 600, value_name = "SECS")]
     pub timeout: u64,
+    /// Also register the hook on Stop: the end of each turn is posted, and a reply in chat
+    /// keeps the agent working (on routes with stop_replies).
+    #[arg(long)]
+    pub stop: bool,
+    /// With --stop: the route's stop_wait_secs. The Stop hook's timeout is this plus
+    /// STOP_MARGIN_SECS, so that the route's wait ends it, not the agent.
+    #[arg(long, default_value_t = crate::config::STOP_WAIT_DEFAULT_SECS, value_name = "SECS",
+          value_parser = clap::value_parser!(u64).range(
+              crate::config::STOP_WAIT_MIN_SECS..=crate::config::STOP_WAIT_MAX_SECS))]
+    pub stop_wait: u64,
+}
+
+/// What the Stop hook's timeout adds to the wait: time to post the end of the turn before the
+/// wait starts, and to answer after it ends. The hook's own `--timeout` is half of it less.
+pub const STOP_MARGIN_SECS: u64 = 60;
+
+impl Common {
+    /// The Stop hook entry for `agent`, with --stop (and not --remove).
+    fn stop_hook(&self, program: &str, agent: &str) -> Option<Value> {
+        (self.stop && !self.remove).then(|| {
+            json!({"type": "command", "command": format!(
+                "{} hook {agent} --timeout {}",
+                shell_word(program),
+                self.stop_wait + STOP_MARGIN_SECS / 2
+            ), "timeout": self.stop_wait + STOP_MARGIN_SECS})
+        })
+    }
 }
 
 #[derive(Debug, Args)]
@@ -629,6 +662,12 @@ fn add_hook(hooks: &CstObject, event: &str, matcher: &str, hook: &Value) {
     groups.append(cst_value(&json!({"matcher": matcher, "hooks": [hook]})));
 }
 
+/// Adds a group with askrelay's hook to `event` without a matcher (Stop takes none).
+fn add_unmatched_hook(hooks: &CstObject, event: &str, hook: &Value) {
+    let groups: CstArray = hooks.array_value_or_set(event);
+    groups.append(cst_value(&json!({"hooks": [hook]})));
+}
+
 /// The `hooks` object of a settings object, created when missing.
 fn hooks_of(settings: &CstObject) -> Result<CstObject, String> {
     settings
@@ -745,6 +784,9 @@ fn claude_code_changes(a: &ClaudeCodeSetup, remove: bool) -> Result<Vec<Change>,
         for event in WITHDRAWING_EVENTS {
             add_hook(&hooks, event, "", &lifecycle);
         }
+        if let Some(stop) = a.common.stop_hook(&program, "claude-code") {
+            add_unmatched_hook(&hooks, "Stop", &stop);
+        }
     }
     if hooks.properties().is_empty() && (emptied || !had_key || !file.had_content()) {
         if let Some(p) = settings.get("hooks") {
@@ -767,6 +809,9 @@ fn claude_code_changes(a: &ClaudeCodeSetup, remove: bool) -> Result<Vec<Change>,
     };
     if fail_closed {
         what.push_str("; Claude Code blocks the call if the hook fails (onFailure: block)");
+    }
+    if a.common.stop && !remove {
+        what.push_str("; the end of each turn is posted (Stop)");
     }
     let mut changes = vec![file.change(what)];
     if !a.common.no_mcp {
@@ -896,6 +941,10 @@ fn codex_changes(a: &CodexSetup, remove: bool) -> Result<Vec<Change>, String> {
         for event in CODEX_WITHDRAWING_EVENTS {
             add_hook(&hooks, event, "", &lifecycle);
         }
+        // A Stop never fails closed: without an answer the turn ends.
+        if let Some(stop) = a.common.stop_hook(&program, "codex") {
+            add_unmatched_hook(&hooks, "Stop", &stop);
+        }
     }
     if hooks.properties().is_empty() && (emptied || !had_key || !file.had_content()) {
         if let Some(p) = root.get("hooks") {
@@ -908,12 +957,17 @@ fn codex_changes(a: &CodexSetup, remove: bool) -> Result<Vec<Change>, String> {
             "askrelay answers PermissionRequest (when Codex would ask; no \"always allow\")"
         }
     };
+    let stop = if a.common.stop && !remove {
+        "; the end of each turn is posted (Stop)"
+    } else {
+        ""
+    };
     let hooks_change = file.change(if remove {
         "askrelay's hook taken out".to_owned()
     } else if a.fail_open {
-        format!("{answers}; without an answer Codex's own policy decides (--fail-open)")
+        format!("{answers}; without an answer Codex's own policy decides (--fail-open){stop}")
     } else {
-        format!("{answers}; without an answer it denies (--fail-closed)")
+        format!("{answers}; without an answer it denies (--fail-closed){stop}")
     });
     // config.toml
     let config_path = codex_home.join("config.toml");

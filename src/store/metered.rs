@@ -10,7 +10,7 @@ use crate::domain::metrics::Recorder;
 use crate::domain::once_grant::OnceGrant;
 use crate::domain::request::{
     AuditEntry, AuditRow, Created, DuePost, EditState, NewRequest, PlannedPost, Post, PostKey,
-    Request, SettleOutcome, Status, Timer,
+    Request, SessionPlace, SettleOutcome, Status, Timer,
 };
 use crate::domain::store::{Holder, NewAnswer, OnceAudit, Page, Pruned, Store, Visibility};
 use anyhow::Result;
@@ -88,6 +88,9 @@ counted! {
         guild: Option<&str>
     ) -> Result<()>;
     async fn record_post_failure(&self, post: &PostKey<'_>, error: &str) -> Result<()>;
+    async fn place_post(&self, post: &PostKey<'_>, channel: &str) -> Result<()>;
+    async fn session_thread(&self, at: &SessionPlace<'_>) -> Result<Option<String>>;
+    async fn keep_session_thread(&self, at: &SessionPlace<'_>, thread: &str) -> Result<()>;
     async fn claim_post(&self, post: &PostKey<'_>) -> Result<()>;
     async fn record_edit(&self, post: &PostKey<'_>, edit: EditState) -> Result<()>;
     async fn timers(&self, answerer: &str) -> Result<Vec<Timer>>;

@@ -6,7 +6,8 @@
 //! A fake is given a script: the tool calls the "model" makes, one step per turn. Which step a
 //! request is at is read from the request itself (the number of tool results in its
 //! conversation), so a retried or repeated request gets the same answer; once the script is
-//! done the model says "done" and the turn ends. Requests without tools (Claude Code's side
+//! done the model says "done" (or the text it was given, [`FakeLlm::anthropic_saying`]) and the
+//! turn ends. Requests without tools (Claude Code's side
 //! calls, such as a title) get a short text. Every request body is recorded, so that a test can
 //! read the tool results the model saw.
 //!
@@ -83,6 +84,8 @@ enum Api {
 struct Shared {
     api: Api,
     script: Vec<ToolCall>,
+    /// What the model says when the script is done, ending its turn.
+    last_words: String,
     requests: Mutex<Vec<Value>>,
     classifier: Option<Classifier>,
     /// The classifier's requests, apart from the agent's.
@@ -109,7 +112,7 @@ impl Drop for FakeLlm {
 impl FakeLlm {
     /// Anthropic's Messages API, for Claude Code.
     pub async fn anthropic(script: Vec<ToolCall>) -> FakeLlm {
-        Self::start(Api::Anthropic, script, None).await
+        Self::start(Api::Anthropic, script, None, "done").await
     }
 
     /// Anthropic's Messages API, and auto mode's classifier blocking every action whose
@@ -119,20 +122,36 @@ impl FakeLlm {
             needle: block.to_owned(),
             rule: BLOCK_RULE,
         };
-        Self::start(Api::Anthropic, script, Some(classifier)).await
+        Self::start(Api::Anthropic, script, Some(classifier), "done").await
     }
 
     /// OpenAI's Responses API, for Codex.
     pub async fn openai(script: Vec<ToolCall>) -> FakeLlm {
-        Self::start(Api::OpenAi, script, None).await
+        Self::start(Api::OpenAi, script, None, "done").await
     }
 
-    async fn start(api: Api, script: Vec<ToolCall>, classifier: Option<Classifier>) -> FakeLlm {
+    /// Anthropic's Messages API, ending each turn with `last_words` (a question, say).
+    pub async fn anthropic_saying(script: Vec<ToolCall>, last_words: &str) -> FakeLlm {
+        Self::start(Api::Anthropic, script, None, last_words).await
+    }
+
+    /// OpenAI's Responses API, ending each turn with `last_words`.
+    pub async fn openai_saying(script: Vec<ToolCall>, last_words: &str) -> FakeLlm {
+        Self::start(Api::OpenAi, script, None, last_words).await
+    }
+
+    async fn start(
+        api: Api,
+        script: Vec<ToolCall>,
+        classifier: Option<Classifier>,
+        last_words: &str,
+    ) -> FakeLlm {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let base_url = format!("http://{}", listener.local_addr().unwrap());
         let shared = Arc::new(Shared {
             api,
             script,
+            last_words: last_words.to_owned(),
             requests: Mutex::new(Vec::new()),
             classifier,
             classified: Mutex::new(Vec::new()),
@@ -171,6 +190,24 @@ impl FakeLlm {
             }
         })
         .await
+    }
+
+    /// The requests for a turn (those that offer tools; Claude Code's side calls, such as a
+    /// title, offer none) in which `text` appears anywhere: in a user message, a system
+    /// reminder, a tool result.
+    pub fn turns_showing(&self, text: &str) -> usize {
+        self.turns()
+            .iter()
+            .filter(|r| r.to_string().contains(text))
+            .count()
+    }
+
+    /// The requests for a turn (those that offer tools).
+    pub fn turns(&self) -> Vec<Value> {
+        self.requests()
+            .into_iter()
+            .filter(|r| r["tools"].as_array().is_some_and(|t| !t.is_empty()))
+            .collect()
     }
 
     /// The results of the script's tool calls that the model was shown, in order: Anthropic's
@@ -257,7 +294,7 @@ async fn handle(
                 .then(|| shared.script.get(step))
                 .flatten()
                 .filter(|c| !c.only_if_retry || may_retry(&req));
-            sse(anthropic_events(call, step))
+            sse(anthropic_events(call, step, &shared.last_words))
         }
         (Api::OpenAi, p) if p.ends_with("/responses") => {
             let step = req["input"]
@@ -267,7 +304,7 @@ async fn handle(
                 .filter(|i| i["type"] == "function_call_output")
                 .count();
             let call = is_turn.then(|| shared.script.get(step)).flatten();
-            sse(openai_events(call, step))
+            sse(openai_events(call, step, &shared.last_words))
         }
         _ => StatusCode::NOT_FOUND.into_response(),
     }
@@ -373,8 +410,8 @@ fn sse(events: Vec<Value>) -> Response {
         .into_response()
 }
 
-/// A Messages API stream: the tool call of this step, or "done".
-fn anthropic_events(call: Option<&ToolCall>, step: usize) -> Vec<Value> {
+/// A Messages API stream: the tool call of this step, or the last words.
+fn anthropic_events(call: Option<&ToolCall>, step: usize, last_words: &str) -> Vec<Value> {
     let (block, delta, stop) = match call {
         Some(c) => (
             json!({"type": "tool_use", "id": format!("toolu_{step:02}"), "name": c.name,
@@ -384,7 +421,7 @@ fn anthropic_events(call: Option<&ToolCall>, step: usize) -> Vec<Value> {
         ),
         None => (
             json!({"type": "text", "text": ""}),
-            json!({"type": "text_delta", "text": "done"}),
+            json!({"type": "text_delta", "text": last_words}),
             "end_turn",
         ),
     };
@@ -402,15 +439,15 @@ fn anthropic_events(call: Option<&ToolCall>, step: usize) -> Vec<Value> {
     ]
 }
 
-/// A Responses API stream: the function call of this step, or a "done" message.
-fn openai_events(call: Option<&ToolCall>, step: usize) -> Vec<Value> {
+/// A Responses API stream: the function call of this step, or a message of the last words.
+fn openai_events(call: Option<&ToolCall>, step: usize, last_words: &str) -> Vec<Value> {
     let item = match call {
         Some(c) => json!({"type": "function_call", "id": format!("fc_{step}"),
             "call_id": format!("call_{step}"), "name": c.name,
             "arguments": c.input.to_string(), "status": "completed"}),
         None => json!({"type": "message", "id": format!("msg_{step}"), "role": "assistant",
             "status": "completed",
-            "content": [{"type": "output_text", "text": "done", "annotations": []}]}),
+            "content": [{"type": "output_text", "text": last_words, "annotations": []}]}),
     };
     let id = format!("resp_{step}");
     vec![

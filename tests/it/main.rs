@@ -39,5 +39,6 @@ mod setup;
 mod socket;
 mod standin_selftest;
 mod stop_replies;
+mod threads;
 mod trust;
 mod withdraw;

@@ -981,3 +981,129 @@ async fn remove_keeps_what_the_user_changed_since_setup() {
     assert_eq!(code, 0, "{err}");
     assert_eq!(std::fs::read_to_string(&settings).unwrap(), now);
 }
+
+/// The hooks of `event` in a settings object: the whole hook entries, with their group's
+/// matcher (None when the group has none).
+fn entries(settings: &Value, event: &str) -> Vec<(Option<String>, Value)> {
+    settings["hooks"][event]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .flat_map(|g| {
+            let matcher = g["matcher"].as_str().map(str::to_owned);
+            g["hooks"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default()
+                .into_iter()
+                .map(move |h| (matcher.clone(), h))
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn claude_code_setup_stop_registers_the_stop_hook_with_the_wait_and_a_margin() {
+    let home = tempfile::tempdir().unwrap();
+    let proj = tempfile::tempdir().unwrap();
+    let path = home.path().join(".claude/settings.json");
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    let theirs =
+        json!({"hooks": {"Stop": [{"hooks": [{"type": "command", "command": "notify-me"}]}]}});
+    let text = serde_json::to_string_pretty(&theirs).unwrap();
+    std::fs::write(&path, &text).unwrap();
+
+    // Without --stop: no Stop hook of askrelay's.
+    let (code, _, err) = setup(home.path(), proj.path(), &["claude-code", "--no-mcp"]).await;
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(entries(&read_json(&path), "Stop").len(), 1);
+
+    let args = ["claude-code", "--no-mcp", "--stop", "--stop-wait", "900"];
+    let (code, out, err) = setup(home.path(), proj.path(), &args).await;
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        out.contains("the end of each turn is posted (Stop)"),
+        "{out}"
+    );
+    let s = read_json(&path);
+    let stop = entries(&s, "Stop");
+    assert_eq!(stop.len(), 2, "theirs and ours: {stop:?}");
+    assert_eq!(stop[0].1["command"], "notify-me");
+    let (matcher, ours) = &stop[1];
+    assert_eq!(matcher, &None, "Stop takes no matcher: {ours}");
+    assert_eq!(
+        ours["command"],
+        format!("{BIN} hook claude-code --timeout 930"),
+        "the hook's own timeout is past the wait"
+    );
+    assert_eq!(ours["timeout"], 960, "the agent's is past the hook's");
+    assert!(
+        ours.get("async").is_none(),
+        "the agent waits for it: {ours}"
+    );
+    // The other hooks are there as ever.
+    assert_eq!(entries(&s, "PermissionRequest").len(), 1);
+
+    // Again: nothing changes.
+    let before = std::fs::read_to_string(&path).unwrap();
+    let (code, _, err) = setup(home.path(), proj.path(), &args).await;
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), before);
+
+    // A wait outside the routes' bounds is refused, and nothing is written.
+    let (code, _, err) = setup(
+        home.path(),
+        proj.path(),
+        &["claude-code", "--no-mcp", "--stop", "--stop-wait", "5"],
+    )
+    .await;
+    assert_ne!(code, 0);
+    assert!(err.contains("--stop-wait"), "{err}");
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), before);
+
+    // --remove: theirs back, byte for byte.
+    let (code, _, err) = setup(
+        home.path(),
+        proj.path(),
+        &["claude-code", "--no-mcp", "--remove"],
+    )
+    .await;
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), text);
+}
+
+#[tokio::test]
+async fn codex_setup_stop_registers_the_stop_hook_and_remove_takes_it_out() {
+    let home = tempfile::tempdir().unwrap();
+    let codex_home = home.path().join("codex");
+    let hooks = codex_home.join("hooks.json");
+    let base = ["codex", "--no-mcp", "--codex-home"];
+    let dir = codex_home.to_str().unwrap();
+    let run = |extra: &'static [&'static str]| {
+        let mut a: Vec<&str> = base.to_vec();
+        a.push(dir);
+        a.extend_from_slice(extra);
+        a
+    };
+    let (code, out, err) = setup(home.path(), home.path(), &run(&["--stop"])).await;
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        out.contains("the end of each turn is posted (Stop)"),
+        "{out}"
+    );
+    let s = read_json(&hooks);
+    let stop = entries(&s, "Stop");
+    assert_eq!(stop.len(), 1, "{s}");
+    assert_eq!(stop[0].0, None);
+    assert_eq!(
+        stop[0].1["command"],
+        format!("{BIN} hook codex --timeout 330"),
+        "the default wait (300 s) and no --fail-closed: a Stop never fails closed"
+    );
+    assert_eq!(stop[0].1["timeout"], 360);
+    assert_eq!(entries(&s, "PreToolUse").len(), 1);
+    let (code, _, err) = setup(home.path(), home.path(), &run(&["--remove"])).await;
+    assert_eq!(code, 0, "{err}");
+    let s = read_json(&hooks);
+    assert!(entries(&s, "Stop").is_empty(), "{s}");
+    assert!(entries(&s, "PreToolUse").is_empty(), "{s}");
+}

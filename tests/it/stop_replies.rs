@@ -62,7 +62,7 @@ async fn a_reply_in_discord_blocks_the_stop_with_the_reply() {
         shown.contains("staging DB"),
         "the last message is shown: {shown}"
     );
-    let cb = app.press(&m, &alice(), "Other…").await;
+    let cb = app.press(&m, &alice(), "Reply…").await;
     assert_eq!(cb["type"], 9, "a modal: {cb}");
     let modal = cb["data"]["custom_id"].as_str().unwrap().to_owned();
     final_state(
@@ -100,4 +100,58 @@ async fn a_route_without_stop_replies_ends_the_turn_at_once() {
     assert_eq!(code, 0, "{err}");
     assert_eq!(out, "", "nothing: the turn ends; {err}");
     assert_eq!(app.hub().pending_count(), 0);
+}
+
+/// The reply is an answer like any other: only the route's allowed people may give it, a
+/// refusal is audited, and so is the reply, with its text and who gave it.
+#[tokio::test]
+async fn only_allowed_people_may_reply_and_the_reply_is_audited() {
+    let app = App::discord_with(|c| {
+        c.routes.push(Route {
+            matches: BTreeMap::from([("tool".into(), "Stop".into())]),
+            stop_replies: Some(true),
+            allowed_user_ids: Some(vec![askrelay::config::Snowflake(alice().user_id)]),
+            ..Route::new("turns", CHANNEL)
+        });
+    })
+    .await;
+    let child = hook(&app, &stop_event(false)).await;
+    posted(&app).await;
+    let m = app.messages(CHANNEL).remove(0);
+    // bob is not on the route's allowlist: Reply… does not open the form for him.
+    let cb = app.press(&m, &bob(), "Reply…").await;
+    assert!(is_ephemeral(&cb), "refused, to bob alone: {cb}");
+    assert_eq!(app.hub().pending_count(), 1, "still waiting");
+    // Nor does a modal he submits anyway (a stale form, a forged interaction) count.
+    let opened = app.press(&m, &alice(), "Reply…").await;
+    let modal = opened["data"]["custom_id"].as_str().unwrap().to_owned();
+    let cb = app.submit_modal(&m, &bob(), &modal, "rm -rf staging").await;
+    assert!(is_ephemeral(&cb), "{cb}");
+    assert_eq!(app.hub().pending_count(), 1, "still waiting");
+    final_state(&app.submit_modal(&m, &alice(), &modal, "Staging too").await);
+    let (code, out, err) = finish(child).await;
+    assert_eq!(code, 0, "{err}");
+    let v: Value = serde_json::from_str(out.trim()).unwrap();
+    assert_eq!(v["reason"], "Staging too");
+    let audit = app.store().audit_rows(None).await.unwrap();
+    let refused: Vec<_> = audit
+        .iter()
+        .filter(|r| !r.accepted && r.actor.as_deref().is_some_and(|a| a.contains("4343")))
+        .collect();
+    assert!(refused.len() >= 2, "bob's two tries are audited: {audit:?}");
+    assert!(
+        audit.iter().any(|r| r.accepted
+            && r.actor.as_deref().is_some_and(|a| a.contains("4242"))
+            && r.detail
+                .as_deref()
+                .is_some_and(|d| d.contains("Staging too"))),
+        "alice's reply is audited with its text: {audit:?}"
+    );
+    assert!(
+        !audit
+            .iter()
+            .any(|r| r.detail.as_deref().is_some_and(|d| d.contains("rm -rf")) && r.accepted),
+        "{audit:?}"
+    );
+    app.assert_payloads_valid();
 }

@@ -163,6 +163,10 @@ impl Validator {
                 // new message or an update), which would take nearly any body and name no
                 // field when one is wrong: a follow-up is a new message.
                 named("IncomingWebhookRequestPartial", Extra::Message(""))
+            } else if op.method == "POST" && op.template == "/channels/{channel_id}/threads" {
+                // A thread with no starter message (an agent session's): the spec allows a
+                // forum post here too (`anyOf`), which would take nearly any body.
+                named("CreateTextThreadWithoutMessageRequest", Extra::None)
             } else if op.template == "/interactions/{interaction_id}/{interaction_token}/callback" {
                 match body.get("type").and_then(Value::as_u64) {
                     // 5 (deferred reply) shares CreateMessageInteractionCallbackRequest with 4

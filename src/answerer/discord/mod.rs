@@ -37,6 +37,7 @@ mod rest;
 pub mod route;
 mod schedule;
 mod shown;
+mod threads;
 
 use crate::config::{Config, DEFAULT_API_BASE};
 use crate::domain::cluster::Role;

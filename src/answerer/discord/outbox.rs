@@ -14,6 +14,7 @@ use super::render::{self, answered_view, ended_status, RenderContext};
 use super::rest::{Failure, Rest, LEAD_ENDED};
 use super::route::{self, ResolvedRoute};
 use super::shown::{placed, Shown, NAME};
+use super::threads::SessionThreads;
 use crate::config::Config;
 use crate::domain::clock::now_ms;
 use crate::domain::request::{EditState, Post, Request, Slot};
@@ -33,6 +34,8 @@ pub(super) struct Outbox {
     pub busy: Arc<Busy>,
     /// Wakes the repair loop (the gateway is back after a drop, new rows came from elsewhere).
     pub repair_now: tokio::sync::Notify,
+    /// The agent sessions' threads (routes with `threads = "per_session"`).
+    threads: SessionThreads,
 }
 
 /// How many tries a question gets while the agent waits for `accepted`; after that, posting
@@ -78,6 +81,7 @@ impl Outbox {
             shown: Shown::default(),
             busy,
             repair_now: Default::default(),
+            threads: SessionThreads::default(),
         }
     }
 
@@ -212,7 +216,7 @@ impl Outbox {
                 // come from it.
                 let channel = match dm {
                     Some(user) => self.rest.open_dm(user).await,
-                    None => Ok(post.channel.parse().unwrap_or_default()),
+                    None => self.place(ctx, req, route, &post).await,
                 };
                 let checked = match channel {
                     Ok(channel) => self
@@ -243,7 +247,9 @@ impl Outbox {
                         crate::crash::point("posted");
                         let guild = guild.map(|g| g.to_string());
                         let message = m.id.to_string();
-                        let opened = dm.map(|_| channel.to_string());
+                        // A DM opened for it, or its session's thread.
+                        let opened =
+                            (channel.to_string() != post.channel).then(|| channel.to_string());
                         match ctx
                             .record_post(req, &post, &message, opened.as_deref(), guild.as_deref())
                             .await
@@ -298,6 +304,32 @@ impl Outbox {
             }
         }
         Ok(links)
+    }
+
+    /// The channel `post` goes to: its session's thread (moving the post there first, in the
+    /// store and in what is shown, so that a click that comes before the post is recorded is
+    /// checked against the thread), else the channel it was planned for.
+    async fn place(
+        &self,
+        ctx: &AnswererContext,
+        req: &Request,
+        route: &ResolvedRoute,
+        post: &Post,
+    ) -> Result<u64, Failure> {
+        let planned = post.channel.parse().unwrap_or_default();
+        let Some(thread) = self
+            .threads
+            .thread_for(ctx, &self.rest, req, route, post)
+            .await?
+        else {
+            return Ok(planned);
+        };
+        let t = thread.to_string();
+        ctx.place_post(req.key, post, &t)
+            .await
+            .map_err(|e| Failure::Transient(format!("{e:#}")))?;
+        self.shown.placed_in(&req.token, post, &t);
+        Ok(thread)
     }
 
     /// Keeps posting in the background until every question is up, after `failed` tries that

@@ -462,6 +462,29 @@ impl Rest {
         Ok(channel)
     }
 
+    /// Creates a public thread named `name` in `channel`, with no starter message (an agent
+    /// session's thread), and learns its guild. One attempt, under the global pace.
+    pub async fn create_thread(&self, channel: u64, name: &str) -> Result<u64, Failure> {
+        use serenity::all::{AutoArchiveDuration, ChannelType};
+        let body = serenity::builder::CreateThread::new(name)
+            .kind(ChannelType::PublicThread)
+            .auto_archive_duration(AutoArchiveDuration::OneWeek);
+        self.global_slot().await;
+        let thread = self
+            .call(
+                self.request_timeout,
+                self.http
+                    .create_thread(ChannelId::new(channel), &body, None),
+            )
+            .await?;
+        let id = thread.id.get();
+        self.guilds
+            .lock()
+            .unwrap()
+            .insert(id, Some(thread.guild_id.get()));
+        Ok(id)
+    }
+
     /// A link to a message.
     pub fn link(&self, channel: u64, message: u64) -> String {
         let guild = self.known_guild(channel).flatten();

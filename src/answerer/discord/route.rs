@@ -35,6 +35,8 @@ pub struct ResolvedRoute {
     pub escalate: Vec<Step>,
     /// Quorum, decisive labels and the requester rule.
     pub policy: Policy,
+    /// Whether a session's requests go to a thread of its own.
+    pub threads: crate::config::Threads,
 }
 
 /// Reminders: a reply after `after_secs`, then every `every_secs`, at most `max` in all.
@@ -170,6 +172,7 @@ fn from_route(config: &Config, r: &Route) -> Option<ResolvedRoute> {
         },
         escalate: steps(r.escalate.as_deref().unwrap_or(&d.escalate)),
         policy: policy(config, r),
+        threads: r.threads(),
     })
 }
 
@@ -192,6 +195,7 @@ fn default_route(config: &Config) -> Option<ResolvedRoute> {
             identities: identities(config),
             ..Policy::default()
         },
+        threads: crate::config::Threads::Off,
     })
 }
 
@@ -266,6 +270,7 @@ pub fn closed(config: &Config) -> ResolvedRoute {
         remind: None,
         escalate: Vec::new(),
         policy: Policy::default(),
+        threads: crate::config::Threads::Off,
     }
 }
 

@@ -57,6 +57,22 @@ impl Shown {
         }
     }
 
+    /// Records that a post not posted yet goes to `channel` (its session's thread).
+    pub fn placed_in(&self, token: &str, post: &Post, channel: &str) {
+        let mut map = self.0.lock().unwrap();
+        if let Some(entry) = map.get_mut(token) {
+            let (req, posts) = &**entry;
+            let mut posts = posts.clone();
+            for p in posts
+                .iter_mut()
+                .filter(|p| p.idx == post.idx && p.slot == post.slot)
+            {
+                p.channel = channel.to_owned();
+            }
+            *entry = Arc::new((req.clone(), posts));
+        }
+    }
+
     pub fn forget(&self, token: &str) {
         let mut map = self.0.lock().unwrap();
         map.remove(token);

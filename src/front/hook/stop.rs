@@ -1,5 +1,5 @@
 //! `Stop` (Claude Code and Codex): the agent ended its turn. Its last message is posted with
-//! a `Done` option and free text (`Other…`, the reply); a reply within the wait comes back as
+//! a `Done` option and free text (`Reply…`, a modal); a reply within the wait comes back as
 //! `{"decision":"block","reason":REPLY}`, so the agent carries on with it. Done, no answer in
 //! time, or any failure: nothing printed, and the turn ends.
 
@@ -75,6 +75,75 @@ pub(super) fn turn_end(event: &StopEvent) -> Option<String> {
     last
 }
 
+/// Claude Code's cap on consecutive Stop blocks, as it reads it: `CLAUDE_CODE_STOP_HOOK_BLOCK_CAP`
+/// through JavaScript's `parseInt` (leading digits), 8 when unset or not a number, no cap at 0 or
+/// less. The hook runs in Claude Code's environment, so it sees the same value.
+fn block_cap(var: Option<&str>) -> Option<u32> {
+    const DEFAULT: i64 = 8;
+    let parsed = var.and_then(|v| {
+        let v = v.trim_start();
+        let (sign, digits) = match v.strip_prefix('-') {
+            Some(rest) => (-1, rest),
+            None => (1, v.strip_prefix('+').unwrap_or(v)),
+        };
+        let end = digits
+            .find(|c: char| !c.is_ascii_digit())
+            .unwrap_or(digits.len());
+        digits[..end].parse::<i64>().ok().map(|n| sign * n)
+    });
+    u32::try_from(parsed.unwrap_or(DEFAULT))
+        .ok()
+        .filter(|c| *c > 0)
+}
+
+/// How many times in a row a Stop hook has blocked this turn, read from Claude Code's
+/// transcript: its `hook_blocking_error` attachments of the `Stop` event since the model last
+/// called a tool or the user last wrote (where Claude Code resets its own count). `None` when
+/// the transcript cannot be read.
+fn blocks_in_a_row(transcript: &str) -> Option<u32> {
+    let file = std::fs::File::open(transcript).ok()?;
+    let mut n = 0;
+    for line in std::io::BufReader::new(file).lines().map_while(Result::ok) {
+        let Ok(v) = serde_json::from_str::<Value>(&line) else {
+            continue;
+        };
+        let content = &v["message"]["content"];
+        let has = |kind: &str| {
+            content
+                .as_array()
+                .is_some_and(|parts| parts.iter().any(|p| p["type"] == kind))
+        };
+        match v["type"].as_str() {
+            Some("attachment")
+                if v["attachment"]["type"] == "hook_blocking_error"
+                    && v["attachment"]["hookEvent"] == "Stop" =>
+            {
+                n += 1
+            }
+            Some("assistant") if has("tool_use") => n = 0,
+            Some("user") if v["isMeta"] != true && !has("tool_result") => n = 0,
+            _ => {}
+        }
+    }
+    Some(n)
+}
+
+/// Whether a reply now would be thrown away: Claude Code ends the turn anyway once the Stop
+/// hooks have blocked it more than its cap allows, so askrelay does not ask for one.
+fn cap_reached(event: &StopEvent, agent: Agent, cap: Option<u32>) -> Option<String> {
+    if agent != Agent::ClaudeCode || !event.stop_hook_active {
+        return None;
+    }
+    let cap = cap?;
+    let blocks = blocks_in_a_row(event.transcript_path.as_deref()?)?;
+    (blocks >= cap).then(|| {
+        format!(
+            "the Stop hooks blocked this turn {blocks} times in a row, and Claude Code ends it \
+             after {cap} (CLAUDE_CODE_STOP_HOOK_BLOCK_CAP); no reply is asked for"
+        )
+    })
+}
+
 /// The ask for a Stop: the last message as context, Done, and free text for a reply.
 pub(super) fn stop_ask(event: &StopEvent, args: &CommonArgs, agent: Agent) -> Result<Ask, String> {
     let mut reveal = Reveal::default();
@@ -136,9 +205,17 @@ pub(super) async fn stop(
     agent: Agent,
 ) -> Reply {
     let fallback = "the turn ends";
-    // A Stop after a block (stop_hook_active) is asked again: Claude Code itself ends the
-    // turn after CLAUDE_CODE_STOP_HOOK_BLOCK_CAP consecutive blocks (8 by default; 0 or less:
-    // no cap), so a reply can never keep it going for ever.
+    // A Stop after a block (stop_hook_active) is asked again, until Claude Code's cap on
+    // consecutive blocks would throw the reply away (CLAUDE_CODE_STOP_HOOK_BLOCK_CAP, 8 by
+    // default; 0 or less: no cap): then the turn ends unasked.
+    let cap = block_cap(
+        std::env::var("CLAUDE_CODE_STOP_HOOK_BLOCK_CAP")
+            .ok()
+            .as_deref(),
+    );
+    if let Some(why) = cap_reached(event, agent, cap) {
+        return Reply::NoDecision(format!("{why} ({fallback})"));
+    }
     let ask = match stop_ask(event, args, agent) {
         Ok(a) => a,
         Err(e) => return Reply::NoDecision(format!("{e}; no decision ({fallback})")),
@@ -191,6 +268,57 @@ mod tests {
             ..StopEvent::default()
         };
         assert_eq!(turn_end(&e).as_deref(), Some("Red or blue?"));
+    }
+
+    #[test]
+    fn the_cap_is_read_as_claude_code_reads_it() {
+        assert_eq!(block_cap(None), Some(8));
+        assert_eq!(block_cap(Some("")), Some(8));
+        assert_eq!(block_cap(Some("x")), Some(8));
+        assert_eq!(block_cap(Some("3")), Some(3));
+        assert_eq!(block_cap(Some(" 12abc")), Some(12));
+        assert_eq!(block_cap(Some("0")), None);
+        assert_eq!(block_cap(Some("-4")), None);
+    }
+
+    #[test]
+    fn blocks_in_a_row_reset_on_a_tool_call_or_a_prompt() {
+        let block = r#"{"type":"attachment","attachment":{"type":"hook_blocking_error","hookEvent":"Stop"}}"#;
+        let feedback =
+            r#"{"type":"user","isMeta":true,"message":{"content":"Stop hook feedback:\nx"}}"#;
+        let tool = r#"{"type":"assistant","message":{"content":[{"type":"tool_use"}]}}"#;
+        let result = r#"{"type":"user","message":{"content":[{"type":"tool_result"}]}}"#;
+        let prompt = r#"{"type":"user","message":{"content":"Do the task."}}"#;
+        let other = r#"{"type":"attachment","attachment":{"type":"hook_blocking_error","hookEvent":"PreToolUse"}}"#;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.jsonl");
+        let count = |lines: &[&str]| {
+            std::fs::write(&path, lines.join("\n")).unwrap();
+            blocks_in_a_row(path.to_str().unwrap())
+        };
+        assert_eq!(count(&[prompt, block, feedback, block, feedback]), Some(2));
+        assert_eq!(count(&[block, feedback, tool, result, block]), Some(1));
+        assert_eq!(count(&[block, block, prompt]), Some(0));
+        assert_eq!(count(&[prompt, other, block]), Some(1));
+        assert_eq!(blocks_in_a_row("/nonexistent/t.jsonl"), None);
+        let active = |path: &str| StopEvent {
+            stop_hook_active: true,
+            transcript_path: Some(path.into()),
+            ..StopEvent::default()
+        };
+        std::fs::write(&path, [prompt, block, feedback, block].join("\n")).unwrap();
+        let p = path.to_str().unwrap();
+        assert!(cap_reached(&active(p), Agent::ClaudeCode, Some(2)).is_some());
+        assert!(cap_reached(&active(p), Agent::ClaudeCode, Some(3)).is_none());
+        assert!(cap_reached(&active(p), Agent::ClaudeCode, None).is_none());
+        assert!(cap_reached(&active(p), Agent::Codex, Some(2)).is_none());
+        let first = StopEvent {
+            stop_hook_active: false,
+            ..active(p)
+        };
+        assert!(cap_reached(&first, Agent::ClaudeCode, Some(2)).is_none());
+        // Unreadable: asked (Claude Code's own cap still ends the turn).
+        assert!(cap_reached(&active("/nonexistent"), Agent::ClaudeCode, Some(1)).is_none());
     }
 
     #[test]

@@ -362,6 +362,35 @@ impl Store for PgStore {
         })
     }
 
+    async fn place_post(&self, post: &PostKey<'_>, channel: &str) -> Result<()> {
+        write_tx!(self, |tx| {
+            self.shared.fence(&mut tx).await?;
+            let query = sqlx::query(sql::PLACE_POST.text()).bind(channel);
+            bind_post(query, post).execute(&mut *tx).await?;
+            anyhow::Ok(())
+        })
+    }
+
+    async fn session_thread(&self, at: &SessionPlace<'_>) -> Result<Option<String>> {
+        Reads(self.pool()).session_thread(at).await
+    }
+
+    async fn keep_session_thread(&self, at: &SessionPlace<'_>, thread: &str) -> Result<()> {
+        write_tx!(self, |tx| {
+            self.shared.fence(&mut tx).await?;
+            sqlx::query(sql::KEEP_SESSION_THREAD.text())
+                .bind(at.answerer)
+                .bind(at.channel)
+                .bind(at.agent)
+                .bind(at.session)
+                .bind(thread)
+                .bind(now_ms())
+                .execute(&mut *tx)
+                .await?;
+            anyhow::Ok(())
+        })
+    }
+
     async fn record_post_failure(&self, post: &PostKey<'_>, error: &str) -> Result<()> {
         write_tx!(self, |tx| {
             self.shared.fence(&mut tx).await?;

@@ -93,6 +93,20 @@ pub(super) static RECORD_POST_FAILURE: Statement = Statement::new(
      WHERE request_key = $2 AND idx = $3 AND answerer = $4 AND slot = $5",
 );
 
+/// Moves a post to another channel: `$1` the channel, then the post's key in `$2` to `$5`.
+pub(super) static PLACE_POST: Statement = Statement::new(
+    "UPDATE posts SET channel = $1 \
+     WHERE request_key = $2 AND idx = $3 AND answerer = $4 AND slot = $5",
+);
+
+/// Keeps a session's thread: `$1` answerer, `$2` channel, `$3` agent, `$4` session, `$5` the
+/// thread, `$6` the time.
+pub(super) static KEEP_SESSION_THREAD: Statement = Statement::new(
+    "INSERT INTO session_threads (answerer, channel, agent, session, thread, created_at) \
+     VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (answerer, channel, agent, session) \
+     DO UPDATE SET thread = EXCLUDED.thread, created_at = EXCLUDED.created_at",
+);
+
 /// Records a post's edit: `$1` its state, then the post's key in `$2` to `$5`.
 pub(super) static RECORD_EDIT: Statement = Statement::new(
     "UPDATE posts SET edited = $1 \

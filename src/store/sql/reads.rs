@@ -248,6 +248,23 @@ where
             .collect())
     }
 
+    /// `Store::session_thread`.
+    pub(in crate::store) async fn session_thread(
+        &self,
+        at: &crate::domain::request::SessionPlace<'_>,
+    ) -> Result<Option<String>> {
+        Ok(sqlx::query_scalar(
+            "SELECT thread FROM session_threads \
+             WHERE answerer = $1 AND channel = $2 AND agent = $3 AND session = $4",
+        )
+        .bind(at.answerer)
+        .bind(at.channel)
+        .bind(at.agent)
+        .bind(at.session)
+        .fetch_optional(self.0)
+        .await?)
+    }
+
     /// `Store::draft`.
     pub(in crate::store) async fn draft(
         &self,

@@ -18,7 +18,7 @@ use crate::domain::audit::{AuditPage, ChainHead, ChainStart, ChainedRow};
 use crate::domain::error::AskError;
 use crate::domain::request::{
     AuditEntry, AuditRow, Created, DuePost, EditState, NewRequest, PlannedPost, Post, PostKey,
-    Request, SettleOutcome, Status, Timer,
+    Request, SessionPlace, SettleOutcome, Status, Timer,
 };
 use crate::domain::store::{Holder, NewAnswer, Page, Pruned, Store, Visibility};
 use anyhow::{bail, Context, Result};

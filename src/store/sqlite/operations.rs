@@ -396,6 +396,29 @@ impl Store for SqliteStore {
         self.commit_one(bind_post(query, post)).await.map(drop)
     }
 
+    async fn place_post(&self, post: &PostKey<'_>, channel: &str) -> Result<()> {
+        let query = sqlx::query(sql::PLACE_POST.committed()).bind(channel);
+        self.commit_one(bind_post(query, post)).await.map(drop)
+    }
+
+    async fn session_thread(&self, at: &SessionPlace<'_>) -> Result<Option<String>> {
+        Reads(&self.pool).session_thread(at).await
+    }
+
+    async fn keep_session_thread(&self, at: &SessionPlace<'_>, thread: &str) -> Result<()> {
+        self.commit_one(
+            sqlx::query(sql::KEEP_SESSION_THREAD.committed())
+                .bind(at.answerer)
+                .bind(at.channel)
+                .bind(at.agent)
+                .bind(at.session)
+                .bind(thread)
+                .bind(crate::domain::clock::now_ms()),
+        )
+        .await
+        .map(drop)
+    }
+
     async fn claim_post(&self, _post: &PostKey<'_>) -> Result<()> {
         // One daemon holds the file: there is no other leader to fence out.
         Ok(())

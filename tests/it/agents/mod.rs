@@ -157,8 +157,8 @@ impl Mode {
 struct Claude {
     child: Child,
     stdin: Option<ChildStdin>,
-    /// Kept for their Drop.
-    _home: tempfile::TempDir,
+    /// HOME (its transcripts are under `.claude/projects/`); kept for its Drop.
+    home: tempfile::TempDir,
 }
 
 impl Claude {
@@ -169,6 +169,19 @@ impl Claude {
         settings: impl Into<Settings>,
         mode: Mode,
         work: &Path,
+    ) -> Claude {
+        Claude::start_with_env(bin, llm, app, settings, mode, work, &[]).await
+    }
+
+    /// The same, with these variables in Claude Code's environment too.
+    async fn start_with_env(
+        bin: &Path,
+        llm: &FakeLlm,
+        app: &App,
+        settings: impl Into<Settings>,
+        mode: Mode,
+        work: &Path,
+        env: &[(&str, &str)],
     ) -> Claude {
         let home = tempfile::tempdir().unwrap();
         let file = home.path().join("settings.json");
@@ -230,6 +243,7 @@ impl Claude {
             // Auto mode's classifier through the model API (the fake), not a server of its own.
             .env("CLAUDE_CODE_AUTO_MODE_SERVER", "0")
             .env("ASKRELAY_SOCKET_PATH", app.socket())
+            .envs(env.iter().copied())
             .current_dir(work)
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -278,11 +292,7 @@ impl Claude {
             }
             s.flush().await.unwrap();
         }
-        Claude {
-            child,
-            stdin,
-            _home: home,
-        }
+        Claude { child, stdin, home }
     }
 
     /// The interactive UI's screen and keyboard (`Mode::Interactive` only).
@@ -883,7 +893,7 @@ async fn claude_code_permission_request_deny_and_stop_ends_the_turn(cc: Cc) {
     let (_, m) = first_question(&app).await;
     final_state(&app.press(&m, &alice(), "Deny and stop").await);
     // The session's transcript says the turn was interrupted.
-    let transcripts = run._home.path().join(".claude/projects");
+    let transcripts = run.home.path().join(".claude/projects");
     let interrupted = within("the transcript to say the turn was interrupted", async {
         loop {
             if let Some(line) = transcript_lines(&transcripts)
@@ -1217,7 +1227,7 @@ async fn fail_closed_run(bin: &Path, setup: &[&str], allow: Value) -> (bool, Vec
     )
     .await;
     let written: Value = serde_json::from_str(
-        &std::fs::read_to_string(run._home.path().join(".claude/settings.json")).unwrap(),
+        &std::fs::read_to_string(run.home.path().join(".claude/settings.json")).unwrap(),
     )
     .unwrap();
     run.finish().await;
@@ -1326,7 +1336,6 @@ impl CodexRun {
     /// `features_hooks`: whether config.toml turns hooks on itself (`askrelay setup codex`
     /// does it otherwise).
     async fn new(features_hooks: bool) -> CodexRun {
-        let home = tempfile::tempdir().unwrap();
         let work = tempfile::tempdir().unwrap();
         let marker = work.path().join("codex-marker");
         let llm = FakeLlm::openai(vec![ToolCall::new(
@@ -1334,6 +1343,12 @@ impl CodexRun {
             json!({"cmd": format!("touch {}", marker.display())}),
         )])
         .await;
+        CodexRun::with(llm, work, features_hooks)
+    }
+
+    /// The same, with the model `llm`, in `work`.
+    fn with(llm: FakeLlm, work: tempfile::TempDir, features_hooks: bool) -> CodexRun {
+        let home = tempfile::tempdir().unwrap();
         let features = if features_hooks {
             "[features]\nhooks = true\n"
         } else {
@@ -1490,4 +1505,5 @@ mod allow;
 mod codex_tui;
 mod copilot;
 mod mcp_client;
+mod stop;
 mod tty;

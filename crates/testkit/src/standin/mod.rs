@@ -336,6 +336,15 @@ struct Conn {
     live: bool,
 }
 
+/// A thread created in a channel.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Thread {
+    pub id: u64,
+    /// The channel it is in.
+    pub parent: u64,
+    pub name: String,
+}
+
 #[derive(Default)]
 struct St {
     requests: Vec<Recorded>,
@@ -373,6 +382,8 @@ struct St {
     skip_body_check: bool,
     /// DM channels opened with `POST /users/@me/channels`: user → channel.
     dms: HashMap<u64, u64>,
+    /// Threads created with `POST /channels/{id}/threads`, in order.
+    threads: Vec<Thread>,
     /// Application command ids by (guild or global, name).
     commands: HashMap<(Option<u64>, String), u64>,
     /// Set by [`StandIn::set_nonce_dedup`]`(false)`: a create with `enforce_nonce` and a nonce
@@ -885,6 +896,18 @@ impl StandIn {
     /// Whether `channel` is a DM channel.
     pub fn is_dm(&self, channel: u64) -> bool {
         self.shared.lock().dms.values().any(|&c| c == channel)
+    }
+
+    /// The threads created so far, oldest first.
+    pub fn threads(&self) -> Vec<Thread> {
+        self.shared.lock().threads.clone()
+    }
+
+    /// Deletes a thread, as a moderator would: it is an unknown channel from then on.
+    pub fn delete_thread(&self, id: u64) {
+        let mut st = self.shared.lock();
+        st.threads.retain(|t| t.id != id);
+        st.missing.insert(id);
     }
 
     pub fn messages_in(&self, channel_id: u64) -> Vec<Value> {

@@ -24,6 +24,7 @@ use super::ratelimit::{bucket_key, check_rate_limits, hash_hex, ratelimit_header
 use super::reply::Reply;
 use super::{
     now_secs_f64, parse_snowflake, Failure, Held, Ids, Recorded, RecordedFile, Shared, St, Stall,
+    Thread,
 };
 
 pub(super) async fn rest(
@@ -320,6 +321,40 @@ fn handle_rest(
             Reply::json(200, channel_json(ids, cid, last))
         }
         ("POST", ["channels", _, "typing"]) => Reply::no_content(),
+        ("POST", ["channels", cid, "threads"]) => {
+            let parent = parse_snowflake(cid).unwrap_or_default();
+            let name = body.and_then(|b| b["name"].as_str()).unwrap_or_default();
+            let chars = name.chars().count();
+            if chars == 0 || chars > 100 {
+                return form_error(
+                    &["name"],
+                    "BASE_TYPE_BAD_LENGTH",
+                    "Must be between 1 and 100 in length.",
+                );
+            }
+            let id = st.next_snowflake();
+            st.threads.push(Thread {
+                id,
+                parent,
+                name: name.to_owned(),
+            });
+            let mut thread = channel_json(ids, id, None);
+            thread["type"] = json!(body.and_then(|b| b["type"].as_u64()).unwrap_or(11));
+            thread["name"] = json!(name);
+            thread["parent_id"] = json!(parent.to_string());
+            thread["owner_id"] = json!(ids.bot_user_id.to_string());
+            thread["member_count"] = json!(1);
+            thread["message_count"] = json!(0);
+            thread["thread_metadata"] = json!({
+                "archived": false,
+                "auto_archive_duration": body
+                    .and_then(|b| b["auto_archive_duration"].as_u64())
+                    .unwrap_or(4320),
+                "archive_timestamp": "2026-01-01T00:00:00.000000+00:00",
+                "locked": false,
+            });
+            Reply::json(201, thread)
+        }
         ("POST", ["channels", cid, "messages"]) => {
             let cid = parse_snowflake(cid).unwrap_or_default();
             create_channel_message(st, ids, cid, body, files)

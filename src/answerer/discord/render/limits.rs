@@ -30,6 +30,9 @@ pub const CONTEXT_TEXT_FILE: &str = "context.md";
 
 /// Button texts (docs/contract.md, "Discord rendering"), exactly.
 pub const OTHER_LABEL: &str = "Other…";
+/// The free-text button at the end of a turn (a `Stop` request): what is typed is the reply
+/// the agent carries on with.
+pub const REPLY_LABEL: &str = "Reply…";
 pub const ANSWER_LABEL: &str = "Answer…";
 pub const SUBMIT_LABEL: &str = "Submit";
 pub const SUBMIT_WITH_NOTE_LABEL: &str = "Submit with note…";

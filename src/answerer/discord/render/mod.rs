@@ -128,6 +128,12 @@ impl<'a> RenderContext<'a> {
         })
     }
 
+    /// Whether this is the end of an agent's turn (a `Stop` request): its free text is a
+    /// reply ("Reply…"), not an answer of its own.
+    pub fn is_turn_end(&self) -> bool {
+        self.scope.get("tool").map(String::as_str) == Some(super::STOP_TOOL)
+    }
+
     fn custom_id(&self, action: Action) -> String {
         CustomId::new(self.token, self.question_index, action).encode()
     }
@@ -187,11 +193,16 @@ pub fn components(q: &Question, ctx: &RenderContext) -> Vec<CreateActionRow> {
             let mut rows = vec![first];
             rows.extend(terms_row(q, ctx));
             if ctx.offers_custom {
+                let (label, style) = if ctx.is_turn_end() {
+                    (REPLY_LABEL, ButtonStyle::Primary)
+                } else {
+                    (OTHER_LABEL, ButtonStyle::Secondary)
+                };
                 rows.push(CreateActionRow::Buttons(vec![CreateButton::new(
                     ctx.custom_id(Action::Other),
                 )
-                .label(OTHER_LABEL)
-                .style(ButtonStyle::Secondary)]));
+                .label(label)
+                .style(style)]));
             }
             rows
         }

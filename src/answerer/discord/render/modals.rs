@@ -14,6 +14,7 @@ use serenity::model::application::InputTextStyle;
 /// The modal for custom text: one required paragraph input with custom_id [`TEXT_INPUT_ID`].
 pub fn modal(q: &Question, ctx: &RenderContext, form: Form) -> CreateModal {
     let (label, placeholder) = match form {
+        Form::Other if ctx.is_turn_end() => ("Your reply", "What the agent should do next"),
         Form::Other | Form::Answer => ("Your answer", q.question.as_str()),
         Form::Note => ("Note", "A note to send with your selection"),
         Form::Edit => ("The command to approve", ""),
