@@ -20,6 +20,7 @@ pub mod grant;
 pub mod hub;
 pub mod metrics;
 pub mod model;
+pub mod once_grant;
 pub mod quorum;
 pub mod request;
 pub mod shell;

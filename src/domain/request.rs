@@ -618,6 +618,10 @@ pub enum AuditAction {
     Vote,
     /// A grant ended early by a person.
     Revoke,
+    /// A one-use grant minted from a request allowed once (Claude Code's auto mode).
+    OnceGrant,
+    /// A one-use grant used by the retried call.
+    OnceGrantUsed,
 }
 
 impl AuditAction {
@@ -644,6 +648,8 @@ impl AuditAction {
             AuditAction::Command => "command",
             AuditAction::Vote => "vote",
             AuditAction::Revoke => "revoke",
+            AuditAction::OnceGrant => "once_grant",
+            AuditAction::OnceGrantUsed => "once_grant_used",
         }
     }
 

@@ -11,6 +11,7 @@ use super::audit::{AuditPage, ChainStart};
 use super::cluster::ClusterHandle;
 use super::error::AskError;
 use super::grant::Grant;
+use super::once_grant::OnceGrant;
 use super::request::{
     Actor, AuditEntry, AuditRow, Created, DuePost, EditState, NewRequest, PlannedPost, Post,
     PostKey, Request, SettleOutcome, Status, Timer,
@@ -51,6 +52,10 @@ pub struct Pruned {
     pub requests: u64,
     pub audit: u64,
 }
+
+/// Builds the audit row of a one-use grant's use from the grant used, inside
+/// [`Store::use_once_grant`]'s transaction (the store picks the grant).
+pub type OnceAudit<'a> = &'a (dyn Fn(&OnceGrant) -> AuditEntry + Send + Sync);
 
 /// Builds the result (docs/contract.md, "Result JSON") from the settlements of every question, in order. Passed to
 /// [`Store::settle`] so that the result is written in the same transaction as the last answer,
@@ -258,6 +263,25 @@ pub trait Store: Send + Sync + 'static {
         at_ms: i64,
         audit: &AuditEntry,
     ) -> Result<bool>;
+
+    /// Stores the one-use grant `g` unless one was minted from its request already, with
+    /// `audit` (accepted as the insert decided) in the same transaction. Whether it was stored.
+    async fn mint_once_grant(&self, g: &OnceGrant, audit: &AuditEntry) -> Result<bool>;
+
+    /// Uses the oldest live one-use grant of `uid` for `call` of `session`: marks it used at
+    /// `now_ms`, with the audit row `audit` builds from it, in one transaction. The grant as it
+    /// was used, or `None` when there is none (then nothing is written).
+    async fn use_once_grant(
+        &self,
+        uid: u32,
+        session: &str,
+        call: &str,
+        now_ms: i64,
+        audit: OnceAudit<'_>,
+    ) -> Result<Option<OnceGrant>>;
+
+    /// The one-use grant minted from request `request_key`, if any.
+    async fn once_grant_of(&self, request_key: i64) -> Result<Option<OnceGrant>>;
 
     /// Whether a write goes through now (the health check).
     async fn writable(&self) -> Result<()>;

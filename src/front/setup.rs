@@ -1,4 +1,5 @@
-//! `askrelay setup claude-code` and `askrelay setup codex`: write askrelay's hook (and its MCP
+//! `askrelay setup claude-code`, `askrelay setup codex` and `askrelay setup copilot`
+//! ([`copilot`]): write askrelay's hook (and its MCP
 //! server) into an agent's own settings files, keeping everything else in them.
 //!
 //! - Claude Code: the hook goes into the settings file of the chosen scope (`user`:
@@ -40,6 +41,8 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
 
+mod copilot;
+pub use copilot::CopilotSetup;
 mod record;
 use record::{Record, Records};
 
@@ -58,6 +61,8 @@ Examples:
   askrelay setup claude-code --fail-closed
   # Codex (~/.codex/hooks.json and config.toml), failing closed:
   askrelay setup codex
+  # GitHub Copilot CLI (~/.copilot/settings.json and mcp-config.json):
+  askrelay setup copilot
 
 It changes only askrelay's own entries; running it twice changes nothing the
 second time.";
@@ -76,6 +81,10 @@ pub enum SetupAgent {
     /// Codex: the askrelay hook (hooks.json) and MCP server (config.toml).
     #[command(after_help = SETUP_EXAMPLES)]
     Codex(CodexSetup),
+    /// GitHub Copilot CLI: the askrelay hooks (settings.json) and MCP server
+    /// (mcp-config.json).
+    #[command(after_help = SETUP_EXAMPLES)]
+    Copilot(CopilotSetup),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -202,6 +211,7 @@ pub fn run(args: SetupArgs) -> i32 {
     let result = match args.agent {
         SetupAgent::ClaudeCode(a) => claude_code(&a),
         SetupAgent::Codex(a) => codex(&a),
+        SetupAgent::Copilot(a) => copilot::copilot(&a),
     };
     match result {
         Ok(()) => 0,
@@ -577,6 +587,10 @@ const WITHDRAWING_EVENTS: [&str; 4] = [
     "SessionEnd",
 ];
 
+/// Codex's: it has no PostToolUseFailure (0.171.0 fires PostToolUse for a command that
+/// failed too).
+const CODEX_WITHDRAWING_EVENTS: [&str; 3] = ["PostToolUse", "UserPromptSubmit", "SessionEnd"];
+
 /// Takes askrelay's hook entries out of `hooks` (an agent's `hooks` object): every hook whose
 /// command is ours, and then every matcher group and event left empty by that alone.
 fn remove_our_hooks(hooks: &CstObject) {
@@ -711,6 +725,19 @@ fn claude_code_changes(a: &ClaudeCodeSetup, remove: bool) -> Result<Vec<Change>,
             Event::PreToolUse => add_hook(&hooks, "PreToolUse", &a.matcher, &hook),
         }
         add_hook(&hooks, "PreToolUse", "AskUserQuestion", &hook);
+        // Auto mode (docs/approvals.md, "Auto mode"): a call its classifier denies is asked
+        // about on PermissionDenied, and the retried call, allowed once, passes PreToolUse on
+        // its one-use grant. That PreToolUse hook decides nothing else, so it never fails
+        // closed: without it, Claude Code's own checks run.
+        let mut denied = hook.clone();
+        if let Some(o) = denied.as_object_mut() {
+            o.remove("onFailure");
+        }
+        add_hook(&hooks, "PermissionDenied", "*", &denied);
+        let grants = json!({"type": "command", "command": format!(
+            "{} hook claude-code --once-grants-only", shell_word(&program)
+        ), "timeout": 10});
+        add_hook(&hooks, "PreToolUse", "*", &grants);
         // The lifecycle events that withdraw a question the agent no longer waits for
         // (docs/approvals.md, "Withdrawn when answered elsewhere"): async, so they never hold
         // the agent up.
@@ -730,11 +757,12 @@ fn claude_code_changes(a: &ClaudeCodeSetup, remove: bool) -> Result<Vec<Change>,
         "askrelay's hooks taken out".to_owned()
     } else {
         match a.event {
-            Event::PermissionRequest => {
-                "askrelay answers PermissionRequest (every tool) and AskUserQuestion".to_owned()
-            }
+            Event::PermissionRequest => "askrelay answers PermissionRequest (every tool), \
+                 AskUserQuestion and auto mode's PermissionDenied"
+                .to_owned(),
             Event::PreToolUse => format!(
-                "askrelay answers PreToolUse ({}) and AskUserQuestion",
+                "askrelay answers PreToolUse ({}), AskUserQuestion and auto mode's \
+                 PermissionDenied",
                 a.matcher
             ),
         }
@@ -860,6 +888,15 @@ fn codex_changes(a: &CodexSetup, remove: bool) -> Result<Vec<Change>, String> {
         match a.event {
             Event::PreToolUse => add_hook(&hooks, "PreToolUse", ".*", &hook),
             Event::PermissionRequest => add_hook(&hooks, "PermissionRequest", ".*", &hook),
+        }
+        // The lifecycle events that withdraw a question Codex no longer waits for (it ran the
+        // call, or went on to another prompt, or ended): async (0.171.0 runs `"async": true`
+        // hooks without waiting), and never --fail-closed, since they decide nothing.
+        let lifecycle = json!({"type": "command", "command": format!(
+            "{} hook codex --timeout 5", shell_word(&program)
+        ), "timeout": 10, "async": true});
+        for event in CODEX_WITHDRAWING_EVENTS {
+            add_hook(&hooks, event, "", &lifecycle);
         }
     }
     if hooks.properties().is_empty() && (emptied || !had_key || !file.had_content()) {

@@ -61,6 +61,17 @@ pub enum Op {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         event: Option<String>,
     },
+    /// Mints the one-use grant of a request the caller asked and a person allowed once
+    /// (docs/protocol.md, "once_grant").
+    OnceGrant {
+        request_id: String,
+    },
+    /// Uses the caller's one-use grant for one call of an agent session, if there is one
+    /// (docs/protocol.md, "use_once_grant").
+    UseOnceGrant {
+        session: String,
+        call: String,
+    },
     Pending {
         /// Only this request (if it is pending and the caller may see it).
         #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -125,6 +136,8 @@ pub const OPS: &[&str] = &[
     "grants",
     "revoke_grant",
     "withdraw",
+    "once_grant",
+    "use_once_grant",
 ];
 
 /// The page size of `audit_export` when the client gives none.
@@ -217,6 +230,20 @@ fn parse_op(obj: &Map<String, Value>, max_questions: usize) -> Result<Op, AskErr
                 agent: opt_line(obj, "agent", MAX_NOTE_CHARS)?,
                 event: opt_line(obj, "event", MAX_NOTE_CHARS)?,
             })
+        }
+        "once_grant" => {
+            only(obj, &["op", "request_id"])?;
+            Ok(Op::OnceGrant {
+                request_id: required_request_id(obj)?,
+            })
+        }
+        "use_once_grant" => {
+            only(obj, &["op", "session", "call"])?;
+            let session = opt_line(obj, "session", MAX_NOTE_CHARS)?
+                .ok_or_else(|| AskError::invalid("session: is required (the agent session id)"))?;
+            let call = opt_line(obj, "call", MAX_NOTE_CHARS)?
+                .ok_or_else(|| AskError::invalid("call: is required (the call's key)"))?;
+            Ok(Op::UseOnceGrant { session, call })
         }
         "pending" => {
             only(obj, &["op", "request_id", "limit", "after"])?;
@@ -451,6 +478,14 @@ pub enum Event {
     Revoked {
         grant: crate::domain::grant::Grant,
     },
+    /// The reply to `once_grant`: the one-use grant minted.
+    OnceGrant {
+        grant: crate::domain::once_grant::OnceGrant,
+    },
+    /// The reply to `use_once_grant`: the grant used, or `null` when there was none.
+    OnceGrantUsed {
+        grant: Option<crate::domain::once_grant::OnceGrant>,
+    },
 }
 
 /// Votes for an answer on a quorum route: `count` of the `needed` people chose it.
@@ -527,6 +562,8 @@ impl Event {
             | Event::Audit { .. }
             | Event::Grants { .. }
             | Event::Revoked { .. }
+            | Event::OnceGrant { .. }
+            | Event::OnceGrantUsed { .. }
             | Event::Withdrawn { .. } => None,
         }
     }

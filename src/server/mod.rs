@@ -514,6 +514,16 @@ async fn run_op(ctx: &ServerContext, op: Op, user: &LocalUser) -> Event {
                 Err(e) => Event::error(None, e),
             }
         }
+        Op::OnceGrant { request_id } => match hub.mint_once_grant(&request_id, user).await {
+            Ok(grant) => Event::OnceGrant { grant },
+            Err(e) => Event::error(Some(request_id), e),
+        },
+        Op::UseOnceGrant { session, call } => {
+            match hub.use_once_grant(&session, &call, user).await {
+                Ok(grant) => Event::OnceGrantUsed { grant },
+                Err(e) => Event::error(None, e),
+            }
+        }
         Op::Pending {
             request_id: Some(id),
             ..

@@ -7,11 +7,12 @@ use crate::domain::cluster::Fenced;
 use crate::domain::error::AskError;
 use crate::domain::grant::Grant;
 use crate::domain::metrics::Recorder;
+use crate::domain::once_grant::OnceGrant;
 use crate::domain::request::{
     AuditEntry, AuditRow, Created, DuePost, EditState, NewRequest, PlannedPost, Post, PostKey,
     Request, SettleOutcome, Status, Timer,
 };
-use crate::domain::store::{Holder, NewAnswer, Page, Pruned, Store, Visibility};
+use crate::domain::store::{Holder, NewAnswer, OnceAudit, Page, Pruned, Store, Visibility};
 use anyhow::Result;
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -117,6 +118,16 @@ counted! {
     async fn grant(&self, id: &str) -> Result<Option<Grant>>;
     async fn revoke_grant(&self, id: &str, by: &str, at_ms: i64, audit: &AuditEntry)
         -> Result<bool>;
+    async fn mint_once_grant(&self, g: &OnceGrant, audit: &AuditEntry) -> Result<bool>;
+    async fn use_once_grant(
+        &self,
+        uid: u32,
+        session: &str,
+        call: &str,
+        now_ms: i64,
+        audit: OnceAudit<'_>
+    ) -> Result<Option<OnceGrant>>;
+    async fn once_grant_of(&self, request_key: i64) -> Result<Option<OnceGrant>>;
     async fn writable(&self) -> Result<()>;
     async fn prune(&self, ended_before_ms: Option<i64>, audit_before_ms: Option<i64>)
         -> Result<Pruned>;

@@ -713,6 +713,134 @@ async fn check_listings(t: TestStore) {
     assert_eq!(pending, [keys[0], keys[2]]);
 }
 
+/// A one-use grant: minted once per request (a second mint is refused, and audited as
+/// such), used once by its own uid for its own call while it lives, and never again; the
+/// mint and the use are audited rows of the chain, a miss writes nothing.
+async fn check_one_use_grants(t: TestStore) {
+    use crate::domain::audit::{verify, Verdict};
+    use crate::domain::once_grant::{OnceGrant, LIFE_MS};
+    let store = &*t.store;
+    let req = create(store, &new_request("once-a")).await;
+    let old = create(store, &new_request("once-b")).await;
+    let now = 1_000_000;
+    let grant = |id: &str, r: &crate::domain::request::Request, ends: i64| OnceGrant {
+        id: id.into(),
+        session: "s-1".into(),
+        call: "c0ffee".into(),
+        tool: "Bash".into(),
+        uid: 1000,
+        approver: "alice (Discord user 1)".into(),
+        request_key: r.key,
+        request_id: r.request_id.clone(),
+        created_at_ms: now,
+        ends_at_ms: ends,
+        used_at_ms: None,
+    };
+    let minted = |detail: &str| AuditEntry {
+        action: AuditAction::OnceGrant,
+        detail: Some(detail.into()),
+        ..about(req.key)
+    };
+    let g = grant("og-000000000001", &req, now + LIFE_MS);
+    assert!(store.mint_once_grant(&g, &minted("mint")).await.unwrap());
+    // One per request, whatever the id.
+    let again = grant("og-000000000002", &req, now + LIFE_MS);
+    assert!(!store
+        .mint_once_grant(&again, &minted("again"))
+        .await
+        .unwrap());
+    assert_eq!(store.once_grant_of(req.key).await.unwrap(), Some(g.clone()));
+    // An ended one is never used.
+    let ended = grant("og-000000000003", &old, now - 1);
+    assert!(store
+        .mint_once_grant(&ended, &minted("ended"))
+        .await
+        .unwrap());
+
+    let used = |g: &OnceGrant| AuditEntry {
+        action: AuditAction::OnceGrantUsed,
+        detail: Some(format!("used {}", g.id)),
+        ..about(g.request_key)
+    };
+    let rows_before = store.audit_rows(None).await.unwrap().len();
+    // Another uid, another call, another session: nothing, and nothing written.
+    for (uid, session, call) in [
+        (1001, "s-1", "c0ffee"),
+        (1000, "s-1", "beef"),
+        (1000, "s-2", "c0ffee"),
+    ] {
+        assert_eq!(
+            store
+                .use_once_grant(uid, session, call, now + 1, &used)
+                .await
+                .unwrap(),
+            None
+        );
+    }
+    assert_eq!(store.audit_rows(None).await.unwrap().len(), rows_before);
+    // After its life: nothing.
+    assert_eq!(
+        store
+            .use_once_grant(1000, "s-1", "c0ffee", now + LIFE_MS, &used)
+            .await
+            .unwrap(),
+        None
+    );
+    // Its own: once.
+    let took = store
+        .use_once_grant(1000, "s-1", "c0ffee", now + 1, &used)
+        .await
+        .unwrap()
+        .expect("the grant is used");
+    assert_eq!(
+        (took.id.as_str(), took.used_at_ms),
+        (g.id.as_str(), Some(now + 1))
+    );
+    assert_eq!(
+        store
+            .use_once_grant(1000, "s-1", "c0ffee", now + 2, &used)
+            .await
+            .unwrap(),
+        None
+    );
+    assert_eq!(
+        store
+            .once_grant_of(req.key)
+            .await
+            .unwrap()
+            .unwrap()
+            .used_at_ms,
+        Some(now + 1)
+    );
+    let rows = store.audit_rows(None).await.unwrap();
+    let ours: Vec<(String, Option<String>, bool)> = rows
+        .iter()
+        .filter(|r| r.action.starts_with("once_grant"))
+        .map(|r| (r.action.clone(), r.detail.clone(), r.accepted))
+        .collect();
+    assert_eq!(
+        ours,
+        [
+            ("once_grant".into(), Some("mint".into()), true),
+            ("once_grant".into(), Some("again".into()), false),
+            ("once_grant".into(), Some("ended".into()), true),
+            (
+                "once_grant_used".into(),
+                Some(format!("used {}", g.id)),
+                true
+            ),
+        ]
+    );
+    let lines = export(store, None).await;
+    assert!(
+        matches!(
+            verify(lines.iter().map(String::as_str)),
+            Verdict::Intact { .. }
+        ),
+        "{lines:?}"
+    );
+}
+
 /// Runs each check on both backends, as two tests.
 macro_rules! both_backends {
     ($($check:ident => $name:ident),* $(,)?) => {
@@ -746,4 +874,5 @@ both_backends! {
         pruning_deletes_only_what_ended_and_audit_rows_older_than_the_cutoff,
     check_the_outbox_timers_drafts_and_schedules => the_outbox_timers_drafts_and_schedules,
     check_listings => listings,
+    check_one_use_grants => one_use_grants,
 }

@@ -9,6 +9,15 @@
 //! done the model says "done" and the turn ends. Requests without tools (Claude Code's side
 //! calls, such as a title) get a short text. Every request body is recorded, so that a test can
 //! read the tool results the model saw.
+//!
+//! Claude Code's auto mode asks a classifier over the same API before a tool call runs: a
+//! request without tools whose system prompt starts "You are a security monitor", not
+//! streamed, in two stages (a short verdict, then one with `<thinking>`). A fake made with
+//! [`FakeLlm::anthropic_auto`] answers those too: it blocks an action whose transcript line
+//! contains a given text, and allows the rest, in the format the system prompt asks for
+//! (2.1.332: `<severity>N</severity>` and a `<category>` naming a block rule; 2.1.197:
+//! `<block>yes</block><reason>[Rule] …</reason>`). Those requests are kept apart
+//! ([`FakeLlm::classified`]).
 
 use axum::body::Bytes;
 use axum::extract::State;
@@ -23,6 +32,9 @@ use std::sync::{Arc, Mutex};
 pub struct ToolCall {
     pub name: String,
     pub input: Value,
+    /// Made only when Claude Code told the model it may retry the call just denied (a
+    /// PermissionDenied hook answered `retry: true`); otherwise the model says "done".
+    pub only_if_retry: bool,
 }
 
 impl ToolCall {
@@ -30,9 +42,37 @@ impl ToolCall {
         ToolCall {
             name: name.to_owned(),
             input,
+            only_if_retry: false,
+        }
+    }
+
+    /// The same call again, made only if the model may retry it ([`ToolCall::only_if_retry`]).
+    pub fn retry(&self) -> ToolCall {
+        ToolCall {
+            only_if_retry: true,
+            ..self.clone()
         }
     }
 }
+
+/// What Claude Code adds after a denied call's result when a PermissionDenied hook answered
+/// `retry: true`: 2.1.332's words, and 2.1.197's.
+pub const RETRY_ALLOWED: [&str; 2] = [
+    "The refusal above is not final for this call",
+    "The PermissionDenied hook indicated you may retry this tool call.",
+];
+
+/// Auto mode's classifier, faked: blocks an action whose transcript contains `needle`, naming
+/// the block rule `rule`.
+#[derive(Debug, Clone)]
+struct Classifier {
+    needle: String,
+    rule: &'static str,
+}
+
+/// The block rule the fake classifier names (one of the rules in Claude Code's classifier
+/// prompt, which 2.1.332 checks a `<category>` against).
+pub const BLOCK_RULE: &str = "Modify Shared Resources";
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Api {
@@ -44,6 +84,11 @@ struct Shared {
     api: Api,
     script: Vec<ToolCall>,
     requests: Mutex<Vec<Value>>,
+    classifier: Option<Classifier>,
+    /// The classifier's requests, apart from the agent's.
+    classified: Mutex<Vec<Value>>,
+    /// Bumped at every request: what [`FakeLlm::wait_for`] waits on.
+    seen: tokio::sync::watch::Sender<u64>,
 }
 
 /// A running fake, on 127.0.0.1 with an OS-chosen port; it stops when dropped.
@@ -64,21 +109,34 @@ impl Drop for FakeLlm {
 impl FakeLlm {
     /// Anthropic's Messages API, for Claude Code.
     pub async fn anthropic(script: Vec<ToolCall>) -> FakeLlm {
-        Self::start(Api::Anthropic, script).await
+        Self::start(Api::Anthropic, script, None).await
+    }
+
+    /// Anthropic's Messages API, and auto mode's classifier blocking every action whose
+    /// transcript line contains `block` (with the rule [`BLOCK_RULE`]).
+    pub async fn anthropic_auto(script: Vec<ToolCall>, block: &str) -> FakeLlm {
+        let classifier = Classifier {
+            needle: block.to_owned(),
+            rule: BLOCK_RULE,
+        };
+        Self::start(Api::Anthropic, script, Some(classifier)).await
     }
 
     /// OpenAI's Responses API, for Codex.
     pub async fn openai(script: Vec<ToolCall>) -> FakeLlm {
-        Self::start(Api::OpenAi, script).await
+        Self::start(Api::OpenAi, script, None).await
     }
 
-    async fn start(api: Api, script: Vec<ToolCall>) -> FakeLlm {
+    async fn start(api: Api, script: Vec<ToolCall>, classifier: Option<Classifier>) -> FakeLlm {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let base_url = format!("http://{}", listener.local_addr().unwrap());
         let shared = Arc::new(Shared {
             api,
             script,
             requests: Mutex::new(Vec::new()),
+            classifier,
+            classified: Mutex::new(Vec::new()),
+            seen: tokio::sync::watch::channel(0).0,
         });
         let app = Router::new()
             .fallback(handle)
@@ -96,6 +154,23 @@ impl FakeLlm {
     /// Every request body the model was sent, in order.
     pub fn requests(&self) -> Vec<Value> {
         self.shared.requests.lock().unwrap().clone()
+    }
+
+    /// Every request auto mode's classifier was sent, in order.
+    pub fn classified(&self) -> Vec<Value> {
+        self.shared.classified.lock().unwrap().clone()
+    }
+
+    /// Waits until `ready` holds for this fake (checked at each request it gets), or fails the
+    /// test after the harness's wait, saying `what`.
+    pub async fn wait_for(&self, what: &str, ready: impl Fn(&FakeLlm) -> bool) {
+        let mut seen = self.shared.seen.subscribe();
+        crate::harness::within(what, async {
+            while !ready(self) {
+                seen.changed().await.unwrap();
+            }
+        })
+        .await
     }
 
     /// The results of the script's tool calls that the model was shown, in order: Anthropic's
@@ -159,6 +234,15 @@ async fn handle(
         return json_response(json!({"input_tokens": 10}));
     }
     let is_turn = req["tools"].as_array().is_some_and(|t| !t.is_empty());
+    let _bump = Bump(&shared.seen);
+    if let Some(c) = shared.classifier.as_ref().filter(|_| {
+        req["system"]
+            .to_string()
+            .contains("You are a security monitor")
+    }) {
+        shared.classified.lock().unwrap().push(req.clone());
+        return classify(c, &req);
+    }
     shared.requests.lock().unwrap().push(req.clone());
     match (shared.api, path) {
         (Api::Anthropic, p) if p.starts_with("/v1/messages") => {
@@ -169,7 +253,10 @@ async fn handle(
                 .flat_map(|m| m["content"].as_array().cloned().unwrap_or_default())
                 .filter(|c| c["type"] == "tool_result")
                 .count();
-            let call = is_turn.then(|| shared.script.get(step)).flatten();
+            let call = is_turn
+                .then(|| shared.script.get(step))
+                .flatten()
+                .filter(|c| !c.only_if_retry || may_retry(&req));
             sse(anthropic_events(call, step))
         }
         (Api::OpenAi, p) if p.ends_with("/responses") => {
@@ -184,6 +271,82 @@ async fn handle(
         }
         _ => StatusCode::NOT_FOUND.into_response(),
     }
+}
+
+/// Tells the waiters once the request was answered (dropped at the end of `handle`).
+struct Bump<'a>(&'a tokio::sync::watch::Sender<u64>);
+
+impl Drop for Bump<'_> {
+    fn drop(&mut self) {
+        self.0.send_modify(|n| *n += 1);
+    }
+}
+
+/// Whether the last message of an Anthropic conversation tells the model it may retry.
+fn may_retry(req: &Value) -> bool {
+    let last = req["messages"]
+        .as_array()
+        .and_then(|m| m.last())
+        .map(|m| m.to_string())
+        .unwrap_or_default();
+    RETRY_ALLOWED.iter().any(|t| last.contains(t))
+}
+
+/// The classifier's verdict on the action under review: the last line of the transcript.
+fn classify(c: &Classifier, req: &Value) -> Response {
+    let texts: Vec<String> = req["messages"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .flat_map(|m| m["content"].as_array().cloned().unwrap_or_default())
+        .filter_map(|b| b["text"].as_str().map(str::to_owned))
+        .collect();
+    // The transcript ends with the action, then `</transcript>`.
+    let action = texts
+        .iter()
+        .rposition(|t| t.starts_with("</transcript>"))
+        .and_then(|end| end.checked_sub(1))
+        .map(|i| texts[i].clone())
+        .unwrap_or_default();
+    let block = action.contains(&c.needle);
+    let system = req["system"].to_string();
+    let thinking = texts.last().is_some_and(|t| t.contains("<thinking>"));
+    let mut text = if thinking {
+        "<thinking>The fake classifier decides by the command.</thinking>".to_owned()
+    } else {
+        String::new()
+    };
+    text.push_str(&match (system.contains("<severity>"), block) {
+        (true, true) => format!("<severity>90</severity><category>{}</category>", c.rule),
+        (true, false) => "<severity>5</severity>".to_owned(),
+        (false, true) => format!(
+            "<block>yes</block><reason>[{}] the test classifier blocks this command</reason>",
+            c.rule
+        ),
+        (false, false) => "<block>no</block>".to_owned(),
+    });
+    let message = json!({"id": "msg_classifier", "type": "message", "role": "assistant",
+        "model": "claude-sonnet-4-5", "content": [{"type": "text", "text": text}],
+        "stop_reason": "end_turn", "stop_sequence": null,
+        "usage": {"input_tokens": 10, "output_tokens": 5}});
+    if req["stream"] == true {
+        let events = vec![
+            json!({"type": "message_start", "message": {"id": "msg_classifier",
+                "type": "message", "role": "assistant", "model": "claude-sonnet-4-5",
+                "content": [], "stop_reason": null, "stop_sequence": null,
+                "usage": {"input_tokens": 10, "output_tokens": 1}}}),
+            json!({"type": "content_block_start", "index": 0,
+                   "content_block": {"type": "text", "text": ""}}),
+            json!({"type": "content_block_delta", "index": 0,
+                   "delta": {"type": "text_delta", "text": text}}),
+            json!({"type": "content_block_stop", "index": 0}),
+            json!({"type": "message_delta", "delta": {"stop_reason": "end_turn",
+                   "stop_sequence": null}, "usage": {"output_tokens": 5}}),
+            json!({"type": "message_stop"}),
+        ];
+        return sse(events);
+    }
+    json_response(message)
 }
 
 fn json_response(v: Value) -> Response {

@@ -31,6 +31,7 @@ mod limits;
 mod mcp;
 mod metrics;
 mod oncall;
+mod once_grants;
 mod ops;
 mod outbox;
 mod quorum;

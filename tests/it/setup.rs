@@ -120,6 +120,17 @@ async fn claude_code_setup_merges_keeps_the_rest_and_is_idempotent() {
             .any(|(m, c)| m == "AskUserQuestion" && ours(c, "claude-code")),
         "{pre:?}"
     );
+    // Auto mode: PermissionDenied for every tool, and the one-use grants' PreToolUse check.
+    let denied = commands(&s, "PermissionDenied");
+    assert_eq!(denied.len(), 1, "{denied:?}");
+    assert_eq!(denied[0].0, "*");
+    assert!(ours(&denied[0].1, "claude-code"), "{denied:?}");
+    assert!(
+        pre.iter().any(|(m, c)| m == "*"
+            && c.starts_with(BIN)
+            && c.ends_with(" hook claude-code --once-grants-only")),
+        "{pre:?}"
+    );
     let root = read_json(&claude_json);
     assert_eq!(root["numStartups"], 12);
     assert_eq!(root["projects"], their_root["projects"]);
@@ -159,6 +170,13 @@ async fn claude_code_setup_merges_keeps_the_rest_and_is_idempotent() {
         pre.iter().filter(|(_, c)| ours(c, "claude-code")).count(),
         2,
         "one for the tools, one for AskUserQuestion: {pre:?}"
+    );
+    assert_eq!(
+        pre.iter()
+            .filter(|(m, c)| m == "*" && c.ends_with("--once-grants-only"))
+            .count(),
+        1,
+        "and the one-use grants' check, once: {pre:?}"
     );
     assert!(pre
         .iter()
@@ -256,7 +274,11 @@ async fn codex_setup_keeps_comments_and_other_servers_and_is_idempotent() {
     std::fs::write(codex.join("config.toml"), config).unwrap();
     let their_hooks = json!({"hooks": {"PostToolUse": [{"matcher": ".*", "hooks": [
         {"type": "command", "command": "audit-log"}]}]}});
-    std::fs::write(codex.join("hooks.json"), their_hooks.to_string()).unwrap();
+    // Written as people write it, on several lines. (A one-line array that askrelay appends
+    // to comes back from a second run with its closing bracket on a line of its own: the same
+    // JSON, other whitespace.)
+    let their_text = serde_json::to_string_pretty(&their_hooks).unwrap();
+    std::fs::write(codex.join("hooks.json"), &their_text).unwrap();
 
     let (code, out, err) = setup(home.path(), proj.path(), &["codex"]).await;
     assert_eq!(code, 0, "{err}{out}");
@@ -275,10 +297,14 @@ async fn codex_setup_keeps_comments_and_other_servers_and_is_idempotent() {
         Some(86400)
     );
     let hooks = read_json(&codex.join("hooks.json"));
+    // Their PostToolUse hook stays first; askrelay's withdrawing one comes after it.
     assert_eq!(
-        hooks["hooks"]["PostToolUse"],
-        their_hooks["hooks"]["PostToolUse"]
+        hooks["hooks"]["PostToolUse"][0],
+        their_hooks["hooks"]["PostToolUse"][0]
     );
+    let post = commands(&hooks, "PostToolUse");
+    assert_eq!(post.len(), 2, "{post:?}");
+    assert!(post[1].1.contains(" hook codex --timeout 5"), "{post:?}");
     let pre = commands(&hooks, "PreToolUse");
     assert_eq!(pre.len(), 1);
     assert!(ours(&pre[0].1, "codex"), "{pre:?}");
@@ -299,6 +325,10 @@ async fn codex_setup_keeps_comments_and_other_servers_and_is_idempotent() {
         assert!(text.contains(line), "lost {line:?}:\n{text}");
     }
     assert_eq!(read_json(&codex.join("hooks.json")), their_hooks);
+    assert_eq!(
+        std::fs::read_to_string(codex.join("hooks.json")).unwrap(),
+        their_text
+    );
 }
 
 /// Runs `askrelay setup ARGS` as [`setup`] does, with `PATH` set to `path` only.
@@ -588,11 +618,33 @@ async fn codex_setup_event_permission_request_moves_the_hook_and_remove_takes_it
     );
     // Moved, not added: the PreToolUse hook of the first run is gone.
     assert!(commands(&json, "PreToolUse").is_empty(), "{json}");
+    // The lifecycle events that withdraw a question Codex no longer waits for: async, once
+    // each (a second run replaced them), and never failing closed (they decide nothing).
+    for event in ["PostToolUse", "UserPromptSubmit", "SessionEnd"] {
+        let cmds = commands(&json, event);
+        assert_eq!(cmds.len(), 1, "{event}: {json}");
+        assert!(
+            cmds[0].1.starts_with(BIN) && cmds[0].1.ends_with(" hook codex --timeout 5"),
+            "{cmds:?}"
+        );
+        let hook = &json["hooks"][event][0]["hooks"][0];
+        assert_eq!(hook["async"], true, "{json}");
+        assert_eq!(hook["timeout"], 10, "{json}");
+    }
+    // Codex has no PostToolUseFailure.
+    assert!(json["hooks"].get("PostToolUseFailure").is_none(), "{json}");
 
     let (code, _, err) = setup(home.path(), proj.path(), &["codex", "--remove"]).await;
     assert_eq!(code, 0, "{err}");
     let json = read_json(&codex.join("hooks.json"));
-    assert!(commands(&json, "PermissionRequest").is_empty(), "{json}");
+    for event in [
+        "PermissionRequest",
+        "PostToolUse",
+        "UserPromptSubmit",
+        "SessionEnd",
+    ] {
+        assert!(commands(&json, event).is_empty(), "{event}: {json}");
+    }
 }
 
 /// A `claude` on `PATH` that prints `version` as Claude Code does.
@@ -609,11 +661,19 @@ async fn claude_code_fail_closed_needs_a_claude_code_that_knows_on_failure() {
     let proj = tempfile::tempdir().unwrap();
     let path = tempfile::tempdir().unwrap();
     let settings_path = home.path().join(".claude/settings.json");
+    // The entries that ask people; auto mode's PermissionDenied and one-use-grant check
+    // never fail closed (a failure leaves the denial, or Claude Code's own checks).
     let on_failure = |s: &Value| -> Vec<Value> {
         ["PermissionRequest", "PreToolUse"]
             .iter()
             .flat_map(|e| s["hooks"][e].as_array().cloned().unwrap_or_default())
             .flat_map(|g| g["hooks"].as_array().cloned().unwrap_or_default())
+            .filter(|h| {
+                !h["command"]
+                    .as_str()
+                    .unwrap_or("")
+                    .ends_with("--once-grants-only")
+            })
             .map(|h| h["onFailure"].clone())
             .collect()
     };
@@ -686,6 +746,14 @@ async fn claude_code_fail_closed_needs_a_claude_code_that_knows_on_failure() {
     assert!(out.contains("onFailure: block"), "{out}");
     let s = read_json(&settings_path);
     assert_eq!(on_failure(&s), [json!("block"), json!("block")], "{s}");
+    let never: Vec<Value> = ["PermissionDenied", "PreToolUse"]
+        .iter()
+        .flat_map(|e| s["hooks"][e].as_array().cloned().unwrap_or_default())
+        .flat_map(|g| g["hooks"].as_array().cloned().unwrap_or_default())
+        .filter(|h| h["onFailure"].is_null())
+        .map(|h| h["command"].clone())
+        .collect();
+    assert_eq!(never.len(), 2, "auto mode's two entries: {s}");
     assert!(std::fs::read_to_string(&settings_path)
         .unwrap()
         .contains("\"onFailure\": \"block\""));
@@ -730,6 +798,8 @@ fn every_setup_file(home: &Path, proj: &Path) -> Vec<std::path::PathBuf> {
         proj.join(".mcp.json"),
         home.join(".codex/hooks.json"),
         home.join(".codex/config.toml"),
+        home.join(".copilot/settings.json"),
+        home.join(".copilot/mcp-config.json"),
     ]
 }
 
@@ -738,7 +808,12 @@ async fn remove_gives_back_every_file_kind_byte_for_byte() {
     let home = tempfile::tempdir().unwrap();
     let proj = tempfile::tempdir().unwrap();
     let (h, p) = (home.path(), proj.path());
-    for d in [h.join(".claude"), p.join(".claude"), h.join(".codex")] {
+    for d in [
+        h.join(".claude"),
+        p.join(".claude"),
+        h.join(".codex"),
+        h.join(".copilot"),
+    ] {
         std::fs::create_dir_all(d).unwrap();
     }
     // Odd formatting everywhere: four spaces or tabs, no final newline, keys in no order,
@@ -769,16 +844,25 @@ async fn remove_gives_back_every_file_kind_byte_for_byte() {
             h.join(".codex/config.toml"),
             "model   =   \"o3\"   # mine\n\n[features]\nweb_search = true\n\n[mcp_servers.db]\ncommand = \"db-mcp\"",
         ),
+        (
+            h.join(".copilot/settings.json"),
+            "{\"hooks\": {\"preToolUse\": [{\"type\": \"command\", \"bash\": \"guard\"}]},\n  \"theme\": \"dim\"}",
+        ),
+        (
+            h.join(".copilot/mcp-config.json"),
+            "{\n\t\"mcpServers\": {\n\t\t\"db\": {\"type\": \"local\", \"command\": \"db-mcp\"}\n\t}\n}",
+        ),
     ];
     for (path, text) in &files {
         std::fs::write(path, text).unwrap();
     }
     let before = snapshot(&every_setup_file(h, p));
-    let runs: [&[&str]; 4] = [
+    let runs: [&[&str]; 5] = [
         &["claude-code"],
         &["claude-code", "--scope", "project"],
         &["claude-code", "--scope", "local", "--event", "pre-tool-use"],
         &["codex"],
+        &["copilot", "--stop"],
     ];
     for args in runs {
         let (code, _, err) = setup(h, p, args).await;
@@ -814,11 +898,13 @@ async fn remove_deletes_the_files_and_directories_setup_created() {
     let home = tempfile::tempdir().unwrap();
     let proj = tempfile::tempdir().unwrap();
     let (h, p) = (home.path(), proj.path());
-    for args in [
-        ["claude-code"].as_slice(),
+    let runs: [&[&str]; 4] = [
+        &["claude-code"],
         &["claude-code", "--scope", "project"],
         &["codex"],
-    ] {
+        &["copilot"],
+    ];
+    for args in runs {
         let (code, _, err) = setup(h, p, args).await;
         assert_eq!(code, 0, "{args:?}: {err}");
     }
@@ -826,7 +912,7 @@ async fn remove_deletes_the_files_and_directories_setup_created() {
         .into_iter()
         .filter(|f| f.exists())
         .count();
-    assert_eq!(made, 6, "{:?}", snapshot(&every_setup_file(h, p)));
+    assert_eq!(made, 8, "{:?}", snapshot(&every_setup_file(h, p)));
     // The records are owner-only.
     use std::os::unix::fs::PermissionsExt;
     let records = h.join(".local/state/askrelay/setup");
@@ -836,7 +922,7 @@ async fn remove_deletes_the_files_and_directories_setup_created() {
         .unwrap()
         .map(|e| e.unwrap().path())
         .collect();
-    assert_eq!(kept.len(), 6);
+    assert_eq!(kept.len(), 8);
     for r in &kept {
         assert_eq!(mode(r), 0o600, "{}", r.display());
     }
@@ -845,11 +931,7 @@ async fn remove_deletes_the_files_and_directories_setup_created() {
     assert_eq!(code, 0);
     assert!(out.contains("+++ /dev/null"), "{out}");
     assert!(h.join(".codex/hooks.json").exists());
-    for args in [
-        ["claude-code"].as_slice(),
-        &["claude-code", "--scope", "project"],
-        &["codex"],
-    ] {
+    for args in runs {
         let mut remove = args.to_vec();
         remove.push("--remove");
         let (code, out, err) = setup(h, p, &remove).await;
@@ -865,7 +947,12 @@ async fn remove_deletes_the_files_and_directories_setup_created() {
         "{:?}",
         snapshot(&every_setup_file(h, p))
     );
-    for d in [h.join(".claude"), h.join(".codex"), p.join(".claude")] {
+    for d in [
+        h.join(".claude"),
+        h.join(".codex"),
+        h.join(".copilot"),
+        p.join(".claude"),
+    ] {
         assert!(!d.exists(), "{}", d.display());
     }
 }

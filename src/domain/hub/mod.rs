@@ -154,6 +154,7 @@ mod end;
 mod expire;
 mod grants;
 mod live;
+mod once_grants;
 mod queries;
 mod settle;
 mod terminal;

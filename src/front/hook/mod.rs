@@ -1,4 +1,5 @@
-//! `askrelay hook claude-code` and `askrelay hook codex`: hook commands that put an agent's
+//! `askrelay hook claude-code`, `askrelay hook codex` and `askrelay hook copilot` (see
+//! [`copilot`]): hook commands that put an agent's
 //! questions and permission prompts in front of people.
 //!
 //! Each reads one hook event (JSON) on stdin and prints the agent's decision on stdout:
@@ -44,12 +45,16 @@ use std::time::Duration;
 
 mod codex;
 mod context;
+mod copilot;
+mod denied;
 mod permission;
 mod questions;
 mod stop;
 
 use codex::codex;
 pub use context::unified_diff;
+use copilot::copilot;
+pub use copilot::CopilotEvent;
 use permission::{permission_request, tool_call};
 use questions::{questions, Shape};
 pub mod withdraw;
@@ -107,6 +112,27 @@ Examples:
   askrelay hook codex < event.json
   askrelay hook codex --fail-closed --project infra-prod";
 
+pub const COPILOT_EXAMPLES: &str = "\
+Reads a GitHub Copilot CLI hook event on stdin and prints Copilot's decision:
+  preToolUse: {\"permissionDecision\":\"allow\"} or \"deny\" with the reason.
+  permissionRequest (only when Copilot would ask): {\"behavior\":\"allow\"} or
+    {\"behavior\":\"deny\",\"message\":…}.
+  agentStop: a reply from chat ({\"decision\":\"block\",\"reason\":…}) on a route
+    with stop_replies; otherwise the turn ends.
+  postToolUse, userPromptSubmitted, sessionEnd: withdraw the questions the agent
+    no longer waits for.
+Without an answer it prints nothing (Copilot's own approval); --fail-closed
+denies instead. It always exits 0. `askrelay setup copilot` writes the settings.
+
+In $COPILOT_HOME/settings.json (~/.copilot/settings.json):
+  {\"hooks\": {\"preToolUse\": [{\"type\": \"command\",
+    \"bash\": \"askrelay hook copilot --event pre-tool-use --timeout 590\",
+    \"timeoutSec\": 600}]}}
+
+Examples:
+  askrelay hook copilot --event pre-tool-use < event.json
+  askrelay hook copilot --event permission-request --fail-closed";
+
 #[derive(Debug, Args)]
 pub struct HookArgs {
     #[command(subcommand)]
@@ -122,6 +148,9 @@ pub enum HookKind {
     /// A Codex PreToolUse hook: ask people whether a tool call may run.
     #[command(after_help = CODEX_EXAMPLES)]
     Codex(CodexArgs),
+    /// A GitHub Copilot CLI hook: preToolUse, permissionRequest and agentStop.
+    #[command(after_help = COPILOT_EXAMPLES)]
+    Copilot(CopilotArgs),
 }
 
 #[derive(Debug, Args)]
@@ -135,6 +164,10 @@ pub struct ClaudeCodeArgs {
     /// (Claude Code's own prompt).
     #[arg(long, value_enum, default_value_t = OnExpire::Deny)]
     pub on_expire: OnExpire,
+    /// On PreToolUse, only allow a call that a one-use grant covers (auto mode's retried call,
+    /// allowed once by a person) and otherwise decide nothing: ask nobody, never deny.
+    #[arg(long)]
+    pub once_grants_only: bool,
     #[command(flatten)]
     pub common: CommonArgs,
 }
@@ -149,7 +182,20 @@ pub struct CodexArgs {
     pub common: CommonArgs,
 }
 
-/// What both hooks take.
+#[derive(Debug, Args)]
+pub struct CopilotArgs {
+    /// The Copilot event this hook is registered on (default: told from the event's fields).
+    #[arg(long, value_enum)]
+    pub event: Option<CopilotEvent>,
+    /// Deny the tool call when askrelay cannot get an answer (the daemon is down,
+    /// NO_ANSWERER, --timeout), instead of leaving it to Copilot's own approval.
+    #[arg(long)]
+    pub fail_closed: bool,
+    #[command(flatten)]
+    pub common: CommonArgs,
+}
+
+/// What every hook takes.
 #[derive(Debug, Args)]
 pub struct CommonArgs {
     /// Cancel the request after SECS without an answer; set it below the hook's `timeout` in
@@ -178,6 +224,7 @@ pub enum OnExpire {
 pub enum Agent {
     ClaudeCode,
     Codex,
+    Copilot,
 }
 
 impl Agent {
@@ -185,6 +232,7 @@ impl Agent {
         match self {
             Agent::ClaudeCode => "claude-code",
             Agent::Codex => "codex",
+            Agent::Copilot => "copilot",
         }
     }
 
@@ -192,6 +240,7 @@ impl Agent {
         match self {
             Agent::ClaudeCode => "Claude Code",
             Agent::Codex => "Codex",
+            Agent::Copilot => "Copilot",
         }
     }
 }
@@ -215,6 +264,12 @@ pub(super) struct HookEvent {
     /// PermissionRequest: what Claude Code would offer to remember ("always allow").
     #[serde(default)]
     permission_suggestions: Vec<Value>,
+    /// PermissionDenied: why auto mode's classifier denied the call.
+    #[serde(default)]
+    reason: Option<String>,
+    /// The session's permission mode (`default`, `auto`, …).
+    #[serde(default)]
+    permission_mode: Option<String>,
 }
 
 /// Runs the hook and returns the exit code (always 0: the decision is on stdout).
@@ -222,11 +277,12 @@ pub async fn run(config_file: Option<&Path>, args: HookArgs) -> i32 {
     let reply = match args.kind {
         HookKind::ClaudeCode(a) => claude_code(config_file, &a).await,
         HookKind::Codex(a) => codex(config_file, &a).await,
+        HookKind::Copilot(a) => copilot(config_file, &a).await,
     };
     if let Some(line) = reply.to_line() {
         println!("{line}");
     }
-    if let Some(note) = reply.note() {
+    if let Some(note) = reply.note().filter(|n| !n.is_empty()) {
         eprintln!("askrelay: {}", Escaped(note));
     }
     0
@@ -247,9 +303,14 @@ pub enum Reply {
     },
     /// A PermissionRequest decision: `{"behavior":"allow",…}` or `{"behavior":"deny",…}`.
     PermissionRequest { decision: Value, note: String },
+    /// A line in the agent's own shape (Copilot's flat decisions).
+    Line { line: Value, note: String },
     /// A Stop blocked with a person's reply (`{"decision":"block","reason":…}`): the agent
     /// carries on with the reply.
     Block { reason: String, note: String },
+    /// A PermissionDenied event answered `retry: true`: the model may make the denied call
+    /// again (a one-use grant lets it through).
+    Retry { note: String },
 }
 
 impl Reply {
@@ -290,6 +351,14 @@ impl Reply {
             Reply::Block { reason, .. } => {
                 Some(json!({"decision": "block", "reason": reason}).to_string())
             }
+            Reply::Line { line, .. } => Some(line.to_string()),
+            Reply::Retry { .. } => Some(
+                json!({"hookSpecificOutput": {
+                    "hookEventName": "PermissionDenied",
+                    "retry": true,
+                }})
+                .to_string(),
+            ),
         }
     }
 
@@ -300,6 +369,8 @@ impl Reply {
             Reply::PreToolUse { .. } => None,
             Reply::PermissionRequest { note, .. } => Some(note),
             Reply::Block { note, .. } => Some(note),
+            Reply::Line { note, .. } => Some(note),
+            Reply::Retry { note } => Some(note),
         }
     }
 }
@@ -314,6 +385,8 @@ pub enum EventKind {
     PreToolUseQuestion,
     /// A PermissionRequest event (a tool call's or AskUserQuestion's).
     PermissionRequest,
+    /// A PermissionDenied event: auto mode's classifier denied a tool call.
+    PermissionDenied,
     /// Another event, or one whose name cannot be read.
     Other,
 }
@@ -345,6 +418,7 @@ impl EventKind {
             (Some("PreToolUse"), Some("AskUserQuestion")) => EventKind::PreToolUseQuestion,
             (Some("PreToolUse"), _) => EventKind::PreToolUseCall,
             (Some("PermissionRequest"), _) => EventKind::PermissionRequest,
+            (Some("PermissionDenied"), _) => EventKind::PermissionDenied,
             _ => EventKind::Other,
         }
     }
@@ -362,7 +436,8 @@ fn string_field(raw: &str, key: &str) -> Option<String> {
 /// What the hook answers when askrelay cannot decide (`why`), in the event's own shape:
 /// Claude Code's PreToolUse tool call gets `ask` (its own prompt); everything else gets
 /// nothing (the agent decides as it would without the hook). `fail_closed` denies instead, in
-/// the event's shape; an event of no known kind still gets nothing.
+/// the event's shape; an event of no known kind still gets nothing, and so does
+/// PermissionDenied, whose "nothing" already is the deny (auto mode's denial stands).
 pub fn no_decision(kind: EventKind, agent: Agent, fail_closed: bool, why: &str) -> Reply {
     if fail_closed {
         let message = format!("askrelay: {why}; denied (--fail-closed)");
@@ -374,6 +449,9 @@ pub fn no_decision(kind: EventKind, agent: Agent, fail_closed: bool, why: &str) 
                 decision: json!({"behavior": "deny", "message": message}),
                 note: message,
             },
+            EventKind::PermissionDenied => {
+                Reply::NoDecision(format!("{why}; auto mode's denial stands"))
+            }
             EventKind::Other => Reply::NoDecision(format!(
                 "{why}; no decision (not an event askrelay can answer)"
             )),
@@ -386,11 +464,17 @@ pub fn no_decision(kind: EventKind, agent: Agent, fail_closed: bool, why: &str) 
         (EventKind::PreToolUseCall, Agent::Codex) => {
             Reply::NoDecision(format!("{why}; no decision (Codex's own approval policy)"))
         }
+        (EventKind::PreToolUseCall, Agent::Copilot) => {
+            Reply::NoDecision(format!("{why}; no decision (Copilot's own approval)"))
+        }
         (EventKind::PreToolUseQuestion, _) => Reply::NoDecision(format!(
             "{why}; no decision (Claude Code asks in its own terminal)"
         )),
         (EventKind::PermissionRequest, _) => {
             Reply::NoDecision(format!("{why}; no decision (Claude Code's own dialog)"))
+        }
+        (EventKind::PermissionDenied, _) => {
+            Reply::NoDecision(format!("{why}; auto mode's denial stands"))
         }
         (EventKind::Other, _) => Reply::NoDecision(format!(
             "{why}; no decision (not an event askrelay can answer)"
@@ -434,11 +518,7 @@ pub(super) async fn end_of_turn(
     common: &CommonArgs,
     agent: Agent,
 ) -> Reply {
-    let name = match agent {
-        Agent::ClaudeCode => "claude-code",
-        Agent::Codex => "codex",
-    };
-    if let Some(note) = lifecycle(config_file, raw, name).await.note() {
+    if let Some(note) = lifecycle(config_file, raw, agent.name()).await.note() {
         eprintln!("askrelay: {note}");
     }
     let event: stop::StopEvent = match serde_json::from_str(raw) {
@@ -462,6 +542,9 @@ pub(super) async fn claude_code(config_file: Option<&Path>, args: &ClaudeCodeArg
         Err(e) => return no_decision(EventKind::Other, agent, args.fail_closed, &e),
     };
     let kind = EventKind::sniff(&raw);
+    if args.once_grants_only {
+        return once_grant_only(config_file, &raw, kind).await;
+    }
     let fail = |why: String| no_decision(kind, agent, args.fail_closed, &why);
     if kind == EventKind::Other {
         let name = string_field(&raw, "hook_event_name").unwrap_or_else(|| "(none)".into());
@@ -493,6 +576,9 @@ pub(super) async fn claude_code(config_file: Option<&Path>, args: &ClaudeCodeArg
             questions(&target, &event, &args.common, agent, Shape::Permission).await
         }
         EventKind::PermissionRequest => permission_request(&target, &event, &args.common).await,
+        EventKind::PermissionDenied => {
+            denied::permission_denied(&target, &event, &args.common).await
+        }
         _ => {
             let verdict = tool_call(&target, &event, &args.common, agent).await;
             match verdict {
@@ -525,6 +611,38 @@ pub(super) async fn claude_code(config_file: Option<&Path>, args: &ClaudeCodeArg
     match reply {
         Reply::NoDecision(why) if args.fail_closed => fail(why),
         reply => reply,
+    }
+}
+
+/// `--once-grants-only`: a PreToolUse tool call that a one-use grant covers is allowed (the
+/// grant is used up); anything else, and every failure, is no decision, whatever the other
+/// flags say: this hook only ever lets auto mode's retried call through.
+async fn once_grant_only(config_file: Option<&Path>, raw: &str, kind: EventKind) -> Reply {
+    if kind != EventKind::PreToolUseCall {
+        return Reply::NoDecision(
+            "--once-grants-only answers only PreToolUse tool calls; no decision".into(),
+        );
+    }
+    let event = match parse_event(raw) {
+        Ok(e) => e,
+        Err(e) => return Reply::NoDecision(format!("{e}; no decision")),
+    };
+    // A grant comes from auto mode's denial, and its retry follows at once in the same mode.
+    if event
+        .permission_mode
+        .as_deref()
+        .is_some_and(|m| m != "auto")
+    {
+        return Reply::NoDecision(String::new());
+    }
+    let target = match Target::from_config(config_file).await {
+        Ok(t) => t,
+        Err(e) => return Reply::NoDecision(format!("{e:#}; no one-use grant looked for")),
+    };
+    match denied::use_grant(&target, &event).await {
+        Ok(Some(grant)) => denied::allowed_by(&grant),
+        Ok(None) => Reply::NoDecision(String::new()),
+        Err(e) => Reply::NoDecision(format!("{e}; no one-use grant looked for")),
     }
 }
 
@@ -793,6 +911,40 @@ mod tests {
     }
 
     #[test]
+    fn an_allowed_denial_answers_retry_in_permission_denieds_shape() {
+        let line = Reply::Retry {
+            note: "allowed once".into(),
+        }
+        .to_line()
+        .unwrap();
+        assert_eq!(
+            line,
+            r#"{"hookSpecificOutput":{"hookEventName":"PermissionDenied","retry":true}}"#
+        );
+        let grant = crate::domain::once_grant::OnceGrant {
+            id: "og-0123456789ab".into(),
+            session: "s".into(),
+            call: "c".into(),
+            tool: "Bash".into(),
+            uid: 1000,
+            approver: "alice (Discord user 1)".into(),
+            request_key: 1,
+            request_id: "claude-code-denied-toolu_00".into(),
+            created_at_ms: 0,
+            ends_at_ms: 1,
+            used_at_ms: Some(1),
+        };
+        assert_eq!(
+            denied::allowed_by(&grant),
+            Reply::pre(
+                "allow",
+                "Allowed once by alice (Discord user 1) after auto mode's denial (one-use grant \
+                 og-0123456789ab)"
+            )
+        );
+    }
+
+    #[test]
     fn the_event_kind_is_sniffed_even_from_bad_json() {
         use EventKind::*;
         let sniff = EventKind::sniff;
@@ -812,6 +964,10 @@ mod tests {
         assert_eq!(
             sniff(r#"{"tool_name": "AskUserQuestion", "hook_event_name": "PreToolUse""#),
             PreToolUseQuestion
+        );
+        assert_eq!(
+            sniff(r#"{"hook_event_name":"PermissionDenied","tool_name":"Bash"}"#),
+            PermissionDenied
         );
         assert_eq!(sniff(r#"{"hook_event_name":"PostToolUse"}"#), Other);
         assert_eq!(sniff("not json"), Other);
@@ -839,6 +995,9 @@ mod tests {
         assert_eq!(line(PermissionRequest, Agent::ClaudeCode, false), None);
         assert_eq!(line(Other, Agent::ClaudeCode, false), None);
         assert_eq!(line(Other, Agent::ClaudeCode, true), None);
+        // Auto mode's denial stands: nothing, closed or not (no `retry`).
+        assert_eq!(line(PermissionDenied, Agent::ClaudeCode, false), None);
+        assert_eq!(line(PermissionDenied, Agent::ClaudeCode, true), None);
         for k in [PreToolUseCall, PreToolUseQuestion] {
             assert_eq!(
                 pre(line(k, Agent::ClaudeCode, true))["permissionDecision"],

@@ -19,6 +19,10 @@ use serde_json::{json, Value};
 use std::path::Path;
 use std::time::Duration;
 
+/// How much of auto mode's reason a question shows (Claude Code's are a rule name in brackets
+/// and, on older versions, a sentence).
+const MAX_DENIED_REASON_CHARS: usize = 500;
+
 /// Asks people whether the tool call may run (Allow / Deny) and follows it to its end.
 pub(super) async fn tool_call(
     target: &Target,
@@ -43,7 +47,7 @@ pub(super) async fn tool_call(
             )),
         },
     ];
-    let ask = match permission_ask(event, args, agent, options) {
+    let ask = match permission_ask(event, args, agent, options, None) {
         Ok(a) => a,
         Err(e) => return Verdict::Unreachable(e),
     };
@@ -85,7 +89,7 @@ pub(super) async fn permission_request(
         label: DENY_AND_STOP.into(),
         description: Some("Block it and stop Claude's turn".into()),
     });
-    let ask = match permission_ask(event, args, Agent::ClaudeCode, options) {
+    let ask = match permission_ask(event, args, Agent::ClaudeCode, options, None) {
         Ok(a) => a,
         Err(e) => return Reply::NoDecision(format!("{e}; no decision (Claude Code's own dialog)")),
     };
@@ -387,12 +391,14 @@ pub(super) fn keep_options(suggestions: &[Value], cwd: Option<&Path>) -> Vec<Kee
 }
 
 /// The ask for a tool call: "Allow <tool>?" with `options`, what the call would do as its
-/// context, the description the agent gave, and the working directory.
+/// context, the description the agent gave, and the working directory. `denied`: auto mode's
+/// reason for denying the call (a PermissionDenied event), which the question then starts with.
 pub(super) fn permission_ask(
     event: &HookEvent,
     args: &CommonArgs,
     agent: Agent,
     options: Vec<QuestionOption>,
+    denied: Option<&str>,
 ) -> Result<Ask, String> {
     // Every text from the event goes through this one value, so that the question is flagged
     // when any of them hid something.
@@ -405,7 +411,13 @@ pub(super) fn permission_ask(
     let str_field = |k: &str| input.get(k).and_then(Value::as_str);
     let cwd = event.cwd.as_deref().map(Path::new);
     let (context, not_shown) = tool_context(&event.tool_name, input, cwd, &mut reveal);
-    let mut question = format!("Allow {tool}?");
+    let mut question = match denied {
+        None => format!("Allow {tool}?"),
+        Some(reason) => format!(
+            "Auto mode blocked {tool}. Allow this call once?\nAuto mode's reason: {}",
+            one_line(reason, MAX_DENIED_REASON_CHARS, &mut reveal)
+        ),
+    };
     if let Some(why) = &not_shown {
         question.push_str(&format!("\n⚠ File on disk not shown: {why}"));
     }
@@ -418,6 +430,12 @@ pub(super) fn permission_ask(
     let question = flagged(question, &reveal);
     let mut context = context;
     context.approval = approval_of(event, agent);
+    if denied.is_some() {
+        // The retried call is the agent's own: an edited command could not run in its place.
+        if let Some(a) = context.approval.as_mut() {
+            a.editable = false;
+        }
+    }
     let ask = Ask {
         request_id: Some(request_id),
         // The session's main agent: hooks run for the agent itself, not for a sub-agent.

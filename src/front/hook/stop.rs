@@ -86,6 +86,8 @@ pub(super) fn stop_ask(event: &StopEvent, args: &CommonArgs, agent: Agent) -> Re
         cwd: event.cwd.clone(),
         session_id: event.session_id.clone(),
         permission_suggestions: Vec::new(),
+        reason: None,
+        permission_mode: None,
     };
     let scope = scope_of(&as_hook, args, &mut reveal)?;
     let text = turn_end(event).map(|m| {

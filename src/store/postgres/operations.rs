@@ -3,6 +3,8 @@
 
 use super::*;
 use crate::domain::grant::Grant;
+use crate::domain::once_grant::OnceGrant;
+use crate::domain::store::OnceAudit;
 use crate::store::sql;
 use crate::store::sql::reads::{Bind, Reads};
 use crate::store::sql::writes::{bind_post, Tx};
@@ -518,6 +520,79 @@ impl Store for PgStore {
             append_audit(&mut tx, &audit, at_ms).await?;
             anyhow::Ok(revoked)
         })
+    }
+
+    async fn mint_once_grant(&self, g: &OnceGrant, audit: &AuditEntry) -> Result<bool> {
+        write_tx!(self, |tx| {
+            let minted = sqlx::query(
+                "INSERT INTO once_grants (id, session, call, tool, uid, approver, request_key, \
+                 request_id, created_at, ends_at, used_at) \
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, NULL) \
+                 ON CONFLICT (request_key) DO NOTHING",
+            )
+            .bind(&g.id)
+            .bind(&g.session)
+            .bind(&g.call)
+            .bind(&g.tool)
+            .bind(i64::from(g.uid))
+            .bind(&g.approver)
+            .bind(g.request_key)
+            .bind(&g.request_id)
+            .bind(g.created_at_ms)
+            .bind(g.ends_at_ms)
+            .execute(&mut *tx)
+            .await?
+            .rows_affected()
+                == 1;
+            let mut audit = audit.clone();
+            audit.accepted = minted;
+            append_audit(&mut tx, &audit, g.created_at_ms).await?;
+            anyhow::Ok(minted)
+        })
+    }
+
+    async fn use_once_grant(
+        &self,
+        uid: u32,
+        session: &str,
+        call: &str,
+        now_ms: i64,
+        audit: OnceAudit<'_>,
+    ) -> Result<Option<OnceGrant>> {
+        write_tx!(self, |tx| {
+            // The oldest live one, locked: a concurrent use waits, then finds it used.
+            let row: Option<sql::rows::OnceGrantRow> = sqlx::query_as(&format!(
+                "SELECT {} FROM once_grants \
+                 WHERE uid = $1 AND session = $2 AND call = $3 AND used_at IS NULL \
+                 AND ends_at > $4 ORDER BY created_at LIMIT 1 FOR UPDATE",
+                sql::rows::ONCE_GRANT_COLUMNS
+            ))
+            .bind(i64::from(uid))
+            .bind(session)
+            .bind(call)
+            .bind(now_ms)
+            .fetch_optional(&mut *tx)
+            .await?;
+            let Some(g) = row.map(sql::rows::OnceGrantRow::into_once_grant) else {
+                return anyhow::Ok(None);
+            };
+            sqlx::query("UPDATE once_grants SET used_at = $1 WHERE id = $2")
+                .bind(now_ms)
+                .bind(&g.id)
+                .execute(&mut *tx)
+                .await?;
+            let mut entry = audit(&g);
+            entry.accepted = true;
+            append_audit(&mut tx, &entry, now_ms).await?;
+            anyhow::Ok(Some(OnceGrant {
+                used_at_ms: Some(now_ms),
+                ..g
+            }))
+        })
+    }
+
+    async fn once_grant_of(&self, request_key: i64) -> Result<Option<OnceGrant>> {
+        Reads(self.pool()).once_grant_of(request_key).await
     }
 
     async fn writable(&self) -> Result<()> {

@@ -1,11 +1,14 @@
 //! The reads that are the same on both backends: the audit chain, the outbox's due rows, the
 //! timers and schedules, drafts and grants. Each runs on the store's read pool.
 
-use super::rows::{audit_page, ChainRow, GrantRow, RequestRow, GRANT_COLUMNS};
+use super::rows::{
+    audit_page, ChainRow, GrantRow, OnceGrantRow, RequestRow, GRANT_COLUMNS, ONCE_GRANT_COLUMNS,
+};
 use super::select::{request_of, select, with_posts_of, With, CONTEXT, FULL};
 use super::Driver;
 use crate::domain::audit::{AuditPage, ChainStart, StartReason};
 use crate::domain::grant::Grant;
+use crate::domain::once_grant::OnceGrant;
 use crate::domain::request::{AuditRow, DuePost, Post, Request, SettleOutcome, Timer};
 use anyhow::{Context, Result};
 use sqlx::{Database, Pool, Row};
@@ -33,6 +36,7 @@ where
     usize: sqlx::ColumnIndex<DB::Row>,
     for<'r> ChainRow: sqlx::FromRow<'r, DB::Row>,
     for<'r> GrantRow: sqlx::FromRow<'r, DB::Row>,
+    for<'r> OnceGrantRow: sqlx::FromRow<'r, DB::Row>,
     for<'r> RequestRow: sqlx::FromRow<'r, DB::Row>,
     for<'r> &'r str: sqlx::Decode<'r, DB>,
     &'static str: sqlx::ColumnIndex<DB::Row>,
@@ -328,5 +332,42 @@ where
                 .fetch_optional(self.0)
                 .await?;
         Ok(row.map(GrantRow::into_grant))
+    }
+
+    /// The oldest live, unused one-use grant of `uid` for `call` of `session`: the one
+    /// `Store::use_once_grant` then marks used.
+    pub(in crate::store) async fn once_grant_live(
+        &self,
+        uid: u32,
+        session: &str,
+        call: &str,
+        now_ms: i64,
+    ) -> Result<Option<OnceGrant>> {
+        let row: Option<OnceGrantRow> = sqlx::query_as(&format!(
+            "SELECT {ONCE_GRANT_COLUMNS} FROM once_grants \
+             WHERE uid = $1 AND session = $2 AND call = $3 AND used_at IS NULL AND ends_at > $4 \
+             ORDER BY created_at LIMIT 1"
+        ))
+        .bind(i64::from(uid))
+        .bind(session)
+        .bind(call)
+        .bind(now_ms)
+        .fetch_optional(self.0)
+        .await?;
+        Ok(row.map(OnceGrantRow::into_once_grant))
+    }
+
+    /// A one-use grant by the request it was minted from.
+    pub(in crate::store) async fn once_grant_of(
+        &self,
+        request_key: i64,
+    ) -> Result<Option<OnceGrant>> {
+        let row: Option<OnceGrantRow> = sqlx::query_as(&format!(
+            "SELECT {ONCE_GRANT_COLUMNS} FROM once_grants WHERE request_key = $1"
+        ))
+        .bind(request_key)
+        .fetch_optional(self.0)
+        .await?;
+        Ok(row.map(OnceGrantRow::into_once_grant))
     }
 }

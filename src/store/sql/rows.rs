@@ -7,6 +7,7 @@ use crate::domain::answer::Settlement;
 use crate::domain::error::{AskError, ErrorCode};
 use crate::domain::expiry::{Expiry, OnExpire};
 use crate::domain::grant::Grant;
+use crate::domain::once_grant::OnceGrant;
 use crate::domain::request::{
     Actor, Answered, EditState, Outcome, Peer, Post, Request, Slot, Status, Via,
 };
@@ -359,6 +360,45 @@ impl GrantRow {
             ends_at_ms: self.ends_at,
             revoked_at_ms: self.revoked_at,
             revoked_by: self.revoked_by,
+        }
+    }
+}
+
+/// One row of `once_grants`.
+#[derive(sqlx::FromRow)]
+pub(in crate::store) struct OnceGrantRow {
+    id: String,
+    session: String,
+    call: String,
+    tool: String,
+    uid: i64,
+    approver: String,
+    request_key: i64,
+    request_id: String,
+    created_at: i64,
+    ends_at: i64,
+    used_at: Option<i64>,
+}
+
+/// The columns of `once_grants`, in the order of [`OnceGrantRow`] and of the insert's binds.
+pub(in crate::store) const ONCE_GRANT_COLUMNS: &str =
+    "id, session, call, tool, uid, approver, request_key, request_id, created_at, ends_at, \
+     used_at";
+
+impl OnceGrantRow {
+    pub(in crate::store) fn into_once_grant(self) -> OnceGrant {
+        OnceGrant {
+            id: self.id,
+            session: self.session,
+            call: self.call,
+            tool: self.tool,
+            uid: self.uid as u32,
+            approver: self.approver,
+            request_key: self.request_key,
+            request_id: self.request_id,
+            created_at_ms: self.created_at,
+            ends_at_ms: self.ends_at,
+            used_at_ms: self.used_at,
         }
     }
 }

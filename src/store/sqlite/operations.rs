@@ -3,6 +3,8 @@
 
 use super::*;
 use crate::domain::grant::Grant;
+use crate::domain::once_grant::OnceGrant;
+use crate::domain::store::OnceAudit;
 use crate::store::sql;
 use crate::store::sql::reads::{Bind, Reads};
 use crate::store::sql::writes::{bind_post, Tx};
@@ -550,6 +552,92 @@ impl Store for SqliteStore {
         let tip = turn.tip.after(if revoked { &won } else { &lost });
         turn.done(tip);
         Ok(revoked)
+    }
+
+    async fn mint_once_grant(&self, g: &OnceGrant, audit: &AuditEntry) -> Result<bool> {
+        // One call: the insert (nothing when the request has one already), the audit row
+        // accepted or refused as the insert decided, and the COMMIT.
+        let turn = self.tip().await?;
+        let (won, lost) = outcomes(&turn.tip.head, audit, g.created_at_ms);
+        let query = sqlx::query(concat!(
+            "BEGIN IMMEDIATE; ",
+            "INSERT INTO once_grants (id, session, call, tool, uid, approver, request_key, \
+             request_id, created_at, ends_at, used_at) \
+             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, NULL) \
+             ON CONFLICT (request_key) DO NOTHING RETURNING 1; ",
+            insert_audit_outcome!(),
+            "; COMMIT"
+        ))
+        .bind(&g.id)
+        .bind(&g.session)
+        .bind(&g.call)
+        .bind(&g.tool)
+        .bind(i64::from(g.uid))
+        .bind(&g.approver)
+        .bind(g.request_key)
+        .bind(&g.request_id)
+        .bind(g.created_at_ms)
+        .bind(g.ends_at_ms);
+        let minted = !self
+            .commit_one(bind_outcomes(query, &won, &lost))
+            .await?
+            .is_empty();
+        let tip = turn.tip.after(if minted { &won } else { &lost });
+        turn.done(tip);
+        Ok(minted)
+    }
+
+    async fn use_once_grant(
+        &self,
+        uid: u32,
+        session: &str,
+        call: &str,
+        now_ms: i64,
+        audit: OnceAudit<'_>,
+    ) -> Result<Option<OnceGrant>> {
+        // The grant is read first (its id goes in the audit row), then used by a conditional
+        // update of that id, with its audit row if it changed a row, in one call. A grant that
+        // another use took in between is looked for again.
+        for _ in 0..3 {
+            let Some(g) = Reads(&self.pool)
+                .once_grant_live(uid, session, call, now_ms)
+                .await?
+            else {
+                return Ok(None);
+            };
+            let turn = self.tip().await?;
+            let mut entry = audit(&g);
+            entry.accepted = true;
+            let row = turn.tip.head.next(&entry.content(now_ms));
+            let query = sqlx::query(concat!(
+                "BEGIN IMMEDIATE; ",
+                "UPDATE once_grants SET used_at = ? \
+                 WHERE id = ? AND used_at IS NULL AND ends_at > ? RETURNING 1; ",
+                insert_audit!(),
+                " WHERE changes() > 0; COMMIT"
+            ))
+            .bind(now_ms)
+            .bind(&g.id)
+            .bind(now_ms);
+            let used = !self.commit_one(bind_row(query, &row)).await?.is_empty();
+            let tip = if used {
+                turn.tip.after(&row)
+            } else {
+                turn.tip.clone()
+            };
+            turn.done(tip);
+            if used {
+                return Ok(Some(OnceGrant {
+                    used_at_ms: Some(now_ms),
+                    ..g
+                }));
+            }
+        }
+        Ok(None)
+    }
+
+    async fn once_grant_of(&self, request_key: i64) -> Result<Option<OnceGrant>> {
+        Reads(&self.pool).once_grant_of(request_key).await
     }
 
     async fn writable(&self) -> Result<()> {

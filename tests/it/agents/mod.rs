@@ -9,7 +9,7 @@
 //! Where the CLIs could not be installed (no npm, no registry), each test says that it was
 //! skipped, and why (`skip`); it never passes silently.
 
-use crate::fake_llm::{FakeLlm, ToolCall};
+use crate::fake_llm::{self, FakeLlm, ToolCall};
 use crate::harness::*;
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
@@ -135,6 +135,22 @@ enum Mode {
     /// key and the workspace's trust accepted beforehand. Claude Code 2.1.197 honours a
     /// PermissionRequest's `interrupt` only here (in the stream-json mode it is a plain deny).
     Interactive,
+    /// The interactive UI in auto mode, with these arguments: none on the newest Claude Code,
+    /// whose interactive default is auto mode; `--permission-mode auto` on 2.1.197.
+    Auto(&'static str),
+}
+
+impl Mode {
+    /// The permission arguments of an interactive run; `None`: not interactive.
+    fn interactive(self) -> Option<&'static str> {
+        match self {
+            // The newest Claude Code's interactive default is auto mode, where a classifier
+            // decides; these cases are about the permission prompts.
+            Mode::Interactive => Some("--permission-mode default"),
+            Mode::Auto(args) => Some(args),
+            Mode::Print | Mode::Stream => None,
+        }
+    }
 }
 
 /// A running `claude`.
@@ -179,7 +195,7 @@ impl Claude {
             }
             Settings::Given(v) => std::fs::write(&file, v.to_string()).unwrap(),
         }
-        let mut cmd = if mode == Mode::Interactive {
+        let mut cmd = if let Some(permission) = mode.interactive() {
             std::fs::write(
                 home.path().join(".claude.json"),
                 json!({"hasCompletedOnboarding": true, "theme": "dark",
@@ -192,9 +208,7 @@ impl Claude {
             let mut c = Command::new("script");
             c.arg("-qec")
                 .arg(tty::script_command(&format!(
-                    // The newest Claude Code's interactive default is auto mode, where a
-                    // classifier decides; the cases here are about the permission prompts.
-                    "{} --permission-mode default --settings {} 'Do the task.'",
+                    "{} {permission} --settings {} 'Do the task.'",
                     bin.display(),
                     file.display()
                 )))
@@ -213,6 +227,8 @@ impl Claude {
             .env("DISABLE_TELEMETRY", "1")
             .env("DISABLE_AUTOUPDATER", "1")
             .env("DISABLE_ERROR_REPORTING", "1")
+            // Auto mode's classifier through the model API (the fake), not a server of its own.
+            .env("CLAUDE_CODE_AUTO_MODE_SERVER", "0")
             .env("ASKRELAY_SOCKET_PATH", app.socket())
             .current_dir(work)
             .stdout(Stdio::piped())
@@ -230,7 +246,7 @@ impl Claude {
                 .arg(&file)
                 .stdin(Stdio::null());
             }
-            Mode::Interactive => {
+            Mode::Interactive | Mode::Auto(_) => {
                 cmd.stdin(Stdio::piped());
             }
             Mode::Stream => {
@@ -932,6 +948,236 @@ async fn claude_code_set_up_by_askrelay_setup_asks_through_askrelay(cc: Cc) {
     assert!(marker.exists(), "{result}");
 }
 
+// --- Claude Code, auto mode (PermissionDenied, one-use grants) ---------------------------------
+
+/// The arguments that put a Claude Code's interactive UI in auto mode: none on the newest
+/// (auto mode is its interactive default, which the tests check on screen), an explicit
+/// `--permission-mode auto` on 2.1.197 (whose default is `default`).
+fn auto_mode(cc: &Cc) -> Mode {
+    if cc.is_newest() {
+        Mode::Auto("")
+    } else {
+        Mode::Auto("--permission-mode auto")
+    }
+}
+
+/// A Claude Code in auto mode, set up by `askrelay setup claude-code`, on a pseudo-terminal;
+/// the fake classifier blocks every action that touches a file in `outside` (a directory
+/// outside the project, so that the classifier is asked at all).
+struct AutoRun {
+    app: App,
+    llm: FakeLlm,
+    run: Claude,
+    screen: tty::Tty,
+    marker: PathBuf,
+    _dirs: (tempfile::TempDir, tempfile::TempDir),
+}
+
+impl AutoRun {
+    async fn start(cc: &Cc, script: impl FnOnce(&Path) -> Vec<ToolCall>) -> AutoRun {
+        let app = daemon().await;
+        let work = tempfile::tempdir().unwrap();
+        let outside = tempfile::tempdir().unwrap();
+        let marker = outside.path().join("auto");
+        let llm =
+            FakeLlm::anthropic_auto(script(&marker), &format!("touch {}", marker.display())).await;
+        let mut run =
+            Claude::start(&cc.bin, &llm, &app, Value::Null, auto_mode(cc), work.path()).await;
+        let mut screen = run.tty();
+        screen.wait_for("auto mode on").await;
+        AutoRun {
+            app,
+            llm,
+            run,
+            screen,
+            marker,
+            _dirs: (work, outside),
+        }
+    }
+
+    /// The `n`th message posted in the channel (from 1), once it is.
+    async fn question(&self, n: usize) -> Value {
+        let app = &self.app;
+        within("a question to be posted", async {
+            let mut rx = app.standin().subscribe();
+            loop {
+                if let Some(m) = app.messages(CHANNEL).into_iter().nth(n - 1) {
+                    return m;
+                }
+                let _ = rx.changed().await;
+            }
+        })
+        .await
+    }
+
+    async fn stop(mut self) -> (App, FakeLlm) {
+        let _ = self.run.child.kill().await;
+        drop(self.screen);
+        (self.app, self.llm)
+    }
+}
+
+/// What a PermissionDenied question shows: auto mode's reason (as this version words it), the
+/// command, Allow once and Deny.
+fn assert_denied_question(cc: &Cc, m: &Value, marker: &Path) {
+    let text = shown_body(m);
+    assert!(
+        text.contains("Auto mode blocked Bash. Allow this call once?"),
+        "{text}"
+    );
+    // 2.1.332 gives the rule's name alone; 2.1.197 the classifier's <reason>.
+    let reason = if cc.is_newest() {
+        format!("Auto mode's reason: [{}]", fake_llm::BLOCK_RULE)
+    } else {
+        format!(
+            "Auto mode's reason: [{}] the test classifier blocks this command",
+            fake_llm::BLOCK_RULE
+        )
+    };
+    assert!(text.contains(&reason), "{} on {text}", cc.version);
+    assert!(
+        m["content"]
+            .as_str()
+            .unwrap()
+            .contains(&format!("touch {}", marker.display())),
+        "{m}"
+    );
+    let labels: Vec<String> = controls(m).into_iter().map(|(_, l)| l).collect();
+    assert!(
+        labels.contains(&"Allow once".to_owned()) && labels.contains(&"Deny".to_owned()),
+        "{labels:?}"
+    );
+}
+
+/// Whether the last message of `request` (to the model) tells it that it may retry.
+fn says_retry(request: &Value) -> bool {
+    let last = request["messages"]
+        .as_array()
+        .and_then(|m| m.last())
+        .map(Value::to_string)
+        .unwrap_or_default();
+    fake_llm::RETRY_ALLOWED.iter().any(|t| last.contains(t))
+}
+
+/// The first request to the model that carries `n` tool results.
+fn with_results(llm: &FakeLlm, n: usize) -> Option<Value> {
+    llm.requests().into_iter().find(|r| {
+        r["messages"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .flat_map(|m| m["content"].as_array().cloned().unwrap_or_default())
+            .filter(|c| c["type"] == "tool_result")
+            .count()
+            == n
+    })
+}
+
+const AUTO_DENIED: &str =
+    "Permission for this action was denied by the Claude Code auto mode classifier";
+
+claude_code_matrix!(claude_code_auto_mode_denial_allowed_once_runs_the_retried_call_once);
+async fn claude_code_auto_mode_denial_allowed_once_runs_the_retried_call_once(cc: Cc) {
+    if !Path::new("/usr/bin/script").exists() {
+        return skip(
+            "agents::claude_code_auto_mode_denial_allowed_once_runs_the_retried_call_once",
+            "no script(1) (util-linux) for a pseudo-terminal",
+        );
+    }
+    // The call, its retry (made only if Claude Code says it may), then the same call again.
+    let auto = AutoRun::start(&cc, |m| {
+        let t = touch(m);
+        vec![t.clone(), t.retry(), t]
+    })
+    .await;
+    let first = auto.question(1).await;
+    assert_denied_question(&cc, &first, &auto.marker);
+    assert!(!auto.marker.exists());
+    // The classifier's requests for the first call (its stages).
+    let per_call = auto.llm.classified().len();
+    assert!(per_call >= 1, "the classifier was asked");
+    final_state(&auto.app.press(&first, &alice(), "Allow once").await);
+
+    // The same call again, a third time: not covered by the used grant, so the classifier
+    // blocks it and a second question comes.
+    let second = auto.question(2).await;
+    assert_denied_question(&cc, &second, &auto.marker);
+    // The retried call ran before it.
+    assert!(auto.marker.exists(), "the retried call did not run");
+    final_state(&auto.app.press(&second, &alice(), "Deny").await);
+    auto.llm
+        .wait_for("the model to be shown the third result", |l| {
+            l.tool_results().len() == 3
+        })
+        .await;
+    let results = auto.llm.tool_results();
+    assert!(results[0].contains(AUTO_DENIED), "{results:?}");
+    assert!(!results[1].contains(AUTO_DENIED), "{results:?}");
+    assert!(results[2].contains(AUTO_DENIED), "{results:?}");
+    // The model was told it may retry after the first denial, not after the second.
+    assert!(says_retry(&with_results(&auto.llm, 1).unwrap()));
+    assert!(!says_retry(&with_results(&auto.llm, 3).unwrap()));
+    // The retried call passed on its grant, without the classifier; the third was classified.
+    assert_eq!(auto.llm.classified().len(), 2 * per_call, "{}", cc.version);
+    let (app, _llm) = auto.stop().await;
+    let audit = app.store().audit_rows(None).await.unwrap();
+    let grant_rows: Vec<(&str, bool)> = audit
+        .iter()
+        .filter(|r| r.action.starts_with("once_grant"))
+        .map(|r| (r.action.as_str(), r.accepted))
+        .collect();
+    assert_eq!(
+        grant_rows,
+        [("once_grant", true), ("once_grant_used", true)],
+        "{audit:?}"
+    );
+    let minted = audit.iter().find(|r| r.action == "once_grant").unwrap();
+    assert!(
+        minted.actor.as_deref().unwrap_or("").contains("alice"),
+        "{minted:?}"
+    );
+    app.assert_payloads_valid();
+}
+
+claude_code_matrix!(claude_code_auto_mode_denial_denied_stands);
+async fn claude_code_auto_mode_denial_denied_stands(cc: Cc) {
+    if !Path::new("/usr/bin/script").exists() {
+        return skip(
+            "agents::claude_code_auto_mode_denial_denied_stands",
+            "no script(1) (util-linux) for a pseudo-terminal",
+        );
+    }
+    let auto = AutoRun::start(&cc, |m| vec![touch(m), touch(m).retry()]).await;
+    let m = auto.question(1).await;
+    assert_denied_question(&cc, &m, &auto.marker);
+    final_state(&auto.app.press(&m, &alice(), "Deny").await);
+    auto.llm
+        .wait_for("the model to be shown the denial", |l| {
+            l.tool_results().len() == 1
+        })
+        .await;
+    // The denial stands: the model is not told it may retry, so it does not.
+    let shown = with_results(&auto.llm, 1).unwrap();
+    assert!(!says_retry(&shown), "{shown}");
+    assert!(auto.llm.tool_results()[0].contains(AUTO_DENIED));
+    assert!(!auto.marker.exists());
+    let (app, _llm) = auto.stop().await;
+    assert_eq!(app.messages(CHANNEL).len(), 1, "one question");
+    let audit = app.store().audit_rows(None).await.unwrap();
+    assert!(
+        !audit.iter().any(|r| r.action.starts_with("once_grant")),
+        "{audit:?}"
+    );
+    // Who denied it is in the audit.
+    assert!(
+        audit.iter().any(|r| r.action == "answer"
+            && r.accepted
+            && r.actor.as_deref().unwrap_or("").contains("alice")),
+        "{audit:?}"
+    );
+    app.assert_payloads_valid();
+}
+
 // --- Claude Code, fail closed (`setup claude-code --fail-closed`, onFailure) -------------------
 
 /// The newer Claude Code, or a skip saying why not.
@@ -978,13 +1224,22 @@ async fn fail_closed_run(bin: &Path, setup: &[&str], allow: Value) -> (bool, Vec
     (marker.exists(), llm.tool_results(), written)
 }
 
-/// The `onFailure` of every deciding (not async) hook entry in `settings`.
+/// The `onFailure` of every hook entry in `settings` that asks people (not async, not auto
+/// mode's).
 fn on_failure(settings: &Value) -> Vec<Value> {
     let hooks = settings["hooks"].as_object().cloned().unwrap_or_default();
     hooks
-        .values()
-        .flat_map(|groups| groups.as_array().cloned().unwrap_or_default())
+        .iter()
+        // Auto mode's hooks never fail closed: a failed PermissionDenied hook leaves the
+        // denial as it is, a failed once-grant check lets Claude Code's own checks run.
+        .filter(|(event, _)| *event != "PermissionDenied")
+        .flat_map(|(_, groups)| groups.as_array().cloned().unwrap_or_default())
         .flat_map(|g| g["hooks"].as_array().cloned().unwrap_or_default())
+        .filter(|h| {
+            !h["command"]
+                .as_str()
+                .is_some_and(|c| c.contains("--once-grants-only"))
+        })
         // The async lifecycle hooks decide nothing, so they never fail closed.
         .filter(|h| h["async"] != true)
         .map(|h| h["onFailure"].clone())
@@ -1232,5 +1487,7 @@ fn the_pinned_versions_are_the_ones_setup_installs() {
 }
 
 mod allow;
+mod codex_tui;
+mod copilot;
 mod mcp_client;
 mod tty;
