@@ -117,7 +117,9 @@ pub struct Common {
     /// Show what would change, as a diff, and write nothing.
     #[arg(long)]
     pub dry_run: bool,
-    /// Take askrelay's entries out instead.
+    /// Take askrelay's entries out instead: a file still as setup wrote it gets its original
+    /// bytes back (one setup created is deleted); one changed since loses only askrelay's
+    /// entries.
     #[arg(long)]
     pub remove: bool,
     /// Leave the MCP server (`askrelay mcp`) out.

@@ -798,6 +798,8 @@ fn every_setup_file(home: &Path, proj: &Path) -> Vec<std::path::PathBuf> {
         proj.join(".mcp.json"),
         home.join(".codex/hooks.json"),
         home.join(".codex/config.toml"),
+        home.join(".copilot/settings.json"),
+        home.join(".copilot/mcp-config.json"),
     ]
 }
 
@@ -806,7 +808,12 @@ async fn remove_gives_back_every_file_kind_byte_for_byte() {
     let home = tempfile::tempdir().unwrap();
     let proj = tempfile::tempdir().unwrap();
     let (h, p) = (home.path(), proj.path());
-    for d in [h.join(".claude"), p.join(".claude"), h.join(".codex")] {
+    for d in [
+        h.join(".claude"),
+        p.join(".claude"),
+        h.join(".codex"),
+        h.join(".copilot"),
+    ] {
         std::fs::create_dir_all(d).unwrap();
     }
     // Odd formatting everywhere: four spaces or tabs, no final newline, keys in no order,
@@ -837,16 +844,25 @@ async fn remove_gives_back_every_file_kind_byte_for_byte() {
             h.join(".codex/config.toml"),
             "model   =   \"o3\"   # mine\n\n[features]\nweb_search = true\n\n[mcp_servers.db]\ncommand = \"db-mcp\"",
         ),
+        (
+            h.join(".copilot/settings.json"),
+            "{\"hooks\": {\"preToolUse\": [{\"type\": \"command\", \"bash\": \"guard\"}]},\n  \"theme\": \"dim\"}",
+        ),
+        (
+            h.join(".copilot/mcp-config.json"),
+            "{\n\t\"mcpServers\": {\n\t\t\"db\": {\"type\": \"local\", \"command\": \"db-mcp\"}\n\t}\n}",
+        ),
     ];
     for (path, text) in &files {
         std::fs::write(path, text).unwrap();
     }
     let before = snapshot(&every_setup_file(h, p));
-    let runs: [&[&str]; 4] = [
+    let runs: [&[&str]; 5] = [
         &["claude-code"],
         &["claude-code", "--scope", "project"],
         &["claude-code", "--scope", "local", "--event", "pre-tool-use"],
         &["codex"],
+        &["copilot", "--stop"],
     ];
     for args in runs {
         let (code, _, err) = setup(h, p, args).await;
@@ -882,11 +898,13 @@ async fn remove_deletes_the_files_and_directories_setup_created() {
     let home = tempfile::tempdir().unwrap();
     let proj = tempfile::tempdir().unwrap();
     let (h, p) = (home.path(), proj.path());
-    for args in [
-        ["claude-code"].as_slice(),
+    let runs: [&[&str]; 4] = [
+        &["claude-code"],
         &["claude-code", "--scope", "project"],
         &["codex"],
-    ] {
+        &["copilot"],
+    ];
+    for args in runs {
         let (code, _, err) = setup(h, p, args).await;
         assert_eq!(code, 0, "{args:?}: {err}");
     }
@@ -894,7 +912,7 @@ async fn remove_deletes_the_files_and_directories_setup_created() {
         .into_iter()
         .filter(|f| f.exists())
         .count();
-    assert_eq!(made, 6, "{:?}", snapshot(&every_setup_file(h, p)));
+    assert_eq!(made, 8, "{:?}", snapshot(&every_setup_file(h, p)));
     // The records are owner-only.
     use std::os::unix::fs::PermissionsExt;
     let records = h.join(".local/state/askrelay/setup");
@@ -904,7 +922,7 @@ async fn remove_deletes_the_files_and_directories_setup_created() {
         .unwrap()
         .map(|e| e.unwrap().path())
         .collect();
-    assert_eq!(kept.len(), 6);
+    assert_eq!(kept.len(), 8);
     for r in &kept {
         assert_eq!(mode(r), 0o600, "{}", r.display());
     }
@@ -913,11 +931,7 @@ async fn remove_deletes_the_files_and_directories_setup_created() {
     assert_eq!(code, 0);
     assert!(out.contains("+++ /dev/null"), "{out}");
     assert!(h.join(".codex/hooks.json").exists());
-    for args in [
-        ["claude-code"].as_slice(),
-        &["claude-code", "--scope", "project"],
-        &["codex"],
-    ] {
+    for args in runs {
         let mut remove = args.to_vec();
         remove.push("--remove");
         let (code, out, err) = setup(h, p, &remove).await;
@@ -933,7 +947,12 @@ async fn remove_deletes_the_files_and_directories_setup_created() {
         "{:?}",
         snapshot(&every_setup_file(h, p))
     );
-    for d in [h.join(".claude"), h.join(".codex"), p.join(".claude")] {
+    for d in [
+        h.join(".claude"),
+        h.join(".codex"),
+        h.join(".copilot"),
+        p.join(".claude"),
+    ] {
         assert!(!d.exists(), "{}", d.display());
     }
 }

@@ -6,7 +6,9 @@
 //! no matcher groups); askrelay's are told apart by their `bash` command, as for the other
 //! agents.
 
-use super::{cst_value, home, is_ours, program, shell_word, Common, Event, JsonFile};
+use super::{
+    apply, cst_value, home, is_ours, program, shell_word, Change, Common, Event, JsonFile, Records,
+};
 use clap::Args;
 use jsonc_parser::cst::CstObject;
 use serde_json::json;
@@ -70,6 +72,16 @@ fn remove_our_hooks(hooks: &CstObject) {
 }
 
 pub(super) fn copilot(a: &CopilotSetup) -> Result<(), String> {
+    let changes = copilot_changes(a, a.common.remove)?;
+    let removal = match a.common.remove {
+        true => None,
+        false => Some(copilot_changes(a, true)?),
+    };
+    apply(changes, removal, &a.common, &Records::new())
+}
+
+/// The changes of `setup copilot` (with `remove`: of `--remove`), not yet written.
+fn copilot_changes(a: &CopilotSetup, remove: bool) -> Result<Vec<Change>, String> {
     let copilot_home = match &a.copilot_home {
         Some(d) => d.clone(),
         None => match std::env::var_os("COPILOT_HOME").filter(|h| !h.is_empty()) {
@@ -103,7 +115,7 @@ pub(super) fn copilot(a: &CopilotSetup) -> Result<(), String> {
     let had_hooks = !hooks.properties().is_empty();
     remove_our_hooks(&hooks);
     let emptied = had_hooks && hooks.properties().is_empty();
-    if !a.common.remove {
+    if !remove {
         hooks
             .array_value_or_set(event)
             .append(cst_value(&json!({"type": "command", "bash": command,
@@ -131,27 +143,27 @@ pub(super) fn copilot(a: &CopilotSetup) -> Result<(), String> {
             p.remove();
         }
     }
-    let mut what = if a.common.remove {
+    let mut what = if remove {
         "askrelay's hooks taken out".to_owned()
     } else if a.fail_closed {
         format!("askrelay answers {event}; without an answer it denies (--fail-closed)")
     } else {
         format!("askrelay answers {event}; without an answer Copilot's own approval decides")
     };
-    if a.stop && !a.common.remove {
+    if a.stop && !remove {
         what.push_str("; agentStop asks for a reply (--stop)");
     }
     // --remove never makes a file that was not there.
     let mut changes = Vec::new();
-    if file.old.is_some() || !a.common.remove {
+    if file.old.is_some() || !remove {
         changes.push(file.change(what));
     }
     // mcp-config.json, as `copilot mcp add askrelay -- askrelay mcp` writes it.
-    if !a.common.no_mcp || a.common.remove {
+    if !a.common.no_mcp || remove {
         let path = copilot_home.join("mcp-config.json");
         let file = JsonFile::read(&path)?;
         let root = file.object();
-        let what = if a.common.remove {
+        let what = if remove {
             if let Some(servers) = root.object_value("mcpServers") {
                 if let Some(p) = servers.get("askrelay") {
                     p.remove();
@@ -180,12 +192,9 @@ pub(super) fn copilot(a: &CopilotSetup) -> Result<(), String> {
             }
             "the askrelay MCP server (`askrelay mcp`)".to_owned()
         };
-        if file.old.is_some() || !a.common.remove {
+        if file.old.is_some() || !remove {
             changes.push(file.change(what));
         }
     }
-    for c in &changes {
-        c.apply(a.common.dry_run)?;
-    }
-    Ok(())
+    Ok(changes)
 }
