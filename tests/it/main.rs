@@ -9,6 +9,7 @@ mod hook_failures;
 
 mod agents;
 mod approvals;
+mod auto_mode;
 mod batch;
 mod bench_smoke;
 mod chaos;

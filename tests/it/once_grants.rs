@@ -196,3 +196,67 @@ async fn the_ops_say_what_is_missing() {
         "{r}"
     );
 }
+
+#[tokio::test]
+async fn only_the_asker_mints_or_uses_a_grant_even_against_an_operator() {
+    use askrelay::domain::{LocalUser, Peer};
+    let app = App::start().await;
+    answered(&app, "denied-mine", "s-1", "k-1", "Allow once").await;
+    let me = app
+        .store()
+        .by_id("denied-mine")
+        .await
+        .unwrap()
+        .unwrap()
+        .peer;
+    let other = LocalUser {
+        peer: Peer {
+            uid: Some(me.uid.unwrap() + 4242),
+            pid: None,
+        },
+        name: Some("mallory".into()),
+        operator: true,
+    };
+    let e = app
+        .hub()
+        .mint_once_grant("denied-mine", &other)
+        .await
+        .unwrap_err();
+    assert_eq!(e.code, askrelay::domain::ErrorCode::Forbidden, "{e:?}");
+    // Minted by its asker, it is still not another uid's to use.
+    let minted = call(
+        &app,
+        json!({"op": "once_grant", "request_id": "denied-mine"}),
+    )
+    .await;
+    assert_eq!(minted["event"], "once_grant", "{minted}");
+    assert_eq!(
+        app.hub()
+            .use_once_grant("s-1", "k-1", &other)
+            .await
+            .unwrap(),
+        None
+    );
+    let used = call(
+        &app,
+        json!({"op": "use_once_grant", "session": "s-1", "call": "k-1"}),
+    )
+    .await;
+    assert_eq!(used["grant"]["id"], minted["grant"]["id"], "{used}");
+    let refused = app
+        .store()
+        .audit_rows(None)
+        .await
+        .unwrap()
+        .into_iter()
+        .find(|r| r.action == "once_grant" && !r.accepted)
+        .expect("the refused mint is audited");
+    assert!(
+        refused
+            .detail
+            .as_deref()
+            .unwrap_or("")
+            .contains("not asked by this user"),
+        "{refused:?}"
+    );
+}

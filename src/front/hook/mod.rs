@@ -22,6 +22,9 @@
 //!   stop"; free text denies with the person's words.
 //!   It prints `{"hookSpecificOutput":{"hookEventName":"PermissionRequest","decision":{…}}}`;
 //!   without an answer, no decision (Claude Code's own dialog).
+//! - **Claude Code's auto mode, `PermissionDenied`** ([`denied`]): "Allow once" mints a
+//!   one-use grant for the denied call and answers `retry: true`; the retried call's
+//!   `PreToolUse` (`--once-grants-only`) is allowed from the grant, once.
 //! - **Codex, `PreToolUse`**: `Allow` and `Deny` as for Claude Code, in the shape Codex accepts:
 //!   nothing on allow (Codex rejects `permissionDecision: "allow"`), and a `deny` with the
 //!   reason; without an answer, nothing (Codex's own approval policy decides).
@@ -81,6 +84,10 @@ stdout. It answers three kinds of event:
   AskUserQuestion (Claude Code's own questions, on either event): asked as they
     are; the answers go back to Claude. Without an answer: no decision (Claude
     Code asks itself).
+  PermissionDenied (auto mode's classifier denied a call): Allow once or Deny.
+    Allow once mints a one-use grant for that exact call and answers retry;
+    anything else leaves the denial. With --once-grants-only, a PreToolUse hook
+    allows the retried call from its grant, once, and otherwise decides nothing.
 It always exits 0. `askrelay setup claude-code` writes the settings for you.
 
 In .claude/settings.json (timeout is in seconds; keep --timeout below it):
