@@ -141,6 +141,13 @@ async fn a_restart_keeps_the_sessions_thread_and_a_deleted_one_is_replaced() {
     assert_ne!(t.id, thread.id);
     assert_eq!(t.name, thread.name);
     allow(&app, &m3, a3).await;
+
+    // And while the daemon runs: the question goes to a new thread, not nowhere.
+    app.standin().delete_thread(t.id);
+    let a4 = ask_bash(&app, "sess-restart", "four").await;
+    let (t4, m4) = in_thread(&app, 0, 0).await;
+    assert_ne!(t4.id, t.id);
+    allow(&app, &m4, a4).await;
     app.assert_payloads_valid();
 }
 

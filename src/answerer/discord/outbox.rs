@@ -202,6 +202,8 @@ impl Outbox {
                 .enforce_nonce(true);
             let files = rendered.files;
             let mut attempt = tries.first;
+            // A session's thread found gone at the create is replaced once.
+            let mut thread_replaced = false;
             loop {
                 // A request cancelled while Discord was down is not posted afterwards; one a
                 // grant answered is announced.
@@ -218,6 +220,11 @@ impl Outbox {
                     Some(user) => self.rest.open_dm(user).await,
                     None => self.place(ctx, req, route, &post).await,
                 };
+                let thread = channel
+                    .as_ref()
+                    .ok()
+                    .copied()
+                    .filter(|c| dm.is_none() && c.to_string() != post.channel);
                 let checked = match channel {
                     Ok(channel) => self
                         .rest
@@ -289,6 +296,14 @@ impl Outbox {
                         }
                         let _ = ctx.record_post_failure(req, &post, f.message()).await;
                         match f {
+                            Failure::Permanent(m) if thread.is_some() && !thread_replaced => {
+                                // Deleted, or the bot lost access: the session gets a new one.
+                                let t = thread.unwrap_or_default();
+                                tracing::warn!(thread = t, error = %m, "cannot post in a session's thread; starting a new one");
+                                self.threads.forget(t).await;
+                                self.rest.forget_channel(t);
+                                thread_replaced = true;
+                            }
                             Failure::Transient(m) if tries.last.is_none_or(|n| attempt < n) => {
                                 let wait = self.rest.backoff(attempt);
                                 tracing::warn!(request_id = %Escaped(&req.request_id), question = post.idx, attempt, error = %m, retry_in_ms = wait.as_millis() as u64, "posting a question failed; retrying");

@@ -415,6 +415,11 @@ impl Rest {
         self.guilds.lock().unwrap().get(&channel).copied()
     }
 
+    /// Forgets what was learnt of `channel` (it is gone): the next use checks it again.
+    pub fn forget_channel(&self, channel: u64) {
+        self.guilds.lock().unwrap().remove(&channel);
+    }
+
     /// Checks that the channel exists and the bot can see it, and learns its guild; once per
     /// channel (one check at a time, the others wait for its answer).
     pub async fn check_channel(&self, channel: u64, attempts: u32) -> Result<Option<u64>, Failure> {

@@ -50,6 +50,11 @@ pub(super) fn thread_name(agent: &str, project: Option<&str>, session: &str) -> 
 }
 
 impl SessionThreads {
+    /// Forgets `thread` (it is gone): the session's next post looks again.
+    pub(super) async fn forget(&self, thread: u64) {
+        self.0.lock().await.retain(|_, t| *t != thread);
+    }
+
     /// The thread `post` goes to: on a route with threads per session, for a request of a
     /// session, a post planned for the route's own channel. `None`: the post goes where it was
     /// planned.
