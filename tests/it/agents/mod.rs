@@ -1232,3 +1232,4 @@ fn the_pinned_versions_are_the_ones_setup_installs() {
 
 mod mcp_client;
 mod tty;
+mod withdrawn;
