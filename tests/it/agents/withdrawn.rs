@@ -104,3 +104,137 @@ async fn claude_code_dialog_answered_in_the_terminal_withdraws_the_question(cc: 
     drop(screen);
     app.assert_payloads_valid();
 }
+
+/// What the Discord message of a question that Claude Code went on without shows, once
+/// edited, and the request as stored: withdrawn for `reason`, told by `told`.
+async fn withdrawn_as(app: &App, id: &str, m: &Value, reason: WithdrawReason, told: &str) {
+    app.wait_ended(id).await;
+    let req = app.store().by_id(id).await.unwrap().unwrap();
+    assert_eq!(req.withdrawn, Some(reason), "{req:?}");
+    let message = &req.error().unwrap().message;
+    assert!(message.ends_with(told), "{message}");
+    let edit = app.edit_of(m).await;
+    assert_eq!(edit["components"], json!([]), "{edit}");
+    let shown = shown_body(&edit);
+    assert!(shown.contains(reason.status()), "{shown}");
+    assert_eq!(app.hub().pending_count(), 0);
+}
+
+claude_code_matrix!(claude_code_dialog_rejected_in_the_terminal_withdraws_the_question);
+async fn claude_code_dialog_rejected_in_the_terminal_withdraws_the_question(cc: Cc) {
+    if !Path::new("/usr/bin/script").exists() {
+        return skip(
+            "agents::claude_code_dialog_rejected_in_the_terminal_withdraws_the_question",
+            "no script(1) (util-linux) for a pseudo-terminal",
+        );
+    }
+    let app = daemon().await;
+    let work = tempfile::tempdir().unwrap();
+    let marker = work.path().join("rejected-here");
+    let llm = FakeLlm::anthropic(vec![touch(&marker)]).await;
+    let mut run = Claude::start(
+        &cc.bin,
+        &llm,
+        &app,
+        Settings::Setup(vec!["--no-mcp".into()]),
+        Mode::Interactive,
+        work.path(),
+    )
+    .await;
+    let mut screen = run.tty();
+    let (id, m) = first_question(&app).await;
+    screen.wait_for("Do you want to proceed?").await;
+    // The person at the terminal rejects it: Escape. Claude Code stops the turn and stops the
+    // waiting hook with SIGTERM (both versions), which withdraws the question.
+    screen.send(b"\x1b").await;
+    screen
+        .wait_for("Interrupted · What should Claude do instead?")
+        .await;
+    withdrawn_as(&app, &id, &m, WithdrawReason::HookKilled, "(SIGTERM)").await;
+    assert!(!marker.exists());
+    assert!(llm.tool_results().is_empty(), "{:?}", llm.tool_results());
+    let _ = run.child.kill().await;
+    drop(screen);
+    app.assert_payloads_valid();
+}
+
+/// The processes whose parent is `pid`, from /proc.
+fn children_of(pid: u32) -> Vec<u32> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let Ok(child) = entry.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
+            continue;
+        };
+        // pid (comm) state ppid …: the comm may hold spaces, so read after its ')'.
+        let ppid = stat
+            .rsplit_once(')')
+            .and_then(|(_, rest)| rest.split_whitespace().nth(1))
+            .and_then(|p| p.parse::<u32>().ok());
+        if ppid == Some(pid) {
+            out.push(child);
+        }
+    }
+    out
+}
+
+claude_code_matrix!(claude_code_killed_while_its_hook_waits_withdraws_the_question);
+async fn claude_code_killed_while_its_hook_waits_withdraws_the_question(cc: Cc) {
+    if !Path::new("/usr/bin/script").exists() {
+        return skip(
+            "agents::claude_code_killed_while_its_hook_waits_withdraws_the_question",
+            "no script(1) (util-linux) for a pseudo-terminal",
+        );
+    }
+    let app = daemon().await;
+    let work = tempfile::tempdir().unwrap();
+    let marker = work.path().join("never");
+    let llm = FakeLlm::anthropic(vec![touch(&marker)]).await;
+    let mut run = Claude::start(
+        &cc.bin,
+        &llm,
+        &app,
+        Settings::Setup(vec!["--no-mcp".into()]),
+        Mode::Interactive,
+        work.path(),
+    )
+    .await;
+    let mut screen = run.tty();
+    let (id, m) = first_question(&app).await;
+    screen.wait_for("Do you want to proceed?").await;
+    // What the waiting hook's stdout is (Claude Code's end of it is what closes).
+    let hook = app
+        .store()
+        .by_id(&id)
+        .await
+        .unwrap()
+        .unwrap()
+        .peer
+        .pid
+        .unwrap();
+    let stdout = std::fs::read_link(format!("/proc/{hook}/fd/1")).unwrap();
+    eprintln!("{}: the hook's stdout is {}", cc.version, stdout.display());
+    // Claude Code dies (SIGKILL: no SessionEnd, no cleanup). Its hook runs in a process group
+    // of its own and lives on; what tells it is its stdout, closed with Claude Code.
+    let claude = children_of(run.child.id().unwrap());
+    assert_eq!(claude.len(), 1, "script runs one process: {claude:?}");
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(claude[0] as i32),
+        nix::sys::signal::Signal::SIGKILL,
+    )
+    .unwrap();
+    withdrawn_as(
+        &app,
+        &id,
+        &m,
+        WithdrawReason::HookKilled,
+        "(its agent closed the hook's stdout)",
+    )
+    .await;
+    assert!(!marker.exists());
+    let _ = run.child.kill().await;
+    drop(screen);
+    app.assert_payloads_valid();
+}
