@@ -349,6 +349,22 @@ async fn sigterm_to_a_waiting_hook_withdraws_its_request() {
     );
 }
 
+#[tokio::test]
+async fn a_hook_waiting_across_a_daemon_restart_is_not_withdrawn() {
+    let mut app = App::start_with(|c| c.cancel_grace_secs = 3600).await;
+    let hook = hook_waiting(&app, &permission_request("restarted")).await;
+    let id = hook.id.clone();
+    // Its connection closes with the daemon: that is no reason to withdraw, and it comes back.
+    app.restart().await;
+    let reply = app.answer(&id, "permission", &["Allow once"]).await;
+    assert_eq!(reply["event"], "answer_accepted", "{reply}");
+    let (code, out, err) = hook.finish().await;
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains(r#""behavior":"allow""#), "{out} {err}");
+    let req = app.store().by_id(&id).await.unwrap().unwrap();
+    assert_eq!(req.withdrawn, None, "{req:?}");
+}
+
 const COPIES: u64 = 556;
 const LEAD: u64 = 7778;
 

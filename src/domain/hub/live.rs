@@ -224,6 +224,9 @@ impl Hub {
             return;
         }
         let epoch = entry.epoch;
+        // Announced before the shutdown token is cancelled: the clients' `shutting_down`
+        // lines, and with them these detaches, may come first.
+        let shutting_down = matches!(*entry.phase.borrow(), Phase::ShuttingDown);
         drop(live);
         match on_disconnect {
             OnDisconnect::Grace => self.schedule_grace(
@@ -232,7 +235,7 @@ impl Hub {
                 "cancel_grace_secs",
             ),
             OnDisconnect::Withdraw => {
-                if self.inner.shutdown.is_cancelled() {
+                if shutting_down || self.inner.shutdown.is_cancelled() {
                     return;
                 }
                 let hub = self.clone();
@@ -242,6 +245,7 @@ impl Hub {
                     let still_alone = matches!(
                         hub.inner.live.lock().unwrap().by_id.get(&request_id),
                         Some(e) if e.attached == 0 && e.epoch == epoch
+                            && !matches!(*e.phase.borrow(), Phase::ShuttingDown)
                     );
                     if still_alone && !hub.inner.shutdown.is_cancelled() {
                         hub.withdraw_abandoned(&request_id, peer).await;
