@@ -1507,3 +1507,4 @@ mod copilot;
 mod mcp_client;
 mod stop;
 mod tty;
+mod withdrawn;
