@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Installs the agent CLIs that tests/it/agents.rs runs for real, at pinned versions, under the
 # target directory (the system's npm prefix is left alone): Anthropic's Claude Code and
-# OpenAI's Codex, from the npm registry, in $target/agent-clis; and a newer Claude Code, the
-# first kind that honours a hook's "onFailure" (2.1.295 and newer), in $target/agent-clis/newer.
+# OpenAI's Codex, from the npm registry, in $target/agent-clis; GitHub's Copilot CLI in
+# $target/agent-clis/copilot (its package unpacks itself under cache/ there); and a newer Claude
+# Code, the first kind that honours a hook's "onFailure" (2.1.295 and newer), in
+# $target/agent-clis/newer.
 # $target is $CARGO_TARGET_DIR when set (a relative one from the repository's root, as cargo
 # takes it), else target/: where the tests look (agents.rs, `target_dir`). Run once per
 # machine (the tests never fetch anything); it needs the registry the first time. Where it
@@ -20,11 +22,14 @@ CODEX=0.171.0
 # longer has it, the newest it has from ON_FAILURE on.
 CLAUDE_CODE_NEWER=2.1.332
 ON_FAILURE=2.1.295
+# The GitHub Copilot CLI (askrelay hook copilot).
+COPILOT=1.0.102
 
 root="${CARGO_TARGET_DIR:-target}/agent-clis"
 newer="$root/newer"
-mkdir -p "$root" "$newer"
-rm -f "$root/unavailable" "$newer/unavailable"
+copilot="$root/copilot"
+mkdir -p "$root" "$newer" "$copilot"
+rm -f "$root/unavailable" "$newer/unavailable" "$copilot/unavailable"
 want="@anthropic-ai/claude-code@$CLAUDE_CODE @openai/codex@$CODEX"
 
 version_of() { "$1" --version 2>/dev/null | cut -d' ' -f"$2"; }
@@ -65,6 +70,7 @@ if ! command -v npm >/dev/null 2>&1; then
     why="npm is not installed (Node.js 18 or newer is needed for $want)"
     unavailable "$root/unavailable" "$why"
     unavailable "$newer/unavailable" "$why"
+    unavailable "$copilot/unavailable" "$why"
     exit 0
 fi
 
@@ -77,6 +83,23 @@ elif ! have; then
         "npm installed $want, but the binaries do not run or report other versions"
 else
     echo "tests/setup-clis.sh: installed Claude Code $CLAUDE_CODE and Codex $CODEX under $root"
+fi
+
+# Copilot unpacks its package on first run under $XDG_CACHE_HOME/copilot; the tests point that
+# at $copilot/cache, so it is done here, once, and never in the developer's home.
+copilot_version() {
+    XDG_CACHE_HOME="$copilot/cache" COPILOT_OFFLINE=true COPILOT_AUTO_UPDATE=false \
+        "$copilot/node_modules/.bin/copilot" --version 2>/dev/null | head -n 1 | cut -d' ' -f4 | tr -d .
+}
+if [ -x "$copilot/node_modules/.bin/copilot" ] && [ "$(copilot_version)" = "${COPILOT//./}" ]; then
+    echo "tests/setup-clis.sh: $copilot has Copilot $COPILOT"
+elif ! log=$(install "$copilot" "@github/copilot@$COPILOT"); then
+    unavailable "$copilot/unavailable" "npm install @github/copilot@$COPILOT failed: $log"
+elif [ "$(copilot_version)" != "${COPILOT//./}" ]; then
+    unavailable "$copilot/unavailable" \
+        "npm installed @github/copilot@$COPILOT, but it does not run or reports another version"
+else
+    echo "tests/setup-clis.sh: installed Copilot $COPILOT under $copilot"
 fi
 
 if have_newer; then

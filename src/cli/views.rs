@@ -109,6 +109,9 @@ pub(super) async fn pending(target: &Target, as_json: bool) -> Result<i32> {
             )];
             for (j, o) in q.options.iter().enumerate() {
                 cell.push(format!("{}. {}", j + 1, Escaped(o)));
+                if let Some(d) = q.descriptions.get(j).and_then(Option::as_deref) {
+                    cell.push(format!("   {}", Escaped(d)));
+                }
             }
             if let Some(post) = q.post.as_ref().filter(|_| unposted) {
                 cell.push(format!(

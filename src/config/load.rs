@@ -653,8 +653,9 @@ pub fn socket_candidates() -> Vec<PathBuf> {
     sockets
 }
 
-/// A file in `$XDG_STATE_HOME/askrelay/` (or its `~/.local/state` default).
-pub fn default_database_url() -> String {
+/// askrelay's state directory: `$XDG_STATE_HOME/askrelay/` (or its `~/.local/state`
+/// default; `./askrelay` with neither set).
+pub fn state_dir() -> PathBuf {
     let dir = match std::env::var_os("XDG_STATE_HOME") {
         Some(d) if !d.is_empty() => PathBuf::from(d),
         _ => match std::env::var_os("HOME") {
@@ -662,7 +663,12 @@ pub fn default_database_url() -> String {
             _ => PathBuf::from("."),
         },
     };
-    format!("sqlite://{}", dir.join("askrelay/askrelay.db").display())
+    dir.join("askrelay")
+}
+
+/// A file in [`state_dir`].
+pub fn default_database_url() -> String {
+    format!("sqlite://{}", state_dir().join("askrelay.db").display())
 }
 
 /// Where the configuration comes from, in order, each overriding the one before: the defaults

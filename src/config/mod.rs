@@ -15,7 +15,9 @@ mod load;
 mod route;
 mod values;
 
-pub use load::{default_database_url, default_socket_path, socket_candidates, ClientKeys};
+pub use load::{
+    default_database_url, default_socket_path, socket_candidates, state_dir, ClientKeys,
+};
 pub use route::{grant_secs, Route, GRANT_SECS, MAX_GRANT_DURATIONS};
 use values::{snowflakes, uids};
 pub use values::{Secret, Snowflake, SocketMode};

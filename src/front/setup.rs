@@ -1,4 +1,5 @@
-//! `askrelay setup claude-code` and `askrelay setup codex`: write askrelay's hook (and its MCP
+//! `askrelay setup claude-code`, `askrelay setup codex` and `askrelay setup copilot`
+//! ([`copilot`]): write askrelay's hook (and its MCP
 //! server) into an agent's own settings files, keeping everything else in them.
 //!
 //! - Claude Code: the hook goes into the settings file of the chosen scope (`user`:
@@ -22,6 +23,10 @@
 //! the new content goes through a temporary file that `tempfile` creates with `O_EXCL` (never a
 //! name someone could plant a link at) and a rename.
 //!
+//! `--remove` gives a file back byte for byte when nothing else changed it since: setup keeps
+//! each file's original bytes ([`record`]), and a file it created is deleted again. A file
+//! changed since gets the structural removal above, which keeps those changes.
+//!
 //! The hooks fail closed: `setup codex` writes `askrelay hook codex --fail-closed` (unless
 //! `--fail-open`), so a stopped daemon or another user's socket denies instead of leaving the
 //! call to Codex's own policy; `setup claude-code --fail-closed` adds `"onFailure": "block"`
@@ -35,6 +40,11 @@ use std::fmt;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
+
+mod copilot;
+pub use copilot::CopilotSetup;
+mod record;
+use record::{Record, Records};
 
 pub const SETUP_EXAMPLES: &str = "\
 Examples:
@@ -51,6 +61,8 @@ Examples:
   askrelay setup claude-code --fail-closed
   # Codex (~/.codex/hooks.json and config.toml), failing closed:
   askrelay setup codex
+  # GitHub Copilot CLI (~/.copilot/settings.json and mcp-config.json):
+  askrelay setup copilot
 
 It changes only askrelay's own entries; running it twice changes nothing the
 second time.";
@@ -69,6 +81,10 @@ pub enum SetupAgent {
     /// Codex: the askrelay hook (hooks.json) and MCP server (config.toml).
     #[command(after_help = SETUP_EXAMPLES)]
     Codex(CodexSetup),
+    /// GitHub Copilot CLI: the askrelay hooks (settings.json) and MCP server
+    /// (mcp-config.json).
+    #[command(after_help = SETUP_EXAMPLES)]
+    Copilot(CopilotSetup),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -193,6 +209,7 @@ pub fn run(args: SetupArgs) -> i32 {
     let result = match args.agent {
         SetupAgent::ClaudeCode(a) => claude_code(&a),
         SetupAgent::Codex(a) => codex(&a),
+        SetupAgent::Copilot(a) => copilot::copilot(&a),
     };
     match result {
         Ok(()) => 0,
@@ -207,30 +224,33 @@ pub fn run(args: SetupArgs) -> i32 {
 struct Change {
     path: PathBuf,
     old: Option<String>,
-    new: String,
+    /// `None`: the file is deleted (`--remove` of a file setup created).
+    new: Option<String>,
     what: String,
 }
 
 impl Change {
     /// Writes it (or, for a dry run, prints its diff), and says what was done.
     fn apply(&self, dry_run: bool) -> Result<(), String> {
-        let old = self.old.as_deref().unwrap_or("");
-        if self.old.as_deref() == Some(self.new.as_str()) {
+        if self.old == self.new {
             crate::outln!("{}: already as wanted ({})", self.path.display(), self.what);
             return Ok(());
         }
+        let name = |text: &Option<String>| match text {
+            Some(_) => self.path.display().to_string(),
+            None => "/dev/null".to_owned(),
+        };
         if dry_run {
-            let from = if self.old.is_some() {
-                self.path.display().to_string()
-            } else {
-                "/dev/null".to_owned()
-            };
-            let diff = similar::TextDiff::from_lines(old, &self.new);
+            let (old, new) = (
+                self.old.as_deref().unwrap_or(""),
+                self.new.as_deref().unwrap_or(""),
+            );
+            let diff = similar::TextDiff::from_lines(old, new);
             print!(
                 "{}",
                 diff.unified_diff()
                     .context_radius(3)
-                    .header(&from, &self.path.display().to_string())
+                    .header(&name(&self.old), &name(&self.new))
             );
             crate::outln!(
                 "(dry run: {} not written; {})",
@@ -239,7 +259,13 @@ impl Change {
             );
             return Ok(());
         }
-        let written = write_atomically(&self.path, &self.new)?;
+        let Some(new) = &self.new else {
+            std::fs::remove_file(&self.path)
+                .map_err(|e| format!("cannot delete {}: {e}", self.path.display()))?;
+            crate::outln!("{}: {}", self.path.display(), self.what);
+            return Ok(());
+        };
+        let written = write_atomically(&self.path, new)?;
         if written == self.path {
             crate::outln!("{}: {}", self.path.display(), self.what);
         } else {
@@ -432,10 +458,98 @@ impl JsonFile {
         Change {
             path: self.path,
             old: self.old,
-            new,
+            new: Some(new),
             what,
         }
     }
+}
+
+/// Applies `changes` (or, for a dry run, prints them), keeping the records that let
+/// `--remove` give each file back byte for byte ([`record`]).
+///
+/// - `--remove`: a file still exactly as setup last wrote it gets its original bytes back, or
+///   is deleted when setup created it (with the directories setup created for it, when empty);
+///   any other file gets `changes` (the structural removal). The record goes.
+/// - Otherwise, before a file is written, its original is recorded: the one already on record
+///   while the file is still what setup last wrote, else the file as it is now, when it holds
+///   nothing of askrelay's (`removal`, the `--remove` of the same files, would change nothing)
+///   or does not exist. A file that holds askrelay's entries without a record gets none: its
+///   original is not known, and `--remove` takes the entries out.
+///
+/// A record that cannot be kept is said on stderr; the setup goes on (the structural removal
+/// still works).
+fn apply(
+    mut changes: Vec<Change>,
+    removal: Option<Vec<Change>>,
+    common: &Common,
+    records: &Records,
+) -> Result<(), String> {
+    let dry_run = common.dry_run;
+    if common.remove {
+        // The directories setup created, removed after every file (one may hold two).
+        let mut created_dirs: Vec<PathBuf> = Vec::new();
+        for c in &mut changes {
+            if c.old.is_none() {
+                // Nothing of askrelay's in a file that is not there: nothing to write.
+                c.new = None;
+            }
+            if let Some(r) = records.unchanged(&c.path, c.old.as_deref()) {
+                c.what = match &r.original {
+                    Some(_) => "given back byte for byte as it was before askrelay setup",
+                    None => "deleted: askrelay setup had created it",
+                }
+                .to_owned();
+                c.new = r.original;
+                if c.new.is_none() {
+                    created_dirs.extend(r.created_dirs);
+                }
+            }
+            c.apply(dry_run)?;
+            if !dry_run {
+                records.forget(&c.path);
+            }
+        }
+        if !dry_run {
+            // Deepest first; only an empty one goes.
+            created_dirs.sort_by_key(|d| std::cmp::Reverse(d.components().count()));
+            for d in created_dirs {
+                let _ = std::fs::remove_dir(d);
+            }
+        }
+        return Ok(());
+    }
+    for c in &changes {
+        if !dry_run && c.old != c.new {
+            let clean = c.old.as_deref().is_none_or(|t| t.trim().is_empty())
+                || removal
+                    .iter()
+                    .flatten()
+                    .any(|u| u.path == c.path && u.old == u.new);
+            let kept = match records.unchanged(&c.path, c.old.as_deref()) {
+                Some(r) => Some((r.original, r.created_dirs)),
+                None if clean => Some((c.old.clone(), record::missing_dirs(&c.path))),
+                None => None,
+            };
+            match (kept, &c.new) {
+                (Some((original, created_dirs)), Some(new)) => {
+                    let r = Record {
+                        path: c.path.clone(),
+                        original,
+                        created_dirs,
+                        written: record::digest(new),
+                    };
+                    if let Err(e) = records.put(&r) {
+                        eprintln!(
+                            "askrelay setup: {e}; --remove will take out only askrelay's entries"
+                        );
+                    }
+                }
+                _ => records.forget(&c.path),
+            }
+        }
+        c.apply(dry_run)?;
+    }
+    Ok(())
 }
 
 /// serde_json's value as jsonc-parser's input (askrelay's own entries; numbers as serde_json
@@ -470,6 +584,10 @@ const WITHDRAWING_EVENTS: [&str; 4] = [
     "UserPromptSubmit",
     "SessionEnd",
 ];
+
+/// Codex's: it has no PostToolUseFailure (0.171.0 fires PostToolUse for a command that
+/// failed too).
+const CODEX_WITHDRAWING_EVENTS: [&str; 3] = ["PostToolUse", "UserPromptSubmit", "SessionEnd"];
 
 /// Takes askrelay's hook entries out of `hooks` (an agent's `hooks` object): every hook whose
 /// command is ours, and then every matcher group and event left empty by that alone.
@@ -549,12 +667,22 @@ fn claude_version(a: &ClaudeCodeSetup) -> Result<ClaudeVersion, String> {
 }
 
 fn claude_code(a: &ClaudeCodeSetup) -> Result<(), String> {
+    let changes = claude_code_changes(a, a.common.remove)?;
+    let removal = match a.common.remove {
+        true => None,
+        false => Some(claude_code_changes(a, true)?),
+    };
+    apply(changes, removal, &a.common, &Records::new())
+}
+
+/// The changes of `setup claude-code` (with `remove`: of `--remove`), not yet written.
+fn claude_code_changes(a: &ClaudeCodeSetup, remove: bool) -> Result<Vec<Change>, String> {
     let home = home()?;
     let cwd =
         std::env::current_dir().map_err(|e| format!("cannot read the current directory: {e}"))?;
     // Checked before anything is written: an `onFailure` that the installed Claude Code does
     // not know would be ignored, and the user would believe the hook fails closed.
-    let fail_closed = a.fail_closed && !a.common.remove;
+    let fail_closed = a.fail_closed && !remove;
     if fail_closed {
         let v = claude_version(a)?;
         if v < ClaudeVersion::ON_FAILURE {
@@ -589,7 +717,7 @@ fn claude_code(a: &ClaudeCodeSetup) -> Result<(), String> {
     remove_our_hooks(&hooks);
     // A "hooks" that only askrelay's removal left empty goes too, as does one made here.
     let emptied = had_hooks && hooks.properties().is_empty();
-    if !a.common.remove {
+    if !remove {
         match a.event {
             Event::PermissionRequest => add_hook(&hooks, "PermissionRequest", "*", &hook),
             Event::PreToolUse => add_hook(&hooks, "PreToolUse", &a.matcher, &hook),
@@ -623,7 +751,7 @@ fn claude_code(a: &ClaudeCodeSetup) -> Result<(), String> {
             p.remove();
         }
     }
-    let mut what = if a.common.remove {
+    let mut what = if remove {
         "askrelay's hooks taken out".to_owned()
     } else {
         match a.event {
@@ -642,17 +770,15 @@ fn claude_code(a: &ClaudeCodeSetup) -> Result<(), String> {
     }
     let mut changes = vec![file.change(what)];
     if !a.common.no_mcp {
-        changes.push(claude_mcp(a, &home, &cwd, &program)?);
+        changes.push(claude_mcp(a, remove, &home, &cwd, &program)?);
     }
-    for c in &changes {
-        c.apply(a.common.dry_run)?;
-    }
-    Ok(())
+    Ok(changes)
 }
 
 /// The MCP server entry, where `claude mcp add --scope …` keeps it.
 fn claude_mcp(
     a: &ClaudeCodeSetup,
+    remove: bool,
     home: &Path,
     cwd: &Path,
     program: &str,
@@ -669,29 +795,38 @@ fn claude_mcp(
             path.display()
         )
     };
-    let holder = match a.scope {
-        Scope::Project | Scope::User => root,
-        Scope::Local => root
-            .object_value_or_create("projects")
-            .ok_or_else(|| not_object("\"projects\""))?
-            .object_value_or_create(&cwd.display().to_string())
-            .ok_or_else(|| not_object("this project's entry"))?,
-    };
-    let what = if a.common.remove {
+    let project = cwd.display().to_string();
+    let what = if remove {
         // Only askrelay's entry, and the "mcpServers" it leaves empty: a file that had no
-        // such key gets none back.
-        if let Some(servers) = holder.object_value("mcpServers") {
-            if let Some(p) = servers.get("askrelay") {
-                p.remove();
-                if servers.properties().is_empty() {
-                    if let Some(key) = holder.get("mcpServers") {
-                        key.remove();
+        // such key gets none back (and no "projects" entry is made for it).
+        let holder = match a.scope {
+            Scope::Project | Scope::User => Some(root),
+            Scope::Local => root
+                .object_value("projects")
+                .and_then(|p| p.object_value(&project)),
+        };
+        if let Some(holder) = holder {
+            if let Some(servers) = holder.object_value("mcpServers") {
+                if let Some(p) = servers.get("askrelay") {
+                    p.remove();
+                    if servers.properties().is_empty() {
+                        if let Some(key) = holder.get("mcpServers") {
+                            key.remove();
+                        }
                     }
                 }
             }
         }
         "the askrelay MCP server taken out".to_owned()
     } else {
+        let holder = match a.scope {
+            Scope::Project | Scope::User => root,
+            Scope::Local => root
+                .object_value_or_create("projects")
+                .ok_or_else(|| not_object("\"projects\""))?
+                .object_value_or_create(&project)
+                .ok_or_else(|| not_object("this project's entry"))?,
+        };
         let servers = holder
             .object_value_or_create("mcpServers")
             .ok_or_else(|| not_object("\"mcpServers\""))?;
@@ -709,6 +844,16 @@ fn claude_mcp(
 }
 
 fn codex(a: &CodexSetup) -> Result<(), String> {
+    let changes = codex_changes(a, a.common.remove)?;
+    let removal = match a.common.remove {
+        true => None,
+        false => Some(codex_changes(a, true)?),
+    };
+    apply(changes, removal, &a.common, &Records::new())
+}
+
+/// The changes of `setup codex` (with `remove`: of `--remove`), not yet written.
+fn codex_changes(a: &CodexSetup, remove: bool) -> Result<Vec<Change>, String> {
     let codex_home = match &a.codex_home {
         Some(d) => d.clone(),
         None => match std::env::var_os("CODEX_HOME").filter(|h| !h.is_empty()) {
@@ -729,13 +874,32 @@ fn codex(a: &CodexSetup) -> Result<(), String> {
     // hooks.json
     let hooks_path = codex_home.join("hooks.json");
     let file = JsonFile::read(&hooks_path)?;
-    let hooks = hooks_of(&file.object()).map_err(|e| format!("{}: {e}", hooks_path.display()))?;
+    let root = file.object();
+    let had_key = root.get("hooks").is_some();
+    let hooks = hooks_of(&root).map_err(|e| format!("{}: {e}", hooks_path.display()))?;
+    let had_hooks = !hooks.properties().is_empty();
     remove_our_hooks(&hooks);
-    if !a.common.remove {
+    // As for Claude Code: a "hooks" that only askrelay's removal left empty goes too.
+    let emptied = had_hooks && hooks.properties().is_empty();
+    if !remove {
         let hook = json!({"type": "command", "command": command, "timeout": hook_timeout});
         match a.event {
             Event::PreToolUse => add_hook(&hooks, "PreToolUse", ".*", &hook),
             Event::PermissionRequest => add_hook(&hooks, "PermissionRequest", ".*", &hook),
+        }
+        // The lifecycle events that withdraw a question Codex no longer waits for (it ran the
+        // call, or went on to another prompt, or ended): async (0.171.0 runs `"async": true`
+        // hooks without waiting), and never --fail-closed, since they decide nothing.
+        let lifecycle = json!({"type": "command", "command": format!(
+            "{} hook codex --timeout 5", shell_word(&program)
+        ), "timeout": 10, "async": true});
+        for event in CODEX_WITHDRAWING_EVENTS {
+            add_hook(&hooks, event, "", &lifecycle);
+        }
+    }
+    if hooks.properties().is_empty() && (emptied || !had_key || !file.had_content()) {
+        if let Some(p) = root.get("hooks") {
+            p.remove();
         }
     }
     let answers = match a.event {
@@ -744,7 +908,7 @@ fn codex(a: &CodexSetup) -> Result<(), String> {
             "askrelay answers PermissionRequest (when Codex would ask; no \"always allow\")"
         }
     };
-    let hooks_change = file.change(if a.common.remove {
+    let hooks_change = file.change(if remove {
         "askrelay's hook taken out".to_owned()
     } else if a.fail_open {
         format!("{answers}; without an answer Codex's own policy decides (--fail-open)")
@@ -769,13 +933,15 @@ fn codex(a: &CodexSetup) -> Result<(), String> {
             config_path.display()
         )
     })?;
-    let what = if a.common.remove {
-        if let Some(servers) = doc
+    // Only a file askrelay's removal changed is written again (toml_edit would add a final
+    // newline to one it did not).
+    let mut unchanged = false;
+    let what = if remove {
+        unchanged = doc
             .get_mut("mcp_servers")
             .and_then(|s| s.as_table_like_mut())
-        {
-            servers.remove("askrelay");
-        }
+            .and_then(|servers| servers.remove("askrelay"))
+            .is_none();
         "the askrelay MCP server taken out ([features] hooks is left as it is)".to_owned()
     } else {
         let features = doc
@@ -823,14 +989,14 @@ fn codex(a: &CodexSetup) -> Result<(), String> {
     };
     let config_change = Change {
         path: config_path,
-        new: doc.to_string(),
+        new: match unchanged {
+            true => old.clone(),
+            false => Some(doc.to_string()),
+        },
         old,
         what,
     };
-    for c in [&hooks_change, &config_change] {
-        c.apply(a.common.dry_run)?;
-    }
-    Ok(())
+    Ok(vec![hooks_change, config_change])
 }
 
 #[cfg(test)]
@@ -856,7 +1022,7 @@ mod tests {
         std::fs::write(&path, text).unwrap();
         let file = JsonFile::read(&path).unwrap();
         edit(&hooks_of(&file.object()).unwrap());
-        file.change(String::new()).new
+        file.change(String::new()).new.unwrap()
     }
 
     #[test]

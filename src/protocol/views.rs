@@ -111,6 +111,10 @@ pub struct QuestionView {
     #[serde(rename = "multiSelect")]
     pub multi_select: bool,
     pub options: Vec<String>,
+    /// Each option's description, in the options' order (null where it has none): what an
+    /// option does, such as where an "Always allow" rule is kept.
+    #[serde(default)]
+    pub descriptions: Vec<Option<String>>,
     pub answered: Option<AnsweredView>,
     pub post: Option<PostView>,
 }
@@ -156,6 +160,7 @@ impl RequestView {
                 question: q.question.clone(),
                 multi_select: q.multi_select,
                 options: q.options.iter().map(|o| o.label.clone()).collect(),
+                descriptions: q.options.iter().map(|o| o.description.clone()).collect(),
                 answered: a.as_ref().map(|a| {
                     let qa = QuestionAnswer::build(q, &a.settlement);
                     AnsweredView {

@@ -1089,3 +1089,134 @@ async fn sigterm_to_a_waiting_hook_cancels_its_request_at_once() {
         .await;
     assert_ne!(reply["event"], "answer_accepted", "{reply}");
 }
+
+/// A PermissionRequest event for `touch TARGET` in `cwd`, with what Claude Code 2.1.197 and
+/// 2.1.332 both suggest for it (`agents::allow`): the command as a rule kept in
+/// `.claude/settings.local.json`, the directory it touches and acceptEdits, for the session.
+fn permission_request(target: &str, dir: &str, cwd: &str) -> (String, Vec<Value>) {
+    let suggestions = vec![
+        json!({"type": "addRules", "rules": [{"toolName": "Bash",
+               "ruleContent": format!("touch {target}")}],
+               "behavior": "allow", "destination": "localSettings"}),
+        json!({"type": "addDirectories", "directories": [dir], "destination": "session"}),
+        json!({"type": "setMode", "mode": "acceptEdits", "destination": "session"}),
+    ];
+    let event = json!({
+        "session_id": "sess-42",
+        "cwd": cwd,
+        "permission_mode": "default",
+        "hook_event_name": "PermissionRequest",
+        "tool_name": "Bash",
+        "tool_input": {"command": format!("touch {target}"), "description": "Create it"},
+        "permission_suggestions": suggestions,
+    });
+    (event.to_string(), suggestions)
+}
+
+/// The `decision` of the PermissionRequest answer the hook printed.
+fn permission_decision(stdout: &str) -> Value {
+    let v: Value = serde_json::from_str(stdout.trim()).unwrap();
+    assert_eq!(
+        v["hookSpecificOutput"]["hookEventName"],
+        "PermissionRequest"
+    );
+    v["hookSpecificOutput"]["decision"].clone()
+}
+
+#[tokio::test]
+async fn always_allow_sends_back_every_suggestion_and_pending_shows_where_each_is_kept() {
+    let app = App::discord_with(|c| c.discord.terminal_answers = true).await;
+    let bin = bin_for(&app);
+    let (event, suggestions) = permission_request("../outside/a.txt", "/w/outside", "/w/project");
+    let hook = hook_waiting(&bin, &event).await;
+    let combined = "Always allow: Bash(touch ../outside/a.txt) + work in /w/outside + 1 more";
+    let m = app.messages(CHANNEL).remove(0);
+    // One option for all three (a rule alone would be asked again outside the project), and
+    // nothing dropped: the label counts the third.
+    assert_eq!(
+        controls(&m)
+            .iter()
+            .map(|(_, l)| l.as_str())
+            .collect::<Vec<_>>(),
+        ["Allow once", combined, "Deny", "Deny and stop", "Other…"]
+    );
+    // Discord shows the description whole, where each part is kept.
+    let fields: Vec<String> = m["embeds"][0]["fields"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| shown(f["value"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        fields[1],
+        "Allows all 3 together: Bash(touch ../outside/a.txt), kept in .claude/settings.local.json (this project, you); work in /w/outside, until Claude Code exits; accept every file edit, until Claude Code exits",
+        "{fields:?}"
+    );
+    // So does `askrelay pending`, under each option.
+    let (code, out, err) = bin.run(&["pending"]).await;
+    assert_eq!(code, 0, "{err}");
+    let lines: Vec<&str> = out.lines().map(str::trim).collect();
+    let at = lines
+        .iter()
+        .position(|l| l.ends_with(&format!("2. {combined}")))
+        .unwrap_or_else(|| panic!("{out}"));
+    assert!(
+        lines[at + 1].starts_with("Allows all 3 together: Bash(touch ../outside/a.txt), kept in .claude/settings.local.json"),
+        "{out}"
+    );
+    assert!(
+        lines[at - 1].starts_with("Let Claude Code use Bash this time"),
+        "{out}"
+    );
+    let (_, json_out, _) = bin.run(&["pending", "--json"]).await;
+    let v: Value = serde_json::from_str(&json_out).unwrap();
+    let q = &v[0]["questions"][0];
+    assert_eq!(q["options"][1], combined, "{v}");
+    assert!(
+        q["descriptions"][1]
+            .as_str()
+            .unwrap()
+            .contains("work in /w/outside, until Claude Code exits"),
+        "{v}"
+    );
+    assert_eq!(q["descriptions"].as_array().unwrap().len(), 4, "{v}");
+    final_state(&app.press(&m, &alice(), combined).await);
+    // (Its stderr was closed by hook_waiting; stdout is the answer.)
+    let (_, out, _) = finish(hook).await;
+    let d = permission_decision(&out);
+    assert_eq!(d["behavior"], "allow");
+    // Every suggestion, exactly as Claude Code sent it, in its order.
+    assert_eq!(d["updatedPermissions"], json!(suggestions), "{d}");
+    app.assert_payloads_valid();
+}
+
+#[tokio::test]
+async fn inside_the_project_the_rule_alone_is_offered_and_sends_back_only_the_rule() {
+    let app = App::discord().await;
+    let bin = bin_for(&app);
+    let (event, suggestions) = permission_request("out.txt", "/w/project", "/w/project");
+    let hook = hook_waiting(&bin, &event).await;
+    let m = app.messages(CHANNEL).remove(0);
+    assert_eq!(
+        controls(&m)
+            .iter()
+            .map(|(_, l)| l.as_str())
+            .collect::<Vec<_>>(),
+        [
+            "Allow once",
+            "Always allow: Bash(touch out.txt) + work in /w/project + accept every file edit",
+            "Always allow: Bash(touch out.txt)",
+            "Deny",
+            "Deny and stop",
+            "Other…"
+        ]
+    );
+    final_state(
+        &app.press(&m, &alice(), "Always allow: Bash(touch out.txt)")
+            .await,
+    );
+    let (_, out, _) = finish(hook).await;
+    let d = permission_decision(&out);
+    assert_eq!(d["updatedPermissions"], json!([suggestions[0]]), "{d}");
+    app.assert_payloads_valid();
+}

@@ -7,13 +7,16 @@ use crate::harness::*;
 use serde_json::{json, Value};
 use std::path::Path;
 
-/// Runs `askrelay setup ARGS` with HOME at `home`, in `cwd`.
+/// Runs `askrelay setup ARGS` with HOME at `home`, in `cwd`. Its records (what `--remove`
+/// gives back) are in HOME's default state directory, `~/.local/state/askrelay/setup/`.
 async fn setup(home: &Path, cwd: &Path, args: &[&str]) -> (i32, String, String) {
     let bin = Bin::new();
     let mut all = vec!["setup"];
     all.extend_from_slice(args);
     let mut cmd = bin.cmd(&all);
-    cmd.env("HOME", home).current_dir(cwd);
+    cmd.env("HOME", home)
+        .env_remove("XDG_STATE_HOME")
+        .current_dir(cwd);
     let out = within("askrelay setup", cmd.output()).await.unwrap();
     (
         out.status.code().unwrap_or(-1),
@@ -271,7 +274,11 @@ async fn codex_setup_keeps_comments_and_other_servers_and_is_idempotent() {
     std::fs::write(codex.join("config.toml"), config).unwrap();
     let their_hooks = json!({"hooks": {"PostToolUse": [{"matcher": ".*", "hooks": [
         {"type": "command", "command": "audit-log"}]}]}});
-    std::fs::write(codex.join("hooks.json"), their_hooks.to_string()).unwrap();
+    // Written as people write it, on several lines. (A one-line array that askrelay appends
+    // to comes back from a second run with its closing bracket on a line of its own: the same
+    // JSON, other whitespace.)
+    let their_text = serde_json::to_string_pretty(&their_hooks).unwrap();
+    std::fs::write(codex.join("hooks.json"), &their_text).unwrap();
 
     let (code, out, err) = setup(home.path(), proj.path(), &["codex"]).await;
     assert_eq!(code, 0, "{err}{out}");
@@ -290,10 +297,14 @@ async fn codex_setup_keeps_comments_and_other_servers_and_is_idempotent() {
         Some(86400)
     );
     let hooks = read_json(&codex.join("hooks.json"));
+    // Their PostToolUse hook stays first; askrelay's withdrawing one comes after it.
     assert_eq!(
-        hooks["hooks"]["PostToolUse"],
-        their_hooks["hooks"]["PostToolUse"]
+        hooks["hooks"]["PostToolUse"][0],
+        their_hooks["hooks"]["PostToolUse"][0]
     );
+    let post = commands(&hooks, "PostToolUse");
+    assert_eq!(post.len(), 2, "{post:?}");
+    assert!(post[1].1.contains(" hook codex --timeout 5"), "{post:?}");
     let pre = commands(&hooks, "PreToolUse");
     assert_eq!(pre.len(), 1);
     assert!(ours(&pre[0].1, "codex"), "{pre:?}");
@@ -314,6 +325,10 @@ async fn codex_setup_keeps_comments_and_other_servers_and_is_idempotent() {
         assert!(text.contains(line), "lost {line:?}:\n{text}");
     }
     assert_eq!(read_json(&codex.join("hooks.json")), their_hooks);
+    assert_eq!(
+        std::fs::read_to_string(codex.join("hooks.json")).unwrap(),
+        their_text
+    );
 }
 
 /// Runs `askrelay setup ARGS` as [`setup`] does, with `PATH` set to `path` only.
@@ -326,7 +341,10 @@ async fn setup_with_path(
     let mut all = vec!["setup"];
     all.extend_from_slice(args);
     let mut cmd = Bin::new().cmd(&all);
-    cmd.env("HOME", home).env("PATH", path).current_dir(cwd);
+    cmd.env("HOME", home)
+        .env_remove("XDG_STATE_HOME")
+        .env("PATH", path)
+        .current_dir(cwd);
     let out = within("askrelay setup", cmd.output()).await.unwrap();
     (
         out.status.code().unwrap_or(-1),
@@ -600,11 +618,33 @@ async fn codex_setup_event_permission_request_moves_the_hook_and_remove_takes_it
     );
     // Moved, not added: the PreToolUse hook of the first run is gone.
     assert!(commands(&json, "PreToolUse").is_empty(), "{json}");
+    // The lifecycle events that withdraw a question Codex no longer waits for: async, once
+    // each (a second run replaced them), and never failing closed (they decide nothing).
+    for event in ["PostToolUse", "UserPromptSubmit", "SessionEnd"] {
+        let cmds = commands(&json, event);
+        assert_eq!(cmds.len(), 1, "{event}: {json}");
+        assert!(
+            cmds[0].1.starts_with(BIN) && cmds[0].1.ends_with(" hook codex --timeout 5"),
+            "{cmds:?}"
+        );
+        let hook = &json["hooks"][event][0]["hooks"][0];
+        assert_eq!(hook["async"], true, "{json}");
+        assert_eq!(hook["timeout"], 10, "{json}");
+    }
+    // Codex has no PostToolUseFailure.
+    assert!(json["hooks"].get("PostToolUseFailure").is_none(), "{json}");
 
     let (code, _, err) = setup(home.path(), proj.path(), &["codex", "--remove"]).await;
     assert_eq!(code, 0, "{err}");
     let json = read_json(&codex.join("hooks.json"));
-    assert!(commands(&json, "PermissionRequest").is_empty(), "{json}");
+    for event in [
+        "PermissionRequest",
+        "PostToolUse",
+        "UserPromptSubmit",
+        "SessionEnd",
+    ] {
+        assert!(commands(&json, event).is_empty(), "{event}: {json}");
+    }
 }
 
 /// A `claude` on `PATH` that prints `version` as Claude Code does.
@@ -738,4 +778,206 @@ async fn claude_code_fail_closed_needs_a_claude_code_that_knows_on_failure() {
         on_failure(&read_json(&settings_path)),
         [Value::Null, Value::Null]
     );
+}
+
+/// The files of a home and a project, by path, with their bytes (`None`: missing).
+fn snapshot(paths: &[std::path::PathBuf]) -> Vec<(String, Option<String>)> {
+    paths
+        .iter()
+        .map(|p| (p.display().to_string(), std::fs::read_to_string(p).ok()))
+        .collect()
+}
+
+/// Every file `setup` may write, for `home` and the project `proj`.
+fn every_setup_file(home: &Path, proj: &Path) -> Vec<std::path::PathBuf> {
+    vec![
+        home.join(".claude/settings.json"),
+        home.join(".claude.json"),
+        proj.join(".claude/settings.json"),
+        proj.join(".claude/settings.local.json"),
+        proj.join(".mcp.json"),
+        home.join(".codex/hooks.json"),
+        home.join(".codex/config.toml"),
+    ]
+}
+
+#[tokio::test]
+async fn remove_gives_back_every_file_kind_byte_for_byte() {
+    let home = tempfile::tempdir().unwrap();
+    let proj = tempfile::tempdir().unwrap();
+    let (h, p) = (home.path(), proj.path());
+    for d in [h.join(".claude"), p.join(".claude"), h.join(".codex")] {
+        std::fs::create_dir_all(d).unwrap();
+    }
+    // Odd formatting everywhere: four spaces or tabs, no final newline, keys in no order,
+    // hooks of the user's own on the very events askrelay uses, written on one line.
+    let files = [
+        (
+            h.join(".claude/settings.json"),
+            "{\n    \"zeta\": 1,\n    \"hooks\": {\"PermissionRequest\": [{\"matcher\": \"Bash\", \"hooks\": [{\"type\": \"command\", \"command\": \"audit-me\"}]}]},\n    \"alpha\": [1,2]\n}",
+        ),
+        (
+            h.join(".claude.json"),
+            "{\"projects\": {\"/elsewhere\": {\"allowedTools\": []}},\n\t\"numStartups\": 12,\n\t\"mcpServers\": {\"db\": {\"command\": \"db-mcp\"}}}",
+        ),
+        (
+            p.join(".claude/settings.json"),
+            "{\n      \"permissions\": { \"allow\": [ \"Bash(npm test)\" ] },\n      \"hooks\": { }\n}\n\n",
+        ),
+        (
+            p.join(".claude/settings.local.json"),
+            "{ \"env\" : { \"B\" : \"2\" } , \"hooks\" : { \"PreToolUse\" : [ ] } }",
+        ),
+        (p.join(".mcp.json"), "{\"mcpServers\":{}}"),
+        (
+            h.join(".codex/hooks.json"),
+            "{\n    \"hooks\": {\"PreToolUse\": [{\"matcher\": \"shell\", \"hooks\": [{\"type\": \"command\", \"command\": \"guard\"}]}]}\n}",
+        ),
+        (
+            h.join(".codex/config.toml"),
+            "model   =   \"o3\"   # mine\n\n[features]\nweb_search = true\n\n[mcp_servers.db]\ncommand = \"db-mcp\"",
+        ),
+    ];
+    for (path, text) in &files {
+        std::fs::write(path, text).unwrap();
+    }
+    let before = snapshot(&every_setup_file(h, p));
+    let runs: [&[&str]; 4] = [
+        &["claude-code"],
+        &["claude-code", "--scope", "project"],
+        &["claude-code", "--scope", "local", "--event", "pre-tool-use"],
+        &["codex"],
+    ];
+    for args in runs {
+        let (code, _, err) = setup(h, p, args).await;
+        assert_eq!(code, 0, "{args:?}: {err}");
+    }
+    // Every file was changed.
+    for (path, text) in &files {
+        assert_ne!(
+            &std::fs::read_to_string(path).unwrap(),
+            text,
+            "{}",
+            path.display()
+        );
+    }
+    // A second run with other flags keeps the first original.
+    let (code, _, err) = setup(h, p, &["claude-code", "--event", "pre-tool-use"]).await;
+    assert_eq!(code, 0, "{err}");
+    for args in runs {
+        let mut remove = args.to_vec();
+        remove.push("--remove");
+        let (code, out, err) = setup(h, p, &remove).await;
+        assert_eq!(code, 0, "{remove:?}: {err}");
+        assert!(out.contains("given back byte for byte"), "{out}");
+    }
+    assert_eq!(snapshot(&every_setup_file(h, p)), before);
+    // The records went with the removal.
+    let records = h.join(".local/state/askrelay/setup");
+    assert_eq!(std::fs::read_dir(&records).unwrap().count(), 0);
+}
+
+#[tokio::test]
+async fn remove_deletes_the_files_and_directories_setup_created() {
+    let home = tempfile::tempdir().unwrap();
+    let proj = tempfile::tempdir().unwrap();
+    let (h, p) = (home.path(), proj.path());
+    for args in [
+        ["claude-code"].as_slice(),
+        &["claude-code", "--scope", "project"],
+        &["codex"],
+    ] {
+        let (code, _, err) = setup(h, p, args).await;
+        assert_eq!(code, 0, "{args:?}: {err}");
+    }
+    let made = every_setup_file(h, p)
+        .into_iter()
+        .filter(|f| f.exists())
+        .count();
+    assert_eq!(made, 6, "{:?}", snapshot(&every_setup_file(h, p)));
+    // The records are owner-only.
+    use std::os::unix::fs::PermissionsExt;
+    let records = h.join(".local/state/askrelay/setup");
+    let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode(&records), 0o700);
+    let kept: Vec<_> = std::fs::read_dir(&records)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert_eq!(kept.len(), 6);
+    for r in &kept {
+        assert_eq!(mode(r), 0o600, "{}", r.display());
+    }
+    // A dry run says so and deletes nothing.
+    let (code, out, _) = setup(h, p, &["codex", "--remove", "--dry-run"]).await;
+    assert_eq!(code, 0);
+    assert!(out.contains("+++ /dev/null"), "{out}");
+    assert!(h.join(".codex/hooks.json").exists());
+    for args in [
+        ["claude-code"].as_slice(),
+        &["claude-code", "--scope", "project"],
+        &["codex"],
+    ] {
+        let mut remove = args.to_vec();
+        remove.push("--remove");
+        let (code, out, err) = setup(h, p, &remove).await;
+        assert_eq!(code, 0, "{remove:?}: {err}");
+        assert!(
+            out.contains("deleted: askrelay setup had created it"),
+            "{out}"
+        );
+    }
+    // Nothing is left, not even `{}` or the directories setup made for them.
+    assert!(
+        every_setup_file(h, p).iter().all(|f| !f.exists()),
+        "{:?}",
+        snapshot(&every_setup_file(h, p))
+    );
+    for d in [h.join(".claude"), h.join(".codex"), p.join(".claude")] {
+        assert!(!d.exists(), "{}", d.display());
+    }
+}
+
+#[tokio::test]
+async fn remove_keeps_what_the_user_changed_since_setup() {
+    let home = tempfile::tempdir().unwrap();
+    let proj = tempfile::tempdir().unwrap();
+    let (h, p) = (home.path(), proj.path());
+    std::fs::create_dir_all(h.join(".claude")).unwrap();
+    let settings = h.join(".claude/settings.json");
+    let claude_json = h.join(".claude.json");
+    let original = "{\n    \"model\": \"opus\"\n}";
+    std::fs::write(&settings, original).unwrap();
+    let (code, _, err) = setup(h, p, &["claude-code"]).await;
+    assert_eq!(code, 0, "{err}");
+    // The user adds a key to the settings, and a server to the file setup created.
+    let mut edited: Value = read_json(&settings);
+    edited["env"] = json!({"MINE": "1"});
+    std::fs::write(&settings, serde_json::to_string_pretty(&edited).unwrap()).unwrap();
+    let mut theirs: Value = read_json(&claude_json);
+    theirs["mcpServers"]["db"] = json!({"command": "db-mcp"});
+    std::fs::write(&claude_json, serde_json::to_string(&theirs).unwrap()).unwrap();
+
+    let (code, out, err) = setup(h, p, &["claude-code", "--remove"]).await;
+    assert_eq!(code, 0, "{err}");
+    assert!(!out.contains("given back"), "{out}");
+    // askrelay's entries are gone; the user's edits stay.
+    assert_eq!(
+        read_json(&settings),
+        json!({"model": "opus", "env": {"MINE": "1"}})
+    );
+    assert_eq!(
+        read_json(&claude_json),
+        json!({"mcpServers": {"db": {"command": "db-mcp"}}})
+    );
+    // And no record is left to give back an old original later.
+    let records = h.join(".local/state/askrelay/setup");
+    assert_eq!(std::fs::read_dir(&records).unwrap().count(), 0);
+    // Set up again on the user's file (no askrelay entries in it): that file is the original.
+    let now = std::fs::read_to_string(&settings).unwrap();
+    let (code, _, err) = setup(h, p, &["claude-code", "--no-mcp"]).await;
+    assert_eq!(code, 0, "{err}");
+    let (code, _, err) = setup(h, p, &["claude-code", "--no-mcp", "--remove"]).await;
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(std::fs::read_to_string(&settings).unwrap(), now);
 }

@@ -12,6 +12,9 @@
 //!   "always allow" to offer. Without an answer, nothing (Codex shows its own prompt), or with
 //!   `--fail-closed` a deny in this shape: a PreToolUse-shaped deny is "invalid
 //!   permission-request JSON output" to Codex, which then decides as if there were no hook.
+//! - **PostToolUse, UserPromptSubmit, SessionEnd** (what `setup codex` registers, async):
+//!   withdraw the question Codex no longer waits for; **Stop**: the end of the turn. Nothing
+//!   is printed for them.
 //! - **Any other event**: nothing, whatever the flags.
 //!
 //! The event's name is read before anything else can fail, so that every failure answers in

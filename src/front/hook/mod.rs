@@ -1,4 +1,5 @@
-//! `askrelay hook claude-code` and `askrelay hook codex`: hook commands that put an agent's
+//! `askrelay hook claude-code`, `askrelay hook codex` and `askrelay hook copilot` (see
+//! [`copilot`]): hook commands that put an agent's
 //! questions and permission prompts in front of people.
 //!
 //! Each reads one hook event (JSON) on stdin and prints the agent's decision on stdout:
@@ -15,9 +16,10 @@
 //!   `updatedInput`: the tool's input with `answers`, a map from each question's text to the
 //!   chosen label (several joined with ", "; free text as typed). Without an answer there is no
 //!   decision, and Claude Code asks in its own terminal: never a made-up answer.
-//! - **Claude Code, `PermissionRequest`** (only when Claude Code would ask): "Allow once", an
-//!   option for each of Claude Code's `permission_suggestions` ("Allow for this session: …",
-//!   "Always allow: …"), "Deny", and "Deny and stop"; free text denies with the person's words.
+//! - **Claude Code, `PermissionRequest`** (only when Claude Code would ask): "Allow once", one
+//!   option that keeps all of Claude Code's `permission_suggestions` ("Always allow: A + B + …",
+//!   or "Allow for this session: …"), the rule alone where it is enough, "Deny", and "Deny and
+//!   stop"; free text denies with the person's words.
 //!   It prints `{"hookSpecificOutput":{"hookEventName":"PermissionRequest","decision":{…}}}`;
 //!   without an answer, no decision (Claude Code's own dialog).
 //! - **Claude Code's auto mode, `PermissionDenied`** ([`denied`]): "Allow once" mints a
@@ -46,6 +48,7 @@ use std::time::Duration;
 
 mod codex;
 mod context;
+mod copilot;
 mod denied;
 mod permission;
 mod questions;
@@ -53,15 +56,13 @@ mod stop;
 
 use codex::codex;
 pub use context::unified_diff;
+use copilot::copilot;
+pub use copilot::CopilotEvent;
 use permission::{permission_request, tool_call};
 use questions::{questions, Shape};
 pub mod withdraw;
 
 pub use crate::domain::approval::{ALLOW, ALLOW_ONCE, DENY, DENY_AND_STOP};
-
-/// How many of Claude Code's permission suggestions a question offers (its first ones, in
-/// Claude Code's order): with Allow once, Deny and Deny and stop, five buttons.
-const MAX_SUGGESTIONS: usize = 2;
 
 /// A file of the context (a diff, a long command) is cut to this, so that the whole ask stays
 /// well inside the socket's default 1 MiB line.
@@ -71,9 +72,10 @@ pub const HOOK_EXAMPLES: &str = "\
 Reads a Claude Code hook event on stdin and prints Claude Code's decision on
 stdout. It answers three kinds of event:
   PermissionRequest (recommended): fires only when Claude Code would ask you.
-    The choices are Allow once, one option per suggestion Claude Code makes
-    (Allow for this session: …, Always allow: …), Deny, Deny and stop, and
-    Other… (denies with your words). Without an answer: no decision, and
+    The choices are Allow once, one option that keeps everything Claude Code
+    suggests (Always allow: A + B …, or Allow for this session: …), the rule
+    alone where that is enough, Deny, Deny and stop, and Other… (denies with
+    your words). Without an answer: no decision, and
     Claude Code shows its own dialog.
   PreToolUse: asks before every matching tool call, even ones Claude Code would
     run without asking (\"always ask about X\"): allow, deny (with what was
@@ -117,6 +119,27 @@ Examples:
   askrelay hook codex < event.json
   askrelay hook codex --fail-closed --project infra-prod";
 
+pub const COPILOT_EXAMPLES: &str = "\
+Reads a GitHub Copilot CLI hook event on stdin and prints Copilot's decision:
+  preToolUse: {\"permissionDecision\":\"allow\"} or \"deny\" with the reason.
+  permissionRequest (only when Copilot would ask): {\"behavior\":\"allow\"} or
+    {\"behavior\":\"deny\",\"message\":…}.
+  agentStop: a reply from chat ({\"decision\":\"block\",\"reason\":…}) on a route
+    with stop_replies; otherwise the turn ends.
+  postToolUse, userPromptSubmitted, sessionEnd: withdraw the questions the agent
+    no longer waits for.
+Without an answer it prints nothing (Copilot's own approval); --fail-closed
+denies instead. It always exits 0. `askrelay setup copilot` writes the settings.
+
+In $COPILOT_HOME/settings.json (~/.copilot/settings.json):
+  {\"hooks\": {\"preToolUse\": [{\"type\": \"command\",
+    \"bash\": \"askrelay hook copilot --event pre-tool-use --timeout 590\",
+    \"timeoutSec\": 600}]}}
+
+Examples:
+  askrelay hook copilot --event pre-tool-use < event.json
+  askrelay hook copilot --event permission-request --fail-closed";
+
 #[derive(Debug, Args)]
 pub struct HookArgs {
     #[command(subcommand)]
@@ -132,6 +155,9 @@ pub enum HookKind {
     /// A Codex PreToolUse hook: ask people whether a tool call may run.
     #[command(after_help = CODEX_EXAMPLES)]
     Codex(CodexArgs),
+    /// A GitHub Copilot CLI hook: preToolUse, permissionRequest and agentStop.
+    #[command(after_help = COPILOT_EXAMPLES)]
+    Copilot(CopilotArgs),
 }
 
 #[derive(Debug, Args)]
@@ -163,7 +189,20 @@ pub struct CodexArgs {
     pub common: CommonArgs,
 }
 
-/// What both hooks take.
+#[derive(Debug, Args)]
+pub struct CopilotArgs {
+    /// The Copilot event this hook is registered on (default: told from the event's fields).
+    #[arg(long, value_enum)]
+    pub event: Option<CopilotEvent>,
+    /// Deny the tool call when askrelay cannot get an answer (the daemon is down,
+    /// NO_ANSWERER, --timeout), instead of leaving it to Copilot's own approval.
+    #[arg(long)]
+    pub fail_closed: bool,
+    #[command(flatten)]
+    pub common: CommonArgs,
+}
+
+/// What every hook takes.
 #[derive(Debug, Args)]
 pub struct CommonArgs {
     /// Cancel the request after SECS without an answer; set it below the hook's `timeout` in
@@ -192,6 +231,7 @@ pub enum OnExpire {
 pub enum Agent {
     ClaudeCode,
     Codex,
+    Copilot,
 }
 
 impl Agent {
@@ -199,6 +239,7 @@ impl Agent {
         match self {
             Agent::ClaudeCode => "claude-code",
             Agent::Codex => "codex",
+            Agent::Copilot => "copilot",
         }
     }
 
@@ -206,6 +247,7 @@ impl Agent {
         match self {
             Agent::ClaudeCode => "Claude Code",
             Agent::Codex => "Codex",
+            Agent::Copilot => "Copilot",
         }
     }
 }
@@ -242,6 +284,7 @@ pub async fn run(config_file: Option<&Path>, args: HookArgs) -> i32 {
     let reply = match args.kind {
         HookKind::ClaudeCode(a) => claude_code(config_file, &a).await,
         HookKind::Codex(a) => codex(config_file, &a).await,
+        HookKind::Copilot(a) => copilot(config_file, &a).await,
     };
     if let Some(line) = reply.to_line() {
         println!("{line}");
@@ -267,6 +310,8 @@ pub enum Reply {
     },
     /// A PermissionRequest decision: `{"behavior":"allow",…}` or `{"behavior":"deny",…}`.
     PermissionRequest { decision: Value, note: String },
+    /// A line in the agent's own shape (Copilot's flat decisions).
+    Line { line: Value, note: String },
     /// A Stop blocked with a person's reply (`{"decision":"block","reason":…}`): the agent
     /// carries on with the reply.
     Block { reason: String, note: String },
@@ -313,6 +358,7 @@ impl Reply {
             Reply::Block { reason, .. } => {
                 Some(json!({"decision": "block", "reason": reason}).to_string())
             }
+            Reply::Line { line, .. } => Some(line.to_string()),
             Reply::Retry { .. } => Some(
                 json!({"hookSpecificOutput": {
                     "hookEventName": "PermissionDenied",
@@ -330,6 +376,7 @@ impl Reply {
             Reply::PreToolUse { .. } => None,
             Reply::PermissionRequest { note, .. } => Some(note),
             Reply::Block { note, .. } => Some(note),
+            Reply::Line { note, .. } => Some(note),
             Reply::Retry { note } => Some(note),
         }
     }
@@ -424,6 +471,9 @@ pub fn no_decision(kind: EventKind, agent: Agent, fail_closed: bool, why: &str) 
         (EventKind::PreToolUseCall, Agent::Codex) => {
             Reply::NoDecision(format!("{why}; no decision (Codex's own approval policy)"))
         }
+        (EventKind::PreToolUseCall, Agent::Copilot) => {
+            Reply::NoDecision(format!("{why}; no decision (Copilot's own approval)"))
+        }
         (EventKind::PreToolUseQuestion, _) => Reply::NoDecision(format!(
             "{why}; no decision (Claude Code asks in its own terminal)"
         )),
@@ -475,11 +525,7 @@ pub(super) async fn end_of_turn(
     common: &CommonArgs,
     agent: Agent,
 ) -> Reply {
-    let name = match agent {
-        Agent::ClaudeCode => "claude-code",
-        Agent::Codex => "codex",
-    };
-    if let Some(note) = lifecycle(config_file, raw, name).await.note() {
+    if let Some(note) = lifecycle(config_file, raw, agent.name()).await.note() {
         eprintln!("askrelay: {note}");
     }
     let event: stop::StopEvent = match serde_json::from_str(raw) {
@@ -795,7 +841,6 @@ pub(super) fn tail(s: &str, max: usize) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::permission::suggestion_options;
     use super::*;
     use crate::domain::AskError;
 
@@ -903,43 +948,6 @@ mod tests {
                 "Allowed once by alice (Discord user 1) after auto mode's denial (one-use grant \
                  og-0123456789ab)"
             )
-        );
-    }
-
-    #[test]
-    fn suggestions_become_options_that_say_what_they_allow() {
-        let s = vec![
-            json!({"type": "addRules", "rules": [{"toolName": "Bash", "ruleContent": "npm test"}],
-                   "behavior": "allow", "destination": "localSettings"}),
-            json!({"type": "addDirectories", "directories": ["/w"], "destination": "session"}),
-            json!({"type": "setMode", "mode": "acceptEdits", "destination": "session"}),
-            json!({"type": "addRules", "rules": [{"toolName": "Bash"}], "behavior": "deny",
-                   "destination": "session"}),
-            json!({"type": "removeRules", "rules": [], "destination": "session"}),
-        ];
-        let labels: Vec<String> = suggestion_options(&s)
-            .into_iter()
-            .map(|(o, _)| o.label)
-            .collect();
-        assert_eq!(
-            labels,
-            [
-                "Always allow: Bash(npm test)",
-                "Allow for this session: work in /w",
-                "Allow for this session: accept every file edit",
-            ]
-        );
-        let twice = vec![s[1].clone(), s[1].clone()];
-        let labels: Vec<String> = suggestion_options(&twice)
-            .into_iter()
-            .map(|(o, _)| o.label)
-            .collect();
-        assert_eq!(
-            labels,
-            [
-                "Allow for this session: work in /w",
-                "Allow for this session: work in /w (2)"
-            ]
         );
     }
 

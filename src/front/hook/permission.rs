@@ -6,11 +6,12 @@ use super::context::tool_context;
 use super::{
     ask_and_follow, denied_by, first_answer, no_answer, one_line, request_id, scope_of, tool_label,
     validated, waiting, Agent, CommonArgs, HookEvent, Reply, ALLOW, ALLOW_ONCE, DENY,
-    DENY_AND_STOP, MAX_SUGGESTIONS,
+    DENY_AND_STOP,
 };
 use crate::client::Target;
+use crate::domain::approval::KEEP_PREFIXES;
 use crate::domain::model::{
-    Approval, Question, QuestionOption, MAX_APPROVAL_COMMAND_CHARS, MAX_LABEL_CHARS,
+    Approval, Question, QuestionOption, MAX_APPROVAL_COMMAND_CHARS, MAX_DESCRIPTION_CHARS,
 };
 use crate::domain::text::{Layout, Reveal};
 use crate::domain::Ask;
@@ -62,8 +63,8 @@ pub(super) async fn tool_call(
     .await
 }
 
-/// A permission request: Allow once, one option per suggestion of Claude Code's, Deny, Deny and
-/// stop; free text denies with the person's words.
+/// A permission request: Allow once, what Claude Code suggested keeping ([`keep_options`]),
+/// Deny, Deny and stop; free text denies with the person's words.
 pub(super) async fn permission_request(
     target: &Target,
     event: &HookEvent,
@@ -74,10 +75,12 @@ pub(super) async fn permission_request(
         label: ALLOW_ONCE.into(),
         description: Some(format!("Let Claude Code use {tool} this time, as shown")),
     }];
-    let mut suggestions = suggestion_options(&event.permission_suggestions);
-    // Five options make a row of buttons, one tap on a phone; past that a select menu.
-    suggestions.truncate(MAX_SUGGESTIONS);
-    options.extend(suggestions.iter().map(|(o, _)| o.clone()));
+    // At most two keep options: with the others, five, a row of buttons (one tap on a phone).
+    let keeps = keep_options(
+        &event.permission_suggestions,
+        event.cwd.as_deref().map(Path::new),
+    );
+    options.extend(keeps.iter().map(|k| k.option.clone()));
     options.push(QuestionOption {
         label: DENY.into(),
         description: Some("Block it; use Other… to tell Claude why".into()),
@@ -125,10 +128,10 @@ pub(super) async fn permission_request(
             },
         };
     }
-    if let Some((o, suggestion)) = suggestions.iter().find(|(o, _)| o.label == chosen) {
+    if let Some(k) = keeps.iter().find(|k| k.option.label == chosen) {
         return Reply::PermissionRequest {
-            decision: json!({"behavior": "allow", "updatedPermissions": [suggestion]}),
-            note: format!("{} (chosen by {by})", o.label),
+            decision: json!({"behavior": "allow", "updatedPermissions": k.permissions}),
+            note: format!("{} (chosen by {by})", k.option.label),
         };
     }
     deny(denied_by(&by, None), chosen == DENY_AND_STOP)
@@ -176,14 +179,41 @@ pub(super) fn edit_not_applied(by: &str) -> String {
     format!("{by} approved an edited command, which this hook cannot run here; denied")
 }
 
-/// An option for each of Claude Code's permission suggestions that allows something (adding
-/// allow rules or directories, switching to a mode), with the suggestion to echo back as
-/// `updatedPermissions` when it is chosen. The label says how long it lasts and what it allows;
-/// the description, where it is kept.
-pub(super) fn suggestion_options(suggestions: &[Value]) -> Vec<(QuestionOption, Value)> {
-    let mut out: Vec<(QuestionOption, Value)> = Vec::new();
-    let mut reveal = Reveal::default();
-    for s in suggestions {
+/// How many characters a keep option's label has at most: a Discord button's label (80), so
+/// that it is shown whole there. What does not fit is counted ("+ 2 more"); the description
+/// has it all.
+const KEEP_LABEL_CHARS: usize = 80;
+
+/// What a person may choose to keep from Claude Code's permission suggestions: an option, and
+/// the suggestions to echo back as `updatedPermissions` when it is chosen (exactly as Claude
+/// Code sent them).
+#[derive(Debug, Clone)]
+pub(super) struct KeepOption {
+    pub option: QuestionOption,
+    pub permissions: Vec<Value>,
+}
+
+/// One of Claude Code's suggestions that allows something, as a person reads it.
+struct Keep {
+    /// What it allows: `Bash(touch ../outside/a.txt)`, `work in /w/outside`.
+    what: String,
+    /// Kept in a settings file (it outlasts the session).
+    lasting: bool,
+    /// Where it is kept, or how long it lasts.
+    kept: String,
+    /// An `addRules` suggestion.
+    rule: bool,
+    /// An `addDirectories` suggestion with a directory outside the working directory.
+    outside: bool,
+    value: Value,
+}
+
+impl Keep {
+    /// The suggestion as a person reads it, or `None` when it takes something away
+    /// (`removeRules`, a `deny` or `ask` rule) or is not understood.
+    fn of(s: &Value, cwd: Option<&Path>, reveal: &mut Reveal) -> Option<Keep> {
+        let mut rule = false;
+        let mut outside = false;
         let what = match s["type"].as_str() {
             Some("addRules") if s["behavior"].as_str().unwrap_or("allow") == "allow" => {
                 let rules: Vec<String> = s["rules"]
@@ -198,10 +228,8 @@ pub(super) fn suggestion_options(suggestions: &[Value]) -> Vec<(QuestionOption, 
                         })
                     })
                     .collect();
-                if rules.is_empty() {
-                    continue;
-                }
-                rules.join(", ")
+                rule = true;
+                Some(rules.join(", ")).filter(|r| !r.is_empty())?
             }
             Some("addDirectories") => {
                 let dirs: Vec<&str> = s["directories"]
@@ -211,60 +239,153 @@ pub(super) fn suggestion_options(suggestions: &[Value]) -> Vec<(QuestionOption, 
                     .filter_map(Value::as_str)
                     .collect();
                 if dirs.is_empty() {
-                    continue;
+                    return None;
                 }
+                // A directory is outside unless it is the working directory or below it (an
+                // unknown working directory: outside, so that nothing is offered on its own).
+                outside = dirs
+                    .iter()
+                    .any(|d| !cwd.is_some_and(|c| Path::new(d).starts_with(c)));
                 format!("work in {}", dirs.join(", "))
             }
-            Some("setMode") => match s["mode"].as_str() {
-                Some("acceptEdits") => "accept every file edit".to_owned(),
-                Some(mode) => format!("switch to the {mode} mode"),
-                None => continue,
+            Some("setMode") => match s["mode"].as_str()? {
+                "acceptEdits" => "accept every file edit".to_owned(),
+                mode => format!("switch to the {mode} mode"),
             },
-            _ => continue,
+            _ => return None,
         };
-        let (lasts, kept) = match s["destination"].as_str() {
-            Some("session") | Some("cliArg") | None => (
-                "Allow for this session",
-                "until Claude Code exits".to_owned(),
-            ),
+        let (lasting, kept) = match s["destination"].as_str() {
+            Some("session") | Some("cliArg") | None => {
+                (false, "until Claude Code exits".to_owned())
+            }
             Some("localSettings") => (
-                "Always allow",
+                true,
                 "kept in .claude/settings.local.json (this project, you)".to_owned(),
             ),
             Some("projectSettings") => (
-                "Always allow",
+                true,
                 "kept in .claude/settings.json (this project, everyone)".to_owned(),
             ),
             Some("userSettings") => (
-                "Always allow",
+                true,
                 "kept in ~/.claude/settings.json (every project)".to_owned(),
             ),
-            Some(other) => ("Always allow", format!("kept in {other}")),
+            Some(other) => (
+                true,
+                format!("kept in {}", reveal.text(other, Layout::Line)),
+            ),
         };
-        let what = reveal.text(&what, Layout::Line);
-        let mut label: String = format!("{lasts}: {what}");
-        if label.chars().count() > MAX_LABEL_CHARS {
-            label = label.chars().take(MAX_LABEL_CHARS - 1).collect::<String>() + "…";
+        Some(Keep {
+            what: reveal.text(&what, Layout::Line),
+            lasting,
+            kept,
+            rule,
+            outside,
+            value: s.clone(),
+        })
+    }
+}
+
+/// "Always allow" when any of `keeps` is kept in a settings file, else "Allow for this
+/// session".
+fn lasts(keeps: &[&Keep]) -> &'static str {
+    if keeps.iter().any(|k| k.lasting) {
+        KEEP_PREFIXES[0]
+    } else {
+        KEEP_PREFIXES[1]
+    }
+}
+
+/// `text` cut to `max` characters, ending in "…" when cut.
+fn cut(text: &str, max: usize) -> String {
+    if text.chars().count() <= max {
+        return text.to_owned();
+    }
+    text.chars().take(max.saturating_sub(1)).collect::<String>() + "…"
+}
+
+/// The label of an option that keeps `keeps`: "Always allow: A + B + C", as many of them as
+/// fit [`KEEP_LABEL_CHARS`], the rest counted ("Always allow: A + 2 more").
+fn keep_label(keeps: &[&Keep]) -> String {
+    let head = format!("{}: ", lasts(keeps));
+    let all = keeps.iter().map(|k| k.what.as_str()).collect::<Vec<_>>();
+    let whole = format!("{head}{}", all.join(" + "));
+    if whole.chars().count() <= KEEP_LABEL_CHARS {
+        return whole;
+    }
+    for shown in (1..keeps.len()).rev() {
+        let label = format!(
+            "{head}{} + {} more",
+            all[..shown].join(" + "),
+            keeps.len() - shown
+        );
+        if label.chars().count() <= KEEP_LABEL_CHARS {
+            return label;
         }
+    }
+    // Not even the first fits whole: it is cut, and the rest counted.
+    let more = match keeps.len() {
+        1 => String::new(),
+        n => format!(" + {} more", n - 1),
+    };
+    let room = KEEP_LABEL_CHARS - head.chars().count() - more.chars().count();
+    format!("{head}{}{more}", cut(all[0], room))
+}
+
+/// The description of an option that keeps `keeps`: each, with where it is kept.
+fn keep_description(keeps: &[&Keep]) -> String {
+    let parts: Vec<String> = keeps
+        .iter()
+        .map(|k| format!("{}, {}", k.what, k.kept))
+        .collect();
+    let text = match &parts[..] {
+        [one] => format!("Allows {one}"),
+        many => format!("Allows all {} together: {}", many.len(), many.join("; ")),
+    };
+    cut(&text, MAX_DESCRIPTION_CHARS)
+}
+
+/// The options that keep what Claude Code suggested (its `permission_suggestions` that allow
+/// something: allow rules, directories, a mode; those that take something away are not
+/// offered). `cwd` is the session's working directory.
+///
+/// - One option sends back every one of them together, labelled with all of them: Claude Code
+///   made them as one set (its own dialog's "don't ask again" applies them all), and for a
+///   call outside the project a rule alone does not stop the prompt. With one suggestion, this
+///   is that suggestion.
+/// - The rule alone is offered too, after it, only where a rule alone stops the prompt: when
+///   there is exactly one allow-rule suggestion and no suggested directory lies outside the
+///   working directory (the call stays inside the project). A directory or a mode alone never
+///   allows a shell command, so neither is offered on its own.
+///
+/// Nothing is dropped: the first option carries every suggestion, whatever its label shows.
+pub(super) fn keep_options(suggestions: &[Value], cwd: Option<&Path>) -> Vec<KeepOption> {
+    let mut reveal = Reveal::default();
+    let keeps: Vec<Keep> = suggestions
+        .iter()
+        .filter_map(|s| Keep::of(s, cwd, &mut reveal))
+        .collect();
+    if keeps.is_empty() {
+        return Vec::new();
+    }
+    let all: Vec<&Keep> = keeps.iter().collect();
+    let option = |keeps: &[&Keep]| KeepOption {
+        option: QuestionOption {
+            label: keep_label(keeps),
+            description: Some(keep_description(keeps)),
+        },
+        permissions: keeps.iter().map(|k| k.value.clone()).collect(),
+    };
+    let mut out = vec![option(&all)];
+    let rules: Vec<&Keep> = keeps.iter().filter(|k| k.rule).collect();
+    if keeps.len() > 1 && rules.len() == 1 && !keeps.iter().any(|k| k.outside) {
+        let mut alone = option(&rules);
         // Labels are unique within a question.
-        let mut n = 2;
-        let base = label.clone();
-        while out.iter().any(|(o, _)| o.label == label) {
-            let suffix = format!(" ({n})");
-            label = base
-                .chars()
-                .take(MAX_LABEL_CHARS - suffix.chars().count())
-                .collect::<String>()
-                + &suffix;
-            n += 1;
+        if alone.option.label == out[0].option.label {
+            let base = cut(&alone.option.label, KEEP_LABEL_CHARS - 4);
+            alone.option.label = format!("{base} (2)");
         }
-        out.push((
-            QuestionOption {
-                label,
-                description: Some(format!("Allows {what}; {kept}")),
-            },
-            s.clone(),
-        ));
+        out.push(alone);
     }
     out
 }
@@ -333,4 +454,168 @@ pub(super) fn permission_ask(
         context: (!context.is_empty()).then_some(context),
     };
     validated(ask)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// What Claude Code 2.1.197 and 2.1.332 both suggest for a shell command (seen in
+    /// `agents::allow`): the command as a rule, the directory it touches, and acceptEdits.
+    fn suggested(command: &str, dir: &str) -> Vec<Value> {
+        vec![
+            json!({"type": "addRules", "rules": [{"toolName": "Bash", "ruleContent": command}],
+                   "behavior": "allow", "destination": "localSettings"}),
+            json!({"type": "addDirectories", "directories": [dir], "destination": "session"}),
+            json!({"type": "setMode", "mode": "acceptEdits", "destination": "session"}),
+        ]
+    }
+
+    fn labels(keeps: &[KeepOption]) -> Vec<&str> {
+        keeps.iter().map(|k| k.option.label.as_str()).collect()
+    }
+
+    #[test]
+    fn outside_the_project_one_option_sends_back_every_suggestion() {
+        let s = suggested("touch ../outside/a.txt", "/w/outside");
+        let keeps = keep_options(&s, Some(Path::new("/w/project")));
+        // No rule alone: it would not stop the prompt for a path outside the project.
+        assert_eq!(
+            labels(&keeps),
+            ["Always allow: Bash(touch ../outside/a.txt) + work in /w/outside + 1 more"]
+        );
+        assert_eq!(keeps[0].permissions, s);
+        assert_eq!(
+            keeps[0].option.description.as_deref(),
+            Some(
+                "Allows all 3 together: Bash(touch ../outside/a.txt), kept in \
+                 .claude/settings.local.json (this project, you); work in /w/outside, until \
+                 Claude Code exits; accept every file edit, until Claude Code exits"
+            )
+        );
+    }
+
+    #[test]
+    fn inside_the_project_the_rule_alone_is_offered_after_all_of_them() {
+        let s = suggested("npm test", "/w/project");
+        let keeps = keep_options(&s, Some(Path::new("/w/project")));
+        assert_eq!(
+            labels(&keeps),
+            [
+                "Always allow: Bash(npm test) + work in /w/project + accept every file edit",
+                "Always allow: Bash(npm test)"
+            ]
+        );
+        assert_eq!(keeps[0].permissions, s);
+        assert_eq!(keeps[1].permissions, [s[0].clone()]);
+        assert_eq!(
+            keeps[1].option.description.as_deref(),
+            Some(
+                "Allows Bash(npm test), kept in .claude/settings.local.json (this project, \
+                 you)"
+            )
+        );
+        // A directory below the working directory is inside too.
+        let s = suggested("touch a/b", "/w/project/a");
+        assert_eq!(keep_options(&s, Some(Path::new("/w/project"))).len(), 2);
+    }
+
+    #[test]
+    fn the_rule_alone_is_not_offered_when_it_may_not_be_enough() {
+        let s = suggested("npm test", "/w/project");
+        // The working directory unknown: the directory may be outside.
+        assert_eq!(keep_options(&s, None).len(), 1);
+        // Two rule suggestions (a compound command): neither alone covers it.
+        let mut two = s.clone();
+        two.push(
+            json!({"type": "addRules", "behavior": "allow", "destination": "localSettings",
+                        "rules": [{"toolName": "Bash", "ruleContent": "npm run lint"}]}),
+        );
+        let keeps = keep_options(&two, Some(Path::new("/w/project")));
+        assert_eq!(keeps.len(), 1);
+        assert_eq!(keeps[0].permissions, two);
+        // A Write outside: a mode and a directory, never offered alone.
+        let write = vec![
+            json!({"type": "setMode", "mode": "acceptEdits", "destination": "session"}),
+            json!({"type": "addDirectories", "directories": ["/w/outside"],
+                   "destination": "session"}),
+        ];
+        let keeps = keep_options(&write, Some(Path::new("/w/project")));
+        assert_eq!(
+            labels(&keeps),
+            ["Allow for this session: accept every file edit + work in /w/outside"]
+        );
+    }
+
+    #[test]
+    fn one_suggestion_is_one_option_and_what_takes_away_is_never_offered() {
+        let s = vec![
+            json!({"type": "removeRules", "rules": [{"toolName": "Bash"}], "behavior": "allow",
+                   "destination": "session"}),
+            json!({"type": "addRules", "rules": [{"toolName": "Bash"}], "behavior": "deny",
+                   "destination": "session"}),
+            json!({"type": "addRules", "rules": [{"toolName": "WebFetch"}], "behavior": "allow",
+                   "destination": "userSettings"}),
+        ];
+        let keeps = keep_options(&s, Some(Path::new("/w")));
+        assert_eq!(labels(&keeps), ["Always allow: WebFetch (any use)"]);
+        assert_eq!(keeps[0].permissions, [s[2].clone()]);
+        assert_eq!(
+            keeps[0].option.description.as_deref(),
+            Some("Allows WebFetch (any use), kept in ~/.claude/settings.json (every project)")
+        );
+        assert!(keep_options(&s[..2], Some(Path::new("/w"))).is_empty());
+        assert!(keep_options(&[], Some(Path::new("/w"))).is_empty());
+    }
+
+    #[test]
+    fn nothing_is_dropped_and_the_label_counts_what_it_cannot_show() {
+        let many: Vec<Value> = (0..7)
+            .map(|i| {
+                json!({"type": "addDirectories", "directories": [format!("/srv/data-{i}")],
+                       "destination": "session"})
+            })
+            .collect();
+        let keeps = keep_options(&many, Some(Path::new("/w")));
+        assert_eq!(keeps.len(), 1);
+        assert_eq!(keeps[0].permissions, many);
+        let label = &keeps[0].option.label;
+        assert_eq!(
+            label,
+            "Allow for this session: work in /srv/data-0 + work in /srv/data-1 + 5 more"
+        );
+        assert!(label.chars().count() <= KEEP_LABEL_CHARS);
+        let described = keeps[0].option.description.as_deref().unwrap();
+        assert!(
+            described.starts_with("Allows all 7 together: ") && described.contains("/srv/data-6"),
+            "{described}"
+        );
+        // A first item too long for the label is cut, and the rest still counted.
+        let long = format!("make {}", "x".repeat(200));
+        let s = suggested(&long, "/elsewhere");
+        let keeps = keep_options(&s, Some(Path::new("/w")));
+        let label = &keeps[0].option.label;
+        assert!(
+            label.starts_with("Always allow: Bash(make xxx") && label.ends_with("… + 2 more"),
+            "{label}"
+        );
+        assert_eq!(label.chars().count(), KEEP_LABEL_CHARS);
+        assert_eq!(keeps[0].permissions, s);
+        assert!(keeps[0]
+            .option
+            .description
+            .as_deref()
+            .unwrap()
+            .contains(&long));
+    }
+
+    #[test]
+    fn hidden_characters_in_a_suggestion_show_escaped() {
+        let s = suggested("rm \u{202E}txt.exe", "/w");
+        let keeps = keep_options(&s, Some(Path::new("/w")));
+        assert_eq!(
+            keeps[1].option.label,
+            "Always allow: Bash(rm ⟨U+202E⟩txt.exe)"
+        );
+    }
 }

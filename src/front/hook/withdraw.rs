@@ -25,11 +25,22 @@ pub(super) fn reason_of(event_name: &str) -> Option<&'static str> {
 /// The key of one tool call: sha256(session_id + tool_name + tool_input with its keys
 /// sorted), the first 32 hex digits. The asking hook puts it in the `call` scope label; the
 /// PostToolUse hook of the same call finds the request with it.
+///
+/// Bash's `description` is left out: Codex 0.171.0's PermissionRequest carries one (the
+/// model's justification) that its PostToolUse for the same call does not, so the key is the
+/// command's alone. (Claude Code sends the same description to both, so leaving it out changes
+/// nothing there.)
 pub fn call_key(session: &str, tool_name: &str, tool_input: &Value) -> String {
+    let mut input = canonical(tool_input);
+    if tool_name == "Bash" {
+        if let Value::Object(m) = &mut input {
+            m.remove("description");
+        }
+    }
     let mut h = Sha256::new();
     h.update(session.as_bytes());
     h.update(tool_name.as_bytes());
-    h.update(canonical(tool_input).to_string().as_bytes());
+    h.update(input.to_string().as_bytes());
     let hex: String = h.finalize().iter().map(|b| format!("{b:02x}")).collect();
     hex[..32].to_owned()
 }
@@ -80,4 +91,30 @@ pub(super) async fn lifecycle(target: &Target, event: &HookEvent, agent: &str) -
         Ok(Err(e)) => format!("{name}: cannot withdraw: {e}"),
         Err(_) => format!("{name}: withdraw took over {} s", WITHDRAW_CAP.as_secs()),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn codexs_permission_request_and_post_tool_use_of_one_call_share_the_key() {
+        // What Codex 0.171.0 sent for one call (tests/it/agents/codex_tui.rs).
+        let asked = json!({"command": "touch /w/marker", "description": "Create the marker"});
+        let ran = json!({"command": "touch /w/marker"});
+        assert_eq!(call_key("s", "Bash", &asked), call_key("s", "Bash", &ran));
+        // Another command, session or tool is another call.
+        let other = json!({"command": "touch /w/other"});
+        assert_ne!(call_key("s", "Bash", &ran), call_key("s", "Bash", &other));
+        assert_ne!(call_key("s", "Bash", &ran), call_key("t", "Bash", &ran));
+        // Only Bash's description is left out; another tool's input is kept whole.
+        let a = json!({"description": "one", "prompt": "p"});
+        let b = json!({"description": "two", "prompt": "p"});
+        assert_ne!(call_key("s", "Task", &a), call_key("s", "Task", &b));
+        // Key order does not matter.
+        let c = json!({"timeout": 5, "command": "ls"});
+        let d = json!({"command": "ls", "timeout": 5});
+        assert_eq!(call_key("s", "Bash", &c), call_key("s", "Bash", &d));
+    }
 }

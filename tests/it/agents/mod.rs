@@ -761,14 +761,15 @@ async fn claude_code_permission_request_allow_once(cc: Cc) {
     assert!(marker.exists(), "{result} {:?}", llm.tool_results());
 }
 
-/// Alice picks the first question's "Always allow: Bash(touch …)".
+/// Alice picks the first question's rule alone, "Always allow: Bash(touch …)" (offered for a
+/// call inside the project, after the option with every suggestion).
 async fn always_allow(app: &App) {
     let (_, m) = first_question(app).await;
     let label = controls(&m)
         .into_iter()
         .map(|(_, l)| l)
-        .find(|l| l.starts_with("Always allow: Bash(touch"))
-        .unwrap_or_else(|| panic!("an Always allow option: {:?}", controls(&m)));
+        .find(|l| l.starts_with("Always allow: Bash(touch") && l.ends_with(')'))
+        .unwrap_or_else(|| panic!("the rule alone: {:?}", controls(&m)));
     final_state(&app.press(&m, &alice(), &label).await);
 }
 
@@ -1485,5 +1486,8 @@ fn the_pinned_versions_are_the_ones_setup_installs() {
     assert!(script.contains(&format!("CLAUDE_CODE_NEWER={CLAUDE_CODE_NEWER}\n")));
 }
 
+mod allow;
+mod codex_tui;
+mod copilot;
 mod mcp_client;
 mod tty;

@@ -72,21 +72,7 @@ impl Tty {
 
     /// Waits until `ready` holds for the screen's contents.
     pub async fn wait_until(&mut self, what: &str, ready: impl Fn(&str) -> bool) -> String {
-        let screen = self.screen.clone();
-        let mut changed = self.changed.clone();
-        let found = tokio::time::timeout(WAIT_SCREEN, async {
-            loop {
-                let now = screen.lock().unwrap().screen().contents();
-                if ready(&now) {
-                    return Some(now);
-                }
-                if changed.changed().await.is_err() {
-                    return None;
-                }
-            }
-        })
-        .await;
-        match found {
+        match self.shows(&ready, WAIT_SCREEN).await {
             Ok(Some(s)) => s,
             Ok(None) => panic!(
                 "the terminal closed before {what}; it showed:\n{}",
@@ -98,6 +84,54 @@ impl Tty {
                 self.contents()
             ),
         }
+    }
+
+    /// Types `keys`, again each time the screen has not shown `text` within a second, until it
+    /// does; returns the screen then. For a key a prompt may drop: Codex 0.171.0 ignores a key
+    /// that comes the moment its approval prompt is drawn (one typed 0.3 s later is taken), and
+    /// a person would type it again too.
+    pub async fn press_until(&mut self, keys: &[u8], text: &str) -> String {
+        let give_up = tokio::time::Instant::now() + WAIT_SCREEN;
+        loop {
+            self.send(keys).await;
+            let again = std::time::Duration::from_secs(1);
+            match self.shows(&|s: &str| s.contains(text), again).await {
+                Ok(Some(s)) => return s,
+                Ok(None) => panic!(
+                    "the terminal closed before showing {text:?}; it showed:\n{}",
+                    self.contents()
+                ),
+                Err(_) if tokio::time::Instant::now() >= give_up => panic!(
+                    "typed {keys:?} for {} s and the screen never showed {text:?}; it shows:\n{}",
+                    WAIT_SCREEN.as_secs(),
+                    self.contents()
+                ),
+                Err(_) => {}
+            }
+        }
+    }
+
+    /// The screen once `ready` holds for it, `None` if the terminal closed first, or an error
+    /// after `limit`. Each chunk of output wakes it.
+    async fn shows(
+        &self,
+        ready: &impl Fn(&str) -> bool,
+        limit: std::time::Duration,
+    ) -> Result<Option<String>, tokio::time::error::Elapsed> {
+        let screen = self.screen.clone();
+        let mut changed = self.changed.clone();
+        tokio::time::timeout(limit, async {
+            loop {
+                let now = screen.lock().unwrap().screen().contents();
+                if ready(&now) {
+                    return Some(now);
+                }
+                if changed.changed().await.is_err() {
+                    return None;
+                }
+            }
+        })
+        .await
     }
 
     /// Types `keys` (raw bytes: `b"\r"` is Enter, `b"\x1b"` Escape, `b"\x1b[B"` Down).
