@@ -27,11 +27,6 @@ pub struct CopilotSetup {
     /// leaving the call to Copilot's own approval.
     #[arg(long)]
     pub fail_closed: bool,
-    /// Also answer agentStop: on a route with `stop_replies`, the agent's last message is
-    /// posted and a reply keeps it working (docs/approvals.md, "Replies at the end of a
-    /// turn"). Its hook may wait the route's `stop_wait_secs` (at most 3300 s).
-    #[arg(long)]
-    pub stop: bool,
     #[command(flatten)]
     pub common: Common,
 }
@@ -120,12 +115,12 @@ fn copilot_changes(a: &CopilotSetup, remove: bool) -> Result<Vec<Change>, String
             .array_value_or_set(event)
             .append(cst_value(&json!({"type": "command", "bash": command,
                 "timeoutSec": hook_timeout})));
-        if a.stop {
-            let command = format!("{} hook copilot --event agent-stop", shell_word(&program));
-            hooks
-                .array_value_or_set("agentStop")
-                .append(cst_value(&json!({"type": "command", "bash": command,
-                    "timeoutSec": 3600})));
+        // --stop: agentStop, as Claude Code's Stop (Copilot's shape of the same entry).
+        if let Some(stop) = a.common.stop_hook(&program, "copilot --event agent-stop") {
+            hooks.array_value_or_set("agentStop").append(cst_value(
+                &json!({"type": "command", "bash": stop["command"],
+                    "timeoutSec": stop["timeout"]}),
+            ));
         }
         for (event, flag) in WITHDRAWING_EVENTS {
             let command = format!(
@@ -150,7 +145,7 @@ fn copilot_changes(a: &CopilotSetup, remove: bool) -> Result<Vec<Change>, String
     } else {
         format!("askrelay answers {event}; without an answer Copilot's own approval decides")
     };
-    if a.stop && !remove {
+    if a.common.stop && !remove {
         what.push_str("; agentStop asks for a reply (--stop)");
     }
     // --remove never makes a file that was not there.
