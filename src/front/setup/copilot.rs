@@ -27,11 +27,10 @@ pub struct CopilotSetup {
     /// leaving the call to Copilot's own approval.
     #[arg(long)]
     pub fail_closed: bool,
-    /// Also answer agentStop: on a route with `stop_replies`, the agent's last message is
-    /// posted and a reply keeps it working (docs/approvals.md, "Replies at the end of a
-    /// turn"). Its hook may wait the route's `stop_wait_secs` (at most 3300 s).
-    #[arg(long)]
-    pub stop: bool,
+    /// (`--stop`, shared with the other agents: also answer agentStop; on a route with
+    /// `stop_replies`, the agent's last message is posted and a reply keeps it working,
+    /// docs/approvals.md, "Replies at the end of a turn". Its hook waits `--stop-wait` plus a
+    /// margin.)
     #[command(flatten)]
     pub common: Common,
 }
@@ -120,12 +119,16 @@ fn copilot_changes(a: &CopilotSetup, remove: bool) -> Result<Vec<Change>, String
             .array_value_or_set(event)
             .append(cst_value(&json!({"type": "command", "bash": command,
                 "timeoutSec": hook_timeout})));
-        if a.stop {
-            let command = format!("{} hook copilot --event agent-stop", shell_word(&program));
+        if a.common.stop {
+            let command = format!(
+                "{} hook copilot --event agent-stop --timeout {}",
+                shell_word(&program),
+                a.common.stop_wait + super::STOP_MARGIN_SECS / 2
+            );
             hooks
                 .array_value_or_set("agentStop")
                 .append(cst_value(&json!({"type": "command", "bash": command,
-                    "timeoutSec": 3600})));
+                    "timeoutSec": a.common.stop_wait + super::STOP_MARGIN_SECS})));
         }
         for (event, flag) in WITHDRAWING_EVENTS {
             let command = format!(
@@ -150,7 +153,7 @@ fn copilot_changes(a: &CopilotSetup, remove: bool) -> Result<Vec<Change>, String
     } else {
         format!("askrelay answers {event}; without an answer Copilot's own approval decides")
     };
-    if a.stop && !remove {
+    if a.common.stop && !remove {
         what.push_str("; agentStop asks for a reply (--stop)");
     }
     // --remove never makes a file that was not there.

@@ -302,8 +302,6 @@ async fn setup_copilot_writes_its_hooks_and_remove_takes_them_out() {
         std::fs::read_to_string(dir.join("settings.json")).unwrap(),
         theirs
     );
-    let mcp: Value =
-        serde_json::from_str(&std::fs::read_to_string(dir.join("mcp-config.json")).unwrap())
-            .unwrap();
-    assert!(mcp.get("mcpServers").is_none(), "{mcp}");
+    // mcp-config.json was setup's own: it goes (as every file setup made, byte for byte).
+    assert!(!dir.join("mcp-config.json").exists());
 }
