@@ -130,7 +130,8 @@ impl FakeLlm {
         Self::start(Api::OpenAi, script, None, "done").await
     }
 
-    /// Anthropic's Messages API, ending each turn with `last_words` (a question, say).
+    /// Anthropic's Messages API, ending each turn with `last_words` (a question, say; a
+    /// `{turn}` in it becomes the number of the request for a turn, from 1).
     pub async fn anthropic_saying(script: Vec<ToolCall>, last_words: &str) -> FakeLlm {
         Self::start(Api::Anthropic, script, None, last_words).await
     }
@@ -280,7 +281,14 @@ async fn handle(
         shared.classified.lock().unwrap().push(req.clone());
         return classify(c, &req);
     }
-    shared.requests.lock().unwrap().push(req.clone());
+    let turn = {
+        let mut all = shared.requests.lock().unwrap();
+        all.push(req.clone());
+        all.iter()
+            .filter(|r| r["tools"].as_array().is_some_and(|t| !t.is_empty()))
+            .count()
+    };
+    let last_words = shared.last_words.replace("{turn}", &turn.to_string());
     match (shared.api, path) {
         (Api::Anthropic, p) if p.starts_with("/v1/messages") => {
             let step = req["messages"]
@@ -294,7 +302,7 @@ async fn handle(
                 .then(|| shared.script.get(step))
                 .flatten()
                 .filter(|c| !c.only_if_retry || may_retry(&req));
-            sse(anthropic_events(call, step, &shared.last_words))
+            sse(anthropic_events(call, step, &last_words))
         }
         (Api::OpenAi, p) if p.ends_with("/responses") => {
             let step = req["input"]
@@ -304,7 +312,7 @@ async fn handle(
                 .filter(|i| i["type"] == "function_call_output")
                 .count();
             let call = is_turn.then(|| shared.script.get(step)).flatten();
-            sse(openai_events(call, step, &shared.last_words))
+            sse(openai_events(call, step, &last_words))
         }
         _ => StatusCode::NOT_FOUND.into_response(),
     }

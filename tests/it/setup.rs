@@ -1122,6 +1122,6 @@ async fn codex_setup_stop_registers_the_stop_hook_and_remove_takes_it_out() {
     assert_eq!(entries(&s, "PreToolUse").len(), 1);
     let (code, _, err) = setup(home.path(), home.path(), &run(&["--remove"])).await;
     assert_eq!(code, 0, "{err}");
-    // setup made the file: --remove takes it away again, Stop and all.
+    // hooks.json was setup's own: --remove takes it away whole.
     assert!(!hooks.exists());
 }

@@ -96,13 +96,22 @@ fn block_cap(var: Option<&str>) -> Option<u32> {
         .filter(|c| *c > 0)
 }
 
-/// How many times in a row a Stop hook has blocked this turn, read from Claude Code's
-/// transcript: its `hook_blocking_error` attachments of the `Stop` event since the model last
-/// called a tool or the user last wrote (where Claude Code resets its own count). `None` when
-/// the transcript cannot be read.
-fn blocks_in_a_row(transcript: &str) -> Option<u32> {
+/// What the transcript says of this turn: how many times in a row a Stop hook has blocked it
+/// (its `hook_blocking_error` attachments of the `Stop` event since the model last called a
+/// tool or the user last wrote, where Claude Code resets its own count), and whether the
+/// turn's last message (`last`) is there after the last of them.
+#[derive(Debug, PartialEq, Eq)]
+struct Blocks {
+    in_a_row: u32,
+    caught_up: bool,
+}
+
+/// Reads [`Blocks`] from Claude Code's transcript; `None` when it cannot be read.
+fn blocks_in_a_row(transcript: &str, last: Option<&str>) -> Option<Blocks> {
     let file = std::fs::File::open(transcript).ok()?;
     let mut n = 0;
+    // The text of the last assistant message after the last block (None: none yet).
+    let mut said: Option<String> = None;
     for line in std::io::BufReader::new(file).lines().map_while(Result::ok) {
         let Ok(v) = serde_json::from_str::<Value>(&line) else {
             continue;
@@ -118,24 +127,68 @@ fn blocks_in_a_row(transcript: &str) -> Option<u32> {
                 if v["attachment"]["type"] == "hook_blocking_error"
                     && v["attachment"]["hookEvent"] == "Stop" =>
             {
-                n += 1
+                n += 1;
+                said = None;
             }
-            Some("assistant") if has("tool_use") => n = 0,
+            Some("assistant") => {
+                if has("tool_use") {
+                    n = 0;
+                }
+                let text: String = content
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .filter(|p| p["type"] == "text")
+                    .filter_map(|p| p["text"].as_str())
+                    .collect();
+                if !text.trim().is_empty() {
+                    said = Some(text);
+                }
+            }
             Some("user") if v["isMeta"] != true && !has("tool_result") => n = 0,
             _ => {}
         }
     }
-    Some(n)
+    let caught_up = match last.map(str::trim).filter(|l| !l.is_empty()) {
+        Some(l) => said.is_some_and(|s| s.trim() == l),
+        None => true,
+    };
+    Some(Blocks {
+        in_a_row: n,
+        caught_up,
+    })
+}
+
+/// Claude Code writes its transcript in batches (every 100 ms, 2.1.197 and 2.1.332), not
+/// before it runs the Stop hooks: the end of this turn, and the block before it, may not be
+/// in the file yet. So the count is read again until the turn's last message is there after
+/// the last block, for at most this long.
+const TRANSCRIPT_SETTLE: std::time::Duration = std::time::Duration::from_secs(3);
+
+/// [`blocks_in_a_row`], once the transcript has caught up with the turn (or the wait is over).
+async fn blocks_settled(transcript: &str, last: Option<&str>) -> Option<u32> {
+    let give_up = tokio::time::Instant::now() + TRANSCRIPT_SETTLE;
+    loop {
+        let b = blocks_in_a_row(transcript, last)?;
+        if b.caught_up || tokio::time::Instant::now() >= give_up {
+            return Some(b.in_a_row);
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
 }
 
 /// Whether a reply now would be thrown away: Claude Code ends the turn anyway once the Stop
 /// hooks have blocked it more than its cap allows, so askrelay does not ask for one.
-fn cap_reached(event: &StopEvent, agent: Agent, cap: Option<u32>) -> Option<String> {
+async fn cap_reached(event: &StopEvent, agent: Agent, cap: Option<u32>) -> Option<String> {
     if agent != Agent::ClaudeCode || !event.stop_hook_active {
         return None;
     }
     let cap = cap?;
-    let blocks = blocks_in_a_row(event.transcript_path.as_deref()?)?;
+    let blocks = blocks_settled(
+        event.transcript_path.as_deref()?,
+        event.last_assistant_message.as_deref(),
+    )
+    .await?;
     (blocks >= cap).then(|| {
         format!(
             "the Stop hooks blocked this turn {blocks} times in a row, and Claude Code ends it \
@@ -214,7 +267,7 @@ pub(super) async fn stop(
             .ok()
             .as_deref(),
     );
-    if let Some(why) = cap_reached(event, agent, cap) {
+    if let Some(why) = cap_reached(event, agent, cap).await {
         return Reply::NoDecision(format!("{why} ({fallback})"));
     }
     let ask = match stop_ask(event, args, agent) {
@@ -282,11 +335,12 @@ mod tests {
         assert_eq!(block_cap(Some("-4")), None);
     }
 
-    #[test]
-    fn blocks_in_a_row_reset_on_a_tool_call_or_a_prompt() {
+    #[tokio::test]
+    async fn blocks_in_a_row_reset_on_a_tool_call_or_a_prompt() {
         let block = r#"{"type":"attachment","attachment":{"type":"hook_blocking_error","hookEvent":"Stop"}}"#;
         let feedback =
             r#"{"type":"user","isMeta":true,"message":{"content":"Stop hook feedback:\nx"}}"#;
+        let said = r#"{"type":"assistant","message":{"content":[{"type":"text","text":"More?"}]}}"#;
         let tool = r#"{"type":"assistant","message":{"content":[{"type":"tool_use"}]}}"#;
         let result = r#"{"type":"user","message":{"content":[{"type":"tool_result"}]}}"#;
         let prompt = r#"{"type":"user","message":{"content":"Do the task."}}"#;
@@ -295,31 +349,81 @@ mod tests {
         let path = dir.path().join("t.jsonl");
         let count = |lines: &[&str]| {
             std::fs::write(&path, lines.join("\n")).unwrap();
-            blocks_in_a_row(path.to_str().unwrap())
+            blocks_in_a_row(path.to_str().unwrap(), Some("More?")).map(|b| b.in_a_row)
         };
         assert_eq!(count(&[prompt, block, feedback, block, feedback]), Some(2));
         assert_eq!(count(&[block, feedback, tool, result, block]), Some(1));
         assert_eq!(count(&[block, block, prompt]), Some(0));
         assert_eq!(count(&[prompt, other, block]), Some(1));
-        assert_eq!(blocks_in_a_row("/nonexistent/t.jsonl"), None);
+        assert_eq!(blocks_in_a_row("/nonexistent/t.jsonl", None), None);
+        // Caught up: the turn's last message is there after the last block.
+        let caught = |lines: &[&str]| {
+            std::fs::write(&path, lines.join("\n")).unwrap();
+            blocks_in_a_row(path.to_str().unwrap(), Some(" More? "))
+                .unwrap()
+                .caught_up
+        };
+        assert!(caught(&[prompt, said, block, feedback, said]));
+        assert!(!caught(&[prompt, said, block, feedback]), "not yet written");
         let active = |path: &str| StopEvent {
             stop_hook_active: true,
             transcript_path: Some(path.into()),
+            last_assistant_message: Some("More?".into()),
             ..StopEvent::default()
         };
-        std::fs::write(&path, [prompt, block, feedback, block].join("\n")).unwrap();
+        std::fs::write(
+            &path,
+            [prompt, said, block, feedback, said, block, said].join("\n"),
+        )
+        .unwrap();
         let p = path.to_str().unwrap();
-        assert!(cap_reached(&active(p), Agent::ClaudeCode, Some(2)).is_some());
-        assert!(cap_reached(&active(p), Agent::ClaudeCode, Some(3)).is_none());
-        assert!(cap_reached(&active(p), Agent::ClaudeCode, None).is_none());
-        assert!(cap_reached(&active(p), Agent::Codex, Some(2)).is_none());
+        assert!(cap_reached(&active(p), Agent::ClaudeCode, Some(2))
+            .await
+            .is_some());
+        assert!(cap_reached(&active(p), Agent::ClaudeCode, Some(3))
+            .await
+            .is_none());
+        assert!(cap_reached(&active(p), Agent::ClaudeCode, None)
+            .await
+            .is_none());
+        assert!(cap_reached(&active(p), Agent::Codex, Some(2))
+            .await
+            .is_none());
         let first = StopEvent {
             stop_hook_active: false,
             ..active(p)
         };
-        assert!(cap_reached(&first, Agent::ClaudeCode, Some(2)).is_none());
+        assert!(cap_reached(&first, Agent::ClaudeCode, Some(2))
+            .await
+            .is_none());
         // Unreadable: asked (Claude Code's own cap still ends the turn).
-        assert!(cap_reached(&active("/nonexistent"), Agent::ClaudeCode, Some(1)).is_none());
+        assert!(
+            cap_reached(&active("/nonexistent"), Agent::ClaudeCode, Some(1))
+                .await
+                .is_none()
+        );
+    }
+
+    /// The last block and the turn's message are not written yet when the hook starts: it
+    /// waits for them, then counts 2 (a count of 1 would ask once more, for a reply Claude
+    /// Code would throw away).
+    #[tokio::test]
+    async fn the_count_waits_for_the_transcript_to_catch_up() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.jsonl");
+        let said = r#"{"type":"assistant","message":{"content":[{"type":"text","text":"More?"}]}}"#;
+        let block = r#"{"type":"attachment","attachment":{"type":"hook_blocking_error","hookEvent":"Stop"}}"#;
+        let turn = r#"{"type":"assistant","message":{"content":[{"type":"text","text":"Now?"}]}}"#;
+        std::fs::write(&path, [said, block, said].join("\n")).unwrap();
+        let late = path.clone();
+        // Claude Code's batch, a moment later.
+        let writer = tokio::spawn(async move {
+            tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+            std::fs::write(&late, [said, block, said, block, turn].join("\n")).unwrap();
+        });
+        let n = blocks_settled(path.to_str().unwrap(), Some("Now?")).await;
+        writer.await.unwrap();
+        assert_eq!(n, Some(2));
     }
 
     #[test]

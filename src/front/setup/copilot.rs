@@ -27,6 +27,10 @@ pub struct CopilotSetup {
     /// leaving the call to Copilot's own approval.
     #[arg(long)]
     pub fail_closed: bool,
+    /// (`--stop`, shared with the other agents: also answer agentStop; on a route with
+    /// `stop_replies`, the agent's last message is posted and a reply keeps it working,
+    /// docs/approvals.md, "Replies at the end of a turn". Its hook waits `--stop-wait` plus a
+    /// margin.)
     #[command(flatten)]
     pub common: Common,
 }
@@ -115,12 +119,16 @@ fn copilot_changes(a: &CopilotSetup, remove: bool) -> Result<Vec<Change>, String
             .array_value_or_set(event)
             .append(cst_value(&json!({"type": "command", "bash": command,
                 "timeoutSec": hook_timeout})));
-        // --stop: agentStop, as Claude Code's Stop (Copilot's shape of the same entry).
-        if let Some(stop) = a.common.stop_hook(&program, "copilot --event agent-stop") {
-            hooks.array_value_or_set("agentStop").append(cst_value(
-                &json!({"type": "command", "bash": stop["command"],
-                    "timeoutSec": stop["timeout"]}),
-            ));
+        if a.common.stop {
+            let command = format!(
+                "{} hook copilot --event agent-stop --timeout {}",
+                shell_word(&program),
+                a.common.stop_wait + super::STOP_MARGIN_SECS / 2
+            );
+            hooks
+                .array_value_or_set("agentStop")
+                .append(cst_value(&json!({"type": "command", "bash": command,
+                    "timeoutSec": a.common.stop_wait + super::STOP_MARGIN_SECS})));
         }
         for (event, flag) in WITHDRAWING_EVENTS {
             let command = format!(

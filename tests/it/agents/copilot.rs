@@ -226,7 +226,7 @@ async fn copilot_agent_stop_reply_keeps_it_working() {
                 .is_some_and(|d| d.contains("Copilot finished its turn")),
             "{m}"
         );
-        let cb = app.press(&m, &alice(), "Reply…").await;
+        let cb = app.press(&m, &alice(), "Other…").await;
         let modal = cb["data"]["custom_id"].as_str().unwrap().to_owned();
         final_state(
             &app.submit_modal(&m, &alice(), &modal, "Also tidy up, then stop")
@@ -302,6 +302,6 @@ async fn setup_copilot_writes_its_hooks_and_remove_takes_them_out() {
         std::fs::read_to_string(dir.join("settings.json")).unwrap(),
         theirs
     );
-    // mcp-config.json did not exist: setup made it, and --remove deletes it again.
+    // mcp-config.json was setup's own: it goes (as every file setup made, byte for byte).
     assert!(!dir.join("mcp-config.json").exists());
 }

@@ -423,7 +423,9 @@ macro_rules! claude_code_matrix {
 
             #[tokio::test]
             async fn v2_1_197() {
-                let test = concat!("agents::", stringify!($name), "::v2_1_197");
+                // Its name as cargo prints it (also in a module under agents/).
+                let test = concat!(module_path!(), "::v2_1_197");
+                let test = test.strip_prefix("it::").unwrap_or(test);
                 match Cc::pinned() {
                     Ok(cc) => super::$name(cc).await,
                     Err(why) => skip(test, &why),
@@ -432,7 +434,9 @@ macro_rules! claude_code_matrix {
 
             #[tokio::test]
             async fn newest() {
-                let test = concat!("agents::", stringify!($name), "::newest");
+                // Its name as cargo prints it (also in a module under agents/).
+                let test = concat!(module_path!(), "::newest");
+                let test = test.strip_prefix("it::").unwrap_or(test);
                 match Cc::newest() {
                     Ok(cc) => super::$name(cc).await,
                     Err(why) => skip(test, &why),

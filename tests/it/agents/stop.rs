@@ -244,7 +244,9 @@ claude_code_matrix!(claude_code_stop_replies_stop_at_the_cap_on_blocks_in_a_row)
 async fn claude_code_stop_replies_stop_at_the_cap_on_blocks_in_a_row(cc: Cc) {
     let app = daemon_for_stops(true).await;
     let work = tempfile::tempdir().unwrap();
-    let llm = FakeLlm::anthropic_saying(Vec::new(), QUESTION).await;
+    // Each turn ends in words of its own, as a model's do: the hook tells from them that
+    // Claude Code's transcript has caught up with the turn.
+    let llm = FakeLlm::anthropic_saying(Vec::new(), "Shall I go on? (turn {turn})").await;
     let run = Claude::start_with_env(
         &cc.bin,
         &llm,
