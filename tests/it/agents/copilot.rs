@@ -226,7 +226,7 @@ async fn copilot_agent_stop_reply_keeps_it_working() {
                 .is_some_and(|d| d.contains("Copilot finished its turn")),
             "{m}"
         );
-        let cb = app.press(&m, &alice(), "Other…").await;
+        let cb = app.press(&m, &alice(), "Reply…").await;
         let modal = cb["data"]["custom_id"].as_str().unwrap().to_owned();
         final_state(
             &app.submit_modal(&m, &alice(), &modal, "Also tidy up, then stop")
