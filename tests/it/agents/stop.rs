@@ -324,3 +324,30 @@ async fn claude_code_stop_a_tool_call_after_a_reply_starts_the_count_again(cc: C
     assert_eq!(result["is_error"], false, "{result} {err}");
     assert_eq!(app.messages(CHANNEL).len(), 2);
 }
+
+/// Codex 0.171.0 has no cap on Stop blocks in a row that askrelay found: each reply starts
+/// another turn, with `stop_hook_active` set, until Done.
+#[tokio::test]
+async fn codex_stop_replies_in_a_row_each_start_a_turn() {
+    let bin = need!(
+        "codex",
+        "agents::stop::codex_stop_replies_in_a_row_each_start_a_turn"
+    );
+    let (app, child, run) = codex_stop_run(&bin, true, false).await;
+    let llm = &run.llm;
+    for n in 0..4 {
+        let m = nth_message(&app, n).await;
+        reply(&app, &m, &format!("reply {n}")).await;
+    }
+    let last = nth_message(&app, 4).await;
+    assert!(
+        serde_json::to_string(&last)
+            .unwrap()
+            .contains("finished its turn again"),
+        "{last}"
+    );
+    final_state(&app.press(&last, &alice(), "Done").await);
+    codex_done(child).await;
+    assert_eq!(llm.turns().len(), 5, "one turn, and one per reply");
+    assert_eq!(llm.turns_showing("reply 3"), 1);
+}
