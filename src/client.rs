@@ -503,6 +503,24 @@ impl AskSession {
         })
         .await
     }
+
+    /// Withdraws the request: its asker (an agent's hook) goes away without the answer
+    /// (`hook_killed`, told by `event`: "SIGTERM"). Like [`AskSession::cancel`], on a
+    /// connection of its own; the final line still comes through [`AskSession::next`].
+    pub async fn withdraw(&self, event: &str) -> Result<Event> {
+        let mut c = Client::connect_to(&self.target).await?;
+        c.call(&Op::Withdraw {
+            reason: crate::domain::request::WithdrawReason::HookKilled
+                .as_str()
+                .to_owned(),
+            session: None,
+            call: None,
+            request_id: Some(self.request_id.clone()),
+            agent: None,
+            event: Some(event.to_owned()),
+        })
+        .await
+    }
 }
 
 #[cfg(test)]

@@ -47,6 +47,56 @@ impl Status {
     }
 }
 
+/// Why a request was withdrawn: its agent went on without askrelay's answer (docs/approvals.md,
+/// "Withdrawn when answered elsewhere"). Stored with the ended request, so that every copy of
+/// its question and a late click can say so.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WithdrawReason {
+    /// The agent's own dialog was answered at its terminal (PostToolUse, PostToolUseFailure).
+    AnsweredInTerminal,
+    /// The agent went on (UserPromptSubmit, Stop, SessionEnd).
+    AgentMovedOn,
+    /// The hook waiting for the answer was stopped, killed, or lost its agent.
+    HookKilled,
+}
+
+impl WithdrawReason {
+    /// The name on the wire and in the store.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            WithdrawReason::AnsweredInTerminal => "answered_in_terminal",
+            WithdrawReason::AgentMovedOn => "agent_moved_on",
+            WithdrawReason::HookKilled => "hook_killed",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<WithdrawReason> {
+        match s {
+            "answered_in_terminal" => Some(WithdrawReason::AnsweredInTerminal),
+            "agent_moved_on" => Some(WithdrawReason::AgentMovedOn),
+            "hook_killed" => Some(WithdrawReason::HookKilled),
+            _ => None,
+        }
+    }
+
+    /// What the request ended as, in a sentence: "answered in the terminal".
+    pub fn headline(self) -> &'static str {
+        match self {
+            WithdrawReason::AnsweredInTerminal => "answered in the terminal",
+            WithdrawReason::AgentMovedOn => "the agent moved on",
+            WithdrawReason::HookKilled => "the agent moved on: its waiting hook was stopped",
+        }
+    }
+
+    /// The status every copy of the question shows: "Answered in the terminal".
+    pub fn status(self) -> &'static str {
+        match self {
+            WithdrawReason::AnsweredInTerminal => "Answered in the terminal",
+            WithdrawReason::AgentMovedOn | WithdrawReason::HookKilled => "The agent moved on",
+        }
+    }
+}
+
 /// How a request ended: the exact final line's content.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Outcome {
@@ -230,6 +280,8 @@ pub struct Request {
     pub expiry: Option<Expiry>,
     /// The cluster node that owns it (`None`: no cluster).
     pub node: Option<String>,
+    /// Why it was withdrawn, when it was (it ended `cancelled`).
+    pub withdrawn: Option<WithdrawReason>,
 }
 
 impl Request {
@@ -263,6 +315,7 @@ impl Request {
             votes: vec![Vec::new(); new.questions.len()],
             expiry: new.expiry.clone(),
             node: new.node.clone(),
+            withdrawn: None,
         }
     }
 
@@ -634,6 +687,8 @@ pub enum AuditAction {
     OnceGrant,
     /// A one-use grant used by the retried call.
     OnceGrantUsed,
+    /// A request ended because its agent went on without the answer (`withdraw`).
+    Withdrawn,
 }
 
 impl AuditAction {
@@ -662,6 +717,7 @@ impl AuditAction {
             AuditAction::Revoke => "revoke",
             AuditAction::OnceGrant => "once_grant",
             AuditAction::OnceGrantUsed => "once_grant_used",
+            AuditAction::Withdrawn => "withdrawn",
         }
     }
 

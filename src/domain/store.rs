@@ -14,7 +14,7 @@ use super::grant::Grant;
 use super::once_grant::OnceGrant;
 use super::request::{
     Actor, AuditEntry, AuditRow, Created, DuePost, EditState, NewRequest, PlannedPost, Post,
-    PostKey, Request, SessionPlace, SettleOutcome, Status, Timer,
+    PostKey, Request, SessionPlace, SettleOutcome, Status, Timer, WithdrawReason,
 };
 use anyhow::Result;
 use async_trait::async_trait;
@@ -146,13 +146,14 @@ pub trait Store: Send + Sync + 'static {
         audit: &AuditEntry,
     ) -> Result<bool>;
 
-    /// Ends a pending request with an error outcome, and audits it. False if it had already
-    /// ended (the audit row then says it was not accepted).
+    /// Ends a pending request with an error outcome (and, for a withdrawal, why), and audits
+    /// it. False if it had already ended (the audit row then says it was not accepted).
     async fn end(
         &self,
         key: i64,
         status: Status,
         error: &AskError,
+        withdrawn: Option<WithdrawReason>,
         audit: &AuditEntry,
     ) -> Result<bool>;
 

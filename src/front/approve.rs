@@ -301,6 +301,7 @@ fn build_ask(args: &ApproveArgs) -> Result<Ask, String> {
             multi_select: false,
         }],
         context: (!context.is_empty()).then_some(context),
+        on_disconnect: Default::default(),
     };
     // Checked with the daemon's own rules, so that a problem is named here.
     ask.validate(&Limits::NONE).map_err(|e| e.message)?;

@@ -19,6 +19,7 @@ pub mod setup;
 
 use crate::client::{AskSession, AskUpdate, Client, Target};
 use crate::domain::answer::Terms;
+use crate::domain::model::OnDisconnect;
 use crate::domain::model::{MAX_CONTEXT_FILE_BYTES, MAX_CONTEXT_TEXT_BYTES, MAX_QUESTION_CHARS};
 use crate::domain::text::{Escaped, Reveal};
 use crate::domain::{Ask, AskError, Context, ContextFile, ErrorCode};
@@ -81,7 +82,9 @@ pub async fn decide(
 
 /// Asks and follows the request to its end, re-attaching across daemon restarts. `timeout`
 /// cancels the request when it runs out; Ctrl-C and SIGTERM cancel it too (the asker is going
-/// away: the question must not stay answerable).
+/// away: the question must not stay answerable). An agent's hook (an ask with `on_disconnect:
+/// withdraw`) withdraws it instead ("the agent moved on"), on SIGTERM and when the agent that
+/// reads its stdout goes away.
 pub async fn follow(
     target: &Target,
     ask: Ask,
@@ -89,6 +92,7 @@ pub async fn follow(
     timeout: Option<Duration>,
     mut on_accepted: impl FnMut(&str, &Accepted),
 ) -> Ended {
+    let hook = ask.on_disconnect == OnDisconnect::Withdraw;
     let mut session = match AskSession::start(target.clone(), ask, reconnect).await {
         Ok(s) => s,
         Err(e) => {
@@ -104,6 +108,8 @@ pub async fn follow(
     let ctrl_c = tokio::signal::ctrl_c();
     tokio::pin!(ctrl_c);
     let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
+    let agent_gone = reader_gone();
+    tokio::pin!(agent_gone);
     loop {
         let update = tokio::select! {
             _ = sleep_until(deadline), if !cancelled_for_time && !cancelling => {
@@ -128,8 +134,20 @@ pub async fn follow(
             }
             Some(()) = async { term.as_mut()?.recv().await }, if !cancelling => {
                 cancelling = true;
-                if let Err(e) = session.cancel("the asker was stopped (SIGTERM)").await {
+                let done = if hook {
+                    session.withdraw("SIGTERM").await
+                } else {
+                    session.cancel("the asker was stopped (SIGTERM)").await
+                };
+                if let Err(e) = done {
                     tracing::warn!(error = %format!("{e:#}"), "could not cancel the request");
+                }
+                continue;
+            }
+            () = &mut agent_gone, if hook && !cancelling => {
+                cancelling = true;
+                if let Err(e) = session.withdraw("its agent closed the hook's stdout").await {
+                    tracing::warn!(error = %format!("{e:#}"), "could not withdraw the request");
                 }
                 continue;
             }
@@ -160,6 +178,46 @@ pub async fn follow(
             }
             AskUpdate::Failed(e) => return Ended::Failed(e),
         }
+    }
+}
+
+/// Resolves once the process reading this one's stdout has closed it: the agent that ran the
+/// hook is gone (it died, or gave the hook up), and nobody will read the answer. Only a pipe or
+/// a socket tells (the agent's, for a hook); on a terminal or a file it never resolves.
+///
+/// Not stdin: an agent writes the event and closes stdin at once (Claude Code's hook runner
+/// does `stdin.write(event); stdin.end()`), so a closed stdin is every hook's normal state.
+async fn reader_gone() {
+    use nix::sys::stat::{fstat, SFlag};
+    use std::os::fd::AsFd;
+    use tokio::io::{unix::AsyncFd, Interest};
+    let Ok(fd) = std::io::stdout().as_fd().try_clone_to_owned() else {
+        return std::future::pending().await;
+    };
+    let kind = fstat(&fd).map(|s| SFlag::from_bits_truncate(s.st_mode) & SFlag::S_IFMT);
+    if !matches!(kind, Ok(k) if k == SFlag::S_IFIFO || k == SFlag::S_IFSOCK) {
+        return std::future::pending().await;
+    }
+    // A pipe's write end reports an error once its reader is gone; a socket (what libuv and
+    // Bun hand a child as its stdout) reads as closed once its peer is.
+    // Deprecated as unsound for a value whose fd can change under the registration; an
+    // `OwnedFd` owns its fd until dropped with the registration, which is the contract its
+    // `unsafe` successor states (and this crate denies unsafe code).
+    #[allow(deprecated)]
+    let watched = AsyncFd::with_interest(fd, Interest::READABLE | Interest::ERROR);
+    let Ok(watch) = watched else {
+        return std::future::pending().await;
+    };
+    loop {
+        let Ok(mut ready) = watch.ready(Interest::READABLE | Interest::ERROR).await else {
+            return std::future::pending().await;
+        };
+        let r = ready.ready();
+        if r.is_error() || r.is_read_closed() {
+            return;
+        }
+        // Bytes written back to us (nobody does): not a close.
+        ready.clear_ready();
     }
 }
 

@@ -47,11 +47,13 @@ pub enum Op {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         reason: Option<String>,
     },
-    /// Ends the pending requests of an agent session (or one call of it) that the agent no
-    /// longer waits for (docs/protocol.md, "withdraw").
+    /// Ends the pending requests of an agent session (or one call of it, or one request) that
+    /// the agent no longer waits for (docs/protocol.md, "withdraw").
     Withdraw {
         reason: String,
-        session: String,
+        /// Required unless `request_id` is given.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        session: Option<String>,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         call: Option<String>,
         #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -140,6 +142,9 @@ pub const OPS: &[&str] = &[
     "use_once_grant",
 ];
 
+/// The longest `agent` a `withdraw` may name.
+const MAX_AGENT_NAME_CHARS: usize = 40;
+
 /// The page size of `audit_export` when the client gives none.
 pub const AUDIT_PAGE_DEFAULT: u32 = PAGE_MAX;
 
@@ -217,17 +222,35 @@ fn parse_op(obj: &Map<String, Value>, max_questions: usize) -> Result<Op, AskErr
                         "reason: is required; one of answered_in_terminal, agent_moved_on, hook_killed",
                     )
                 })?;
-            let session = opt_line(obj, "session", MAX_NOTE_CHARS)?
-                .ok_or_else(|| AskError::invalid("session: is required (the agent session id)"))?;
+            let session = opt_line(obj, "session", MAX_NOTE_CHARS)?;
+            let request_id = match obj.get("request_id") {
+                None | Some(Value::Null) => None,
+                Some(v) => Some(parse_request_id(v)?),
+            };
+            if session.is_none() && request_id.is_none() {
+                return Err(AskError::invalid(
+                    "session: is required (the agent session id) unless request_id is given",
+                ));
+            }
+            let agent = opt_line(obj, "agent", MAX_NOTE_CHARS)?;
+            // It names the decider in the audit (`terminal:claude-code`): a plain name.
+            if agent.as_deref().is_some_and(|a| {
+                a.len() > MAX_AGENT_NAME_CHARS
+                    || !a
+                        .chars()
+                        .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+            }) {
+                return Err(AskError::invalid(format!(
+                    "agent: must be a name of at most {MAX_AGENT_NAME_CHARS} letters, digits, \
+                     '-', '_' or '.' (\"claude-code\")"
+                )));
+            }
             Ok(Op::Withdraw {
                 reason,
                 session,
                 call: opt_line(obj, "call", MAX_NOTE_CHARS)?,
-                request_id: match obj.get("request_id") {
-                    None | Some(Value::Null) => None,
-                    Some(v) => Some(parse_request_id(v)?),
-                },
-                agent: opt_line(obj, "agent", MAX_NOTE_CHARS)?,
+                request_id,
+                agent,
                 event: opt_line(obj, "event", MAX_NOTE_CHARS)?,
             })
         }

@@ -21,6 +21,10 @@ pub struct RequestView {
     pub questions: Vec<QuestionView>,
     pub result: Option<Value>,
     pub error: Option<ErrorView>,
+    /// Why a `cancelled` request was withdrawn (`answered_in_terminal`, `agent_moved_on`,
+    /// `hook_killed`), when it was.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub withdrawn: Option<String>,
     /// The cluster node that owns the request (cluster mode only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub node: Option<String>,
@@ -210,6 +214,7 @@ impl RequestView {
             questions,
             result,
             error,
+            withdrawn: req.withdrawn.map(|w| w.as_str().to_owned()),
             node: req.node.clone(),
             context: req
                 .context

@@ -494,7 +494,7 @@ async fn run_op(ctx: &ServerContext, op: Op, user: &LocalUser) -> Event {
             session,
             call,
             request_id,
-            agent: _,
+            agent,
             event,
         } => {
             let Some(reason) = crate::domain::hub::WithdrawReason::parse(&reason) else {
@@ -504,6 +504,7 @@ async fn run_op(ctx: &ServerContext, op: Op, user: &LocalUser) -> Event {
                 session,
                 call,
                 request_id,
+                agent,
                 event,
             };
             match hub.withdraw(reason, &m, user).await {

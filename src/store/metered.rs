@@ -10,7 +10,7 @@ use crate::domain::metrics::Recorder;
 use crate::domain::once_grant::OnceGrant;
 use crate::domain::request::{
     AuditEntry, AuditRow, Created, DuePost, EditState, NewRequest, PlannedPost, Post, PostKey,
-    Request, SessionPlace, SettleOutcome, Status, Timer,
+    Request, SessionPlace, SettleOutcome, Status, Timer, WithdrawReason,
 };
 use crate::domain::store::{Holder, NewAnswer, OnceAudit, Page, Pruned, Store, Visibility};
 use anyhow::Result;
@@ -72,8 +72,14 @@ counted! {
     async fn pending(&self, who: Visibility, page: Page) -> Result<Vec<Request>>;
     async fn history(&self, who: Visibility, page: Page) -> Result<Vec<Request>>;
     async fn settle(&self, answer: NewAnswer<'_>) -> Result<SettleOutcome>;
-    async fn end(&self, key: i64, status: Status, error: &AskError, audit: &AuditEntry)
-        -> Result<bool>;
+    async fn end(
+        &self,
+        key: i64,
+        status: Status,
+        error: &AskError,
+        withdrawn: Option<WithdrawReason>,
+        audit: &AuditEntry
+    ) -> Result<bool>;
     async fn audit(&self, entry: &AuditEntry) -> Result<()>;
     async fn audit_rows(&self, request_key: Option<i64>) -> Result<Vec<AuditRow>>;
     async fn audit_start(&self, since_ms: Option<i64>) -> Result<ChainStart>;

@@ -307,7 +307,7 @@ async fn check_pruning_deletes_only_what_ended_and_audit_rows_older_than_the_cut
     }
     let err = AskError::aborted("gone");
     assert!(store
-        .end(keys[0], Status::Cancelled, &err, &ask())
+        .end(keys[0], Status::Cancelled, &err, None, &ask())
         .await
         .unwrap());
     store.save_draft(keys[0], 0, "u", &[1]).await.unwrap();
@@ -394,7 +394,7 @@ async fn check_the_audit_chain_links_every_write_and_survives_pruning(t: TestSto
     }
     let err = AskError::aborted("gone");
     assert!(store
-        .end(b.key, Status::Cancelled, &err, &about(b.key))
+        .end(b.key, Status::Cancelled, &err, None, &about(b.key))
         .await
         .unwrap());
     let entries: Vec<AuditEntry> = (0..6)
@@ -588,11 +588,11 @@ async fn check_the_outbox_timers_drafts_and_schedules(t: TestStore) {
     // Ending it: once, with the error, and nothing is due to post any more.
     let err = AskError::aborted("gone");
     assert!(store
-        .end(req.key, Status::Cancelled, &err, &about(req.key))
+        .end(req.key, Status::Cancelled, &err, None, &about(req.key))
         .await
         .unwrap());
     assert!(!store
-        .end(req.key, Status::Expired, &err, &about(req.key))
+        .end(req.key, Status::Expired, &err, None, &about(req.key))
         .await
         .unwrap());
     let ended = store.by_key(req.key).await.unwrap().unwrap();
@@ -661,7 +661,7 @@ async fn check_listings(t: TestStore) {
     }
     let err = AskError::aborted("gone");
     store
-        .end(keys[1], Status::Cancelled, &err, &ask())
+        .end(keys[1], Status::Cancelled, &err, None, &ask())
         .await
         .unwrap();
     let page = |after| Page { limit: 10, after };

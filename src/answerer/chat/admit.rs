@@ -2,7 +2,7 @@
 //! has found the request and the message it belongs to. The platform renders the refusal.
 
 use super::{Person, Platform};
-use crate::domain::request::{Answered, AuditAction, Request, Status};
+use crate::domain::request::{Answered, AuditAction, Request, Status, WithdrawReason};
 
 /// Why a press changes nothing.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -15,10 +15,12 @@ pub enum Refused {
     NotAllowed,
     /// The question was answered already: by whom, when, and what.
     Answered(Box<Answered>),
-    /// The request is no longer pending: its status, and its error's message if it has one.
+    /// The request is no longer pending: its status, its error's message if it has one, and
+    /// why it was withdrawn if it was (answered in the agent's terminal, the agent moved on).
     Ended {
         status: Status,
         error: Option<String>,
+        withdrawn: Option<WithdrawReason>,
     },
 }
 
@@ -89,6 +91,7 @@ pub fn open(req: &Request, idx: usize) -> Result<(), Refusal> {
         return Err(Refused::Ended {
             status: req.status,
             error: req.error().map(|e| e.message.clone()),
+            withdrawn: req.withdrawn,
         }
         .into());
     }

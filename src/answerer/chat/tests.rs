@@ -131,9 +131,21 @@ fn a_press_is_checked_in_order_option_person_open_pending() {
         r.why,
         Refused::Ended {
             status: Status::Cancelled,
-            error: None
+            error: None,
+            withdrawn: None,
         }
     );
+    // A withdrawn request says why, so that the late presser learns the terminal answered.
+    ended.withdrawn = Some(crate::domain::request::WithdrawReason::AnsweredInTerminal);
+    let r = admit::press(&f, &ended, 0, Some(0), &alice, 0).unwrap_err();
+    assert_eq!(r.action, AuditAction::Late);
+    assert!(matches!(
+        r.why,
+        Refused::Ended {
+            withdrawn: Some(crate::domain::request::WithdrawReason::AnsweredInTerminal),
+            ..
+        }
+    ));
 }
 
 #[test]

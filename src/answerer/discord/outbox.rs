@@ -497,8 +497,16 @@ impl Outbox {
         &self,
         req: &Request,
         route: &ResolvedRoute,
-        idx: usize,
+        post: &Post,
     ) -> Option<(render::Outcome, EditState)> {
+        let idx = post.idx;
+        if post.is_note() {
+            // A reminder of a withdrawn request would still call people to a question nobody
+            // needs answered; any other note stays as sent.
+            return req
+                .withdrawn
+                .map(|reason| (render::withdrawn_note(reason), EditState::Ended));
+        }
         let q = req.questions.get(idx)?;
         let ctx = RenderContext::of(req, route, idx);
         match (req.answers.get(idx), &req.outcome) {
@@ -507,7 +515,10 @@ impl Outbox {
                 EditState::Settled,
             )),
             (Some(None), Some(Outcome::Error(err))) => Some((
-                render::ended(q, &ctx, ended_status(err), &err.message),
+                match req.withdrawn {
+                    Some(reason) => render::withdrawn(q, &ctx, reason, err),
+                    None => render::ended(q, &ctx, ended_status(err), &err.message),
+                },
                 EditState::Ended,
             )),
             _ => None,
@@ -532,11 +543,11 @@ impl Outbox {
             return;
         }
         let route = route::of_request(&self.config, req);
-        for post in posts.iter().filter(|p| p.message.is_some() && !p.is_note()) {
+        for post in posts.iter().filter(|p| p.message.is_some()) {
             if only.is_some_and(|i| i != post.idx) {
                 continue;
             }
-            if let Some((outcome, state)) = self.outcome_of(req, &route, post.idx) {
+            if let Some((outcome, state)) = self.outcome_of(req, &route, post) {
                 if post.edited != state {
                     self.spawn_edit(ctx, req, post, outcome, Some(state));
                 }
@@ -554,8 +565,8 @@ impl Outbox {
         posts: &[Post],
     ) {
         let route = route::of_request(&self.config, req);
-        for post in posts.iter().filter(|p| p.message.is_some() && !p.is_note()) {
-            if let Some((outcome, state)) = self.outcome_of(req, &route, post.idx) {
+        for post in posts.iter().filter(|p| p.message.is_some()) {
+            if let Some((outcome, state)) = self.outcome_of(req, &route, post) {
                 if post.edited != state {
                     self.spawn_edit(ctx, req, post, outcome, Some(state));
                 }

@@ -115,7 +115,7 @@ impl Hub {
             .unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
         let content = self.content(&ask.questions, ask.context.as_ref());
         // A live request is attached to without touching the database.
-        if let Some(att) = self.attach_live(&request_id, content, peer)? {
+        if let Some(att) = self.attach_live(&request_id, content, peer, ask.on_disconnect)? {
             return Ok((att, None));
         }
         let token = new_token();
@@ -146,7 +146,7 @@ impl Hub {
             }
         };
         let register = self.inner.register.lock().await;
-        if let Some(att) = self.attach_live(&request_id, content, peer)? {
+        if let Some(att) = self.attach_live(&request_id, content, peer, ask.on_disconnect)? {
             return Ok((att, None));
         }
         self.check_pending_cap(peer)?;
@@ -200,7 +200,7 @@ impl Hub {
                 self.inner.settings.recorder.asked(answerer.name());
                 self.insert_live(&req, Phase::Offering, content);
                 let att = self
-                    .attach_live(&request_id, content, peer)?
+                    .attach_live(&request_id, content, peer, ask.on_disconnect)?
                     .expect("a request just registered is live");
                 drop(register);
                 Ok((

@@ -5,7 +5,9 @@ use super::{Hub, Phase};
 use crate::domain::access::LocalUser;
 use crate::domain::clock::now_ms;
 use crate::domain::error::AskError;
-use crate::domain::request::{AuditAction, AuditEntry, Outcome, Request, Source, Status};
+use crate::domain::request::{
+    AuditAction, AuditEntry, Outcome, Request, Source, Status, WithdrawReason,
+};
 use crate::domain::text::Escaped;
 
 impl Hub {
@@ -48,7 +50,8 @@ impl Hub {
             detail: Some(err.to_string()),
             ..AuditEntry::about(req)
         };
-        self.end_with(req, Status::Cancelled, err, audit).await
+        self.end_with(req, Status::Cancelled, err, None, audit)
+            .await
     }
 
     /// Ends a pending request with an error outcome on behalf of `source`; false if it had
@@ -70,17 +73,25 @@ impl Hub {
             detail: Some(err.to_string()),
             ..AuditEntry::about(req)
         };
-        self.end_with(req, status, err, audit).await
+        self.end_with(req, status, err, None, audit).await
     }
 
+    /// Ends a pending request with an error outcome (`withdrawn`: why, for a withdrawal) and
+    /// `audit`, then tells its waiting clients and its answerer; false if it had already ended.
     pub(super) async fn end_with(
         &self,
         req: &Request,
         status: Status,
         err: AskError,
+        withdrawn: Option<WithdrawReason>,
         audit: AuditEntry,
     ) -> bool {
-        let ended = match self.inner.store.end(req.key, status, &err, &audit).await {
+        let ended = match self
+            .inner
+            .store
+            .end(req.key, status, &err, withdrawn, &audit)
+            .await
+        {
             Ok(ended) => ended,
             Err(e) => {
                 tracing::error!(request_id = %Escaped(&req.request_id), error = %format!("{e:#}"), "cannot end the request");
@@ -95,6 +106,7 @@ impl Hub {
             ended_req.status = status;
             ended_req.ended_at_ms = Some(now_ms());
             ended_req.outcome = Some(outcome);
+            ended_req.withdrawn = withdrawn;
             if let Some(a) = self.answerer_for(&ended_req) {
                 a.ended(&self.context(a.name()), &ended_req).await;
             }

@@ -4,7 +4,7 @@
 
 use super::{foreign_error, AttachGuard, Attachment, Hub, Phase};
 use crate::domain::error::AskError;
-use crate::domain::model::{Context, Question};
+use crate::domain::model::{Context, OnDisconnect, Question};
 use crate::domain::request::{Peer, Request, Source, Status};
 use crate::domain::text::Escaped;
 use std::collections::HashMap;
@@ -179,6 +179,7 @@ impl Hub {
         request_id: &str,
         content: Content,
         peer: Peer,
+        on_disconnect: OnDisconnect,
     ) -> Result<Option<Attachment>, AskError> {
         let mut live = self.inner.live.lock().unwrap();
         let Some(entry) = live.by_id.get_mut(request_id) else {
@@ -202,24 +203,55 @@ impl Hub {
             _guard: Some(AttachGuard {
                 hub: self.clone(),
                 request_id: request_id.to_owned(),
+                peer,
+                on_disconnect,
             }),
         }))
     }
 
-    pub(super) fn detach(&self, request_id: &str) {
+    /// A client's attachment ended (`peer`, whose ask said `on_disconnect`). The last one
+    /// gone leaves the request alone: a client that may come back gets `cancel_grace_secs`; one
+    /// that never does (an agent's hook) has its request withdrawn at once. Not while the
+    /// daemon shuts down: its clients re-attach to the next run.
+    pub(super) fn detach(&self, request_id: &str, peer: Peer, on_disconnect: OnDisconnect) {
         let mut live = self.inner.live.lock().unwrap();
         let Some(entry) = live.by_id.get_mut(request_id) else {
             return;
         };
         entry.attached = entry.attached.saturating_sub(1);
         entry.epoch += 1;
-        if entry.attached == 0 {
-            drop(live);
-            self.schedule_grace(
+        if entry.attached != 0 {
+            return;
+        }
+        let epoch = entry.epoch;
+        // Announced before the shutdown token is cancelled: the clients' `shutting_down`
+        // lines, and with them these detaches, may come first.
+        let shutting_down = matches!(*entry.phase.borrow(), Phase::ShuttingDown);
+        drop(live);
+        match on_disconnect {
+            OnDisconnect::Grace => self.schedule_grace(
                 request_id,
                 self.inner.settings.cancel_grace,
                 "cancel_grace_secs",
-            );
+            ),
+            OnDisconnect::Withdraw => {
+                if shutting_down || self.inner.shutdown.is_cancelled() {
+                    return;
+                }
+                let hub = self.clone();
+                let request_id = request_id.to_owned();
+                self.inner.tasks.spawn(async move {
+                    // Unless a client attached again meanwhile.
+                    let still_alone = matches!(
+                        hub.inner.live.lock().unwrap().by_id.get(&request_id),
+                        Some(e) if e.attached == 0 && e.epoch == epoch
+                            && !matches!(*e.phase.borrow(), Phase::ShuttingDown)
+                    );
+                    if still_alone && !hub.inner.shutdown.is_cancelled() {
+                        hub.withdraw_abandoned(&request_id, peer).await;
+                    }
+                });
+            }
         }
     }
 

@@ -16,9 +16,10 @@ use super::cluster::Role;
 use super::error::{AskError, ErrorCode};
 use super::expiry::{Deadlines, ExpiryRule};
 use super::metrics::Recorder;
+use super::model::OnDisconnect;
 use super::quorum::Policy;
 use super::request::{
-    Actor, AuditAction, AuditEntry, Outcome, Post, Request, Settled, Source, Status,
+    Actor, AuditAction, AuditEntry, Outcome, Peer, Post, Request, Settled, Source, Status,
 };
 use super::store::Store;
 use super::text::Escaped;
@@ -82,11 +83,15 @@ pub struct Attachment {
 struct AttachGuard {
     hub: Hub,
     request_id: String,
+    /// The attached client, and what its going away means (its ask's `on_disconnect`).
+    peer: Peer,
+    on_disconnect: OnDisconnect,
 }
 
 impl Drop for AttachGuard {
     fn drop(&mut self) {
-        self.hub.detach(&self.request_id);
+        self.hub
+            .detach(&self.request_id, self.peer, self.on_disconnect);
     }
 }
 
@@ -160,7 +165,8 @@ mod settle;
 mod terminal;
 mod votes;
 mod withdraw;
-pub use withdraw::{WithdrawMatch, WithdrawReason};
+pub use crate::domain::request::WithdrawReason;
+pub use withdraw::WithdrawMatch;
 
 pub use terminal::TerminalAnswer;
 
@@ -339,7 +345,8 @@ impl Core for Hub {
             detail: Some(err.to_string()),
             ..AuditEntry::about(req)
         };
-        self.end_with(req, Status::Cancelled, err, audit).await
+        self.end_with(req, Status::Cancelled, err, None, audit)
+            .await
     }
 
     async fn audit(&self, entry: AuditEntry) {

@@ -214,6 +214,36 @@ pub struct Ask {
     pub questions: Vec<Question>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub context: Option<Context>,
+    /// What the asking connection closing without an answer means.
+    #[serde(default, skip_serializing_if = "OnDisconnect::is_grace")]
+    pub on_disconnect: OnDisconnect,
+}
+
+/// What an asking connection that closes without an answer means for its request (an ask's
+/// `on_disconnect`; docs/protocol.md).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OnDisconnect {
+    /// The client may come back (a restart of its own, a lost connection): the request waits
+    /// `cancel_grace_secs` for a re-attach.
+    #[default]
+    Grace,
+    /// The client never comes back while the daemon runs (an agent's hook, which the agent
+    /// killed or gave up on): the request is withdrawn at once, "the agent moved on".
+    Withdraw,
+}
+
+impl OnDisconnect {
+    pub fn is_grace(&self) -> bool {
+        *self == OnDisconnect::Grace
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            OnDisconnect::Grace => "grace",
+            OnDisconnect::Withdraw => "withdraw",
+        }
+    }
 }
 
 impl Caller {

@@ -286,11 +286,14 @@ pub async fn run(config_file: Option<&Path>, args: HookArgs) -> i32 {
         HookKind::Codex(a) => codex(config_file, &a).await,
         HookKind::Copilot(a) => copilot(config_file, &a).await,
     };
+    // The agent may be gone (its ends of stdout and stderr closed): nobody to tell, and no
+    // panic over it.
+    use std::io::Write;
     if let Some(line) = reply.to_line() {
-        println!("{line}");
+        let _ = writeln!(std::io::stdout(), "{line}");
     }
     if let Some(note) = reply.note().filter(|n| !n.is_empty()) {
-        eprintln!("askrelay: {}", Escaped(note));
+        let _ = writeln!(std::io::stderr(), "askrelay: {}", Escaped(note));
     }
     0
 }

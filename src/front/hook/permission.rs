@@ -452,6 +452,7 @@ pub(super) fn permission_ask(
             multi_select: false,
         }],
         context: (!context.is_empty()).then_some(context),
+        on_disconnect: crate::domain::model::OnDisconnect::Withdraw,
     };
     validated(ask)
 }

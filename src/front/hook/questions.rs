@@ -126,6 +126,7 @@ pub(super) fn questions_ask(
         scope,
         questions,
         context: None,
+        on_disconnect: crate::domain::model::OnDisconnect::Withdraw,
     };
     Ok((validated(ask)?, texts))
 }

@@ -246,6 +246,7 @@ pub(super) fn stop_ask(event: &StopEvent, args: &CommonArgs, agent: Agent) -> Re
             text: Some(t),
             ..Context::default()
         }),
+        on_disconnect: crate::domain::model::OnDisconnect::Withdraw,
     };
     validated(ask)
 }

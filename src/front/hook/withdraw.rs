@@ -74,7 +74,7 @@ pub(super) async fn lifecycle(target: &Target, event: &HookEvent, agent: &str) -
         .then(|| call_key(&session, &event.tool_name, &event.tool_input));
     let op = Op::Withdraw {
         reason: reason.to_owned(),
-        session,
+        session: Some(session),
         call,
         request_id: None,
         agent: Some(agent.to_owned()),

@@ -6,7 +6,7 @@
 use super::fields::{optional_string, reject_unknown, required_string};
 use crate::domain::error::AskError;
 use crate::domain::model::{
-    check_request_id, Approval, Ask, Caller, Context, ContextFile, Limits, Question,
+    check_request_id, Approval, Ask, Caller, Context, ContextFile, Limits, OnDisconnect, Question,
     QuestionOption, Scope, MAX_SCOPE_LABELS,
 };
 use serde_json::{Map, Value};
@@ -21,6 +21,7 @@ pub fn parse_ask(obj: &Map<String, Value>, max_questions: usize) -> Result<Ask, 
         "scope",
         "questions",
         "context",
+        "on_disconnect",
     ];
     reject_unknown(obj, "", KEYS)?;
     let request_id = match obj.get("request_id") {
@@ -44,12 +45,24 @@ pub fn parse_ask(obj: &Map<String, Value>, max_questions: usize) -> Result<Ask, 
         None | Some(Value::Null) => None,
         Some(v) => Some(read_context(v)?).filter(|c| !c.is_empty()),
     };
+    let on_disconnect = match obj.get("on_disconnect") {
+        None | Some(Value::Null) => OnDisconnect::Grace,
+        Some(Value::String(s)) if s == "grace" => OnDisconnect::Grace,
+        Some(Value::String(s)) if s == "withdraw" => OnDisconnect::Withdraw,
+        Some(_) => {
+            return Err(AskError::invalid(
+                "on_disconnect: must be \"grace\" (wait cancel_grace_secs for a re-attach) or \
+                 \"withdraw\" (end the request at once)",
+            ))
+        }
+    };
     let ask = Ask {
         request_id,
         caller,
         scope,
         questions,
         context,
+        on_disconnect,
     };
     ask.validate(&Limits { max_questions })?;
     Ok(ask)

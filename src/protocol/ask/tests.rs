@@ -94,6 +94,7 @@ fn a_full_ask_comes_back_exactly() {
             },
         ],
         context: None,
+        on_disconnect: Default::default(),
     };
     assert_eq!(ask, want);
     assert!(ask.questions[0].options[0].is_recommended());

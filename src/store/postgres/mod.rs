@@ -33,7 +33,7 @@ use crate::domain::cluster::ClusterHandle;
 use crate::domain::error::AskError;
 use crate::domain::request::{
     AuditEntry, AuditRow, Created, DuePost, EditState, NewRequest, PlannedPost, Post, PostKey,
-    Request, SessionPlace, SettleOutcome, Status, Timer,
+    Request, SessionPlace, SettleOutcome, Status, Timer, WithdrawReason,
 };
 use crate::domain::store::{Holder, NewAnswer, Page, Pruned, Store, Visibility};
 use anyhow::{Context, Result};

@@ -256,19 +256,22 @@ impl Store for PgStore {
         key: i64,
         status: Status,
         error: &AskError,
+        withdrawn: Option<WithdrawReason>,
         audit: &AuditEntry,
     ) -> Result<bool> {
         let at = now_ms();
         write_tx!(self, |tx| {
             let ended: Option<Option<String>> = sqlx::query_scalar(
                 "UPDATE requests SET status = $1, error_code = $2, error_message = $3, \
-                 ended_at = $4 WHERE key = $5 AND status = 'pending' RETURNING node",
+                 ended_at = $4, withdrawn = $6 WHERE key = $5 AND status = 'pending' \
+                 RETURNING node",
             )
             .bind(status.as_str())
             .bind(error.code.as_str())
             .bind(&error.message)
             .bind(at)
             .bind(key)
+            .bind(withdrawn.map(WithdrawReason::as_str))
             .fetch_optional(&mut *tx)
             .await?;
             if let Some(node) = &ended {

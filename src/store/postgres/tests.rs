@@ -172,7 +172,7 @@ async fn each_node_sees_its_own_requests_and_the_cluster_sees_all() {
     // Ended among: only those that ended.
     let err = AskError::aborted("gone");
     assert!(b
-        .end(theirs.key, Status::Cancelled, &err, &ask())
+        .end(theirs.key, Status::Cancelled, &err, None, &ask())
         .await
         .unwrap());
     let ended = ca.ended_among(&[mine.key, theirs.key]).await.unwrap();
@@ -480,7 +480,7 @@ async fn notices_reach_other_nodes_and_resume_after_a_cut() {
     assert_eq!(next(&mut rx).await, ended);
     let err = AskError::aborted("gone");
     assert!(b
-        .end(req.key, Status::Cancelled, &err, &ask())
+        .end(req.key, Status::Cancelled, &err, None, &ask())
         .await
         .unwrap());
     // B wrote it: B's own outbox notice is not relayed back to B, the ended one is.
@@ -491,7 +491,7 @@ async fn notices_reach_other_nodes_and_resume_after_a_cut() {
     );
     // A write that changes nothing tells nobody.
     assert!(!b
-        .end(req.key, Status::Cancelled, &err, &ask())
+        .end(req.key, Status::Cancelled, &err, None, &ask())
         .await
         .unwrap());
 

@@ -207,7 +207,9 @@ where
              AND ((p.message IS NULL AND (r.status = 'pending' \
                     OR (p.slot = '' AND q.answered_via = 'grant'))) \
                OR (p.message IS NOT NULL AND p.slot NOT LIKE 'note:%' \
-                   AND (q.answered_at IS NOT NULL OR r.status <> 'pending'))) \
+                   AND (q.answered_at IS NOT NULL OR r.status <> 'pending')) \
+               OR (p.message IS NOT NULL AND p.slot LIKE 'note:%' \
+                   AND r.withdrawn IS NOT NULL)) \
              ORDER BY due_since NULLS FIRST",
         )
         .bind(answerer)

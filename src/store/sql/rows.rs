@@ -9,7 +9,7 @@ use crate::domain::expiry::{Expiry, OnExpire};
 use crate::domain::grant::Grant;
 use crate::domain::once_grant::OnceGrant;
 use crate::domain::request::{
-    Actor, Answered, EditState, Outcome, Peer, Post, Request, Slot, Status, Via,
+    Actor, Answered, EditState, Outcome, Peer, Post, Request, Slot, Status, Via, WithdrawReason,
 };
 use crate::domain::vote::Vote;
 use anyhow::{Context, Result};
@@ -55,6 +55,7 @@ pub(in crate::store) struct RequestRow {
     error_message: Option<String>,
     expire_at: Option<i64>,
     on_expire: Option<String>,
+    withdrawn: Option<String>,
     #[sqlx(default)]
     context_json: Option<String>,
     #[sqlx(default)]
@@ -125,6 +126,9 @@ impl RequestRow {
             votes,
             expiry,
             node: self.node,
+            // A reason this version does not know reads as none: the request shows as the
+            // cancellation it also is.
+            withdrawn: self.withdrawn.as_deref().and_then(WithdrawReason::parse),
         })
     }
 }

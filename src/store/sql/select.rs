@@ -13,7 +13,7 @@ use sqlx::{ColumnIndex, Decode, FromRow, Row, Type};
 pub(in crate::store) const REQUEST_COLUMNS: &str =
     "key, request_id, token, questions_json, caller_json, scope_json, status, answerer, route, \
      peer_uid, peer_pid, created_at, ended_at, result_json, error_code, error_message, \
-     expire_at, on_expire";
+     expire_at, on_expire, withdrawn";
 
 /// The columns of `questions` that [`answers_from_json`] reads, in its order.
 const ANSWER_COLUMNS: &str = "idx, answered_at, answered_by, answered_via, answered_id, \

@@ -18,7 +18,7 @@ use crate::domain::audit::{AuditPage, ChainHead, ChainStart, ChainedRow};
 use crate::domain::error::AskError;
 use crate::domain::request::{
     AuditEntry, AuditRow, Created, DuePost, EditState, NewRequest, PlannedPost, Post, PostKey,
-    Request, SessionPlace, SettleOutcome, Status, Timer,
+    Request, SessionPlace, SettleOutcome, Status, Timer, WithdrawReason,
 };
 use crate::domain::store::{Holder, NewAnswer, Page, Pruned, Store, Visibility};
 use anyhow::{bail, Context, Result};
@@ -684,7 +684,7 @@ mod tests {
 
         let gone = AskError::aborted("gone");
         assert!(store
-            .end(b.key, Status::Cancelled, &gone, &ask())
+            .end(b.key, Status::Cancelled, &gone, None, &ask())
             .await
             .unwrap());
         assert_eq!(store.prune(Some(i64::MAX), None).await.unwrap().requests, 1);

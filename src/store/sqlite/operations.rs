@@ -292,6 +292,7 @@ impl Store for SqliteStore {
         key: i64,
         status: Status,
         error: &AskError,
+        withdrawn: Option<WithdrawReason>,
         audit: &AuditEntry,
     ) -> Result<bool> {
         let at = crate::domain::clock::now_ms();
@@ -299,14 +300,15 @@ impl Store for SqliteStore {
         let (won, lost) = outcomes(&turn.tip.head, audit, at);
         let query = sqlx::query(concat!(
             "BEGIN IMMEDIATE; ",
-            "UPDATE requests SET status = ?, error_code = ?, error_message = ?, ended_at = ? \
-             WHERE key = ? AND status = 'pending' RETURNING 1; ",
+            "UPDATE requests SET status = ?, error_code = ?, error_message = ?, withdrawn = ?, \
+             ended_at = ? WHERE key = ? AND status = 'pending' RETURNING 1; ",
             insert_audit_outcome!(),
             "; COMMIT"
         ))
         .bind(status.as_str())
         .bind(error.code.as_str())
         .bind(&error.message)
+        .bind(withdrawn.map(WithdrawReason::as_str))
         .bind(at)
         .bind(key);
         let ended = !self

@@ -422,7 +422,7 @@ async fn withdrawn_message(app: &App) -> String {
 /// (set to an hour here) is over: the lifecycle event's withdrawal, or the daemon seeing the
 /// killed hook go.
 fn ended_by(text: &str, event_reason: &str) -> bool {
-    text.contains(event_reason) || text.contains("the waiting hook was stopped")
+    text.contains(event_reason) || text.contains("waiting hook was stopped")
 }
 
 #[tokio::test]

@@ -1511,3 +1511,4 @@ mod copilot;
 mod mcp_client;
 mod stop;
 mod tty;
+mod withdrawn;

@@ -255,7 +255,11 @@ impl Refusal {
                 .to_owned(),
             // Who answered this question, and when, tells the late clicker more than "ended".
             Refused::Answered(a) => already(q, &a),
-            Refused::Ended { status, error } => match (status, error) {
+            Refused::Ended {
+                withdrawn: Some(reason),
+                ..
+            } => withdrawn_refusal(reason),
+            Refused::Ended { status, error, .. } => match (status, error) {
                 (crate::domain::Status::Answered, _) => {
                     "This request has already been answered.".to_owned()
                 }
@@ -278,6 +282,21 @@ impl Refusal {
 }
 
 const UNKNOWN: &str = "This question is no longer known to askrelay; nothing was recorded.";
+
+/// The reply to a press on a question its agent went on without: the answer is not used.
+fn withdrawn_refusal(reason: crate::domain::request::WithdrawReason) -> String {
+    use crate::domain::request::WithdrawReason;
+    match reason {
+        WithdrawReason::AnsweredInTerminal => {
+            "Already answered in the terminal: the agent's own prompt settled this, so your \
+             answer was not used."
+        }
+        WithdrawReason::AgentMovedOn | WithdrawReason::HookKilled => {
+            "The agent moved on without this answer, so yours was not used."
+        }
+    }
+    .to_owned()
+}
 
 /// The reply to a press by a bot account.
 const BOT: &str = "Bot accounts cannot answer askrelay questions.";

@@ -55,7 +55,10 @@ pub use markup::{inert, inert_plain, one_line, truncate, truncate_md};
 pub use modals::{
     confirm_modal, edit_modal, grant_pattern_modal, modal, CONFIRM_INPUT_ID, LENGTH_INPUT_ID,
 };
-pub use outcome::{answered_view, ended, ended_status, open, settled, AnsweredView, Outcome};
+pub use outcome::{
+    answered_view, ended, ended_status, open, settled, withdrawn, withdrawn_note, AnsweredView,
+    Outcome,
+};
 
 /// What the renderer needs to know besides the question itself.
 #[derive(Debug, Clone, Copy)]

@@ -11,7 +11,7 @@ use super::{
     truncate, truncate_md, RenderContext,
 };
 use crate::domain::model::Question;
-use crate::domain::request::Answered;
+use crate::domain::request::{Answered, WithdrawReason};
 use crate::domain::{AskError, ErrorCode};
 use serenity::builder::{
     CreateActionRow, CreateAllowedMentions, CreateEmbed, CreateInteractionResponseMessage,
@@ -35,10 +35,13 @@ pub struct AnsweredView {
     pub terms: Option<crate::domain::answer::Terms>,
 }
 
-/// A message's final state: the question's embed with its outcome fields, no components.
+/// A message's final state: the question's embed with its outcome fields, no components; or,
+/// for a note (a reminder, an escalation step's mentions), its text.
 #[derive(Debug, Clone)]
 pub struct Outcome {
-    embed: CreateEmbed,
+    embed: Option<CreateEmbed>,
+    /// The message's text, replacing what it said (notes only).
+    content: Option<String>,
     allowed: CreateAllowedMentions,
     /// None once settled or ended; an open question's (a vote changed its count) otherwise.
     components: Vec<CreateActionRow>,
@@ -47,25 +50,38 @@ pub struct Outcome {
 impl Outcome {
     /// As an edit of the message (PATCH).
     pub fn edit(&self) -> EditMessage {
-        EditMessage::new()
-            .embed(self.embed.clone())
+        let mut edit = EditMessage::new()
             .components(self.components.clone())
-            .allowed_mentions(self.allowed.clone())
+            .allowed_mentions(self.allowed.clone());
+        if let Some(e) = &self.embed {
+            edit = edit.embed(e.clone());
+        }
+        if let Some(c) = &self.content {
+            edit = edit.content(c.clone());
+        }
+        edit
     }
 
     /// As the update-message callback (type 7) of the interaction that settled it (or voted).
     pub fn update(&self) -> CreateInteractionResponseMessage {
-        CreateInteractionResponseMessage::new()
-            .embed(self.embed.clone())
+        let mut update = CreateInteractionResponseMessage::new()
             .components(self.components.clone())
-            .allowed_mentions(self.allowed.clone())
+            .allowed_mentions(self.allowed.clone());
+        if let Some(e) = &self.embed {
+            update = update.embed(e.clone());
+        }
+        if let Some(c) = &self.content {
+            update = update.content(c.clone());
+        }
+        update
     }
 }
 
 /// An open question's message as it stands, with its votes (after a vote on a quorum route).
 pub fn open(q: &Question, ctx: &RenderContext) -> Outcome {
     Outcome {
-        embed: question_embed(q, ctx),
+        embed: Some(question_embed(q, ctx)),
+        content: None,
         allowed: CreateAllowedMentions::new(),
         components: components(q, ctx),
     }
@@ -197,7 +213,8 @@ fn outcome_edit(q: &Question, ctx: &RenderContext, outcome: Vec<(String, String)
     );
     let (_, allowed) = mentions(ctx);
     Outcome {
-        embed: build_embed(&embed_text(q, ctx), &outcome),
+        embed: Some(build_embed(&embed_text(q, ctx), &outcome)),
+        content: None,
         allowed,
         components: Vec::new(),
     }
@@ -208,6 +225,35 @@ fn nonempty_or<'a>(s: &'a str, fallback: &'a str) -> &'a str {
         fallback
     } else {
         s
+    }
+}
+
+/// A question's message after its request was withdrawn (its agent went on without the
+/// answer): the status says how ("Answered in the terminal"), the reason what told.
+pub fn withdrawn(
+    q: &Question,
+    ctx: &RenderContext,
+    reason: WithdrawReason,
+    err: &AskError,
+) -> Outcome {
+    let told = err
+        .message
+        .strip_prefix("the request was cancelled: ")
+        .unwrap_or(&err.message);
+    ended(q, ctx, reason.status(), told)
+}
+
+/// A note (a reminder, an escalation step's mentions) of a withdrawn request: it says that
+/// the question needs no answer any more, and why, and mentions nobody.
+pub fn withdrawn_note(reason: WithdrawReason) -> Outcome {
+    Outcome {
+        embed: None,
+        content: Some(format!(
+            "**{}:** this question needs no answer any more.",
+            reason.status()
+        )),
+        allowed: CreateAllowedMentions::new(),
+        components: Vec::new(),
     }
 }
 

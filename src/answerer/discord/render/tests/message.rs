@@ -447,6 +447,31 @@ fn settled_and_ended_edits() {
     assert!(text.contains("Cancelled"));
     assert!(text.contains("the agent went away"));
     assert_eq!(e["description"], original["embeds"][0]["description"]);
+
+    // Withdrawn: the status says where it was settled, the reason what told; no buttons.
+    use crate::domain::request::WithdrawReason;
+    let err = crate::domain::AskError::aborted(
+        "the request was cancelled: withdrawn: answered in the terminal (PostToolUse)",
+    );
+    let edit = json(&withdrawn(&q, &c, WithdrawReason::AnsweredInTerminal, &err).edit());
+    assert_eq!(edit["components"], serde_json::json!([]));
+    let e = check_limits(&edit, &q);
+    let fields = e["fields"].as_array().unwrap();
+    let value = |name: &str| fields.iter().find(|f| f["name"] == name).unwrap()["value"].clone();
+    assert_eq!(value("Status"), "Answered in the terminal");
+    assert_eq!(
+        shown(value("Reason").as_str().unwrap()),
+        "withdrawn: answered in the terminal (PostToolUse)"
+    );
+    // A reminder is edited to its text alone: no embed, no mention, no button.
+    let note = json(&withdrawn_note(WithdrawReason::AgentMovedOn).edit());
+    assert_eq!(
+        note["content"],
+        "**The agent moved on:** this question needs no answer any more."
+    );
+    assert!(note.get("embeds").is_none(), "{note}");
+    assert_eq!(note["allowed_mentions"]["parse"], serde_json::json!([]));
+    assert_eq!(note["components"], serde_json::json!([]));
 }
 
 #[test]
