@@ -36,6 +36,9 @@ pub struct ToolCall {
     /// Made only when Claude Code told the model it may retry the call just denied (a
     /// PermissionDenied hook answered `retry: true`); otherwise the model says "done".
     pub only_if_retry: bool,
+    /// Made only once a Stop hook's reply reached the model ("Stop hook feedback"):
+    /// the model ends its first turn with its last words, and acts on the reply.
+    pub only_after_reply: bool,
 }
 
 impl ToolCall {
@@ -44,6 +47,16 @@ impl ToolCall {
             name: name.to_owned(),
             input,
             only_if_retry: false,
+            only_after_reply: false,
+        }
+    }
+
+    /// The call, made only once a reply to the end of a turn reached the model
+    /// ([`ToolCall::only_after_reply`]).
+    pub fn after_reply(self) -> ToolCall {
+        ToolCall {
+            only_after_reply: true,
+            ..self
         }
     }
 
@@ -301,7 +314,11 @@ async fn handle(
             let call = is_turn
                 .then(|| shared.script.get(step))
                 .flatten()
-                .filter(|c| !c.only_if_retry || may_retry(&req));
+                .filter(|c| !c.only_if_retry || may_retry(&req))
+                .filter(|c| {
+                    !c.only_after_reply
+                        || req["messages"].to_string().contains("Stop hook feedback")
+                });
             sse(anthropic_events(call, step, &last_words))
         }
         (Api::OpenAi, p) if p.ends_with("/responses") => {

@@ -276,3 +276,78 @@ async fn claude_code_stop_replies_stop_at_the_cap_on_blocks_in_a_row(cc: Cc) {
     );
     assert_eq!(app.hub().pending_count(), 0);
 }
+
+claude_code_matrix!(claude_code_stop_a_tool_call_after_a_reply_starts_the_count_again);
+/// Claude Code counts blocks in a row only until the model calls a tool. With the cap at 1, a
+/// reply that has the agent run a command is followed by another end of the turn that is
+/// asked again (Claude Code would take a second reply).
+async fn claude_code_stop_a_tool_call_after_a_reply_starts_the_count_again(cc: Cc) {
+    let app = daemon_for_stops(true).await;
+    let work = tempfile::tempdir().unwrap();
+    let marker = work.path().join("migrated");
+    let llm = FakeLlm::anthropic_saying(
+        vec![ToolCall::new(
+            "Bash",
+            json!({"command": format!("touch {}", marker.display()), "description": "Migrate"}),
+        )
+        .after_reply()],
+        "Shall I go on? (turn {turn})",
+    )
+    .await;
+    // Bash runs unasked: the case is about the Stop hook.
+    let settings = json!({"permissions": {"allow": ["Bash"]},
+        "hooks": stop_hook()["hooks"].clone()});
+    let run = Claude::start_with_env(
+        &cc.bin,
+        &llm,
+        &app,
+        settings,
+        Mode::Print,
+        work.path(),
+        &[("CLAUDE_CODE_STOP_HOOK_BLOCK_CAP", "1")],
+    )
+    .await;
+    let first = nth_message(&app, 0).await;
+    reply(&app, &first, "Yes, migrate staging").await;
+    // The model runs the command, then ends its turn again: asked, though one reply was given
+    // and the cap is 1.
+    let second = nth_message(&app, 1).await;
+    assert!(marker.exists(), "the command ran");
+    assert!(
+        serde_json::to_string(&second)
+            .unwrap()
+            .contains("finished its turn again"),
+        "{second}"
+    );
+    final_state(&app.press(&second, &alice(), "Done").await);
+    let (result, err) = run.finish().await;
+    assert_eq!(result["is_error"], false, "{result} {err}");
+    assert_eq!(app.messages(CHANNEL).len(), 2);
+}
+
+/// Codex 0.171.0 has no cap on Stop blocks in a row that askrelay found: each reply starts
+/// another turn, with `stop_hook_active` set, until Done.
+#[tokio::test]
+async fn codex_stop_replies_in_a_row_each_start_a_turn() {
+    let bin = need!(
+        "codex",
+        "agents::stop::codex_stop_replies_in_a_row_each_start_a_turn"
+    );
+    let (app, child, run) = codex_stop_run(&bin, true, false).await;
+    let llm = &run.llm;
+    for n in 0..4 {
+        let m = nth_message(&app, n).await;
+        reply(&app, &m, &format!("reply {n}")).await;
+    }
+    let last = nth_message(&app, 4).await;
+    assert!(
+        serde_json::to_string(&last)
+            .unwrap()
+            .contains("finished its turn again"),
+        "{last}"
+    );
+    final_state(&app.press(&last, &alice(), "Done").await);
+    codex_done(child).await;
+    assert_eq!(llm.turns().len(), 5, "one turn, and one per reply");
+    assert_eq!(llm.turns_showing("reply 3"), 1);
+}
