@@ -20,11 +20,10 @@
 //! The event's name is read before anything else can fail, so that every failure answers in
 //! that event's own shape.
 
-use super::permission::{edit_not_applied, tool_call};
-use super::{denied_by, CodexArgs, EventKind, HookEvent, Reply, Verdict};
+use super::permission::tool_call;
+use super::{CodexArgs, EventKind, HookEvent, Reply, Shapes, Verdict};
 use crate::client::Target;
 use crate::domain::text::Escaped;
-use crate::domain::ErrorCode;
 use serde_json::{json, Value};
 use std::io::Read;
 use std::path::Path;
@@ -38,9 +37,9 @@ pub(super) enum CodexEvent {
     Other,
 }
 
-impl CodexEvent {
+impl Shapes for CodexEvent {
     /// A deny in this event's shape.
-    pub(super) fn deny(self, message: String) -> Reply {
+    fn deny(self, message: String) -> Reply {
         match self {
             CodexEvent::PreToolUse => Reply::pre("deny", message),
             CodexEvent::PermissionRequest => Reply::PermissionRequest {
@@ -53,7 +52,7 @@ impl CodexEvent {
 
     /// An allow in this event's shape: nothing for PreToolUse (Codex refuses an explicit
     /// allow there, and no decision lets the call run).
-    pub(super) fn allow(self, by: &str) -> Reply {
+    fn allow(self, by: &str) -> Reply {
         match self {
             CodexEvent::PermissionRequest => Reply::PermissionRequest {
                 decision: json!({"behavior": "allow"}),
@@ -65,7 +64,7 @@ impl CodexEvent {
 
     /// What the hook prints when it has no answer: nothing, or with `--fail-closed` a deny in
     /// the event's shape (never for other events).
-    pub(super) fn fallback(self, why: String, fail_closed: bool) -> Reply {
+    fn fallback(self, why: String, fail_closed: bool) -> Reply {
         match self {
             CodexEvent::Other => Reply::NoDecision(format!("{why}; no decision")),
             _ if fail_closed => self.deny(format!("askrelay: {why}; denied (--fail-closed)")),
@@ -137,31 +136,7 @@ pub(in crate::front) async fn codex(config_file: Option<&Path>, args: &CodexArgs
 
 /// What the hook answers for a verdict, in the event's shape.
 pub(super) fn answer(kind: CodexEvent, verdict: Verdict, fail_closed: bool) -> Reply {
-    match verdict {
-        Verdict::Allowed { by, edited: None } => kind.allow(&by),
-        // Codex is never offered Edit…; an edit it cannot run is not the command asked.
-        Verdict::Allowed {
-            by,
-            edited: Some(_),
-        } => kind.deny(edit_not_applied(&by)),
-        Verdict::Denied { by, reason } => kind.deny(denied_by(&by, reason.as_deref())),
-        Verdict::Failed(e) if e.code == ErrorCode::Expired => {
-            kind.deny(format!("askrelay: nobody answered in time ({})", e.message))
-        }
-        Verdict::Failed(e) if e.code == ErrorCode::Aborted => kind.deny(format!(
-            "askrelay: the request was cancelled ({})",
-            e.message
-        )),
-        Verdict::Failed(e) => kind.fallback(format!("{}: {}", e.code, e.message), fail_closed),
-        Verdict::Unreachable(why) => kind.fallback(
-            format!("{why}; start it with `askrelay serve`"),
-            fail_closed,
-        ),
-        Verdict::TimedOut(after) => kind.fallback(
-            format!("nobody answered within {} s", after.as_secs()),
-            fail_closed,
-        ),
-    }
+    super::answer_in(kind, verdict, fail_closed)
 }
 
 #[cfg(test)]

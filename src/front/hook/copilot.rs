@@ -23,11 +23,10 @@
 //!
 //! It always exits 0: Copilot treats a failing `preToolUse` hook as a deny.
 
-use super::permission::{edit_not_applied, tool_call};
-use super::{denied_by, Agent, CopilotArgs, HookEvent, Reply, Verdict};
+use super::permission::tool_call;
+use super::{Agent, CopilotArgs, HookEvent, Reply, Shapes, Verdict};
 use crate::client::Target;
 use crate::domain::text::Escaped;
-use crate::domain::ErrorCode;
 use clap::ValueEnum;
 use serde_json::{json, Map, Value};
 use std::io::BufRead;
@@ -85,7 +84,9 @@ impl CopilotEvent {
             CopilotEvent::SessionEnd => "SessionEnd",
         }
     }
+}
 
+impl Shapes for CopilotEvent {
     /// An allow in this event's shape.
     fn allow(self, by: &str) -> Reply {
         let note = format!("allowed by {by}");
@@ -259,30 +260,7 @@ pub(in crate::front) async fn copilot(config_file: Option<&Path>, args: &Copilot
 
 /// What the hook answers for a verdict, in the event's shape.
 fn answer(kind: CopilotEvent, verdict: Verdict, fail_closed: bool) -> Reply {
-    match verdict {
-        Verdict::Allowed { by, edited: None } => kind.allow(&by),
-        Verdict::Allowed {
-            by,
-            edited: Some(_),
-        } => kind.deny(edit_not_applied(&by)),
-        Verdict::Denied { by, reason } => kind.deny(denied_by(&by, reason.as_deref())),
-        Verdict::Failed(e) if e.code == ErrorCode::Expired => {
-            kind.deny(format!("askrelay: nobody answered in time ({})", e.message))
-        }
-        Verdict::Failed(e) if e.code == ErrorCode::Aborted => kind.deny(format!(
-            "askrelay: the request was cancelled ({})",
-            e.message
-        )),
-        Verdict::Failed(e) => kind.fallback(format!("{}: {}", e.code, e.message), fail_closed),
-        Verdict::Unreachable(why) => kind.fallback(
-            format!("{why}; start it with `askrelay serve`"),
-            fail_closed,
-        ),
-        Verdict::TimedOut(after) => kind.fallback(
-            format!("nobody answered within {} s", after.as_secs()),
-            fail_closed,
-        ),
-    }
+    super::answer_in(kind, verdict, fail_closed)
 }
 
 #[cfg(test)]

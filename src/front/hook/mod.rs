@@ -502,6 +502,43 @@ async fn once_grant_only(config_file: Option<&Path>, raw: &str, kind: EventKind)
     }
 }
 
+/// An agent event's own shapes of an allow, a deny and no answer (Codex's and Copilot's hooks).
+pub(super) trait Shapes: Copy {
+    fn allow(self, by: &str) -> Reply;
+    fn deny(self, message: String) -> Reply;
+    /// No answer: nothing, or with `--fail-closed` a deny, where the event decides anything.
+    fn fallback(self, why: String, fail_closed: bool) -> Reply;
+}
+
+/// What a hook whose agent has its own shapes (Codex, Copilot) answers for a verdict.
+pub(super) fn answer_in(kind: impl Shapes, verdict: Verdict, fail_closed: bool) -> Reply {
+    match verdict {
+        Verdict::Allowed { by, edited: None } => kind.allow(&by),
+        // Codex is never offered Edit…; an edit it cannot run is not the command asked.
+        Verdict::Allowed {
+            by,
+            edited: Some(_),
+        } => kind.deny(permission::edit_not_applied(&by)),
+        Verdict::Denied { by, reason } => kind.deny(denied_by(&by, reason.as_deref())),
+        Verdict::Failed(e) if e.code == ErrorCode::Expired => {
+            kind.deny(format!("askrelay: nobody answered in time ({})", e.message))
+        }
+        Verdict::Failed(e) if e.code == ErrorCode::Aborted => kind.deny(format!(
+            "askrelay: the request was cancelled ({})",
+            e.message
+        )),
+        Verdict::Failed(e) => kind.fallback(format!("{}: {}", e.code, e.message), fail_closed),
+        Verdict::Unreachable(why) => kind.fallback(
+            format!("{why}; start it with `askrelay serve`"),
+            fail_closed,
+        ),
+        Verdict::TimedOut(after) => kind.fallback(
+            format!("nobody answered within {} s", after.as_secs()),
+            fail_closed,
+        ),
+    }
+}
+
 /// "Denied by alice on Discord", with what they typed.
 pub(super) fn denied_by(by: &str, reason: Option<&str>) -> String {
     match reason {
