@@ -63,7 +63,12 @@ pub fn identities(config: &Config) -> Arc<[Identity]> {
             name: i.name.clone(),
             uids: i.uids.clone(),
             hosts: i.hosts.clone(),
-            platform_ids: i.discord_user_ids.iter().map(|s| s.0.to_string()).collect(),
+            platform_ids: i
+                .discord_user_ids
+                .iter()
+                .map(|s| s.0.to_string())
+                .chain(i.slack_user_ids.iter().cloned())
+                .collect(),
             sessions: i.sessions.clone(),
         })
         .collect()

@@ -260,8 +260,10 @@ impl Config {
                     bail!("identities[{i}].sessions[{j}]: must be a glob of 1 to 200 characters");
                 }
             }
-            if p.uids.is_empty() && p.discord_user_ids.is_empty() {
-                bail!("identities[{i}]: give uids, discord_user_ids or both");
+            if p.uids.is_empty() && p.discord_user_ids.is_empty() && p.slack_user_ids.is_empty() {
+                bail!(
+                    "identities[{i}]: give uids, discord_user_ids, slack_user_ids or some of them"
+                );
             }
             check_hosts(i, p, &self.database_url, &self.cluster.node())?;
         }

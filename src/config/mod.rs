@@ -92,6 +92,10 @@ pub struct IdentityConfig {
     pub hosts: Vec<String>,
     #[serde(default, deserialize_with = "snowflakes")]
     pub discord_user_ids: Vec<Snowflake>,
+    /// The person's Slack user ids (`U…`, `W…`): the same person as their Discord user and
+    /// uids for the requester rule and quorum votes.
+    #[serde(default)]
+    pub slack_user_ids: Vec<String>,
     /// Agent sessions that are this person's (globs on the session id the hooks report, e.g.
     /// `"alice-*"`): for agents that run under a shared account, where the uid is not a person.
     #[serde(default)]

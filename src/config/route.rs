@@ -24,6 +24,23 @@ pub struct Route {
     /// approval policy applies there), and needs the terminal answerer on.
     #[serde(default)]
     pub channel_id: Option<Snowflake>,
+    /// The surfaces that show this route's requests, in order (`["slack", "discord",
+    /// "terminal"]`): each posts its copy and the first allowed answer anywhere settles it.
+    /// Unset: every platform this route names a channel for (`channel_id`, `slack_channel_id`),
+    /// or the terminal when it names none ([`Route::answerers`]).
+    #[serde(default)]
+    pub answerers: Option<Vec<String>>,
+    /// The Slack channel (`C…`, `G…`) this route posts to (default: as `slack.channel_id`
+    /// for the default route only).
+    #[serde(default)]
+    pub slack_channel_id: Option<String>,
+    /// Slack users (`U…`, `W…`) who may answer here; with `slack_allowed_usergroup_ids`, a
+    /// person on either list; both unset: as under `[slack]`.
+    #[serde(default)]
+    pub slack_allowed_user_ids: Option<Vec<String>>,
+    /// Slack user groups (`S…`) whose members may answer here.
+    #[serde(default)]
+    pub slack_allowed_usergroup_ids: Option<Vec<String>>,
     #[serde(default, deserialize_with = "opt_snowflakes")]
     pub allowed_user_ids: Option<Vec<Snowflake>>,
     #[serde(default, deserialize_with = "opt_snowflakes")]
@@ -151,6 +168,10 @@ impl Route {
             name: name.to_owned(),
             matches: BTreeMap::new(),
             channel_id: Some(Snowflake(channel_id)),
+            answerers: None,
+            slack_channel_id: None,
+            slack_allowed_user_ids: None,
+            slack_allowed_usergroup_ids: None,
             allowed_user_ids: None,
             allowed_role_ids: None,
             mention_role_ids: None,
@@ -176,6 +197,31 @@ impl Route {
             confirm_labels: None,
             confirm_word: None,
         }
+    }
+
+    /// The answerers that show this route's requests, in order: `answerers` when set, else
+    /// Discord where `channel_id` is set and Slack where `slack_channel_id` is, else the
+    /// terminal. Names are checked at load (`routes[N].answerers[K]`).
+    pub fn answerers(&self) -> Vec<&str> {
+        if let Some(names) = &self.answerers {
+            return names.iter().map(String::as_str).collect();
+        }
+        let mut names = Vec::new();
+        if self.channel_id.is_some() {
+            names.push("discord");
+        }
+        if self.slack_channel_id.is_some() {
+            names.push("slack");
+        }
+        if names.is_empty() {
+            names.push("terminal");
+        }
+        names
+    }
+
+    /// Whether `answerer` shows this route's requests.
+    pub fn answered_by(&self, answerer: &str) -> bool {
+        self.answerers().contains(&answerer)
     }
 
     /// Whether Stop replies are on for this route.

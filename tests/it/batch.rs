@@ -322,6 +322,7 @@ async fn deny_selected_denies_each_and_the_requester_is_refused_by_the_core() {
             hosts: Vec::new(),
             discord_user_ids: vec![Snowflake(4242)],
             sessions: Vec::new(),
+            ..Default::default()
         });
     })
     .await;

@@ -28,6 +28,7 @@ fn two_approvals(exclude_requester: Option<bool>) -> impl FnOnce(&mut Config) {
             hosts: Vec::new(),
             discord_user_ids: vec![Snowflake(CAROL)],
             sessions: Vec::new(),
+            ..Default::default()
         });
     }
 }
