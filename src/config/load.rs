@@ -62,6 +62,7 @@ impl Config {
                  ASKRELAY_DISCORD__TOKEN unset) to answer from the terminal only"
             );
         }
+        self.slack.validate()?;
         if self.limits.max_questions == 0 {
             bail!("limits.max_questions: must be at least 1");
         }
@@ -197,8 +198,9 @@ impl Config {
                     bail!("routes[{i}].stop_wait_secs: must be between {STOP_WAIT_MIN_SECS} and {STOP_WAIT_MAX_SECS} seconds, not {w}");
                 }
             }
+            check_slack_route(i, r)?;
             if r.channel_id.is_none() {
-                check_terminal_route(i, r, self.terminal_enabled())?;
+                check_chatless_route(i, r, self.terminal_enabled())?;
             }
             if let Some(rule) = &r.expiry {
                 check_expiry(rule, &format!("routes[{i}].expiry"))?;
@@ -260,6 +262,11 @@ impl Config {
                     bail!("identities[{i}].sessions[{j}]: must be a glob of 1 to 200 characters");
                 }
             }
+            super::slack::check_ids(
+                &format!("identities[{i}].slack_user_ids"),
+                super::IdKind::User,
+                &p.slack_user_ids,
+            )?;
             if p.uids.is_empty() && p.discord_user_ids.is_empty() && p.slack_user_ids.is_empty() {
                 bail!(
                     "identities[{i}]: give uids, discord_user_ids, slack_user_ids or some of them"
@@ -342,20 +349,93 @@ impl Config {
     pub fn terminal_enabled(&self) -> bool {
         self.terminal
             .enabled
-            .unwrap_or(self.discord.token.is_none())
+            .unwrap_or(self.discord.token.is_none() && !self.slack.enabled())
     }
 }
 
-/// A route without `channel_id` is answered from the terminal: the terminal answerer must be
-/// on, and Discord's own keys (who is mentioned, reminded, escalated to) mean nothing there.
+/// A route's Slack keys: ids of the right shapes, and allowlists only where it has a Slack
+/// channel to answer in.
+fn check_slack_route(i: usize, r: &Route) -> Result<()> {
+    use super::slack::{check_id, check_ids, IdKind};
+    if let Some(c) = &r.slack_channel_id {
+        check_id(&format!("routes[{i}].slack_channel_id"), IdKind::Channel, c)?;
+    }
+    let users = r.slack_allowed_user_ids.as_deref().unwrap_or_default();
+    let groups = r.slack_allowed_usergroup_ids.as_deref().unwrap_or_default();
+    check_ids(
+        &format!("routes[{i}].slack_allowed_user_ids"),
+        IdKind::User,
+        users,
+    )?;
+    check_ids(
+        &format!("routes[{i}].slack_allowed_usergroup_ids"),
+        IdKind::Usergroup,
+        groups,
+    )?;
+    if r.slack_channel_id.is_none() {
+        for (key, set) in [
+            ("slack_allowed_user_ids", r.slack_allowed_user_ids.is_some()),
+            (
+                "slack_allowed_usergroup_ids",
+                r.slack_allowed_usergroup_ids.is_some(),
+            ),
+        ] {
+            if set {
+                bail!(
+                    "routes[{i}].{key}: is for a Slack channel, and this route has none; set \
+                     slack_channel_id, or leave {key} out"
+                );
+            }
+        }
+    }
+    Ok(())
+}
+
+/// A route without a Discord `channel_id`: answered in Slack when it has `slack_channel_id`,
+/// else from the terminal (see [`check_terminal_route`]); Discord's own keys mean nothing
+/// either way.
+fn check_chatless_route(i: usize, r: &Route, terminal: bool) -> Result<()> {
+    if r.slack_channel_id.is_none() {
+        return check_terminal_route(i, r, terminal);
+    }
+    // Slack answers it; people at a terminal may too, with terminal_answers.
+    let discord_only = discord_only_keys(r);
+    if let Some((key, _)) = discord_only
+        .iter()
+        .filter(|(key, _)| *key != "terminal_answers")
+        .find(|(_, set)| *set)
+    {
+        bail!(
+            "routes[{i}].{key}: is for a Discord channel, and this route has none (it is answered \
+             in Slack); set channel_id, or leave {key} out"
+        );
+    }
+    Ok(())
+}
+
+/// A route without `channel_id` or `slack_channel_id` is answered from the terminal: the
+/// terminal answerer must be on, and Discord's own keys (who is mentioned, reminded,
+/// escalated to) mean nothing there.
 fn check_terminal_route(i: usize, r: &Route, terminal: bool) -> Result<()> {
     if !terminal {
         bail!(
             "routes[{i}].channel_id: not set, and the terminal answerer is off: give the route a \
-             Discord channel, or answer it from the terminal with [terminal] enabled = true"
+             Discord channel (or a Slack one, slack_channel_id), or answer it from the terminal \
+             with [terminal] enabled = true"
         );
     }
-    let discord_only = [
+    if let Some((key, _)) = discord_only_keys(r).iter().find(|(_, set)| *set) {
+        bail!(
+            "routes[{i}].{key}: is for a Discord channel, and this route has none (it is answered \
+             from the terminal); set channel_id, or leave {key} out"
+        );
+    }
+    Ok(())
+}
+
+/// Discord's own keys of a route, and whether each is set.
+fn discord_only_keys(r: &Route) -> [(&'static str, bool); 13] {
+    [
         ("allowed_user_ids", r.allowed_user_ids.is_some()),
         ("allowed_role_ids", r.allowed_role_ids.is_some()),
         ("mention_user_ids", r.mention_user_ids.is_some()),
@@ -369,14 +449,7 @@ fn check_terminal_route(i: usize, r: &Route, terminal: bool) -> Result<()> {
         ("stop_replies", r.stop_replies.is_some()),
         ("stop_wait_secs", r.stop_wait_secs.is_some()),
         ("threads", r.threads.is_some()),
-    ];
-    if let Some((key, _)) = discord_only.iter().find(|(_, set)| *set) {
-        bail!(
-            "routes[{i}].{key}: is for a Discord channel, and this route has none (it is answered \
-             from the terminal); set channel_id, or leave {key} out"
-        );
-    }
-    Ok(())
+    ]
 }
 
 /// A route's typed confirmation: labels that are labels, each once, and a word that can be
@@ -694,8 +767,20 @@ pub(super) fn sources(
                 .required(true),
         );
     }
+    let env: Vec<(String, String)> = env.into_iter().collect();
     let env: config::Map<String, String> = env
-        .into_iter()
+        .iter()
+        .map(|(k, v)| {
+            // Slack's customary names, read as the keys they stand for, unless the key's own
+            // variable is set too.
+            let alias = super::slack::ENV_ALIASES
+                .iter()
+                .find(|(a, _)| a == k)
+                .map(|(_, key)| *key)
+                .filter(|key| !env.iter().any(|(k2, _)| k2 == key));
+            (alias.map_or_else(|| k.clone(), str::to_owned), v.clone())
+        })
+        .filter(|(k, _)| !super::slack::ENV_ALIASES.iter().any(|(a, _)| a == k))
         .filter(|(k, _)| k.starts_with(&format!("{ENV_PREFIX}_")))
         // An entry ending in '_' is a prefix; the others are whole names (ASKRELAY_LOG is
         // not configuration, ASKRELAY_LOG_FORMAT is).

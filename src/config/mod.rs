@@ -13,6 +13,7 @@ pub use crate::domain::expiry::{ExpiryRule, OnExpire};
 mod keys;
 mod load;
 mod route;
+mod slack;
 mod values;
 
 pub use load::{
@@ -22,6 +23,7 @@ pub use route::{
     grant_secs, Route, Threads, GRANT_SECS, MAX_GRANT_DURATIONS, STOP_WAIT_DEFAULT_SECS,
     STOP_WAIT_MAX_SECS, STOP_WAIT_MIN_SECS,
 };
+pub use slack::{check_id, is_id, IdKind, SlackConfig, SlackMode, DEFAULT_SLACK_API_BASE};
 use values::{snowflakes, uids};
 pub use values::{Secret, Snowflake, SocketMode};
 
@@ -59,6 +61,8 @@ pub struct Config {
     pub outbox_overdue_secs: u64,
     pub limits: Limits,
     pub discord: DiscordConfig,
+    /// The Slack answerer (docs/slack.md); off unless `slack.bot_token` is set.
+    pub slack: SlackConfig,
     pub terminal: TerminalConfig,
     pub routes: Vec<Route>,
     /// How long any request may wait, and what then; routes override it with `expiry`.
@@ -389,8 +393,8 @@ impl Default for DiscordConfig {
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(default)]
 pub struct TerminalConfig {
-    /// Whether the terminal answerer accepts requests; by default it does when no Discord token
-    /// is set, so the daemon is useful with zero credentials.
+    /// Whether the terminal answerer accepts requests; by default it does when no Discord or
+    /// Slack token is set, so the daemon is useful with zero credentials.
     pub enabled: Option<bool>,
 }
 
@@ -409,6 +413,7 @@ impl Default for Config {
             outbox_overdue_secs: 30,
             limits: Limits::default(),
             discord: DiscordConfig::default(),
+            slack: SlackConfig::default(),
             terminal: TerminalConfig::default(),
             routes: Vec::new(),
             expiry: ExpiryRule::default(),
