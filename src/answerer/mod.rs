@@ -4,4 +4,5 @@
 pub mod chat;
 pub mod discord;
 pub mod routing;
+pub mod slack;
 pub mod terminal;

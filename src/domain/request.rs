@@ -109,6 +109,7 @@ pub enum Outcome {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Via {
     Discord,
+    Slack,
     Terminal,
     /// An expiry policy chose the answer (no person did).
     Policy,
@@ -121,6 +122,7 @@ impl Via {
     pub fn as_str(self) -> &'static str {
         match self {
             Via::Discord => "discord",
+            Via::Slack => "slack",
             Via::Terminal => "terminal",
             Via::Policy => "policy",
             Via::Grant => "grant",
@@ -130,6 +132,7 @@ impl Via {
     pub fn parse(s: &str) -> Option<Via> {
         Some(match s {
             "discord" => Via::Discord,
+            "slack" => Via::Slack,
             "terminal" => Via::Terminal,
             "policy" => Via::Policy,
             "grant" => Via::Grant,
@@ -181,6 +184,7 @@ impl Actor {
         match self.via {
             Via::Terminal => format!("{} via terminal", local_user(&self.name, &self.id)),
             Via::Discord => format!("{} (Discord user {})", self.name, self.id),
+            Via::Slack => format!("{} (Slack user {})", self.name, self.id),
             Via::Policy => "the expiry policy".to_owned(),
             Via::Grant => format!("grant {} (approved by {})", self.id, self.name),
         }
@@ -616,6 +620,7 @@ pub enum Source {
     Socket,
     Terminal,
     Discord,
+    Slack,
     Daemon,
     Policy,
     Grant,
@@ -627,6 +632,7 @@ impl Source {
             Source::Socket => "socket",
             Source::Terminal => "terminal",
             Source::Discord => "discord",
+            Source::Slack => "slack",
             Source::Daemon => "daemon",
             Source::Policy => "policy",
             Source::Grant => "grant",
@@ -638,6 +644,7 @@ impl From<Via> for Source {
     fn from(v: Via) -> Source {
         match v {
             Via::Discord => Source::Discord,
+            Via::Slack => Source::Slack,
             Via::Terminal => Source::Terminal,
             Via::Policy => Source::Policy,
             Via::Grant => Source::Grant,

@@ -274,6 +274,8 @@ pub fn answered_view(q: &Question, a: &Answered) -> AnsweredView {
     let by = match a.actor.via {
         Via::Discord if a.actor.id.parse::<u64>().is_ok() => format!("<@{}>", a.actor.id),
         Via::Discord => inert(&a.actor.name),
+        // Another surface's person, by the name that surface gave, and where.
+        Via::Slack => format!("{} in Slack", inert(&a.actor.name)),
         Via::Terminal => format!(
             "{} (uid {}) via terminal",
             inert(&a.actor.name),

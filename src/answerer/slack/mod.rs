@@ -1,0 +1,3 @@
+//! The Slack answerer (docs/slack.md).
+
+pub mod render;

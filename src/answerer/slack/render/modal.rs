@@ -1,0 +1,79 @@
+//! The form a press on Other…, Answer… or "Submit with note…" opens (`views.open` with the
+//! press's `trigger_id`): the question, and one `plain_text_input`. Its `callback_id` is the
+//! modal's custom_id (request token, question, form), and its `private_metadata` the message
+//! it was opened from, which its submission must still match.
+
+use super::text::{escape, inert, md, one_line, plain, truncate};
+use super::text::{MODAL_TITLE_MAX, SECTION_TEXT_MAX, TEXT_INPUT_MAX};
+use super::View;
+use crate::answerer::discord::custom_id::{CustomId, Form};
+use crate::domain::model::{Question, MAX_CUSTOM_CHARS};
+use slack_morphism::prelude::*;
+
+/// The input block and its element, whose value a submission carries.
+pub const TEXT_BLOCK: &str = "answer";
+pub const TEXT_ACTION: &str = "text";
+
+/// The message a form was opened from: its channel and `ts`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FormPlace {
+    pub channel: String,
+    pub ts: String,
+}
+
+impl FormPlace {
+    /// As `private_metadata`: `CHANNEL TS`.
+    pub fn encode(&self) -> String {
+        format!("{} {}", self.channel, self.ts)
+    }
+
+    /// From `private_metadata`; `None` for anything [`FormPlace::encode`] would not write.
+    pub fn parse(s: &str) -> Option<FormPlace> {
+        let (channel, ts) = s.split_once(' ')?;
+        let ok = |p: &str| {
+            !p.is_empty()
+                && p.len() <= 40
+                && p.chars().all(|c| c.is_ascii_alphanumeric() || c == '.')
+        };
+        (ok(channel) && ok(ts)).then(|| FormPlace {
+            channel: channel.to_owned(),
+            ts: ts.to_owned(),
+        })
+    }
+}
+
+/// The modal for `form` on question `q`, opened from the message at `place`.
+pub fn text_modal(q: &Question, view: &View, form: Form, place: &FormPlace) -> SlackView {
+    let title = q
+        .header
+        .as_deref()
+        .filter(|h| !h.trim().is_empty())
+        .map_or_else(|| "Answer".to_owned(), |h| escape(&one_line(h)));
+    let (label, hint) = match form {
+        Form::Note => ("Your note", "Sent with your selection."),
+        Form::Answer => ("Your answer", "Sent as the answer to this question."),
+        _ => ("Your answer", "Sent in place of the options."),
+    };
+    let input = SlackBlockPlainTextInputElement::new()
+        .with_action_id(TEXT_ACTION.into())
+        .with_multiline(true)
+        .with_max_length(MAX_CUSTOM_CHARS.min(TEXT_INPUT_MAX) as u64)
+        .with_focus_on_load(true);
+    let blocks: Vec<SlackBlock> = vec![
+        SlackSectionBlock::new()
+            .with_block_id("q".into())
+            .with_text(md(inert(&q.question, SECTION_TEXT_MAX)))
+            .into(),
+        SlackInputBlock::new(plain(label), input.into())
+            .with_block_id(TEXT_BLOCK.into())
+            .with_hint(plain(hint))
+            .into(),
+    ];
+    SlackView::Modal(
+        SlackModalView::new(plain(truncate(&title, MODAL_TITLE_MAX)), blocks)
+            .with_submit(plain("Send"))
+            .with_close(plain("Cancel"))
+            .with_callback_id(CustomId::new(view.token, view.index, form).encode().into())
+            .with_private_metadata(place.encode()),
+    )
+}
