@@ -3,6 +3,7 @@
 //! `askrelay serve` does.
 
 use crate::answerer::discord::DiscordAnswerer;
+use crate::answerer::slack::SlackAnswerer;
 use crate::answerer::terminal::TerminalAnswerer;
 use crate::config::Config;
 use crate::domain::store::{Holder, Pruned, Store};
@@ -61,6 +62,10 @@ impl Daemon {
                 .token
                 .is_some()
                 .then_some(crate::answerer::discord::NAME),
+            config
+                .slack
+                .enabled()
+                .then_some(crate::answerer::slack::NAME),
             !config.database_url.starts_with("sqlite:"),
         ));
         let store =
@@ -108,7 +113,8 @@ impl Daemon {
         if answerers.is_empty() {
             tracing::warn!(
                 "no answerer is configured: every ask will get NO_ANSWERER; set discord.token and \
-                 discord.channel_id, or [terminal] enabled = true"
+                 discord.channel_id, slack.bot_token and slack.channel_id, or [terminal] \
+                 enabled = true"
             );
         }
         if config.discord.token.is_some()
@@ -117,6 +123,15 @@ impl Daemon {
         {
             tracing::warn!(
                 "discord.token is set but no channel is: set discord.channel_id or add [[routes]]"
+            );
+        }
+        if config.slack.enabled()
+            && config.slack.channel_id.is_none()
+            && config.routes.iter().all(|r| r.slack_channel_id.is_none())
+        {
+            tracing::warn!(
+                "slack.bot_token is set but no Slack channel is: set slack.channel_id or give \
+                 [[routes]] a slack_channel_id"
             );
         }
         let (hub, backlog) = Hub::start(
@@ -239,7 +254,8 @@ impl Daemon {
     }
 }
 
-/// The waterfall: Discord first (when configured), then the terminal.
+/// The waterfall: Discord first (when configured), then Slack (when `slack.bot_token` is set),
+/// then the terminal.
 fn build_answerers(
     config: &Arc<Config>,
     hooks: &DaemonHooks,
@@ -253,6 +269,12 @@ fn build_answerers(
             hooks.discord_client.clone(),
             shutdown.clone(),
             metrics.clone(),
+        )?));
+    }
+    if config.slack.enabled() {
+        answerers.push(Arc::new(SlackAnswerer::new(
+            config.clone(),
+            shutdown.clone(),
         )?));
     }
     if config.terminal_enabled() {
@@ -273,9 +295,12 @@ fn log_summary(config: &Config, hub: &Hub) {
         .iter()
         .map(|r| {
             let matches: Vec<String> = r.matches.iter().map(|(k, v)| format!("{k}={v}")).collect();
-            let to = r
-                .channel_id
-                .map_or_else(|| "terminal".to_owned(), |c| c.to_string());
+            let to = match (r.channel_id, &r.slack_channel_id) {
+                (Some(c), Some(s)) => format!("{c}+slack:{s}"),
+                (Some(c), None) => c.to_string(),
+                (None, Some(s)) => format!("slack:{s}"),
+                (None, None) => "terminal".to_owned(),
+            };
             format!("{}→{to} ({})", r.name, matches.join(" "))
         })
         .collect();
@@ -285,6 +310,14 @@ fn log_summary(config: &Config, hub: &Hub) {
         .filter(|_| config.discord.token.is_some())
     {
         routes.push(format!("default→{c}"));
+    }
+    if let Some(c) = config
+        .slack
+        .channel_id
+        .as_ref()
+        .filter(|_| config.slack.enabled())
+    {
+        routes.push(format!("default→slack:{c}"));
     }
     tracing::info!(
         database = %database,
@@ -411,7 +444,13 @@ async fn status_line(daemon: &Daemon) -> String {
         problems.push(format!("store failing: {why}"));
     }
     if health.gateway == GatewayHealth::Disconnected {
-        problems.push("not connected yet: discord".to_owned());
+        let down: Vec<&str> = health
+            .connections
+            .iter()
+            .filter(|(_, c)| **c == GatewayHealth::Disconnected)
+            .map(|(name, _)| name.as_str())
+            .collect();
+        problems.push(format!("not connected yet: {}", down.join(", ")));
     }
     if problems.is_empty() {
         "serving".to_owned()

@@ -122,11 +122,15 @@ async fn check_config(config_file: Option<std::path::PathBuf>) -> i32 {
         }
     };
     askrelay::outln!("config ok");
+    let mut problems = Vec::new();
     if config.discord.token.is_none() {
         askrelay::outln!("discord: not configured (no discord.token); the terminal answers");
-        return 0;
+    } else {
+        problems.extend(askrelay::answerer::discord::check(&config).await);
     }
-    let problems = askrelay::answerer::discord::check(&config).await;
+    if config.slack.enabled() {
+        problems.extend(askrelay::answerer::slack::check(&config).await);
+    }
     for p in &problems {
         eprintln!("askrelay: {p}");
     }

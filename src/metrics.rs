@@ -81,6 +81,8 @@ pub struct Metrics {
     /// Registered only when Discord is configured: the gauge, and the name of the answerer
     /// whose connection it shows.
     gateway: Option<(&'static str, Gauge)>,
+    /// Registered only when Slack is configured: its Socket Mode connection, as the gateway's.
+    slack: Option<(&'static str, Gauge)>,
     store_errors: Counter,
     /// The oldest outbox work's age (0 when none is due), read when scraped within the health
     /// deadline; absent from a scrape when the store did not answer in time.
@@ -94,9 +96,13 @@ pub struct Metrics {
 
 impl Metrics {
     /// The registry of one daemon; the Discord series only with `discord`, the name the
-    /// Discord answerer is known by (the hub reports its connection under it), and the
-    /// cluster's only with `cluster`.
-    pub fn new(discord: Option<&'static str>, cluster: bool) -> Metrics {
+    /// Discord answerer is known by (the hub reports its connection under it), Slack's only
+    /// with `slack` (likewise), and the cluster's only with `cluster`.
+    pub fn new(
+        discord: Option<&'static str>,
+        slack: Option<&'static str>,
+        cluster: bool,
+    ) -> Metrics {
         let mut registry = Registry::default();
         let pending = Family::<Labels, Gauge>::default();
         let asks = Family::<Labels, Counter>::default();
@@ -105,6 +111,7 @@ impl Metrics {
         let latency = Histogram::new(LATENCY_BUCKETS);
         let rest = Family::<Labels, Counter>::default();
         let gateway = discord.map(|name| (name, Gauge::default()));
+        let slack_gauge = slack.map(|name| (name, Gauge::default()));
         let store_errors = Counter::default();
         registry.register(
             "askrelay_pending_requests",
@@ -145,6 +152,13 @@ impl Metrics {
                 gateway.clone(),
             );
         }
+        if let Some((_, connected)) = &slack_gauge {
+            registry.register(
+                "askrelay_slack_socket_connected",
+                "1 while the Slack Socket Mode connection is up",
+                connected.clone(),
+            );
+        }
         registry.register(
             "askrelay_store_errors",
             "Store (database) calls that failed",
@@ -183,7 +197,7 @@ impl Metrics {
         // The known label values start at 0, so that rate() and absence alerts work from
         // start-up instead of from the first event. The pending gauge's are the hub's routes,
         // filled at each scrape ([`Hub::pending_by_route`]).
-        for answerer in std::iter::once("terminal").chain(discord) {
+        for answerer in std::iter::once("terminal").chain(discord).chain(slack) {
             let label = vec![("answerer", answerer.to_owned())];
             drop(asks.get_or_create(&label));
             drop(answers.get_or_create(&label));
@@ -205,6 +219,7 @@ impl Metrics {
             latency,
             rest,
             gateway,
+            slack: slack_gauge,
             store_errors,
             outbox_oldest,
             cluster,
@@ -227,6 +242,13 @@ impl Metrics {
                 .iter()
                 .any(|(name, c)| name == discord && *c.borrow());
             gateway.set(i64::from(up));
+        }
+        if let Some((slack, connected)) = &self.slack {
+            let up = hub
+                .connections()
+                .iter()
+                .any(|(name, c)| name == slack && *c.borrow());
+            connected.set(i64::from(up));
         }
         let backlog =
             tokio::time::timeout(crate::protocol::HEALTH_DEADLINE, hub.outbox_oldest_due()).await;

@@ -328,6 +328,9 @@ pub(super) async fn health(target: &Target, as_json: bool) -> Result<i32> {
         crate::outln!("status: {}", h.status.as_str());
         crate::outln!("store: {}", Escaped(&h.store.to_string()));
         crate::outln!("gateway: {}", h.gateway.as_str());
+        for (name, state) in &h.connections {
+            crate::outln!("  {}: {}", Escaped(name), state.as_str());
+        }
         crate::outln!("answerers: {}", h.answerers.join(", "));
         crate::outln!("pending: {}", h.pending);
         if let Some(c) = &h.cluster {

@@ -17,9 +17,13 @@ pub struct Health {
     /// The parts that are down.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub failing: Vec<HealthPart>,
-    /// The Discord gateway.
+    /// The platform connections together (the Discord gateway, Slack's Socket Mode): connected
+    /// only when every one is.
     #[serde(default)]
     pub gateway: GatewayHealth,
+    /// Each platform connection by its answerer's name (`discord`, `slack`).
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub connections: std::collections::BTreeMap<String, GatewayHealth>,
     pub pending: usize,
     pub answerers: Vec<String>,
     /// `ok`, or why a write to the store fails.
@@ -72,7 +76,7 @@ impl HealthPart {
     }
 }
 
-/// The Discord gateway, as `health` sees it.
+/// A platform connection (the Discord gateway, Slack's Socket Mode), as `health` sees it.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub enum GatewayHealth {
     #[serde(rename = "connected")]
@@ -220,6 +224,19 @@ impl Hub {
         } else {
             GatewayHealth::Disconnected
         };
+        let each = connections
+            .iter()
+            .map(|(name, c)| {
+                let state = if !role.leads() {
+                    GatewayHealth::HeldByLeader
+                } else if *c.borrow() {
+                    GatewayHealth::Connected
+                } else {
+                    GatewayHealth::Disconnected
+                };
+                ((*name).to_owned(), state)
+            })
+            .collect();
         let mut failing = Vec::new();
         if !store.is_ok() {
             failing.push(HealthPart::Store);
@@ -261,6 +278,7 @@ impl Hub {
             },
             failing,
             gateway,
+            connections: each,
             pending: self.pending_count(),
             answerers: self
                 .answerer_names()

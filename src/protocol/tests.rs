@@ -342,6 +342,7 @@ fn every_event_names_its_request_or_none() {
             status: HealthStatus::Ok,
             failing: vec![],
             gateway: GatewayHealth::NotConfigured,
+            connections: Default::default(),
             pending: 0,
             answerers: vec![],
             store: StoreHealth::Ok,

@@ -1,3 +1,453 @@
-//! The Slack answerer (docs/slack.md).
+//! The Slack answerer (docs/slack.md): questions become Block Kit messages in a route's Slack
+//! channel; presses and forms become settlements through the core, under the chat layer's
+//! rules, and the first allowed answer on any surface settles the question.
+//!
+//! It stands on slack-morphism: the Web API over hyper and rustls (`connect.rs`, the calls
+//! and their failures in `web.rs`), Socket Mode for interactions (`socket.rs`). Each part owns
+//! its state: [`Outbox`] posts, edits and repairs messages; [`socket::Connection`] says whether
+//! the Socket Mode connection is up; the interaction handler (`interactions/`) reads what it
+//! needs from the store by the request token in each control's action_id, so controls keep
+//! working after a restart and never answer anything else. Rendering is `render/`, the routes
+//! as Slack sees them `route.rs`, and what only Slack knows for the chat layer (allowlists by
+//! user and user group, operators) `platform.rs`.
+//!
+//! Like Discord's, Slack's work follows the cluster's lead through one gate: the outbox and the
+//! Socket Mode connection exist only inside a [`Lead`], built when this daemon starts leading
+//! (alone: at start) and dropped when it steps down.
 
+mod connect;
+mod interactions;
+mod outbox;
+mod platform;
 pub mod render;
+pub mod route;
+mod socket;
+mod web;
+
+pub use outbox::client_msg_id;
+pub use web::Failure;
+
+use crate::config::Config;
+use crate::domain::cluster::Role;
+use crate::domain::request::{Post, Request};
+use crate::domain::text::Escaped;
+use crate::domain::{
+    Accepted, Answerer, AnswererContext, AskError, Claim, Delivery, ErrorCode, Prepared, Proposal,
+};
+use anyhow::{Context as _, Result};
+use async_trait::async_trait;
+use outbox::{Busy, Outbox, DELIVER_ATTEMPTS};
+use route::SlackRoute;
+use slack_morphism::socket_mode::clients_manager::SlackSocketModeClientsManager;
+use std::sync::Arc;
+use tokio_util::sync::CancellationToken;
+use web::Web;
+
+/// The answerer's name, in `accepted.answerer`, the store and the audit log.
+pub const NAME: &str = "slack";
+
+/// Slack's work for one term (alone: the daemon's run; in a cluster: a lead).
+struct Lead {
+    outbox: Arc<Outbox>,
+}
+
+/// The one gate in front of Slack's work: the current [`Lead`], while this daemon has one.
+#[derive(Default)]
+struct Gate(std::sync::Mutex<Option<Arc<Lead>>>);
+
+impl Gate {
+    fn lead(&self) -> Option<Arc<Lead>> {
+        self.0.lock().unwrap().clone()
+    }
+
+    fn open(&self, lead: Arc<Lead>) {
+        *self.0.lock().unwrap() = Some(lead);
+    }
+
+    fn close(&self) {
+        self.0.lock().unwrap().take();
+    }
+}
+
+/// The Slack answerer: what lasts the daemon's run (the config, the Web API client, the
+/// connection's state, user groups' members) and the gate to the term's work.
+#[derive(Clone)]
+pub struct SlackAnswerer {
+    config: Arc<Config>,
+    web: Arc<Web>,
+    connection: Arc<socket::Connection>,
+    groups: Arc<platform::Groups>,
+    busy: Arc<Busy>,
+    gate: Arc<Gate>,
+}
+
+impl SlackAnswerer {
+    /// The answerer for `config` (`slack.bot_token` set); no request is made yet.
+    pub fn new(config: Arc<Config>, shutdown: CancellationToken) -> Result<SlackAnswerer> {
+        let bot = config
+            .slack
+            .bot_token
+            .as_ref()
+            .context("slack.bot_token is not set")?;
+        let client = connect::client(&config.slack)?;
+        Ok(SlackAnswerer {
+            web: Arc::new(Web::new(client, bot, shutdown)),
+            config,
+            connection: Default::default(),
+            groups: Default::default(),
+            busy: Default::default(),
+            gate: Default::default(),
+        })
+    }
+
+    fn route_of(&self, req: &Request) -> SlackRoute {
+        route::of_request(&self.config, req)
+    }
+
+    /// The `accepted` detail of a request on `route` whose posts are `posts`: the route, its
+    /// channel and a link to each question's message posted so far.
+    fn detail(&self, route: &SlackRoute, posts: &[Post]) -> Accepted {
+        let links = posts
+            .iter()
+            .filter(|p| p.answerer == NAME && p.is_main())
+            .filter_map(|p| Some(link(&p.channel, p.message.as_deref()?)))
+            .collect();
+        Accepted {
+            route: Some(route.name.clone()),
+            channel_id: Some(route.channel.clone()),
+            message_links: Some(links),
+            ..Accepted::default()
+        }
+    }
+
+    /// Takes a request left pending (by an earlier run, or another node) back into the
+    /// outbox: posts what is not posted and edits what is behind.
+    fn resume_request(
+        &self,
+        lead: &Lead,
+        ctx: &AnswererContext,
+        req: &Request,
+        posts: &[Post],
+    ) -> Accepted {
+        let route = self.route_of(req);
+        let mine: Vec<Post> = posts
+            .iter()
+            .filter(|p| p.answerer == NAME)
+            .cloned()
+            .collect();
+        if mine.iter().any(|p| p.is_main() && p.message.is_none()) {
+            tracing::info!(request_id = %Escaped(&req.request_id), "resuming the posting of a request in Slack");
+            if let Some(claim) = lead.outbox.busy.posting.claim(req.key) {
+                lead.outbox
+                    .spawn_poster(ctx, claim, req.clone(), route.clone(), 0);
+            }
+        }
+        lead.outbox.sync_edits(ctx, req, &mine, None);
+        self.detail(&route, &mine)
+    }
+
+    /// Starts Slack's work under `ctx` (whose shutdown ends it): the outbox and its repair
+    /// loop, and the Socket Mode connection. A new cluster leader (`takeover`) first takes
+    /// over the pending requests of every node.
+    async fn lead(&self, ctx: &AnswererContext, takeover: bool) -> Result<()> {
+        let outbox = Arc::new(Outbox::new(
+            self.config.clone(),
+            self.web.clone(),
+            self.busy.clone(),
+        ));
+        let lead = Arc::new(Lead {
+            outbox: outbox.clone(),
+        });
+        self.gate.open(lead.clone());
+        match self.web.identify().await {
+            Ok((team, user)) => {
+                tracing::info!(team = %team, bot_user = %user, "the Slack bot token is valid")
+            }
+            Err(Failure::Permanent(m)) => {
+                tracing::error!(error = %m, "Slack refused slack.bot_token; questions cannot be posted until it is fixed")
+            }
+            Err(f) => tracing::warn!(
+                error = f.message(),
+                "cannot reach Slack now; posting when it is back"
+            ),
+        }
+        let handler = Arc::new(interactions::Handler {
+            config: self.config.clone(),
+            web: self.web.clone(),
+            outbox: outbox.clone(),
+            groups: self.groups.clone(),
+            ctx: ctx.clone(),
+            kept: Default::default(),
+        });
+        match &self.config.slack.app_token {
+            Some(app) => {
+                let manager = socket::listen(
+                    self.web.client().clone(),
+                    app,
+                    handler,
+                    self.connection.clone(),
+                )
+                .await?;
+                spawn_closer(ctx, manager, self.connection.clone());
+            }
+            // The HTTP Events API mode is not built yet (docs/slack.md); the config refuses
+            // it, so an app token is always there.
+            None => anyhow::bail!("slack.app_token is not set"),
+        }
+        if takeover {
+            let pending = ctx.pending_everywhere().await?;
+            tracing::info!(
+                pending = pending.len(),
+                "leading the cluster: taking over the Slack outbox"
+            );
+            for (req, posts) in &pending {
+                if req.answerer.as_deref() == Some(NAME) {
+                    self.resume_request(&lead, ctx, req, posts);
+                }
+            }
+        }
+        outbox.repair(ctx).await;
+        outbox.spawn_repair_loop(ctx);
+        Ok(())
+    }
+}
+
+/// Closes the Socket Mode connection when `ctx` shuts down (the daemon's end, or the term's).
+fn spawn_closer(
+    ctx: &AnswererContext,
+    manager: Arc<dyn SlackSocketModeClientsManager + Send + Sync>,
+    connection: Arc<socket::Connection>,
+) {
+    let shutdown = ctx.shutdown().clone();
+    ctx.spawn(async move {
+        shutdown.cancelled().await;
+        manager.shutdown().await;
+        connection.closed();
+    });
+}
+
+/// `askrelay check-config` for Slack: the bot token and every configured Slack channel
+/// verified with Slack (`auth.test`, `conversations.info`); one line per problem, never a
+/// token.
+pub async fn check(config: &Config) -> Vec<String> {
+    let Some(bot) = &config.slack.bot_token else {
+        return Vec::new();
+    };
+    let web = match connect::client(&config.slack) {
+        Ok(c) => Web::new(c, bot, CancellationToken::new()),
+        Err(e) => return vec![format!("{e:#}")],
+    };
+    let base = config.slack.api_base.trim_end_matches('/');
+    match web.identify().await {
+        Ok((team, user)) => crate::outln!("slack: token ok: the bot is {user} in workspace {team}"),
+        Err(f) => return vec![format!("slack.bot_token at {base}: {}", f.message())],
+    }
+    let mut problems = Vec::new();
+    for r in route::all(config) {
+        match web.channel(&r.channel).await {
+            Ok(()) => crate::outln!("slack: channel ok: route {:?} = {}", r.name, r.channel),
+            Err(f) => problems.push(format!(
+                "slack: route {:?} channel {} cannot be used: {}",
+                r.name,
+                r.channel,
+                f.message()
+            )),
+        }
+    }
+    problems
+}
+
+/// A link to the message `ts` in `channel` (Slack opens it in the workspace the reader is in).
+fn link(channel: &str, ts: &str) -> String {
+    format!(
+        "https://slack.com/archives/{channel}/p{}",
+        ts.replace('.', "")
+    )
+}
+
+#[async_trait]
+impl Answerer for SlackAnswerer {
+    fn name(&self) -> &'static str {
+        NAME
+    }
+
+    async fn claim(&self, proposal: &Proposal<'_>) -> Claim {
+        let route = match route::resolve(&self.config, proposal.scope) {
+            Ok(r) => r,
+            Err(why) => return Claim::Decline(why),
+        };
+        // An agent's end of turn waits for a reply, which Slack does not take yet.
+        if proposal.scope.get("tool").map(String::as_str)
+            == Some(crate::answerer::discord::STOP_TOOL)
+        {
+            return Claim::Decline(format!(
+                "route {:?}: replies at the end of a turn are not available on Slack yet",
+                route.name
+            ));
+        }
+        Claim::Take {
+            posts: outbox::plan(proposal.token, proposal.questions.len(), &route),
+            expiry: route.expiry.clone(),
+            route: Some(route.name),
+        }
+    }
+
+    async fn start(&self, ctx: AnswererContext) -> Result<()> {
+        let mut roles = ctx.roles();
+        if *roles.borrow() == Role::Solo {
+            return self.lead(&ctx, false).await;
+        }
+        // In a cluster, Slack's work follows the lead, as Discord's does.
+        let me = self.clone();
+        let daemon_ctx = ctx.clone();
+        ctx.spawn(async move {
+            let ctx = daemon_ctx;
+            let mut term: Option<(Role, CancellationToken)> = None;
+            loop {
+                let role = roles.borrow_and_update().clone();
+                if let Some((running, t)) = &term {
+                    if *running != role {
+                        tracing::info!("stepping down: closing the Slack Socket Mode connection");
+                        me.gate.close();
+                        t.cancel();
+                        term = None;
+                    }
+                }
+                if role.leads() && term.is_none() {
+                    let t = ctx.shutdown().child_token();
+                    if let Err(e) = me.lead(&ctx.for_term(t.clone()), true).await {
+                        tracing::error!(error = %format!("{e:#}"), "cannot start Slack as the cluster's leader; trying again at the next change of role");
+                        t.cancel();
+                    }
+                    term = Some((role, t));
+                }
+                tokio::select! {
+                    _ = ctx.shutdown().cancelled() => return,
+                    r = roles.changed() => if r.is_err() { return },
+                }
+            }
+        });
+        Ok(())
+    }
+
+    fn prepare(&self, _req: &Request) -> Option<Prepared> {
+        None
+    }
+
+    async fn deliver(
+        &self,
+        ctx: &AnswererContext,
+        req: &Request,
+        _prepared: Option<Prepared>,
+    ) -> Delivery {
+        let route = self.route_of(req);
+        let Some(lead) = self.gate.lead() else {
+            return Delivery::Shown(Accepted {
+                posting: Some("the cluster's leader posts the questions".into()),
+                ..self.detail(&route, &[])
+            });
+        };
+        // Answered by a grant as it was asked: nothing to show (Slack does not announce
+        // grants yet).
+        if req.granted() {
+            return Delivery::Shown(self.detail(&route, &[]));
+        }
+        let posts: Vec<Post> = outbox::plan(&req.token, req.questions.len(), &route)
+            .into_iter()
+            .map(|p| Post::planned(p, NAME))
+            .collect();
+        // Held from the first try through the background poster, so that a repair pass that
+        // finds the request meanwhile does not post it a second time.
+        let Some(claim) = lead.outbox.busy.posting.claim(req.key) else {
+            return Delivery::Shown(Accepted {
+                posting: Some("the questions are being posted in the background".into()),
+                ..self.detail(&route, &[])
+            });
+        };
+        match lead
+            .outbox
+            .post_all(ctx, req, &route, posts, Some(DELIVER_ATTEMPTS), 0)
+            .await
+        {
+            Ok(posted) => Delivery::Shown(self.detail(&route, &posted)),
+            Err(Failure::Permanent(m)) if ctx.is_pending(req).await => {
+                Delivery::Failed(AskError::new(
+                    ErrorCode::NoAnswerer,
+                    format!(
+                        "posting to Slack channel {} (route {:?}) failed: {m}",
+                        route.channel, route.name
+                    ),
+                ))
+            }
+            Err(Failure::Permanent(_)) => Delivery::Shown(self.detail(&route, &[])),
+            Err(f) => {
+                lead.outbox
+                    .spawn_poster(ctx, claim, req.clone(), route.clone(), DELIVER_ATTEMPTS);
+                Delivery::Shown(Accepted {
+                    posting: Some(format!(
+                        "Slack is unavailable ({}); the questions are posted as soon as it is back",
+                        f.message()
+                    )),
+                    ..self.detail(&route, &[])
+                })
+            }
+        }
+    }
+
+    async fn resume(&self, ctx: &AnswererContext, req: &Request, posts: &[Post]) -> Accepted {
+        match self.gate.lead() {
+            Some(lead) => self.resume_request(&lead, ctx, req, posts),
+            None => Accepted {
+                posting: Some("the cluster's leader posts the questions".into()),
+                ..self.detail(&self.route_of(req), &[])
+            },
+        }
+    }
+
+    async fn settled(&self, ctx: &AnswererContext, req: &Request, idx: usize) {
+        let Some(lead) = self.gate.lead() else { return };
+        let posts = match ctx.outbox(req).await {
+            Ok(p) => p,
+            Err(e) => {
+                tracing::error!(error = %format!("{e:#}"), "cannot read the Slack outbox");
+                return;
+            }
+        };
+        if req.answers.get(idx).is_some_and(Option::is_none) {
+            // A vote from another surface: the message shows the new count.
+            lead.outbox.show_votes(ctx, req, idx, &posts);
+        } else {
+            lead.outbox.sync_edits(ctx, req, &posts, Some(idx));
+        }
+    }
+
+    async fn ended(&self, ctx: &AnswererContext, req: &Request) {
+        let Some(lead) = self.gate.lead() else { return };
+        match ctx.outbox(req).await {
+            Ok(posts) => lead.outbox.sync_edits(ctx, req, &posts, None),
+            Err(e) => tracing::error!(error = %format!("{e:#}"), "cannot read the Slack outbox"),
+        }
+    }
+
+    fn wake(&self) {
+        if let Some(lead) = self.gate.lead() {
+            lead.outbox.repair_now.notify_one();
+        }
+    }
+
+    fn terminal_may_answer(&self, req: &Request) -> bool {
+        self.route_of(req).terminal_answers
+    }
+
+    fn policy(&self, req: &Request) -> crate::domain::quorum::Policy {
+        self.route_of(req).policy
+    }
+
+    fn connection(&self) -> Option<tokio::sync::watch::Receiver<bool>> {
+        Some(self.connection.subscribe())
+    }
+
+    fn routes(&self) -> Option<Vec<String>> {
+        Some(route::names(&self.config))
+    }
+}

@@ -1,0 +1,230 @@
+//! block_actions: a button or a select on a question's message, in the chat layer's terms. A
+//! choice settles; a multi-select saves the person's draft until Submit; Other…, Answer… and
+//! "Submit with note…" open the form (`views.open`, at once, with the press's `trigger_id`).
+//! Where the chat layer asks for a step Slack has no form for yet (the confirm word, grants,
+//! edits), the person is told so and nothing is recorded.
+
+use super::admit::describe;
+use super::{not_saved, not_yet, Admitted, Handler, Origin, Refusal, Reply};
+use crate::answerer::chat::drafts::NotSubmitted;
+use crate::answerer::chat::press::{self, Form as ChatForm, Press, Refused, Step};
+use crate::answerer::discord::custom_id::{parse_option_value, Action, Form};
+use crate::answerer::slack::render::{self, FormPlace, View};
+use crate::domain::request::{AuditAction, AuditEntry, Source};
+use crate::domain::text::Escaped;
+use crate::domain::Settlement;
+use slack_morphism::prelude::*;
+
+/// What Submit says after the person's last selection failed to save.
+const DRAFT_NOT_SAVED: &str = "Your last selection was not saved, so nothing was submitted: \
+                               choose your options again, then Submit.";
+
+impl Handler {
+    pub(super) async fn on_actions(
+        &self,
+        ev: SlackInteractionBlockActionsEvent,
+    ) -> SlackInteractionResponse {
+        let (Some(user), Some(action)) = (&ev.user, ev.actions.as_ref().and_then(|a| a.first()))
+        else {
+            return SlackInteractionResponse::Empty;
+        };
+        let (channel, ts) = match &ev.container {
+            SlackInteractionActionContainer::Message(m) => (
+                m.channel_id
+                    .as_ref()
+                    .or(ev.channel.as_ref().map(|c| &c.id))
+                    .map(|c| c.to_string()),
+                Some(m.message_ts.to_string()),
+            ),
+            _ => (None, None),
+        };
+        let origin = Origin {
+            user: user.id.to_string(),
+            name: user
+                .username
+                .clone()
+                .or_else(|| user.name.clone())
+                .unwrap_or_else(|| user.id.to_string()),
+            channel,
+            ts,
+            control: action.action_id.to_string(),
+        };
+        let reply = match self.admit::<Action>(&origin).await {
+            Ok(a) => self.press(&origin, a, action, &ev.trigger_id).await,
+            Err(r) => self.refuse(&origin, r).await,
+        };
+        self.tell_via(ev.response_url.clone(), reply);
+        SlackInteractionResponse::Empty
+    }
+
+    async fn press(
+        &self,
+        origin: &Origin,
+        a: Admitted<Action>,
+        action: &SlackInteractionActionInfo,
+        trigger: &SlackTriggerId,
+    ) -> Reply {
+        let idx = a.id.question;
+        let options = a.req.questions[idx].options.len();
+        let one = |v: &str| parse_option_value(v, options);
+        let picked: Option<Vec<usize>> = match (&action.selected_option, &action.selected_options) {
+            (Some(o), _) => one(&o.value).map(|i| vec![i]),
+            (None, Some(os)) => os.iter().map(|o| one(&o.value)).collect(),
+            (None, None) => None,
+        };
+        let pressed = match a.id.action {
+            Action::Choose(i) => Press::Choose(i),
+            Action::SelectOne => Press::SelectOne(picked),
+            // An emptied multi-select sends no options: an empty draft.
+            Action::Draft => Press::Draft(picked.or(Some(Vec::new()))),
+            Action::Submit => Press::Submit,
+            Action::SubmitWithNote => Press::SubmitWithNote,
+            Action::Other => Press::Other,
+            Action::Answer => Press::Answer,
+            Action::Grant(g) => Press::Grant(g),
+            Action::Edit => Press::Edit,
+            Action::GrantPattern => Press::GrantPattern,
+            Action::SaveGrant(g) => Press::SaveGrant(g),
+        };
+        let step = press::decide(
+            &self.ctx,
+            &self.kept,
+            &a.req,
+            idx,
+            &a.route.policy,
+            &origin.user,
+            pressed,
+            press::Shown::default(),
+        )
+        .await;
+        match step {
+            Step::Settle(settlement) => {
+                crate::crash::point("clicked");
+                self.settle(a, settlement, None).await
+            }
+            Step::Open(form @ (ChatForm::Other | ChatForm::Answer | ChatForm::Note)) => {
+                let form = match form {
+                    ChatForm::Answer => Form::Answer,
+                    ChatForm::Note => Form::Note,
+                    _ => Form::Other,
+                };
+                self.open_form(origin, &a, form, trigger).await
+            }
+            Step::Open(ChatForm::Edit(_)) => Reply::Tell(not_yet("Editing the command")),
+            Step::Open(ChatForm::GrantPattern) | Step::SaveGrant(_) => {
+                Reply::Tell(not_yet("A grant"))
+            }
+            Step::AskWord(_) => Reply::Tell(not_yet("Typing the confirm word")),
+            Step::SaveDraft(p) => self.save_draft(origin, &a, p).await,
+            Step::Refuse(r) => {
+                let action = r.action();
+                let text = match r {
+                    Refused::BadSelection => {
+                        "That selection does not match the options.".to_owned()
+                    }
+                    Refused::NotEditable => "This command cannot be edited here.".to_owned(),
+                    Refused::NoSuchGrant | Refused::NoPatternWaiting => not_yet("A grant"),
+                    Refused::NoteNeedsWord { labels, word } => format!(
+                        "{} needs typing `{}` to confirm, and a note cannot go with it: use \
+                         *Submit*. Nothing was recorded.",
+                        render::escape(&labels.join(", ")),
+                        render::escape(&word)
+                    ),
+                };
+                self.refuse(origin, Refusal::new(action, text).about(&a.req, idx))
+                    .await
+            }
+            Step::NotSubmitted(e) => not_submitted(e),
+        }
+    }
+
+    /// Opens the form for `form` with the press's `trigger_id` (valid for 3 s, so at once),
+    /// audited as opened.
+    async fn open_form(
+        &self,
+        origin: &Origin,
+        a: &Admitted<Action>,
+        form: Form,
+        trigger: &SlackTriggerId,
+    ) -> Reply {
+        let idx = a.id.question;
+        let Some(ts) = a.post.message.clone().or_else(|| origin.ts.clone()) else {
+            return Reply::Tell("This message is not posted yet; try again in a moment.".into());
+        };
+        let place = FormPlace {
+            channel: a.post.channel.clone(),
+            ts,
+        };
+        let view = View::of(&a.req, &a.route.policy, idx);
+        let modal = render::text_modal(&a.req.questions[idx], &view, form, &place);
+        if let Err(f) = self.web.open_view(trigger, modal).await {
+            tracing::warn!(error = f.message(), "Slack did not open a form");
+            return Reply::Tell(format!(
+                "Slack did not open the form ({}); press the button again.",
+                f.message()
+            ));
+        }
+        let opened = self
+            .ctx
+            .record(AuditEntry {
+                request_key: Some(a.req.key),
+                request_id: Some(a.req.request_id.clone()),
+                question_idx: Some(idx),
+                source: Source::Slack,
+                actor: Some(describe(&origin.user, &origin.name)),
+                action: AuditAction::OpenModal,
+                detail: Some(format!("{:?}", Escaped(&origin.control))),
+                accepted: true,
+            })
+            .await;
+        if let Err(e) = opened {
+            tracing::warn!(error = %format!("{e:#}"), "cannot audit a Slack form opened");
+        }
+        Reply::Quiet
+    }
+
+    /// Keeps the person's selection `p` of a multi-select as their draft, audited.
+    async fn save_draft(&self, origin: &Origin, a: &Admitted<Action>, p: Vec<usize>) -> Reply {
+        let (key, idx) = (a.req.key, a.id.question);
+        let q = &a.req.questions[idx];
+        let saved = self.ctx.save_draft(&a.req, idx, &origin.user, &p).await;
+        let audit = AuditEntry {
+            request_key: Some(key),
+            request_id: Some(a.req.request_id.clone()),
+            question_idx: Some(idx),
+            source: Source::Slack,
+            actor: Some(describe(&origin.user, &origin.name)),
+            action: AuditAction::Draft,
+            detail: Some(crate::domain::audit::settlement_detail(
+                q,
+                &Settlement {
+                    selected: p.clone(),
+                    ..Settlement::default()
+                },
+            )),
+            accepted: true,
+        };
+        let reply = match saved {
+            Ok(()) => match self.ctx.record(audit).await {
+                Ok(()) => Reply::Quiet,
+                Err(e) => Reply::Tell(not_saved(&format!("{e:#}"))),
+            },
+            Err(e) => {
+                tracing::error!(error = %format!("{e:#}"), "cannot save a Slack draft");
+                Reply::Tell("askrelay could not save your selection, try again.".into())
+            }
+        };
+        self.kept
+            .unsaved
+            .mark(key, idx, &origin.user, matches!(reply, Reply::Quiet));
+        reply
+    }
+}
+
+/// What the person is told when their draft cannot be submitted.
+pub(super) fn not_submitted(e: NotSubmitted) -> Reply {
+    match e {
+        NotSubmitted::LastNotSaved => Reply::Tell(DRAFT_NOT_SAVED.into()),
+        NotSubmitted::Unreadable(cause) => Reply::Tell(not_saved(&cause)),
+    }
+}

@@ -1,0 +1,438 @@
+//! The Slack outbox: posting questions (`chat.postMessage`), editing them to their outcome
+//! (`chat.update`), and repairing what a crash or an outage cut short.
+//!
+//! Every message has an outbox row, planned with its request in the same transaction, whose
+//! nonce is the message's `client_msg_id`: a UUID derived from the request's token and the
+//! question, the same for every try. A row whose `ts` is stored is never posted again; one
+//! without (a crash between the post and the record) is posted again with the same
+//! `client_msg_id`, which Slack's clients use to tell a message sent twice (docs/slack.md says
+//! what Slack itself promises about it). Edits are recorded once Slack confirmed them, so the
+//! edits still due are found and finished by the repair loop, also after a restart.
+
+use super::render::{self, Message, View};
+use super::route::{self, SlackRoute};
+use super::web::{Failure, Web};
+use super::NAME;
+use crate::config::Config;
+use crate::domain::request::{EditState, PlannedPost, Post, Request, Slot};
+use crate::domain::text::Escaped;
+use crate::domain::{AnswererContext, AskError, ErrorCode, Outcome};
+use sha2::{Digest, Sha256};
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex};
+
+/// How many tries a question gets while the agent waits for `accepted`; after that, posting
+/// goes on in the background and the request stays pending until it is posted.
+pub(super) const DELIVER_ATTEMPTS: u32 = 3;
+/// Edits are tried this often, then again by the repair loop.
+const EDIT_ATTEMPTS: u32 = 6;
+
+/// The `client_msg_id` of question `idx` of the request with `token`: a UUID (Slack's clients
+/// send UUIDs there) made from both, so that every plan of the row gives the same one.
+pub fn client_msg_id(token: &str, idx: usize) -> String {
+    let d = Sha256::digest(format!("askrelay {token} {idx}"));
+    let h: String = d[..16].iter().map(|b| format!("{b:02x}")).collect();
+    format!(
+        "{}-{}-4{}-8{}-{}",
+        &h[..8],
+        &h[8..12],
+        &h[13..16],
+        &h[17..20],
+        &h[20..32]
+    )
+}
+
+/// The outbox rows of a request on `route`: each question's message in its channel.
+pub(super) fn plan(token: &str, count: usize, route: &SlackRoute) -> Vec<PlannedPost> {
+    (0..count)
+        .map(|idx| PlannedPost {
+            idx,
+            slot: Slot::Main,
+            channel: route.channel.clone(),
+            guild: None,
+            nonce: client_msg_id(token, idx),
+        })
+        .collect()
+}
+
+/// A set of things someone is working on, each held by a [`Claim`] until it is dropped, so
+/// that a repair pass does not start a second poster or a second edit.
+pub(super) struct Claims<K>(Arc<Mutex<HashSet<K>>>);
+
+impl<K> Default for Claims<K> {
+    fn default() -> Self {
+        Claims(Default::default())
+    }
+}
+
+impl<K: std::hash::Hash + Eq + Clone> Claims<K> {
+    pub fn claim(&self, k: K) -> Option<Claim<K>> {
+        self.0.lock().unwrap().insert(k.clone()).then(|| Claim {
+            set: self.0.clone(),
+            k,
+        })
+    }
+}
+
+pub(super) struct Claim<K: std::hash::Hash + Eq> {
+    set: Arc<Mutex<HashSet<K>>>,
+    k: K,
+}
+
+impl<K: std::hash::Hash + Eq> Drop for Claim<K> {
+    fn drop(&mut self) {
+        self.set.lock().unwrap().remove(&self.k);
+    }
+}
+
+/// What posters and edits are at work on; it outlives a cluster term, as a poster of the last
+/// term may still be at work when the next begins.
+#[derive(Default)]
+pub(super) struct Busy {
+    /// Requests whose questions are being posted.
+    pub posting: Claims<i64>,
+    /// Messages (request key, question, slot) being edited.
+    pub editing: Claims<(i64, usize, Slot)>,
+}
+
+/// Posts, edits and repairs the messages of the requests Slack shows.
+pub(super) struct Outbox {
+    config: Arc<Config>,
+    web: Arc<Web>,
+    pub busy: Arc<Busy>,
+    /// Wakes the repair loop (the Socket Mode connection is back, new rows came from
+    /// elsewhere).
+    pub repair_now: tokio::sync::Notify,
+}
+
+impl Outbox {
+    pub fn new(config: Arc<Config>, web: Arc<Web>, busy: Arc<Busy>) -> Outbox {
+        Outbox {
+            config,
+            web,
+            busy,
+            repair_now: Default::default(),
+        }
+    }
+
+    /// The message of question `idx` as first posted; the request's context goes with its
+    /// first question only.
+    pub fn render(req: &Request, route: &SlackRoute, idx: usize) -> Option<Message> {
+        let q = req.questions.get(idx)?;
+        let context = req.context.as_deref().filter(|_| idx == 0);
+        Some(render::question(
+            q,
+            &View::of(req, &route.policy, idx),
+            context,
+        ))
+    }
+
+    /// Posts every question of `req` not posted yet, in order, making at most `tries` tries
+    /// for each (`None`: until it works, the request ends or the daemon stops), after `failed`
+    /// tries that failed already. Returns the posts as they are now.
+    pub async fn post_all(
+        &self,
+        ctx: &AnswererContext,
+        req: &Request,
+        route: &SlackRoute,
+        mut posts: Vec<Post>,
+        tries: Option<u32>,
+        failed: u32,
+    ) -> Result<Vec<Post>, Failure> {
+        posts.sort_by_key(|p| p.idx);
+        for post in posts.iter_mut().filter(|p| p.is_main()) {
+            if post.message.is_some() {
+                continue;
+            }
+            let Some(message) = Self::render(req, route, post.idx) else {
+                continue;
+            };
+            let mut attempt = failed;
+            loop {
+                // A request cancelled while Slack was down is not posted afterwards.
+                if !ctx.is_pending(req).await {
+                    return Err(Failure::Permanent("the request has ended".into()));
+                }
+                if let Err(e) = ctx.claim_post(req.key, post).await {
+                    return Err(Failure::Transient {
+                        message: format!("{e:#}"),
+                        retry_after: None,
+                    });
+                }
+                let sent = match ctx.holds_term() {
+                    true => {
+                        self.web
+                            .post(&post.channel, message.content(), &post.nonce)
+                            .await
+                    }
+                    false => Err(Failure::Transient {
+                        message: "this node's lead ended".into(),
+                        retry_after: None,
+                    }),
+                };
+                match sent {
+                    Ok(ts) => {
+                        crate::crash::point("posted");
+                        if let Err(e) = ctx.record_post(req, post, &ts, None, None).await {
+                            tracing::error!(error = %format!("{e:#}"), "cannot record a posted Slack message");
+                        }
+                        post.message = Some(ts);
+                        break;
+                    }
+                    Err(f) => {
+                        let _ = ctx.record_post_failure(req, post, f.message()).await;
+                        attempt += 1;
+                        match &f {
+                            Failure::Transient { message, .. }
+                                if tries.is_none_or(|n| attempt < n) && ctx.holds_term() =>
+                            {
+                                let wait = Web::wait_after(attempt, &f);
+                                tracing::warn!(request_id = %Escaped(&req.request_id), question = post.idx, attempt, error = %message, retry_in_ms = wait.as_millis() as u64, "posting a question to Slack failed; retrying");
+                                if !self.web.pause(wait).await {
+                                    return Err(f);
+                                }
+                            }
+                            _ => return Err(f),
+                        }
+                    }
+                }
+            }
+        }
+        Ok(posts)
+    }
+
+    /// Keeps posting in the background until every question is up, after `failed` tries, under
+    /// `claim`; a permanent failure ends the request with `NO_ANSWERER` and the cause.
+    pub fn spawn_poster(
+        self: &Arc<Self>,
+        ctx: &AnswererContext,
+        claim: Claim<i64>,
+        req: Request,
+        route: SlackRoute,
+        failed: u32,
+    ) {
+        let me = self.clone();
+        let task_ctx = ctx.clone();
+        ctx.spawn(async move {
+            let ctx = task_ctx;
+            // Read again under the claim: a poster that held it before recorded its posts
+            // before letting go, and posting from an older read would post twice.
+            let posts = match ctx.outbox(&req).await {
+                Ok(p) => p,
+                Err(e) => {
+                    tracing::error!(error = %format!("{e:#}"), "cannot read the outbox");
+                    return;
+                }
+            };
+            let posted = me.post_all(&ctx, &req, &route, posts, None, failed).await;
+            drop(claim);
+            match posted {
+                Ok(_) => tracing::info!(request_id = %Escaped(&req.request_id), "every question is posted in Slack"),
+                Err(Failure::Permanent(m)) if ctx.is_pending(&req).await => {
+                    let err = AskError::new(
+                        ErrorCode::NoAnswerer,
+                        format!(
+                            "posting to Slack channel {} (route {:?}) failed: {m}",
+                            route.channel, route.name
+                        ),
+                    );
+                    ctx.fail(&req, err).await;
+                }
+                // Ended meanwhile, or shutting down: resumed at the next start.
+                Err(_) => {}
+            }
+        });
+    }
+
+    /// The outcome a posted message of `req` should show, and the state it records: its
+    /// answer, or why the request ended; `None` while its question is open.
+    pub fn outcome_of(&self, req: &Request, post: &Post) -> Option<(Message, EditState)> {
+        let q = req.questions.get(post.idx)?;
+        let route = route::of_request(&self.config, req);
+        let view = View::of(req, &route.policy, post.idx);
+        match (req.answers.get(post.idx), &req.outcome) {
+            (Some(Some(a)), _) => Some((render::settled(q, &view, a), EditState::Settled)),
+            (Some(None), Some(Outcome::Error(err))) => Some((
+                render::ended(q, &view, err, req.withdrawn),
+                EditState::Ended,
+            )),
+            _ => None,
+        }
+    }
+
+    /// Edits `post` to `message` in the background (never delays an ack), and records `state`
+    /// once Slack confirmed it (`None`: a vote count, not recorded).
+    pub fn spawn_edit(
+        self: &Arc<Self>,
+        ctx: &AnswererContext,
+        req: &Request,
+        post: &Post,
+        message: Message,
+        state: Option<EditState>,
+    ) {
+        let Some(ts) = post.message.clone() else {
+            return;
+        };
+        let Some(claim) = self
+            .busy
+            .editing
+            .claim((req.key, post.idx, post.slot.clone()))
+        else {
+            return;
+        };
+        let me = self.clone();
+        let task_ctx = ctx.clone();
+        let key = req.key;
+        let post = post.clone();
+        let request_id = req.request_id.clone();
+        ctx.spawn(async move {
+            let ctx = task_ctx;
+            if let Err(e) = ctx.claim_post(key, &post).await {
+                tracing::warn!(request_id = %Escaped(&request_id), error = %format!("{e:#}"), "not editing the Slack message");
+                return;
+            }
+            let mut attempt = 0;
+            let edited = loop {
+                if !ctx.holds_term() {
+                    break Err(Failure::Permanent("this node's lead ended".into()));
+                }
+                match me.web.update(&post.channel, &ts, message.content()).await {
+                    Ok(()) => break Ok(()),
+                    Err(f @ Failure::Transient { .. }) if attempt + 1 < EDIT_ATTEMPTS => {
+                        attempt += 1;
+                        if !me.web.pause(Web::wait_after(attempt, &f)).await {
+                            break Err(f);
+                        }
+                    }
+                    Err(f) => break Err(f),
+                }
+            };
+            drop(claim);
+            match edited {
+                Ok(()) => {
+                    if let Some(state) = state {
+                        if let Err(e) = ctx.record_edit(key, &post, state).await {
+                            tracing::error!(error = %format!("{e:#}"), "cannot record a Slack edit");
+                        }
+                    }
+                }
+                Err(f) => tracing::warn!(
+                    request_id = %Escaped(&request_id),
+                    question = post.idx,
+                    error = f.message(),
+                    "cannot edit the Slack message; the repair loop tries again"
+                ),
+            }
+        });
+    }
+
+    /// Edits every posted message of `req` (question `only`, or all) whose last confirmed edit
+    /// is behind its state.
+    pub fn sync_edits(
+        self: &Arc<Self>,
+        ctx: &AnswererContext,
+        req: &Request,
+        posts: &[Post],
+        only: Option<usize>,
+    ) {
+        for post in posts
+            .iter()
+            .filter(|p| p.answerer == NAME && p.message.is_some() && !p.is_note())
+            .filter(|p| only.is_none_or(|i| i == p.idx))
+        {
+            if let Some((message, state)) = self.outcome_of(req, post) {
+                if post.edited != state {
+                    self.spawn_edit(ctx, req, post, message, Some(state));
+                }
+            }
+        }
+    }
+
+    /// Shows the new vote count of question `idx` (still open) on its messages.
+    pub fn show_votes(
+        self: &Arc<Self>,
+        ctx: &AnswererContext,
+        req: &Request,
+        idx: usize,
+        posts: &[Post],
+    ) {
+        let (Some(q), Some(None)) = (req.questions.get(idx), req.answers.get(idx)) else {
+            return;
+        };
+        let route = route::of_request(&self.config, req);
+        let message = render::open(q, &View::of(req, &route.policy, idx));
+        for post in posts
+            .iter()
+            .filter(|p| p.answerer == NAME && p.idx == idx && p.message.is_some())
+        {
+            self.spawn_edit(ctx, req, post, message.clone(), None);
+        }
+    }
+
+    /// One repair pass: a poster for each pending request with a question not posted (unless
+    /// one is at work on it, or its delivery is), and the edits messages are behind on.
+    pub async fn repair(self: &Arc<Self>, ctx: &AnswererContext) {
+        let due = match ctx.outbox_due().await {
+            Ok(d) => d,
+            Err(e) => {
+                tracing::error!(error = %format!("{e:#}"), "cannot read the outbox");
+                return;
+            }
+        };
+        let keys: std::collections::BTreeSet<i64> = due.iter().map(|d| d.request_key).collect();
+        if !keys.is_empty() {
+            tracing::info!(requests = keys.len(), "repairing the Slack outbox");
+        }
+        for key in keys {
+            let Ok(Some((req, posts))) = ctx.with_posts(key).await else {
+                continue;
+            };
+            let mine: Vec<Post> = posts.into_iter().filter(|p| p.answerer == NAME).collect();
+            let unposted = req.status == crate::domain::Status::Pending
+                && mine.iter().any(|p| p.is_main() && p.message.is_none())
+                && !ctx.is_being_delivered(&req.request_id);
+            if unposted {
+                if let Some(claim) = self.busy.posting.claim(req.key) {
+                    let route = route::of_request(&self.config, &req);
+                    self.spawn_poster(ctx, claim, req.clone(), route, 0);
+                }
+            }
+            self.sync_edits(ctx, &req, &mine, None);
+        }
+    }
+
+    /// Runs [`Outbox::repair`] every `slack.repair_interval_secs`, and at once when woken,
+    /// until `ctx`'s shutdown.
+    pub fn spawn_repair_loop(self: &Arc<Self>, ctx: &AnswererContext) {
+        let me = self.clone();
+        let task_ctx = ctx.clone();
+        let every = std::time::Duration::from_secs(self.config.slack.repair_interval_secs);
+        ctx.spawn(async move {
+            let ctx = task_ctx;
+            loop {
+                tokio::select! {
+                    _ = ctx.shutdown().cancelled() => return,
+                    _ = tokio::time::sleep(every) => {}
+                    _ = me.repair_now.notified() => {}
+                }
+                me.repair(&ctx).await;
+            }
+        });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_rows_client_msg_id_is_a_uuid_fixed_by_its_token_and_question() {
+        let a = client_msg_id("0123456789abcdef0123", 0);
+        assert_eq!(a, client_msg_id("0123456789abcdef0123", 0));
+        assert_ne!(a, client_msg_id("0123456789abcdef0123", 1));
+        assert_ne!(a, client_msg_id("0123456789abcdef0124", 0));
+        let parts: Vec<usize> = a.split('-').map(str::len).collect();
+        assert_eq!(parts, [8, 4, 4, 4, 12], "{a}");
+        assert!(a.chars().all(|c| c == '-' || c.is_ascii_hexdigit()));
+    }
+}
