@@ -249,7 +249,11 @@ impl SlackConfig {
                     "slack.listen: slack.mode = \"http\" needs the address to listen on (IP:PORT)"
                 )
             }
-            _ => Ok(()),
+            SlackMode::Http => bail!(
+                "slack.mode: \"http\" (the HTTP Events API) is not built yet; use \"socket\" \
+                 (docs/slack.md)"
+            ),
+            SlackMode::Socket => Ok(()),
         }
     }
 
@@ -399,7 +403,11 @@ mod tests {
         let e = c.validate().unwrap_err().to_string();
         assert!(e.starts_with("slack.listen"), "{e}");
         c.listen = Some("127.0.0.1:3000".into());
-        assert!(c.validate().is_ok());
+        let e = c.validate().unwrap_err().to_string();
+        assert!(
+            e.starts_with("slack.mode: \"http\" (the HTTP Events API) is not built yet"),
+            "{e}"
+        );
     }
 
     /// The keys as the daemon loads them: from a file and the environment, with errors that
