@@ -123,8 +123,10 @@ async fn check_config(config_file: Option<std::path::PathBuf>) -> i32 {
     };
     askrelay::outln!("config ok");
     let mut problems = Vec::new();
-    if config.discord.token.is_none() {
+    if config.discord.token.is_none() && !config.slack.enabled() {
         askrelay::outln!("discord: not configured (no discord.token); the terminal answers");
+    } else if config.discord.token.is_none() {
+        askrelay::outln!("discord: not configured (no discord.token)");
     } else {
         problems.extend(askrelay::answerer::discord::check(&config).await);
     }
