@@ -35,7 +35,8 @@ pub struct SlackConfig {
     #[serde(deserialize_with = "ids")]
     pub operator_user_ids: Vec<String>,
     /// How interactions reach the daemon: `socket` (Socket Mode, an outbound WebSocket; the
-    /// default) or `http` (Slack posts them to `listen`, signed with `signing_secret`).
+    /// default) or `http` (Slack posts them to `listen`, path `/slack/events`, signed with
+    /// `signing_secret`).
     pub mode: SlackMode,
     /// The app's signing secret, which every request of the `http` mode must be signed with.
     pub signing_secret: Option<Secret>,
@@ -249,11 +250,7 @@ impl SlackConfig {
                     "slack.listen: slack.mode = \"http\" needs the address to listen on (IP:PORT)"
                 )
             }
-            SlackMode::Http => bail!(
-                "slack.mode: \"http\" (the HTTP Events API) is not built yet; use \"socket\" \
-                 (docs/slack.md)"
-            ),
-            SlackMode::Socket => Ok(()),
+            _ => Ok(()),
         }
     }
 
@@ -403,11 +400,7 @@ mod tests {
         let e = c.validate().unwrap_err().to_string();
         assert!(e.starts_with("slack.listen"), "{e}");
         c.listen = Some("127.0.0.1:3000".into());
-        let e = c.validate().unwrap_err().to_string();
-        assert!(
-            e.starts_with("slack.mode: \"http\" (the HTTP Events API) is not built yet"),
-            "{e}"
-        );
+        assert!(c.validate().is_ok());
     }
 
     /// The keys as the daemon loads them: from a file and the environment, with errors that

@@ -3,7 +3,8 @@
 //! rules, and the first allowed answer on any surface settles the question.
 //!
 //! It stands on slack-morphism: the Web API over hyper and rustls (`connect.rs`, the calls
-//! and their failures in `web.rs`), Socket Mode for interactions (`socket.rs`). Each part owns
+//! and their failures in `web.rs`), Socket Mode for interactions (`socket.rs`), or the HTTP
+//! Events API with signed requests (`http.rs`). Each part owns
 //! its state: [`Outbox`] posts, edits and repairs messages; [`socket::Connection`] says whether
 //! the Socket Mode connection is up; the interaction handler (`interactions/`) reads what it
 //! needs from the store by the request token in each control's action_id, so controls keep
@@ -16,6 +17,7 @@
 //! (alone: at start) and dropped when it steps down.
 
 mod connect;
+mod http;
 mod interactions;
 mod outbox;
 mod platform;
@@ -27,7 +29,7 @@ mod web;
 pub use outbox::client_msg_id;
 pub use web::Failure;
 
-use crate::config::Config;
+use crate::config::{Config, SlackMode};
 use crate::domain::cluster::Role;
 use crate::domain::request::{Post, Request};
 use crate::domain::text::Escaped;
@@ -179,8 +181,9 @@ impl SlackAnswerer {
             ctx: ctx.clone(),
             kept: Default::default(),
         });
-        match &self.config.slack.app_token {
-            Some(app) => {
+        let s = &self.config.slack;
+        match (s.mode, &s.app_token, &s.signing_secret) {
+            (SlackMode::Socket, Some(app), _) => {
                 let manager = socket::listen(
                     self.web.client().clone(),
                     app,
@@ -190,9 +193,12 @@ impl SlackAnswerer {
                 .await?;
                 spawn_closer(ctx, manager, self.connection.clone());
             }
-            // The HTTP Events API mode is not built yet (docs/slack.md); the config refuses
-            // it, so an app token is always there.
-            None => anyhow::bail!("slack.app_token is not set"),
+            (SlackMode::Http, _, Some(secret)) => {
+                http::serve(s, secret, handler, ctx, ctx.shutdown().clone()).await?;
+            }
+            // The config refuses both (each mode names its secret).
+            (SlackMode::Socket, None, _) => anyhow::bail!("slack.app_token is not set"),
+            (SlackMode::Http, _, None) => anyhow::bail!("slack.signing_secret is not set"),
         }
         if takeover {
             let pending = ctx.pending_everywhere().await?;
@@ -443,8 +449,9 @@ impl Answerer for SlackAnswerer {
         self.route_of(req).policy
     }
 
+    /// The Socket Mode connection's state; the HTTP mode keeps no connection.
     fn connection(&self) -> Option<tokio::sync::watch::Receiver<bool>> {
-        Some(self.connection.subscribe())
+        (self.config.slack.mode == SlackMode::Socket).then(|| self.connection.subscribe())
     }
 
     fn routes(&self) -> Option<Vec<String>> {
