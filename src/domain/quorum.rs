@@ -39,7 +39,7 @@ impl Identity {
                 .id
                 .parse()
                 .is_ok_and(|uid: u32| self.has_uid(uid, host)),
-            Via::Discord => self.platform_ids.contains(&actor.id),
+            Via::Discord | Via::Slack => self.platform_ids.contains(&actor.id),
             Via::Policy | Via::Grant => false,
         }
     }
@@ -328,6 +328,7 @@ mod tests {
                 pid: None,
             },
             answerer: "discord".into(),
+            answerers: vec!["discord".into()],
             route: None,
             created_at_ms: 0,
             expiry: None,

@@ -110,6 +110,8 @@ pub enum Outcome {
 pub enum Via {
     Discord,
     Terminal,
+    /// A Slack member (`id` is their Slack user id, `U…` or `W…`).
+    Slack,
     /// An expiry policy chose the answer (no person did).
     Policy,
     /// A live grant answered it (docs/approvals.md, "Grants"): `id` is the grant's, `name` its
@@ -122,6 +124,7 @@ impl Via {
         match self {
             Via::Discord => "discord",
             Via::Terminal => "terminal",
+            Via::Slack => "slack",
             Via::Policy => "policy",
             Via::Grant => "grant",
         }
@@ -131,6 +134,7 @@ impl Via {
         Some(match s {
             "discord" => Via::Discord,
             "terminal" => Via::Terminal,
+            "slack" => Via::Slack,
             "policy" => Via::Policy,
             "grant" => Via::Grant,
             _ => return None,
@@ -181,6 +185,7 @@ impl Actor {
         match self.via {
             Via::Terminal => format!("{} via terminal", local_user(&self.name, &self.id)),
             Via::Discord => format!("{} (Discord user {})", self.name, self.id),
+            Via::Slack => format!("{} (Slack user {})", self.name, self.id),
             Via::Policy => "the expiry policy".to_owned(),
             Via::Grant => format!("grant {} (approved by {})", self.id, self.name),
         }
@@ -243,8 +248,12 @@ pub struct NewRequest {
     pub caller: Caller,
     pub scope: Scope,
     pub peer: Peer,
+    /// The answerer that owns it: the first, in the daemon's order, of those that took it.
     pub answerer: String,
-    /// The answerer's route (Discord), if it has routes.
+    /// Every answerer that took it and shows its copy, the owner first (see
+    /// [`Request::answerers`]).
+    pub answerers: Vec<String>,
+    /// The owner's route, if it has routes.
     pub route: Option<String>,
     pub created_at_ms: i64,
     /// When and how it expires, if it does.
@@ -266,7 +275,11 @@ pub struct Request {
     pub caller: Caller,
     pub scope: Scope,
     pub status: Status,
+    /// The answerer that owns it (the first that took it, in the daemon's order).
     pub answerer: Option<String>,
+    /// Every answerer that shows a copy of it, the owner first: each hears how it ends and may
+    /// take an answer. A request stored before copies existed has its owner alone.
+    pub answerers: Vec<String>,
     pub route: Option<String>,
     pub peer: Peer,
     pub created_at_ms: i64,
@@ -306,6 +319,7 @@ impl Request {
             scope: new.scope.clone(),
             status: Status::Pending,
             answerer: Some(new.answerer.clone()),
+            answerers: new.answerers.clone(),
             route: new.route.clone(),
             peer: new.peer,
             created_at_ms: new.created_at_ms,
@@ -317,6 +331,12 @@ impl Request {
             node: new.node.clone(),
             withdrawn: None,
         }
+    }
+
+    /// Whether the answerer `name` shows a copy of this request (it took it when it was
+    /// asked): its listings and batches may offer it, and it hears how it ends.
+    pub fn shown_by(&self, name: &str) -> bool {
+        self.answerers.iter().any(|a| a == name)
     }
 
     /// The uid that owns the request id.
@@ -405,6 +425,13 @@ pub struct DuePost {
     pub unposted: bool,
     /// Since when: the request's creation for a post, the answer or the end for an edit.
     pub due_since_ms: i64,
+}
+
+/// An outbox row stored with a new request: the answerer whose copy it belongs to, and the row.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NewPost {
+    pub answerer: String,
+    pub post: PlannedPost,
 }
 
 /// A post to write in the same transaction as its request.
@@ -616,6 +643,7 @@ pub enum Source {
     Socket,
     Terminal,
     Discord,
+    Slack,
     Daemon,
     Policy,
     Grant,
@@ -627,6 +655,7 @@ impl Source {
             Source::Socket => "socket",
             Source::Terminal => "terminal",
             Source::Discord => "discord",
+            Source::Slack => "slack",
             Source::Daemon => "daemon",
             Source::Policy => "policy",
             Source::Grant => "grant",
@@ -639,6 +668,7 @@ impl From<Via> for Source {
         match v {
             Via::Discord => Source::Discord,
             Via::Terminal => Source::Terminal,
+            Via::Slack => Source::Slack,
             Via::Policy => Source::Policy,
             Via::Grant => Source::Grant,
         }
