@@ -109,9 +109,8 @@ pub enum Outcome {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Via {
     Discord,
-    Terminal,
-    /// A Slack member (`id` is their Slack user id, `U…` or `W…`).
     Slack,
+    Terminal,
     /// An expiry policy chose the answer (no person did).
     Policy,
     /// A live grant answered it (docs/approvals.md, "Grants"): `id` is the grant's, `name` its
@@ -123,8 +122,8 @@ impl Via {
     pub fn as_str(self) -> &'static str {
         match self {
             Via::Discord => "discord",
-            Via::Terminal => "terminal",
             Via::Slack => "slack",
+            Via::Terminal => "terminal",
             Via::Policy => "policy",
             Via::Grant => "grant",
         }
@@ -133,8 +132,8 @@ impl Via {
     pub fn parse(s: &str) -> Option<Via> {
         Some(match s {
             "discord" => Via::Discord,
-            "terminal" => Via::Terminal,
             "slack" => Via::Slack,
+            "terminal" => Via::Terminal,
             "policy" => Via::Policy,
             "grant" => Via::Grant,
             _ => return None,
@@ -667,8 +666,8 @@ impl From<Via> for Source {
     fn from(v: Via) -> Source {
         match v {
             Via::Discord => Source::Discord,
-            Via::Terminal => Source::Terminal,
             Via::Slack => Source::Slack,
+            Via::Terminal => Source::Terminal,
             Via::Policy => Source::Policy,
             Via::Grant => Source::Grant,
         }

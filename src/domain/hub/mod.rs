@@ -510,6 +510,45 @@ fn foreign_error(request_id: &str) -> AskError {
 mod tests {
     use super::*;
 
+    mod copies;
+
+    #[test]
+    fn the_accepted_details_of_several_copies_merge_the_owners_first() {
+        let discord = Accepted {
+            route: Some("ops".into()),
+            channel_id: Some("100".into()),
+            message_links: Some(vec!["https://discord/1".into()]),
+            posting: Some("Discord is unavailable".into()),
+            ..Accepted::default()
+        };
+        let slack = Accepted {
+            route: Some("ops-slack".into()),
+            message_links: Some(vec!["https://slack/1".into()]),
+            posting: Some("Slack is slow".into()),
+            ..Accepted::default()
+        };
+        let terminal = Accepted {
+            hint: Some("askrelay answer r".into()),
+            ..Accepted::default()
+        };
+        let merged = discord.merge(slack).merge(terminal);
+        assert_eq!(merged.route.as_deref(), Some("ops"));
+        assert_eq!(merged.channel_id.as_deref(), Some("100"));
+        assert_eq!(
+            merged.message_links,
+            Some(vec!["https://discord/1".into(), "https://slack/1".into()])
+        );
+        assert_eq!(
+            merged.posting.as_deref(),
+            Some("Discord is unavailable; Slack is slow")
+        );
+        assert_eq!(merged.hint.as_deref(), Some("askrelay answer r"));
+        assert_eq!(
+            Accepted::default().merge(Accepted::default()),
+            Accepted::default()
+        );
+    }
+
     #[test]
     fn an_accepted_detail_keeps_its_fields() {
         let accepted = Accepted {
