@@ -401,8 +401,8 @@ fn check_answerers(i: usize, r: &Route, config: &Config) -> Result<()> {
 }
 
 /// A route answered from the terminal alone (no platform channel, or `answerers =
-/// ["terminal"]`): the terminal answerer must be on, and Discord's own keys (its channel, who
-/// is mentioned, reminded, escalated to) mean nothing there.
+/// ["terminal"]`): the terminal answerer must be on, and Discord's own keys (who is
+/// mentioned, reminded, escalated to) mean nothing there.
 fn check_terminal_route(i: usize, r: &Route, terminal: bool) -> Result<()> {
     if !terminal {
         bail!(
@@ -411,7 +411,6 @@ fn check_terminal_route(i: usize, r: &Route, terminal: bool) -> Result<()> {
         );
     }
     let discord_only = [
-        ("channel_id", r.channel_id.is_some()),
         ("allowed_user_ids", r.allowed_user_ids.is_some()),
         ("allowed_role_ids", r.allowed_role_ids.is_some()),
         ("mention_user_ids", r.mention_user_ids.is_some()),
@@ -427,12 +426,6 @@ fn check_terminal_route(i: usize, r: &Route, terminal: bool) -> Result<()> {
         ("threads", r.threads.is_some()),
     ];
     if let Some((key, _)) = discord_only.iter().find(|(_, set)| *set) {
-        if r.answerers.is_some() {
-            bail!(
-                "routes[{i}].{key}: is for Discord, and routes[{i}].answerers names only the \
-                 terminal; add \"discord\" to it, or leave {key} out"
-            );
-        }
         bail!(
             "routes[{i}].{key}: is for a Discord channel, and this route has none (it is answered \
              from the terminal); set channel_id, or leave {key} out"
