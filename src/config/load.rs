@@ -197,7 +197,8 @@ impl Config {
                     bail!("routes[{i}].stop_wait_secs: must be between {STOP_WAIT_MIN_SECS} and {STOP_WAIT_MAX_SECS} seconds, not {w}");
                 }
             }
-            if r.channel_id.is_none() {
+            check_answerers(i, r, self)?;
+            if r.answerers() == ["terminal"] {
                 check_terminal_route(i, r, self.terminal_enabled())?;
             }
             if let Some(rule) = &r.expiry {
@@ -346,8 +347,62 @@ impl Config {
     }
 }
 
-/// A route without `channel_id` is answered from the terminal: the terminal answerer must be
-/// on, and Discord's own keys (who is mentioned, reminded, escalated to) mean nothing there.
+/// A route's `answerers`, when it lists them: each one of the answerers, once, and able to
+/// show the route's requests (Discord: a channel and the token; Slack: the route's channel,
+/// its connection is the Slack answerer's to check; the terminal: the terminal answerer on).
+/// Not a silent skip at run time: a route that names a surface gets it, or does not load.
+fn check_answerers(i: usize, r: &Route, config: &Config) -> Result<()> {
+    let Some(names) = &r.answerers else {
+        return Ok(());
+    };
+    if names.is_empty() {
+        bail!(
+            "routes[{i}].answerers: must name at least one of \"discord\", \"slack\" and \
+             \"terminal\" (or leave answerers out: the route's channels say)"
+        );
+    }
+    for (k, name) in names.iter().enumerate() {
+        let at = format!("routes[{i}].answerers[{k}]");
+        if names[..k].contains(name) {
+            bail!("{at}: {name:?} is listed twice");
+        }
+        match name.as_str() {
+            "discord" => {
+                if config.discord.token.is_none() {
+                    bail!("{at}: \"discord\" needs discord.token (Discord is not configured)");
+                }
+                if r.channel_id.is_none() && config.discord.channel_id.is_none() {
+                    bail!(
+                        "{at}: \"discord\" needs a channel: set routes[{i}].channel_id (or \
+                         discord.channel_id, which the route then posts in)"
+                    );
+                }
+            }
+            "slack" => {
+                if r.slack_channel_id.is_none() {
+                    bail!("{at}: \"slack\" needs routes[{i}].slack_channel_id");
+                }
+            }
+            "terminal" => {
+                if !config.terminal_enabled() {
+                    bail!(
+                        "{at}: \"terminal\" needs the terminal answerer, which is off: set \
+                         [terminal] enabled = true"
+                    );
+                }
+            }
+            other => bail!(
+                "{at}: {other:?} is not an answerer; use \"discord\", \"slack\" or \
+                 \"terminal\""
+            ),
+        }
+    }
+    Ok(())
+}
+
+/// A route answered from the terminal alone (no platform channel, or `answerers =
+/// ["terminal"]`): the terminal answerer must be on, and Discord's own keys (who is
+/// mentioned, reminded, escalated to) mean nothing there.
 fn check_terminal_route(i: usize, r: &Route, terminal: bool) -> Result<()> {
     if !terminal {
         bail!(

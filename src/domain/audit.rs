@@ -276,6 +276,7 @@ impl Actor {
                 actor("uid", &self.id, named.then_some(self.name.as_str()), None)
             }
             Via::Discord => actor("discord", &self.id, Some(&self.name), None),
+            Via::Slack => actor("slack", &self.id, Some(&self.name), None),
             Via::Policy => actor("policy", "expiry", None, None),
             Via::Grant => actor("grant", &self.id, Some(&self.name), None),
         }

@@ -20,7 +20,7 @@ pub struct Identity {
     /// Local uids, on `hosts` (every host when empty: cluster nodes by their node name).
     pub uids: Vec<u32>,
     pub hosts: Vec<String>,
-    /// Ids on the chat platform (Discord user ids).
+    /// Ids on the chat platforms (Discord and Slack user ids; they never look alike).
     pub platform_ids: Vec<String>,
     /// Globs on the agent session ids the front doors report (`context.approval.session`, or
     /// the `session` scope label): the sessions this person runs, under whatever uid.
@@ -39,7 +39,7 @@ impl Identity {
                 .id
                 .parse()
                 .is_ok_and(|uid: u32| self.has_uid(uid, host)),
-            Via::Discord => self.platform_ids.contains(&actor.id),
+            Via::Discord | Via::Slack => self.platform_ids.contains(&actor.id),
             Via::Policy | Via::Grant => false,
         }
     }
@@ -328,6 +328,7 @@ mod tests {
                 pid: None,
             },
             answerer: "discord".into(),
+            answerers: vec!["discord".into()],
             route: None,
             created_at_ms: 0,
             expiry: None,

@@ -109,6 +109,7 @@ pub enum Outcome {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Via {
     Discord,
+    Slack,
     Terminal,
     /// An expiry policy chose the answer (no person did).
     Policy,
@@ -121,6 +122,7 @@ impl Via {
     pub fn as_str(self) -> &'static str {
         match self {
             Via::Discord => "discord",
+            Via::Slack => "slack",
             Via::Terminal => "terminal",
             Via::Policy => "policy",
             Via::Grant => "grant",
@@ -130,6 +132,7 @@ impl Via {
     pub fn parse(s: &str) -> Option<Via> {
         Some(match s {
             "discord" => Via::Discord,
+            "slack" => Via::Slack,
             "terminal" => Via::Terminal,
             "policy" => Via::Policy,
             "grant" => Via::Grant,
@@ -181,6 +184,7 @@ impl Actor {
         match self.via {
             Via::Terminal => format!("{} via terminal", local_user(&self.name, &self.id)),
             Via::Discord => format!("{} (Discord user {})", self.name, self.id),
+            Via::Slack => format!("{} (Slack user {})", self.name, self.id),
             Via::Policy => "the expiry policy".to_owned(),
             Via::Grant => format!("grant {} (approved by {})", self.id, self.name),
         }
@@ -243,8 +247,12 @@ pub struct NewRequest {
     pub caller: Caller,
     pub scope: Scope,
     pub peer: Peer,
+    /// The answerer that owns it: the first, in the daemon's order, of those that took it.
     pub answerer: String,
-    /// The answerer's route (Discord), if it has routes.
+    /// Every answerer that took it and shows its copy, the owner first (see
+    /// [`Request::answerers`]).
+    pub answerers: Vec<String>,
+    /// The owner's route, if it has routes.
     pub route: Option<String>,
     pub created_at_ms: i64,
     /// When and how it expires, if it does.
@@ -266,7 +274,11 @@ pub struct Request {
     pub caller: Caller,
     pub scope: Scope,
     pub status: Status,
+    /// The answerer that owns it (the first that took it, in the daemon's order).
     pub answerer: Option<String>,
+    /// Every answerer that shows a copy of it, the owner first: each hears how it ends and may
+    /// take an answer. A request stored before copies existed has its owner alone.
+    pub answerers: Vec<String>,
     pub route: Option<String>,
     pub peer: Peer,
     pub created_at_ms: i64,
@@ -306,6 +318,7 @@ impl Request {
             scope: new.scope.clone(),
             status: Status::Pending,
             answerer: Some(new.answerer.clone()),
+            answerers: new.answerers.clone(),
             route: new.route.clone(),
             peer: new.peer,
             created_at_ms: new.created_at_ms,
@@ -317,6 +330,12 @@ impl Request {
             node: new.node.clone(),
             withdrawn: None,
         }
+    }
+
+    /// Whether the answerer `name` shows a copy of this request (it took it when it was
+    /// asked): its listings and batches may offer it, and it hears how it ends.
+    pub fn shown_by(&self, name: &str) -> bool {
+        self.answerers.iter().any(|a| a == name)
     }
 
     /// The uid that owns the request id.
@@ -405,6 +424,13 @@ pub struct DuePost {
     pub unposted: bool,
     /// Since when: the request's creation for a post, the answer or the end for an edit.
     pub due_since_ms: i64,
+}
+
+/// An outbox row stored with a new request: the answerer whose copy it belongs to, and the row.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NewPost {
+    pub answerer: String,
+    pub post: PlannedPost,
 }
 
 /// A post to write in the same transaction as its request.
@@ -616,6 +642,7 @@ pub enum Source {
     Socket,
     Terminal,
     Discord,
+    Slack,
     Daemon,
     Policy,
     Grant,
@@ -627,6 +654,7 @@ impl Source {
             Source::Socket => "socket",
             Source::Terminal => "terminal",
             Source::Discord => "discord",
+            Source::Slack => "slack",
             Source::Daemon => "daemon",
             Source::Policy => "policy",
             Source::Grant => "grant",
@@ -638,6 +666,7 @@ impl From<Via> for Source {
     fn from(v: Via) -> Source {
         match v {
             Via::Discord => Source::Discord,
+            Via::Slack => Source::Slack,
             Via::Terminal => Source::Terminal,
             Via::Policy => Source::Policy,
             Via::Grant => Source::Grant,

@@ -8,6 +8,7 @@ mod harness;
 mod hook_failures;
 
 mod agents;
+mod answerers;
 mod approvals;
 mod auto_mode;
 mod batch;
