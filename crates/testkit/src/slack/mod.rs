@@ -56,6 +56,8 @@ mod methods;
 mod realtime;
 mod server;
 mod socket;
+#[cfg(test)]
+mod tests;
 mod web;
 
 use std::collections::{BTreeMap, HashMap};
