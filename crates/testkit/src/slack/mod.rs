@@ -2,12 +2,13 @@
 //! upload URLs and the `response_url`s it hands out, all on one 127.0.0.1 port, over plain HTTP
 //! and ws:// or over TLS (https:// and wss://, see [`install_test_ca`]).
 //!
-//! Point slack-morphism at it with
-//! `SlackClientHyperConnector::with_connector(..).with_slack_api_url(&standin.api_base())`, or,
-//! with the production connector (`https_only`), after [`install_test_ca`]:
-//! `SlackClientHyperConnector::new()?.with_slack_api_url(&standin.https_api_base())`. The bot token
-//! is [`BOT_TOKEN`] and the app token (Socket Mode) [`APP_TOKEN`]; `apps.connections.open` hands
-//! out `ws://127.0.0.1:PORT/socket?ticket=…` (wss:// when asked over TLS).
+//! Point slack-morphism's production connector (https-only, HTTP/2-only) at it, after
+//! [`install_test_ca`]: `SlackClientHyperConnector::new()?.with_slack_api_url(&standin.https_api_base())`;
+//! or an http-capable connector (`with_connector`, which needs hyper-util, not a dependency of
+//! askrelay) at [`SlackStandIn::api_base`]. The bot token is [`BOT_TOKEN`] and the app token
+//! (Socket Mode) [`APP_TOKEN`]; `apps.connections.open` hands out
+//! `wss://127.0.0.1:PORT/socket?ticket=…` (ws:// when asked in clear text), and the upload URLs
+//! and response_urls follow the scheme too.
 //!
 //! Every wait in here is event-driven (a `watch` channel bumped on each state change) and gives
 //! up with a panic that describes the stand-in's state after 30 s, so a broken test never hangs.
@@ -492,6 +493,13 @@ impl SlackStandIn {
         let addr = listener.local_addr().expect("slack stand-in: local_addr");
         let (version, _) = watch::channel(0u64);
         let mut st = St::default();
+        let bot = Person::new(BOT_USER_ID, "askrelay");
+        st.users.insert(
+            BOT_USER_ID.to_owned(),
+            User {
+                value: json::user_json(&bot, true),
+            },
+        );
         st.channels.insert(
             DEFAULT_CHANNEL.to_owned(),
             Channel {
