@@ -254,8 +254,10 @@ impl Daemon {
     }
 }
 
-/// The waterfall: Discord first (when configured), then Slack (when `slack.bot_token` is set),
-/// then the terminal.
+/// The answerers, in the daemon's order: Discord first (when configured), then Slack (when
+/// `slack.bot_token` is set), then the terminal. Every answerer a route names shows its
+/// requests; the first of them in this order owns a request, and the terminal stands in for a
+/// request no other answerer takes.
 fn build_answerers(
     config: &Arc<Config>,
     hooks: &DaemonHooks,
@@ -295,13 +297,20 @@ fn log_summary(config: &Config, hub: &Hub) {
         .iter()
         .map(|r| {
             let matches: Vec<String> = r.matches.iter().map(|(k, v)| format!("{k}={v}")).collect();
-            let to = match (r.channel_id, &r.slack_channel_id) {
-                (Some(c), Some(s)) => format!("{c}+slack:{s}"),
-                (Some(c), None) => c.to_string(),
-                (None, Some(s)) => format!("slack:{s}"),
-                (None, None) => "terminal".to_owned(),
-            };
-            format!("{}→{to} ({})", r.name, matches.join(" "))
+            // Each surface that shows the route's requests: `ops→123+terminal (project=ops)`.
+            let to: Vec<String> = r
+                .answerers()
+                .into_iter()
+                .map(|a| match a {
+                    "discord" => r
+                        .channel_id
+                        .or(config.discord.channel_id)
+                        .map_or_else(|| "discord".to_owned(), |c| c.to_string()),
+                    "slack" => format!("slack:{}", r.slack_channel_id.as_deref().unwrap_or("?")),
+                    other => other.to_owned(),
+                })
+                .collect();
+            format!("{}→{} ({})", r.name, to.join("+"), matches.join(" "))
         })
         .collect();
     if let Some(c) = config

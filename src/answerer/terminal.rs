@@ -5,8 +5,11 @@
 //! `answer` operations from the request's owner (or an operator) and go through the hub like
 //! any other settlement.
 //!
-//! A request it takes keeps the route its scope matches (`[[routes]]`, with or without a
-//! Discord channel: a route without one is the terminal's own), and that route's approval
+//! It shows the requests of the routes that name it (`answerers = ["discord", "terminal"]`,
+//! or a route with no platform channel, which is the terminal's own), beside any chat
+//! platform the route names; a request whose route names only chat platforms, or that no
+//! route matches, it takes only when no other answerer does (the older waterfall's last
+//! step). A request it takes keeps the route its scope matches, and that route's approval
 //! policy applies at the terminal: its quorum, decisive labels, requester rule and expiry.
 
 use crate::answerer::routing;
@@ -19,6 +22,9 @@ use std::sync::Arc;
 
 /// The route label of a request that matched no route (as `/metrics` shows it).
 const NO_ROUTE: &str = "none";
+
+/// The terminal's answerer name, in `accepted.answerer`, the store and a route's `answerers`.
+const NAME: &str = "terminal";
 
 #[derive(Debug, Default)]
 pub struct TerminalAnswerer {
@@ -45,15 +51,32 @@ fn hint(req: &Request) -> Accepted {
 #[async_trait]
 impl Answerer for TerminalAnswerer {
     fn name(&self) -> &'static str {
-        "terminal"
+        NAME
     }
 
     async fn claim(&self, proposal: &Proposal<'_>) -> Claim {
         let route = routing::matching(&self.config, proposal.scope);
-        Claim::Take {
-            route: route.map(|r| r.name.clone()),
-            posts: Vec::new(),
-            expiry: route.and_then(|r| r.expiry_rule()),
+        let (route_name, expiry) = (
+            route.map(|r| r.name.clone()),
+            route.and_then(|r| r.expiry_rule()),
+        );
+        match route {
+            Some(r) if r.answered_by(NAME) => Claim::Take {
+                route: route_name,
+                posts: Vec::new(),
+                expiry,
+            },
+            // The operator listed who shows this route's requests, and not the terminal.
+            Some(r) if r.answerers.is_some() => Claim::Decline(format!(
+                "route {:?} does not name \"terminal\" in its answerers",
+                r.name
+            )),
+            // A chat platform's route (or none matches): the terminal stands in.
+            _ => Claim::Fallback {
+                route: route_name,
+                posts: Vec::new(),
+                expiry,
+            },
         }
     }
 

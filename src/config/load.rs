@@ -198,9 +198,12 @@ impl Config {
                     bail!("routes[{i}].stop_wait_secs: must be between {STOP_WAIT_MIN_SECS} and {STOP_WAIT_MAX_SECS} seconds, not {w}");
                 }
             }
-            check_slack_route(i, r)?;
-            if r.channel_id.is_none() {
-                check_chatless_route(i, r, self.terminal_enabled())?;
+            check_slack_route(i, r, self.slack.enabled())?;
+            check_answerers(i, r, self)?;
+            if r.answerers() == ["terminal"] {
+                check_terminal_route(i, r, self.terminal_enabled())?;
+            } else if !r.answered_by("discord") {
+                check_discordless_route(i, r)?;
             }
             if let Some(rule) = &r.expiry {
                 check_expiry(rule, &format!("routes[{i}].expiry"))?;
@@ -353,12 +356,18 @@ impl Config {
     }
 }
 
-/// A route's Slack keys: ids of the right shapes, and allowlists only where it has a Slack
-/// channel to answer in.
-fn check_slack_route(i: usize, r: &Route) -> Result<()> {
+/// A route's Slack keys: ids of the right shapes, a channel only where Slack is configured
+/// (`slack`), and allowlists only where it has a Slack channel to answer in.
+fn check_slack_route(i: usize, r: &Route, slack: bool) -> Result<()> {
     use super::slack::{check_id, check_ids, IdKind};
     if let Some(c) = &r.slack_channel_id {
         check_id(&format!("routes[{i}].slack_channel_id"), IdKind::Channel, c)?;
+        if !slack {
+            bail!(
+                "routes[{i}].slack_channel_id: needs slack.bot_token (Slack is not configured); \
+                 set it, or leave slack_channel_id out"
+            );
+        }
     }
     let users = r.slack_allowed_user_ids.as_deref().unwrap_or_default();
     let groups = r.slack_allowed_usergroup_ids.as_deref().unwrap_or_default();
@@ -391,16 +400,67 @@ fn check_slack_route(i: usize, r: &Route) -> Result<()> {
     Ok(())
 }
 
-/// A route without a Discord `channel_id`: answered in Slack when it has `slack_channel_id`,
-/// else from the terminal (see [`check_terminal_route`]); Discord's own keys mean nothing
-/// either way.
-fn check_chatless_route(i: usize, r: &Route, terminal: bool) -> Result<()> {
-    if r.slack_channel_id.is_none() {
-        return check_terminal_route(i, r, terminal);
+/// A route's `answerers`, when it lists them: each one of the answerers, once, and able to
+/// show the route's requests (Discord: a channel and the token; Slack: the route's channel,
+/// its connection is the Slack answerer's to check; the terminal: the terminal answerer on).
+/// Not a silent skip at run time: a route that names a surface gets it, or does not load.
+fn check_answerers(i: usize, r: &Route, config: &Config) -> Result<()> {
+    let Some(names) = &r.answerers else {
+        return Ok(());
+    };
+    if names.is_empty() {
+        bail!(
+            "routes[{i}].answerers: must name at least one of \"discord\", \"slack\" and \
+             \"terminal\" (or leave answerers out: the route's channels say)"
+        );
     }
-    // Slack answers it; people at a terminal may too, with terminal_answers.
-    let discord_only = discord_only_keys(r);
-    if let Some((key, _)) = discord_only
+    for (k, name) in names.iter().enumerate() {
+        let at = format!("routes[{i}].answerers[{k}]");
+        if names[..k].contains(name) {
+            bail!("{at}: {name:?} is listed twice");
+        }
+        match name.as_str() {
+            "discord" => {
+                if config.discord.token.is_none() {
+                    bail!("{at}: \"discord\" needs discord.token (Discord is not configured)");
+                }
+                if r.channel_id.is_none() && config.discord.channel_id.is_none() {
+                    bail!(
+                        "{at}: \"discord\" needs a channel: set routes[{i}].channel_id (or \
+                         discord.channel_id, which the route then posts in)"
+                    );
+                }
+            }
+            "slack" => {
+                if !config.slack.enabled() {
+                    bail!("{at}: \"slack\" needs slack.bot_token (Slack is not configured)");
+                }
+                if r.slack_channel_id.is_none() {
+                    bail!("{at}: \"slack\" needs routes[{i}].slack_channel_id");
+                }
+            }
+            "terminal" => {
+                if !config.terminal_enabled() {
+                    bail!(
+                        "{at}: \"terminal\" needs the terminal answerer, which is off: set \
+                         [terminal] enabled = true"
+                    );
+                }
+            }
+            other => bail!(
+                "{at}: {other:?} is not an answerer; use \"discord\", \"slack\" or \
+                 \"terminal\""
+            ),
+        }
+    }
+    Ok(())
+}
+
+/// A route Discord does not answer (no Discord among its answerers) that is not the
+/// terminal's alone: answered in Slack; Discord's own keys mean nothing there (people at a
+/// terminal may answer too, with terminal_answers).
+fn check_discordless_route(i: usize, r: &Route) -> Result<()> {
+    if let Some((key, _)) = discord_only_keys(r)
         .iter()
         .filter(|(key, _)| *key != "terminal_answers")
         .find(|(_, set)| *set)
@@ -413,9 +473,9 @@ fn check_chatless_route(i: usize, r: &Route, terminal: bool) -> Result<()> {
     Ok(())
 }
 
-/// A route without `channel_id` or `slack_channel_id` is answered from the terminal: the
-/// terminal answerer must be on, and Discord's own keys (who is mentioned, reminded,
-/// escalated to) mean nothing there.
+/// A route answered from the terminal alone (no platform channel, or `answerers =
+/// ["terminal"]`): the terminal answerer must be on, and Discord's own keys (who is
+/// mentioned, reminded, escalated to) mean nothing there.
 fn check_terminal_route(i: usize, r: &Route, terminal: bool) -> Result<()> {
     if !terminal {
         bail!(

@@ -477,3 +477,79 @@ fn grant_durations_out_of_range_or_unreadable_are_refused_saying_why() {
         );
     }
 }
+
+/// A route's `answerers`: each one of discord, slack and terminal, once, and able to show the
+/// route's requests; an error names the key (`routes[N].answerers[K]`).
+#[test]
+fn a_routes_answerers_are_checked_naming_the_key() {
+    let load = |toml: &str| {
+        Config::load_from(Some(file(toml).path()), Vec::new())
+            .map_err(|e| format!("{e:#}"))
+            .map(|c| c.routes[c.routes.len() - 1].answerers().join(","))
+    };
+    let discord = "[discord]\ntoken = \"MTE4.Gx.t\"\nchannel_id = 1\n";
+    let slack =
+        "[slack]\nbot_token = \"xoxb-1-standin-token\"\napp_token = \"xapp-1-A0-1-app-token\"\n";
+    let both = format!(
+        "{discord}[terminal]\nenabled = true\n[[routes]]\nname = \"a\"\nchannel_id = 2\n\
+         answerers = [\"discord\", \"terminal\"]\n"
+    );
+    assert_eq!(load(&both).unwrap(), "discord,terminal");
+    // Discord posts in discord.channel_id when the route names it without a channel of its own.
+    let default_channel = format!(
+        "{discord}[terminal]\nenabled = true\n[[routes]]\nname = \"a\"\n\
+         answerers = [\"discord\", \"terminal\"]\n"
+    );
+    assert_eq!(load(&default_channel).unwrap(), "discord,terminal");
+    let cases = [
+        (
+            format!("{discord}[[routes]]\nname = \"a\"\nanswerers = [\"discord\", \"mail\"]\n"),
+            "routes[0].answerers[1]: \"mail\" is not an answerer",
+        ),
+        (
+            format!("{discord}[[routes]]\nname = \"a\"\nanswerers = [\"discord\", \"discord\"]\n"),
+            "routes[0].answerers[1]: \"discord\" is listed twice",
+        ),
+        (
+            format!("{discord}[[routes]]\nname = \"a\"\nanswerers = []\n"),
+            "routes[0].answerers: must name at least one",
+        ),
+        (
+            "[[routes]]\nname = \"a\"\nanswerers = [\"terminal\", \"discord\"]\n".to_owned(),
+            "routes[0].answerers[1]: \"discord\" needs discord.token",
+        ),
+        (
+            "[discord]\ntoken = \"MTE4.Gx.t\"\n[[routes]]\nname = \"a\"\nanswerers = [\"discord\"]\n"
+                .to_owned(),
+            "routes[0].answerers[0]: \"discord\" needs a channel",
+        ),
+        (
+            format!("{discord}[[routes]]\nname = \"a\"\nchannel_id = 2\nanswerers = [\"discord\", \"terminal\"]\n"),
+            "routes[0].answerers[1]: \"terminal\" needs the terminal answerer",
+        ),
+        (
+            format!("{discord}[[routes]]\nname = \"x\"\nchannel_id = 2\n[[routes]]\nname = \"a\"\nanswerers = [\"slack\"]\n"),
+            "routes[1].answerers[0]: \"slack\" needs slack.bot_token",
+        ),
+        (
+            format!("{discord}{slack}[[routes]]\nname = \"x\"\nchannel_id = 2\n[[routes]]\nname = \"a\"\nanswerers = [\"slack\"]\n"),
+            "routes[1].answerers[0]: \"slack\" needs routes[1].slack_channel_id",
+        ),
+        (
+            "[[routes]]\nname = \"a\"\nslack_channel_id = \"C0123ABCD\"\n".to_owned(),
+            "routes[0].slack_channel_id: needs slack.bot_token",
+        ),
+        (
+            "[[routes]]\nname = \"a\"\nanswerers = [\"terminal\"]\nmention_user_ids = [5]\n"
+                .to_owned(),
+            "routes[0].mention_user_ids: is for a Discord channel",
+        ),
+    ];
+    for (toml, expected) in cases {
+        let err = load(&toml).unwrap_err();
+        assert!(err.contains(expected), "{toml}\n→ {err}");
+    }
+    // Unset: the route's channels say, else the terminal.
+    let slack_only = format!("{slack}[[routes]]\nname = \"a\"\nslack_channel_id = \"C0123ABCD\"\n");
+    assert_eq!(load(&slack_only).unwrap(), "slack");
+}

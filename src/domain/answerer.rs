@@ -1,12 +1,17 @@
 //! The answerer interface: how the core hands requests to platforms, and what a platform may do
 //! in return.
 //!
-//! Answerers are tried in order (the "waterfall"): the first whose [`Answerer::claim`] takes a
-//! request owns it, and its outbox rows are stored with the request in one transaction. Each
-//! call gets an [`AnswererContext`]: the only way an answerer acts on the core (settle, refuse,
-//! read and write its outbox). Nothing flows back up through the answerer: when another
-//! surface settles or ends a request it owns, the hub tells it ([`Answerer::settled`],
-//! [`Answerer::ended`]) so it can update what people see.
+//! Every answerer is asked about a new request ([`Answerer::claim`]); each that takes it shows
+//! its own copy (a route's `answerers`: Slack, Discord and the terminal at once), and the
+//! outbox rows of all of them are stored with the request in one transaction. The first that
+//! takes it, in the daemon's order of answerers, owns it (`requests.answerer`); an answerer
+//! that only stands in ([`Claim::Fallback`], the terminal for a request no route names it on)
+//! shows it when nobody else takes it. The first allowed answer on any copy settles a question.
+//!
+//! Each call gets an [`AnswererContext`]: the only way an answerer acts on the core (settle,
+//! refuse, read and write its outbox). Nothing flows back up through the answerer: when
+//! another surface settles or ends a request it shows, the hub tells it
+//! ([`Answerer::settled`], [`Answerer::ended`]) so it can update what people see.
 
 use super::answer::Settlement;
 use super::cluster::Role;
@@ -42,6 +47,14 @@ pub enum Claim {
     /// It takes the request: its route (if it has routes), the outbox rows to store with it,
     /// and the route's own expiry rule, which overrides the daemon's `[expiry]`.
     Take {
+        route: Option<String>,
+        posts: Vec<PlannedPost>,
+        expiry: Option<ExpiryRule>,
+    },
+    /// It takes the request only if no other answerer does (what [`Claim::Take`] holds): the
+    /// terminal for a request whose route does not name it, as the last step of the older
+    /// waterfall.
+    Fallback {
         route: Option<String>,
         posts: Vec<PlannedPost>,
         expiry: Option<ExpiryRule>,
@@ -87,6 +100,31 @@ impl Accepted {
     /// The first message link, if any question is posted.
     pub fn first_link(&self) -> Option<&str> {
         self.message_links.as_deref()?.first().map(String::as_str)
+    }
+
+    /// What a request shown by several answerers reports, one `accepted` line for all: `self`
+    /// is the owner's (or what was merged so far), `other` the next copy's, in the daemon's
+    /// order. The owner's route, channel and hint stand, and another's fills them only where
+    /// the owner has none; message links are every copy's, in that order; `posting` says
+    /// each copy's delay, joined with "; ". The expiry is the request's, added by the hub.
+    pub fn merge(mut self, other: Accepted) -> Accepted {
+        self.route = self.route.or(other.route);
+        self.channel_id = self.channel_id.or(other.channel_id);
+        self.message_links = match (self.message_links, other.message_links) {
+            (Some(mut mine), Some(theirs)) => {
+                mine.extend(theirs);
+                Some(mine)
+            }
+            (mine, theirs) => mine.or(theirs),
+        };
+        self.posting = match (self.posting, other.posting) {
+            (Some(mine), Some(theirs)) => Some(format!("{mine}; {theirs}")),
+            (mine, theirs) => mine.or(theirs),
+        };
+        self.hint = self.hint.or(other.hint);
+        self.expires_in_secs = self.expires_in_secs.or(other.expires_in_secs);
+        self.on_expire = self.on_expire.or(other.on_expire);
+        self
     }
 }
 
@@ -145,26 +183,29 @@ pub trait Answerer: Send + Sync + 'static {
         prepared: Option<Prepared>,
     ) -> Delivery;
 
-    /// At start-up, a pending request it owns, with its outbox. Returns what clients that
-    /// re-attach are told in `accepted`.
+    /// At start-up, a pending request it shows, with its own outbox rows (only this
+    /// answerer's). Returns what clients that re-attach are told in `accepted` (merged with
+    /// the other copies', [`Accepted::merge`]).
     async fn resume(&self, _ctx: &AnswererContext, _req: &Request, _posts: &[Post]) -> Accepted {
         Accepted::default()
     }
 
-    /// Another surface settled question `idx` of a request it owns (`req` includes it).
+    /// Another surface settled (or voted on) question `idx` of a request it shows (`req`
+    /// includes it).
     async fn settled(&self, _ctx: &AnswererContext, _req: &Request, _idx: usize) {}
 
-    /// A request it owns ended without an answer (`req.outcome` says how).
+    /// A request it shows ended without an answer (`req.outcome` says how).
     async fn ended(&self, _ctx: &AnswererContext, _req: &Request) {}
 
     /// Whether a person at a terminal (the socket `answer` operation) may settle this request,
-    /// which it owns.
+    /// which it shows. The terminal may answer a request when any answerer that shows it says
+    /// so (the terminal itself, or a route's `terminal_answers`).
     fn terminal_may_answer(&self, _req: &Request) -> bool {
         false
     }
 
-    /// The approval policy of a request it owns (its route's quorum, decisive labels and
-    /// requester rule); first-wins by default.
+    /// The approval policy of a request it shows (its route's quorum, decisive labels and
+    /// requester rule); first-wins by default. The hub asks the owner.
     fn policy(&self, _req: &Request) -> Policy {
         Policy::default()
     }

@@ -128,6 +128,7 @@ pub(crate) mod fixtures {
                 pid: None,
             },
             answerer: answerer.into(),
+            answerers: vec![answerer.into()],
             route: Some("default".into()),
             created_at_ms: 1_000,
             expiry: None,

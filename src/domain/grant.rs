@@ -288,6 +288,7 @@ mod tests {
                 pid: None,
             },
             answerer: "discord".into(),
+            answerers: vec!["discord".into()],
             route: Some("dev".into()),
             created_at_ms: 0,
             expiry: None,

@@ -328,6 +328,7 @@ mod tests {
                 pid: None,
             },
             answerer: "discord".into(),
+            answerers: vec!["discord".into()],
             route: None,
             created_at_ms: 0,
             expiry: None,

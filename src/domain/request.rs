@@ -247,8 +247,12 @@ pub struct NewRequest {
     pub caller: Caller,
     pub scope: Scope,
     pub peer: Peer,
+    /// The answerer that owns it: the first, in the daemon's order, of those that took it.
     pub answerer: String,
-    /// The answerer's route (Discord), if it has routes.
+    /// Every answerer that took it and shows its copy, the owner first (see
+    /// [`Request::answerers`]).
+    pub answerers: Vec<String>,
+    /// The owner's route, if it has routes.
     pub route: Option<String>,
     pub created_at_ms: i64,
     /// When and how it expires, if it does.
@@ -270,7 +274,11 @@ pub struct Request {
     pub caller: Caller,
     pub scope: Scope,
     pub status: Status,
+    /// The answerer that owns it (the first that took it, in the daemon's order).
     pub answerer: Option<String>,
+    /// Every answerer that shows a copy of it, the owner first: each hears how it ends and may
+    /// take an answer. A request stored before copies existed has its owner alone.
+    pub answerers: Vec<String>,
     pub route: Option<String>,
     pub peer: Peer,
     pub created_at_ms: i64,
@@ -310,6 +318,7 @@ impl Request {
             scope: new.scope.clone(),
             status: Status::Pending,
             answerer: Some(new.answerer.clone()),
+            answerers: new.answerers.clone(),
             route: new.route.clone(),
             peer: new.peer,
             created_at_ms: new.created_at_ms,
@@ -321,6 +330,12 @@ impl Request {
             node: new.node.clone(),
             withdrawn: None,
         }
+    }
+
+    /// Whether the answerer `name` shows a copy of this request (it took it when it was
+    /// asked): its listings and batches may offer it, and it hears how it ends.
+    pub fn shown_by(&self, name: &str) -> bool {
+        self.answerers.iter().any(|a| a == name)
     }
 
     /// The uid that owns the request id.
@@ -409,6 +424,13 @@ pub struct DuePost {
     pub unposted: bool,
     /// Since when: the request's creation for a post, the answer or the end for an edit.
     pub due_since_ms: i64,
+}
+
+/// An outbox row stored with a new request: the answerer whose copy it belongs to, and the row.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NewPost {
+    pub answerer: String,
+    pub post: PlannedPost,
 }
 
 /// A post to write in the same transaction as its request.

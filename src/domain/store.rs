@@ -13,8 +13,8 @@ use super::error::AskError;
 use super::grant::Grant;
 use super::once_grant::OnceGrant;
 use super::request::{
-    Actor, AuditEntry, AuditRow, Created, DuePost, EditState, NewRequest, PlannedPost, Post,
-    PostKey, Request, SessionPlace, SettleOutcome, Status, Timer, WithdrawReason,
+    Actor, AuditEntry, AuditRow, Created, DuePost, EditState, NewPost, NewRequest, PlannedPost,
+    Post, PostKey, Request, SessionPlace, SettleOutcome, Status, Timer, WithdrawReason,
 };
 use anyhow::Result;
 use async_trait::async_trait;
@@ -95,13 +95,13 @@ pub trait Store: Send + Sync + 'static {
         None
     }
 
-    /// Stores a new request with its questions, its outbox rows and its audit row, in one
-    /// transaction; or returns the request already stored under the id (then nothing is
-    /// written).
+    /// Stores a new request with its questions, the outbox rows of every answerer that shows
+    /// it (each row under its answerer's name) and its audit row, in one transaction; or
+    /// returns the request already stored under the id (then nothing is written).
     async fn create(
         &self,
         new: &NewRequest,
-        posts: &[PlannedPost],
+        posts: &[NewPost],
         audit: &AuditEntry,
     ) -> Result<Created>;
 

@@ -286,6 +286,7 @@ fn describe(a: &AnsweredView) -> String {
     match a.via.as_str() {
         "terminal" => format!("{name} (uid {id}) in the terminal"),
         "discord" => format!("{name} on Discord"),
+        "slack" => format!("{name} in Slack"),
         "policy" => "the expiry policy".to_owned(),
         "grant" => format!("grant {id} (approved by {name})"),
         via => format!("{name} on {}", Escaped(via)),

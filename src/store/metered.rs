@@ -9,8 +9,8 @@ use crate::domain::grant::Grant;
 use crate::domain::metrics::Recorder;
 use crate::domain::once_grant::OnceGrant;
 use crate::domain::request::{
-    AuditEntry, AuditRow, Created, DuePost, EditState, NewRequest, PlannedPost, Post, PostKey,
-    Request, SessionPlace, SettleOutcome, Status, Timer, WithdrawReason,
+    AuditEntry, AuditRow, Created, DuePost, EditState, NewPost, NewRequest, PlannedPost, Post,
+    PostKey, Request, SessionPlace, SettleOutcome, Status, Timer, WithdrawReason,
 };
 use crate::domain::store::{Holder, NewAnswer, OnceAudit, Page, Pruned, Store, Visibility};
 use anyhow::Result;
@@ -62,7 +62,7 @@ macro_rules! counted {
 
 counted! {
     async fn acquire_lease(&self, me: &Holder) -> Result<()>;
-    async fn create(&self, new: &NewRequest, posts: &[PlannedPost], audit: &AuditEntry)
+    async fn create(&self, new: &NewRequest, posts: &[NewPost], audit: &AuditEntry)
         -> Result<Created>;
     async fn by_id(&self, request_id: &str) -> Result<Option<Request>>;
     async fn by_key(&self, key: i64) -> Result<Option<Request>>;

@@ -9,8 +9,8 @@ use crate::domain::answer::Settlement;
 use crate::domain::error::AskError;
 use crate::domain::model::{Caller, Question, QuestionOption, Scope};
 use crate::domain::request::{
-    Actor, AuditAction, AuditEntry, Created, DuePost, EditState, NewRequest, Peer, PlannedPost,
-    PostKey, SettleOutcome, Slot, Source, Status, Timer,
+    Actor, AuditAction, AuditEntry, Created, DuePost, EditState, NewPost, NewRequest, Peer,
+    PlannedPost, PostKey, SettleOutcome, Slot, Source, Status, Timer,
 };
 use crate::domain::store::{Holder, NewAnswer, Page, Pruned, Store, Visibility};
 use askrelay_testkit::scratch::ScratchDb;
@@ -114,6 +114,7 @@ pub(crate) fn new_request(id: &str) -> NewRequest {
             pid: Some(42),
         },
         answerer: "terminal".into(),
+        answerers: vec!["terminal".into()],
         route: None,
         created_at_ms: 1,
         expiry: None,
@@ -463,7 +464,10 @@ async fn check_the_audit_chain_links_every_write_and_survives_pruning(t: TestSto
 async fn check_the_outbox_timers_drafts_and_schedules(t: TestStore) {
     let store = &*t.store;
     let new = two_questions("o1");
-    let posts = [planned(0, ""), planned(1, ""), planned(0, "dm")];
+    let posts = [planned(0, ""), planned(1, ""), planned(0, "dm")].map(|post| NewPost {
+        answerer: "terminal".into(),
+        post,
+    });
     let Created::New(req) = store.create(&new, &posts, &ask()).await.unwrap() else {
         panic!("expected a new request")
     };
@@ -841,6 +845,47 @@ async fn check_one_use_grants(t: TestStore) {
     );
 }
 
+/// A request several answerers show: each one's outbox rows under its own name, and every
+/// answerer (the owner first) read back, with the pending ones at start-up too; a request of
+/// one answerer reads back as its owner alone.
+async fn check_copies_of_several_answerers(t: TestStore) {
+    let store = &*t.store;
+    let mut new = two_questions("c1");
+    new.answerer = "discord".into();
+    new.answerers = vec!["discord".into(), "slack".into(), "terminal".into()];
+    let posts = [
+        ("discord", planned(0, "")),
+        ("discord", planned(1, "")),
+        ("slack", planned(0, "")),
+    ]
+    .map(|(a, post)| NewPost {
+        answerer: a.into(),
+        post,
+    });
+    let Created::New(req) = store.create(&new, &posts, &ask()).await.unwrap() else {
+        panic!("expected a new request")
+    };
+    assert_eq!(req.answerers, new.answerers);
+    let (read, stored) = store.by_token("tok-c1").await.unwrap().unwrap();
+    assert_eq!(read.answerer.as_deref(), Some("discord"));
+    assert_eq!(read.answerers, ["discord", "slack", "terminal"]);
+    assert!(read.shown_by("slack") && !read.shown_by("mail"));
+    let mut rows: Vec<(usize, &str)> = stored
+        .iter()
+        .map(|p| (p.idx, p.answerer.as_str()))
+        .collect();
+    rows.sort();
+    assert_eq!(rows, [(0, "discord"), (0, "slack"), (1, "discord")]);
+    assert_eq!(store.outbox_due(Some("slack")).await.unwrap().len(), 1);
+    assert_eq!(store.outbox_due(Some("discord")).await.unwrap().len(), 2);
+    let pending = store.all_pending().await.unwrap();
+    assert_eq!(pending[0].0.answerers, new.answerers);
+    assert_eq!(pending[0].1.len(), 3);
+    create(store, &new_request("c2")).await;
+    let lone = store.by_id("c2").await.unwrap().unwrap();
+    assert_eq!(lone.answerers, ["terminal"]);
+}
+
 /// Runs each check on both backends, as two tests.
 macro_rules! both_backends {
     ($($check:ident => $name:ident),* $(,)?) => {
@@ -875,4 +920,5 @@ both_backends! {
     check_the_outbox_timers_drafts_and_schedules => the_outbox_timers_drafts_and_schedules,
     check_listings => listings,
     check_one_use_grants => one_use_grants,
+    check_copies_of_several_answerers => copies_of_several_answerers,
 }

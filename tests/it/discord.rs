@@ -669,7 +669,10 @@ async fn a_terminal_answer_edits_the_discord_message() {
     assert_eq!(reply["event"], "answer_accepted");
     expect_event(&mut c, "answered").await;
     let edit = app.edit_of(&msg).await;
-    assert!(edit.to_string().contains("via terminal"), "{edit}");
+    assert!(
+        edit.to_string().contains("Answered in the terminal by"),
+        "{edit}"
+    );
     let cb = app
         .click(
             &msg,

@@ -8,6 +8,7 @@ mod harness;
 mod hook_failures;
 
 mod agents;
+mod answerers;
 mod approvals;
 mod auto_mode;
 mod batch;
@@ -37,6 +38,7 @@ mod ops;
 mod outbox;
 mod quorum;
 mod setup;
+mod slack_standin_selftest;
 mod socket;
 mod standin_selftest;
 mod stop_replies;

@@ -89,19 +89,24 @@ async fn who_answered_comes_from_the_connection_and_by_is_an_inert_note() {
         own_uid(),
     );
     let fields = edit["embeds"][0]["fields"].as_array().unwrap();
+    // Who answered, and where: the terminal.
+    const HEADING: &str = "Answered in the terminal by";
     let by = fields
         .iter()
-        .find(|f| f["name"] == "Answered by")
-        .expect("an Answered by field");
+        .find(|f| f["name"] == HEADING)
+        .expect("an Answered in the terminal by field");
     let by = shown(by["value"].as_str().unwrap());
     assert!(
-        by.starts_with(&format!("{name} (uid {uid}) via terminal")),
+        by.starts_with(&format!("{name} (uid {uid})")),
         "who answered is the peer: {by}"
     );
     assert!(by.contains("note: “"), "the note is quoted: {by}");
-    // Only one field is named "Answered by": the one askrelay wrote.
+    // Only one field says who answered: the one askrelay wrote.
     assert_eq!(
-        fields.iter().filter(|f| f["name"] == "Answered by").count(),
+        fields
+            .iter()
+            .filter(|f| f["name"] == HEADING || f["name"] == "Answered by")
+            .count(),
         1
     );
     // Nothing anyone typed can mention or link: every <@, @everyone and [ is neutralised.

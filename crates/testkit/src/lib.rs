@@ -8,6 +8,8 @@
 //! - [`standin`]: the Discord stand-in (REST, gateway, rate limits, TLS), with [`fixtures`]
 //!   (interaction payloads), [`discord_schema`] (Discord's OpenAPI spec as a validator) and
 //!   [`discord_markdown`] (a model of Discord's markdown parser);
+//! - [`slack`]: the Slack stand-in (Web API, Socket Mode, Block Kit checks and limits, rate
+//!   limits, TLS), with its interaction fixtures ([`slack::fixtures`]);
 //! - [`proxy`]: a TCP proxy that pauses, resumes and cuts connections (a partition, a stalled
 //!   database), between cluster nodes and PostgreSQL;
 //! - [`chaos`]: the fault harness (`examples/chaos.rs`, `tests/it/chaos.rs`);
@@ -23,4 +25,5 @@ pub mod harness;
 pub mod proxy;
 pub mod scratch;
 pub mod skipped;
+pub mod slack;
 pub mod standin;

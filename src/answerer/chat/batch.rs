@@ -13,11 +13,11 @@ use super::{Person, Platform};
 use crate::domain::approval::{is_approval, Verdict};
 use crate::domain::request::{Answered, AuditAction, Post, Request, Status};
 
-/// Whether a batch offers `req` to `person` at `now_ms`: a pending approval of this platform
-/// that they may answer on its route (as a press would be admitted), and not one they asked
-/// themselves on a route that excludes the requester.
+/// Whether a batch offers `req` to `person` at `now_ms`: a pending approval this platform
+/// shows that they may answer on its route (as a press would be admitted), and not one they
+/// asked themselves on a route that excludes the requester.
 pub fn answerable(platform: &dyn Platform, req: &Request, person: &Person, now_ms: i64) -> bool {
-    if req.answerer.as_deref() != Some(platform.name()) || !is_approval(req) {
+    if !req.shown_by(platform.name()) || !is_approval(req) {
         return false;
     }
     platform.may_answer(req, person, now_ms)

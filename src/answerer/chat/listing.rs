@@ -9,11 +9,11 @@ use super::{Person, Platform};
 use crate::domain::grant::Grant;
 use crate::domain::request::{Post, Request, Status};
 
-/// Whether a listing at `place` shows `req` to `person`: a request of this platform through a
-/// route that posts there and that they may answer on (operators: every such request).
+/// Whether a listing at `place` shows `req` to `person`: a request this platform shows (its
+/// owner's or a copy) through a route that posts there and that they may answer on
+/// (operators: every such request).
 pub fn sees(platform: &dyn Platform, person: &Person, place: &str, req: &Request) -> bool {
-    req.answerer.as_deref() == Some(platform.name())
-        && (person.operator || platform.shows(req, person, place))
+    req.shown_by(platform.name()) && (person.operator || platform.shows(req, person, place))
 }
 
 /// Whether `person` may have anything listed at `place`: an operator, or someone who may

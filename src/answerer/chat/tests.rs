@@ -300,7 +300,11 @@ fn a_batch_offers_and_checks_as_a_press_would() {
     // Another platform's request is never offered.
     let mut elsewhere = req.clone();
     elsewhere.answerer = Some("terminal".into());
+    elsewhere.answerers = vec!["terminal".into()];
     assert!(!answerable(&f, &elsewhere, &alice, 0));
+    // A copy this platform shows of a request another answerer owns is.
+    elsewhere.answerers.push("fake".into());
+    assert!(answerable(&f, &elsewhere, &alice, 0));
     // The requester, on a route that excludes them, is not offered their own request.
     let excluding = Fake {
         policy: Policy {
@@ -367,6 +371,7 @@ fn a_listing_shows_what_the_person_may_answer_where_they_are() {
     let posted_elsewhere = (approval_request(), vec![post("1234", "fake")]);
     let mut terminal = approval_request();
     terminal.answerer = Some("terminal".into());
+    terminal.answerers = vec!["terminal".into()];
     let pending = vec![posted_here, posted_elsewhere, (terminal, Vec::new())];
     let alice = person("alice", &[]);
     assert!(listing::lists_here(&f, &alice, "here"));

@@ -633,6 +633,7 @@ mod tests {
             .into(),
             peer: Peer::default(),
             answerer: NAME.into(),
+            answerers: vec![NAME.into()],
             route: Some("default".into()),
             created_at_ms: 1_000,
             expiry: None,

@@ -127,7 +127,7 @@ impl Digest {
         };
         let named = &self.config.digest.routes;
         let listed = |req: &Request| {
-            req.answerer.as_deref() == Some(NAME) && {
+            req.shown_by(NAME) && {
                 let route = route::of_request(&self.config, req);
                 route.posts_in(channel) || named.contains(&route.name)
             }

@@ -309,6 +309,15 @@ impl Answerer for DiscordAnswerer {
     }
 
     async fn claim(&self, proposal: &Proposal<'_>) -> Claim {
+        // A route that lists its answerers without Discord is not Discord's, channel or not.
+        if let Some(r) = crate::answerer::routing::matching(&self.config, proposal.scope)
+            .filter(|r| r.answerers.is_some() && !r.answered_by(NAME))
+        {
+            return Claim::Decline(format!(
+                "route {:?} does not name \"discord\" in its answerers",
+                r.name
+            ));
+        }
         let Some(route) = route::resolve(&self.config, proposal.scope) else {
             return Claim::Decline(
                 match crate::answerer::routing::matching(&self.config, proposal.scope) {
@@ -628,7 +637,9 @@ impl DiscordAnswerer {
                 pending = pending.len(),
                 "leading the cluster: taking over the outbox and the Discord gateway"
             );
-            for (req, posts) in &pending {
+            // Only the requests Discord shows: a request of a route that does not name it
+            // (the terminal's, Slack's) is none of its business.
+            for (req, posts) in pending.iter().filter(|(req, _)| req.shown_by(NAME)) {
                 self.resume_request(&lead, ctx, req, posts).await;
                 // A vote that reached its quorum on the leader that died before settling it.
                 ctx.settle_reached_quorums(req).await;

@@ -147,12 +147,18 @@ fn ids(v: &[Snowflake]) -> Vec<u64> {
 }
 
 /// The route with Discord's defaults filled in; `None` for a route without a channel (the
-/// terminal answers it).
+/// terminal or Slack answers it). A route whose `answerers` name Discord without a
+/// `channel_id` posts in `discord.channel_id`.
 fn from_route(config: &Config, r: &Route) -> Option<ResolvedRoute> {
     let d = &config.discord;
+    let channel = match r.channel_id {
+        Some(c) => c,
+        None if r.answerers.is_some() && r.answered_by(super::NAME) => d.channel_id?,
+        None => return None,
+    };
     Some(ResolvedRoute {
         name: r.name.clone(),
-        channel_id: r.channel_id?.0,
+        channel_id: channel.0,
         allowed_user_ids: ids(r.allowed_user_ids.as_deref().unwrap_or(&d.allowed_user_ids)),
         allowed_role_ids: ids(r.allowed_role_ids.as_deref().unwrap_or(&d.allowed_role_ids)),
         mention_user_ids: ids(r.mention_user_ids.as_deref().unwrap_or(&d.mention_user_ids)),
@@ -215,7 +221,7 @@ pub fn names(config: &Config) -> Vec<String> {
     let configured = config
         .routes
         .iter()
-        .filter(|r| r.channel_id.is_some())
+        .filter(|r| from_route(config, r).is_some())
         .map(|r| r.name.clone());
     configured
         .chain(default_route(config).map(|r| r.name))

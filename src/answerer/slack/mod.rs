@@ -206,8 +206,9 @@ impl SlackAnswerer {
                 pending = pending.len(),
                 "leading the cluster: taking over the Slack outbox"
             );
+            // Every request with a copy in Slack, whoever owns it.
             for (req, posts) in &pending {
-                if req.answerer.as_deref() == Some(NAME) {
+                if posts.iter().any(|p| p.answerer == NAME) {
                     self.resume_request(&lead, ctx, req, posts);
                 }
             }

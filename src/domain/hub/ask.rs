@@ -1,39 +1,39 @@
-//! A new ask: re-attach to a request under the same id, or store a new one (the answerer
-//! waterfall, the per-uid cap, one transaction) and deliver it to its answerer.
+//! A new ask: re-attach to a request under the same id, or store a new one (every answerer
+//! asked, the per-uid cap, one transaction) and deliver it to every answerer that took it.
 
 use super::live::{same_id_other_context, same_id_other_questions};
-use super::{add_expiry, foreign_error, new_token, storage_error, Attachment, Detail, Hub, Phase};
-use crate::domain::answerer::{Answerer, Claim, Delivery, Prepared, Proposal};
+use super::{
+    add_expiry, all, foreign_error, new_token, storage_error, Attachment, Detail, Hub, Phase,
+};
+use crate::domain::answerer::{Accepted, Answerer, Claim, Delivery, Prepared, Proposal};
 use crate::domain::clock::now_ms;
 use crate::domain::error::{AskError, ErrorCode};
 use crate::domain::expiry::ExpiryRule;
 use crate::domain::model::{Ask, Question};
 use crate::domain::request::{
-    AuditAction, AuditEntry, Created, NewRequest, Outcome, Peer, PlannedPost, Request, Source,
-    Status,
+    AuditAction, AuditEntry, Created, NewPost, NewRequest, Outcome, Peer, PlannedPost, Request,
+    Source, Status,
 };
 use crate::domain::text::Escaped;
 use std::sync::Arc;
 use tokio::sync::watch;
 
-/// What the waterfall gave a request.
+/// What the answerers made of a new request: who shows it, the owner first.
 pub(super) struct Taken {
-    /// The answerer that claimed it.
-    answerer: Arc<dyn Answerer>,
-    /// Its route, for answerers that have routes (Discord).
+    /// Every answerer that took it, in the daemon's order, with the outbox rows it plans; the
+    /// first owns it.
+    copies: Vec<(Arc<dyn Answerer>, Vec<PlannedPost>)>,
+    /// The owner's route, for answerers that have routes.
     route: Option<String>,
-    /// The outbox rows to store with it.
-    posts: Vec<PlannedPost>,
-    /// The route's expiry.
+    /// The owner's route's expiry.
     expiry: Option<ExpiryRule>,
 }
 
-/// A request an ask just stored, for its delivery: its answerer, and what that answerer
-/// prepared while the store committed it.
+/// A request an ask just stored, for its delivery: every answerer that shows it, the owner
+/// first, each with what it prepared while the store committed it.
 pub(super) struct Stored {
-    answerer: Arc<dyn Answerer>,
     req: Request,
-    prepared: Option<Prepared>,
+    copies: Vec<(Arc<dyn Answerer>, Option<Prepared>)>,
 }
 
 impl Hub {
@@ -53,13 +53,8 @@ impl Hub {
                 Ok((att, delivery)) => {
                     // A client gone by now drops the attachment here: its grace period starts.
                     let _ = tx.send(Ok(att));
-                    if let Some(Stored {
-                        answerer,
-                        req,
-                        prepared,
-                    }) = delivery
-                    {
-                        hub.deliver(answerer, req, prepared).await;
+                    if let Some(Stored { req, copies }) = delivery {
+                        hub.deliver(req, copies).await;
                     }
                 }
                 Err(e) => {
@@ -121,9 +116,8 @@ impl Hub {
         let token = new_token();
         let questions: Arc<[Question]> = ask.questions.clone().into();
         let Taken {
-            answerer,
+            copies,
             route,
-            posts,
             expiry,
         } = match self.claim(&token, &questions, &ask.scope).await {
             Ok(taken) => taken,
@@ -150,6 +144,18 @@ impl Hub {
             return Ok((att, None));
         }
         self.check_pending_cap(peer)?;
+        let owner = copies[0].0.clone();
+        let answerers: Vec<String> = copies.iter().map(|(a, _)| a.name().to_owned()).collect();
+        // Each row under the name of the answerer whose copy it is.
+        let posts: Vec<NewPost> = copies
+            .iter()
+            .flat_map(|(a, posts)| {
+                posts.iter().map(|p| NewPost {
+                    answerer: a.name().to_owned(),
+                    post: p.clone(),
+                })
+            })
+            .collect();
         let created_at_ms = now_ms();
         let new = NewRequest {
             request_id: request_id.clone(),
@@ -159,7 +165,8 @@ impl Hub {
             caller: ask.caller.clone(),
             scope: ask.scope.clone(),
             peer,
-            answerer: answerer.name().to_owned(),
+            answerer: owner.name().to_owned(),
+            answerers,
             route,
             created_at_ms,
             expiry: expiry
@@ -176,18 +183,21 @@ impl Hub {
             detail: Some(format!(
                 "{} question(s) for {}",
                 new.questions.len(),
-                new.answerer
+                new.answerers.join(", ")
             )),
             accepted: true,
             ..Default::default()
         };
-        // The answerer prepares its messages while the store commits (on SQLite's worker
-        // thread, or over PostgreSQL's connection), not after: the post follows the COMMIT
-        // sooner. The request it sees is the one the store returns, but for its key.
+        // The answerers prepare their messages while the store commits (on SQLite's worker
+        // thread, or over PostgreSQL's connection), not after: the posts follow the COMMIT
+        // sooner. The request they see is the one the store returns, but for its key.
         let about_to_store = Request::created(0, &new);
         let (created, prepared) =
             tokio::join!(self.inner.store.create(&new, &posts, &audit), async {
-                answerer.prepare(&about_to_store)
+                copies
+                    .iter()
+                    .map(|(a, _)| a.prepare(&about_to_store))
+                    .collect::<Vec<_>>()
             });
         let created = created.map_err(|e| storage_error("the request", &e))?;
         match created {
@@ -197,20 +207,14 @@ impl Hub {
             }
             Created::New(req) => {
                 crate::crash::point("stored");
-                self.inner.settings.recorder.asked(answerer.name());
+                self.inner.settings.recorder.asked(owner.name());
                 self.insert_live(&req, Phase::Offering, content);
                 let att = self
                     .attach_live(&request_id, content, peer, ask.on_disconnect)?
                     .expect("a request just registered is live");
                 drop(register);
-                Ok((
-                    att,
-                    Some(Stored {
-                        answerer,
-                        req,
-                        prepared,
-                    }),
-                ))
+                let copies = copies.into_iter().map(|(a, _)| a).zip(prepared).collect();
+                Ok((att, Some(Stored { req, copies })))
             }
         }
     }
@@ -255,8 +259,10 @@ impl Hub {
         })
     }
 
-    /// Runs the waterfall: the first answerer that claims the request, with its route and
-    /// outbox rows; or every answerer's reason to decline.
+    /// Asks every answerer at once whether it takes the request: each that takes it shows a
+    /// copy (the first, in the daemon's order, owns it, and its route and expiry are the
+    /// request's); one that only stands in ([`Claim::Fallback`]) shows it when nobody else
+    /// takes it. Without any, every answerer's reason to decline.
     pub(super) async fn claim(
         &self,
         token: &str,
@@ -268,26 +274,46 @@ impl Hub {
             questions,
             scope,
         };
+        let answerers = &self.inner.answerers;
+        let claims = all(answerers.iter().map(|a| a.claim(&proposal)).collect()).await;
+        let mut taken: Option<Taken> = None;
+        let mut fallback: Option<Taken> = None;
         let mut declines = Vec::new();
-        for a in &self.inner.answerers {
-            match a.claim(&proposal).await {
+        for (a, claim) in answerers.iter().zip(claims) {
+            match claim {
                 Claim::Take {
                     route,
                     posts,
                     expiry,
+                } => match &mut taken {
+                    Some(t) => t.copies.push((a.clone(), posts)),
+                    None => {
+                        taken = Some(Taken {
+                            copies: vec![(a.clone(), posts)],
+                            route,
+                            expiry,
+                        })
+                    }
+                },
+                Claim::Fallback {
+                    route,
+                    posts,
+                    expiry,
                 } => {
-                    return Ok(Taken {
-                        answerer: a.clone(),
+                    fallback.get_or_insert_with(|| Taken {
+                        copies: vec![(a.clone(), posts)],
                         route,
-                        posts,
                         expiry,
-                    })
+                    });
                 }
                 Claim::Decline(reason) => {
                     tracing::debug!(answerer = a.name(), %reason, "answerer declined");
                     declines.push(format!("{}: {reason}", a.name()));
                 }
             }
+        }
+        if let Some(t) = taken.or(fallback) {
+            return Ok(t);
         }
         Err(if declines.is_empty() {
             "no answerer is configured: set discord.token and discord.channel_id, or enable the \
@@ -322,35 +348,74 @@ impl Hub {
         Ok(())
     }
 
-    /// Shows a stored request through its answerer and tells waiting clients.
+    /// Shows a stored request through every answerer that took it, at once, each with what
+    /// it prepared, and tells waiting clients once all have: one `accepted` line, the copies'
+    /// details merged ([`Accepted::merge`]), under the owner's name. A copy that cannot be
+    /// shown is logged while another is; when none can be, the request fails with the first
+    /// copy's error.
     pub(super) async fn deliver(
         &self,
-        answerer: Arc<dyn Answerer>,
         req: Request,
-        prepared: Option<Prepared>,
+        copies: Vec<(Arc<dyn Answerer>, Option<Prepared>)>,
     ) {
         let req = self.answer_by_grant(req).await;
         // A request a grant answered is announced, not asked: what was prepared does not fit.
-        let prepared = prepared.filter(|_| !req.granted());
-        let ctx = self.context(answerer.name());
-        match answerer.deliver(&ctx, &req, prepared).await {
-            Delivery::Shown(mut detail) => {
+        let granted = req.granted();
+        let owner = match copies.first() {
+            Some((a, _)) => a.name(),
+            None => return,
+        };
+        let req_ref = &req;
+        let delivered = all(copies
+            .into_iter()
+            .map(|(a, prepared)| async move {
+                let prepared = prepared.filter(|_| !granted);
+                let delivery = a.deliver(&self.context(a.name()), req_ref, prepared).await;
+                (a.name(), delivery)
+            })
+            .collect())
+        .await;
+        let mut shown: Option<Accepted> = None;
+        let mut failed = Vec::new();
+        for (name, delivery) in delivered {
+            match delivery {
+                Delivery::Shown(detail) => {
+                    tracing::info!(
+                        request_id = %Escaped(&req.request_id),
+                        answerer = name,
+                        "request accepted"
+                    );
+                    shown = Some(match shown {
+                        Some(s) => s.merge(detail),
+                        None => detail,
+                    });
+                }
+                Delivery::Failed(err) => failed.push((name, err)),
+            }
+        }
+        match shown {
+            Some(mut detail) => {
+                for (name, err) in &failed {
+                    tracing::warn!(
+                        request_id = %Escaped(&req.request_id),
+                        answerer = name,
+                        error = %err.message,
+                        "one copy of the request cannot be shown; the others are"
+                    );
+                }
                 add_expiry(&mut detail, &req);
-                tracing::info!(
-                    request_id = %Escaped(&req.request_id),
-                    answerer = answerer.name(),
-                    "request accepted"
-                );
                 self.set_phase(
                     &req.request_id,
                     Phase::Accepted {
-                        answerer: answerer.name().to_owned(),
+                        answerer: owner.to_owned(),
                         detail: Detail::new(&detail),
                     },
                 );
             }
-            Delivery::Failed(err) => {
-                self.end_by(&req, Status::Failed, err, Source::Daemon).await;
+            None => {
+                if let Some((_, err)) = failed.into_iter().next() {
+                    self.end_by(&req, Status::Failed, err, Source::Daemon).await;
+                }
             }
         }
     }

@@ -1,5 +1,5 @@
 //! Ending a request without an answer: a cancel, an error outcome, and telling its waiting
-//! clients and its answerer.
+//! clients and every answerer that shows it.
 
 use super::{Hub, Phase};
 use crate::domain::access::LocalUser;
@@ -77,7 +77,8 @@ impl Hub {
     }
 
     /// Ends a pending request with an error outcome (`withdrawn`: why, for a withdrawal) and
-    /// `audit`, then tells its waiting clients and its answerer; false if it had already ended.
+    /// `audit`, then tells its waiting clients and every answerer that shows it; false if it
+    /// had already ended.
     pub(super) async fn end_with(
         &self,
         req: &Request,
@@ -107,7 +108,7 @@ impl Hub {
             ended_req.ended_at_ms = Some(now_ms());
             ended_req.outcome = Some(outcome);
             ended_req.withdrawn = withdrawn;
-            if let Some(a) = self.answerer_for(&ended_req) {
+            for a in self.answerers_for(&ended_req) {
                 a.ended(&self.context(a.name()), &ended_req).await;
             }
         }

@@ -3,17 +3,19 @@
 //! request as `EXPIRED`.
 
 use super::{add_expiry, Backlog, Detail, Hub, Phase};
+use crate::domain::answerer::Accepted;
 use crate::domain::clock::now_ms;
 use crate::domain::error::{AskError, ErrorCode};
 use crate::domain::expiry::OnExpire;
-use crate::domain::request::{Actor, SettleOutcome, Source, Status};
+use crate::domain::request::{Actor, Post, SettleOutcome, Source, Status};
 use crate::domain::text::Escaped;
 use std::time::Duration;
 
 impl Hub {
-    /// Hands the requests left pending by an earlier run back to the answerers that own them,
-    /// and starts the expiry timer (a deadline that passed while the daemon was down comes due
-    /// at once). One whose answerer is no longer configured ends with `NO_ANSWERER`.
+    /// Hands the requests left pending by an earlier run back to every answerer that shows
+    /// them (each with its own outbox rows), and starts the expiry timer (a deadline that
+    /// passed while the daemon was down comes due at once). One none of whose answerers is
+    /// configured any more ends with `NO_ANSWERER`.
     pub async fn resume(&self, backlog: Backlog) {
         let hub = self.clone();
         self.inner.tasks.spawn(async move {
@@ -24,33 +26,51 @@ impl Hub {
                 .await;
         });
         for (req, posts) in backlog.0 {
-            match self.answerer_for(&req) {
-                Some(a) => {
-                    let mut detail = a.resume(&self.context(a.name()), &req, &posts).await;
-                    add_expiry(&mut detail, &req);
-                    if !detail.is_empty() {
-                        self.set_phase(
-                            &req.request_id,
-                            Phase::Accepted {
-                                answerer: a.name().to_owned(),
-                                detail: Detail::new(&detail),
-                            },
-                        );
-                    }
-                    // A vote that reached its quorum just before a crash.
-                    self.settle_reached_quorums(&req).await;
-                }
-                None => {
-                    let err = AskError::new(
-                        ErrorCode::NoAnswerer,
-                        format!(
+            let answerers = self.answerers_for(&req);
+            if answerers.is_empty() {
+                let err = AskError::new(
+                    ErrorCode::NoAnswerer,
+                    match req.answerers.as_slice() {
+                        [_, _, ..] => format!(
+                            "the answerers that took this request ({}) are no longer configured",
+                            req.answerers.join(", ")
+                        ),
+                        _ => format!(
                             "the answerer that took this request ({}) is no longer configured",
                             req.answerer.as_deref().unwrap_or("none")
                         ),
-                    );
-                    self.end_by(&req, Status::Failed, err, Source::Daemon).await;
-                }
+                    },
+                );
+                self.end_by(&req, Status::Failed, err, Source::Daemon).await;
+                continue;
             }
+            let mut detail: Option<Accepted> = None;
+            for a in &answerers {
+                let own: Vec<Post> = posts
+                    .iter()
+                    .filter(|p| p.answerer == a.name())
+                    .cloned()
+                    .collect();
+                let shown = a.resume(&self.context(a.name()), &req, &own).await;
+                detail = Some(match detail {
+                    Some(d) => d.merge(shown),
+                    None => shown,
+                });
+            }
+            let mut detail = detail.unwrap_or_default();
+            add_expiry(&mut detail, &req);
+            if !detail.is_empty() {
+                let owner = req.answerer.clone();
+                self.set_phase(
+                    &req.request_id,
+                    Phase::Accepted {
+                        answerer: owner.unwrap_or_else(|| answerers[0].name().to_owned()),
+                        detail: Detail::new(&detail),
+                    },
+                );
+            }
+            // A vote that reached its quorum just before a crash.
+            self.settle_reached_quorums(&req).await;
         }
     }
 

@@ -1,9 +1,10 @@
 //! The hub: one cloneable handle that front ends and answerers share.
 //!
-//! It stores new requests (with the outbox rows of the answerer that takes them, in one
+//! It stores new requests (with the outbox rows of every answerer that takes them, in one
 //! transaction), lets any number of client connections wait on a request, settles questions
-//! (first wins, decided by the store), and cancels requests whose clients went away and did not
-//! come back within the grace period.
+//! (first wins anywhere, decided by the store), tells every answerer that shows a request how
+//! it went, and cancels requests whose clients went away and did not come back within the
+//! grace period.
 //!
 //! Invariant: every pending request in the store has a [`Live`] entry here, from the moment it is
 //! stored (or loaded at start-up) until it ends. A request ends by writing the store first and
@@ -298,14 +299,66 @@ impl Hub {
         }
     }
 
-    fn answerer_for(&self, req: &Request) -> Option<Arc<dyn Answerer>> {
-        let name = req.answerer.as_deref()?;
-        self.inner
-            .answerers
+    /// Every configured answerer that shows a copy of `req` ([`Request::answerers`]), the
+    /// owner first: those that hear how it goes and resume it. One no longer configured is
+    /// left out.
+    fn answerers_for(&self, req: &Request) -> Vec<Arc<dyn Answerer>> {
+        let names: &[String] = if req.answerers.is_empty() {
+            // Not read from the store (a test's request): its owner alone.
+            req.answerer.as_slice()
+        } else {
+            &req.answerers
+        };
+        names
             .iter()
-            .find(|a| a.name() == name)
+            .filter_map(|n| self.inner.answerers.iter().find(|a| a.name() == n))
             .cloned()
+            .collect()
     }
+
+    /// Tells every answerer that shows `req`, but the one `actor` acted through (it shows
+    /// its own outcome), that question `idx` was settled or voted on.
+    async fn tell_settled(&self, req: &Request, idx: usize, actor: &Actor) {
+        for a in self.answerers_for(req) {
+            if a.name() != actor.via.as_str() {
+                a.settled(&self.context(a.name()), req, idx).await;
+            }
+        }
+    }
+}
+
+/// Runs `futures` together and returns their outputs in order: the hub asks and shows through
+/// every answerer at once, so that one slow platform does not hold up the others' posts.
+async fn all<F: std::future::Future>(futures: Vec<F>) -> Vec<F::Output> {
+    use std::task::Poll;
+    if futures.len() == 1 {
+        // One answerer (most requests): no wrapping between the call and its platform.
+        let mut one = Vec::with_capacity(1);
+        for f in futures {
+            one.push(f.await);
+        }
+        return one;
+    }
+    let mut running: Vec<std::pin::Pin<Box<F>>> = futures.into_iter().map(Box::pin).collect();
+    let mut outputs: Vec<Option<F::Output>> = running.iter().map(|_| None).collect();
+    std::future::poll_fn(|cx| {
+        let mut waiting = false;
+        for (f, out) in running.iter_mut().zip(outputs.iter_mut()) {
+            if out.is_none() {
+                match f.as_mut().poll(cx) {
+                    Poll::Ready(v) => *out = Some(v),
+                    Poll::Pending => waiting = true,
+                }
+            }
+        }
+        if waiting {
+            Poll::Pending
+        } else {
+            Poll::Ready(())
+        }
+    })
+    .await;
+    outputs.into_iter().flatten().collect()
 }
 
 #[async_trait::async_trait]
@@ -456,6 +509,45 @@ fn foreign_error(request_id: &str) -> AskError {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    mod copies;
+
+    #[test]
+    fn the_accepted_details_of_several_copies_merge_the_owners_first() {
+        let discord = Accepted {
+            route: Some("ops".into()),
+            channel_id: Some("100".into()),
+            message_links: Some(vec!["https://discord/1".into()]),
+            posting: Some("Discord is unavailable".into()),
+            ..Accepted::default()
+        };
+        let slack = Accepted {
+            route: Some("ops-slack".into()),
+            message_links: Some(vec!["https://slack/1".into()]),
+            posting: Some("Slack is slow".into()),
+            ..Accepted::default()
+        };
+        let terminal = Accepted {
+            hint: Some("askrelay answer r".into()),
+            ..Accepted::default()
+        };
+        let merged = discord.merge(slack).merge(terminal);
+        assert_eq!(merged.route.as_deref(), Some("ops"));
+        assert_eq!(merged.channel_id.as_deref(), Some("100"));
+        assert_eq!(
+            merged.message_links,
+            Some(vec!["https://discord/1".into(), "https://slack/1".into()])
+        );
+        assert_eq!(
+            merged.posting.as_deref(),
+            Some("Discord is unavailable; Slack is slow")
+        );
+        assert_eq!(merged.hint.as_deref(), Some("askrelay answer r"));
+        assert_eq!(
+            Accepted::default().merge(Accepted::default()),
+            Accepted::default()
+        );
+    }
 
     #[test]
     fn an_accepted_detail_keeps_its_fields() {

@@ -35,8 +35,9 @@ impl Hub {
     /// the approval policy of its answerer: the person who asked is refused where the policy
     /// says so, and on a quorum route a choice that does not decide alone is a vote, which
     /// settles the question once enough people chose the same. Then first wins; a settlement
-    /// that does not count says why. When another surface than the owner settled it (or
-    /// voted), the owner is told so that it updates what people see.
+    /// that does not count says why. Every answerer that shows the request, but the one the
+    /// answer came through, is told of a settlement (or a vote), so that it updates what
+    /// people see.
     pub async fn settle(
         &self,
         req: &Request,
@@ -132,9 +133,12 @@ impl Hub {
         self.settle_now(req, idx, settlement, actor, &[]).await
     }
 
-    /// The approval policy of `req`, as its answerer says (first-wins without one).
+    /// The approval policy of `req`, as its owner says (the route's, which every answerer
+    /// that shows it applies alike), else the next answerer that shows it; first-wins
+    /// without one.
     pub fn policy_of(&self, req: &Request) -> Policy {
-        self.answerer_for(req)
+        self.answerers_for(req)
+            .first()
             .map(|a| a.policy(req))
             .unwrap_or_default()
     }
@@ -249,11 +253,8 @@ impl Hub {
                 settled.outcome = Some(Outcome::Answered(result.clone()));
                 self.publish_end(&req.request_id, Outcome::Answered(result.clone()));
             }
-            if let Some(a) = self.answerer_for(&settled) {
-                if a.name() != actor.via.as_str() {
-                    a.settled(&self.context(a.name()), &settled, idx).await;
-                }
-            }
+            // Every other copy shows the outcome, naming who answered and where.
+            self.tell_settled(&settled, idx, &actor).await;
         }
         Ok(Settled {
             outcome,

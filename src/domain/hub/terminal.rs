@@ -27,7 +27,8 @@ pub struct TerminalAnswer {
 
 impl Hub {
     /// A person at a terminal answers: only the request's owner or an operator, and only on a
-    /// request whose answerer lets terminals answer (the terminal answerer, or a route with
+    /// request an answerer that shows it lets terminals answer (the terminal answerer, which a
+    /// route's `answerers` may name beside the chat platforms, or a route with
     /// `terminal_answers = true`). Who answered comes from the connection, not from the line.
     pub async fn answer_from_terminal(
         &self,
@@ -49,15 +50,22 @@ impl Hub {
             .await;
             return Err(err);
         }
-        let owner = self.answerer_for(&req);
-        if !owner.as_ref().is_some_and(|a| a.terminal_may_answer(&req)) {
-            let owner_name = req.answerer.clone().unwrap_or_else(|| "none".into());
+        let shown_by = self.answerers_for(&req);
+        if !shown_by.iter().any(|a| a.terminal_may_answer(&req)) {
+            let names = match shown_by.as_slice() {
+                [] => req.answerer.clone().unwrap_or_else(|| "none".into()),
+                all => all
+                    .iter()
+                    .map(|a| a.name())
+                    .collect::<Vec<_>>()
+                    .join(" and "),
+            };
             self.audit(AuditEntry {
                 source: Source::Terminal,
                 actor: Some(who.audit()),
                 action: AuditAction::Forbidden,
                 detail: Some(format!(
-                    "terminal answer refused: the request belongs to the {owner_name} answerer"
+                    "terminal answer refused: the request belongs to the {names} answerer"
                 )),
                 accepted: false,
                 ..AuditEntry::about(&req)
@@ -66,8 +74,9 @@ impl Hub {
             return Err(AskError::new(
                 ErrorCode::Forbidden,
                 format!(
-                    "request {:?} is answered through {owner_name}, not from a terminal; answer \
-                     it there (or set terminal_answers = true on its route)",
+                    "request {:?} is answered through {names}, not from a terminal; answer it \
+                     there (or set terminal_answers = true on its route, or name \"terminal\" \
+                     in its answerers)",
                     Escaped(&answer.request_id)
                 ),
             ));

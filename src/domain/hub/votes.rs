@@ -136,11 +136,8 @@ impl Hub {
                 }
                 return settled;
             }
-            if let Some(a) = self.answerer_for(&cur) {
-                if a.name() != actor.via.as_str() {
-                    a.settled(&self.context(a.name()), &cur, idx).await;
-                }
-            }
+            // Every other copy shows the new count.
+            self.tell_settled(&cur, idx, &actor).await;
             let outcome = SettleOutcome::Voted(tally);
             return Ok(Settled {
                 outcome,

@@ -27,7 +27,7 @@ impl Store for PgStore {
     async fn create(
         &self,
         new: &NewRequest,
-        posts: &[PlannedPost],
+        posts: &[NewPost],
         audit: &AuditEntry,
     ) -> Result<Created> {
         let questions_json = serde_json::to_string(&*new.questions)?;
@@ -46,8 +46,8 @@ impl Store for PgStore {
                 "WITH r AS ( \
                      INSERT INTO requests (request_id, token, questions_json, caller_json, \
                          scope_json, answerer, route, peer_uid, peer_pid, created_at, expire_at, \
-                         on_expire, context_json, node) \
-                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14) \
+                         on_expire, context_json, node, answerers) \
+                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $21) \
                      ON CONFLICT (request_id) DO NOTHING RETURNING key), \
                  q AS ( \
                      INSERT INTO questions (request_key, idx, qid) \
@@ -55,9 +55,10 @@ impl Store for PgStore {
                      FROM r, jsonb_array_elements($3::jsonb) WITH ORDINALITY AS j (value, ord)), \
                  p AS ( \
                      INSERT INTO posts (request_key, idx, answerer, slot, channel, guild, nonce) \
-                     SELECT r.key, p.idx, $6, p.slot, p.channel, p.guild, p.nonce \
+                     SELECT r.key, p.idx, p.answerer, p.slot, p.channel, p.guild, p.nonce \
                      FROM r, unnest($15::bigint[], $16::text[], $17::text[], $18::text[], \
-                                    $19::text[]) AS p (idx, slot, channel, guild, nonce)) \
+                                    $19::text[], $20::text[]) \
+                         AS p (idx, slot, channel, guild, nonce, answerer)) \
                  SELECT key, pg_notify('askrelay_outbox', COALESCE($14, ''))::text FROM r",
             )
             .bind(&new.request_id)
@@ -79,11 +80,33 @@ impl Store for PgStore {
             )
             .bind(&context_json)
             .bind(&node)
-            .bind(posts.iter().map(|p| p.idx as i64).collect::<Vec<_>>())
-            .bind(posts.iter().map(|p| p.slot.to_string()).collect::<Vec<_>>())
-            .bind(posts.iter().map(|p| p.channel.clone()).collect::<Vec<_>>())
-            .bind(posts.iter().map(|p| p.guild.clone()).collect::<Vec<_>>())
-            .bind(posts.iter().map(|p| p.nonce.clone()).collect::<Vec<_>>())
+            .bind(posts.iter().map(|p| p.post.idx as i64).collect::<Vec<_>>())
+            .bind(
+                posts
+                    .iter()
+                    .map(|p| p.post.slot.to_string())
+                    .collect::<Vec<_>>(),
+            )
+            .bind(
+                posts
+                    .iter()
+                    .map(|p| p.post.channel.clone())
+                    .collect::<Vec<_>>(),
+            )
+            .bind(
+                posts
+                    .iter()
+                    .map(|p| p.post.guild.clone())
+                    .collect::<Vec<_>>(),
+            )
+            .bind(
+                posts
+                    .iter()
+                    .map(|p| p.post.nonce.clone())
+                    .collect::<Vec<_>>(),
+            )
+            .bind(posts.iter().map(|p| p.answerer.clone()).collect::<Vec<_>>())
+            .bind(crate::store::sql::rows::answerers_text(&new.answerers))
             // Every row, so that the statement has finished before the next one.
             .fetch_all(&mut *tx)
             .await?;

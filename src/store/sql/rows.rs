@@ -32,6 +32,12 @@ impl QuestionState {
     }
 }
 
+/// How `requests.answerers` holds every answerer that shows a request: their names,
+/// comma-separated, the owner first (the names are the answerers' own, which have no commas).
+pub(in crate::store) fn answerers_text(names: &[String]) -> Option<String> {
+    (!names.is_empty()).then(|| names.join(","))
+}
+
 /// The columns of `requests` that make a [`Request`]. `context_json` is only in the reads that
 /// select it (what answerers show), and `node` only in the PostgreSQL schema; a read without
 /// them leaves them `None`.
@@ -45,6 +51,8 @@ pub(in crate::store) struct RequestRow {
     scope_json: String,
     status: String,
     answerer: Option<String>,
+    /// Every answerer that shows it, comma-separated (NULL: the owner alone).
+    answerers: Option<String>,
     route: Option<String>,
     peer_uid: Option<i64>,
     peer_pid: Option<i32>,
@@ -113,6 +121,14 @@ impl RequestRow {
             caller: serde_json::from_str(&self.caller_json)?,
             scope: serde_json::from_str(&self.scope_json)?,
             status,
+            answerers: match self.answerers {
+                Some(names) => names
+                    .split(',')
+                    .filter(|n| !n.is_empty())
+                    .map(str::to_owned)
+                    .collect(),
+                None => self.answerer.iter().cloned().collect(),
+            },
             answerer: self.answerer,
             route: self.route,
             peer: Peer {

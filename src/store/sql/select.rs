@@ -11,8 +11,8 @@ use sqlx::{ColumnIndex, Decode, FromRow, Row, Type};
 
 /// The columns of `requests` every read of a request takes (PostgreSQL adds `node`).
 pub(in crate::store) const REQUEST_COLUMNS: &str =
-    "key, request_id, token, questions_json, caller_json, scope_json, status, answerer, route, \
-     peer_uid, peer_pid, created_at, ended_at, result_json, error_code, error_message, \
+    "key, request_id, token, questions_json, caller_json, scope_json, status, answerer, answerers, \
+     route, peer_uid, peer_pid, created_at, ended_at, result_json, error_code, error_message, \
      expire_at, on_expire, withdrawn";
 
 /// The columns of `questions` that [`answers_from_json`] reads, in its order.

@@ -54,7 +54,7 @@ impl Store for SqliteStore {
     async fn create(
         &self,
         new: &NewRequest,
-        posts: &[PlannedPost],
+        posts: &[NewPost],
         audit: &AuditEntry,
     ) -> Result<Created> {
         let questions_json = serde_json::to_string(&*new.questions)?;
@@ -66,16 +66,16 @@ impl Store for SqliteStore {
         };
         let planned: Vec<serde_json::Value> = posts
             .iter()
-            .map(|p| {
+            .map(|NewPost { answerer, post: p }| {
                 serde_json::json!({"idx": p.idx, "slot": p.slot.to_string(), "channel": p.channel,
-                                   "guild": p.guild, "nonce": p.nonce})
+                                   "guild": p.guild, "nonce": p.nonce, "answerer": answerer})
             })
             .collect();
         // One call to the connection's worker thread, one transaction whose COMMIT is checked
         // (in auto-commit the row RETURNING gives back comes before the statement's own
         // commit, whose failure, a full disk, went unseen): the INSERT, whose trigger
         // `requests_created` writes the questions and the outbox rows from the same row (see
-        // migrations/0004_one_statement.sql), then the audit row if the INSERT was not a
+        // migrations/0018_copies.sql: each row under its answerer), then the audit row if the INSERT was not a
         // conflict, hashed beforehand after the tip with the key the store gives, then COMMIT.
         let planned_json = serde_json::to_string(&planned)?;
         let on_expire = new
@@ -93,8 +93,8 @@ impl Store for SqliteStore {
             "BEGIN IMMEDIATE; ",
             "INSERT INTO requests (key, request_id, token, questions_json, caller_json, \
              scope_json, answerer, route, peer_uid, peer_pid, created_at, planned_json, \
-             expire_at, on_expire, context_json) \
-             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) \
+             expire_at, on_expire, context_json, answerers) \
+             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) \
              ON CONFLICT (request_id) DO NOTHING RETURNING key; ",
             insert_audit!(),
             " WHERE changes() > 0; COMMIT"
@@ -113,7 +113,8 @@ impl Store for SqliteStore {
         .bind(&planned_json)
         .bind(new.expiry.as_ref().map(|e| e.at_ms))
         .bind(&on_expire)
-        .bind(&context_json);
+        .bind(&context_json)
+        .bind(crate::store::sql::rows::answerers_text(&new.answerers));
         let inserted = !self.commit_one(bind_row(query, &row)).await?.is_empty();
         if inserted {
             let mut tip = turn.tip.after(&row);

@@ -411,10 +411,15 @@ pub(super) fn already(q: &crate::domain::Question, a: &Answered) -> String {
         }
         what.push_str(&c);
     }
-    let by = answered_view(q, a).by;
+    let view = answered_view(q, a);
+    // "Already answered in the terminal by alice (uid 1000) …": who, and where.
+    let by = match view.place {
+        Some(place) => format!("{place} by {}", view.by),
+        None => format!("by {}", view.by),
+    };
     render::truncate_md(
         &format!(
-            "Already answered by {by} <t:{}:R>: {}",
+            "Already answered {by} <t:{}:R>: {}",
             a.at_ms / 1000,
             if what.is_empty() {
                 "(nothing selected)".into()

@@ -21,9 +21,12 @@ use serenity::builder::{
 /// How a question was settled, for the edit that follows.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AnsweredView {
-    /// Who settled it, e.g. `<@123>` or `alice (uid 1000) via terminal`: askrelay's own text,
-    /// built from identities the platform vouches for (rendered as is).
+    /// Who settled it, e.g. `<@123>` or `alice (uid 1000)`: askrelay's own text, built from
+    /// identities the platform vouches for (rendered as is).
     pub by: String,
+    /// Where, when a person answered on another surface than Discord: `in the terminal`, `in
+    /// Slack` (the field then reads "Answered in the terminal by").
+    pub place: Option<&'static str>,
     /// Free text the person wrote about themselves; shown quoted and inert.
     pub note: Option<String>,
     /// The chosen options' full labels.
@@ -77,6 +80,17 @@ impl Outcome {
     }
 }
 
+impl AnsweredView {
+    /// The name of the field that says who answered: "Answered by", or where too ("Answered in
+    /// the terminal by").
+    pub fn heading(&self) -> String {
+        match self.place {
+            Some(place) => format!("Answered {place} by"),
+            None => "Answered by".to_owned(),
+        }
+    }
+}
+
 /// An open question's message as it stands, with its votes (after a vote on a quorum route).
 pub fn open(q: &Question, ctx: &RenderContext) -> Outcome {
     Outcome {
@@ -98,10 +112,7 @@ pub fn settled(q: &Question, ctx: &RenderContext, answered: &AnsweredView) -> Ou
         ));
     }
     let fields = vec![
-        (
-            "Answered by".to_owned(),
-            truncate_md(&by, BY_MAX + NOTE_MAX),
-        ),
+        (answered.heading(), truncate_md(&by, BY_MAX + NOTE_MAX)),
         ("Answer".to_owned(), answer_value(answered, ctx)),
         (
             "Answered at".to_owned(),
@@ -267,17 +278,24 @@ pub fn ended_status(err: &AskError) -> &'static str {
 }
 
 /// Who answered, as the edited message shows it: a Discord member as a mention (of the real
-/// clicker), anyone else by the identity the platform vouched for.
+/// clicker), anyone else by the identity the platform vouched for, with where they answered
+/// when it was not in Discord (a request a route shows on several surfaces).
 pub fn answered_view(q: &Question, a: &Answered) -> AnsweredView {
     use crate::domain::request::Via;
     let answer = crate::domain::QuestionAnswer::build(q, &a.settlement);
+    let place = match a.actor.via {
+        Via::Terminal => Some("in the terminal"),
+        Via::Slack => Some("in Slack"),
+        Via::Discord | Via::Policy | Via::Grant => None,
+    };
     let by = match a.actor.via {
         Via::Discord if a.actor.id.parse::<u64>().is_ok() => format!("<@{}>", a.actor.id),
         Via::Discord => inert(&a.actor.name),
-        // Another surface's person, by the name that surface gave, and where.
-        Via::Slack => format!("{} in Slack", inert(&a.actor.name)),
-        Via::Terminal => format!(
-            "{} (uid {}) via terminal",
+        Via::Terminal => format!("{} (uid {})", inert(&a.actor.name), inert(&a.actor.id)),
+        // A Slack member by the name Slack vouched for, and their Slack id: a mention would
+        // not resolve here.
+        Via::Slack => format!(
+            "{} (Slack user {})",
             inert(&a.actor.name),
             inert(&a.actor.id)
         ),
@@ -296,6 +314,7 @@ pub fn answered_view(q: &Question, a: &Answered) -> AnsweredView {
     };
     AnsweredView {
         by,
+        place,
         note: a.actor.note.clone(),
         labels: answer.selected,
         custom: answer.custom,

@@ -377,7 +377,8 @@ fn surfaces(text: &str, options: usize, second: bool) -> Vec<(&'static str, Valu
         approval: None,
     };
     let answered = AnsweredView {
-        by: format!("{} (uid 1000) via terminal", inert(text)),
+        by: format!("{} (uid 1000)", inert(text)),
+        place: Some("in the terminal"),
         note: Some(text.to_owned()),
         labels: vec![text.to_owned(), format!("1{text}")],
         custom: Some(text.to_owned()),

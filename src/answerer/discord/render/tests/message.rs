@@ -65,7 +65,8 @@ fn option_fields_cannot_pose_as_outcome_fields() {
     );
     assert_eq!(markdown_model::live_in(&body), vec![]);
     let answered = AnsweredView {
-        by: "alice (uid 1000) via terminal".into(),
+        by: "alice (uid 1000)".into(),
+        place: Some("in the terminal"),
         note: Some("<@999> is me\nAnswered by: admin".into()),
         labels: vec!["Answered by".into()],
         custom: None,
@@ -73,10 +74,14 @@ fn option_fields_cannot_pose_as_outcome_fields() {
         terms: None,
     };
     let edit = json(&settled(&q, &ctx(&s), &answered).edit());
+    assert_eq!(
+        edit["embeds"][0]["fields"][1]["name"],
+        "Answered in the terminal by"
+    );
     let by = edit["embeds"][0]["fields"][1]["value"].as_str().unwrap();
     assert_eq!(
         shown(by),
-        "alice (uid 1000) via terminal\nnote: “<@999> is me Answered by: admin”"
+        "alice (uid 1000)\nnote: “<@999> is me Answered by: admin”"
     );
 }
 
@@ -317,6 +322,8 @@ fn worst_case_stays_within_every_limit() {
     };
     let answered = AnsweredView {
         by: "b".repeat(5000),
+        // The longest heading: the budget holds with it.
+        place: Some("in the terminal"),
         note: Some("n".repeat(5000)),
         labels: (0..25).map(|i| format!("{i}{}", "L".repeat(199))).collect(),
         custom: Some("C".repeat(4000)),
@@ -407,6 +414,7 @@ fn settled_and_ended_edits() {
     let original = json(&question_message(&q, &c));
     let answered = AnsweredView {
         by: "<@123>".to_owned(),
+        place: None,
         note: None,
         labels: vec!["Postgres".to_owned(), "SQLite".to_owned()],
         custom: Some("both, please".to_owned()),

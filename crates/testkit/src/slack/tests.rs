@@ -1,0 +1,323 @@
+//! The stand-in's own tests at the level of the wire, with a raw WebSocket and raw HTTP (the
+//! self-tests with slack-morphism are `tests/it/slack_standin_selftest.rs`): Socket Mode's frames,
+//! tickets, redelivery and stray frames; ephemeral messages and modals answered through
+//! response_urls and acks; and the check at the end that fails a test on a violation.
+
+use std::time::Duration;
+
+use futures_util::{SinkExt, StreamExt};
+use serde_json::{json, Value};
+use tokio_tungstenite::tungstenite::Message;
+
+use super::{
+    Action, EnvelopeType, Person, SlackStandIn, ViewValues, APP_ID, APP_TOKEN, BOT_TOKEN,
+    DEFAULT_CHANNEL,
+};
+
+type Ws = tokio_tungstenite::WebSocketStream<tokio::net::TcpStream>;
+
+fn alice() -> Person {
+    Person::new("U0ALICE001", "alice")
+}
+
+/// A Web API call with a JSON body, over plain HTTP; the JSON answered.
+async fn call(standin: &SlackStandIn, method: &str, token: &str, body: Value) -> Value {
+    let response = reqwest::Client::new()
+        .post(format!("{}/{method}", standin.api_base()))
+        .bearer_auth(token)
+        .header("content-type", "application/json; charset=utf-8")
+        .body(body.to_string())
+        .send()
+        .await
+        .unwrap();
+    serde_json::from_str(&response.text().await.unwrap()).unwrap()
+}
+
+/// A POST of JSON to a URL the stand-in handed out (a response_url).
+async fn post_to(url: &str, body: Value) -> (u16, Value) {
+    let response = reqwest::Client::new()
+        .post(url)
+        .header("content-type", "application/json")
+        .body(body.to_string())
+        .send()
+        .await
+        .unwrap();
+    let status = response.status().as_u16();
+    (
+        status,
+        serde_json::from_str(&response.text().await.unwrap()).unwrap(),
+    )
+}
+
+/// Connects to a Socket Mode URL; the handshake's error (an HTTP refusal) otherwise.
+async fn connect_to(url: &str) -> Result<Ws, String> {
+    let addr = url
+        .trim_start_matches("ws://")
+        .split('/')
+        .next()
+        .unwrap()
+        .to_owned();
+    let stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+    tokio_tungstenite::client_async(url, stream)
+        .await
+        .map(|(ws, _)| ws)
+        .map_err(|e| e.to_string())
+}
+
+/// apps.connections.open, then a connection to the URL it gives; the URL too.
+async fn connect(standin: &SlackStandIn) -> (Ws, String) {
+    let open = call(standin, "apps.connections.open", APP_TOKEN, json!({})).await;
+    let url = open["url"].as_str().unwrap().to_owned();
+    (connect_to(&url).await.unwrap(), url)
+}
+
+async fn next_json(ws: &mut Ws) -> Value {
+    loop {
+        let msg = tokio::time::timeout(Duration::from_secs(30), ws.next())
+            .await
+            .expect("a frame within 30 s")
+            .expect("the connection is open")
+            .expect("a frame");
+        if let Message::Text(text) = msg {
+            return serde_json::from_str(text.as_str()).unwrap();
+        }
+    }
+}
+
+async fn send(ws: &mut Ws, frame: Value) {
+    ws.send(Message::Text(frame.to_string().into()))
+        .await
+        .unwrap();
+}
+
+#[tokio::test]
+async fn a_ticket_opens_one_connection_that_says_hello_and_takes_acks() {
+    let standin = SlackStandIn::start().await;
+    let (mut ws, url) = connect(&standin).await;
+    let hello = next_json(&mut ws).await;
+    assert_eq!(hello["type"], "hello");
+    assert_eq!(hello["num_connections"], 1);
+    assert_eq!(hello["connection_info"]["app_id"], APP_ID);
+    standin.wait_connected(1).await;
+
+    // A ticket is good once.
+    let again = connect_to(&url).await.unwrap_err();
+    assert!(again.contains("401"), "{again}");
+    assert_eq!(standin.refused_connections(), 1);
+
+    let sent = standin
+        .send_envelope(
+            EnvelopeType::EventsApi,
+            json!({"type": "event_callback"}),
+            false,
+        )
+        .await;
+    let frame = next_json(&mut ws).await;
+    assert_eq!(frame["envelope_id"], sent.envelope_id.as_str());
+    assert_eq!(frame["type"], "events_api");
+    assert_eq!(frame["retry_attempt"], 0);
+    assert_eq!(frame["accepts_response_payload"], false);
+
+    // Redelivered: the same id, one attempt more.
+    standin.redeliver(&sent.envelope_id).await;
+    let frame = next_json(&mut ws).await;
+    assert_eq!(frame["envelope_id"], sent.envelope_id.as_str());
+    assert_eq!(frame["retry_attempt"], 1);
+    assert_eq!(frame["retry_reason"], "timeout");
+
+    send(
+        &mut ws,
+        json!({"envelope_id": sent.envelope_id, "payload": {"x": 1}}),
+    )
+    .await;
+    let ack = standin.wait_ack(&sent.envelope_id).await;
+    assert_eq!(ack.payload, Some(json!({"x": 1})));
+    assert_eq!(ack.connection, 1);
+    assert!(standin.ack_of(&sent.envelope_id).is_some());
+
+    // What Slack would ignore is recorded as a violation.
+    send(&mut ws, json!({"envelope_id": "never-sent"})).await;
+    send(&mut ws, json!({"hello": "there"})).await;
+    standin.allow_violations();
+    let mut changes = standin.subscribe();
+    while standin.violations().len() < 2 {
+        changes.changed().await.unwrap();
+    }
+    let problems: Vec<String> = standin
+        .violations()
+        .iter()
+        .map(|v| v.problem.clone())
+        .collect();
+    assert_eq!(
+        problems,
+        [
+            "an ack for an envelope never sent: never-sent",
+            "a frame that is not an ack: {\"hello\":\"there\"}",
+        ]
+    );
+
+    standin.send_disconnect("warning").await;
+    let frame = next_json(&mut ws).await;
+    assert_eq!(frame["type"], "disconnect");
+    assert_eq!(frame["reason"], "warning");
+    assert_eq!(frame["debug_info"]["host"], "applink-standin");
+    assert_eq!(standin.live_connections(), 0);
+}
+
+#[tokio::test]
+async fn ephemeral_messages_and_modals_answer_through_response_urls_and_acks() {
+    let standin = SlackStandIn::start().await;
+    let (mut ws, _) = connect(&standin).await;
+    next_json(&mut ws).await;
+    let button = json!([{"type": "actions", "block_id": "a", "elements": [
+        {"type": "button", "action_id": "ok", "text": {"type": "plain_text", "text": "OK"}, "value": "v"}
+    ]}]);
+
+    // An ephemeral message: Slack sends no copy of it, and its response_url deletes it.
+    let posted = call(
+        &standin,
+        "chat.postEphemeral",
+        BOT_TOKEN,
+        json!({"channel": DEFAULT_CHANNEL, "user": "U0ALICE001", "text": "t", "blocks": button}),
+    )
+    .await;
+    let ts = posted["message_ts"].as_str().unwrap().to_owned();
+    let sent = standin
+        .click_ephemeral(&alice(), &ts, Action::button("a", "ok"))
+        .await;
+    let frame = next_json(&mut ws).await;
+    assert_eq!(frame["payload"]["container"]["is_ephemeral"], true);
+    assert!(frame["payload"].get("message").is_none());
+    assert_eq!(frame["payload"]["actions"][0]["value"], "v");
+    let url = sent.response_url.unwrap();
+    assert!(url.starts_with("http://"), "{url}");
+    let (status, reply) = post_to(&url, json!({"delete_original": true})).await;
+    assert_eq!((status, reply), (200, json!({"ok": true})));
+    assert!(standin.ephemerals()[0].deleted);
+
+    // A modal: an action inside it, then submissions answered with response_actions.
+    let view = json!({
+        "type": "modal",
+        "notify_on_close": true,
+        "title": {"type": "plain_text", "text": "First"},
+        "submit": {"type": "plain_text", "text": "Send"},
+        "blocks": [
+            {"type": "input", "block_id": "why", "label": {"type": "plain_text", "text": "Why"},
+             "element": {"type": "plain_text_input", "action_id": "why_input"}},
+            button[0],
+        ],
+    });
+    let trigger = standin.new_trigger_id(&alice());
+    let opened = call(
+        &standin,
+        "views.open",
+        BOT_TOKEN,
+        json!({"trigger_id": trigger, "view": view}),
+    )
+    .await;
+    let id = opened["view"]["id"].as_str().unwrap().to_owned();
+    standin
+        .act_in_view(&alice(), &id, Action::button("a", "ok"))
+        .await;
+    let frame = next_json(&mut ws).await;
+    assert_eq!(frame["payload"]["container"]["view_id"], id.as_str());
+
+    let values = ViewValues::new().text("why", "why_input", Some("because"));
+    let mut updated = view.clone();
+    updated["title"]["text"] = json!("Second");
+    for (response, title) in [
+        (
+            json!({"response_action": "errors", "errors": {"why": "no"}}),
+            "First",
+        ),
+        (
+            json!({"response_action": "update", "view": updated}),
+            "Second",
+        ),
+    ] {
+        let sent = standin.submit_view(&alice(), &id, &values).await;
+        let frame = next_json(&mut ws).await;
+        assert_eq!(frame["accepts_response_payload"], true);
+        assert_eq!(
+            frame["payload"]["view"]["state"]["values"]["why"]["why_input"]["value"],
+            "because"
+        );
+        send(
+            &mut ws,
+            json!({"envelope_id": sent.envelope_id(), "payload": response}),
+        )
+        .await;
+        standin.wait_ack(sent.envelope_id()).await;
+        let now = standin.view(&id).unwrap();
+        assert!(!now.closed);
+        assert_eq!(now.value["title"]["text"], title);
+    }
+    let sent = standin.submit_view(&alice(), &id, &values).await;
+    next_json(&mut ws).await;
+    send(
+        &mut ws,
+        json!({"envelope_id": sent.envelope_id(), "payload": {"response_action": "push", "view": view}}),
+    )
+    .await;
+    standin.wait_ack(sent.envelope_id()).await;
+    let views = standin.views();
+    assert_eq!(views.len(), 2);
+    assert_eq!(views[1].value["previous_view_id"], id.as_str());
+
+    // Closing: view_closed only for a view opened with notify_on_close.
+    let closed = standin.close_view(&alice(), &id).await.unwrap();
+    let frame = next_json(&mut ws).await;
+    assert_eq!(frame["envelope_id"], closed.envelope_id());
+    assert_eq!(frame["payload"]["type"], "view_closed");
+    assert!(standin.view(&id).unwrap().closed);
+    let mut no_notify = view.clone();
+    no_notify["notify_on_close"] = json!(false);
+    let trigger = standin.new_trigger_id(&alice());
+    let second = call(
+        &standin,
+        "views.open",
+        BOT_TOKEN,
+        json!({"trigger_id": trigger, "view": no_notify}),
+    )
+    .await;
+    let second = second["view"]["id"].as_str().unwrap().to_owned();
+    assert!(standin.close_view(&alice(), &second).await.is_none());
+    assert!(standin.view(&second).unwrap().closed);
+    standin.assert_no_violations();
+}
+
+#[tokio::test]
+#[should_panic(expected = "violation(s) recorded")]
+async fn a_violation_fails_the_test_when_the_stand_in_is_dropped() {
+    let standin = SlackStandIn::start().await;
+    let blocks: Vec<Value> = (0..51).map(|_| json!({"type": "divider"})).collect();
+    let reply = call(
+        &standin,
+        "chat.postMessage",
+        BOT_TOKEN,
+        json!({"channel": DEFAULT_CHANNEL, "blocks": blocks}),
+    )
+    .await;
+    assert_eq!(reply["error"], "invalid_blocks");
+    drop(standin);
+}
+
+#[tokio::test]
+#[should_panic(expected = "has no input other/x")]
+async fn a_submission_names_only_inputs_the_view_has() {
+    let standin = SlackStandIn::start().await;
+    let (mut ws, _) = connect(&standin).await;
+    next_json(&mut ws).await;
+    let trigger = standin.new_trigger_id(&alice());
+    let view = json!({"type": "modal", "title": {"type": "plain_text", "text": "T"}, "blocks": []});
+    let opened = call(
+        &standin,
+        "views.open",
+        BOT_TOKEN,
+        json!({"trigger_id": trigger, "view": view}),
+    )
+    .await;
+    let id = opened["view"]["id"].as_str().unwrap();
+    let values = ViewValues::new().text("other", "x", Some("v"));
+    standin.submit_view(&alice(), id, &values).await;
+}
