@@ -38,6 +38,7 @@ mod ops;
 mod outbox;
 mod quorum;
 mod setup;
+mod slack;
 mod slack_standin_selftest;
 mod socket;
 mod standin_selftest;

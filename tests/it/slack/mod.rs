@@ -1,0 +1,176 @@
+//! The Slack answerer end to end: the real daemon and the real slack-morphism client, over real
+//! HTTP and a real Socket Mode WebSocket, against the Slack stand-in
+//! (`crates/testkit/src/slack`) on 127.0.0.1. Every body the daemon sends is checked against
+//! Block Kit's limits by the stand-in, which fails the test at its end on any violation.
+//!
+//! The files, by feature: `press.rs` (buttons, selects, multi-select, forms, refusals, late
+//! presses), `outbox.rs` (posting once across a crash, 429s), `socket.rs` (the connection's
+//! drops and health), `render.rs` (agent text as Slack shows it), `config.rs` (tokens),
+//! `http.rs` (the HTTP Events API mode's signed requests), `both.rs` (a route in Slack and
+//! Discord at once).
+
+mod both;
+mod config;
+mod http;
+mod outbox;
+mod press;
+mod render;
+mod socket;
+
+use crate::harness::*;
+use askrelay::client::Client;
+use askrelay::config::{Config, Secret};
+use askrelay_testkit::slack::{
+    Action, Ephemeral, Person, Recorded, Sent, SlackStandIn, APP_TOKEN, BOT_TOKEN, DEFAULT_CHANNEL,
+};
+use serde_json::Value;
+
+/// The daemon in this process with Slack (the stand-in) as its only answerer.
+pub struct Slack {
+    pub app: App,
+    pub s: SlackStandIn,
+}
+
+/// `[slack]` pointed at the stand-in, with its default channel as the default route's.
+pub fn slack_config(c: &mut Config, s: &SlackStandIn) {
+    c.terminal.enabled = Some(false);
+    c.slack.bot_token = Some(Secret::new(BOT_TOKEN));
+    c.slack.app_token = Some(Secret::new(APP_TOKEN));
+    c.slack.api_base = s.api_base();
+    c.slack.channel_id = Some(DEFAULT_CHANNEL.to_owned());
+}
+
+impl Slack {
+    pub async fn start() -> Slack {
+        Self::start_with(|_| {}).await
+    }
+
+    /// With a change to the config (after [`slack_config`]).
+    pub async fn start_with(tweak: impl FnOnce(&mut Config)) -> Slack {
+        let s = SlackStandIn::start().await;
+        let app = App::start_with(|c| {
+            slack_config(c, &s);
+            tweak(c)
+        })
+        .await;
+        within("the Socket Mode connection", s.wait_connected(1)).await;
+        Slack { app, s }
+    }
+
+    /// Asks on a new connection and waits for `accepted`.
+    pub async fn ask(&self, request_id: &str, input: &Value) -> (Client, Value) {
+        let mut c = self.app.client().await;
+        c.send_json(&ask_line(request_id, input)).await.unwrap();
+        let ev = expect_event(&mut c, "accepted").await;
+        (c, ev)
+    }
+
+    /// The `n`-th message posted in the default channel (0: the first), once it is there.
+    pub async fn message(&self, n: usize) -> Value {
+        self.s
+            .wait_for_requests(n + 1, "chat.postMessage", Recorded::ok)
+            .await;
+        self.s.messages(DEFAULT_CHANNEL).remove(n)
+    }
+
+    /// The message as the stand-in holds it now (after updates).
+    pub fn now(&self, m: &Value) -> Value {
+        self.s.message(DEFAULT_CHANNEL, ts(m)).unwrap()
+    }
+
+    /// `who` presses the button with this text on `m`.
+    pub async fn press(&self, who: &Person, m: &Value, text: &str) -> Sent {
+        self.s
+            .click(who, DEFAULT_CHANNEL, ts(m), button(m, text))
+            .await
+    }
+
+    /// `who` acts on `m` and the stand-in reads the ack; returns it with the interaction.
+    pub async fn act(&self, who: &Person, m: &Value, action: Action) -> Sent {
+        let sent = self.s.click(who, DEFAULT_CHANNEL, ts(m), action).await;
+        within("the ack", self.s.wait_ack(sent.envelope_id())).await;
+        sent
+    }
+
+    /// The `chat.update` of message `m` whose blocks have no actions any more (its outcome).
+    pub async fn outcome_of(&self, m: &Value) -> Recorded {
+        let ts = ts(m).to_owned();
+        within(
+            "the message's outcome",
+            self.s.wait_for_request("chat.update", move |r| {
+                r.ok()
+                    && r.param_str("ts") == Some(ts.as_str())
+                    && !r.params["blocks"]
+                        .as_array()
+                        .is_some_and(|b| b.iter().any(|b| b["type"] == "actions"))
+            }),
+        )
+        .await
+    }
+
+    /// The first ephemeral message to `user` whose text has `needle`.
+    pub async fn told(&self, user: &str, needle: &str) -> Ephemeral {
+        let (user, needle) = (user.to_owned(), needle.to_owned());
+        within(&format!("an ephemeral message to {user}"), async {
+            let mut rx = self.s.subscribe();
+            loop {
+                if let Some(e) = self.s.ephemerals().into_iter().find(|e| {
+                    e.user == user && e.text.as_deref().is_some_and(|t| t.contains(&needle))
+                }) {
+                    return e;
+                }
+                rx.changed().await.unwrap();
+            }
+        })
+        .await
+    }
+}
+
+/// A message's `ts`.
+pub fn ts(m: &Value) -> &str {
+    m["ts"].as_str().expect("a message has a ts")
+}
+
+/// Every element of the message's blocks (actions' elements and sections' accessories), with
+/// its block's id.
+pub fn elements(m: &Value) -> Vec<(String, Value)> {
+    let mut out = Vec::new();
+    for b in m["blocks"].as_array().into_iter().flatten() {
+        let id = b["block_id"].as_str().unwrap_or_default().to_owned();
+        for e in b["elements"].as_array().into_iter().flatten() {
+            if e["type"] != "mrkdwn" && e["type"] != "plain_text" {
+                out.push((id.clone(), e.clone()));
+            }
+        }
+        if b["accessory"].is_object() {
+            out.push((id.clone(), b["accessory"].clone()));
+        }
+    }
+    out
+}
+
+/// The button with this text.
+pub fn button(m: &Value, text: &str) -> Action {
+    let (block, e) = elements(m)
+        .into_iter()
+        .find(|(_, e)| e["type"] == "button" && e["text"]["text"] == text)
+        .unwrap_or_else(|| panic!("no button {text:?} on {m}"));
+    Action::button(&block, e["action_id"].as_str().unwrap())
+}
+
+/// The element of this type (`static_select`, `multi_static_select`): its block and action ids.
+pub fn element(m: &Value, kind: &str) -> (String, String) {
+    let (block, e) = elements(m)
+        .into_iter()
+        .find(|(_, e)| e["type"] == kind)
+        .unwrap_or_else(|| panic!("no {kind} on {m}"));
+    (block, e["action_id"].as_str().unwrap().to_owned())
+}
+
+pub fn alice() -> Person {
+    Person::new("U0ALICE01", "alice")
+}
+
+pub fn bob() -> Person {
+    Person::new("U0BOB0001", "bob")
+}
