@@ -63,3 +63,27 @@ async fn a_dropped_socket_reconnects_and_health_shows_it() {
     t.press(&alice(), &m, "No, keep them").await;
     expect_event(&mut c, "answered").await;
 }
+
+/// Against `https://`, the client is the production one: https only, the system's roots (here
+/// the stand-in's CA, through `SSL_CERT_FILE`), and Socket Mode over `wss://`.
+#[tokio::test]
+async fn over_tls_the_https_only_client_posts_and_hears_presses() {
+    askrelay_testkit::slack::install_test_ca();
+    let s = SlackStandIn::start().await;
+    let https = s.https_api_base();
+    let app = App::start_with(|c| {
+        slack_config(c, &s);
+        c.slack.api_base = https;
+    })
+    .await;
+    within("the Socket Mode connection", s.wait_connected(1)).await;
+    let t = Slack { app, s };
+    let (mut c, _) = t.ask("tls", &yes_no("q")).await;
+    let m = t.message(0).await;
+    t.press(&alice(), &m, "No, keep them").await;
+    expect_event(&mut c, "answered").await;
+    let post = &t.s.calls("chat.postMessage")[0];
+    assert!(post.tls, "the post went over TLS");
+    assert!(t.s.calls("chat.postMessage").iter().all(|r| r.tls));
+    t.outcome_of(&m).await;
+}
