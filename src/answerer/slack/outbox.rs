@@ -26,6 +26,9 @@ use std::sync::{Arc, Mutex};
 pub(super) const DELIVER_ATTEMPTS: u32 = 3;
 /// Edits are tried this often, then again by the repair loop.
 const EDIT_ATTEMPTS: u32 = 6;
+/// The longest wait between two tries while the agent waits for `accepted`; a longer one (a
+/// 429's `Retry-After`) is waited in the background, where posting goes on.
+const DELIVER_WAIT_MAX: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// The `client_msg_id` of question `idx` of the request with `token`: a UUID (Slack's clients
 /// send UUIDs there) made from both, so that every plan of the row gives the same one.
@@ -184,7 +187,10 @@ impl Outbox {
                         attempt += 1;
                         match &f {
                             Failure::Transient { message, .. }
-                                if tries.is_none_or(|n| attempt < n) && ctx.holds_term() =>
+                                if tries.is_none_or(|n| attempt < n)
+                                    && ctx.holds_term()
+                                    && (tries.is_none()
+                                        || Web::wait_after(attempt, &f) <= DELIVER_WAIT_MAX) =>
                             {
                                 let wait = Web::wait_after(attempt, &f);
                                 tracing::warn!(request_id = %Escaped(&req.request_id), question = post.idx, attempt, error = %message, retry_in_ms = wait.as_millis() as u64, "posting a question to Slack failed; retrying");

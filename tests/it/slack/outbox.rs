@@ -122,3 +122,24 @@ async fn a_channel_slack_does_not_know_ends_the_request_with_the_cause() {
     );
     assert!(!message.contains(BOT_TOKEN));
 }
+
+#[tokio::test]
+async fn a_long_retry_after_is_waited_in_the_background_not_by_the_agent() {
+    let t = Slack::start().await;
+    t.s.fail_next(
+        "chat.postMessage",
+        SlackFailure::RateLimited {
+            retry_after_secs: 30,
+        },
+        1,
+    );
+    let (_c, accepted) = t.ask("later", &yes_no("q")).await;
+    let posting = accepted["posting"].as_str().unwrap_or_default();
+    assert!(
+        posting.contains("Slack is rate limiting (429, retry after 30 s)")
+            && posting.contains("posted as soon as it is back"),
+        "{accepted}"
+    );
+    assert_eq!(t.s.calls("chat.postMessage").len(), 1, "no second try yet");
+    assert!(t.s.messages(DEFAULT_CHANNEL).is_empty());
+}
