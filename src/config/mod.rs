@@ -114,6 +114,12 @@ pub struct PostgresConfig {
     pub connect_timeout_secs: u64,
     /// How long one statement may run before the server cancels it.
     pub statement_timeout_secs: u64,
+    /// The client-side deadline of every database call (a query, or a transaction with its
+    /// commit, waiting for a pooled connection included): a call the database has not
+    /// answered by then fails, naming the cause, and its connection is closed. It also sets
+    /// how soon the server gives up on a silent client (`idle_in_transaction_session_timeout`,
+    /// `tcp_user_timeout`, keepalive).
+    pub db_deadline_secs: u64,
     /// TLS: "disable", "prefer", "require", "verify-ca" or "verify-full"; overrides the URL's
     /// `sslmode`.
     pub sslmode: Option<String>,
@@ -128,6 +134,7 @@ impl Default for PostgresConfig {
             max_connections: 4,
             connect_timeout_secs: 10,
             statement_timeout_secs: 30,
+            db_deadline_secs: 5,
             sslmode: None,
             ssl_root_cert: None,
         }
