@@ -31,8 +31,8 @@ use crate::domain::clock::now_ms;
 use crate::domain::cluster::ClusterHandle;
 use crate::domain::error::AskError;
 use crate::domain::request::{
-    AuditEntry, AuditRow, Created, DuePost, EditState, NewRequest, PlannedPost, Post, PostKey,
-    Request, SessionPlace, SettleOutcome, Status, Timer, WithdrawReason,
+    AuditEntry, AuditRow, Created, Draft, DuePost, EditState, NewRequest, PlannedPost, Post,
+    PostKey, Request, SessionPlace, SettleOutcome, Status, Timer, WithdrawReason,
 };
 use crate::domain::store::{Holder, NewAnswer, Page, Pruned, Store, Visibility};
 use anyhow::{Context, Result};

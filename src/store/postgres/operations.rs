@@ -520,7 +520,7 @@ impl Store for PgStore {
         })
     }
 
-    async fn draft(&self, key: i64, idx: usize, user: &str) -> Result<Vec<usize>> {
+    async fn draft(&self, key: i64, idx: usize, user: &str) -> Result<Option<Draft>> {
         read!(self, |conn| Reads::<sqlx::Postgres>(conn)
             .draft(key, idx, user)
             .await)

@@ -10,7 +10,7 @@ use super::Driver;
 use crate::domain::audit::{AuditPage, ChainStart, StartReason};
 use crate::domain::grant::Grant;
 use crate::domain::once_grant::OnceGrant;
-use crate::domain::request::{AuditRow, DuePost, Post, Request, SettleOutcome, Timer};
+use crate::domain::request::{AuditRow, Draft, DuePost, Post, Request, SettleOutcome, Timer};
 use anyhow::{Context, Result};
 use sqlx::{Database, Row};
 
@@ -285,9 +285,9 @@ where
         key: i64,
         idx: usize,
         user: &str,
-    ) -> Result<Vec<usize>> {
-        let json: Option<String> = sqlx::query_scalar(
-            "SELECT selected_json FROM drafts \
+    ) -> Result<Option<Draft>> {
+        let row: Option<(String, i64)> = sqlx::query_as(
+            "SELECT selected_json, updated_at FROM drafts \
              WHERE request_key = $1 AND idx = $2 AND user_id = $3",
         )
         .bind(key)
@@ -295,10 +295,13 @@ where
         .bind(user)
         .fetch_optional(&mut *self.0)
         .await?;
-        Ok(match json {
-            Some(j) => serde_json::from_str(&j)?,
-            None => Vec::new(),
+        row.map(|(json, saved_at_ms)| {
+            Ok(Draft {
+                selected: serde_json::from_str(&json)?,
+                saved_at_ms,
+            })
         })
+        .transpose()
     }
 
     /// `Store::schedule_due`.

@@ -539,7 +539,7 @@ impl Store for SqliteStore {
         .map(drop)
     }
 
-    async fn draft(&self, key: i64, idx: usize, user: &str) -> Result<Vec<usize>> {
+    async fn draft(&self, key: i64, idx: usize, user: &str) -> Result<Option<Draft>> {
         Reads::<sqlx::Sqlite>(&mut *self.pool.acquire().await?)
             .draft(key, idx, user)
             .await

@@ -14,6 +14,7 @@ use std::time::{Duration, Instant};
 use tempfile::TempDir;
 
 mod deadlines;
+mod drafts;
 mod partitions;
 
 use partitions::{failing, health_ok_again, health_timed};
