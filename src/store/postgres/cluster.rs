@@ -33,7 +33,9 @@
 
 use super::Backend;
 use crate::domain::clock::host_ms;
-use crate::domain::cluster::{Beat, Cluster, Fenced, LeaseTiming, NodeInfo, Notice, Term};
+use crate::domain::cluster::{
+    Beat, Cluster, Fenced, LeaseTiming, NodeInfo, Notice, Takeover, Term,
+};
 use crate::domain::request::{Post, Request};
 use crate::domain::store::Holder;
 use anyhow::{bail, Context, Result};
@@ -398,6 +400,22 @@ impl Cluster for PgCluster {
             }
         }
         let unexpired = expires_at.is_some_and(|x| x > db_now);
+        // A new term in place of an earlier one: the lease as it was says whose, and since when
+        // nobody led (the release, when it was given back early; else the last renewal).
+        let takeover = match (mine, epoch, &holder, renewed_at, expires_at) {
+            (Some(now), Some(before), Some(from), Some(renewed), Some(expired))
+                if now != before =>
+            {
+                let released = expired < renewed + timing.ttl.as_millis() as i64;
+                let since = if released { expired } else { renewed };
+                Some(Takeover {
+                    from: from.clone(),
+                    released,
+                    gap: Duration::from_millis(u64::try_from(db_now - since).unwrap_or(0)),
+                })
+            }
+            _ => None,
+        };
         Ok(Beat {
             term,
             leader: match term {
@@ -411,6 +429,7 @@ impl Cluster for PgCluster {
                 None => renewed_at.map(|r| db_now - r),
             },
             clock_offset_ms: db_now - local_mid,
+            takeover,
         })
     }
 
@@ -515,6 +534,15 @@ impl Cluster for PgCluster {
             .fetch_all(conn)
             .await?))?;
         rows.iter().map(super::request_of).collect()
+    }
+
+    async fn last_post_ms(&self) -> Result<Option<i64>> {
+        // An index (migrations/postgres/0020) makes this one step, at every scrape.
+        read!(self, |conn| Ok(sqlx::query_scalar(
+            "SELECT max(posted_at) FROM posts"
+        )
+        .fetch_one(conn)
+        .await?))
     }
 
     async fn notices(&self) -> Result<mpsc::Receiver<Notice>> {

@@ -13,6 +13,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
 use tempfile::TempDir;
 
+mod alerts;
 mod deadlines;
 mod drafts;
 mod partitions;
