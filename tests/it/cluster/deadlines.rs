@@ -150,7 +150,9 @@ async fn a_click_on_a_leader_cut_off_from_the_database_is_told_could_not_be_save
 ) {
     let cluster = Cluster::new().await;
     let (proxy, url) = Proxy::for_postgres(&cluster.db.url).await.unwrap();
-    let b = cut_off_able(cluster.node("b"), &url);
+    // A lease of 10 s: the cut-off leader holds its gateway for 8 s, long enough for both
+    // clicks to reach it (at the default of 3 s the second would reach the next leader).
+    let b = cut_off_able(cluster.node("b"), &url).env("ASKRELAY_CLUSTER__FAILOVER_SECS", 10);
     let mut leader = cluster.lead(&b).await;
     let mut next = follower(&cluster.node("a")).await;
     // Asked on b, which posts it and keeps it in memory: a click goes straight to its write.

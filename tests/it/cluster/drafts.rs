@@ -42,7 +42,9 @@ async fn a_selection_that_failed_to_save_on_a_cut_off_leader_is_not_submitted_st
     let b = cluster
         .node("b")
         .env("ASKRELAY_POSTGRES__DB_DEADLINE_SECS", 3)
-        .env("ASKRELAY_DATABASE_URL", &url);
+        .env("ASKRELAY_DATABASE_URL", &url)
+        // The cut-off leader holds its gateway for 8 s: the selection surely reaches it.
+        .env("ASKRELAY_CLUSTER__FAILOVER_SECS", 10);
     let mut leader = cluster.lead(&b).await;
     let mut next = follower(&cluster.node("a")).await;
     let mut asker = b.ask(&["--request-id", "services"], SERVICES).await;

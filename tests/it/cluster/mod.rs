@@ -16,6 +16,7 @@ use tempfile::TempDir;
 mod alerts;
 mod deadlines;
 mod drafts;
+mod failover;
 mod partitions;
 
 use partitions::{failing, health_ok_again, health_timed};
@@ -23,7 +24,7 @@ use partitions::{failing, health_ok_again, health_timed};
 const QUESTION: &str = r#"{"questions":[{"id":"deploy","question":"Deploy to production?","header":"Deploy","options":[{"label":"Yes","description":"Ship it."},{"label":"No","description":"Hold."}],"multiSelect":false}]}"#;
 
 /// The default failover bound (`cluster.failover_secs`), which the tests keep.
-const FAILOVER: Duration = Duration::from_secs(10);
+const FAILOVER: Duration = Duration::from_secs(3);
 
 /// One cluster under test: the database, the stand-in and a directory per node.
 struct Cluster {
