@@ -14,7 +14,9 @@
 use crate::config::ClusterConfig;
 use crate::domain::clock::{clock_offset_ms, set_clock_offset_ms};
 use crate::domain::cluster::{Beat, ClusterHandle, LeadStatus, LeaseTiming, Notice, Role};
+use crate::domain::metrics::ClusterRecorder;
 use crate::domain::Hub;
+use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::mpsc;
 use tokio::time::Instant;
@@ -25,38 +27,47 @@ use tokio_util::task::TaskTracker;
 /// of the database's time is off by up to half of it.
 const CLOCK_READING_RTT: Duration = Duration::from_millis(200);
 
+/// What the lease task works with: the cluster, the hub it tells, and where failovers are
+/// counted.
+#[derive(Clone)]
+struct Driver {
+    cluster: ClusterHandle,
+    hub: Hub,
+    recorder: Arc<dyn ClusterRecorder>,
+}
+
 /// Starts the driver after a first beat, so that the daemon serves knowing its role and the
 /// database's clock; it gives the lead back at shutdown.
 pub async fn spawn(
     cluster: ClusterHandle,
     hub: Hub,
+    recorder: Arc<dyn ClusterRecorder>,
     config: &ClusterConfig,
     tasks: &TaskTracker,
     shutdown: CancellationToken,
 ) {
     let timing = LeaseTiming::new(Duration::from_secs(config.failover_secs));
     let poll = Duration::from_millis(config.poll_interval_ms);
+    let driver = Driver {
+        cluster: cluster.clone(),
+        hub: hub.clone(),
+        recorder,
+    };
     // Beats that failed in a row (said once when they start and once when they end).
     let mut failed = 0u32;
-    let stop_at = step(&cluster, &hub, &timing, None, &mut failed).await;
-    tasks.spawn(lease(
-        cluster.clone(),
-        hub.clone(),
-        timing,
-        (stop_at, failed),
-        shutdown.clone(),
-    ));
+    let stop_at = step(&driver, &timing, None, &mut failed).await;
+    tasks.spawn(lease(driver, timing, (stop_at, failed), shutdown.clone()));
     tasks.spawn(work(cluster, hub, timing, poll, shutdown));
 }
 
 /// The lease task (see the module comment), from the first beat's `stop_at` and failures.
 async fn lease(
-    cluster: ClusterHandle,
-    hub: Hub,
+    driver: Driver,
     timing: LeaseTiming,
     first: (Option<Instant>, u32),
     shutdown: CancellationToken,
 ) {
+    let (cluster, hub) = (&driver.cluster, &driver.hub);
     let mut beats = tokio::time::interval_at(Instant::now() + timing.beat, timing.beat);
     beats.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     // When this node must have stopped its Discord work, while it leads.
@@ -64,7 +75,7 @@ async fn lease(
     loop {
         tokio::select! {
             _ = shutdown.cancelled() => break,
-            _ = beats.tick() => stop_at = step(&cluster, &hub, &timing, stop_at, &mut failed).await,
+            _ = beats.tick() => stop_at = step(&driver, &timing, stop_at, &mut failed).await,
             _ = until(stop_at) => {
                 tracing::warn!(
                     failover_secs = timing.ttl.as_secs(),
@@ -77,7 +88,7 @@ async fn lease(
             _ = cluster.deposed() => {
                 stop_at = None;
                 hub.set_role(Role::Follower { leader: None });
-                stop_at = step(&cluster, &hub, &timing, stop_at, &mut failed).await;
+                stop_at = step(&driver, &timing, stop_at, &mut failed).await;
             }
         }
     }
@@ -91,12 +102,12 @@ async fn lease(
 
 /// One beat, and what it means for the role; returns the term's new `stop_at`.
 async fn step(
-    cluster: &ClusterHandle,
-    hub: &Hub,
+    driver: &Driver,
     timing: &LeaseTiming,
     stop_at: Option<Instant>,
     failed: &mut u32,
 ) -> Option<Instant> {
+    let (cluster, hub) = (&driver.cluster, &driver.hub);
     let sent = Instant::now();
     let beat = match cluster.beat(timing).await {
         Ok(b) => b,
@@ -116,6 +127,15 @@ async fn step(
         *failed = 0;
     }
     read_clock(&beat, sent.elapsed());
+    if let Some(t) = &beat.takeover {
+        tracing::info!(
+            from = %t.from,
+            cause = if t.released { "released" } else { "expired" },
+            gap_ms = t.gap.as_millis() as u64,
+            "took over the cluster's lead"
+        );
+        driver.recorder.took_over(t);
+    }
     hub.set_lead_status(LeadStatus {
         epoch: beat.epoch,
         leader: beat.leader.clone(),

@@ -166,9 +166,11 @@ impl Daemon {
         hub.start_answerers().await?;
         hub.resume(backlog).await;
         if let Some(cluster) = store.cluster() {
+            metrics.watch_cluster(cluster.clone());
             crate::cluster::spawn(
                 cluster,
                 hub.clone(),
+                metrics.clone(),
                 &config.cluster,
                 &tasks,
                 shutdown.clone(),

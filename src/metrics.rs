@@ -7,7 +7,8 @@
 //! Served on `GET /metrics` by [`crate::http`]: OpenMetrics text, or the classic text format
 //! 0.0.4 ([`classic_text`]) when the scraper does not ask for OpenMetrics.
 
-use crate::domain::metrics::{Recorder, RestRecorder};
+use crate::domain::cluster::{ClusterHandle, Takeover};
+use crate::domain::metrics::{ClusterRecorder, Recorder, RestRecorder};
 use crate::domain::{ErrorCode, Hub};
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
@@ -62,11 +63,31 @@ const LATENCY_BUCKETS: [f64; 14] = [
     86400.0,
 ];
 
+/// Seconds without a leader at a failover: the default lease is 10 s, and a failover within
+/// Discord's patience takes a few.
+const GAP_BUCKETS: [f64; 13] = [
+    0.5, 1.0, 2.0, 3.0, 4.0, 5.0, 7.5, 10.0, 12.5, 15.0, 20.0, 30.0, 60.0,
+];
+
+/// Why the lead changed hands (`askrelay_cluster_failovers_total`'s `cause`).
+const FAILOVER_CAUSES: [&str; 2] = ["expired", "released"];
+
 #[derive(Debug)]
 struct ClusterGauges {
     epoch: Gauge,
     leader_age: Gauge<f64, std::sync::atomic::AtomicU64>,
     leads: Gauge,
+    /// Counted by the node that took the lead.
+    failovers: Family<Labels, Counter>,
+    gaps: Histogram,
+    /// 1 for the node this one last saw holding the lease; one series, `node=""` at 0, when
+    /// it saw none.
+    holder: Family<Labels, Gauge>,
+    /// How long the outbox has been due without a post anywhere in the cluster (0 when nothing
+    /// is due): read when scraped, NaN when the store did not answer in time.
+    since_last_post: Gauge<f64, std::sync::atomic::AtomicU64>,
+    /// The cluster, once the store took its lease, for the last post's time.
+    handle: std::sync::OnceLock<ClusterHandle>,
 }
 
 #[derive(Debug)]
@@ -175,7 +196,42 @@ impl Metrics {
                 epoch: Gauge::default(),
                 leader_age: Gauge::default(),
                 leads: Gauge::default(),
+                failovers: Family::default(),
+                gaps: Histogram::new(GAP_BUCKETS),
+                holder: Family::default(),
+                since_last_post: Gauge::default(),
+                handle: std::sync::OnceLock::new(),
             };
+            registry.register(
+                "askrelay_cluster_failovers",
+                "Changes of leader this node made by taking the lead, by cause: expired (the \
+                 old leader stopped renewing) or released (it gave the lead back)",
+                g.failovers.clone(),
+            );
+            for cause in FAILOVER_CAUSES {
+                drop(
+                    g.failovers
+                        .get_or_create(&vec![("cause", cause.to_owned())]),
+                );
+            }
+            registry.register(
+                "askrelay_cluster_leader_gap_seconds",
+                "At each failover this node made, from the old leader's last renewal (or its \
+                 release) to this node's take, on the database's clock",
+                g.gaps.clone(),
+            );
+            registry.register(
+                "askrelay_cluster_holder",
+                "1 for the node this node last saw holding the lead's lease; node=\"\" at 0 \
+                 when it saw none",
+                g.holder.clone(),
+            );
+            registry.register(
+                "askrelay_outbox_seconds_since_last_post",
+                "While outbox work is due: how long since a question was last posted anywhere \
+                 in the cluster, or since the work became due if that is later; 0 when none is",
+                g.since_last_post.clone(),
+            );
             registry.register(
                 "askrelay_cluster_lease_epoch",
                 "The epoch of the cluster's lead: one more at every change of leader",
@@ -250,11 +306,32 @@ impl Metrics {
                 .any(|(name, c)| name == slack && *c.borrow());
             connected.set(i64::from(up));
         }
-        let backlog =
-            tokio::time::timeout(crate::protocol::HEALTH_DEADLINE, hub.outbox_oldest_due()).await;
-        match backlog {
-            Ok(Ok(oldest)) => self.outbox_oldest.set(oldest.as_secs_f64()),
-            _ => self.outbox_oldest.set(f64::NAN),
+        let handle = self.cluster.as_ref().and_then(|g| g.handle.get());
+        let backlog = tokio::time::timeout(crate::protocol::HEALTH_DEADLINE, async {
+            let oldest = hub.outbox_oldest_due().await.map_err(|e| e.message)?;
+            // Only with work due, in a cluster: when the cluster last posted.
+            let last = match handle {
+                Some(c) if !oldest.is_zero() => {
+                    c.last_post_ms().await.map_err(|e| format!("{e:#}"))?
+                }
+                _ => None,
+            };
+            Ok::<_, String>((oldest, last))
+        })
+        .await;
+        let since_last_post = match backlog {
+            Ok(Ok((oldest, last))) => {
+                self.outbox_oldest.set(oldest.as_secs_f64());
+                let since = last.map_or(oldest, |at| {
+                    let ago = (crate::domain::clock::now_ms() - at).max(0) as u64;
+                    oldest.min(Duration::from_millis(ago))
+                });
+                since.as_secs_f64()
+            }
+            _ => {
+                self.outbox_oldest.set(f64::NAN);
+                f64::NAN
+            }
         };
         if let Some(g) = &self.cluster {
             let lead = hub.lead_status();
@@ -265,11 +342,46 @@ impl Metrics {
                 hub.role(),
                 crate::domain::cluster::Role::Leader { .. }
             )));
+            g.holder.clear();
+            match lead.leader {
+                Some(node) => g.holder.get_or_create(&vec![("node", node)]).set(1),
+                None => g
+                    .holder
+                    .get_or_create(&vec![("node", String::new())])
+                    .set(0),
+            };
+            g.since_last_post.set(since_last_post);
         }
         let mut out = String::new();
         // Writing to a String cannot fail.
         let _ = prometheus_client::encoding::text::encode(&mut out, &self.registry);
         out
+    }
+}
+
+impl Metrics {
+    /// The cluster this daemon belongs to, once its store took the lease: the outbox's
+    /// progress is read from it at each scrape.
+    pub fn watch_cluster(&self, cluster: ClusterHandle) {
+        if let Some(g) = &self.cluster {
+            let _ = g.handle.set(cluster);
+        }
+    }
+}
+
+impl ClusterRecorder for Metrics {
+    fn took_over(&self, takeover: &Takeover) {
+        if let Some(g) = &self.cluster {
+            let cause = if takeover.released {
+                "released"
+            } else {
+                "expired"
+            };
+            g.failovers
+                .get_or_create(&vec![("cause", cause.to_owned())])
+                .inc();
+            g.gaps.observe(takeover.gap.as_secs_f64());
+        }
     }
 }
 

@@ -129,6 +129,9 @@ impl Config {
         if self.postgres.connect_timeout_secs == 0 {
             bail!("postgres.connect_timeout_secs: must be at least 1");
         }
+        if !(1..=3600).contains(&self.postgres.db_deadline_secs) {
+            bail!("postgres.db_deadline_secs: must be 1 to 3600 seconds");
+        }
         if let Some(m) = &self.postgres.sslmode {
             if !["disable", "prefer", "require", "verify-ca", "verify-full"].contains(&m.as_str()) {
                 bail!(

@@ -21,8 +21,8 @@ use super::model::{Question, Scope};
 use super::quorum::Policy;
 use super::request::Source;
 use super::request::{
-    Actor, AuditEntry, DuePost, EditState, PlannedPost, Post, PostKey, Request, Settled, Status,
-    Timer,
+    Actor, AuditEntry, Draft, DuePost, EditState, PlannedPost, Post, PostKey, Request, Settled,
+    Status, Timer,
 };
 use super::store::{Page, Store, Visibility};
 use anyhow::Result;
@@ -544,7 +544,7 @@ impl AnswererContext {
         self.store().save_draft(req.key, idx, user, selected).await
     }
 
-    pub async fn draft(&self, req: &Request, idx: usize, user: &str) -> Result<Vec<usize>> {
+    pub async fn draft(&self, req: &Request, idx: usize, user: &str) -> Result<Option<Draft>> {
         self.store().draft(req.key, idx, user).await
     }
 

@@ -90,6 +90,24 @@ pub struct Beat {
     pub renewed_ms_ago: Option<i64>,
     /// The database's clock minus this node's, as measured by the beat (±half its round trip).
     pub clock_offset_ms: i64,
+    /// Set when this beat began a term of this node in place of an earlier one (of another
+    /// node, or of this one that lapsed): a failover, and how long it left the cluster without
+    /// a leader.
+    pub takeover: Option<Takeover>,
+}
+
+/// A change of leader, as the node that took the lead saw it in the lease it replaced.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Takeover {
+    /// The node that held the lead before (this one, when its own lease lapsed).
+    pub from: String,
+    /// Whether that node gave the lead back (a clean shutdown) rather than stop renewing it
+    /// (a death, a freeze, a partition, a stall).
+    pub released: bool,
+    /// From the old leader's last sign of leading to this take, on the database's clock: its
+    /// release, or else its last renewal. An upper bound of the time nobody led, short of the
+    /// new leader's gateway connect.
+    pub gap: Duration,
 }
 
 /// A term of this node's lead.
@@ -198,9 +216,22 @@ pub trait Cluster: Send + Sync + 'static {
     /// Those of `keys` that have ended, as stored now.
     async fn ended_among(&self, keys: &[i64]) -> Result<Vec<Request>>;
 
+    /// When a question was last posted anywhere in the cluster (ms, the database's clock), if
+    /// ever: how long the outbox has gone without progress.
+    async fn last_post_ms(&self) -> Result<Option<i64>>;
+
     /// Notices from other nodes, until the receiver is dropped. The stream reconnects on its
     /// own after a cut, and then sends [`Notice::Resumed`].
     async fn notices(&self) -> Result<mpsc::Receiver<Notice>>;
+}
+
+/// Names the node only.
+impl std::fmt::Debug for dyn Cluster {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Cluster")
+            .field("node", &self.node())
+            .finish()
+    }
 }
 
 /// A shared handle to a cluster.

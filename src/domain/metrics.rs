@@ -34,6 +34,12 @@ pub trait RestRecorder: Send + Sync + 'static {
     fn rest_response(&self, _status: &str) {}
 }
 
+/// Receives the cluster driver's counts (cluster mode only).
+pub trait ClusterRecorder: Send + Sync + 'static {
+    /// This node took the lead from `takeover.from` (a failover).
+    fn took_over(&self, _takeover: &super::cluster::Takeover) {}
+}
+
 /// A recorder that keeps nothing.
 #[derive(Debug, Default, Clone, Copy)]
 pub struct Silent;
@@ -41,3 +47,5 @@ pub struct Silent;
 impl Recorder for Silent {}
 
 impl RestRecorder for Silent {}
+
+impl ClusterRecorder for Silent {}

@@ -595,6 +595,15 @@ pub struct PostKey<'a> {
     pub slot: &'a Slot,
 }
 
+/// A person's saved multi-select selection on one question, before "Submit".
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Draft {
+    /// The options chosen (indices), in the order given.
+    pub selected: Vec<usize>,
+    /// When it was saved (ms since the epoch, the cluster's clock).
+    pub saved_at_ms: i64,
+}
+
 /// One of an answerer's timers for a request (reminders, escalation steps): how many times it
 /// fired, and when it is due next (`None`: done).
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -13,8 +13,9 @@ use super::error::AskError;
 use super::grant::Grant;
 use super::once_grant::OnceGrant;
 use super::request::{
-    Actor, AuditEntry, AuditRow, Created, DuePost, EditState, NewPost, NewRequest, PlannedPost,
-    Post, PostKey, Request, SessionPlace, SettleOutcome, Status, Timer, WithdrawReason,
+    Actor, AuditEntry, AuditRow, Created, Draft, DuePost, EditState, NewPost, NewRequest,
+    PlannedPost, Post, PostKey, Request, SessionPlace, SettleOutcome, Status, Timer,
+    WithdrawReason,
 };
 use anyhow::Result;
 use async_trait::async_trait;
@@ -245,8 +246,8 @@ pub trait Store: Send + Sync + 'static {
 
     async fn save_draft(&self, key: i64, idx: usize, user: &str, selected: &[usize]) -> Result<()>;
 
-    /// A person's draft for a question; empty when they picked nothing.
-    async fn draft(&self, key: i64, idx: usize, user: &str) -> Result<Vec<usize>>;
+    /// A person's draft for a question, as last saved; `None` when none was.
+    async fn draft(&self, key: i64, idx: usize, user: &str) -> Result<Option<Draft>>;
 
     /// When the schedule `name` (the digest) is due next, if it was ever started.
     async fn schedule_due(&self, name: &str) -> Result<Option<i64>>;

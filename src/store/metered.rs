@@ -9,8 +9,8 @@ use crate::domain::grant::Grant;
 use crate::domain::metrics::Recorder;
 use crate::domain::once_grant::OnceGrant;
 use crate::domain::request::{
-    AuditEntry, AuditRow, Created, DuePost, EditState, NewPost, NewRequest, PlannedPost, Post,
-    PostKey, Request, SessionPlace, SettleOutcome, Status, Timer, WithdrawReason,
+    AuditEntry, AuditRow, Created, Draft, DuePost, EditState, NewPost, NewRequest, PlannedPost,
+    Post, PostKey, Request, SessionPlace, SettleOutcome, Status, Timer, WithdrawReason,
 };
 use crate::domain::store::{Holder, NewAnswer, OnceAudit, Page, Pruned, Store, Visibility};
 use anyhow::Result;
@@ -121,7 +121,7 @@ counted! {
         audit: &AuditEntry
     ) -> Result<bool>;
     async fn save_draft(&self, key: i64, idx: usize, user: &str, selected: &[usize]) -> Result<()>;
-    async fn draft(&self, key: i64, idx: usize, user: &str) -> Result<Vec<usize>>;
+    async fn draft(&self, key: i64, idx: usize, user: &str) -> Result<Option<Draft>>;
     async fn live_grants(&self, route: &str, uid: u32, now_ms: i64) -> Result<Vec<Grant>>;
     async fn grants(&self, now_ms: i64, limit: u32) -> Result<Vec<Grant>>;
     async fn grant(&self, id: &str) -> Result<Option<Grant>>;

@@ -548,10 +548,14 @@ async fn check_the_outbox_timers_drafts_and_schedules(t: TestStore) {
     assert_eq!(stored.len(), 5);
 
     // Drafts are per person and replaced.
-    assert!(store.draft(req.key, 1, "u").await.unwrap().is_empty());
+    assert_eq!(store.draft(req.key, 1, "u").await.unwrap(), None);
     store.save_draft(req.key, 1, "u", &[0]).await.unwrap();
+    let before = crate::domain::clock::now_ms();
     store.save_draft(req.key, 1, "u", &[0, 1]).await.unwrap();
-    assert_eq!(store.draft(req.key, 1, "u").await.unwrap(), [0, 1]);
+    let draft = store.draft(req.key, 1, "u").await.unwrap().unwrap();
+    assert_eq!(draft.selected, [0, 1]);
+    // When it was saved: a new leader trusts only drafts saved in its own term.
+    assert!(draft.saved_at_ms >= before, "{draft:?}");
 
     // An answer makes the posted message due for an edit, until the edit is recorded.
     let won = store

@@ -532,3 +532,177 @@ fn query_parsing_finds_names_outside_strings_and_grouping_labels() {
     assert_eq!(s.labels["answerer"], "discord");
     assert_eq!(s.value, 2.0);
 }
+
+/// The YAML block of docs/operations.md's "Alert rules".
+fn alert_rules() -> String {
+    let doc = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/operations.md"),
+    )
+    .unwrap();
+    let section = doc
+        .split("\n### Alert rules\n")
+        .nth(1)
+        .expect("an Alert rules section");
+    let block = section
+        .split("```yaml\n")
+        .nth(1)
+        .expect("a yaml block")
+        .split("\n```")
+        .next()
+        .unwrap();
+    format!("{block}\n")
+}
+
+/// Each rule of docs/operations.md fired on the series it is for, by `promtool test rules`:
+/// the inputs are what a cluster's nodes serve (`instance` tells the nodes apart).
+const ALERT_TESTS: &str = r#"rule_files: [rules.yml]
+evaluation_interval: 1m
+tests:
+  # b took over after a stopped renewing, 12 s without a leader.
+  - interval: 1m
+    input_series:
+      - series: 'askrelay_cluster_failovers_total{cause="expired",instance="b"}'
+        values: '0 0 1 1 1'
+      - series: 'askrelay_cluster_failovers_total{cause="released",instance="b"}'
+        values: '0 0 0 0 0'
+      - series: 'askrelay_cluster_leader_gap_seconds_count{instance="b"}'
+        values: '0 0 1 1 1'
+      - series: 'askrelay_cluster_leader_gap_seconds_bucket{instance="b",le="5.0"}'
+        values: '0 0 0 0 0'
+      - series: 'askrelay_cluster_holder{instance="a",node="b"}'
+        values: '1 1 1 1 1'
+    alert_rule_test:
+      - eval_time: 0m
+        alertname: AskrelayLeaderFailedOver
+        exp_alerts: []
+      - eval_time: 3m
+        alertname: AskrelayLeaderFailedOver
+        exp_alerts:
+          - exp_labels: {severity: warning}
+            exp_annotations:
+              summary: "askrelay: the cluster's leader changed after the old one stopped renewing"
+      - eval_time: 3m
+        alertname: AskrelayLeaderGapLong
+        exp_alerts:
+          - exp_labels: {severity: warning}
+            exp_annotations:
+              summary: "askrelay: a failover left the cluster without a leader for more than 5 s"
+      - eval_time: 3m
+        alertname: AskrelayNoLeader
+        exp_alerts: []
+  # A clean handover within 5 s is no alert.
+  - interval: 1m
+    input_series:
+      - series: 'askrelay_cluster_failovers_total{cause="released",instance="b"}'
+        values: '0 0 1 1 1'
+      - series: 'askrelay_cluster_failovers_total{cause="expired",instance="b"}'
+        values: '0 0 0 0 0'
+      - series: 'askrelay_cluster_leader_gap_seconds_count{instance="b"}'
+        values: '0 0 1 1 1'
+      - series: 'askrelay_cluster_leader_gap_seconds_bucket{instance="b",le="5.0"}'
+        values: '0 0 1 1 1'
+    alert_rule_test:
+      - eval_time: 3m
+        alertname: AskrelayLeaderFailedOver
+        exp_alerts: []
+      - eval_time: 3m
+        alertname: AskrelayLeaderGapLong
+        exp_alerts: []
+  # Neither node sees a leader.
+  - interval: 1m
+    input_series:
+      - series: 'askrelay_cluster_holder{instance="a",node=""}'
+        values: '0x5'
+      - series: 'askrelay_cluster_holder{instance="b",node=""}'
+        values: '0x5'
+    alert_rule_test:
+      - eval_time: 2m
+        alertname: AskrelayNoLeader
+        exp_alerts:
+          - exp_labels: {severity: critical}
+            exp_annotations:
+              summary: "askrelay: no node of the cluster sees a leader"
+  # a and b each name themselves.
+  - interval: 1m
+    input_series:
+      - series: 'askrelay_cluster_holder{instance="a",node="a"}'
+        values: '1x5'
+      - series: 'askrelay_cluster_holder{instance="b",node="b"}'
+        values: '1x5'
+    alert_rule_test:
+      - eval_time: 3m
+        alertname: AskrelayLeaderDisputed
+        exp_alerts:
+          - exp_labels: {severity: warning}
+            exp_annotations:
+              summary: "askrelay: the cluster's nodes name different leaders"
+      - eval_time: 3m
+        alertname: AskrelayNoLeader
+        exp_alerts: []
+  # Questions wait and nothing is posted.
+  - interval: 1m
+    input_series:
+      - series: 'askrelay_outbox_seconds_since_last_post{instance="a"}'
+        values: '0 10 40 50 60'
+    alert_rule_test:
+      - eval_time: 1m
+        alertname: AskrelayOutboxNotPosting
+        exp_alerts: []
+      - eval_time: 4m
+        alertname: AskrelayOutboxNotPosting
+        exp_alerts:
+          - exp_labels: {severity: critical}
+            exp_annotations:
+              summary: "askrelay: questions wait and nothing was posted for 60 s"
+"#;
+
+#[test]
+fn the_alert_rules_of_operations_md_pass_promtool() {
+    let rules = alert_rules();
+    // Every series a rule names is one the daemon serves (a histogram's by its samples).
+    let documented = documented();
+    for name in metric_names(&rules) {
+        let family = ["_bucket", "_count", "_sum"]
+            .iter()
+            .find_map(|s| name.strip_suffix(s))
+            .filter(|f| documented.contains_key(*f))
+            .unwrap_or(&name);
+        assert!(
+            documented.contains_key(family),
+            "a rule names {name}, which docs/operations.md does not list"
+        );
+    }
+    let promtool = std::env::var_os("PATH").and_then(|paths| {
+        std::env::split_paths(&paths)
+            .map(|p| p.join("promtool"))
+            .find(|p| p.is_file())
+    });
+    let Some(promtool) = promtool else {
+        skip(
+            "metrics::the_alert_rules_of_operations_md_pass_promtool",
+            "promtool is not installed (Debian's prometheus package); the alert rules were not \
+             checked",
+        );
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("rules.yml"), &rules).unwrap();
+    std::fs::write(dir.path().join("tests.yml"), ALERT_TESTS).unwrap();
+    for args in [
+        ["check", "rules", "rules.yml"],
+        ["test", "rules", "tests.yml"],
+    ] {
+        let out = std::process::Command::new(&promtool)
+            .args(args)
+            .current_dir(dir.path())
+            .output()
+            .unwrap();
+        let said = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(out.status.success(), "promtool {args:?}:\n{said}");
+        assert!(said.contains("SUCCESS"), "promtool {args:?}:\n{said}");
+    }
+}

@@ -2,8 +2,15 @@
 //! the store) until "Submit". A draft whose save failed is remembered here for the term, and
 //! "Submit" is refused until a save succeeds, so that it never submits an older or empty
 //! selection in its place.
+//!
+//! What a term remembers, the next one does not know: a save that failed on the leader before
+//! (cut off from the database, then replaced), or before a restart. So a term submits only
+//! what it can vouch for: a draft saved since it began, or no draft at all on a question asked
+//! since it began. Otherwise (a draft saved in an earlier term, or none on a question that
+//! earlier terms showed) the person is asked to choose again rather than have an older or an
+//! empty selection submitted for them.
 
-use crate::domain::request::Request;
+use crate::domain::request::{Draft, Request};
 use crate::domain::{AnswererContext, Settlement};
 use std::collections::HashSet;
 use std::sync::Mutex;
@@ -41,15 +48,20 @@ impl UnsavedDrafts {
 pub enum NotSubmitted {
     /// The person's last selection failed to save: they choose again.
     LastNotSaved,
+    /// The person's selection (or its absence) is older than this term, whose leader cannot
+    /// know whether a later one failed to save before it: they choose again.
+    EarlierTerm,
     /// The saved draft cannot be read now: the cause, to class.
     Unreadable(String),
 }
 
 /// The settlement of `person`'s saved selection of question `idx`, to submit; never an older
-/// or an empty selection in place of one that failed to save.
+/// or an empty selection in place of one that failed to save, in this term (`unsaved`) or
+/// before it began (`term_began_ms`, on the cluster's clock; see the module comment).
 pub async fn submitted(
     ctx: &AnswererContext,
     unsaved: &UnsavedDrafts,
+    term_began_ms: i64,
     req: &Request,
     idx: usize,
     person: &str,
@@ -57,12 +69,60 @@ pub async fn submitted(
     if unsaved.unsaved(req.key, idx, person) {
         return Err(NotSubmitted::LastNotSaved);
     }
-    let selected = ctx.draft(req, idx, person).await.map_err(|e| {
+    let draft = ctx.draft(req, idx, person).await.map_err(|e| {
         tracing::error!(error = %format!("{e:#}"), "cannot read a draft");
         NotSubmitted::Unreadable(format!("{e:#}"))
     })?;
+    let selected = vouched(draft, req.created_at_ms, term_began_ms)?;
     Ok(Settlement {
         selected,
         ..Settlement::default()
     })
+}
+
+/// The selection a term that began at `term_began_ms` may submit for a question of a request
+/// created at `created_at_ms`, from the person's saved `draft` (see the module comment).
+pub fn vouched(
+    draft: Option<Draft>,
+    created_at_ms: i64,
+    term_began_ms: i64,
+) -> Result<Vec<usize>, NotSubmitted> {
+    match draft {
+        Some(d) if d.saved_at_ms >= term_began_ms => Ok(d.selected),
+        None if created_at_ms >= term_began_ms => Ok(Vec::new()),
+        _ => Err(NotSubmitted::EarlierTerm),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn saved(selected: &[usize], at: i64) -> Option<Draft> {
+        Some(Draft {
+            selected: selected.to_vec(),
+            saved_at_ms: at,
+        })
+    }
+
+    #[test]
+    fn a_term_submits_only_what_it_can_vouch_for() {
+        // A term that began at 1000, on a question asked at 500 (shown by an earlier term).
+        assert_eq!(vouched(saved(&[0, 2], 1200), 500, 1000), Ok(vec![0, 2]));
+        assert_eq!(
+            vouched(saved(&[0], 900), 500, 1000),
+            Err(NotSubmitted::EarlierTerm),
+            "a draft saved before the term: a later one may have failed to save"
+        );
+        assert_eq!(
+            vouched(None, 500, 1000),
+            Err(NotSubmitted::EarlierTerm),
+            "no draft on a question an earlier term showed: the first may have failed"
+        );
+        // A question asked in this term: every save of it was this term's.
+        assert_eq!(vouched(None, 1500, 1000), Ok(Vec::new()));
+        assert_eq!(vouched(saved(&[], 1600), 1500, 1000), Ok(Vec::new()));
+        // A store with no terms (the default) trusts every draft.
+        assert_eq!(vouched(saved(&[1], 5), 1, 0), Ok(vec![1]));
+    }
 }

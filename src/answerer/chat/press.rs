@@ -113,6 +113,19 @@ pub struct Kept {
     pub patterns: Mutex<WaitingPatterns>,
     /// Multi-select drafts whose save failed.
     pub unsaved: UnsavedDrafts,
+    /// When the term began (ms, the cluster's clock): drafts from before are not submitted
+    /// (see [`drafts`]). 0 (the default) trusts every draft.
+    pub term_began_ms: i64,
+}
+
+impl Kept {
+    /// For a term that begins now, at `began_ms`.
+    pub fn for_term(began_ms: i64) -> Kept {
+        Kept {
+            term_began_ms: began_ms,
+            ..Kept::default()
+        }
+    }
 }
 
 /// The person's draft of question `idx`, to submit (see [`drafts::submitted`]).
@@ -123,7 +136,7 @@ pub async fn draft(
     idx: usize,
     person: &str,
 ) -> Result<Settlement, NotSubmitted> {
-    drafts::submitted(ctx, &kept.unsaved, req, idx, person).await
+    drafts::submitted(ctx, &kept.unsaved, kept.term_began_ms, req, idx, person).await
 }
 
 /// What `person`'s (their platform id) admitted `press` on question `idx` of `req` comes to,

@@ -66,6 +66,11 @@ pub async fn settle(
 /// carry paths or URLs).
 pub fn failure_class(cause: &str) -> &'static str {
     let lower = cause.to_ascii_lowercase();
+    // A call past its deadline (`postgres.db_deadline_secs`): the database is cut off, or
+    // stalled for longer than a person should wait.
+    if lower.contains("did not answer within") {
+        return "askrelay's database did not answer in time";
+    }
     if [
         "locked",
         "busy",

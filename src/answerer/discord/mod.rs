@@ -599,7 +599,11 @@ impl DiscordAnswerer {
             gateway: self.gateway.clone(),
             commands: self.commands.clone(),
             ctx: ctx.clone(),
-            kept: Default::default(),
+            // Drafts saved before this term are not submitted (chat/drafts.rs): a save that
+            // failed on the leader before, or before a restart, is not known here.
+            kept: Arc::new(crate::answerer::chat::press::Kept::for_term(
+                crate::domain::clock::now_ms(),
+            )),
         };
         // Building the client asks Discord for the gateway's URL: one request under the
         // global limit like ours.

@@ -179,7 +179,11 @@ impl SlackAnswerer {
             outbox: outbox.clone(),
             groups: self.groups.clone(),
             ctx: ctx.clone(),
-            kept: Default::default(),
+            // Drafts saved before this term are not submitted (chat/drafts.rs), as on Discord:
+            // a save that failed before a restart or on another leader is not known here.
+            kept: Arc::new(crate::answerer::chat::press::Kept::for_term(
+                crate::domain::clock::now_ms(),
+            )),
         });
         let s = &self.config.slack;
         match (s.mode, &s.app_token, &s.signing_secret) {

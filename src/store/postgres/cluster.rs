@@ -33,7 +33,9 @@
 
 use super::Backend;
 use crate::domain::clock::host_ms;
-use crate::domain::cluster::{Beat, Cluster, Fenced, LeaseTiming, NodeInfo, Notice, Term};
+use crate::domain::cluster::{
+    Beat, Cluster, Fenced, LeaseTiming, NodeInfo, Notice, Takeover, Term,
+};
 use crate::domain::request::{Post, Request};
 use crate::domain::store::Holder;
 use anyhow::{bail, Context, Result};
@@ -88,10 +90,6 @@ FROM clock c LEFT JOIN before b ON true";
 const FENCE: &str = "SELECT set_config('idle_in_transaction_session_timeout', $3, true) \
      FROM lease WHERE one = 1 AND holder = $1 AND epoch = $2 AND expires_at > askrelay_now_ms() \
      FOR SHARE";
-
-/// How often the notice stream checks that its connection is alive: a connection cut without
-/// a word (a network partition) would otherwise go unnoticed until the next notice.
-const LISTEN_PROBE: Duration = Duration::from_secs(30);
 
 /// The pauses between attempts to listen again after a cut: from the first, doubling up to the
 /// last.
@@ -197,7 +195,7 @@ async fn take_node_lock(shared: &Backend, me: &Holder) -> Result<PgConnection> {
             shared.connect.connect_timeout,
         )
         .await?;
-    let result = bounded(shared.connect.connect_timeout, async {
+    let result = bounded(shared.connect.deadline, async {
         let got: bool = sqlx::query_scalar(&format!("SELECT pg_try_advisory_lock({NODE_LOCK})"))
             .bind(&me.node)
             .fetch_one(&mut conn)
@@ -276,7 +274,7 @@ pub(super) async fn release(shared: &Backend) {
     let term = shared.term();
     shared.set_term(None);
     let node = shared.node().unwrap_or_default().to_owned();
-    let _ = bounded(shared.connect.connect_timeout, async {
+    let _ = bounded(shared.connect.deadline, async {
         if let Some(term) = term {
             end_lease(&mut conn, &node, term.epoch).await?;
         }
@@ -371,7 +369,11 @@ impl Cluster for PgCluster {
         })
         .await;
         let (mine, holder, epoch, renewed_at, expires_at, db_now) = match result {
-            Ok(row) => row,
+            Ok(row) => {
+                // The database answers: the pooled calls need not wait for one of theirs.
+                shared.deadlines.answered();
+                row
+            }
             Err(e) => {
                 // Not waiting for a connection that did not answer: it may never answer again.
                 lease.conn = None;
@@ -398,6 +400,22 @@ impl Cluster for PgCluster {
             }
         }
         let unexpired = expires_at.is_some_and(|x| x > db_now);
+        // A new term in place of an earlier one: the lease as it was says whose, and since when
+        // nobody led (the release, when it was given back early; else the last renewal).
+        let takeover = match (mine, epoch, &holder, renewed_at, expires_at) {
+            (Some(now), Some(before), Some(from), Some(renewed), Some(expired))
+                if now != before =>
+            {
+                let released = expired < renewed + timing.ttl.as_millis() as i64;
+                let since = if released { expired } else { renewed };
+                Some(Takeover {
+                    from: from.clone(),
+                    released,
+                    gap: Duration::from_millis(u64::try_from(db_now - since).unwrap_or(0)),
+                })
+            }
+            _ => None,
+        };
         Ok(Beat {
             term,
             leader: match term {
@@ -411,6 +429,7 @@ impl Cluster for PgCluster {
                 None => renewed_at.map(|r| db_now - r),
             },
             clock_offset_ms: db_now - local_mid,
+            takeover,
         })
     }
 
@@ -435,7 +454,7 @@ impl Cluster for PgCluster {
         let mut lease = shared.lease.lock().await;
         if let Some(conn) = lease.conn.as_mut() {
             let ended = bounded(
-                shared.connect.connect_timeout,
+                shared.connect.deadline,
                 end_lease(conn, &self.node, term.epoch),
             )
             .await;
@@ -447,13 +466,16 @@ impl Cluster for PgCluster {
     }
 
     async fn nodes(&self) -> Result<Vec<NodeInfo>> {
-        let rows: Vec<(String, String, i64, String, i64, bool)> = sqlx::query_as(
-            "SELECT n.node, n.host, n.pid, n.version, n.heartbeat_at, \
-             COALESCE(l.holder = n.node AND l.expires_at > askrelay_now_ms(), false) AS leader \
-             FROM nodes n LEFT JOIN lease l ON l.one = 1 ORDER BY leader DESC, n.node",
-        )
-        .fetch_all(&self.shared.pool)
-        .await?;
+        let rows: Vec<(String, String, i64, String, i64, bool)> = read!(self, |conn| {
+            Ok(sqlx::query_as(
+                "SELECT n.node, n.host, n.pid, n.version, n.heartbeat_at, \
+                 COALESCE(l.holder = n.node AND l.expires_at > askrelay_now_ms(), false) \
+                 AS leader FROM nodes n LEFT JOIN lease l ON l.one = 1 \
+                 ORDER BY leader DESC, n.node",
+            )
+            .fetch_all(conn)
+            .await?)
+        })?;
         Ok(rows
             .into_iter()
             .map(
@@ -470,31 +492,31 @@ impl Cluster for PgCluster {
     }
 
     async fn all_pending_everywhere(&self) -> Result<Vec<(Request, Vec<Post>)>> {
-        let rows = sqlx::query(&super::select(
+        let sql = super::select(
             super::Dialect::Postgres,
             super::FULL,
             "WHERE status = 'pending' ORDER BY key",
-        ))
-        .fetch_all(&self.shared.pool)
-        .await?;
+        );
+        let rows = read!(self, |conn| Ok(sqlx::query(&sql).fetch_all(conn).await?))?;
         rows.iter().map(super::with_posts_of).collect()
     }
 
     async fn orphans(&self, grace: Duration) -> Result<Vec<Request>> {
         // Another node's, and that node silent for longer than `grace` by the database's
         // clock (or never registered).
-        let rows = sqlx::query(&super::select(
+        let sql = super::select(
             super::Dialect::Postgres,
             super::CONTEXT,
             "WHERE status = 'pending' AND node IS DISTINCT FROM $1 \
              AND NOT EXISTS (SELECT 1 FROM nodes n WHERE n.node = requests.node \
                              AND n.heartbeat_at >= askrelay_now_ms() - $2) \
              ORDER BY key",
-        ))
-        .bind(&self.node)
-        .bind(grace.as_millis() as i64)
-        .fetch_all(&self.shared.pool)
-        .await?;
+        );
+        let rows = read!(self, |conn| Ok(sqlx::query(&sql)
+            .bind(&self.node)
+            .bind(grace.as_millis() as i64)
+            .fetch_all(conn)
+            .await?))?;
         rows.iter().map(super::request_of).collect()
     }
 
@@ -502,15 +524,25 @@ impl Cluster for PgCluster {
         if keys.is_empty() {
             return Ok(Vec::new());
         }
-        let rows = sqlx::query(&super::select(
+        let sql = super::select(
             super::Dialect::Postgres,
             super::CONTEXT,
             "WHERE key = ANY($1) AND status <> 'pending' ORDER BY key",
-        ))
-        .bind(keys)
-        .fetch_all(&self.shared.pool)
-        .await?;
+        );
+        let rows = read!(self, |conn| Ok(sqlx::query(&sql)
+            .bind(keys)
+            .fetch_all(conn)
+            .await?))?;
         rows.iter().map(super::request_of).collect()
+    }
+
+    async fn last_post_ms(&self) -> Result<Option<i64>> {
+        // An index (migrations/postgres/0020) makes this one step, at every scrape.
+        read!(self, |conn| Ok(sqlx::query_scalar(
+            "SELECT max(posted_at) FROM posts"
+        )
+        .fetch_one(conn)
+        .await?))
     }
 
     async fn notices(&self) -> Result<mpsc::Receiver<Notice>> {
@@ -538,9 +570,9 @@ async fn listen(shared: &Backend, name: &str) -> Result<Listening> {
         .max_connections(1)
         .idle_timeout(None)
         .max_lifetime(None)
-        .acquire_timeout(shared.connect.connect_timeout)
+        .acquire_timeout(shared.connect.deadline)
         .connect_lazy_with(shared.connect.named(name));
-    let result = bounded(shared.connect.connect_timeout, async {
+    let result = bounded(shared.connect.deadline, async {
         let mut listener = PgListener::connect_with(&pool).await?;
         listener.listen_all([OUTBOX, ENDED]).await?;
         anyhow::Ok(listener)
@@ -583,7 +615,10 @@ async fn relay(shared: Arc<Backend>, name: String, listening: Listening, tx: mps
     let closed = shared.closed.clone();
     let mut current = Some(listening);
     let mut pause = FIRST_PAUSE;
-    let mut probe = tokio::time::interval(LISTEN_PROBE);
+    // How often the stream checks that its connection is alive (a query within the deadline):
+    // a connection cut without a word (a network partition) would otherwise go unnoticed
+    // until the next notice, and the notices meanwhile lost.
+    let mut probe = tokio::time::interval(shared.connect.deadline);
     probe.reset();
     loop {
         let Some(l) = current.as_mut() else {
@@ -614,7 +649,7 @@ async fn relay(shared: Arc<Backend>, name: String, listening: Listening, tx: mps
             _ = tx.closed() => break,
             r = l.listener.try_recv() => r.map_err(anyhow::Error::from),
             _ = probe.tick() => {
-                let alive = bounded(shared.connect.connect_timeout, async {
+                let alive = bounded(shared.connect.deadline, async {
                     sqlx::query("SELECT 1").execute(&mut l.listener).await?;
                     anyhow::Ok(())
                 })
@@ -652,7 +687,7 @@ async fn relay(shared: Arc<Backend>, name: String, listening: Listening, tx: mps
     }
     if let Some(Listening { listener, pool }) = current {
         drop(listener);
-        let _ = tokio::time::timeout(shared.connect.connect_timeout, pool.close()).await;
+        let _ = tokio::time::timeout(shared.connect.deadline, pool.close()).await;
     }
 }
 

@@ -23,11 +23,51 @@ pub(super) struct Connect {
     /// From the URL and `[postgres]`, with no statement timeout: migrations may take long, and
     /// wait for another node's migrations.
     base: PgConnectOptions,
-    /// `base` with `statement_timeout`, for the pool and the cluster's own connections.
+    /// `base` with the server's side of the deadlines ([`server_settings`]), for the pool and
+    /// the cluster's own connections.
     timed: PgConnectOptions,
     /// What errors call the database: the URL with its password hidden.
     pub(super) shown: String,
     pub(super) connect_timeout: Duration,
+    /// `postgres.statement_timeout_secs`.
+    pub(super) statement_timeout: Duration,
+    /// `postgres.db_deadline_secs`: how long any call on the pool, the lease or the listener
+    /// connection may take.
+    pub(super) deadline: Duration,
+}
+
+/// What a connection of the pool, the lease or the listener asks the server to do, so that
+/// the server's side gives up on a silent node about as soon as the node gives up on it
+/// (`postgres.db_deadline_secs`, `deadline`):
+/// - `statement_timeout`: a statement runs at most `postgres.statement_timeout_secs`;
+/// - `idle_in_transaction_session_timeout`: a transaction left idle for a deadline (its node
+///   gave up, froze or was cut off) is ended, and its locks with it;
+/// - `client_connection_check_interval`: a statement whose node closed its connection (at its
+///   deadline) stops within a second instead of running on;
+/// - `tcp_keepalives_idle`, `_interval`, `_count` and `tcp_user_timeout`: the server's socket
+///   notices a node that vanished (a partition, a dead host) within about a deadline, instead
+///   of TCP's own minutes to hours, and frees its connection slot.
+///
+/// The client side has no such socket settings (sqlx offers none): there, the deadline of every
+/// call is the bound (`deadline.rs`). Every one of these is a user-settable setting of
+/// PostgreSQL 14 or newer.
+fn server_settings(statement_timeout: Duration, deadline: Duration) -> Vec<(&'static str, String)> {
+    let secs = deadline.as_secs().max(1);
+    vec![
+        (
+            "statement_timeout",
+            statement_timeout.as_millis().to_string(),
+        ),
+        (
+            "idle_in_transaction_session_timeout",
+            deadline.as_millis().to_string(),
+        ),
+        ("client_connection_check_interval", "1000".to_owned()),
+        ("tcp_keepalives_idle", secs.div_ceil(2).to_string()),
+        ("tcp_keepalives_interval", "1".to_owned()),
+        ("tcp_keepalives_count", "3".to_owned()),
+        ("tcp_user_timeout", deadline.as_millis().to_string()),
+    ]
 }
 
 impl Connect {
@@ -45,15 +85,18 @@ impl Connect {
             base = base.ssl_root_cert(cert);
         }
         base = base.application_name("askrelay");
-        let timeout_ms = config.statement_timeout_secs.saturating_mul(1000);
+        let deadline = Duration::from_secs(config.db_deadline_secs);
+        let statement_timeout = Duration::from_secs(config.statement_timeout_secs);
         let timed = base
             .clone()
-            .options([("statement_timeout", timeout_ms.to_string())]);
+            .options(server_settings(statement_timeout, deadline));
         Ok(Connect {
             base,
             timed,
             shown,
             connect_timeout: Duration::from_secs(config.connect_timeout_secs),
+            statement_timeout,
+            deadline,
         })
     }
 

@@ -18,7 +18,6 @@
 //! (as in SQLite, see [`crate::store::sqlite`]): a connection cut mid-transaction is not to be
 //! trusted with the next one.
 
-mod cluster;
 mod connect;
 #[cfg(test)]
 mod tests;
@@ -32,8 +31,8 @@ use crate::domain::clock::now_ms;
 use crate::domain::cluster::ClusterHandle;
 use crate::domain::error::AskError;
 use crate::domain::request::{
-    AuditEntry, AuditRow, Created, DuePost, EditState, NewPost, NewRequest, PlannedPost, Post,
-    PostKey, Request, SessionPlace, SettleOutcome, Status, Timer, WithdrawReason,
+    AuditEntry, AuditRow, Created, Draft, DuePost, EditState, NewPost, NewRequest, PlannedPost,
+    Post, PostKey, Request, SessionPlace, SettleOutcome, Status, Timer, WithdrawReason,
 };
 use crate::domain::store::{Holder, NewAnswer, Page, Pruned, Store, Visibility};
 use anyhow::{Context, Result};
@@ -47,27 +46,39 @@ use std::sync::{Arc, OnceLock};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-/// Runs `$body` as one transaction on a connection of its own (`$tx` is the transaction); on
-/// any error the transaction is rolled back and the connection is closed instead of going back
-/// to the pool. `$body` ends in `anyhow::Ok(..)`.
+#[macro_use]
+mod deadline;
+
+/// Runs `$body` as one transaction on a pooled connection (`$tx` is the transaction), within
+/// the deadline (`postgres.db_deadline_secs`, or `$limit`), the wait for the connection and the
+/// commit included; on any error the transaction is rolled back and the connection is closed
+/// instead of going back to the pool. `$body` ends in `anyhow::Ok(..)`.
 macro_rules! write_tx {
-    ($store:expr, |$tx:ident| $body:block) => {{
-        let mut conn = $store.shared.pool.acquire().await?;
-        let result: anyhow::Result<_> = async {
+    ($store:expr, |$tx:ident| $body:block) => {
+        write_tx!($store, $store.shared.deadlines.limit(), |$tx| $body)
+    };
+    ($store:expr, $limit:expr, |$tx:ident| $body:block) => {
+        on_conn!($store.shared, $limit, |conn| {
             let mut $tx = sqlx::Connection::begin(&mut *conn).await?;
             let value = async { $body }.await?;
             $tx.commit().await?;
             anyhow::Ok(value)
-        }
-        .await;
-        if result.is_err() {
-            conn.close_on_drop();
-        }
-        result
-    }};
+        })
+    };
 }
 
-// After the macro, which its operations use.
+/// Runs `$body` (a read, `anyhow::Result<_>`) with `$conn`, a pooled `&mut PgConnection`,
+/// within the deadline.
+macro_rules! read {
+    ($store:expr, |$conn:ident| $body:expr) => {
+        on_conn!($store.shared, $store.shared.deadlines.limit(), |$conn| {
+            $body
+        })
+    };
+}
+
+// After the macros, which they use.
+mod cluster;
 mod operations;
 
 /// How long a pooled connection stays open unused: an idle node (most followers) holds only
@@ -78,6 +89,8 @@ const POOL_IDLE: std::time::Duration = std::time::Duration::from_secs(30);
 pub(crate) struct Backend {
     pool: PgPool,
     connect: Connect,
+    /// Every call's deadline, and whether the database is silent.
+    deadlines: deadline::Deadlines,
     /// This daemon, once it took its lease. Until then it has no node id, and stores and sees
     /// requests without one.
     me: OnceLock<Holder>,
@@ -135,6 +148,7 @@ impl PgStore {
         Ok(PgStore {
             shared: Arc::new(Backend {
                 pool,
+                deadlines: deadline::Deadlines::new(connect.deadline),
                 connect,
                 me: OnceLock::new(),
                 lease: tokio::sync::Mutex::new(Lease::default()),
@@ -145,10 +159,6 @@ impl PgStore {
             }),
             cluster: OnceLock::new(),
         })
-    }
-
-    fn pool(&self) -> &PgPool {
-        &self.shared.pool
     }
 
     fn node(&self) -> Option<&str> {
@@ -188,14 +198,17 @@ impl PgStore {
             Visibility::All => None,
             Visibility::Owner(u) => Some(i64::from(u)),
         };
-        let rows = sqlx::query(&sql)
-            .bind(pending)
-            .bind(uid)
-            .bind(page.after)
-            .bind(i64::from(page.limit))
-            .bind(self.node())
-            .fetch_all(self.pool())
-            .await?;
+        let node = self.node();
+        let rows = read!(self, |conn| {
+            Ok(sqlx::query(&sql)
+                .bind(pending)
+                .bind(uid)
+                .bind(page.after)
+                .bind(i64::from(page.limit))
+                .bind(node)
+                .fetch_all(conn)
+                .await?)
+        })?;
         rows.iter().map(request_of).collect()
     }
 }

@@ -136,34 +136,40 @@ impl Store for PgStore {
     }
 
     async fn by_id(&self, request_id: &str) -> Result<Option<Request>> {
-        Reads(self.pool())
+        read!(self, |conn| Reads::<sqlx::Postgres>(conn)
             .request("request_id = $1", Bind::Text(request_id))
-            .await
+            .await)
     }
 
     async fn by_key(&self, key: i64) -> Result<Option<Request>> {
-        Reads(self.pool()).request("key = $1", Bind::Int(key)).await
+        read!(self, |conn| Reads::<sqlx::Postgres>(conn)
+            .request("key = $1", Bind::Int(key))
+            .await)
     }
 
     async fn voted_pending(&self) -> Result<Vec<i64>> {
-        Reads(self.pool()).voted_pending().await
+        read!(self, |conn| Reads::<sqlx::Postgres>(conn)
+            .voted_pending()
+            .await)
     }
 
     async fn by_token(&self, token: &str) -> Result<Option<(Request, Vec<Post>)>> {
-        Reads(self.pool())
+        read!(self, |conn| Reads::<sqlx::Postgres>(conn)
             .with_posts("token = $1", Bind::Text(token))
-            .await
+            .await)
     }
 
     async fn all_pending(&self) -> Result<Vec<(Request, Vec<Post>)>> {
-        let rows = sqlx::query(&select(
+        let sql = select(
             Dialect::Postgres,
             FULL,
             "WHERE status = 'pending' AND node IS NOT DISTINCT FROM $1 ORDER BY key",
-        ))
-        .bind(self.node())
-        .fetch_all(self.pool())
-        .await?;
+        );
+        let node = self.node();
+        let rows = read!(self, |conn| Ok(sqlx::query(&sql)
+            .bind(node)
+            .fetch_all(conn)
+            .await?))?;
         rows.iter().map(with_posts_of).collect()
     }
 
@@ -271,7 +277,9 @@ impl Store for PgStore {
         let mut lost = audit.clone();
         lost.accepted = false;
         self.audit(&lost).await?;
-        Reads(self.pool()).why_lost(key, idx).await
+        read!(self, |conn| Reads::<sqlx::Postgres>(conn)
+            .why_lost(key, idx)
+            .await)
     }
 
     async fn end(
@@ -319,15 +327,21 @@ impl Store for PgStore {
     }
 
     async fn audit_start(&self, since_ms: Option<i64>) -> Result<ChainStart> {
-        Reads(self.pool()).audit_start(since_ms).await
+        read!(self, |conn| Reads::<sqlx::Postgres>(conn)
+            .audit_start(since_ms)
+            .await)
     }
 
     async fn audit_chain(&self, after: i64, limit: u32) -> Result<AuditPage> {
-        Reads(self.pool()).audit_chain(after, limit).await
+        read!(self, |conn| Reads::<sqlx::Postgres>(conn)
+            .audit_chain(after, limit)
+            .await)
     }
 
     async fn audit_rows(&self, request_key: Option<i64>) -> Result<Vec<AuditRow>> {
-        Reads(self.pool()).audit_rows(request_key).await
+        read!(self, |conn| Reads::<sqlx::Postgres>(conn)
+            .audit_rows(request_key)
+            .await)
     }
 
     async fn posts(&self, keys: &[i64]) -> Result<HashMap<i64, Vec<Post>>> {
@@ -336,13 +350,14 @@ impl Store for PgStore {
             return Ok(out);
         }
         // Slots in byte order, as SQLite compares text.
-        let rows: Vec<PostRow> = sqlx::query_as(&format!(
+        let sql = format!(
             "SELECT {POST_COLUMNS} FROM posts WHERE request_key = ANY($1) \
              ORDER BY request_key, idx, slot COLLATE \"C\""
-        ))
-        .bind(keys)
-        .fetch_all(self.pool())
-        .await?;
+        );
+        let rows: Vec<PostRow> = read!(self, |conn| Ok(sqlx::query_as(&sql)
+            .bind(keys)
+            .fetch_all(conn)
+            .await?))?;
         for r in rows {
             out.entry(r.request_key).or_default().push(r.into_post());
         }
@@ -398,7 +413,9 @@ impl Store for PgStore {
     }
 
     async fn session_thread(&self, at: &SessionPlace<'_>) -> Result<Option<String>> {
-        Reads(self.pool()).session_thread(at).await
+        read!(self, |conn| Reads::<sqlx::Postgres>(conn)
+            .session_thread(at)
+            .await)
     }
 
     async fn keep_session_thread(&self, at: &SessionPlace<'_>, thread: &str) -> Result<()> {
@@ -436,7 +453,9 @@ impl Store for PgStore {
     }
 
     async fn timers(&self, answerer: &str) -> Result<Vec<Timer>> {
-        Reads(self.pool()).timers(answerer).await
+        read!(self, |conn| Reads::<sqlx::Postgres>(conn)
+            .timers(answerer)
+            .await)
     }
 
     async fn advance_timer(
@@ -469,13 +488,15 @@ impl Store for PgStore {
     }
 
     async fn outbox_due(&self, answerer: Option<&str>) -> Result<Vec<DuePost>> {
-        Reads(self.pool()).outbox_due(answerer).await
+        read!(self, |conn| Reads::<sqlx::Postgres>(conn)
+            .outbox_due(answerer)
+            .await)
     }
 
     async fn with_posts_by_key(&self, key: i64) -> Result<Option<(Request, Vec<Post>)>> {
-        Reads(self.pool())
+        read!(self, |conn| Reads::<sqlx::Postgres>(conn)
             .with_posts("key = $1", Bind::Int(key))
-            .await
+            .await)
     }
 
     async fn vote(
@@ -522,12 +543,16 @@ impl Store for PgStore {
         })
     }
 
-    async fn draft(&self, key: i64, idx: usize, user: &str) -> Result<Vec<usize>> {
-        Reads(self.pool()).draft(key, idx, user).await
+    async fn draft(&self, key: i64, idx: usize, user: &str) -> Result<Option<Draft>> {
+        read!(self, |conn| Reads::<sqlx::Postgres>(conn)
+            .draft(key, idx, user)
+            .await)
     }
 
     async fn schedule_due(&self, name: &str) -> Result<Option<i64>> {
-        Reads(self.pool()).schedule_due(name).await
+        read!(self, |conn| Reads::<sqlx::Postgres>(conn)
+            .schedule_due(name)
+            .await)
     }
 
     async fn advance_schedule(&self, name: &str, from: Option<i64>, to: i64) -> Result<bool> {
@@ -539,15 +564,21 @@ impl Store for PgStore {
     }
 
     async fn live_grants(&self, route: &str, uid: u32, now_ms: i64) -> Result<Vec<Grant>> {
-        Reads(self.pool()).grants_for(route, uid, now_ms).await
+        read!(self, |conn| Reads::<sqlx::Postgres>(conn)
+            .grants_for(route, uid, now_ms)
+            .await)
     }
 
     async fn grants(&self, now_ms: i64, limit: u32) -> Result<Vec<Grant>> {
-        Reads(self.pool()).grants_live(now_ms, limit).await
+        read!(self, |conn| Reads::<sqlx::Postgres>(conn)
+            .grants_live(now_ms, limit)
+            .await)
     }
 
     async fn grant(&self, id: &str) -> Result<Option<Grant>> {
-        Reads(self.pool()).grant_by_id(id).await
+        read!(self, |conn| Reads::<sqlx::Postgres>(conn)
+            .grant_by_id(id)
+            .await)
     }
 
     async fn revoke_grant(
@@ -647,7 +678,9 @@ impl Store for PgStore {
     }
 
     async fn once_grant_of(&self, request_key: i64) -> Result<Option<OnceGrant>> {
-        Reads(self.pool()).once_grant_of(request_key).await
+        read!(self, |conn| Reads::<sqlx::Postgres>(conn)
+            .once_grant_of(request_key)
+            .await)
     }
 
     async fn writable(&self) -> Result<()> {
@@ -673,8 +706,15 @@ impl Store for PgStore {
         audit_before_ms: Option<i64>,
     ) -> Result<Pruned> {
         let mut pruned = Pruned::default();
+        // Pruning may delete a great many rows at once: it is given the statement timeout
+        // rather than the deadline of a call that someone waits for.
+        let long = self
+            .shared
+            .deadlines
+            .limit()
+            .max(self.shared.connect.statement_timeout);
         if let Some(before) = ended_before_ms {
-            pruned.requests = write_tx!(self, |tx| {
+            pruned.requests = write_tx!(self, long, |tx| {
                 // The requests first, locked (every transaction locks a request before its
                 // rows); then their rows (foreign keys), then the requests.
                 let keys: Vec<i64> = sqlx::query_scalar(
@@ -703,7 +743,7 @@ impl Store for PgStore {
         }
         if let Some(before) = audit_before_ms {
             // What goes, and how it gets past the audit log's DELETE trigger: `prune_audit`.
-            pruned.audit = write_tx!(self, |tx| { Tx(&mut *tx).prune_audit(before).await })?;
+            pruned.audit = write_tx!(self, long, |tx| { Tx(&mut *tx).prune_audit(before).await })?;
         }
         Ok(pruned)
     }
@@ -713,6 +753,14 @@ impl Store for PgStore {
         self.shared.tasks.close();
         self.shared.tasks.wait().await;
         cluster::release(&self.shared).await;
-        self.shared.pool.close().await;
+        // A connection still in use when its database went silent is closed by its own
+        // deadline; this bound only keeps shutdown from waiting on anything else.
+        let limit = self.shared.deadlines.limit();
+        if tokio::time::timeout(limit, self.shared.pool.close())
+            .await
+            .is_err()
+        {
+            tracing::warn!("the database connections did not close in time; leaving them");
+        }
     }
 }

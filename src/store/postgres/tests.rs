@@ -9,7 +9,7 @@
 use super::PgStore;
 use crate::config::PostgresConfig;
 use crate::domain::answer::Settlement;
-use crate::domain::cluster::{ClusterHandle, Fenced, LeaseTiming, Notice};
+use crate::domain::cluster::{Beat, ClusterHandle, Fenced, LeaseTiming, Notice};
 use crate::domain::error::AskError;
 use crate::domain::request::{AuditEntry, PostKey, SettleOutcome, Slot, Status};
 use crate::domain::store::{NewAnswer, Page, Store, Visibility};
@@ -320,10 +320,11 @@ async fn two_nodes_append_to_one_audit_chain() {
 }
 
 /// Beats `c` every beat until it leads; returns its term's epoch.
-async fn beat_until_leading(c: &ClusterHandle, timing: &LeaseTiming) -> i64 {
+async fn beat_until_leading(c: &ClusterHandle, timing: &LeaseTiming) -> Beat {
     loop {
-        if let Some(term) = c.beat(timing).await.unwrap().term {
-            return term.epoch;
+        let beat = c.beat(timing).await.unwrap();
+        if beat.term.is_some() {
+            return beat;
         }
         tokio::time::sleep(timing.beat).await;
     }
@@ -386,8 +387,14 @@ async fn the_lead_is_a_lease_that_expires_unless_renewed_and_fences_the_writes_f
     // a stops beating (frozen, cut off): b takes the lease once it expired on the database's
     // clock, and not before.
     let stopped = std::time::Instant::now();
-    let taken = beat_until_leading(&cb, &timing).await;
+    let took = beat_until_leading(&cb, &timing).await;
+    let taken = took.term.unwrap().epoch;
     assert_eq!(taken, epoch + 1, "a new holder is a new epoch");
+    // The failover, as the new leader saw it: from a, which stopped renewing, at least a
+    // lease's length after a's last renewal.
+    let takeover = took.takeover.expect("a takeover");
+    assert_eq!((takeover.from.as_str(), takeover.released), ("a", false));
+    assert!(takeover.gap >= timing.ttl, "{takeover:?}");
     assert!(
         stopped.elapsed() >= timing.ttl - timing.beat,
         "{:?}",

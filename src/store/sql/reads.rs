@@ -1,5 +1,6 @@
 //! The reads that are the same on both backends: the audit chain, the outbox's due rows, the
-//! timers and schedules, drafts and grants. Each runs on the store's read pool.
+//! timers and schedules, drafts and grants. Each runs on a connection the backend lends it: a
+//! pooled one, which PostgreSQL's store holds within its deadline (`store/postgres/deadline.rs`).
 
 use super::rows::{
     audit_page, ChainRow, GrantRow, OnceGrantRow, RequestRow, GRANT_COLUMNS, ONCE_GRANT_COLUMNS,
@@ -9,9 +10,9 @@ use super::Driver;
 use crate::domain::audit::{AuditPage, ChainStart, StartReason};
 use crate::domain::grant::Grant;
 use crate::domain::once_grant::OnceGrant;
-use crate::domain::request::{AuditRow, DuePost, Post, Request, SettleOutcome, Timer};
+use crate::domain::request::{AuditRow, Draft, DuePost, Post, Request, SettleOutcome, Timer};
 use anyhow::{Context, Result};
-use sqlx::{Database, Pool, Row};
+use sqlx::{Database, Row};
 
 /// What a read of one request is picked by: the value of its `$1`.
 pub(in crate::store) enum Bind<'a> {
@@ -19,8 +20,8 @@ pub(in crate::store) enum Bind<'a> {
     Int(i64),
 }
 
-/// The shared reads, on a backend's read pool.
-pub(in crate::store) struct Reads<'a, DB: Database>(pub(in crate::store) &'a Pool<DB>);
+/// The shared reads, on a connection of the backend's read pool.
+pub(in crate::store) struct Reads<'a, DB: Database>(pub(in crate::store) &'a mut DB::Connection);
 
 impl<DB> Reads<'_, DB>
 where
@@ -44,7 +45,7 @@ where
     /// The one request `clause` (a condition on `$1`, which `bind` gives) picks, with its
     /// answers and its context.
     pub(in crate::store) async fn request(
-        &self,
+        &mut self,
         clause: &str,
         bind: Bind<'_>,
     ) -> Result<Option<Request>> {
@@ -58,7 +59,7 @@ where
     /// [`Reads::request`] with the request's outbox rows, in one query (each query is a round
     /// trip, and a click needs this one).
     pub(in crate::store) async fn with_posts(
-        &self,
+        &mut self,
         clause: &str,
         bind: Bind<'_>,
     ) -> Result<Option<(Request, Vec<Post>)>> {
@@ -71,7 +72,11 @@ where
 
     /// Why an answer to question `idx` of request `key` did not count, read after its
     /// transaction: it was answered already, the request ended, or there is no such question.
-    pub(in crate::store) async fn why_lost(&self, key: i64, idx: usize) -> Result<SettleOutcome> {
+    pub(in crate::store) async fn why_lost(
+        &mut self,
+        key: i64,
+        idx: usize,
+    ) -> Result<SettleOutcome> {
         let Some(req) = self.request("key = $1", Bind::Int(key)).await? else {
             return Ok(SettleOutcome::Unknown);
         };
@@ -82,22 +87,25 @@ where
         })
     }
 
-    async fn one(&self, with: With, clause: &str, bind: Bind<'_>) -> Result<Option<DB::Row>> {
+    async fn one(&mut self, with: With, clause: &str, bind: Bind<'_>) -> Result<Option<DB::Row>> {
         let sql = select(DB::DIALECT, with, &format!("WHERE {clause}"));
         let q = sqlx::query(&sql);
         let q = match bind {
             Bind::Text(s) => q.bind(s),
             Bind::Int(i) => q.bind(i),
         };
-        Ok(q.fetch_optional(self.0).await?)
+        Ok(q.fetch_optional(&mut *self.0).await?)
     }
 
     /// `Store::audit_start`.
-    pub(in crate::store) async fn audit_start(&self, since_ms: Option<i64>) -> Result<ChainStart> {
+    pub(in crate::store) async fn audit_start(
+        &mut self,
+        since_ms: Option<i64>,
+    ) -> Result<ChainStart> {
         let (after, hash, reason): (i64, String, String) = sqlx::query_as(
             "SELECT after, hash, reason FROM audit_checkpoints ORDER BY after DESC LIMIT 1",
         )
-        .fetch_one(self.0)
+        .fetch_one(&mut *self.0)
         .await
         .context("the audit chain has no checkpoint")?;
         let checkpoint = ChainStart {
@@ -114,18 +122,18 @@ where
             sqlx::query_scalar("SELECT MIN(id) FROM audit WHERE at >= $1 AND id > $2")
                 .bind(since)
                 .bind(checkpoint.after)
-                .fetch_one(self.0)
+                .fetch_one(&mut *self.0)
                 .await?;
         let before: (i64, String) = match first {
             Some(first) if first - 1 == checkpoint.after => return Ok(checkpoint),
             Some(first) => sqlx::query_as("SELECT id, hash FROM audit WHERE id = $1")
                 .bind(first - 1)
-                .fetch_one(self.0)
+                .fetch_one(&mut *self.0)
                 .await
                 .context("the audit chain has a gap")?,
             None => {
                 sqlx::query_as("SELECT id, hash FROM audit_head")
-                    .fetch_one(self.0)
+                    .fetch_one(&mut *self.0)
                     .await?
             }
         };
@@ -140,7 +148,11 @@ where
     }
 
     /// `Store::audit_chain`.
-    pub(in crate::store) async fn audit_chain(&self, after: i64, limit: u32) -> Result<AuditPage> {
+    pub(in crate::store) async fn audit_chain(
+        &mut self,
+        after: i64,
+        limit: u32,
+    ) -> Result<AuditPage> {
         // One statement, so one snapshot: the head is the one these rows lead to (a row
         // appended meanwhile is in neither).
         let rows: Vec<ChainRow> = sqlx::query_as(
@@ -156,14 +168,14 @@ where
         )
         .bind(after)
         .bind(i64::from(limit))
-        .fetch_all(self.0)
+        .fetch_all(&mut *self.0)
         .await?;
         audit_page(rows)
     }
 
     /// `Store::audit_rows`.
     pub(in crate::store) async fn audit_rows(
-        &self,
+        &mut self,
         request_key: Option<i64>,
     ) -> Result<Vec<AuditRow>> {
         let rows = sqlx::query(
@@ -171,7 +183,7 @@ where
              FROM audit WHERE (CAST($1 AS BIGINT) IS NULL OR request_key = $1) ORDER BY id",
         )
         .bind(request_key)
-        .fetch_all(self.0)
+        .fetch_all(&mut *self.0)
         .await?;
         rows.into_iter()
             .map(|r| {
@@ -192,7 +204,7 @@ where
 
     /// `Store::outbox_due`.
     pub(in crate::store) async fn outbox_due(
-        &self,
+        &mut self,
         answerer: Option<&str>,
     ) -> Result<Vec<DuePost>> {
         let rows: Vec<(i64, i64, String, bool, Option<i64>)> = sqlx::query_as(
@@ -213,7 +225,7 @@ where
              ORDER BY due_since NULLS FIRST",
         )
         .bind(answerer)
-        .fetch_all(self.0)
+        .fetch_all(&mut *self.0)
         .await?;
         Ok(rows
             .into_iter()
@@ -230,14 +242,14 @@ where
     }
 
     /// `Store::timers`.
-    pub(in crate::store) async fn timers(&self, answerer: &str) -> Result<Vec<Timer>> {
+    pub(in crate::store) async fn timers(&mut self, answerer: &str) -> Result<Vec<Timer>> {
         let rows: Vec<(i64, String, i64, Option<i64>)> = sqlx::query_as(
             "SELECT t.request_key, t.name, t.fired, t.due_at FROM timers t \
              JOIN requests r ON r.key = t.request_key \
              WHERE t.answerer = $1 AND t.due_at IS NOT NULL AND r.status = 'pending'",
         )
         .bind(answerer)
-        .fetch_all(self.0)
+        .fetch_all(&mut *self.0)
         .await?;
         Ok(rows
             .into_iter()
@@ -252,7 +264,7 @@ where
 
     /// `Store::session_thread`.
     pub(in crate::store) async fn session_thread(
-        &self,
+        &mut self,
         at: &crate::domain::request::SessionPlace<'_>,
     ) -> Result<Option<String>> {
         Ok(sqlx::query_scalar(
@@ -263,52 +275,55 @@ where
         .bind(at.channel)
         .bind(at.agent)
         .bind(at.session)
-        .fetch_optional(self.0)
+        .fetch_optional(&mut *self.0)
         .await?)
     }
 
     /// `Store::draft`.
     pub(in crate::store) async fn draft(
-        &self,
+        &mut self,
         key: i64,
         idx: usize,
         user: &str,
-    ) -> Result<Vec<usize>> {
-        let json: Option<String> = sqlx::query_scalar(
-            "SELECT selected_json FROM drafts \
+    ) -> Result<Option<Draft>> {
+        let row: Option<(String, i64)> = sqlx::query_as(
+            "SELECT selected_json, updated_at FROM drafts \
              WHERE request_key = $1 AND idx = $2 AND user_id = $3",
         )
         .bind(key)
         .bind(idx as i64)
         .bind(user)
-        .fetch_optional(self.0)
+        .fetch_optional(&mut *self.0)
         .await?;
-        Ok(match json {
-            Some(j) => serde_json::from_str(&j)?,
-            None => Vec::new(),
+        row.map(|(json, saved_at_ms)| {
+            Ok(Draft {
+                selected: serde_json::from_str(&json)?,
+                saved_at_ms,
+            })
         })
+        .transpose()
     }
 
     /// `Store::schedule_due`.
-    pub(in crate::store) async fn schedule_due(&self, name: &str) -> Result<Option<i64>> {
+    pub(in crate::store) async fn schedule_due(&mut self, name: &str) -> Result<Option<i64>> {
         Ok(
             sqlx::query_scalar("SELECT due_at FROM schedules WHERE name = $1")
                 .bind(name)
-                .fetch_optional(self.0)
+                .fetch_optional(&mut *self.0)
                 .await?,
         )
     }
 
     /// `Store::voted_pending`.
-    pub(in crate::store) async fn voted_pending(&self) -> Result<Vec<i64>> {
+    pub(in crate::store) async fn voted_pending(&mut self) -> Result<Vec<i64>> {
         Ok(sqlx::query_scalar(super::VOTED_PENDING)
-            .fetch_all(self.0)
+            .fetch_all(&mut *self.0)
             .await?)
     }
 
     /// `Store::live_grants`: the live grants on `route` for `uid`.
     pub(in crate::store) async fn grants_for(
-        &self,
+        &mut self,
         route: &str,
         uid: u32,
         now_ms: i64,
@@ -321,14 +336,14 @@ where
         .bind(route)
         .bind(i64::from(uid))
         .bind(now_ms)
-        .fetch_all(self.0)
+        .fetch_all(&mut *self.0)
         .await?;
         Ok(rows.into_iter().map(GrantRow::into_grant).collect())
     }
 
     /// `Store::grants`: every live grant, the newest first.
     pub(in crate::store) async fn grants_live(
-        &self,
+        &mut self,
         now_ms: i64,
         limit: u32,
     ) -> Result<Vec<Grant>> {
@@ -338,17 +353,17 @@ where
         ))
         .bind(now_ms)
         .bind(i64::from(limit))
-        .fetch_all(self.0)
+        .fetch_all(&mut *self.0)
         .await?;
         Ok(rows.into_iter().map(GrantRow::into_grant).collect())
     }
 
     /// `Store::grant`.
-    pub(in crate::store) async fn grant_by_id(&self, id: &str) -> Result<Option<Grant>> {
+    pub(in crate::store) async fn grant_by_id(&mut self, id: &str) -> Result<Option<Grant>> {
         let row: Option<GrantRow> =
             sqlx::query_as(&format!("SELECT {GRANT_COLUMNS} FROM grants WHERE id = $1"))
                 .bind(id)
-                .fetch_optional(self.0)
+                .fetch_optional(&mut *self.0)
                 .await?;
         Ok(row.map(GrantRow::into_grant))
     }
@@ -356,7 +371,7 @@ where
     /// The oldest live, unused one-use grant of `uid` for `call` of `session`: the one
     /// `Store::use_once_grant` then marks used.
     pub(in crate::store) async fn once_grant_live(
-        &self,
+        &mut self,
         uid: u32,
         session: &str,
         call: &str,
@@ -371,21 +386,21 @@ where
         .bind(session)
         .bind(call)
         .bind(now_ms)
-        .fetch_optional(self.0)
+        .fetch_optional(&mut *self.0)
         .await?;
         Ok(row.map(OnceGrantRow::into_once_grant))
     }
 
     /// A one-use grant by the request it was minted from.
     pub(in crate::store) async fn once_grant_of(
-        &self,
+        &mut self,
         request_key: i64,
     ) -> Result<Option<OnceGrant>> {
         let row: Option<OnceGrantRow> = sqlx::query_as(&format!(
             "SELECT {ONCE_GRANT_COLUMNS} FROM once_grants WHERE request_key = $1"
         ))
         .bind(request_key)
-        .fetch_optional(self.0)
+        .fetch_optional(&mut *self.0)
         .await?;
         Ok(row.map(OnceGrantRow::into_once_grant))
     }

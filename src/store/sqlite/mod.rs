@@ -17,8 +17,8 @@ use super::sql::select::REQUEST_COLUMNS;
 use crate::domain::audit::{AuditPage, ChainHead, ChainStart, ChainedRow};
 use crate::domain::error::AskError;
 use crate::domain::request::{
-    AuditEntry, AuditRow, Created, DuePost, EditState, NewPost, NewRequest, PlannedPost, Post,
-    PostKey, Request, SessionPlace, SettleOutcome, Status, Timer, WithdrawReason,
+    AuditEntry, AuditRow, Created, Draft, DuePost, EditState, NewPost, NewRequest, PlannedPost,
+    Post, PostKey, Request, SessionPlace, SettleOutcome, Status, Timer, WithdrawReason,
 };
 use crate::domain::store::{Holder, NewAnswer, Page, Pruned, Store, Visibility};
 use anyhow::{bail, Context, Result};

@@ -134,17 +134,19 @@ impl Store for SqliteStore {
     }
 
     async fn by_id(&self, request_id: &str) -> Result<Option<Request>> {
-        Reads(&self.pool)
+        Reads::<sqlx::Sqlite>(&mut *self.pool.acquire().await?)
             .request("request_id = $1", Bind::Text(request_id))
             .await
     }
 
     async fn by_key(&self, key: i64) -> Result<Option<Request>> {
-        Reads(&self.pool).request("key = $1", Bind::Int(key)).await
+        Reads::<sqlx::Sqlite>(&mut *self.pool.acquire().await?)
+            .request("key = $1", Bind::Int(key))
+            .await
     }
 
     async fn by_token(&self, token: &str) -> Result<Option<(Request, Vec<Post>)>> {
-        Reads(&self.pool)
+        Reads::<sqlx::Sqlite>(&mut *self.pool.acquire().await?)
             .with_posts("token = $1", Bind::Text(token))
             .await
     }
@@ -161,7 +163,9 @@ impl Store for SqliteStore {
     }
 
     async fn voted_pending(&self) -> Result<Vec<i64>> {
-        Reads(&self.pool).voted_pending().await
+        Reads::<sqlx::Sqlite>(&mut *self.pool.acquire().await?)
+            .voted_pending()
+            .await
     }
 
     async fn pending(&self, who: Visibility, page: Page) -> Result<Vec<Request>> {
@@ -283,7 +287,9 @@ impl Store for SqliteStore {
             Settled::Won(result) => Ok(SettleOutcome::Won { result }),
             Settled::Lost => {
                 // Say why it did not count.
-                Reads(&self.pool).why_lost(key, idx).await
+                Reads::<sqlx::Sqlite>(&mut *self.pool.acquire().await?)
+                    .why_lost(key, idx)
+                    .await
             }
         }
     }
@@ -336,15 +342,21 @@ impl Store for SqliteStore {
     }
 
     async fn audit_start(&self, since_ms: Option<i64>) -> Result<ChainStart> {
-        Reads(&self.pool).audit_start(since_ms).await
+        Reads::<sqlx::Sqlite>(&mut *self.pool.acquire().await?)
+            .audit_start(since_ms)
+            .await
     }
 
     async fn audit_chain(&self, after: i64, limit: u32) -> Result<AuditPage> {
-        Reads(&self.pool).audit_chain(after, limit).await
+        Reads::<sqlx::Sqlite>(&mut *self.pool.acquire().await?)
+            .audit_chain(after, limit)
+            .await
     }
 
     async fn audit_rows(&self, request_key: Option<i64>) -> Result<Vec<AuditRow>> {
-        Reads(&self.pool).audit_rows(request_key).await
+        Reads::<sqlx::Sqlite>(&mut *self.pool.acquire().await?)
+            .audit_rows(request_key)
+            .await
     }
 
     async fn posts(&self, keys: &[i64]) -> Result<HashMap<i64, Vec<Post>>> {
@@ -405,7 +417,9 @@ impl Store for SqliteStore {
     }
 
     async fn session_thread(&self, at: &SessionPlace<'_>) -> Result<Option<String>> {
-        Reads(&self.pool).session_thread(at).await
+        Reads::<sqlx::Sqlite>(&mut *self.pool.acquire().await?)
+            .session_thread(at)
+            .await
     }
 
     async fn keep_session_thread(&self, at: &SessionPlace<'_>, thread: &str) -> Result<()> {
@@ -433,11 +447,15 @@ impl Store for SqliteStore {
     }
 
     async fn outbox_due(&self, answerer: Option<&str>) -> Result<Vec<DuePost>> {
-        Reads(&self.pool).outbox_due(answerer).await
+        Reads::<sqlx::Sqlite>(&mut *self.pool.acquire().await?)
+            .outbox_due(answerer)
+            .await
     }
 
     async fn timers(&self, answerer: &str) -> Result<Vec<Timer>> {
-        Reads(&self.pool).timers(answerer).await
+        Reads::<sqlx::Sqlite>(&mut *self.pool.acquire().await?)
+            .timers(answerer)
+            .await
     }
 
     async fn advance_timer(
@@ -467,7 +485,7 @@ impl Store for SqliteStore {
     }
 
     async fn with_posts_by_key(&self, key: i64) -> Result<Option<(Request, Vec<Post>)>> {
-        Reads(&self.pool)
+        Reads::<sqlx::Sqlite>(&mut *self.pool.acquire().await?)
             .with_posts("key = $1", Bind::Int(key))
             .await
     }
@@ -522,12 +540,16 @@ impl Store for SqliteStore {
         .map(drop)
     }
 
-    async fn draft(&self, key: i64, idx: usize, user: &str) -> Result<Vec<usize>> {
-        Reads(&self.pool).draft(key, idx, user).await
+    async fn draft(&self, key: i64, idx: usize, user: &str) -> Result<Option<Draft>> {
+        Reads::<sqlx::Sqlite>(&mut *self.pool.acquire().await?)
+            .draft(key, idx, user)
+            .await
     }
 
     async fn schedule_due(&self, name: &str) -> Result<Option<i64>> {
-        Reads(&self.pool).schedule_due(name).await
+        Reads::<sqlx::Sqlite>(&mut *self.pool.acquire().await?)
+            .schedule_due(name)
+            .await
     }
 
     async fn advance_schedule(&self, name: &str, from: Option<i64>, to: i64) -> Result<bool> {
@@ -538,15 +560,21 @@ impl Store for SqliteStore {
     }
 
     async fn live_grants(&self, route: &str, uid: u32, now_ms: i64) -> Result<Vec<Grant>> {
-        Reads(&self.pool).grants_for(route, uid, now_ms).await
+        Reads::<sqlx::Sqlite>(&mut *self.pool.acquire().await?)
+            .grants_for(route, uid, now_ms)
+            .await
     }
 
     async fn grants(&self, now_ms: i64, limit: u32) -> Result<Vec<Grant>> {
-        Reads(&self.pool).grants_live(now_ms, limit).await
+        Reads::<sqlx::Sqlite>(&mut *self.pool.acquire().await?)
+            .grants_live(now_ms, limit)
+            .await
     }
 
     async fn grant(&self, id: &str) -> Result<Option<Grant>> {
-        Reads(&self.pool).grant_by_id(id).await
+        Reads::<sqlx::Sqlite>(&mut *self.pool.acquire().await?)
+            .grant_by_id(id)
+            .await
     }
 
     async fn revoke_grant(
@@ -625,7 +653,7 @@ impl Store for SqliteStore {
         // update of that id, with its audit row if it changed a row, in one call. A grant that
         // another use took in between is looked for again.
         for _ in 0..3 {
-            let Some(g) = Reads(&self.pool)
+            let Some(g) = Reads::<sqlx::Sqlite>(&mut *self.pool.acquire().await?)
                 .once_grant_live(uid, session, call, now_ms)
                 .await?
             else {
@@ -663,7 +691,9 @@ impl Store for SqliteStore {
     }
 
     async fn once_grant_of(&self, request_key: i64) -> Result<Option<OnceGrant>> {
-        Reads(&self.pool).once_grant_of(request_key).await
+        Reads::<sqlx::Sqlite>(&mut *self.pool.acquire().await?)
+            .once_grant_of(request_key)
+            .await
     }
 
     async fn writable(&self) -> Result<()> {

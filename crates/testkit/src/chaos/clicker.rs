@@ -426,8 +426,10 @@ impl ClickerTask {
                     false
                 }
                 // "Submit" after a draft that failed to save (its deferred update said so in
-                // a follow-up): choose again, as a person would, then Submit.
-                Some(4) if content.contains("selection was not saved") => {
+                // a follow-up), or one made before a restart or a change of leader (which
+                // cannot know of a later one that failed): choose again, as a person would,
+                // then Submit.
+                Some(4) if content.contains("choose your options again") => {
                     if current {
                         t.step = Step::Draft;
                         t.inflight = None;

@@ -135,7 +135,7 @@ const REPLAY_LIMIT: Duration = Duration::from_secs(20);
 /// How long SIGTERM gets before SIGKILL at the end.
 const STOP_LIMIT: Duration = Duration::from_secs(20);
 /// A cluster whose leader was killed must have a live gateway session again within this long
-/// (`cluster.failover_secs` is 10 by default); past it the failover counts as stuck.
+/// (`cluster.failover_secs` is 3 by default); past it the failover counts as stuck.
 const FAILOVER_LIMIT: Duration = Duration::from_secs(60);
 /// How long a `health` call may take when the monkey looks for the leader.
 const HEALTH_LIMIT: Duration = Duration::from_secs(2);
@@ -186,7 +186,7 @@ pub struct ChaosConfig {
     /// The stand-in de-duplicates message creates by nonce (as Discord does); off, a post sent
     /// twice shows as two messages.
     pub dedup: bool,
-    /// `cluster.failover_secs` for every node; `None` for the daemon's default (10).
+    /// `cluster.failover_secs` for every node; `None` for the daemon's default (3).
     pub failover_secs: Option<u64>,
     /// Freeze, partition and skew always hit the leader (otherwise half the time): for a
     /// short run with one fault of each kind, where a follower hit would show little.
@@ -220,7 +220,7 @@ impl ChaosConfig {
 
     /// The failover time the nodes run with.
     pub fn failover(&self) -> Duration {
-        Duration::from_secs(self.failover_secs.unwrap_or(10))
+        Duration::from_secs(self.failover_secs.unwrap_or(3))
     }
 }
 /// A tiny seeded PRNG (splitmix64 to seed, xorshift64* to draw): reproducible, no dependency.

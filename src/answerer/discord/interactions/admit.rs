@@ -85,9 +85,10 @@ impl Handler {
             Ok(None) => return Err(Refusal::new(AuditAction::Stale, UNKNOWN)),
             Err(e) => {
                 tracing::error!(error = %format!("{e:#}"), "cannot read a request for an interaction");
+                // What the person needs to know is that their answer did not count.
                 return Err(Refusal::new(
                     AuditAction::StoreError,
-                    "askrelay could not read this question, try again.",
+                    super::not_saved(&format!("{e:#}")),
                 ));
             }
         };

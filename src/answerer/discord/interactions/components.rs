@@ -19,6 +19,12 @@ use serenity::all::{ComponentInteraction, ComponentInteractionDataKind};
 const DRAFT_NOT_SAVED: &str = "Your last selection was not saved, so nothing was submitted: \
                                choose your options again, then Submit.";
 
+/// What "Submit" says when the person's selection was made before askrelay's term began (a
+/// restart, or another host took over): a later one may have failed to save.
+const DRAFT_FROM_BEFORE: &str = "askrelay restarted or moved to another host since your last \
+                                 selection, which may not have been saved, so nothing was \
+                                 submitted: choose your options again, then Submit.";
+
 impl Handler {
     pub(super) async fn on_component(&self, ci: ComponentInteraction) {
         // A batch control is not tied to one request: its requests are checked one by one.
@@ -197,6 +203,7 @@ impl Handler {
 pub(super) fn not_submitted(e: NotSubmitted) -> Reply {
     match e {
         NotSubmitted::LastNotSaved => Reply::Tell(DRAFT_NOT_SAVED.into()),
+        NotSubmitted::EarlierTerm => Reply::Tell(DRAFT_FROM_BEFORE.into()),
         NotSubmitted::Unreadable(cause) => Reply::Tell(not_saved(&cause)),
     }
 }

@@ -16,4 +16,13 @@ fn not_saved_names_the_class_of_the_cause_and_never_its_text() {
     assert!(failed.contains("askrelay's database failed"), "{failed}");
     assert!(!failed.contains("/var/lib"), "{failed}");
     assert_eq!(failed.lines().count(), 1);
+    let late = not_saved(
+        "the request could not be saved (storage error: the database did not answer within 5 s \
+         (postgres.db_deadline_secs)); nothing changed, try again",
+    );
+    assert_eq!(
+        late,
+        "Your answer could not be saved, try again (askrelay's database did not answer in time). \
+         Nothing was recorded."
+    );
 }

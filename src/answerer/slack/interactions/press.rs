@@ -221,10 +221,17 @@ impl Handler {
     }
 }
 
+/// What Submit says when the person's selection was made before askrelay's term began (a
+/// restart, or another host took over): a later one may have failed to save.
+const DRAFT_FROM_BEFORE: &str = "askrelay restarted or moved to another host since your last \
+                                 selection, which may not have been saved, so nothing was \
+                                 submitted: choose your options again, then Submit.";
+
 /// What the person is told when their draft cannot be submitted.
 pub(super) fn not_submitted(e: NotSubmitted) -> Reply {
     match e {
         NotSubmitted::LastNotSaved => Reply::Tell(DRAFT_NOT_SAVED.into()),
+        NotSubmitted::EarlierTerm => Reply::Tell(DRAFT_FROM_BEFORE.into()),
         NotSubmitted::Unreadable(cause) => Reply::Tell(not_saved(&cause)),
     }
 }
