@@ -1,15 +1,19 @@
-//! view_submission: the form of Other…, Answer… or "Submit with note…" sent back. It is
+//! view_submission: the form of Other…, Answer…, "Submit with note…" or the confirm word sent
+//! back. It is
 //! admitted like a press on the message that opened it (its `private_metadata`), then the chat
-//! layer decides what its text comes to. A blank form stays open with Slack's error under the
-//! input; anything else closes it, and what the person is told comes as an ephemeral message
+//! layer decides what its text comes to. A blank form, or a confirm word that does not match,
+//! stays open with Slack's error under the input; anything else closes it, and what the person is told comes as an ephemeral message
 //! in the question's channel (a form has no `response_url`).
 
+use super::admit::describe;
 use super::press::not_submitted;
 use super::{not_yet, Handler, Origin, Refusal, Reply};
+use crate::answerer::chat::confirm::WordFor;
 use crate::answerer::chat::form::{self, FormStep, Sent};
 use crate::answerer::discord::custom_id::Form;
-use crate::answerer::slack::render::{FormPlace, TEXT_ACTION, TEXT_BLOCK};
-use crate::domain::request::AuditAction;
+use crate::answerer::slack::render::{escape, FormPlace, TEXT_ACTION, TEXT_BLOCK};
+use crate::domain::request::{AuditAction, AuditEntry, Request, Source};
+use crate::domain::text::Escaped;
 use slack_morphism::prelude::*;
 use std::collections::HashMap;
 
@@ -53,6 +57,9 @@ impl Handler {
                     Form::Other => Sent::Other,
                     Form::Answer => Sent::Answer,
                     Form::Note => Sent::Note,
+                    Form::Confirm(i) => Sent::Word(WordFor::Choice(i)),
+                    Form::ConfirmDraft => Sent::Word(WordFor::Draft),
+                    Form::ConfirmGrant(g) => Sent::Word(WordFor::Grant(g)),
                     // Slack opens no other form: one that names another was not ours.
                     _ => {
                         let r = Refusal::new(
@@ -84,11 +91,34 @@ impl Handler {
                     FormStep::Empty => return blank(),
                     FormStep::NotSubmitted(e) => not_submitted(e),
                     FormStep::Preview(_) | FormStep::NoSuchGrant => Reply::Tell(not_yet("A grant")),
-                    FormStep::WordMismatch(_) => Reply::Tell(not_yet("Typing the confirm word")),
+                    // The form stays open, saying what to type; the attempt is audited.
+                    FormStep::WordMismatch(word) => {
+                        self.word_mismatch(&origin, &a.req, a.id.question).await;
+                        return mismatch(&word);
+                    }
                 }
             }
         };
         self.closed(&origin, reply)
+    }
+
+    /// A confirm word that did not match, audited as Discord's is (nothing is recorded).
+    async fn word_mismatch(&self, origin: &Origin, req: &Request, idx: usize) {
+        self.ctx
+            .refuse(AuditEntry {
+                request_key: Some(req.key),
+                request_id: Some(req.request_id.clone()),
+                question_idx: Some(idx),
+                source: Source::Slack,
+                actor: Some(describe(&origin.user, &origin.name)),
+                action: AuditAction::Forbidden,
+                detail: Some(format!(
+                    "not confirmed (the word typed did not match): callback_id {:?}",
+                    Escaped(&origin.control)
+                )),
+                accepted: false,
+            })
+            .await;
     }
 
     /// The form closes; the person is told in the question's channel.
@@ -103,6 +133,19 @@ impl Handler {
         }
         SlackInteractionResponse::Empty
     }
+}
+
+/// The form stays open, saying which word to type.
+fn mismatch(word: &str) -> SlackInteractionResponse {
+    SlackInteractionResponse::ViewSubmission(SlackViewSubmissionResponse::Errors(
+        SlackViewSubmissionErrorsResponse::new(HashMap::from([(
+            TEXT_BLOCK.to_owned(),
+            format!(
+                "That is not the word: type {} exactly (case matters). Nothing was recorded.",
+                escape(word)
+            ),
+        )])),
+    ))
 }
 
 /// The form stays open, saying that the text is missing.

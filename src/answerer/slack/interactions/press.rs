@@ -1,11 +1,13 @@
 //! block_actions: a button or a select on a question's message, in the chat layer's terms. A
 //! choice settles; a multi-select saves the person's draft until Submit; Other…, Answer… and
 //! "Submit with note…" open the form (`views.open`, at once, with the press's `trigger_id`).
-//! Where the chat layer asks for a step Slack has no form for yet (the confirm word, grants,
-//! edits), the person is told so and nothing is recorded.
+//! A label of the route's `confirm_labels` opens the form for the confirm word instead of
+//! settling. Where the chat layer asks for a step Slack has no form for yet (grants, edits),
+//! the person is told so and nothing is recorded.
 
 use super::admit::describe;
 use super::{not_saved, not_yet, Admitted, Handler, Origin, Refusal, Reply};
+use crate::answerer::chat::confirm::{self, WordFor};
 use crate::answerer::chat::drafts::NotSubmitted;
 use crate::answerer::chat::press::{self, Form as ChatForm, Press, Refused, Step};
 use crate::answerer::discord::custom_id::{parse_option_value, Action, Form};
@@ -108,13 +110,31 @@ impl Handler {
                     ChatForm::Note => Form::Note,
                     _ => Form::Other,
                 };
-                self.open_form(origin, &a, form, trigger).await
+                let q = &a.req.questions[idx];
+                let view = View::of(&a.req, &a.route.policy, idx);
+                let open = |place: &FormPlace| render::text_modal(q, &view, form, place);
+                self.open_form(origin, &a, open, trigger).await
             }
             Step::Open(ChatForm::Edit(_)) => Reply::Tell(not_yet("Editing the command")),
             Step::Open(ChatForm::GrantPattern) | Step::SaveGrant(_) => {
                 Reply::Tell(not_yet("A grant"))
             }
-            Step::AskWord(_) => Reply::Tell(not_yet("Typing the confirm word")),
+            Step::AskWord(w) => {
+                let q = &a.req.questions[idx];
+                let (form, what) = match w {
+                    WordFor::Choice(i) => (
+                        Form::Confirm(i),
+                        q.options.get(i).map_or("", |o| o.label.as_str()),
+                    ),
+                    WordFor::Draft => (Form::ConfirmDraft, "Your selection"),
+                    WordFor::Grant(g) => (Form::ConfirmGrant(g), "The grant"),
+                };
+                let word = confirm::word(&a.route.policy, &a.req);
+                let view = View::of(&a.req, &a.route.policy, idx);
+                let open =
+                    |place: &FormPlace| render::word_modal(q, &view, form, place, what, word);
+                self.open_form(origin, &a, open, trigger).await
+            }
             Step::SaveDraft(p) => self.save_draft(origin, &a, p).await,
             Step::Refuse(r) => {
                 let action = r.action();
@@ -138,13 +158,13 @@ impl Handler {
         }
     }
 
-    /// Opens the form for `form` with the press's `trigger_id` (valid for 3 s, so at once),
-    /// audited as opened.
+    /// Opens the form `modal` makes for the message it is opened from, with the press's
+    /// `trigger_id` (valid for 3 s, so at once), audited as opened.
     async fn open_form(
         &self,
         origin: &Origin,
         a: &Admitted<Action>,
-        form: Form,
+        modal: impl FnOnce(&FormPlace) -> SlackView,
         trigger: &SlackTriggerId,
     ) -> Reply {
         let idx = a.id.question;
@@ -155,9 +175,7 @@ impl Handler {
             channel: a.post.channel.clone(),
             ts,
         };
-        let view = View::of(&a.req, &a.route.policy, idx);
-        let modal = render::text_modal(&a.req.questions[idx], &view, form, &place);
-        if let Err(f) = self.web.open_view(trigger, modal).await {
+        if let Err(f) = self.web.open_view(trigger, modal(&place)).await {
             tracing::warn!(error = f.message(), "Slack did not open a form");
             return Reply::Tell(format!(
                 "Slack did not open the form ({}); press the button again.",

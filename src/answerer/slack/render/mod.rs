@@ -14,13 +14,13 @@
 //! Every text from the agent goes through [`escape`] (`&`, `<`, `>`), so it makes no mention
 //! and no link, and is cut to its block's limit; mrkdwn objects are `verbatim`, so Slack links
 //! nothing on its own. The parts: the limits and text helpers in `text.rs`, the edits after a
-//! change in `outcome.rs`, the form for Other… in `modal.rs`.
+//! change in `outcome.rs`, the forms (Other…, the confirm word) in `modal.rs`.
 
 mod modal;
 mod outcome;
 mod text;
 
-pub use modal::{text_modal, FormPlace, TEXT_ACTION, TEXT_BLOCK};
+pub use modal::{text_modal, word_modal, FormPlace, TEXT_ACTION, TEXT_BLOCK};
 pub use outcome::{already, ended, open, settled, where_answered, who, withdrawn_text};
 pub use text::*;
 

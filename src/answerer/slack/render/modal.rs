@@ -1,7 +1,8 @@
-//! The form a press on Other…, Answer… or "Submit with note…" opens (`views.open` with the
-//! press's `trigger_id`): the question, and one `plain_text_input`. Its `callback_id` is the
-//! modal's custom_id (request token, question, form), and its `private_metadata` the message
-//! it was opened from, which its submission must still match.
+//! The forms a press opens (`views.open` with the press's `trigger_id`): for Other…, Answer…
+//! or "Submit with note…" the question and one multi-line `plain_text_input`; for a label of
+//! the route's `confirm_labels` what it settles and one short input for the confirm word. Its
+//! `callback_id` is the modal's custom_id (request token, question, form), and its
+//! `private_metadata` the message it was opened from, which its submission must still match.
 
 use super::text::{escape, inert, md, one_line, plain, truncate};
 use super::text::{MODAL_TITLE_MAX, SECTION_TEXT_MAX, TEXT_INPUT_MAX};
@@ -73,6 +74,57 @@ pub fn text_modal(q: &Question, view: &View, form: Form, place: &FormPlace) -> S
         SlackModalView::new(plain(truncate(&title, MODAL_TITLE_MAX)), blocks)
             .with_submit(plain("Send"))
             .with_close(plain("Cancel"))
+            .with_callback_id(CustomId::new(view.token, view.index, form).encode().into())
+            .with_private_metadata(place.encode()),
+    )
+}
+
+/// The longest confirm word a form takes (as on Discord).
+const WORD_MAX: u64 = 100;
+
+/// The form that asks for the confirm `word` before `form` (one of the `Confirm` forms)
+/// settles: `what` is what it settles, as the person chose it (an option's label, or their
+/// selection). Agent text in it (the label, a word from the scope) is escaped.
+pub fn word_modal(
+    q: &Question,
+    view: &View,
+    form: Form,
+    place: &FormPlace,
+    what: &str,
+    word: &str,
+) -> SlackView {
+    let input = SlackBlockPlainTextInputElement::new()
+        .with_action_id(TEXT_ACTION.into())
+        .with_max_length(WORD_MAX)
+        .with_focus_on_load(true);
+    let ask = format!(
+        "*{}* needs confirming. Type `{}` to confirm it.",
+        escape(&one_line(what)),
+        escape(word)
+    );
+    let blocks: Vec<SlackBlock> = vec![
+        SlackSectionBlock::new()
+            .with_block_id("q".into())
+            .with_text(md(inert(&q.question, SECTION_TEXT_MAX)))
+            .into(),
+        SlackSectionBlock::new()
+            .with_block_id("confirm".into())
+            .with_text(md(truncate(&ask, SECTION_TEXT_MAX)))
+            .into(),
+        SlackInputBlock::new(
+            plain(truncate(
+                &format!("Type {} to confirm", escape(word)),
+                super::text::INPUT_LABEL_MAX,
+            )),
+            input.into(),
+        )
+        .with_block_id(TEXT_BLOCK.into())
+        .into(),
+    ];
+    SlackView::Modal(
+        SlackModalView::new(plain("Confirm".to_owned()), blocks)
+            .with_submit(plain("Confirm".to_owned()))
+            .with_close(plain("Cancel".to_owned()))
             .with_callback_id(CustomId::new(view.token, view.index, form).encode().into())
             .with_private_metadata(place.encode()),
     )
