@@ -302,7 +302,13 @@ async fn codex_tui_permission_request_input_carries_no_prefix_rule_and_updated_p
         permission_request_hook(&hook.display().to_string(), 60),
     )
     .await;
-    let screen = cx.screen.wait_for(CODEX_PROMPT).await;
+    // The prompt is drawn in more than one write: wait for its prefix-rule option too.
+    let screen = cx
+        .screen
+        .wait_until("Codex's prompt with its prefix rule", |s| {
+            s.contains(CODEX_PROMPT) && s.contains("don't ask again for commands that start with")
+        })
+        .await;
     // Codex refused the rule, and asked itself; its own prompt offers the model's prefix rule.
     assert!(
         screen.contains("PermissionRequest hook returned unsupported updatedPermissions"),

@@ -91,18 +91,38 @@ impl Tty {
     /// that comes the moment its approval prompt is drawn (one typed 0.3 s later is taken), and
     /// a person would type it again too.
     pub async fn press_until(&mut self, keys: &[u8], text: &str) -> String {
+        self.press_until_screen(keys, &format!("show {text:?}"), |s| s.contains(text))
+            .await
+    }
+
+    /// Types `keys`, again each time the screen still shows `text` a second later, until it no
+    /// longer does: for a dialog that a key closes, when the key may come too early to be
+    /// taken, as with Codex's prompt in [`Tty::press_until`].
+    pub async fn press_until_gone(&mut self, keys: &[u8], text: &str) -> String {
+        self.press_until_screen(keys, &format!("stop showing {text:?}"), |s| {
+            !s.contains(text)
+        })
+        .await
+    }
+
+    async fn press_until_screen(
+        &mut self,
+        keys: &[u8],
+        what: &str,
+        ready: impl Fn(&str) -> bool,
+    ) -> String {
         let give_up = tokio::time::Instant::now() + WAIT_SCREEN;
         loop {
             self.send(keys).await;
             let again = std::time::Duration::from_secs(1);
-            match self.shows(&|s: &str| s.contains(text), again).await {
+            match self.shows(&ready, again).await {
                 Ok(Some(s)) => return s,
                 Ok(None) => panic!(
-                    "the terminal closed before showing {text:?}; it showed:\n{}",
+                    "the terminal closed before it would {what}; it showed:\n{}",
                     self.contents()
                 ),
                 Err(_) if tokio::time::Instant::now() >= give_up => panic!(
-                    "typed {keys:?} for {} s and the screen never showed {text:?}; it shows:\n{}",
+                    "typed {keys:?} for {} s and the screen did not {what}; it shows:\n{}",
                     WAIT_SCREEN.as_secs(),
                     self.contents()
                 ),

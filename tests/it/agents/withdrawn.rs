@@ -47,12 +47,22 @@ async fn claude_code_dialog_answered_in_the_terminal_withdraws_the_question(cc: 
     let mut screen = run.tty();
     // askrelay's question is in Discord, and Claude Code shows its own dialog meanwhile.
     let (id, m) = first_question(&app).await;
-    let dialog = screen.wait_for("Do you want to proceed?").await;
-    for option in dialog_options(&cc) {
+    // The dialog is drawn in more than one write: wait for its last option, then check them all.
+    let options = dialog_options(&cc);
+    let dialog = screen
+        .wait_until("the dialog and its options", |s| {
+            s.contains("Do you want to proceed?") && s.contains(options[options.len() - 1])
+        })
+        .await;
+    for option in options {
         assert!(dialog.contains(option), "{} shows:\n{dialog}", cc.version);
     }
-    // The person at the terminal answers it: Enter on "1. Yes".
-    screen.send(b"\r").await;
+    // The person at the terminal answers it: Enter on "1. Yes" (again if the dialog is still
+    // up a second later: an Enter that comes as it is drawn may not be taken, and a person
+    // would press it again).
+    screen
+        .press_until_gone(b"\r", "Do you want to proceed?")
+        .await;
     app.wait_ended(&id).await;
     // The command ran, and the model was told its result, not a denial.
     screen.wait_for("● done").await;
