@@ -5,6 +5,7 @@
 //! cargo run --release --example bench -- --asks 500 --capacity 2000   # smaller
 //! cargo run --release --example bench -- --no-postgres                # SQLite only
 //! cargo run --release --example bench -- --stop-only                  # SIGTERM times alone
+//! cargo run --example bench -- --quick   # about 20 s, SQLite only: what .ci/run prints
 //! ```
 //!
 //! Runs the real daemon against the Discord stand-in of the tests (in this process for the ask,
@@ -66,6 +67,10 @@ struct Args {
     /// Only item 7: how long SIGTERM takes with the gateway up, down, and with edits pending.
     #[arg(long)]
     stop_only: bool,
+    /// About 30 seconds at small sizes, SQLite only (the sizes above are ignored): the table
+    /// CI prints on every landing, to compare, never asserted.
+    #[arg(long)]
+    quick: bool,
 }
 
 fn daemon_binary() -> PathBuf {
@@ -78,7 +83,10 @@ fn daemon_binary() -> PathBuf {
     let release = profile_dir.file_name().is_some_and(|n| n == "release");
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let mut build = std::process::Command::new(cargo);
-    build.args(["build", "--bin", "askrelay"]);
+    // With this example, so that the daemon is built with the features the example (and the
+    // tests) were: alone, `--bin askrelay` resolves without the dev-dependencies and rebuilds
+    // some fifty crates.
+    build.args(["build", "--bin", "askrelay", "--example", "bench"]);
     if release {
         build.arg("--release");
     }
@@ -98,6 +106,12 @@ async fn main() {
         print!("{}", bench::stop_times(&daemon_bin).await.table());
         return;
     }
+    if args.quick {
+        let cfg = BenchConfig::quick(daemon_bin);
+        eprintln!("bench: --quick {cfg:?}");
+        report(bench::run(&cfg).await, "quick, ");
+        return;
+    }
     let mut cfg = BenchConfig::full(daemon_bin);
     cfg.asks = args.asks;
     cfg.warmup = args.warmup;
@@ -115,11 +129,20 @@ async fn main() {
         (false, None) => Some(Postgres::Scratch),
     };
     eprintln!("bench: {cfg:?}");
-    let report = bench::run(&cfg).await;
+    report(bench::run(&cfg).await, "");
+}
+
+/// Prints the tables under the machine they were measured on; exits 1 when anything was lost.
+fn report(report: bench::BenchReport, kind: &str) {
+    let profile = if cfg!(debug_assertions) {
+        "debug build"
+    } else {
+        "release build"
+    };
     println!(
-        "askrelay {} benchmark, {} CPU(s)\n",
+        "askrelay {} benchmark ({kind}{profile}): {}\n",
         env!("CARGO_PKG_VERSION"),
-        std::thread::available_parallelism().map_or(0, |n| n.get())
+        report.machine.line()
     );
     report.print();
     if report.lost() > 0 {

@@ -37,15 +37,14 @@ mod report;
 mod stop;
 
 pub use report::{
-    BackendReport, BenchReport, CapacityReport, Latency, MemoryReport, RateReport, StartupReport,
-    StopReport, Throughput,
+    BackendReport, BenchReport, CapacityReport, Latency, Machine, MemoryReport, RateReport,
+    StartupReport, StopReport, Throughput,
 };
 pub use stop::stop_times;
 
 use crate::standin::RateLimits;
 use backends::backends;
 use binary::{capacity, startup};
-use floors::{answer_floor, ask_floor};
 use paths::{ask_and_answer_paths, memory_rounds};
 use rate::rate_limits;
 use std::path::PathBuf;
@@ -113,6 +112,26 @@ impl BenchConfig {
             postgres: Some(Postgres::Scratch),
         }
     }
+
+    /// About 30 seconds, SQLite only, for CI to print the table on every landing (figures to
+    /// compare between landings, never asserted; in CI's debug build they are slower than in
+    /// release).
+    pub fn quick(daemon_bin: PathBuf) -> BenchConfig {
+        BenchConfig {
+            asks: 300,
+            warmup: 30,
+            capacity: 500,
+            backlog: 500,
+            burst: 40,
+            burst_channels: 4,
+            rate_limits: RateLimits::default(),
+            memory_rounds: 2,
+            memory_per_round: 100,
+            daemon_bin,
+            answers: 300,
+            postgres: None,
+        }
+    }
 }
 
 /// Runs every item and returns the figures. Prints progress to stderr.
@@ -120,10 +139,11 @@ pub async fn run(cfg: &BenchConfig) -> BenchReport {
     if let Err(e) = rlimit::increase_nofile_limit(u64::MAX) {
         eprintln!("bench: cannot raise the open-file limit: {e}");
     }
-    eprintln!("bench: floors ({} samples each)", cfg.asks);
-    let ask_floor = ask_floor(cfg.asks, cfg.warmup).await;
-    let answer_floor = answer_floor(cfg.asks, cfg.warmup).await;
-    eprintln!("bench: ask and answer paths ({} asks)", cfg.asks);
+    let load_before = Machine::load();
+    eprintln!(
+        "bench: ask and answer paths ({} asks), each sample beside one of its floor",
+        cfg.asks
+    );
     let paths = ask_and_answer_paths(cfg.asks, cfg.warmup, &cfg.daemon_bin).await;
     // Right after items 1 and 2, whose figures are the SQLite column's paths: the columns are
     // measured under the same conditions.
@@ -145,15 +165,16 @@ pub async fn run(cfg: &BenchConfig) -> BenchReport {
     eprintln!("bench: stop times");
     let stop = stop_times(&cfg.daemon_bin).await;
     BenchReport {
+        machine: Machine::now(load_before),
         stop,
         ask: paths.ask,
-        ask_floor,
+        ask_floor: paths.ask_floor,
         ask_http: paths.http,
         answer: paths.answer,
         ask_mcp: paths.ask_mcp,
         answer_mcp: paths.answer_mcp,
         memory,
-        answer_floor,
+        answer_floor: paths.answer_floor,
         capacity,
         startup,
         rate,

@@ -3,6 +3,7 @@
 //! HTTP alone.
 
 use super::binary::DaemonProc;
+use super::floors::{AnswerFloor, AskFloor};
 use super::helpers::{ask_line, bounded, connect, expect_event, question_of, shows};
 use super::report::{Latency, MemoryReport};
 use super::{CHANNEL, STEP_LIMIT};
@@ -73,6 +74,9 @@ pub(super) fn message_id_of_link(link: &str) -> u64 {
 pub(super) struct Paths {
     pub(super) ask: Latency,
     pub(super) answer: Latency,
+    /// The floors, each sample taken right before the path's sample of the same iteration.
+    pub(super) ask_floor: Latency,
+    pub(super) answer_floor: Latency,
     pub(super) http: Latency,
     pub(super) ask_mcp: Latency,
     pub(super) answer_mcp: Latency,
@@ -81,9 +85,14 @@ pub(super) struct Paths {
 /// Each iteration asks on a fresh connection (timed: write → the stand-in has the create
 /// POST), waits for `accepted`, clicks the first button (timed: INTERACTION_CREATE sent →
 /// `answered` read), then waits for the interaction callback, which carries the message's final
-/// state (type 7, update message), so that the next iteration starts quiet. Then the same
+/// state (type 7, update message), so that the next iteration starts quiet. Before the ask and
+/// before the click, a sample of that path's floor: floor, path, floor, path. Then the same
 /// through `askrelay mcp` (the `bin` given) on the same daemon.
 pub(super) async fn ask_and_answer_paths(n: usize, warmup: usize, bin: &Path) -> Paths {
+    let mut ask_floor = AskFloor::start().await;
+    let mut answer_floor = AnswerFloor::start().await;
+    let mut ask_floor_samples = Vec::with_capacity(n);
+    let mut answer_floor_samples = Vec::with_capacity(n);
     let standin = StandIn::start().await;
     let dir = tempfile::tempdir().unwrap();
     let mut config = discord_config(dir.path());
@@ -99,6 +108,7 @@ pub(super) async fn ask_and_answer_paths(n: usize, warmup: usize, bin: &Path) ->
         // shares this process's 2 CPUs with the daemon) does not grow with the run.
         standin.forget_history();
         let request_id = format!("path-{i}");
+        let ask_floor_time = ask_floor.sample().await;
         let mut c = connect(&config.socket_path).await;
         let mut line = ask_line(&request_id, None).to_string();
         line.push('\n');
@@ -121,6 +131,7 @@ pub(super) async fn ask_and_answer_paths(n: usize, warmup: usize, bin: &Path) ->
             })
             .await;
         let ask_time = post.at.saturating_duration_since(t0);
+        let answer_floor_time = answer_floor.sample().await;
         click_first_button(&standin, &message, mid, 8_000_000 + i as u64, &clicker).await;
         let answered = expect_event(&mut c, "answered").await;
         let answer_time = dispatched(&standin).elapsed();
@@ -129,8 +140,12 @@ pub(super) async fn ask_and_answer_paths(n: usize, warmup: usize, bin: &Path) ->
         if i >= warmup {
             ask_samples.push(ask_time);
             answer_samples.push(answer_time);
+            ask_floor_samples.push(ask_floor_time);
+            answer_floor_samples.push(answer_floor_time);
         }
     }
+    ask_floor.stop().await;
+    answer_floor.stop().await;
     eprintln!("bench: the same through askrelay mcp");
     let (ask_mcp, answer_mcp) =
         mcp_paths(&standin, &config.socket_path, bin, n, warmup, &clicker).await;
@@ -139,6 +154,8 @@ pub(super) async fn ask_and_answer_paths(n: usize, warmup: usize, bin: &Path) ->
     Paths {
         ask: Latency::of(ask_samples),
         answer: Latency::of(answer_samples),
+        ask_floor: Latency::of(ask_floor_samples),
+        answer_floor: Latency::of(answer_floor_samples),
         http,
         ask_mcp,
         answer_mcp,

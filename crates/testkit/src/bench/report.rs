@@ -141,8 +141,57 @@ pub struct BackendReport {
     pub throughput: Throughput,
 }
 
+/// The machine the figures come from: its cores and CPU, and its load average (1, 5 and 15
+/// minutes, from /proc/loadavg) before the run and after it. A load well above zero before
+/// means something else was running, and the figures are not comparable.
+#[derive(Clone, Debug)]
+pub struct Machine {
+    pub cores: usize,
+    pub cpu: String,
+    pub load_before: String,
+    pub load_after: String,
+}
+
+impl Machine {
+    /// The load average now, as /proc/loadavg gives it ("?" where it cannot be read).
+    pub fn load() -> String {
+        std::fs::read_to_string("/proc/loadavg")
+            .ok()
+            .map(|l| l.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
+            .unwrap_or_else(|| "?".into())
+    }
+
+    /// The machine now, with the load `load_before` read at the start.
+    pub fn now(load_before: String) -> Machine {
+        let cpu = std::fs::read_to_string("/proc/cpuinfo")
+            .ok()
+            .and_then(|c| {
+                c.lines()
+                    .find(|l| l.starts_with("model name"))
+                    .and_then(|l| l.split_once(':'))
+                    .map(|(_, m)| m.trim().to_owned())
+            })
+            .unwrap_or_else(|| "unknown CPU".into());
+        Machine {
+            cores: std::thread::available_parallelism().map_or(0, |n| n.get()),
+            cpu,
+            load_before,
+            load_after: Machine::load(),
+        }
+    }
+
+    /// One line for the top of the tables.
+    pub fn line(&self) -> String {
+        format!(
+            "{} CPU(s), {}; load average {} before the run, {} after",
+            self.cores, self.cpu, self.load_before, self.load_after
+        )
+    }
+}
+
 #[derive(Clone, Debug)]
 pub struct BenchReport {
+    pub machine: Machine,
     pub ask: Latency,
     /// Item 1 through `askrelay mcp`: `tools/call` written → the create POST.
     pub ask_mcp: Latency,
