@@ -7,11 +7,13 @@
 //! presses), `outbox.rs` (posting once across a crash, 429s), `socket.rs` (the connection's
 //! drops and health), `render.rs` (agent text as Slack shows it), `config.rs` (tokens),
 //! `http.rs` (the HTTP Events API mode's signed requests), `both.rs` (a route in Slack and
-//! Discord at once), `confirm.rs` (the confirm word).
+//! Discord at once), `confirm.rs` (the confirm word), `edit.rs`
+//! (edit-then-approve).
 
 mod both;
 mod config;
 mod confirm;
+mod edit;
 mod http;
 mod outbox;
 mod press;

@@ -1,5 +1,5 @@
-//! view_submission: the form of Other…, Answer…, "Submit with note…" or the confirm word sent
-//! back. It is
+//! view_submission: the form of Other…, Answer…, "Submit with note…", Edit… or the confirm
+//! word sent back. It is
 //! admitted like a press on the message that opened it (its `private_metadata`), then the chat
 //! layer decides what its text comes to. A blank form, or a confirm word that does not match,
 //! stays open with Slack's error under the input; anything else closes it, and what the person is told comes as an ephemeral message
@@ -11,7 +11,9 @@ use super::{not_yet, Handler, Origin, Refusal, Reply};
 use crate::answerer::chat::confirm::WordFor;
 use crate::answerer::chat::form::{self, FormStep, Sent};
 use crate::answerer::discord::custom_id::Form;
-use crate::answerer::slack::render::{escape, FormPlace, TEXT_ACTION, TEXT_BLOCK};
+use crate::answerer::slack::render::{
+    escape, FormPlace, TEXT_ACTION, TEXT_BLOCK, WORD_ACTION, WORD_BLOCK,
+};
 use crate::domain::request::{AuditAction, AuditEntry, Request, Source};
 use crate::domain::text::Escaped;
 use slack_morphism::prelude::*;
@@ -42,14 +44,17 @@ impl Handler {
                 .map(|c| c.to_string())
                 .unwrap_or_default(),
         };
-        let text = ev
-            .view
-            .state_params
-            .state
-            .as_ref()
-            .and_then(|s| s.values.get(&TEXT_BLOCK.into()))
-            .and_then(|b| b.get(&TEXT_ACTION.into()))
-            .and_then(|v| v.value.clone());
+        let input = |block: &str, action: &str| {
+            ev.view
+                .state_params
+                .state
+                .as_ref()
+                .and_then(|s| s.values.get(&block.into()))
+                .and_then(|b| b.get(&action.into()))
+                .and_then(|v| v.value.clone())
+        };
+        let text = input(TEXT_BLOCK, TEXT_ACTION);
+        let word = input(WORD_BLOCK, WORD_ACTION);
         let reply = match self.admit::<Form>(&origin).await {
             Err(r) => self.refuse(&origin, r).await,
             Ok(a) => {
@@ -57,6 +62,7 @@ impl Handler {
                     Form::Other => Sent::Other,
                     Form::Answer => Sent::Answer,
                     Form::Note => Sent::Note,
+                    Form::Edit => Sent::Edit,
                     Form::Confirm(i) => Sent::Word(WordFor::Choice(i)),
                     Form::ConfirmDraft => Sent::Word(WordFor::Draft),
                     Form::ConfirmGrant(g) => Sent::Word(WordFor::Grant(g)),
@@ -80,7 +86,8 @@ impl Handler {
                     &origin.user,
                     sent,
                     text,
-                    None,
+                    // The edit form's word, when the allow label needs it.
+                    word.filter(|_| sent == Sent::Edit),
                 )
                 .await;
                 match step {

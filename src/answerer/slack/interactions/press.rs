@@ -2,8 +2,8 @@
 //! choice settles; a multi-select saves the person's draft until Submit; Other…, Answer… and
 //! "Submit with note…" open the form (`views.open`, at once, with the press's `trigger_id`).
 //! A label of the route's `confirm_labels` opens the form for the confirm word instead of
-//! settling. Where the chat layer asks for a step Slack has no form for yet (grants, edits),
-//! the person is told so and nothing is recorded.
+//! settling; Edit… opens the command to approve. Where the chat layer asks for a step Slack
+//! has no form for yet (grants), the person is told so and nothing is recorded.
 
 use super::admit::describe;
 use super::{not_saved, not_yet, Admitted, Handler, Origin, Refusal, Reply};
@@ -88,6 +88,7 @@ impl Handler {
             Action::GrantPattern => Press::GrantPattern,
             Action::SaveGrant(g) => Press::SaveGrant(g),
         };
+        let shown = View::of(&a.req, &a.route.policy, idx);
         let step = press::decide(
             &self.ctx,
             &self.kept,
@@ -96,7 +97,15 @@ impl Handler {
             &a.route.policy,
             &origin.user,
             pressed,
-            press::Shown::default(),
+            // What the message offers: Edit… (with the command it edits); no grants yet.
+            press::Shown {
+                editable: shown
+                    .editable
+                    .then_some(shown.command)
+                    .flatten()
+                    .map(str::to_owned),
+                grantable: false,
+            },
         )
         .await;
         match step {
@@ -115,7 +124,18 @@ impl Handler {
                 let open = |place: &FormPlace| render::text_modal(q, &view, form, place);
                 self.open_form(origin, &a, open, trigger).await
             }
-            Step::Open(ChatForm::Edit(_)) => Reply::Tell(not_yet("Editing the command")),
+            Step::Open(ChatForm::Edit(command)) => {
+                let q = &a.req.questions[idx];
+                let view = View::of(&a.req, &a.route.policy, idx);
+                // Approving needs the word too when the allow label is one of confirm_labels.
+                let word = q
+                    .options
+                    .first()
+                    .filter(|o| a.route.policy.confirm.covers(&o.label))
+                    .map(|_| confirm::word(&a.route.policy, &a.req));
+                let open = |place: &FormPlace| render::edit_modal(q, &view, place, &command, word);
+                self.open_form(origin, &a, open, trigger).await
+            }
             Step::Open(ChatForm::GrantPattern) | Step::SaveGrant(_) => {
                 Reply::Tell(not_yet("A grant"))
             }

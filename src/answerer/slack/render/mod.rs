@@ -20,7 +20,9 @@ mod modal;
 mod outcome;
 mod text;
 
-pub use modal::{text_modal, word_modal, FormPlace, TEXT_ACTION, TEXT_BLOCK};
+pub use modal::{
+    edit_modal, text_modal, word_modal, FormPlace, TEXT_ACTION, TEXT_BLOCK, WORD_ACTION, WORD_BLOCK,
+};
 pub use outcome::{already, ended, open, settled, where_answered, who, withdrawn_text};
 pub use text::*;
 
@@ -37,6 +39,7 @@ pub const OTHER_LABEL: &str = "Other…";
 pub const ANSWER_LABEL: &str = "Answer…";
 pub const SUBMIT_LABEL: &str = "Submit";
 pub const SUBMIT_WITH_NOTE_LABEL: &str = "Submit with note…";
+pub const EDIT_LABEL: &str = "Edit…";
 
 /// The context's text shown in one code block at most; the rest is said to be cut.
 const CONTEXT_CODE_MAX: usize = 2600;
@@ -59,6 +62,12 @@ pub struct View<'a> {
     pub approvals: u32,
     /// Whether free text (Other…, Submit with note…) is offered.
     pub offers_custom: bool,
+    /// Whether Edit… is offered: an approval whose front door marked its command editable, on
+    /// a route with `allow_edits`, asked alone.
+    pub editable: bool,
+    /// The approval's command as asked, when the request is an approval: an edited one is
+    /// shown against it.
+    pub command: Option<&'a str>,
 }
 
 impl<'a> View<'a> {
@@ -74,6 +83,18 @@ impl<'a> View<'a> {
             votes: req.votes.get(index).map_or(&[], Vec::as_slice),
             approvals: policy.approvals,
             offers_custom: policy.offers_custom(),
+            editable: req.questions.len() == 1
+                && policy.allow_edits
+                && req
+                    .context
+                    .as_deref()
+                    .and_then(|c| c.approval.as_ref())
+                    .is_some_and(|a| a.editable),
+            command: req
+                .context
+                .as_deref()
+                .and_then(|c| c.approval.as_ref())
+                .map(|a| a.command.as_str()),
         }
     }
 
@@ -283,7 +304,7 @@ pub(crate) fn controls(q: &Question, view: &View) -> Vec<SlackBlock> {
             );
         }
         QuestionKind::Single => {
-            let extra = usize::from(view.offers_custom);
+            let extra = usize::from(view.offers_custom) + usize::from(view.editable);
             if options.len() + extra <= ACTIONS_ELEMENTS_MAX {
                 for (i, o) in options.iter().enumerate() {
                     let mut b = button(Action::Choose(i), &escape(&one_line(&o.label)))
@@ -301,6 +322,9 @@ pub(crate) fn controls(q: &Question, view: &View) -> Vec<SlackBlock> {
                         .with_options(choices(options))
                         .into(),
                 );
+            }
+            if view.editable {
+                elements.push(button(Action::Edit, EDIT_LABEL).into());
             }
             if view.offers_custom {
                 elements.push(button(Action::Other, OTHER_LABEL).into());

@@ -122,10 +122,71 @@ pub fn word_modal(
         .into(),
     ];
     SlackView::Modal(
-        SlackModalView::new(plain("Confirm".to_owned()), blocks)
-            .with_submit(plain("Confirm".to_owned()))
+        SlackModalView::new(plain("Confirm"), blocks)
+            .with_submit(plain("Confirm"))
             .with_close(plain("Cancel".to_owned()))
             .with_callback_id(CustomId::new(view.token, view.index, form).encode().into())
+            .with_private_metadata(place.encode()),
+    )
+}
+
+/// The edit form's second input, for the confirm word when the allow label needs it (its own
+/// action_id: a view's action_ids are unique).
+pub const WORD_BLOCK: &str = "word";
+pub const WORD_ACTION: &str = "word";
+
+/// The form of Edit…: the command to approve, filled in with `command` (it runs as written),
+/// and, when `word` is given (the allow label is one of `confirm_labels`), an input for it.
+pub fn edit_modal(
+    q: &Question,
+    view: &View,
+    place: &FormPlace,
+    command: &str,
+    word: Option<&str>,
+) -> SlackView {
+    let input = SlackBlockPlainTextInputElement::new()
+        .with_action_id(TEXT_ACTION.into())
+        .with_multiline(true)
+        .with_max_length(TEXT_INPUT_MAX as u64)
+        .with_initial_value(command.chars().take(TEXT_INPUT_MAX).collect())
+        .with_focus_on_load(true);
+    let mut blocks: Vec<SlackBlock> = vec![
+        SlackSectionBlock::new()
+            .with_block_id("q".into())
+            .with_text(md(inert(&q.question, SECTION_TEXT_MAX)))
+            .into(),
+        SlackInputBlock::new(
+            plain("The command to approve (it runs as written)"),
+            input.into(),
+        )
+        .with_block_id(TEXT_BLOCK.into())
+        .into(),
+    ];
+    if let Some(word) = word {
+        let input = SlackBlockPlainTextInputElement::new()
+            .with_action_id(WORD_ACTION.into())
+            .with_max_length(WORD_MAX);
+        blocks.push(
+            SlackInputBlock::new(
+                plain(truncate(
+                    &format!("Type {} to confirm", escape(word)),
+                    super::text::INPUT_LABEL_MAX,
+                )),
+                input.into(),
+            )
+            .with_block_id(WORD_BLOCK.into())
+            .into(),
+        );
+    }
+    SlackView::Modal(
+        SlackModalView::new(plain("Edit, then approve"), blocks)
+            .with_submit(plain("Approve"))
+            .with_close(plain("Cancel"))
+            .with_callback_id(
+                CustomId::new(view.token, view.index, Form::Edit)
+                    .encode()
+                    .into(),
+            )
             .with_private_metadata(place.encode()),
     )
 }

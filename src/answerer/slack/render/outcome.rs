@@ -5,7 +5,7 @@
 //! Who answered is askrelay's own text, built from what a platform vouches for: a Slack user
 //! by a mention of their id (checked to be one), anyone else by name, inert, and where.
 
-use super::text::{escape, inert, md, one_line, truncate, SECTION_TEXT_MAX};
+use super::text::{code, escape, inert, md, one_line, truncate, SECTION_TEXT_MAX};
 use super::{controls, question_blocks, Message, View};
 use crate::config::{is_id, IdKind};
 use crate::domain::model::Question;
@@ -92,6 +92,27 @@ pub fn settled(q: &Question, view: &View, a: &Answered) -> Message {
     if let Some(note) = a.actor.note.as_deref().filter(|n| !n.trim().is_empty()) {
         text.push_str(&format!("\n_note:_ “{}”", inert(&one_line(note), 200)));
     }
+    if let Some(edited) = a
+        .settlement
+        .terms
+        .as_ref()
+        .and_then(|t| t.edited.as_deref())
+    {
+        let side = |sign: char, s: &str| -> String {
+            s.chars()
+                .take(EDIT_SIDE_MAX)
+                .collect::<String>()
+                .lines()
+                .map(|l| format!("{sign} {l}"))
+                .collect::<Vec<_>>()
+                .join("\n")
+        };
+        text.push_str(&format!(
+            "\n*Edited, then approved:*\n```{}\n{}```",
+            code(&side('-', view.command.unwrap_or_default())),
+            code(&side('+', edited))
+        ));
+    }
     outcome(q, view, text)
 }
 
@@ -118,6 +139,9 @@ pub fn ended(
     };
     outcome(q, view, format!("*{status}:* {reason}"))
 }
+
+/// Each side of an edited command's diff, in characters (the section holds 3,000).
+const EDIT_SIDE_MAX: usize = 600;
 
 fn outcome(q: &Question, view: &View, text: String) -> Message {
     let mut blocks = question_blocks(q, view);

@@ -41,6 +41,8 @@ fn view(scope: &Scope) -> View<'_> {
         votes: &[],
         approvals: 1,
         offers_custom: true,
+        editable: false,
+        command: None,
     }
 }
 
