@@ -8,7 +8,7 @@
 //! handler returned, so after the press is committed, within Slack's 3 s (the handler's own
 //! deadline, [`super::interactions::ACK_AFTER`]).
 
-use super::interactions::Handler;
+use super::interactions::{CommandPayload, Handler};
 use crate::config::{Secret, SlackConfig};
 use anyhow::{Context as _, Result};
 use axum::body::Bytes;
@@ -118,13 +118,28 @@ async fn request(State(e): State<Arc<Endpoint>>, headers: HeaderMap, body: Bytes
         };
     }
     if field("command").is_some() {
-        // The /askrelay command is not built on Slack yet: say so, to the person alone.
-        return axum::Json(serde_json::json!({
-            "response_type": "ephemeral",
-            "text": "/askrelay is not available on Slack yet: use askrelay pending and askrelay \
-                     answer at a terminal, or Discord's /askrelay.",
-        }))
-        .into_response();
+        // The form's fields as the JSON object slack-morphism reads a command from.
+        let object: serde_json::Map<String, serde_json::Value> = fields
+            .iter()
+            .map(|(k, v)| (k.clone(), serde_json::Value::String(v.clone())))
+            .collect();
+        let command: CommandPayload = match serde_json::from_value(object.into()) {
+            Ok(c) => c,
+            Err(err) => {
+                tracing::warn!(error = %err, "a slash command askrelay cannot read");
+                return StatusCode::OK.into_response();
+            }
+        };
+        // The reply is the person's alone; when it is not ready in time it comes through the
+        // command's response_url instead.
+        return match e.handler.on_command(command).await {
+            Some(text) => axum::Json(serde_json::json!({
+                "response_type": "ephemeral",
+                "text": text,
+            }))
+            .into_response(),
+            None => StatusCode::OK.into_response(),
+        };
     }
     StatusCode::OK.into_response()
 }

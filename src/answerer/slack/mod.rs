@@ -269,7 +269,7 @@ pub async fn check(config: &Config) -> Vec<String> {
 }
 
 /// A link to the message `ts` in `channel` (Slack opens it in the workspace the reader is in).
-fn link(channel: &str, ts: &str) -> String {
+pub(crate) fn link(channel: &str, ts: &str) -> String {
     format!(
         "https://slack.com/archives/{channel}/p{}",
         ts.replace('.', "")

@@ -10,7 +10,7 @@
 //! each `hello` until a `disconnect` or a drop, which `health` and `/metrics` show.
 
 use super::connect::{token, Client};
-use super::interactions::Handler;
+use super::interactions::{CommandPayload, Handler};
 use crate::config::Secret;
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
@@ -81,6 +81,7 @@ enum Frame {
     },
     SlashCommands {
         envelope_id: String,
+        payload: Box<CommandPayload>,
     },
     EventsApi {
         envelope_id: String,
@@ -158,17 +159,20 @@ impl SlackSocketModeClientListener for Listener {
                 answer if accepts_response_payload => ack(envelope_id, Some(answer)),
                 _ => bare(envelope_id),
             },
-            Frame::SlashCommands { envelope_id } => {
-                // The /askrelay command is not built on Slack yet: say so, to the person alone.
-                let reply = SlackCommandEventResponse::new(
-                    SlackMessageContent::new().with_text(
-                        "/askrelay is not available on Slack yet: use askrelay pending and \
-                         askrelay answer at a terminal, or Discord's /askrelay."
-                            .into(),
-                    ),
-                )
-                .with_response_type(SlackMessageResponseType::Ephemeral);
-                ack(envelope_id, Some(reply))
+            Frame::SlashCommands {
+                envelope_id,
+                payload,
+            } => {
+                // The reply is the person's alone; when it is not ready in time it comes
+                // through the command's response_url instead.
+                let reply = self.handler.on_command(*payload).await.map(|text| {
+                    SlackCommandEventResponse::new(SlackMessageContent::new().with_text(text))
+                        .with_response_type(SlackMessageResponseType::Ephemeral)
+                });
+                match reply {
+                    Some(reply) => ack(envelope_id, Some(reply)),
+                    None => bare(envelope_id),
+                }
             }
             Frame::EventsApi { envelope_id } => bare(envelope_id),
             Frame::Other => None,

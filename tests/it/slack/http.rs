@@ -1,6 +1,7 @@
 //! The HTTP Events API mode: Slack posts a press, signed with the app's signing secret, to
 //! `slack.listen`; a press with a wrong signature or an old timestamp is refused with 401 and
-//! settles nothing, a signed one settles, and the 200 comes after the commit.
+//! settles nothing, a signed one settles, and the 200 comes after the commit; a signed
+//! `/askrelay` is answered in the response.
 
 use super::*;
 use askrelay_testkit::slack::fixtures::{block_actions_on_message, button_action};
@@ -25,7 +26,7 @@ fn hmac_hex(key: &[u8], message: &[u8]) -> String {
 }
 
 /// POSTs `body` to the daemon's endpoint as Slack would, signed with `secret` at `ts`.
-async fn post(addr: &str, body: &str, secret: &str, ts: i64) -> u16 {
+async fn send(addr: &str, body: &str, secret: &str, ts: i64) -> reqwest::Response {
     let signature = format!(
         "v0={}",
         hmac_hex(secret.as_bytes(), format!("v0:{ts}:{body}").as_bytes())
@@ -39,8 +40,11 @@ async fn post(addr: &str, body: &str, secret: &str, ts: i64) -> u16 {
         .send()
         .await
         .unwrap()
-        .status()
-        .as_u16()
+}
+
+/// [`send`]'s status.
+async fn post(addr: &str, body: &str, secret: &str, ts: i64) -> u16 {
+    send(addr, body, secret, ts).await.status().as_u16()
 }
 
 #[tokio::test]
@@ -108,6 +112,28 @@ async fn signed_presses_settle_and_unsigned_or_old_ones_are_refused() {
     assert_eq!(post(&addr, &body, SECRET, now).await, 200);
     let ev = expect_event(&mut c, "answered").await;
     assert_eq!(ev["result"]["answers"][0]["selected"][0], "No, keep them");
+    // /askrelay, signed: the reply is the response's body, the person's alone.
+    let command: String = url::form_urlencoded::Serializer::new(String::new())
+        .append_pair("command", "/askrelay")
+        .append_pair("text", "history")
+        .append_pair("team_id", "T0STANDIN1")
+        .append_pair("channel_id", DEFAULT_CHANNEL)
+        .append_pair("user_id", "U0ALICE01")
+        .append_pair("user_name", "alice")
+        .append_pair("response_url", &format!("{}/response/none", s.base_url()))
+        .append_pair("trigger_id", "trigger-2")
+        .finish();
+    let unsigned = send(&addr, &command, "not-the-secret-at-all-0123456789", now).await;
+    assert_eq!(unsigned.status().as_u16(), 401);
+    let reply = send(&addr, &command, SECRET, now).await;
+    assert_eq!(reply.status().as_u16(), 200);
+    let reply: Value = serde_json::from_str(&reply.text().await.unwrap()).unwrap();
+    assert_eq!(reply["response_type"], "ephemeral", "{reply}");
+    let text = reply["text"].as_str().unwrap();
+    assert!(
+        text.contains("`signed`") && text.contains("No, keep them"),
+        "{reply}"
+    );
     within(
         "the message's outcome",
         s.wait_for_request("chat.update", Recorded::ok),

@@ -8,9 +8,10 @@
 //! drops and health), `render.rs` (agent text as Slack shows it), `config.rs` (tokens),
 //! `http.rs` (the HTTP Events API mode's signed requests), `both.rs` (a route in Slack and
 //! Discord at once), `confirm.rs` (the confirm word), `edit.rs`
-//! (edit-then-approve).
+//! (edit-then-approve), `command.rs` (`/askrelay`).
 
 mod both;
+mod command;
 mod config;
 mod confirm;
 mod edit;

@@ -19,12 +19,17 @@
 //! interaction's `trigger_id` is valid. The winning press's edit of the message (`chat.update`)
 //! goes through the outbox in the background, recorded once Slack confirmed it.
 //!
+//! `/askrelay` is `command.rs`'s: the same command as Discord's, through the chat layer.
+//!
 //! Every press, refusal and late press is audited as Discord's are (the same actions; the
 //! actor is `slack:USER name=NAME`, the source `slack`).
 
 mod admit;
+mod command;
 mod forms;
 mod press;
+
+pub(crate) use command::CommandPayload;
 
 use super::outbox::Outbox;
 use super::platform::Groups;
