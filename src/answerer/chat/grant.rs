@@ -25,6 +25,27 @@ pub fn settlement(policy: &Policy, g: usize) -> Option<Settlement> {
     })
 }
 
+/// "Allow for 30 min": a grant's button, on every platform.
+pub fn label(secs: u64) -> String {
+    format!("Allow for {}", length(secs))
+}
+
+/// "30 min", "8 h", "1 h 30 min", "2 days".
+pub fn length(secs: u64) -> String {
+    let (d, h, m) = (secs / 86_400, secs % 86_400 / 3600, secs % 3600 / 60);
+    let mut parts = Vec::new();
+    if d > 0 {
+        parts.push(format!("{d} day{}", if d == 1 { "" } else { "s" }));
+    }
+    if h > 0 {
+        parts.push(format!("{h} h"));
+    }
+    if m > 0 || parts.is_empty() {
+        parts.push(format!("{m} min"));
+    }
+    parts.join(" ")
+}
+
 /// "Save grant" with the route's grant `g` and the `pattern` the person previewed.
 pub fn saved(policy: &Policy, g: usize, pattern: String) -> Option<Settlement> {
     let mut s = settlement(policy, g)?;

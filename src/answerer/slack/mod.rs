@@ -358,11 +358,8 @@ impl Answerer for SlackAnswerer {
                 ..self.detail(&route, &[])
             });
         };
-        // Answered by a grant as it was asked: nothing to show (Slack does not announce
-        // grants yet).
-        if req.granted() {
-            return Delivery::Shown(self.detail(&route, &[]));
-        }
+        // Answered by a grant as it was asked: posted all the same, as the grant's
+        // announcement (grants are never silent; see Outbox::render).
         let posts: Vec<Post> = outbox::plan(&req.token, req.questions.len(), &route)
             .into_iter()
             .map(|p| Post::planned(p, NAME))

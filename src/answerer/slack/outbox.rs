@@ -119,9 +119,13 @@ impl Outbox {
     }
 
     /// The message of question `idx` as first posted; the request's context goes with its
-    /// first question only.
+    /// first question only. A request a grant answered as it was asked is posted as answered
+    /// (who allowed it, by which grant): grants are never silent.
     pub fn render(req: &Request, route: &SlackRoute, idx: usize) -> Option<Message> {
         let q = req.questions.get(idx)?;
+        if let Some(Some(a)) = req.answers.get(idx).filter(|_| req.granted()) {
+            return Some(render::settled(q, &View::of(req, &route.policy, idx), a));
+        }
         let context = req.context.as_deref().filter(|_| idx == 0);
         Some(render::question(
             q,
@@ -152,8 +156,9 @@ impl Outbox {
             };
             let mut attempt = failed;
             loop {
-                // A request cancelled while Slack was down is not posted afterwards.
-                if !ctx.is_pending(req).await {
+                // A request cancelled while Slack was down is not posted afterwards (a grant's
+                // announcement is: its request was answered as it was asked).
+                if !req.granted() && !ctx.is_pending(req).await {
                     return Err(Failure::Permanent("the request has ended".into()));
                 }
                 if let Err(e) = ctx.claim_post(req.key, post).await {

@@ -8,13 +8,15 @@
 //! drops and health), `render.rs` (agent text as Slack shows it), `config.rs` (tokens),
 //! `http.rs` (the HTTP Events API mode's signed requests), `both.rs` (a route in Slack and
 //! Discord at once), `confirm.rs` (the confirm word), `edit.rs`
-//! (edit-then-approve), `command.rs` (`/askrelay`).
+//! (edit-then-approve), `command.rs` (`/askrelay`), `grants.rs`
+//! ("Allow for …").
 
 mod both;
 mod command;
 mod config;
 mod confirm;
 mod edit;
+mod grants;
 mod http;
 mod outbox;
 mod press;

@@ -117,26 +117,7 @@ pub fn grant_preview(
     )
 }
 
-/// "Allow for 30 min", "Allow for 8 h", "Allow for 1 h 30 min".
-pub fn grant_label(secs: u64) -> String {
-    format!("Allow for {}", grant_length(secs))
-}
-
-/// "30 min", "8 h", "1 h 30 min", "2 days".
-pub fn grant_length(secs: u64) -> String {
-    let (d, h, m) = (secs / 86_400, secs % 86_400 / 3600, secs % 3600 / 60);
-    let mut parts = Vec::new();
-    if d > 0 {
-        parts.push(format!("{d} day{}", if d == 1 { "" } else { "s" }));
-    }
-    if h > 0 {
-        parts.push(format!("{h} h"));
-    }
-    if m > 0 || parts.is_empty() {
-        parts.push(format!("{m} min"));
-    }
-    parts.join(" ")
-}
+pub use crate::answerer::chat::grant::{label as grant_label, length as grant_length};
 
 /// The one line that announces a request a grant answered (grants are never silent): what
 /// ran, which grant allowed it and who approved that, the agent and the request. No

@@ -97,7 +97,10 @@ impl Handler {
                     // Slack keeps the form open and shows why under the input.
                     FormStep::Empty => return blank(),
                     FormStep::NotSubmitted(e) => not_submitted(e),
-                    FormStep::Preview(_) | FormStep::NoSuchGrant => Reply::Tell(not_yet("A grant")),
+                    FormStep::Preview(_) => Reply::Tell(not_yet("A grant with a pattern")),
+                    FormStep::NoSuchGrant => Reply::Tell(
+                        "This route no longer gives that grant; nothing was recorded.".into(),
+                    ),
                     // The form stays open, saying what to type; the attempt is audited.
                     FormStep::WordMismatch(word) => {
                         self.word_mismatch(&origin, &a.req, a.id.question).await;

@@ -137,7 +137,7 @@ impl Handler {
                 self.open_form(origin, &a, open, trigger).await
             }
             Step::Open(ChatForm::GrantPattern) | Step::SaveGrant(_) => {
-                Reply::Tell(not_yet("A grant"))
+                Reply::Tell(not_yet("A grant with a pattern"))
             }
             Step::AskWord(w) => {
                 let q = &a.req.questions[idx];
@@ -147,7 +147,22 @@ impl Handler {
                         q.options.get(i).map_or("", |o| o.label.as_str()),
                     ),
                     WordFor::Draft => (Form::ConfirmDraft, "Your selection"),
-                    WordFor::Grant(g) => (Form::ConfirmGrant(g), "The grant"),
+                    WordFor::Grant(g) => (Form::ConfirmGrant(g), ""),
+                };
+                let granted;
+                let what = match w {
+                    WordFor::Grant(g) => {
+                        let secs = a
+                            .route
+                            .policy
+                            .grant_secs
+                            .get(g)
+                            .copied()
+                            .unwrap_or_default();
+                        granted = crate::answerer::chat::grant::label(secs);
+                        granted.as_str()
+                    }
+                    _ => what,
                 };
                 let word = confirm::word(&a.route.policy, &a.req);
                 let view = View::of(&a.req, &a.route.policy, idx);
@@ -163,7 +178,10 @@ impl Handler {
                         "That selection does not match the options.".to_owned()
                     }
                     Refused::NotEditable => "This command cannot be edited here.".to_owned(),
-                    Refused::NoSuchGrant | Refused::NoPatternWaiting => not_yet("A grant"),
+                    Refused::NoSuchGrant => {
+                        "This route no longer gives that grant; nothing was recorded.".to_owned()
+                    }
+                    Refused::NoPatternWaiting => not_yet("A grant with a pattern"),
                     Refused::NoteNeedsWord { labels, word } => format!(
                         "{} needs typing `{}` to confirm, and a note cannot go with it: use \
                          *Submit*. Nothing was recorded.",

@@ -68,11 +68,13 @@ pub struct View<'a> {
     /// The approval's command as asked, when the request is an approval: an edited one is
     /// shown against it.
     pub command: Option<&'a str>,
+    /// The route's grant lengths, offered as "Allow for …" on an approval asked alone.
+    pub grant_secs: &'a [u64],
 }
 
 impl<'a> View<'a> {
     /// Question `index` of `req`, under its route's `policy`.
-    pub fn of(req: &'a Request, policy: &Policy, index: usize) -> View<'a> {
+    pub fn of(req: &'a Request, policy: &'a Policy, index: usize) -> View<'a> {
         View {
             token: &req.token,
             request_id: &req.request_id,
@@ -95,6 +97,10 @@ impl<'a> View<'a> {
                 .as_deref()
                 .and_then(|c| c.approval.as_ref())
                 .map(|a| a.command.as_str()),
+            grant_secs: match req.context.as_deref().and_then(|c| c.approval.as_ref()) {
+                Some(_) if req.questions.len() == 1 => &policy.grant_secs,
+                _ => &[],
+            },
         }
     }
 
@@ -304,7 +310,13 @@ pub(crate) fn controls(q: &Question, view: &View) -> Vec<SlackBlock> {
             );
         }
         QuestionKind::Single => {
-            let extra = usize::from(view.offers_custom) + usize::from(view.editable);
+            // An approval's first option allows: its grants ("Allow for …") follow the options.
+            let grants = if options.is_empty() {
+                &[][..]
+            } else {
+                view.grant_secs
+            };
+            let extra = usize::from(view.offers_custom) + usize::from(view.editable) + grants.len();
             if options.len() + extra <= ACTIONS_ELEMENTS_MAX {
                 for (i, o) in options.iter().enumerate() {
                     let mut b = button(Action::Choose(i), &escape(&one_line(&o.label)))
@@ -321,6 +333,11 @@ pub(crate) fn controls(q: &Question, view: &View) -> Vec<SlackBlock> {
                         .with_placeholder(plain("Choose an option"))
                         .with_options(choices(options))
                         .into(),
+                );
+            }
+            for (g, &secs) in grants.iter().enumerate() {
+                elements.push(
+                    button(Action::Grant(g), &crate::answerer::chat::grant::label(secs)).into(),
                 );
             }
             if view.editable {

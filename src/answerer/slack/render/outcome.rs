@@ -82,15 +82,38 @@ pub fn open(q: &Question, view: &View) -> Message {
 /// The message of a settled question: the question, then who answered it, where, when and
 /// what; no controls.
 pub fn settled(q: &Question, view: &View, a: &Answered) -> Message {
-    let mut text = format!(
-        "*Answered* by {} {}, {}:\n{}",
-        who(&a.actor),
-        where_answered(a.actor.via),
-        when(a.at_ms),
-        what(q, a)
-    );
+    let mut text = match a.actor.via {
+        Via::Grant => format!(
+            "*Allowed by grant* `{}` (approved by {}), {}:\n{}",
+            code(&one_line(&a.actor.id)),
+            escape(&one_line(&a.actor.name)),
+            when(a.at_ms),
+            what(q, a)
+        ),
+        _ => format!(
+            "*Answered* by {} {}, {}:\n{}",
+            who(&a.actor),
+            where_answered(a.actor.via),
+            when(a.at_ms),
+            what(q, a)
+        ),
+    };
     if let Some(note) = a.actor.note.as_deref().filter(|n| !n.trim().is_empty()) {
         text.push_str(&format!("\n_note:_ “{}”", inert(&one_line(note), 200)));
+    }
+    if let Some(g) = a.settlement.terms.as_ref().and_then(|t| t.grant.as_ref()) {
+        let what = match &g.pattern {
+            Some(p) => format!("`{}`", code(&one_line(p))),
+            None => "this exact command".to_owned(),
+        };
+        text.push_str(&format!(
+            "\n*Granted for {}*{}: {what}, until {}",
+            crate::answerer::chat::grant::length(g.secs),
+            g.id.as_deref()
+                .map(|id| format!(" (`{}`)", code(id)))
+                .unwrap_or_default(),
+            when(a.at_ms.saturating_add(g.secs as i64 * 1000))
+        ));
     }
     if let Some(edited) = a
         .settlement

@@ -43,6 +43,7 @@ fn view(scope: &Scope) -> View<'_> {
         offers_custom: true,
         editable: false,
         command: None,
+        grant_secs: &[],
     }
 }
 
