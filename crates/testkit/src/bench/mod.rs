@@ -34,12 +34,14 @@ mod helpers;
 mod paths;
 mod rate;
 mod report;
+mod slack;
 mod stop;
 
 pub use report::{
     BackendReport, BenchReport, CapacityReport, Latency, Machine, MemoryReport, RateReport,
     StartupReport, StopReport, Throughput,
 };
+pub use slack::SlackPaths;
 pub use stop::stop_times;
 
 use crate::standin::RateLimits;
@@ -145,6 +147,11 @@ pub async fn run(cfg: &BenchConfig) -> BenchReport {
         cfg.asks
     );
     let paths = ask_and_answer_paths(cfg.asks, cfg.warmup, &cfg.daemon_bin).await;
+    eprintln!(
+        "bench: the same on Slack ({} asks), each sample beside one of the same floors",
+        cfg.asks
+    );
+    let slack = slack::slack_paths(cfg.asks, cfg.warmup).await;
     // Right after items 1 and 2, whose figures are the SQLite column's paths: the columns are
     // measured under the same conditions.
     let backends = backends(cfg, paths.ask, paths.answer).await;
@@ -166,6 +173,7 @@ pub async fn run(cfg: &BenchConfig) -> BenchReport {
     let stop = stop_times(&cfg.daemon_bin).await;
     BenchReport {
         machine: Machine::now(load_before),
+        slack,
         stop,
         ask: paths.ask,
         ask_floor: paths.ask_floor,

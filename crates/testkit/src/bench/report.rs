@@ -192,6 +192,8 @@ impl Machine {
 #[derive(Clone, Debug)]
 pub struct BenchReport {
     pub machine: Machine,
+    /// Items 1 and 2 on Slack, beside the same floors.
+    pub slack: super::SlackPaths,
     pub ask: Latency,
     /// Item 1 through `askrelay mcp`: `tools/call` written → the create POST.
     pub ask_mcp: Latency,
@@ -370,6 +372,33 @@ impl BenchReport {
                     "–".into(),
                 ]);
             }
+        }
+        // Slack beside Discord, against the same floors (issue 41).
+        for (what, l, f) in [
+            (
+                "1. on Slack: write `ask` → `chat.postMessage`",
+                &self.slack.ask,
+                &self.slack.ask_floor,
+            ),
+            (
+                "2. on Slack: the press's envelope → `answered` read",
+                &self.slack.answer,
+                &self.slack.answer_floor,
+            ),
+        ] {
+            rows.push([
+                format!("{what}, p50 (n = {})", l.n),
+                fmt_dur(l.p50),
+                format!(
+                    "floor {}, ratio {:.1}×; p99 {} (ratio {:.1}×)",
+                    fmt_dur(f.p50),
+                    ratio(l.p50, f.p50),
+                    fmt_dur(l.p99),
+                    ratio(l.p99, f.p99)
+                ),
+                "–".into(),
+                "–".into(),
+            ]);
         }
         let c = &self.capacity;
         let rss_mib = c.rss_kib as f64 / 1024.0;
