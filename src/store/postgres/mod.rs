@@ -14,6 +14,11 @@
 //! transaction that locks a request locks it before the rows that belong to it, so they cannot
 //! deadlock on each other.
 //!
+//! With `postgres.pooler_url` the pool goes through a transaction-mode pooler (PgBouncer):
+//! every call, reads included, is then one transaction that carries its own settings
+//! (`connect.rs`, `Pooler`), and the cluster keeps no session of its own but the leader's
+//! notice listener (`cluster.rs`).
+//!
 //! A write whose transaction fails closes its connection instead of returning it to the pool
 //! (as in SQLite, see [`crate::store::sqlite`]): a connection cut mid-transaction is not to be
 //! trusted with the next one.
