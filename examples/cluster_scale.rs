@@ -8,7 +8,7 @@
 //! cargo run --example cluster_scale -- --nodes 20 --no-pooler
 //! ```
 //!
-//! It starts `--nodes` daemons (`target/release/askrelay`, or `--daemon`) on a fresh scratch
+//! It starts `--nodes` daemons (`target/release/askrelay`) on a fresh scratch
 //! database of the test server (`ASKRELAY_TEST_POSTGRES`, by default
 //! postgres://postgres@127.0.0.1:5432/test) with the Discord stand-in, the first one leading;
 //! then every node asks `--asks-per-node` questions at once, which a clicker answers as they are
@@ -58,12 +58,9 @@ struct Args {
     /// Questions each node asks at once in the busy phase.
     #[arg(long, default_value_t = 2)]
     asks_per_node: usize,
-    /// The askrelay binary.
-    #[arg(long, default_value = concat!(env!("CARGO_MANIFEST_DIR"), "/target/release/askrelay"))]
-    daemon: std::path::PathBuf,
 }
 
-/// The release binary; [`Bin`] names its binary by type, so `--daemon` must be this path.
+/// The release binary ([`Bin`] names its binary by type).
 struct Release;
 impl Binary for Release {
     const PATH: &'static str = concat!(env!("CARGO_MANIFEST_DIR"), "/target/release/askrelay");
@@ -72,13 +69,10 @@ impl Binary for Release {
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let args = Args::parse();
-    if args.daemon != std::path::Path::new(Release::PATH) {
-        anyhow::bail!("--daemon must be {} (copy the binary there)", Release::PATH);
-    }
-    if !args.daemon.exists() {
+    if !std::path::Path::new(Release::PATH).exists() {
         anyhow::bail!(
             "{} is missing: cargo build --release --bin askrelay",
-            args.daemon.display()
+            Release::PATH
         );
     }
     let db = ScratchDb::create().await?;
