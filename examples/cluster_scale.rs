@@ -160,6 +160,8 @@ async fn main() -> anyhow::Result<()> {
     clicker.await?;
     let peak_busy = peak.load(Ordering::Relaxed);
     let rss_busy = rss(&served, "VmRSS");
+    // Before the kill, which takes the leader's figures with it.
+    let rss_max = rss(&served, "VmHWM");
 
     // The leader gap: SIGKILL the leader while a follower asks.
     let mut gap = None;
@@ -181,7 +183,6 @@ async fn main() -> anyhow::Result<()> {
         }
         gap = Some((gateway, killed.elapsed()));
     }
-    let rss_max = rss(&served, "VmHWM");
     let peak_all = peak.load(Ordering::Relaxed).max(peak_busy);
     sampler.abort();
 
@@ -265,7 +266,9 @@ async fn sample_connections(
     db: &ScratchDb,
 ) -> anyhow::Result<(i64, Arc<AtomicI64>, tokio::task::JoinHandle<()>)> {
     use sqlx::Connection;
-    let mut conn = sqlx::PgConnection::connect(&db.url).await?;
+    let options: sqlx::postgres::PgConnectOptions = db.url.parse()?;
+    let mut conn =
+        sqlx::PgConnection::connect_with(&options.application_name("cluster_scale")).await?;
     let max: String = sqlx::query_scalar("SHOW max_connections")
         .fetch_one(&mut conn)
         .await?;
@@ -294,7 +297,8 @@ async fn connections(db: &ScratchDb) -> anyhow::Result<Vec<(String, i64)>> {
     let mut conn = sqlx::PgConnection::connect(&db.url).await?;
     let rows = sqlx::query_as(
         "SELECT split_part(application_name, ' ', 1), count(*) FROM pg_stat_activity \
-         WHERE datname = current_database() AND pid <> pg_backend_pid() GROUP BY 1 ORDER BY 1",
+         WHERE datname = current_database() AND pid <> pg_backend_pid() \
+         AND application_name <> 'cluster_scale' GROUP BY 1 ORDER BY 1",
     )
     .fetch_all(&mut conn)
     .await?;
