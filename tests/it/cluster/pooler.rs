@@ -122,3 +122,62 @@ async fn twenty_nodes_behind_pgbouncer_post_each_question_once_and_answer_the_as
     drop(bouncer);
     cluster.db.drop_now().await.unwrap();
 }
+
+/// Behind PgBouncer the lease is a row renewed by pool transactions: a killed leader's lease
+/// expires, a follower takes it and the gateway, and posts what was asked meanwhile; the killed
+/// node's id is free again once its claim lapses.
+#[tokio::test]
+async fn behind_pgbouncer_a_killed_leader_is_replaced_and_its_id_is_free_again() {
+    const TEST: &str =
+        "cluster::pooler::behind_pgbouncer_a_killed_leader_is_replaced_and_its_id_is_free_again";
+    if let Some(why) = PgBouncer::unavailable() {
+        return skip(TEST, &why);
+    }
+    let bouncer = tokio::task::spawn_blocking(|| PgBouncer::start(POOL))
+        .await
+        .unwrap()
+        .unwrap();
+    let cluster = Cluster::new().await;
+    let pooled = |name: &str| {
+        cluster
+            .node(name)
+            .env("ASKRELAY_POSTGRES__POOLER_URL", bouncer.url(&cluster.db))
+    };
+    let b = pooled("b");
+    let mut leader = cluster.lead(&b).await;
+    let a = pooled("a");
+    let follower_a = follower(&a).await;
+    let c = pooled("c");
+    let follower_c = follower(&c).await;
+
+    let killed_at = Instant::now();
+    leader.child.start_kill().unwrap();
+    leader.child.wait().await.unwrap();
+    let asker = a.ask(&["--request-id", "after-the-kill"], QUESTION).await;
+    within(
+        "a new gateway session",
+        cluster.standin.wait_identify_count(2),
+    )
+    .await;
+    within("a live session", cluster.standin.wait_ready()).await;
+    let posted = cluster.posted(1).await;
+    let failover = killed_at.elapsed();
+    eprintln!("behind pgbouncer, the question asked at the kill was posted after {failover:?}");
+    assert!(
+        failover <= FAILOVER + FAILOVER / 4 + Duration::from_secs(1),
+        "failover took {failover:?}"
+    );
+    let rows = connections(&cluster.db).await;
+    assert_eq!(count(&rows, "askrelay-lease"), 0, "{rows:?}");
+    press_on(&cluster.standin, &posted[0], &alice(), "Yes").await;
+    let (code, out) = asker.finish().await;
+    assert_eq!(code, 0, "{out}");
+
+    // The killed node comes back under its id once its claim lapsed (at most failover_secs).
+    let back = follower(&b).await;
+    for s in [back, follower_a, follower_c] {
+        s.terminate().await;
+    }
+    drop(bouncer);
+    cluster.db.drop_now().await.unwrap();
+}
