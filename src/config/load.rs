@@ -132,6 +132,15 @@ impl Config {
         if !(1..=3600).contains(&self.postgres.db_deadline_secs) {
             bail!("postgres.db_deadline_secs: must be 1 to 3600 seconds");
         }
+        if let Some(url) = self.postgres.pooler_url() {
+            // Neither URL is quoted: both may carry a password.
+            if !self.database_url.starts_with("postgres") {
+                bail!("postgres.pooler_url: set, but database_url is not a postgres:// URL");
+            }
+            if !(url.starts_with("postgres://") || url.starts_with("postgresql://")) {
+                bail!("postgres.pooler_url: must be a postgres:// URL (not shown: it may hold a password)");
+            }
+        }
         if let Some(m) = &self.postgres.sslmode {
             if !["disable", "prefer", "require", "verify-ca", "verify-full"].contains(&m.as_str()) {
                 bail!(

@@ -130,6 +130,22 @@ pub struct PostgresConfig {
     /// A PEM file of the certificate authority that signed the server's certificate
     /// (`verify-ca`, `verify-full`).
     pub ssl_root_cert: Option<PathBuf>,
+    /// A PgBouncer (or another pooler) in *transaction* mode in front of the same database,
+    /// for the pooled work; empty or absent: the pool connects to `database_url`. A secret
+    /// like `database_url` (it may carry a password): never logged, errors show it with the
+    /// password as `***`. The node keeps at most one connection of its own to `database_url`,
+    /// the leader's notice listener (docs/cluster.md, "With a pooler").
+    pub pooler_url: Option<Secret>,
+}
+
+impl PostgresConfig {
+    /// `pooler_url`, if it is set and not empty.
+    pub fn pooler_url(&self) -> Option<&str> {
+        self.pooler_url
+            .as_ref()
+            .map(Secret::expose)
+            .filter(|u| !u.trim().is_empty())
+    }
 }
 
 impl Default for PostgresConfig {
@@ -141,6 +157,7 @@ impl Default for PostgresConfig {
             db_deadline_secs: 5,
             sslmode: None,
             ssl_root_cert: None,
+            pooler_url: None,
         }
     }
 }

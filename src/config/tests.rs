@@ -553,3 +553,42 @@ fn a_routes_answerers_are_checked_naming_the_key() {
     let slack_only = format!("{slack}[[routes]]\nname = \"a\"\nslack_channel_id = \"C0123ABCD\"\n");
     assert_eq!(load(&slack_only).unwrap(), "slack");
 }
+
+#[test]
+fn the_pooler_url_is_a_secret_and_empty_means_unset() {
+    let pg = || env(&[("ASKRELAY_DATABASE_URL", "postgres://u@127.0.0.1/x")]);
+    let cfg = Config::load_from(None, pg()).unwrap();
+    assert_eq!(cfg.postgres.pooler_url(), None);
+    let cfg =
+        Config::load_from(Some(file("[postgres]\npooler_url = \"\"\n").path()), pg()).unwrap();
+    assert_eq!(cfg.postgres.pooler_url(), None, "empty is not set");
+    let mut vars = pg();
+    vars.extend(env(&[(
+        "ASKRELAY_POSTGRES__POOLER_URL",
+        "postgres://u:hunter2@127.0.0.1:6432/x",
+    )]));
+    let cfg = Config::load_from(None, vars).unwrap();
+    assert_eq!(
+        cfg.postgres.pooler_url(),
+        Some("postgres://u:hunter2@127.0.0.1:6432/x")
+    );
+    assert!(!format!("{cfg:?}").contains("hunter2"), "never in Debug");
+    // Without a PostgreSQL database_url, or not a URL: refused without quoting it.
+    let e = Config::load_from(
+        Some(file("[postgres]\npooler_url = \"postgres://u:hunter2@h/x\"\n").path()),
+        env(&[]),
+    )
+    .unwrap_err();
+    let e = format!("{e:#}");
+    assert!(
+        e.contains("postgres.pooler_url") && !e.contains("hunter2"),
+        "{e}"
+    );
+    let mut vars = pg();
+    vars.extend(env(&[("ASKRELAY_POSTGRES__POOLER_URL", "hunter2")]));
+    let e = format!("{:#}", Config::load_from(None, vars).unwrap_err());
+    assert!(
+        e.contains("postgres.pooler_url") && !e.contains("hunter2"),
+        "{e}"
+    );
+}

@@ -13,6 +13,7 @@ use crate::domain::request::{
     PlannedPost, PostKey, SettleOutcome, Slot, Source, Status, Timer,
 };
 use crate::domain::store::{Holder, NewAnswer, Page, Pruned, Store, Visibility};
+use askrelay_testkit::pgbouncer::PgBouncer;
 use askrelay_testkit::scratch::ScratchDb;
 use std::sync::Arc;
 
@@ -32,6 +33,8 @@ enum Raw {
 enum Keep {
     Dir(#[allow(dead_code, reason = "held for its Drop")] tempfile::TempDir),
     Db(#[allow(dead_code, reason = "held for its Drop")] ScratchDb),
+    /// The database and the PgBouncer in front of it; the pooler stops first.
+    Bounced(#[allow(dead_code, reason = "held for its Drop")] (PgBouncer, ScratchDb)),
 }
 
 impl TestStore {
@@ -72,6 +75,44 @@ pub(crate) async fn postgres() -> TestStore {
         store: Arc::new(store),
         _keep: Keep::Db(db),
     }
+}
+
+/// A PgBouncer in transaction mode, started off the runtime's thread; `None` (and `test`
+/// recorded as skipped) where pgbouncer is not installed.
+pub(crate) async fn pgbouncer(test: &str) -> Option<PgBouncer> {
+    if let Some(why) = PgBouncer::unavailable() {
+        askrelay_testkit::skipped::record(test, &why);
+        return None;
+    }
+    Some(
+        tokio::task::spawn_blocking(|| PgBouncer::start(4))
+            .await
+            .unwrap()
+            .unwrap(),
+    )
+}
+
+/// [`postgres`], but with its pool behind a PgBouncer in transaction mode
+/// (`postgres.pooler_url`); `None` where pgbouncer is not installed.
+pub(crate) async fn postgres_pooled(test: &str) -> Option<TestStore> {
+    let bouncer = pgbouncer(test).await?;
+    let db = ScratchDb::create().await.unwrap();
+    let config = PostgresConfig {
+        pooler_url: Some(crate::config::Secret::new(bouncer.url(&db))),
+        ..PostgresConfig::default()
+    };
+    let store = PgStore::open(&db.url, &config).await.unwrap();
+    store.acquire_lease(&holder("test", 1)).await.unwrap();
+    let timing = crate::domain::cluster::LeaseTiming::new(std::time::Duration::from_secs(3600));
+    let beat = store.cluster().unwrap().beat(&timing).await.unwrap();
+    assert!(beat.term.is_some(), "the only node leads");
+    // The raw way in is direct: a statement outside a transaction cannot cross the pooler.
+    let raw = sqlx::PgPool::connect(&db.url).await.unwrap();
+    Some(TestStore {
+        raw: Raw::Pg(raw),
+        store: Arc::new(store),
+        _keep: Keep::Bounced((bouncer, db)),
+    })
 }
 
 pub(crate) fn holder(node: &str, pid: u32) -> Holder {
@@ -890,7 +931,8 @@ async fn check_copies_of_several_answerers(t: TestStore) {
     assert_eq!(lone.answerers, ["terminal"]);
 }
 
-/// Runs each check on both backends, as two tests.
+/// Runs each check on both backends, as three tests: SQLite, PostgreSQL, and PostgreSQL
+/// behind PgBouncer.
 macro_rules! both_backends {
     ($($check:ident => $name:ident),* $(,)?) => {
         mod on_sqlite {
@@ -906,6 +948,18 @@ macro_rules! both_backends {
                 #[tokio::test]
                 async fn $name() {
                     super::$check(super::postgres().await).await
+                }
+            )*
+        }
+        /// The same through PgBouncer in transaction mode (`postgres.pooler_url`).
+        mod on_pgbouncer {
+            $(
+                #[tokio::test]
+                async fn $name() {
+                    let test = concat!("store::tests::on_pgbouncer::", stringify!($name));
+                    if let Some(t) = super::postgres_pooled(test).await {
+                        super::$check(t).await
+                    }
                 }
             )*
         }

@@ -12,6 +12,8 @@
 //!   limits, TLS), with its interaction fixtures ([`slack::fixtures`]);
 //! - [`proxy`]: a TCP proxy that pauses, resumes and cuts connections (a partition, a stalled
 //!   database), between cluster nodes and PostgreSQL;
+//! - [`pgbouncer`]: a PgBouncer in transaction mode in front of the test server, for
+//!   `postgres.pooler_url`;
 //! - [`chaos`]: the fault harness (`examples/chaos.rs`, `tests/it/chaos.rs`);
 //! - [`bench`]: the benchmark (`examples/bench.rs`, `tests/it/bench_smoke.rs`);
 //! - [`skipped`]: the list of what could not run here, which `tests/run` prints at the end.
@@ -22,6 +24,7 @@ pub mod discord_markdown;
 pub mod discord_schema;
 pub mod fixtures;
 pub mod harness;
+pub mod pgbouncer;
 pub mod proxy;
 pub mod scratch;
 pub mod skipped;

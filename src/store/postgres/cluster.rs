@@ -25,6 +25,17 @@
 //! a new one is opened for the next beat without that lock (the old session may still hold it
 //! until the server notices it is gone): the lock guards start-up only.
 //!
+//! **Behind a pooler** (`postgres.pooler_url`, PgBouncer in transaction mode) no session
+//! lasts: the beat is a transaction on the pool, and the node id is guarded by a *claim* on
+//! the node's row (migrations/postgres/0021) instead of the session lock: a random token of
+//! this process, and how long it holds (`claim_until`, renewed by every beat to the lease's
+//! length ahead). A second daemon with the id is refused while the claim holds; one that starts
+//! after a crash waits for the dead claim to lapse (at most `failover_secs`), and a clean
+//! shutdown clears it. A beat whose claim was taken (this node was silent past it and another
+//! daemon started with its id) fails, and takes no lead. Only the leader listens for notices,
+//! on the one connection of its own it opens to `database_url`; followers hear of answers at
+//! their next poll (`cluster.poll_interval_ms`).
+//!
 //! Notices are `NOTIFY`s sent by the store's writes, in their transactions (`askrelay_outbox`
 //! with the writing node's id, `askrelay_ended` with `KEY NODE`), and heard here on a listening
 //! connection of its own, `askrelay-listen NODE`. Every answer that counts sends
@@ -84,6 +95,46 @@ beat AS ( \
 SELECT (SELECT epoch FROM took), b.holder, b.epoch, b.renewed_at, b.expires_at, c.now \
 FROM clock c LEFT JOIN before b ON true";
 
+/// [`BEAT`] behind a pooler: the same, but only while this process's claim (`$7`) holds the
+/// node's row, whose `claim_until` it renews; the last column says whether it did.
+const BEAT_CLAIMED: &str = "\
+WITH clock AS (SELECT askrelay_now_ms() AS now), \
+mine AS (SELECT 1 FROM nodes WHERE node = $1 AND claim = $7), \
+before AS (SELECT holder, epoch, renewed_at, expires_at FROM lease WHERE one = 1), \
+took AS ( \
+  INSERT INTO lease AS l (one, holder, epoch, renewed_at, expires_at) \
+  SELECT 1, $1, 1, now, now + $3 FROM clock WHERE EXISTS (SELECT 1 FROM mine) \
+  ON CONFLICT (one) DO UPDATE SET \
+    epoch = CASE WHEN l.holder = EXCLUDED.holder AND l.epoch = $2 \
+                  AND l.expires_at > EXCLUDED.renewed_at THEN l.epoch ELSE l.epoch + 1 END, \
+    holder = EXCLUDED.holder, renewed_at = EXCLUDED.renewed_at, expires_at = EXCLUDED.expires_at \
+  WHERE l.holder = EXCLUDED.holder OR l.expires_at <= EXCLUDED.renewed_at \
+  RETURNING epoch), \
+beat AS ( \
+  UPDATE nodes n SET host = $4, pid = $5, version = $6, heartbeat_at = c.now, \
+    leader = EXISTS (SELECT 1 FROM took), claim_until = c.now + $3 \
+  FROM clock c WHERE n.node = $1 AND n.claim = $7) \
+SELECT (SELECT epoch FROM took), b.holder, b.epoch, b.renewed_at, b.expires_at, c.now, \
+  EXISTS (SELECT 1 FROM mine) \
+FROM clock c LEFT JOIN before b ON true";
+
+/// Claims the node's row behind a pooler (`$5`, this process's token), unless another
+/// process's claim on it holds; `$6` is how long the claim holds until the first beat.
+const CLAIM: &str = "\
+INSERT INTO nodes AS n (node, host, pid, version, heartbeat_at, leader, claim, claim_until) \
+VALUES ($1, $2, $3, $4, askrelay_now_ms(), false, $5, askrelay_now_ms() + $6) \
+ON CONFLICT (node) DO UPDATE SET host = EXCLUDED.host, pid = EXCLUDED.pid, \
+  version = EXCLUDED.version, heartbeat_at = EXCLUDED.heartbeat_at, leader = false, \
+  claim = EXCLUDED.claim, claim_until = EXCLUDED.claim_until \
+WHERE n.claim IS NULL OR n.claim = EXCLUDED.claim OR n.claim_until <= EXCLUDED.heartbeat_at \
+RETURNING true";
+
+/// How long a claim holds before the node's first beat renews it.
+const FIRST_CLAIM: Duration = Duration::from_secs(10);
+
+/// The longest a starting daemon waits for another's claim on its node id to lapse.
+const CLAIM_WAIT: Duration = Duration::from_secs(30);
+
 /// The fence of a write made for the Discord answerer: the lease still names `$1` in epoch
 /// `$2` and has not expired. `FOR SHARE` makes a takeover wait until the write committed; the
 /// setting (`$3`, ms) keeps a frozen leader from holding that lock for longer than a beat.
@@ -105,8 +156,27 @@ pub(super) fn ended_payload(key: i64, node: Option<&str>) -> String {
 #[derive(Default)]
 pub(crate) struct Lease {
     /// `None` before the lease is taken, and after the connection broke until the next beat
-    /// opens another.
+    /// opens another; always `None` behind a pooler.
     conn: Option<PgConnection>,
+    /// Behind a pooler: whether this process claimed its node's row (and has not released it).
+    claimed: bool,
+}
+
+/// Runs `$body` as one transaction on a pooled connection (`$tx`), within `$limit`, outside
+/// the silence of [`super::deadline`]: a beat is what ends a silence, and must not be refused
+/// for one. The connection is closed, not given back, unless the transaction committed.
+macro_rules! pooled_tx {
+    ($shared:expr, $limit:expr, |$tx:ident| $body:block) => {
+        bounded($limit, async {
+            let shared: &Backend = $shared;
+            let mut held = super::deadline::Held::new(shared.pool.acquire().await?);
+            let mut $tx = super::begin(shared, &mut held).await?;
+            let value = async { $body }.await?;
+            $tx.commit().await?;
+            held.keep();
+            anyhow::Ok(value)
+        })
+    };
 }
 
 /// The leader's term as the fence knows it.
@@ -132,6 +202,18 @@ impl Backend {
 
     fn set_term(&self, fence: Option<Fence>) {
         *self.fence.lock().unwrap() = fence;
+        self.lead_changed(fence.is_some());
+    }
+
+    /// Tells the notice listener of a pooled node whether this node leads.
+    fn lead_changed(&self, leads: bool) {
+        self.leading
+            .send_if_modified(|l| std::mem::replace(l, leads) != leads);
+    }
+
+    /// Whether the pool goes through a transaction-mode pooler.
+    fn pooled(&self) -> bool {
+        self.connect.prelude().is_some()
     }
 
     /// Checks, in `tx`, that this node still leads in its term; on a refusal the term ends and
@@ -156,6 +238,7 @@ impl Backend {
             if fence.is_some_and(|f| f.epoch == term.epoch) {
                 *fence = None;
                 drop(fence);
+                self.lead_changed(false);
                 self.deposed.notify_one();
             }
             return Err(Fenced.into());
@@ -176,7 +259,13 @@ pub(super) async fn acquire(shared: &Backend, me: &Holder) -> Result<()> {
         }
     }
     let mut lease = shared.lease.lock().await;
-    if lease.conn.is_some() {
+    if lease.conn.is_some() || lease.claimed {
+        return Ok(());
+    }
+    if shared.pooled() {
+        claim(shared, me).await?;
+        lease.claimed = true;
+        let _ = shared.me.set(me.clone());
         return Ok(());
     }
     let conn = take_node_lock(shared, me).await?;
@@ -252,6 +341,68 @@ async fn take_node_lock(shared: &Backend, me: &Holder) -> Result<PgConnection> {
     }
 }
 
+/// Behind a pooler: claims the node's row, or fails naming the daemon that has the node id. A
+/// claim that lapses soon (a daemon that died, or was just restarted) is waited for.
+async fn claim(shared: &Backend, me: &Holder) -> Result<()> {
+    let attempt = || {
+        pooled_tx!(shared, shared.connect.deadline, |tx| {
+            let got: Option<bool> = sqlx::query_scalar(CLAIM)
+                .bind(&me.node)
+                .bind(&me.host)
+                .bind(i64::from(me.pid))
+                .bind(env!("CARGO_PKG_VERSION"))
+                .bind(&shared.claim)
+                .bind(FIRST_CLAIM.as_millis() as i64)
+                .fetch_optional(&mut *tx)
+                .await?;
+            if got.is_some() {
+                return anyhow::Ok(None);
+            }
+            let holder: Option<(String, i64, i64)> = sqlx::query_as(
+                "SELECT host, pid, COALESCE(claim_until, 0) - askrelay_now_ms() \
+                 FROM nodes WHERE node = $1",
+            )
+            .bind(&me.node)
+            .fetch_optional(&mut *tx)
+            .await?;
+            anyhow::Ok(holder)
+        })
+    };
+    let first = attempt()
+        .await
+        .context("cannot claim this node's id in the database")?;
+    let Some((_, _, left_ms)) = first else {
+        return Ok(());
+    };
+    // A live holder renews its claim at every beat, so that it still holds after this wait;
+    // a dead one's lapses.
+    let wait = Duration::from_millis(u64::try_from(left_ms).unwrap_or(0) + 50);
+    if wait <= CLAIM_WAIT {
+        tracing::info!(
+            wait_ms = wait.as_millis() as u64,
+            "this node's id is claimed by another process; waiting to see whether it beats"
+        );
+        tokio::time::sleep(wait).await;
+        match attempt()
+            .await
+            .context("cannot claim this node's id in the database")?
+        {
+            None => return Ok(()),
+            Some((host, pid, _)) => bail!(
+                "cluster.node_id {:?} is in use by another askrelay daemon (pid {pid} on host \
+                 {host}); stop it first, or give this daemon its own cluster.node_id",
+                me.node
+            ),
+        }
+    }
+    let (host, pid, _) = first.expect("a holder");
+    bail!(
+        "cluster.node_id {:?} is in use by another askrelay daemon (pid {pid} on host {host}); \
+         stop it first, or give this daemon its own cluster.node_id",
+        me.node
+    )
+}
+
 /// `fut` within `limit`: a connection that does not answer is as good as broken (a network
 /// partition would otherwise hang the caller until TCP gives up).
 async fn bounded<T>(limit: Duration, fut: impl Future<Output = Result<T>>) -> Result<T> {
@@ -268,6 +419,29 @@ async fn bounded<T>(limit: Duration, fut: impl Future<Output = Result<T>>) -> Re
 /// connection (which releases the node lock). Runs before the pool closes.
 pub(super) async fn release(shared: &Backend) {
     let mut lease = shared.lease.lock().await;
+    if std::mem::take(&mut lease.claimed) {
+        let term = shared.term();
+        shared.set_term(None);
+        let node = shared.node().unwrap_or_default().to_owned();
+        let released = pooled_tx!(shared, shared.connect.deadline, |tx| {
+            if let Some(term) = term {
+                end_lease(&mut tx, &node, term.epoch).await?;
+            }
+            sqlx::query(
+                "UPDATE nodes SET claim = NULL, claim_until = NULL WHERE node = $1 AND claim = $2",
+            )
+            .bind(&node)
+            .bind(&shared.claim)
+            .execute(&mut *tx)
+            .await?;
+            anyhow::Ok(())
+        })
+        .await;
+        if let Err(e) = released {
+            tracing::warn!(error = %format!("{e:#}"), "cannot release this node's claim; a daemon with its id waits for it to lapse");
+        }
+        return;
+    }
     let Some(mut conn) = lease.conn.take() else {
         return;
     };
@@ -346,28 +520,60 @@ impl Cluster for PgCluster {
         // The host's own clock, not now_ms(): the offset is measured against it, and now_ms()
         // already carries the last measurement.
         let local_sent = host_ms();
-        let result = bounded(timing.call, async {
-            if lease.conn.is_none() {
-                lease.conn = Some(
-                    shared
-                        .connect
-                        .dedicated(&format!("askrelay-lease {}", me.node), timing.call)
-                        .await?,
-                );
-            }
-            let conn = lease.conn.as_mut().expect("opened above");
-            let row: BeatRow = sqlx::query_as(BEAT)
-                .bind(&me.node)
-                .bind(held.map_or(-1, |t| t.epoch))
-                .bind(timing.ttl.as_millis() as i64)
-                .bind(&me.host)
-                .bind(i64::from(me.pid))
-                .bind(env!("CARGO_PKG_VERSION"))
-                .fetch_one(conn)
-                .await?;
-            anyhow::Ok(row)
-        })
-        .await;
+        let result = if shared.pooled() {
+            pooled_tx!(shared, timing.call, |tx| {
+                let (mine, holder, epoch, renewed, expires, now, claimed): (
+                    Option<i64>,
+                    Option<String>,
+                    Option<i64>,
+                    Option<i64>,
+                    Option<i64>,
+                    i64,
+                    bool,
+                ) = sqlx::query_as(BEAT_CLAIMED)
+                    .bind(&me.node)
+                    .bind(held.map_or(-1, |t| t.epoch))
+                    .bind(timing.ttl.as_millis() as i64)
+                    .bind(&me.host)
+                    .bind(i64::from(me.pid))
+                    .bind(env!("CARGO_PKG_VERSION"))
+                    .bind(&shared.claim)
+                    .fetch_one(&mut *tx)
+                    .await?;
+                if !claimed {
+                    tracing::error!(
+                        node = %me.node,
+                        "another askrelay daemon claimed this node's id while this one did not beat; this one takes no lead (stop one of them)"
+                    );
+                    bail!("this node's id is claimed by another daemon");
+                }
+                anyhow::Ok((mine, holder, epoch, renewed, expires, now))
+            })
+            .await
+        } else {
+            bounded(timing.call, async {
+                if lease.conn.is_none() {
+                    lease.conn = Some(
+                        shared
+                            .connect
+                            .dedicated(&format!("askrelay-lease {}", me.node), timing.call)
+                            .await?,
+                    );
+                }
+                let conn = lease.conn.as_mut().expect("opened above");
+                let row: BeatRow = sqlx::query_as(BEAT)
+                    .bind(&me.node)
+                    .bind(held.map_or(-1, |t| t.epoch))
+                    .bind(timing.ttl.as_millis() as i64)
+                    .bind(&me.host)
+                    .bind(i64::from(me.pid))
+                    .bind(env!("CARGO_PKG_VERSION"))
+                    .fetch_one(conn)
+                    .await?;
+                anyhow::Ok(row)
+            })
+            .await
+        };
         let (mine, holder, epoch, renewed_at, expires_at, db_now) = match result {
             Ok(row) => {
                 // The database answers: the pooled calls need not wait for one of theirs.
@@ -451,6 +657,16 @@ impl Cluster for PgCluster {
             return;
         };
         shared.set_term(None);
+        if shared.pooled() {
+            let ended = pooled_tx!(shared, shared.connect.deadline, |tx| {
+                end_lease(&mut tx, &self.node, term.epoch).await
+            })
+            .await;
+            if let Err(e) = ended {
+                tracing::warn!(error = %format!("{e:#}"), "cannot end the lease; the next leader waits for it to expire");
+            }
+            return;
+        }
         let mut lease = shared.lease.lock().await;
         if let Some(conn) = lease.conn.as_mut() {
             let ended = bounded(
@@ -547,13 +763,22 @@ impl Cluster for PgCluster {
 
     async fn notices(&self) -> Result<mpsc::Receiver<Notice>> {
         let name = format!("askrelay-listen {}", self.node);
+        if self.shared.pooled() {
+            let (tx, rx) = mpsc::channel(256);
+            let shared = self.shared.clone();
+            self.shared
+                .tasks
+                .spawn(async move { relay_while_leading(shared, name, tx).await });
+            return Ok(rx);
+        }
         // Listening before this returns: whatever commits after it is heard.
         let listening = listen(&self.shared, &name).await?;
         let (tx, rx) = mpsc::channel(256);
         let shared = self.shared.clone();
-        self.shared
-            .tasks
-            .spawn(async move { relay(shared, name, listening, tx).await });
+        self.shared.tasks.spawn(async move {
+            let stop = shared.closed.clone();
+            relay(shared, name, listening, tx, stop).await
+        });
         Ok(rx)
     }
 }
@@ -611,8 +836,13 @@ fn notice(channel: &str, payload: &str, me: &str) -> Option<Notice> {
 /// (its `try_recv` then returns `None`, once it listens again); for any other failure the
 /// listener is built anew, with a growing pause between attempts. Either way,
 /// [`Notice::Resumed`] follows once notices flow again.
-async fn relay(shared: Arc<Backend>, name: String, listening: Listening, tx: mpsc::Sender<Notice>) {
-    let closed = shared.closed.clone();
+async fn relay(
+    shared: Arc<Backend>,
+    name: String,
+    listening: Listening,
+    tx: mpsc::Sender<Notice>,
+    closed: CancellationToken,
+) {
     let mut current = Some(listening);
     let mut pause = FIRST_PAUSE;
     // How often the stream checks that its connection is alive (a query within the deadline):
@@ -688,6 +918,64 @@ async fn relay(shared: Arc<Backend>, name: String, listening: Listening, tx: mps
     if let Some(Listening { listener, pool }) = current {
         drop(listener);
         let _ = tokio::time::timeout(shared.connect.deadline, pool.close()).await;
+    }
+}
+
+/// Behind a pooler: listens, on a connection of its own to `database_url`, only while this
+/// node leads (see the module comment), and hands notifications to `tx` as [`relay`] does. Each
+/// time it starts listening it sends [`Notice::Resumed`]: what was sent while this node did not
+/// listen is caught up on.
+async fn relay_while_leading(shared: Arc<Backend>, name: String, tx: mpsc::Sender<Notice>) {
+    let closed = shared.closed.clone();
+    let mut leading = shared.leading.subscribe();
+    let mut pause = FIRST_PAUSE;
+    loop {
+        let gone = tokio::select! {
+            _ = closed.cancelled() => true,
+            _ = tx.closed() => true,
+            // The guard is dropped at once: holding it would block the beat that sends.
+            r = leading.wait_for(|l| *l) => r.is_err(),
+        };
+        if gone {
+            break;
+        }
+        let listening = match listen(&shared, &name).await {
+            Ok(l) => {
+                pause = FIRST_PAUSE;
+                l
+            }
+            Err(e) => {
+                tracing::warn!(error = %format!("{e:#}"), "the leader cannot listen for notices yet; it polls meanwhile");
+                tokio::select! {
+                    _ = closed.cancelled() => break,
+                    _ = tx.closed() => break,
+                    _ = tokio::time::sleep(pause) => {}
+                }
+                pause = (pause * 2).min(LAST_PAUSE);
+                continue;
+            }
+        };
+        if !send(&closed, &tx, Notice::Resumed).await {
+            break;
+        }
+        let stop = closed.child_token();
+        let relaying = relay(
+            shared.clone(),
+            name.clone(),
+            listening,
+            tx.clone(),
+            stop.clone(),
+        );
+        tokio::pin!(relaying);
+        let led = tokio::select! {
+            _ = &mut relaying => None,
+            r = leading.wait_for(|l| !*l) => Some(r.is_ok()),
+        };
+        if led.is_some() {
+            // The lead ended: the listening connection is closed.
+            stop.cancel();
+            relaying.await;
+        }
     }
 }
 

@@ -28,6 +28,8 @@ pub(super) struct Connect {
     timed: PgConnectOptions,
     /// What errors call the database: the URL with its password hidden.
     pub(super) shown: String,
+    /// The pool's way through a transaction-mode pooler (`postgres.pooler_url`), if set.
+    pooler: Option<Pooler>,
     pub(super) connect_timeout: Duration,
     /// `postgres.statement_timeout_secs`.
     pub(super) statement_timeout: Duration,
@@ -70,6 +72,35 @@ fn server_settings(statement_timeout: Duration, deadline: Duration) -> Vec<(&'st
     ]
 }
 
+/// A transaction-mode pooler (PgBouncer) in front of the database, for the pool.
+///
+/// Such a pooler hands each *transaction* to whichever server connection is free, and rejects
+/// the `options` startup parameter. So the pool's connections carry no session settings (each
+/// transaction sets them with `SET LOCAL`, [`Pooler::prelude`]) and keep no prepared statements
+/// from one transaction to the next: sqlx's statement cache is off, and each transaction begins
+/// with `DEALLOCATE ALL`, so that a statement another client of the pooler left on the server
+/// connection cannot collide with one of ours. Every call is one transaction, reads included:
+/// sqlx's extended protocol spans several round trips, which must reach one server connection.
+struct Pooler {
+    options: PgConnectOptions,
+    shown: String,
+    /// What begins each of the pool's transactions.
+    prelude: String,
+}
+
+/// The `BEGIN` of a transaction through a pooler: no statement left from another client, and
+/// the settings [`server_settings`] gives a direct connection that a transaction can set
+/// (the server's socket settings are the pooler's own, `tcp_keepalive` and `server_check_delay`).
+fn prelude(statement_timeout: Duration, deadline: Duration) -> String {
+    format!(
+        "BEGIN; DEALLOCATE ALL; SET LOCAL statement_timeout = {}; \
+         SET LOCAL idle_in_transaction_session_timeout = {}; \
+         SET LOCAL client_connection_check_interval = 1000",
+        statement_timeout.as_millis(),
+        deadline.as_millis()
+    )
+}
+
 impl Connect {
     pub(super) fn new(url: &str, config: &PostgresConfig) -> Result<Connect> {
         let shown = redact_url(url);
@@ -90,19 +121,60 @@ impl Connect {
         let timed = base
             .clone()
             .options(server_settings(statement_timeout, deadline));
+        let pooler = match config.pooler_url() {
+            None => None,
+            Some(url) => {
+                let shown = redact_url(url);
+                let mut options = PgConnectOptions::from_str(url).map_err(|e| {
+                    anyhow!("postgres.pooler_url {shown} is not a valid PostgreSQL URL: {e}")
+                })?;
+                if let Some(mode) = &config.sslmode {
+                    // Checked above.
+                    options = options.ssl_mode(PgSslMode::from_str(mode).unwrap_or_default());
+                }
+                if let Some(cert) = &config.ssl_root_cert {
+                    options = options.ssl_root_cert(cert);
+                }
+                let options = options
+                    .application_name("askrelay")
+                    .statement_cache_capacity(0);
+                Some(Pooler {
+                    options,
+                    shown,
+                    prelude: prelude(statement_timeout, deadline),
+                })
+            }
+        };
         Ok(Connect {
             base,
             timed,
             shown,
+            pooler,
             connect_timeout: Duration::from_secs(config.connect_timeout_secs),
             statement_timeout,
             deadline,
         })
     }
 
-    /// Options for the pool.
+    /// Options for the pool: through the pooler if there is one.
     pub(super) fn pooled(&self) -> PgConnectOptions {
-        self.timed.clone()
+        match &self.pooler {
+            Some(p) => p.options.clone(),
+            None => self.timed.clone(),
+        }
+    }
+
+    /// The URL the pool connects to, as errors show it.
+    pub(super) fn pooled_shown(&self) -> &str {
+        match &self.pooler {
+            Some(p) => &p.shown,
+            None => &self.shown,
+        }
+    }
+
+    /// Behind a pooler: what begins each of the pool's transactions (see [`Pooler`]).
+    pub(super) fn prelude(&self) -> Option<&str> {
+        self.pooler.as_ref().map(|p| p.prelude.as_str())
     }
 
     /// Options for a connection of its own, named so that `pg_stat_activity` (and a test)

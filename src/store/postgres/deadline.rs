@@ -199,6 +199,11 @@ pub(crate) struct Held {
 }
 
 impl Held {
+    /// A pooled connection taken outside a [`Call`] (a beat, which has a deadline of its own).
+    pub(crate) fn new(conn: PoolConnection<Postgres>) -> Held {
+        Held { conn, clean: false }
+    }
+
     /// The call ended well: the connection goes back to the pool.
     pub(crate) fn keep(&mut self) {
         self.clean = true;

@@ -14,6 +14,11 @@
 //! transaction that locks a request locks it before the rows that belong to it, so they cannot
 //! deadlock on each other.
 //!
+//! With `postgres.pooler_url` the pool goes through a transaction-mode pooler (PgBouncer):
+//! every call, reads included, is then one transaction that carries its own settings
+//! (`connect.rs`, `Pooler`), and the cluster keeps no session of its own but the leader's
+//! notice listener (`cluster.rs`).
+//!
 //! A write whose transaction fails closes its connection instead of returning it to the pool
 //! (as in SQLite, see [`crate::store::sqlite`]): a connection cut mid-transaction is not to be
 //! trusted with the next one.
@@ -59,7 +64,7 @@ macro_rules! write_tx {
     };
     ($store:expr, $limit:expr, |$tx:ident| $body:block) => {
         on_conn!($store.shared, $limit, |conn| {
-            let mut $tx = sqlx::Connection::begin(&mut *conn).await?;
+            let mut $tx = $crate::store::postgres::begin(&$store.shared, &mut *conn).await?;
             let value = async { $body }.await?;
             $tx.commit().await?;
             anyhow::Ok(value)
@@ -68,13 +73,38 @@ macro_rules! write_tx {
 }
 
 /// Runs `$body` (a read, `anyhow::Result<_>`) with `$conn`, a pooled `&mut PgConnection`,
-/// within the deadline.
+/// within the deadline. Behind a pooler the read is a transaction of its own (see
+/// `connect.rs`, `Pooler`).
 macro_rules! read {
     ($store:expr, |$conn:ident| $body:expr) => {
-        on_conn!($store.shared, $store.shared.deadlines.limit(), |$conn| {
-            $body
+        on_conn!($store.shared, $store.shared.deadlines.limit(), |conn| {
+            if $store.shared.connect.prelude().is_some() {
+                let mut tx = $crate::store::postgres::begin(&$store.shared, &mut *conn).await?;
+                let read: anyhow::Result<_> = {
+                    let $conn: &mut sqlx::PgConnection = &mut *tx;
+                    $body
+                };
+                let value = read?;
+                tx.commit().await?;
+                anyhow::Ok(value)
+            } else {
+                let $conn: &mut sqlx::PgConnection = conn;
+                $body
+            }
         })
     };
+}
+
+/// Begins a transaction on `conn`, one of the pool's; behind a pooler with the prelude that
+/// stands in for a session's settings (see `connect.rs`, `Pooler`).
+pub(crate) async fn begin<'c>(
+    shared: &Backend,
+    conn: &'c mut PgConnection,
+) -> sqlx::Result<sqlx::Transaction<'c, sqlx::Postgres>> {
+    match shared.connect.prelude() {
+        Some(prelude) => sqlx::Connection::begin_with(conn, prelude.to_owned()).await,
+        None => sqlx::Connection::begin(conn).await,
+    }
 }
 
 // After the macros, which they use.
@@ -100,6 +130,11 @@ pub(crate) struct Backend {
     fence: std::sync::Mutex<Option<Fence>>,
     /// Woken when a fenced write was refused.
     deposed: tokio::sync::Notify,
+    /// Whether this node holds a term: behind a pooler, the notice listener follows it.
+    leading: tokio::sync::watch::Sender<bool>,
+    /// Behind a pooler, this process's claim on its node's row (a random token): what guards
+    /// the node id instead of the node lock (see `cluster.rs`).
+    claim: String,
     /// Cancelled by [`Store::close`]: ends the notice streams.
     closed: CancellationToken,
     /// The notice streams' tasks, which `close` waits for.
@@ -144,7 +179,9 @@ impl PgStore {
             .acquire_timeout(connect.connect_timeout)
             .connect_with(connect.pooled())
             .await
-            .with_context(|| format!("cannot connect to the database {}", connect.shown))?;
+            .with_context(|| {
+                format!("cannot connect to the database {}", connect.pooled_shown())
+            })?;
         Ok(PgStore {
             shared: Arc::new(Backend {
                 pool,
@@ -154,6 +191,8 @@ impl PgStore {
                 lease: tokio::sync::Mutex::new(Lease::default()),
                 fence: std::sync::Mutex::new(None),
                 deposed: tokio::sync::Notify::new(),
+                leading: tokio::sync::watch::Sender::new(false),
+                claim: uuid::Uuid::new_v4().to_string(),
                 closed: CancellationToken::new(),
                 tasks: TaskTracker::new(),
             }),

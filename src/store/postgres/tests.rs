@@ -604,3 +604,97 @@ async fn sslmode_require_connects_over_tls() {
     store.close().await;
     db.drop_now().await.unwrap();
 }
+
+/// The connections of their own (not the pool's) that the nodes on `db` hold, by name.
+async fn own_connections(db: &ScratchDb) -> Vec<String> {
+    let mut conn = PgConnection::connect(&db.url).await.unwrap();
+    let names = sqlx::query_scalar(
+        "SELECT application_name FROM pg_stat_activity \
+         WHERE datname = current_database() AND application_name LIKE 'askrelay-%' ORDER BY 1",
+    )
+    .fetch_all(&mut conn)
+    .await
+    .unwrap();
+    conn.close().await.unwrap();
+    names
+}
+
+#[tokio::test]
+async fn behind_a_pooler_the_nodes_row_guards_the_id_and_only_the_leader_listens() {
+    const TEST: &str = "store::postgres::tests::behind_a_pooler_the_nodes_row_guards_the_id_and_only_the_leader_listens";
+    let Some(bouncer) = crate::store::tests::pgbouncer(TEST).await else {
+        return;
+    };
+    let db = ScratchDb::create().await.unwrap();
+    let config = PostgresConfig {
+        pooler_url: Some(crate::config::Secret::new(bouncer.url(&db))),
+        ..PostgresConfig::default()
+    };
+    let open_pooled = || async { Arc::new(PgStore::open(&db.url, &config).await.unwrap()) };
+    let timing = LeaseTiming::new(Duration::from_secs(2));
+    let first = open_pooled().await;
+    first.acquire_lease(&holder("a", 11)).await.unwrap();
+    assert!(cluster(&first).beat(&timing).await.unwrap().term.is_some());
+    assert_eq!(
+        own_connections(&db).await,
+        Vec::<String>::new(),
+        "no lease session"
+    );
+    // The leader listens, on its one connection of its own, and catches up first.
+    let mut heard = cluster(&first).notices().await.unwrap();
+    assert_eq!(next(&mut heard).await, Notice::Resumed);
+    assert_eq!(own_connections(&db).await, ["askrelay-listen a"]);
+    // It beats, as its driver would.
+    let beating = tokio::spawn({
+        let first = first.clone();
+        async move {
+            let mut beats = tokio::time::interval(timing.beat);
+            loop {
+                beats.tick().await;
+                cluster(&first).beat(&timing).await.unwrap();
+            }
+        }
+    });
+    // A second daemon with its id waits for the claim to lapse, sees it renewed, and is refused.
+    let second = open_pooled().await;
+    let err = format!(
+        "{:#}",
+        second.acquire_lease(&holder("a", 22)).await.unwrap_err()
+    );
+    assert!(
+        err.contains("in use by another askrelay daemon (pid 11 on host host-a)"),
+        "{err}"
+    );
+    // A follower holds no connection of its own, and its writes' notices reach the leader
+    // through the pooler.
+    let other = open_pooled().await;
+    other.acquire_lease(&holder("b", 33)).await.unwrap();
+    assert!(cluster(&other).beat(&timing).await.unwrap().term.is_none());
+    let _followed = cluster(&other).notices().await.unwrap();
+    create(&*other, &new_request("from-b")).await;
+    assert_eq!(next(&mut heard).await, Notice::Outbox);
+    assert_eq!(own_connections(&db).await, ["askrelay-listen a"]);
+    // The holder dies (it beats no more and releases nothing): its claim lapses, and the id
+    // is the second daemon's, whose beat fences the dead one's term off.
+    beating.abort();
+    let _ = beating.await;
+    second.acquire_lease(&holder("a", 22)).await.unwrap();
+    assert!(cluster(&second).beat(&timing).await.unwrap().term.is_some());
+    let err = format!("{:#}", cluster(&first).beat(&timing).await.unwrap_err());
+    assert!(err.contains("claimed by another daemon"), "{err}");
+    // A clean shutdown frees the id at once.
+    second.close().await;
+    let third = open_pooled().await;
+    tokio::time::timeout(
+        Duration::from_secs(1),
+        third.acquire_lease(&holder("a", 44)),
+    )
+    .await
+    .expect("no wait for a released claim")
+    .unwrap();
+    for s in [first, third, other] {
+        s.close().await;
+    }
+    drop(bouncer);
+    db.drop_now().await.unwrap();
+}

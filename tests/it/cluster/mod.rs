@@ -18,6 +18,7 @@ mod deadlines;
 mod drafts;
 mod failover;
 mod partitions;
+mod pooler;
 
 use partitions::{failing, health_ok_again, health_timed};
 
