@@ -771,3 +771,90 @@ async fn after_some_space_is_freed_the_wal_is_checkpointed_and_asks_are_accepted
     answer_all(&mut d, waiting, &mut acks).await;
     kill_and_check(d, &url, &acks).await;
 }
+
+/// Fills the disk under `disk` to the last byte with a file of its own (a real full disk: what
+/// an operator's runaway log does).
+fn fill_to_the_brim(disk: &Tmpfs) {
+    use std::io::Write;
+    let mut f = std::fs::File::create(disk.at.join("filler")).unwrap();
+    let chunk = vec![0u8; 64 * 1024];
+    loop {
+        match f.write(&chunk) {
+            Ok(0) => break,
+            Ok(_) => {}
+            Err(e) if e.raw_os_error() == Some(nix::libc::ENOSPC) => break,
+            Err(e) => panic!("filling the disk: {e}"),
+        }
+    }
+    // What a partly written last chunk left.
+    while f.write(&[0u8]).is_ok_and(|n| n == 1) {}
+    assert!(disk.free_bytes() < 4096, "{} bytes free", disk.free_bytes());
+}
+
+/// Slack on a real full disk: a press is still acknowledged within Slack's 3 s, the person is
+/// told their answer could not be saved, nothing settles and the agent keeps waiting; an ask
+/// gets `INTERNAL`, not `accepted`. Once space is freed, the same press settles, and what was
+/// acknowledged before the disk filled is all there.
+#[tokio::test]
+async fn on_a_full_disk_a_slack_press_is_acked_refused_and_settles_once_space_is_freed() {
+    const TEST: &str =
+        "fulldisk::on_a_full_disk_a_slack_press_is_acked_refused_and_settles_once_space_is_freed";
+    let disk = match Tmpfs::mount("4m") {
+        Ok(d) => d,
+        Err(why) => return skip(TEST, &why),
+    };
+    let url = format!("sqlite://{}", disk.at.join("askrelay.db").display());
+    let s = askrelay_testkit::slack::SlackStandIn::start().await;
+    let app = App::start_with(|c| {
+        crate::slack::slack_config(c, &s);
+        c.database_url = url.clone();
+    })
+    .await;
+    within("the Socket Mode connection", s.wait_connected(1)).await;
+    let t = crate::slack::Slack { app, s };
+    let (mut agent, _) = t.ask("full-1", &yes_no("cleanup")).await;
+    let m = t.message(0).await;
+
+    fill_to_the_brim(&disk);
+    // A press: acknowledged in time, refused, nothing settled.
+    let sent = t.press(&crate::slack::alice(), &m, "No, keep them").await;
+    let ack = within("the ack", t.s.wait_ack(sent.envelope_id())).await;
+    let took = ack.acked_at.duration_since(sent.envelope.sent_at);
+    assert!(
+        took < std::time::Duration::from_secs(3),
+        "acked after {took:?}"
+    );
+    let told = t.told("U0ALICE01", "could not be saved").await;
+    assert!(
+        told.text
+            .as_deref()
+            .unwrap()
+            .contains("Nothing was recorded"),
+        "{told:?}"
+    );
+    let req = t.app.store().by_id("full-1").await.unwrap().unwrap();
+    assert!(req.answers[0].is_none(), "nothing settled on a full disk");
+    // An ask: refused with INTERNAL, never accepted.
+    let mut c = t.app.client().await;
+    c.send_json(&ask_line("full-2", &yes_no("cleanup")))
+        .await
+        .unwrap();
+    let ev = recv(&mut c, "the ask's reply on a full disk").await;
+    assert_eq!(ev["code"], "INTERNAL", "{ev}");
+
+    // Space is freed: the same press settles, and the agent that waited gets its answer.
+    std::fs::remove_file(disk.at.join("filler")).unwrap();
+    let sent = t.press(&crate::slack::alice(), &m, "No, keep them").await;
+    within("the ack", t.s.wait_ack(sent.envelope_id())).await;
+    let ev = expect_event(&mut agent, "answered").await;
+    assert_eq!(ev["result"]["answers"][0]["selected"][0], "No, keep them");
+    t.outcome_of(&m).await;
+    assert!(t
+        .app
+        .store()
+        .by_id("full-2")
+        .await
+        .unwrap()
+        .is_none_or(|r| r.status != askrelay::domain::Status::Pending));
+    t.s.assert_no_violations();
+}
