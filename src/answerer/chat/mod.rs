@@ -17,13 +17,15 @@
 //! save a draft, refuse); `form.rs` what a sent form comes to; `vote.rs` what a settlement (a win, a vote, a late press) came to; `confirm.rs` the
 //! typed confirm word; `grant.rs` the grants ("Allow for …", a pattern's preview, save);
 //! `edit.rs` edit-then-approve; `drafts.rs` multi-select drafts; `batch.rs` approvals
-//! answered at once; `listing.rs` what `pending`, `history` and `grants` list for whom;
+//! answered at once; `listing.rs` what `pending`, `history` and `grants` list for whom; `digest.rs` the
+//! digest's schedule and median;
 //! `command.rs` the `/askrelay` command (its listings, cancel, revoke) as a typed [`command::Command`].
 
 pub mod admit;
 pub mod batch;
 pub mod command;
 pub mod confirm;
+pub mod digest;
 pub mod drafts;
 pub mod edit;
 pub mod form;

@@ -5,12 +5,9 @@
 //! median time to an answer over the last day. It shows only what its channel may see: the
 //! requests that went to Discord through a route that posts in that channel, or that
 //! `digest.routes` names; never a request only the terminal was asked. Nothing is posted when
-//! none of those is pending. The
-//! next due time is stored (`schedules`, name `digest`): a restart resumes the schedule, and a
-//! turn is taken by a conditional update from the due time that was read, so it is never taken
-//! twice. A turn is taken before its post; a crash between the two skips that one digest (the
-//! next comes on schedule), and the post's nonce (from the due time) keeps a retry from posting
-//! it twice.
+//! none of those is pending. The schedule (stored as `digest`) and the median are the chat
+//! layer's ([`crate::answerer::chat::digest`]); the post's nonce (from the due time) keeps a
+//! retry from posting it twice.
 //!
 //! [`Digest`] exists only when a digest is configured, and owns its channel and schedule.
 
@@ -18,19 +15,17 @@ use super::render::truncate;
 use super::rest::Rest;
 use super::route;
 use super::shown::NAME;
+use crate::answerer::chat::digest as chat_digest;
 use crate::config::Config;
-use crate::domain::calendar::{self, Schedule};
+use crate::domain::calendar::Schedule;
 use crate::domain::clock::now_ms;
-use crate::domain::expiry::human;
 use crate::domain::request::Request;
-use crate::domain::{AnswererContext, Status};
+use crate::domain::AnswererContext;
 use serenity::all::{CreateAllowedMentions, CreateEmbed, CreateMessage, Nonce};
 use std::sync::Arc;
-use std::time::Duration;
 
 /// The schedule's name in the store.
 pub(super) const DIGEST: &str = "digest";
-const DAY_MS: i64 = 86_400_000;
 
 /// The digest of one daemon: where it posts and when.
 pub(super) struct Digest {
@@ -43,20 +38,8 @@ pub(super) struct Digest {
 impl Digest {
     /// The digest from the config, if one is configured.
     pub fn new(config: Arc<Config>, rest: Arc<Rest>) -> Option<Digest> {
-        let d = &config.digest;
-        let channel = d.channel_id?.0;
-        let zone = match d.timezone.as_deref() {
-            Some(tz) => calendar::zone(tz).ok()?,
-            None => jiff::tz::TimeZone::UTC,
-        };
-        let schedule = Schedule {
-            every_secs: d.every_secs.unwrap_or(86_400),
-            at: d
-                .at
-                .as_deref()
-                .and_then(|a| calendar::parse_time_of_day(a).ok()),
-            zone,
-        };
+        let channel = config.digest.channel_id?.0;
+        let schedule = chat_digest::schedule(&config.digest)?;
         Some(Digest {
             config,
             rest,
@@ -67,64 +50,15 @@ impl Digest {
 
     /// Runs the digest until shutdown, resuming the stored schedule.
     pub(super) fn spawn(self: Arc<Self>, ctx: &AnswererContext) {
-        let (channel, schedule) = (self.channel, self.schedule.clone());
-        let me = self;
-        let task_ctx = ctx.clone();
-        ctx.spawn(async move {
-            let ctx = task_ctx;
-            loop {
-                let due = match ctx.schedule_due(DIGEST).await {
-                    Ok(Some(due)) => due,
-                    Ok(None) => {
-                        let first = schedule.next_after(now_ms());
-                        match ctx.advance_schedule(DIGEST, None, first).await {
-                            Ok(_) => continue,
-                            Err(e) => {
-                                tracing::error!(error = %format!("{e:#}"), "cannot start the digest schedule; retrying in a minute");
-                                first.min(now_ms() + 60_000)
-                            }
-                        }
-                    }
-                    Err(e) => {
-                        tracing::error!(error = %format!("{e:#}"), "cannot read the digest schedule; retrying in a minute");
-                        now_ms() + 60_000
-                    }
-                };
-                let wait = Duration::from_millis((due - now_ms()).clamp(0, 60_000) as u64);
-                tokio::select! {
-                    _ = ctx.shutdown().cancelled() => return,
-                    _ = tokio::time::sleep(wait) => {}
-                }
-                if now_ms() < due {
-                    continue;
-                }
-                match ctx
-                    .advance_schedule(DIGEST, Some(due), schedule.next_after(now_ms()))
-                    .await
-                {
-                    Ok(true) => me.post_digest(&ctx, channel, due).await,
-                    Ok(false) => {} // another run took this turn
-                    Err(e) => {
-                        tracing::error!(error = %format!("{e:#}"), "cannot take the digest's turn");
-                        tokio::select! {
-                            _ = ctx.shutdown().cancelled() => return,
-                            _ = tokio::time::sleep(Duration::from_secs(60)) => {}
-                        }
-                    }
-                }
-            }
+        let schedule = self.schedule.clone();
+        chat_digest::spawn(ctx, DIGEST, schedule, move |ctx, due| {
+            let me = self.clone();
+            async move { me.post_digest(&ctx, me.channel, due).await }
         });
     }
 
     /// Posts one digest (due at `due`), unless nothing is pending.
     async fn post_digest(&self, ctx: &AnswererContext, channel: u64, due: i64) {
-        let (pending, recent) = match (ctx.pending_all(1000).await, ctx.history_all(1000).await) {
-            (Ok(p), Ok(h)) => (p, h),
-            (Err(e), _) | (_, Err(e)) => {
-                tracing::error!(error = %format!("{e:#}"), "cannot read the requests for the digest");
-                return;
-            }
-        };
         let named = &self.config.digest.routes;
         let listed = |req: &Request| {
             req.shown_by(NAME) && {
@@ -132,7 +66,9 @@ impl Digest {
                 route.posts_in(channel) || named.contains(&route.name)
             }
         };
-        let pending: Vec<_> = pending.iter().filter(|(req, _)| listed(req)).collect();
+        let Some((pending, median)) = chat_digest::read(ctx, listed).await else {
+            return;
+        };
         if pending.is_empty() {
             tracing::debug!("nothing the digest's channel may see is pending; no digest");
             return;
@@ -144,23 +80,6 @@ impl Digest {
                 super::commands::pending_line(req, posts, now, |c, m| self.rest.link(c, m))
             })
             .collect();
-        let mut took: Vec<i64> = recent
-            .iter()
-            .filter(|(r, _)| r.status == Status::Answered && listed(r))
-            .filter_map(|(r, _)| {
-                r.ended_at_ms
-                    .filter(|&end| end >= now - DAY_MS)
-                    .map(|end| end - r.created_at_ms)
-            })
-            .collect();
-        took.sort_unstable();
-        let median = match took.len() {
-            0 => "no question was answered in the last day".to_owned(),
-            n => format!(
-                "median time to an answer over the last day: {} ({n} answered)",
-                human(Duration::from_secs((took[n / 2].max(0) / 1000) as u64))
-            ),
-        };
         let description = super::commands::listing(&lines, "");
         let message = CreateMessage::new()
             .embed(
