@@ -176,16 +176,24 @@ impl Config {
         if let Some(tz) = &self.digest.timezone {
             crate::domain::calendar::zone(tz).map_err(|e| anyhow!("digest.timezone: {e}"))?;
         }
+        if let Some(c) = &self.digest.slack_channel_id {
+            super::slack::check_id("digest.slack_channel_id", super::slack::IdKind::Channel, c)?;
+            if !self.slack.enabled() {
+                bail!("digest.slack_channel_id: needs slack.bot_token (Slack is not configured); set it, or leave slack_channel_id out");
+            }
+        }
         for (i, name) in self.digest.routes.iter().enumerate() {
-            let default = name == "default" && self.discord.channel_id.is_some();
+            let default = name == "default"
+                && (self.discord.channel_id.is_some() || self.slack.channel_id.is_some());
             if !default && !self.routes.iter().any(|r| &r.name == name) {
-                bail!("digest.routes[{i}]: no route is named {name:?} (a [[routes]] name, or \"default\" with discord.channel_id)");
+                bail!("digest.routes[{i}]: no route is named {name:?} (a [[routes]] name, or \"default\" with discord.channel_id or slack.channel_id)");
             }
         }
         if self.digest.channel_id.is_none()
+            && self.digest.slack_channel_id.is_none()
             && (self.digest.every_secs.is_some() || self.digest.at.is_some())
         {
-            bail!("digest.channel_id: the digest needs a channel");
+            bail!("digest.channel_id: the digest needs a channel (channel_id for Discord, slack_channel_id for Slack)");
         }
         check_oncall(
             "discord",

@@ -351,8 +351,11 @@ pub struct DiscordConfig {
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(default)]
 pub struct DigestConfig {
-    /// Where to post it; no digest when unset.
+    /// The Discord channel to post it in; no digest in Discord when unset.
     pub channel_id: Option<Snowflake>,
+    /// The Slack channel to post it in ("C…"); no digest in Slack when unset. Both may be set:
+    /// each channel gets its own digest, of what it may see.
+    pub slack_channel_id: Option<String>,
     /// How often (default: daily).
     pub every_secs: Option<u64>,
     /// A time of day ("09:00") the schedule is anchored to, in `timezone` (default UTC).

@@ -452,6 +452,31 @@ mod tests {
         }
 
         #[test]
+        fn a_slack_digest_needs_a_channel_id_and_slack() {
+            let c = load(
+                "[slack]\nchannel_id = \"C0123ABCD\"\n[digest]\nslack_channel_id = \"C0DIGEST1\"\nroutes = [\"default\"]\nat = \"09:00\"\n",
+                TOKENS,
+            )
+            .unwrap();
+            assert_eq!(c.digest.slack_channel_id.as_deref(), Some("C0DIGEST1"));
+            let e = load("[digest]\nslack_channel_id = \"digests\"\n", TOKENS).unwrap_err();
+            assert!(
+                e.contains("digest.slack_channel_id: expected a channel id"),
+                "{e}"
+            );
+            let e = load("[digest]\nslack_channel_id = \"C0DIGEST1\"\n", &[]).unwrap_err();
+            assert!(
+                e.contains("digest.slack_channel_id: needs slack.bot_token"),
+                "{e}"
+            );
+            let e = load("[slack]\n[digest]\nat = \"09:00\"\n", TOKENS).unwrap_err();
+            assert!(
+                e.contains("digest.channel_id: the digest needs a channel"),
+                "{e}"
+            );
+        }
+
+        #[test]
         fn bad_tokens_and_ids_name_the_key_without_the_value() {
             let e = load(
                 "",

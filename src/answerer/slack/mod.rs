@@ -17,6 +17,7 @@
 //! (alone: at start) and dropped when it steps down.
 
 mod connect;
+mod digest;
 mod http;
 mod interactions;
 mod outbox;
@@ -219,6 +220,9 @@ impl SlackAnswerer {
         }
         outbox.repair(ctx).await;
         outbox.spawn_repair_loop(ctx);
+        if let Some(digest) = digest::Digest::new(self.config.clone(), self.web.clone()) {
+            Arc::new(digest).spawn(ctx);
+        }
         Ok(())
     }
 }

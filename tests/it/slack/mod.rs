@@ -15,6 +15,7 @@ mod both;
 mod command;
 mod config;
 mod confirm;
+mod digest;
 mod edit;
 mod grants;
 mod http;

@@ -224,7 +224,7 @@ fn question_text(req: &Request, idx: usize, max: usize) -> String {
 }
 
 /// "*5 min* · `req-1` · agent · Proceed? · <link|message>".
-fn pending_line(req: &Request, posts: &[Post], now: i64) -> String {
+pub(crate) fn pending_line(req: &Request, posts: &[Post], now: i64) -> String {
     let age = human(Duration::from_secs(
         ((now - req.created_at_ms).max(0) / 1000) as u64,
     ));

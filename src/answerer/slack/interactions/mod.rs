@@ -25,7 +25,7 @@
 //! actor is `slack:USER name=NAME`, the source `slack`).
 
 mod admit;
-mod command;
+pub(super) mod command;
 mod forms;
 mod press;
 
