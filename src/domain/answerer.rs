@@ -39,6 +39,8 @@ pub struct Proposal<'a> {
     pub token: &'a str,
     pub questions: &'a [Question],
     pub scope: &'a Scope,
+    /// The request's context (what the agent attached), if any.
+    pub context: Option<&'a crate::domain::model::Context>,
 }
 
 /// An answerer's reply to a new request.

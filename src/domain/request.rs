@@ -488,6 +488,9 @@ pub enum Slot {
     Reminder(u32),
     /// An escalation step's mentions: a reply without components (`note:eSTEP`).
     StepNote(u32),
+    /// The request's context files, shared in the thread of its first question's message
+    /// where the platform cannot attach them to it (Slack's uploads): `note:files`.
+    Files,
     /// Text this version does not read (another version wrote it), kept as it is so that the
     /// row is still loaded and written back unchanged.
     Other(String),
@@ -501,7 +504,7 @@ impl Slot {
     /// A reply that carries no components (a reminder, an escalation step's mentions).
     pub fn is_note(&self) -> bool {
         match self {
-            Slot::Reminder(_) | Slot::StepNote(_) => true,
+            Slot::Reminder(_) | Slot::StepNote(_) | Slot::Files => true,
             Slot::Other(s) => s.starts_with("note:"),
             _ => false,
         }
@@ -530,6 +533,8 @@ impl Slot {
             Slot::Main
         } else if let Some(user) = s.strip_prefix("dm:") {
             Slot::Dm(user.parse().ok()?)
+        } else if s == "note:files" {
+            Slot::Files
         } else if let Some(n) = s.strip_prefix("note:r") {
             Slot::Reminder(n.parse().ok()?)
         } else if let Some(k) = s.strip_prefix("note:") {
@@ -569,6 +574,7 @@ impl fmt::Display for Slot {
             Slot::StepDm(k, user) => write!(f, "e{k}:dm:{user}"),
             Slot::Reminder(n) => write!(f, "note:r{n}"),
             Slot::StepNote(k) => write!(f, "note:e{k}"),
+            Slot::Files => f.write_str("note:files"),
             Slot::Other(s) => f.write_str(s),
         }
     }
@@ -842,6 +848,7 @@ mod tests {
             ("e2:dm:55", Slot::StepDm(2, 55)),
             ("note:r1", Slot::Reminder(1)),
             ("note:e3", Slot::StepNote(3)),
+            ("note:files", Slot::Files),
         ];
         for (text, slot) in slots {
             assert_eq!(text.parse::<Slot>().unwrap(), slot, "{text:?}");
@@ -866,7 +873,9 @@ mod tests {
     #[test]
     fn slots_say_what_they_are() {
         assert!(Slot::Main.is_main());
-        assert!(Slot::Reminder(1).is_note() && Slot::StepNote(2).is_note());
+        assert!(
+            Slot::Reminder(1).is_note() && Slot::StepNote(2).is_note() && Slot::Files.is_note()
+        );
         assert!(
             Slot::from("note:remind").is_note(),
             "a note of another version"

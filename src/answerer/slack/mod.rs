@@ -138,7 +138,7 @@ impl SlackAnswerer {
             .filter(|p| p.answerer == NAME)
             .cloned()
             .collect();
-        if mine.iter().any(|p| p.is_main() && p.message.is_none()) {
+        if mine.iter().any(outbox::unposted) {
             tracing::info!(request_id = %Escaped(&req.request_id), "resuming the posting of a request in Slack");
             if let Some(claim) = lead.outbox.busy.posting.claim(req.key) {
                 lead.outbox
@@ -301,7 +301,12 @@ impl Answerer for SlackAnswerer {
             ));
         }
         Claim::Take {
-            posts: outbox::plan(proposal.token, proposal.questions.len(), &route),
+            posts: outbox::plan(
+                proposal.token,
+                proposal.questions.len(),
+                &route,
+                proposal.context,
+            ),
             expiry: route.expiry.clone(),
             route: Some(route.name),
         }
@@ -364,10 +369,15 @@ impl Answerer for SlackAnswerer {
         };
         // Answered by a grant as it was asked: posted all the same, as the grant's
         // announcement (grants are never silent; see Outbox::render).
-        let posts: Vec<Post> = outbox::plan(&req.token, req.questions.len(), &route)
-            .into_iter()
-            .map(|p| Post::planned(p, NAME))
-            .collect();
+        let posts: Vec<Post> = outbox::plan(
+            &req.token,
+            req.questions.len(),
+            &route,
+            req.context.as_deref(),
+        )
+        .into_iter()
+        .map(|p| Post::planned(p, NAME))
+        .collect();
         // Held from the first try through the background poster, so that a repair pass that
         // finds the request meanwhile does not post it a second time.
         let Some(claim) = lead.outbox.busy.posting.claim(req.key) else {
@@ -381,7 +391,15 @@ impl Answerer for SlackAnswerer {
             .post_all(ctx, req, &route, posts, Some(DELIVER_ATTEMPTS), 0)
             .await
         {
-            Ok(posted) => Delivery::Shown(self.detail(&route, &posted)),
+            Ok(posted) => {
+                // The context's files are shared in the background: the agent is not kept
+                // waiting for uploads.
+                if posted.iter().any(outbox::unposted) {
+                    lead.outbox
+                        .spawn_poster(ctx, claim, req.clone(), route.clone(), 0);
+                }
+                Delivery::Shown(self.detail(&route, &posted))
+            }
             Err(Failure::Permanent(m)) if ctx.is_pending(req).await => {
                 Delivery::Failed(AskError::new(
                     ErrorCode::NoAnswerer,

@@ -14,6 +14,7 @@ use super::route::{self, SlackRoute};
 use super::web::{Failure, Web};
 use super::NAME;
 use crate::config::Config;
+use crate::domain::model::Context;
 use crate::domain::request::{EditState, PlannedPost, Post, Request, Slot};
 use crate::domain::text::Escaped;
 use crate::domain::{AnswererContext, AskError, ErrorCode, Outcome};
@@ -45,9 +46,20 @@ pub fn client_msg_id(token: &str, idx: usize) -> String {
     )
 }
 
-/// The outbox rows of a request on `route`: each question's message in its channel.
-pub(super) fn plan(token: &str, count: usize, route: &SlackRoute) -> Vec<PlannedPost> {
-    (0..count)
+/// Whether `p` is still to be posted: a question's message, or its context's files.
+pub(super) fn unposted(p: &Post) -> bool {
+    (p.is_main() || p.slot == Slot::Files) && p.message.is_none()
+}
+
+/// The outbox rows of a request on `route`: each question's message in its channel, and the
+/// files of a `context` its message cannot show whole, shared in that message's thread.
+pub(super) fn plan(
+    token: &str,
+    count: usize,
+    route: &SlackRoute,
+    context: Option<&Context>,
+) -> Vec<PlannedPost> {
+    let mut rows: Vec<PlannedPost> = (0..count)
         .map(|idx| PlannedPost {
             idx,
             slot: Slot::Main,
@@ -55,7 +67,17 @@ pub(super) fn plan(token: &str, count: usize, route: &SlackRoute) -> Vec<Planned
             guild: None,
             nonce: client_msg_id(token, idx),
         })
-        .collect()
+        .collect();
+    if count > 0 && context.is_some_and(|c| !render::uploads(c).is_empty()) {
+        rows.push(PlannedPost {
+            idx: 0,
+            slot: Slot::Files,
+            channel: route.channel.clone(),
+            guild: None,
+            nonce: client_msg_id(&format!("{token} files"), 0),
+        });
+    }
+    rows
 }
 
 /// A set of things someone is working on, each held by a [`Claim`] until it is dropped, so
@@ -209,7 +231,70 @@ impl Outbox {
                 }
             }
         }
+        if tries.is_none() {
+            self.share_files(ctx, req, &mut posts).await;
+        }
         Ok(posts)
+    }
+
+    /// Shares the request's context files in the thread of its first question's message, once
+    /// that is posted (its `note:files` row; recorded once Slack shared them). Tried until it
+    /// works, the request ends or this node's lead does; a file Slack refuses (a missing
+    /// `files:write` scope, say) is logged and not tried again: the question stands without it.
+    async fn share_files(&self, ctx: &AnswererContext, req: &Request, posts: &mut [Post]) {
+        let Some(thread) = posts
+            .iter()
+            .find(|p| p.is_main() && p.idx == 0)
+            .and_then(|p| p.message.clone())
+        else {
+            return;
+        };
+        let Some(post) = posts
+            .iter_mut()
+            .find(|p| p.slot == Slot::Files && p.message.is_none())
+        else {
+            return;
+        };
+        let files = req
+            .context
+            .as_deref()
+            .map(render::uploads)
+            .unwrap_or_default();
+        let mut attempt = 0;
+        loop {
+            if !ctx.is_pending(req).await || !ctx.holds_term() {
+                return;
+            }
+            if ctx.claim_post(req.key, post).await.is_err() {
+                return;
+            }
+            let shared = self.web.share_files(&post.channel, &thread, &files).await;
+            let given_up = match &shared {
+                Ok(()) => None,
+                Err(Failure::Permanent(m)) => Some(m.clone()),
+                Err(f) => {
+                    let _ = ctx.record_post_failure(req, post, f.message()).await;
+                    attempt += 1;
+                    let wait = Web::wait_after(attempt, f);
+                    tracing::warn!(request_id = %Escaped(&req.request_id), attempt, error = %f.message(), retry_in_ms = wait.as_millis() as u64, "sharing the context's files in Slack failed; retrying");
+                    if !self.web.pause(wait).await {
+                        return;
+                    }
+                    continue;
+                }
+            };
+            crate::crash::point("files shared");
+            if let Some(m) = given_up {
+                tracing::error!(request_id = %Escaped(&req.request_id), error = %m, "Slack refused the context's files; the question stands without them");
+            }
+            match ctx.record_post(req, post, &thread, None, None).await {
+                Ok(()) => post.message = Some(thread),
+                Err(e) => {
+                    tracing::error!(error = %format!("{e:#}"), "cannot record the context's files as shared in Slack")
+                }
+            }
+            return;
+        }
     }
 
     /// Keeps posting in the background until every question is up, after `failed` tries, under
@@ -400,7 +485,7 @@ impl Outbox {
             };
             let mine: Vec<Post> = posts.into_iter().filter(|p| p.answerer == NAME).collect();
             let unposted = req.status == crate::domain::Status::Pending
-                && mine.iter().any(|p| p.is_main() && p.message.is_none())
+                && mine.iter().any(unposted)
                 && !ctx.is_being_delivered(&req.request_id);
             if unposted {
                 if let Some(claim) = self.busy.posting.claim(req.key) {

@@ -217,6 +217,49 @@ impl Web {
         Ok(sent.ts.to_string())
     }
 
+    /// Shares `files` (name, bytes) in the thread of the message `thread_ts` in `channel`,
+    /// through Slack's external upload flow: `files.getUploadURLExternal` and the bytes posted
+    /// to its URL for each file, then one `files.completeUploadExternal` that shares them all.
+    pub async fn share_files(
+        &self,
+        channel: &str,
+        thread_ts: &str,
+        files: &[(String, Vec<u8>)],
+    ) -> Result<(), Failure> {
+        let token = self.token();
+        let session = self.client.open_session(&token);
+        let mut done = Vec::with_capacity(files.len());
+        for (name, bytes) in files {
+            let url = self
+                .call(
+                    "files.getUploadURLExternal",
+                    session.get_upload_url_external(
+                        &SlackApiFilesGetUploadUrlExternalRequest::new(name.clone(), bytes.len()),
+                    ),
+                )
+                .await?;
+            self.call(
+                "the file upload",
+                session.files_upload_via_url(&SlackApiFilesUploadViaUrlRequest::new(
+                    url.upload_url,
+                    bytes.clone(),
+                    "text/plain".into(),
+                )),
+            )
+            .await?;
+            done.push(SlackApiFilesComplete::new(url.file_id).with_title(name.clone()));
+        }
+        let complete = SlackApiFilesCompleteUploadExternalRequest::new(done)
+            .with_channel_id(channel.into())
+            .with_thread_ts(thread_ts.into());
+        self.call(
+            "files.completeUploadExternal",
+            session.files_complete_upload_external(&complete),
+        )
+        .await?;
+        Ok(())
+    }
+
     /// `chat.update` of the message `ts` in `channel`.
     pub async fn update(
         &self,

@@ -119,7 +119,10 @@ impl Hub {
             copies,
             route,
             expiry,
-        } = match self.claim(&token, &questions, &ask.scope).await {
+        } = match self
+            .claim(&token, &questions, &ask.scope, ask.context.as_ref())
+            .await
+        {
             Ok(taken) => taken,
             Err(reasons) => {
                 // An ended request under this id still gets its stored final line.
@@ -268,11 +271,13 @@ impl Hub {
         token: &str,
         questions: &[Question],
         scope: &crate::domain::model::Scope,
+        context: Option<&crate::domain::model::Context>,
     ) -> Result<Taken, String> {
         let proposal = Proposal {
             token,
             questions,
             scope,
+            context,
         };
         let answerers = &self.inner.answerers;
         let claims = all(answerers.iter().map(|a| a.claim(&proposal)).collect()).await;

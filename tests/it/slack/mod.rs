@@ -17,6 +17,7 @@ mod config;
 mod confirm;
 mod digest;
 mod edit;
+mod files;
 mod grants;
 mod http;
 mod outbox;

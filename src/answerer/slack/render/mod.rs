@@ -209,9 +209,35 @@ fn fallback(q: &Question, view: &View) -> String {
     )
 }
 
+/// The name of the context's text when it is shared as a file, and of an approval's command.
+pub const CONTEXT_TEXT_FILE: &str = "context.txt";
+pub const COMMAND_FILE: &str = "command.txt";
+
+/// What the message of `c` cannot show whole, as files to share in its thread (name, bytes):
+/// an approval's command or the context's text past [`CONTEXT_CODE_MAX`] characters, a file
+/// past it, and every file past the first [`CONTEXT_FILES_SHOWN`] (at most 11: the core's 9
+/// files, the text and the command).
+pub fn uploads(c: &Context) -> Vec<(String, Vec<u8>)> {
+    let cut = |s: &str| s.chars().count() > CONTEXT_CODE_MAX;
+    let mut files = Vec::new();
+    if let Some(a) = c.approval.as_ref().filter(|a| cut(&a.command)) {
+        files.push((COMMAND_FILE.to_owned(), a.command.as_bytes().to_vec()));
+    }
+    if let Some(t) = c.text.as_deref().filter(|t| !t.trim().is_empty() && cut(t)) {
+        files.push((CONTEXT_TEXT_FILE.to_owned(), t.as_bytes().to_vec()));
+    }
+    for (i, f) in c.files.iter().enumerate() {
+        if i >= CONTEXT_FILES_SHOWN || cut(&f.content) {
+            files.push((f.name.clone(), f.content.as_bytes().to_vec()));
+        }
+    }
+    files
+}
+
 /// The request's context as Slack shows code: its text, then each file, in ``` blocks cut to
-/// [`CONTEXT_CODE_MAX`] with a note of what was left out (Slack has no attachments on a
-/// message; uploads are not built yet, docs/slack.md).
+/// [`CONTEXT_CODE_MAX`]; what was cut, and the files past the first [`CONTEXT_FILES_SHOWN`],
+/// are shared whole in the message's thread ([`uploads`]; Slack has no attachments on a
+/// message), and the message says so.
 fn context_blocks(c: &Context) -> Vec<SlackBlock> {
     let mut blocks = Vec::new();
     let mut block = |title: String, body: &str| {
@@ -220,7 +246,7 @@ fn context_blocks(c: &Context) -> Vec<SlackBlock> {
         let mut text = format!("{title}\n```{}```", code(&shown));
         if total > CONTEXT_CODE_MAX {
             text.push_str(&format!(
-                "\n_{} more characters not shown_",
+                "\n_{} more characters not shown here; the whole of it is in the thread_",
                 total - CONTEXT_CODE_MAX
             ));
         }
@@ -252,7 +278,7 @@ fn context_blocks(c: &Context) -> Vec<SlackBlock> {
             SlackSectionBlock::new()
                 .with_block_id("cmore".into())
                 .with_text(md(truncate(
-                    &format!("_Not shown here:_ {}", names.join(", ")),
+                    &format!("_In the thread:_ {}", names.join(", ")),
                     SECTION_TEXT_MAX,
                 )))
                 .into(),

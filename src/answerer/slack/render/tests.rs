@@ -409,12 +409,33 @@ fn long_text_is_cut_to_each_limit_and_long_context_says_so() {
     texts(&blocks, &mut all);
     assert!(
         all.iter()
-            .any(|t| t.contains("7400 more characters not shown")),
+            .any(|t| t
+                .contains("7400 more characters not shown here; the whole of it is in the thread")),
         "{all:?}"
     );
     assert!(all
         .iter()
-        .any(|t| t.contains("_Not shown here:_ f5.txt, f6.txt")));
+        .any(|t| t.contains("_In the thread:_ f5.txt, f6.txt")));
+    // What was cut is shared whole in the thread.
+    let up = uploads(&context);
+    let names: Vec<&str> = up.iter().map(|(n, _)| n.as_str()).collect();
+    assert_eq!(names[0], CONTEXT_TEXT_FILE);
+    assert_eq!(
+        names.len(),
+        10,
+        "the text and every file (each is cut): {names:?}"
+    );
+    assert_eq!(up[0].1.len(), 10_000);
+    // A context that fits shares nothing.
+    let small = Context {
+        text: Some("short".into()),
+        files: vec![ContextFile {
+            name: "a.diff".into(),
+            content: "+x".into(),
+        }],
+        approval: None,
+    };
+    assert!(uploads(&small).is_empty());
     // An escape is never cut in two.
     let button = &blocks.as_array().unwrap().last().unwrap()["elements"][1]["text"]["text"];
     let b = button.as_str().unwrap();
