@@ -21,6 +21,30 @@ pub fn matching<'c>(config: &'c Config, scope: &Scope) -> Option<&'c Route> {
 }
 
 /// The route named `name`.
+/// How an answerer takes an agent's end of turn (a `Stop` request; `None` for anything
+/// else): on the route it resolved, `route`, only when that route opted in with
+/// `stop_replies`, waiting `stop_wait_secs` for a reply (`Ok`); else why it declines (`Err`).
+pub fn turn_end(
+    config: &Config,
+    scope: &Scope,
+    route: &str,
+) -> Option<Result<crate::domain::expiry::ExpiryRule, String>> {
+    if scope.get("tool").map(String::as_str) != Some(crate::answerer::discord::STOP_TOOL) {
+        return None;
+    }
+    Some(
+        match matching(config, scope).filter(|r| r.name == route && r.stop_replies()) {
+            Some(r) => Ok(crate::domain::expiry::ExpiryRule {
+                after_secs: Some(r.stop_wait_secs()),
+                ..Default::default()
+            }),
+            None => Err(format!(
+                "route {route:?} does not take replies at the end of a turn (stop_replies is off)"
+            )),
+        },
+    )
+}
+
 pub fn named<'c>(config: &'c Config, name: &str) -> Option<&'c Route> {
     config.routes.iter().find(|r| r.name == name)
 }

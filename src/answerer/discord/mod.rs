@@ -335,23 +335,10 @@ impl Answerer for DiscordAnswerer {
         // An agent's end of turn (`askrelay hook … ` on Stop) is posted only on a route that
         // opted in with stop_replies, and waits stop_wait_secs for a reply.
         let mut expiry = route.expiry.clone();
-        if proposal.scope.get("tool").map(String::as_str) == Some(STOP_TOOL) {
-            let raw = crate::answerer::routing::matching(&self.config, proposal.scope)
-                .filter(|r| r.name == route.name);
-            match raw.filter(|r| r.stop_replies()) {
-                Some(r) => {
-                    expiry = Some(crate::domain::expiry::ExpiryRule {
-                        after_secs: Some(r.stop_wait_secs()),
-                        ..Default::default()
-                    })
-                }
-                None => {
-                    return Claim::Decline(format!(
-                    "route {:?} does not take replies at the end of a turn (stop_replies is off)",
-                    route.name
-                ))
-                }
-            }
+        match crate::answerer::routing::turn_end(&self.config, proposal.scope, &route.name) {
+            Some(Ok(wait)) => expiry = Some(wait),
+            Some(Err(why)) => return Claim::Decline(why),
+            None => {}
         }
         match self
             .rest

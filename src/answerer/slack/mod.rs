@@ -291,14 +291,13 @@ impl Answerer for SlackAnswerer {
             Ok(r) => r,
             Err(why) => return Claim::Decline(why),
         };
-        // An agent's end of turn waits for a reply, which Slack does not take yet.
-        if proposal.scope.get("tool").map(String::as_str)
-            == Some(crate::answerer::discord::STOP_TOOL)
-        {
-            return Claim::Decline(format!(
-                "route {:?}: replies at the end of a turn are not available on Slack yet",
-                route.name
-            ));
+        // An agent's end of turn is taken only on a route that opted in with stop_replies, and
+        // waits stop_wait_secs for a reply (as on Discord).
+        let mut expiry = route.expiry.clone();
+        match crate::answerer::routing::turn_end(&self.config, proposal.scope, &route.name) {
+            Some(Ok(wait)) => expiry = Some(wait),
+            Some(Err(why)) => return Claim::Decline(why),
+            None => {}
         }
         Claim::Take {
             posts: outbox::plan(
@@ -307,7 +306,7 @@ impl Answerer for SlackAnswerer {
                 &route,
                 proposal.context,
             ),
-            expiry: route.expiry.clone(),
+            expiry,
             route: Some(route.name),
         }
     }

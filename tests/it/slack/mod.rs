@@ -24,6 +24,7 @@ mod outbox;
 mod press;
 mod render;
 mod socket;
+mod stop;
 
 use crate::harness::*;
 use askrelay::client::Client;

@@ -36,6 +36,8 @@ use slack_morphism::prelude::*;
 
 /// Button texts, as on Discord.
 pub const OTHER_LABEL: &str = "Other…";
+/// Other… on an agent's end of turn: the free text is a reply that keeps it working.
+pub const REPLY_LABEL: &str = "Reply…";
 pub const ANSWER_LABEL: &str = "Answer…";
 pub const SUBMIT_LABEL: &str = "Submit";
 pub const SUBMIT_WITH_NOTE_LABEL: &str = "Submit with note…";
@@ -102,6 +104,12 @@ impl<'a> View<'a> {
                 _ => &[],
             },
         }
+    }
+
+    /// Whether this is the end of an agent's turn (a `Stop` request): its free text is a
+    /// reply ("Reply…"), not an answer of its own.
+    pub fn is_turn_end(&self) -> bool {
+        self.scope.get("tool").map(String::as_str) == Some(crate::answerer::discord::STOP_TOOL)
     }
 
     fn action_id(&self, action: Action) -> SlackActionId {
@@ -370,7 +378,12 @@ pub(crate) fn controls(q: &Question, view: &View) -> Vec<SlackBlock> {
                 elements.push(button(Action::Edit, EDIT_LABEL).into());
             }
             if view.offers_custom {
-                elements.push(button(Action::Other, OTHER_LABEL).into());
+                elements.push(match view.is_turn_end() {
+                    true => button(Action::Other, REPLY_LABEL)
+                        .with_style(SlackBlockButtonStyle::Primary)
+                        .into(),
+                    false => button(Action::Other, OTHER_LABEL).into(),
+                });
             }
         }
         QuestionKind::Multi => {

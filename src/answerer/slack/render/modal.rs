@@ -52,6 +52,7 @@ pub fn text_modal(q: &Question, view: &View, form: Form, place: &FormPlace) -> S
         .map_or_else(|| "Answer".to_owned(), |h| escape(&one_line(h)));
     let (label, hint) = match form {
         Form::Note => ("Your note", "Sent with your selection."),
+        Form::Other if view.is_turn_end() => ("Your reply", "What the agent should do next."),
         Form::Answer => ("Your answer", "Sent as the answer to this question."),
         _ => ("Your answer", "Sent in place of the options."),
     };
