@@ -7,7 +7,8 @@
 
 use super::*;
 use askrelay::config::Route;
-use askrelay_testkit::slack::{Ack, SelectedOption, StoredView, ViewValues};
+use askrelay_testkit::slack::fixtures::{block_actions_on_message, button_action};
+use askrelay_testkit::slack::{Ack, EnvelopeType, SelectedOption, StoredView, ViewValues};
 use serde_json::json;
 
 fn granting(confirm: bool) -> impl FnOnce(&mut Config) {
@@ -343,5 +344,72 @@ async fn allow_matching_takes_the_word_beside_the_pattern_when_the_allow_label_n
         update.contains("Granted for 30 min") && update.contains("`cargo build *`"),
         "{update}"
     );
+    t.s.assert_no_violations();
+}
+
+#[tokio::test]
+async fn back_returns_to_the_form_and_the_pattern_sent_last_is_the_one_saved() {
+    let t = Slack::start_with(granting(false)).await;
+    let (mut c, _) = t.ask("p-b", &approval("cargo test -p core", "s1")).await;
+    let m = t.message(0).await;
+    let form = open_pattern_form(&t, &m).await;
+    let pushed = send_pattern(&t, &form, Some("cargo *"), "30m", None).await;
+    assert_eq!(pushed["response_action"], "push", "{pushed}");
+    // Back: the preview closes (Slack tells askrelay nothing), the form is there as it was.
+    let first = preview(&t);
+    assert!(t.s.close_view(&alice(), &first.id).await.is_none());
+    assert!(!t.s.view(&form.id).unwrap().closed);
+    let pushed = send_pattern(&t, &form, Some("cargo test *"), "8h", None).await;
+    assert_eq!(pushed["response_action"], "push", "{pushed}");
+    let second = preview(&t);
+    assert_ne!(second.id, first.id);
+    // "Save grant" as a control on the message (Discord's way, never Slack's): refused as
+    // forged, and the preview still waits.
+    let Action::Button {
+        block_id,
+        action_id,
+        ..
+    } = button(&m, "Allow matching…")
+    else {
+        unreachable!()
+    };
+    let save_id = action_id.replace(":P", ":V:1");
+    let forged = block_actions_on_message(
+        &alice(),
+        DEFAULT_CHANNEL,
+        "askrelay",
+        ts(&m),
+        Some(&m),
+        vec![button_action(
+            &block_id,
+            &save_id,
+            "Save grant",
+            None,
+            "1.0",
+        )],
+        &t.s.new_trigger_id(&alice()),
+        &format!("{}/response/none", t.s.base_url()),
+    );
+    let sent =
+        t.s.send_envelope(EnvelopeType::Interactive, forged, false)
+            .await;
+    within("the ack", t.s.wait_ack(&sent.envelope_id)).await;
+    let req = t.app.store().by_id("p-b").await.unwrap().unwrap();
+    let audit = t.app.store().audit_rows(Some(req.key)).await.unwrap();
+    assert!(
+        audit
+            .iter()
+            .any(|r| r.source == "slack" && r.action == "forged" && !r.accepted),
+        "{audit:?}"
+    );
+    assert!(req.answers[0].is_none(), "nothing settles");
+    // The preview waiting is the last one sent: its pattern and its length are saved.
+    save(&t, &second).await;
+    expect_event(&mut c, "answered").await;
+    let g = live_grants(&t).await;
+    assert_eq!(g.len(), 1, "{g:?}");
+    assert_eq!(g[0]["pattern"], "cargo test *");
+    let update = t.outcome_of(&m).await.params.to_string();
+    assert!(update.contains("Granted for 8 h"), "{update}");
     t.s.assert_no_violations();
 }
