@@ -46,6 +46,14 @@ pub fn asks_word(
     })
 }
 
+/// Whether approving `q` (its first option, the front door's allow) needs the word: what an
+/// edit or a grant's pattern must carry beside it.
+pub fn allow_needs_word(policy: &Policy, q: &Question) -> bool {
+    q.options
+        .first()
+        .is_some_and(|o| policy.confirm.covers(&o.label))
+}
+
 /// The word that confirms a label of `req`'s route (a literal, or a scope value of `req`).
 pub fn word<'a>(policy: &'a Policy, req: &'a Request) -> &'a str {
     policy.confirm.word.resolve(&req.scope)

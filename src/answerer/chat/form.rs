@@ -23,7 +23,8 @@ pub enum Sent {
     Edit,
     /// The confirm word, for what it settles.
     Word(WordFor),
-    /// A grant's pattern (and length, which the platform reads for [`grant::check`]).
+    /// A grant's pattern (and length, which the platform reads for [`grant::preview`]), with
+    /// the confirm word beside it where the platform's form has room for it.
     GrantPattern,
 }
 
@@ -35,8 +36,12 @@ pub enum FormStep {
         settlement: Settlement,
         typed: Option<String>,
     },
-    /// Show the grant with this pattern for "Save grant" (checked by [`grant::check`]).
-    Preview(String),
+    /// Show the grant with this pattern for "Save grant" (checked by [`grant::preview`]), with
+    /// the confirm word typed beside it (checked already), when the allow label needs it.
+    Preview {
+        pattern: String,
+        typed: Option<String>,
+    },
     /// The form's text was blank: nothing is recorded.
     Empty,
     /// The word typed is not this one: nothing is recorded.
@@ -48,7 +53,8 @@ pub enum FormStep {
 }
 
 /// What `person`'s (their platform id) form `sent` on question `idx` of `req` comes to:
-/// `text` its main input (`None`: blank), `word` the confirm word an edit carries.
+/// `text` its main input (`None`: blank), `word` the confirm word an edit or a grant's pattern
+/// carries.
 #[allow(clippy::too_many_arguments)] // the form's facts, each from a different owner
 pub async fn decide(
     ctx: &AnswererContext,
@@ -96,7 +102,24 @@ where
         },
         // An edit of a label that needs the word carries it in its second input.
         Sent::Edit => (edit::edited(req, text), word),
-        Sent::GrantPattern => return FormStep::Preview(text),
+        // A grant's allow is the first option of an approval asked alone: when its label needs
+        // the word, the word typed beside the pattern must be it (the core checks it again
+        // when the grant is saved).
+        Sent::GrantPattern => {
+            let needs_word = req
+                .questions
+                .first()
+                .is_some_and(|q| confirm::allow_needs_word(policy, q));
+            let typed = match (needs_word, word) {
+                (false, _) => None,
+                (true, Some(w)) if confirm::check(policy, req, &w).is_ok() => Some(w),
+                (true, _) => return FormStep::WordMismatch(confirm::word(policy, req).to_owned()),
+            };
+            return FormStep::Preview {
+                pattern: text,
+                typed,
+            };
+        }
         // The word, trimmed, must be the one the question shows (case matters); the core
         // checks it again.
         Sent::Word(what) => {

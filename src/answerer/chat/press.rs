@@ -84,8 +84,12 @@ impl Refused {
 pub enum Step {
     /// Settle with this (see [`super::vote::settle`]).
     Settle(Settlement),
-    /// Settle a grant the person wrote, then tell them what was saved.
-    SaveGrant(Settlement),
+    /// Settle a grant the person wrote, then tell them what was saved; with the confirm word
+    /// typed beside its pattern, when the allow label needs it.
+    SaveGrant {
+        settlement: Settlement,
+        typed: Option<String>,
+    },
     /// Ask for the confirm word; the word's form settles.
     AskWord(WordFor),
     /// Open this form.
@@ -203,11 +207,14 @@ where
         }
         Press::SaveGrant(g) => {
             let waiting = kept.patterns.lock().unwrap().take(&req.token, person);
-            let Some((pattern, _)) = waiting.filter(|(_, w)| *w == g) else {
+            let Some(w) = waiting.filter(|w| w.g == g) else {
                 return Step::Refuse(Refused::NoPatternWaiting);
             };
-            return match grant::saved(policy, g, pattern) {
-                Some(s) => Step::SaveGrant(s),
+            return match grant::saved(policy, g, w.pattern) {
+                Some(settlement) => Step::SaveGrant {
+                    settlement,
+                    typed: w.typed,
+                },
                 None => Step::Refuse(Refused::NoSuchGrant),
             };
         }

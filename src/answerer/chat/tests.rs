@@ -7,7 +7,9 @@ use super::batch::{answerable, Skipped};
 use super::confirm::{self, Pressed, WordFor};
 use super::drafts::{NotSubmitted, UnsavedDrafts};
 use super::form::{FormStep, Sent};
-use super::grant::{self, PatternRefused, WaitingPatterns, MAX_WAITING_PATTERNS_PER_PERSON};
+use super::grant::{
+    self, PatternRefused, Waiting, WaitingPatterns, MAX_WAITING_PATTERNS_PER_PERSON,
+};
 use super::press::{decide_with, Form, Kept, Press, Refused as PressRefused, Shown, Step};
 use super::{edit, listing, vote, Person, Platform};
 use crate::domain::approval::fixtures::question;
@@ -219,23 +221,75 @@ fn a_written_grant_is_checked_then_kept_until_saved() {
 }
 
 #[test]
+fn a_pattern_is_offered_where_its_word_fits_and_previewed_as_facts() {
+    let approval = Approval {
+        tool: "Bash".into(),
+        command: "git clean -n --dry-run".into(),
+        session: Some("s1".into()),
+        editable: false,
+    };
+    let a = Some(&approval);
+    assert!(grant::offers_pattern(&[1800], a, false, false));
+    assert!(!grant::offers_pattern(&[], a, false, true), "no grants");
+    assert!(
+        !grant::offers_pattern(&[1800], None, false, true),
+        "no approval"
+    );
+    // A label that needs the word: only a form with room for the word beside the pattern.
+    assert!(!grant::offers_pattern(&[1800], a, true, false));
+    assert!(grant::offers_pattern(&[1800], a, true, true));
+    let chained = Approval {
+        command: "make; rm -rf /".into(),
+        ..approval.clone()
+    };
+    assert!(!grant::offers_pattern(&[1800], Some(&chained), false, true));
+
+    let mut req = approval_request();
+    req.context = Some(Arc::new(Context {
+        approval: Some(approval),
+        ..Context::default()
+    }));
+    req.peer.uid = Some(1000);
+    let p = grant::preview(&req, &[1800, 28_800], "8h", "  git * --dry-run ").unwrap();
+    assert_eq!(
+        (p.pattern.as_str(), p.g, p.secs, p.kind, p.tool.as_str()),
+        ("git * --dry-run", 1, 28_800, "pattern", "Bash")
+    );
+    assert_eq!(p.runs_other.as_ref().map(|r| r.0.as_str()), Some("git"));
+    assert_eq!(
+        p.requester.describe(|s| format!("<{s}>")),
+        "uid 1000 in session <s1>"
+    );
+    assert_eq!(
+        grant::preview(&req, &[1800], "8h", "git *"),
+        Err(PatternRefused::Length)
+    );
+    assert_eq!(grant::short_length(5400), "1h30m");
+}
+
+#[test]
 fn one_persons_grant_previews_never_push_out_anyone_elses() {
+    let w_of = |pattern: &str, g| Waiting {
+        pattern: pattern.to_owned(),
+        g,
+        typed: None,
+    };
     let mut w = WaitingPatterns::default();
-    w.insert("t-alice", "1", "cargo test *".into(), 0);
+    w.insert("t-alice", "1", w_of("cargo test *", 0));
     for i in 0..5_000 {
-        w.insert(&format!("t-{i}"), "2", format!("p{i}"), 1);
+        w.insert(&format!("t-{i}"), "2", w_of(&format!("p{i}"), 1));
     }
-    assert_eq!(w.take("t-alice", "1"), Some(("cargo test *".into(), 0)));
+    assert_eq!(w.take("t-alice", "1"), Some(w_of("cargo test *", 0)));
     // Mallory keeps only her newest.
     assert_eq!(w.0["2"].len(), MAX_WAITING_PATTERNS_PER_PERSON);
-    assert_eq!(w.take("t-4999", "2"), Some(("p4999".into(), 1)));
+    assert_eq!(w.take("t-4999", "2"), Some(w_of("p4999", 1)));
     assert_eq!(w.take("t-0", "2"), None);
     // A preview is taken once, by its own author, and a new one replaces an older one.
     assert_eq!(w.take("t-alice", "1"), None);
-    w.insert("t", "3", "a".into(), 0);
-    w.insert("t", "3", "b".into(), 1);
+    w.insert("t", "3", w_of("a", 0));
+    w.insert("t", "3", w_of("b", 1));
     assert_eq!(w.take("t", "2"), None);
-    assert_eq!(w.take("t", "3"), Some(("b".into(), 1)));
+    assert_eq!(w.take("t", "3"), Some(w_of("b", 1)));
     assert!(!w.0.contains_key("3"));
 }
 
@@ -504,11 +558,19 @@ async fn a_press_comes_to_a_settlement_a_form_a_draft_or_a_refusal() {
         s(Press::SaveGrant(0)).await,
         Step::Refuse(PressRefused::NoPatternWaiting)
     );
-    kept.patterns
-        .lock()
-        .unwrap()
-        .insert("0123456789abcdef0123", "alice", "cargo test *".into(), 0);
-    assert!(matches!(s(Press::SaveGrant(0)).await, Step::SaveGrant(_)));
+    kept.patterns.lock().unwrap().insert(
+        "0123456789abcdef0123",
+        "alice",
+        Waiting {
+            pattern: "cargo test *".into(),
+            g: 0,
+            typed: Some("approve".into()),
+        },
+    );
+    assert!(matches!(
+        s(Press::SaveGrant(0)).await,
+        Step::SaveGrant { typed: Some(w), .. } if w == "approve"
+    ));
     assert_eq!(
         s(Press::SaveGrant(0)).await,
         Step::Refuse(PressRefused::NoPatternWaiting)
@@ -594,7 +656,41 @@ async fn a_form_comes_to_a_settlement_a_preview_or_a_refusal() {
     );
     assert_eq!(
         sent(&p, Sent::GrantPattern, Some("cargo test *"), None, draft()).await,
-        FormStep::Preview("cargo test *".into())
+        FormStep::Preview {
+            pattern: "cargo test *".into(),
+            typed: None
+        }
+    );
+    // Where the allow label needs the word, the pattern's form carries it, checked here.
+    let mut worded = p.clone();
+    worded.confirm.labels = vec!["Allow".into()];
+    let pattern = |word: Option<&'static str>| {
+        let worded = worded.clone();
+        async move {
+            sent(
+                &worded,
+                Sent::GrantPattern,
+                Some("cargo test *"),
+                word,
+                draft(),
+            )
+            .await
+        }
+    };
+    assert_eq!(
+        pattern(None).await,
+        FormStep::WordMismatch("approve".into())
+    );
+    assert_eq!(
+        pattern(Some("Approve")).await,
+        FormStep::WordMismatch("approve".into())
+    );
+    assert_eq!(
+        pattern(Some(" approve ")).await,
+        FormStep::Preview {
+            pattern: "cargo test *".into(),
+            typed: Some(" approve ".into())
+        }
     );
     // An edit carries the word of its second input; the confirm form is the word itself.
     assert!(matches!(

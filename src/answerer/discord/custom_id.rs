@@ -118,6 +118,10 @@ pub enum Form {
     ConfirmGrant(usize),
     /// Opened by [`Action::GrantPattern`]: the pattern and the length of a grant.
     GrantPattern,
+    /// Slack's preview of a grant's pattern, pushed over its form when that form is sent:
+    /// submitting it is "Save grant" with the route's `grant_durations[i]` (Discord saves
+    /// from a button, [`Action::SaveGrant`], and opens no such form).
+    SaveGrant(usize),
 }
 
 /// What a custom_id can name: a component's action or a modal's form. Each has codes of its
@@ -201,6 +205,7 @@ impl Kind for Form {
             Form::ConfirmDraft => ("mD", None),
             Form::ConfirmGrant(i) => ("mG", Some(i)),
             Form::GrantPattern => ("mP", None),
+            Form::SaveGrant(i) => ("mV", Some(i)),
         }
     }
 
@@ -210,6 +215,9 @@ impl Kind for Form {
         }
         if code == "mG" {
             return Some(Form::ConfirmGrant(parse_canonical(option?)?));
+        }
+        if code == "mV" {
+            return Some(Form::SaveGrant(parse_canonical(option?)?));
         }
         if option.is_some() {
             return None;

@@ -301,8 +301,10 @@ fn client_frame(shared: &Shared, conn: u64, text: &str) {
     shared.bump();
 }
 
-/// What the ack of a view_submission does to the modal: no payload or `clear` closes it,
-/// `update` replaces it, `push` opens another on top, `errors` keeps it open.
+/// What the ack of a view_submission does to the modal: no payload closes it (a pushed view
+/// returns to the one under it), `clear` closes every view of its stack, `update` replaces it,
+/// `push` opens another on top (three at most, as Slack keeps), `errors` keeps it open and must
+/// name input blocks the view has.
 fn apply_response(st: &mut St, sent: &SentEnvelope, payload: Option<&Value>) {
     if sent.payload["type"] != "view_submission" {
         return;
@@ -310,12 +312,28 @@ fn apply_response(st: &mut St, sent: &SentEnvelope, payload: Option<&Value>) {
     let Some(view_id) = sent.payload["view"]["id"].as_str() else {
         return;
     };
+    let root = st
+        .views
+        .iter()
+        .find(|v| v.id == view_id)
+        .and_then(|v| v.value["root_view_id"].as_str())
+        .unwrap_or(view_id)
+        .to_owned();
     let action = payload
         .and_then(|p| p.get("response_action"))
         .and_then(Value::as_str);
     match action {
-        None | Some("clear") => {
+        None => {
             for v in st.views.iter_mut().filter(|v| v.id == view_id) {
+                v.closed = true;
+            }
+        }
+        Some("clear") => {
+            for v in st
+                .views
+                .iter_mut()
+                .filter(|v| v.id == view_id || v.value["root_view_id"] == root.as_str())
+            {
                 v.closed = true;
             }
         }
@@ -337,16 +355,25 @@ fn apply_response(st: &mut St, sent: &SentEnvelope, payload: Option<&Value>) {
             let hash = st.next_ts();
             if action == Some("update") {
                 if let Some(v) = st.views.iter_mut().find(|v| v.id == view_id) {
-                    let root = v.value["root_view_id"]
-                        .as_str()
-                        .unwrap_or(view_id)
-                        .to_owned();
                     v.value = view_json(view_id, &hash, view, &root);
                 }
             } else {
+                let stacked = st
+                    .views
+                    .iter()
+                    .filter(|v| !v.closed && v.value["root_view_id"] == root.as_str())
+                    .count();
+                if stacked >= 3 {
+                    st.violation(
+                        "socket",
+                        "/payload/response_action",
+                        "push_limit_reached: a stack holds three views at most",
+                    );
+                    return;
+                }
                 let id = st.next_id("V");
                 let user = sent.payload["user"]["id"].as_str().map(str::to_owned);
-                let mut value = view_json(&id, &hash, view, view_id);
+                let mut value = view_json(&id, &hash, view, &root);
                 value["previous_view_id"] = json!(view_id);
                 st.views.push(StoredView {
                     id,
@@ -356,7 +383,46 @@ fn apply_response(st: &mut St, sent: &SentEnvelope, payload: Option<&Value>) {
                 });
             }
         }
-        Some(_) => {}
+        Some("errors") => {
+            // Slack shows each error under the input block it names, and refuses the
+            // response when a key names no input block of the view.
+            let inputs: Vec<String> = sent.payload["view"]["blocks"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter(|b| b["type"] == "input")
+                .filter_map(|b| b["block_id"].as_str().map(str::to_owned))
+                .collect();
+            match payload
+                .and_then(|p| p.get("errors"))
+                .and_then(Value::as_object)
+            {
+                None => st.violation("socket", "/payload/errors", "errors is missing"),
+                Some(errors) => {
+                    for (key, why) in errors {
+                        if !inputs.contains(key) {
+                            st.violation(
+                                "socket",
+                                &format!("/payload/errors/{key}"),
+                                format!("{key} is not an input block of the view ({inputs:?})"),
+                            );
+                        }
+                        if why.as_str().is_none_or(str::is_empty) {
+                            st.violation(
+                                "socket",
+                                &format!("/payload/errors/{key}"),
+                                "an error must be a non-empty string",
+                            );
+                        }
+                    }
+                }
+            }
+        }
+        Some(other) => st.violation(
+            "socket",
+            "/payload/response_action",
+            format!("unknown response_action: {other:?}"),
+        ),
     }
 }
 

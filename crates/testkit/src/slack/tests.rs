@@ -321,3 +321,88 @@ async fn a_submission_names_only_inputs_the_view_has() {
     let values = ViewValues::new().text("other", "x", Some("v"));
     standin.submit_view(&alice(), id, &values).await;
 }
+
+#[tokio::test]
+async fn clear_closes_the_whole_stack_and_errors_must_name_an_input() {
+    let standin = SlackStandIn::start().await;
+    let (mut ws, _) = connect(&standin).await;
+    next_json(&mut ws).await;
+    let form = json!({
+        "type": "modal",
+        "title": {"type": "plain_text", "text": "Form"},
+        "submit": {"type": "plain_text", "text": "Preview"},
+        "blocks": [
+            {"type": "section", "block_id": "q", "text": {"type": "mrkdwn", "text": "q"}},
+            {"type": "input", "block_id": "answer", "label": {"type": "plain_text", "text": "A"},
+             "element": {"type": "plain_text_input", "action_id": "text"}},
+        ],
+    });
+    let trigger = standin.new_trigger_id(&alice());
+    let opened = call(
+        &standin,
+        "views.open",
+        BOT_TOKEN,
+        json!({"trigger_id": trigger, "view": form}),
+    )
+    .await;
+    let id = opened["view"]["id"].as_str().unwrap().to_owned();
+    let values = ViewValues::new().text("answer", "text", Some("x"));
+    let answer = |response: Value| {
+        let (standin, id, values) = (&standin, id.clone(), values.clone());
+        async move {
+            let sent = standin.submit_view(&alice(), &id, &values).await;
+            (sent, response)
+        }
+    };
+    // A preview pushed over the form, with a duplicate block_id: refused, nothing pushed.
+    let mut bad = form.clone();
+    bad["blocks"][1]["block_id"] = json!("q");
+    let (sent, response) = answer(json!({"response_action": "push", "view": bad})).await;
+    next_json(&mut ws).await;
+    send(
+        &mut ws,
+        json!({"envelope_id": sent.envelope_id(), "payload": response}),
+    )
+    .await;
+    standin.wait_ack(sent.envelope_id()).await;
+    assert_eq!(standin.views().len(), 1);
+    assert!(standin
+        .violations()
+        .iter()
+        .any(|v| v.problem.contains("duplicate block_id")));
+    // An error under a block that is no input: refused.
+    let (sent, response) =
+        answer(json!({"response_action": "errors", "errors": {"q": "no"}})).await;
+    next_json(&mut ws).await;
+    send(
+        &mut ws,
+        json!({"envelope_id": sent.envelope_id(), "payload": response}),
+    )
+    .await;
+    standin.wait_ack(sent.envelope_id()).await;
+    assert!(standin
+        .violations()
+        .iter()
+        .any(|v| v.pointer == "/payload/errors/q"));
+    standin.allow_violations();
+    // Pushed, then cleared from the top: both views close.
+    let (sent, response) = answer(json!({"response_action": "push", "view": form})).await;
+    next_json(&mut ws).await;
+    send(
+        &mut ws,
+        json!({"envelope_id": sent.envelope_id(), "payload": response}),
+    )
+    .await;
+    standin.wait_ack(sent.envelope_id()).await;
+    let top = standin.views()[1].clone();
+    assert_eq!(top.value["root_view_id"], id.as_str());
+    let sent = standin.submit_view(&alice(), &top.id, &values).await;
+    next_json(&mut ws).await;
+    send(
+        &mut ws,
+        json!({"envelope_id": sent.envelope_id(), "payload": {"response_action": "clear"}}),
+    )
+    .await;
+    standin.wait_ack(sent.envelope_id()).await;
+    assert!(standin.views().iter().all(|v| v.closed));
+}

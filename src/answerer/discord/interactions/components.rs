@@ -84,7 +84,7 @@ impl Handler {
             let ctx = RenderContext::of(&a.req, &a.route, idx);
             press::Shown {
                 editable: ctx.editable.map(str::to_owned),
-                grantable: ctx.approval.is_some() && !ctx.grant_secs.is_empty(),
+                grantable: render::offers_pattern(q, &ctx),
             }
         };
         let step = press::decide(
@@ -103,7 +103,7 @@ impl Handler {
                 crate::crash::point("clicked");
                 self.settle(a, settlement, None).await
             }
-            Step::SaveGrant(settlement) => self.save_grant(a, settlement).await,
+            Step::SaveGrant { settlement, .. } => self.save_grant(a, settlement).await,
             Step::AskWord(w) => {
                 let form = match w {
                     WordFor::Draft => Form::ConfirmDraft,

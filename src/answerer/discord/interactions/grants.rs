@@ -24,15 +24,8 @@ impl Handler {
         let (key, idx) = (a.req.key, a.id.question);
         let ctx = RenderContext::of(&a.req, &a.route, idx);
         let length = input_value(mi, render::LENGTH_INPUT_ID).unwrap_or_default();
-        let pattern = pattern.trim().to_owned();
-        let checked = grant::check(
-            ctx.approval.map(|ap| ap.command.as_str()),
-            ctx.grant_secs,
-            &length,
-            &pattern,
-        );
-        let g = match checked {
-            Ok(g) => g,
+        let p = match grant::preview(&a.req, ctx.grant_secs, &length, &pattern) {
+            Ok(p) => p,
             Err(refused) => {
                 let why = match refused {
                     PatternRefused::NotApproval => {
@@ -68,20 +61,10 @@ impl Handler {
                     .await;
             }
         };
-        let mut requester = match a.req.peer.uid {
-            Some(uid) => format!("uid {uid}"),
-            None => "the asking process".to_owned(),
-        };
-        if let Some(node) = &a.req.node {
-            requester.push_str(&format!(" on {}", render::inert(node)));
-        }
-        if let Some(s) = ctx.approval.and_then(|ap| ap.session.as_deref()) {
-            requester.push_str(&format!(
-                " in session {}",
-                render::inert(&render::one_line(s))
-            ));
-        }
-        let (text, rows) = render::grant_preview(&ctx, &pattern, g, &requester);
+        let requester = p
+            .requester
+            .describe(|s| render::inert(&render::one_line(s)));
+        let (text, rows) = render::grant_preview(&ctx, &p, &requester);
         let _ = self
             .ctx
             .record(AuditEntry {
@@ -93,7 +76,7 @@ impl Handler {
                 action: AuditAction::Draft,
                 detail: Some(format!(
                     "grant pattern {:?} for {} s, not saved yet",
-                    pattern, ctx.grant_secs[g]
+                    p.pattern, p.secs
                 )),
                 accepted: true,
             })
@@ -101,8 +84,11 @@ impl Handler {
         self.kept.patterns.lock().unwrap().insert(
             &a.req.token,
             &mi.user.id.to_string(),
-            pattern,
-            g,
+            grant::Waiting {
+                pattern: p.pattern,
+                g: p.g,
+                typed: None,
+            },
         );
         Reply::Preview(text, rows)
     }

@@ -114,6 +114,14 @@ impl Handler {
             Form::ConfirmDraft => Sent::Word(WordFor::Draft),
             Form::ConfirmGrant(g) => Sent::Word(WordFor::Grant(g)),
             Form::GrantPattern => Sent::GrantPattern,
+            // Slack's preview form: Discord opens none, so one that names it was not ours.
+            Form::SaveGrant(_) => {
+                let r = Refusal::new(
+                    AuditAction::Forged,
+                    "This form is not one askrelay opened; nothing was recorded.",
+                );
+                return self.refuse(origin, r.about(&a.req, idx)).await;
+            }
         };
         let word = (sent == Sent::Edit)
             .then(|| input_value(mi, render::CONFIRM_INPUT_ID))
@@ -136,7 +144,8 @@ impl Handler {
                 crate::crash::point("clicked");
                 self.settle(a, settlement, typed).await
             }
-            FormStep::Preview(pattern) => self.preview_grant(origin, mi, a, pattern).await,
+            // Discord offers no pattern where the word is needed: nothing is typed beside it.
+            FormStep::Preview { pattern, .. } => self.preview_grant(origin, mi, a, pattern).await,
             FormStep::Empty => {
                 self.refuse(
                     origin,

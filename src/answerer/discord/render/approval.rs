@@ -6,6 +6,7 @@ use super::super::custom_id::Action;
 use super::context::{self, QuestionPost};
 use super::limits::CONTENT_MAX;
 use super::{inert, inert_code, truncate, truncate_md, RenderContext};
+use crate::answerer::chat::grant::Preview;
 use crate::domain::model::Question;
 use crate::domain::request::Answered;
 use serenity::builder::{CreateActionRow, CreateAllowedMentions, CreateButton, CreateMessage};
@@ -25,13 +26,7 @@ pub(super) fn terms_row(q: &Question, ctx: &RenderContext) -> Option<CreateActio
                 .style(ButtonStyle::Secondary)
         })
         .collect();
-    // A pattern's grant is saved from its preview, which has no room for a typed word; and a
-    // pattern matches shell words, so a command that does not split into them takes none.
-    let needs_word = ctx.confirm_labels.contains(&q.options[0].label);
-    let splits = ctx
-        .approval
-        .is_some_and(|a| crate::domain::shell::split(&a.command).is_ok());
-    if !ctx.grant_secs.is_empty() && !needs_word && splits {
+    if offers_pattern(q, ctx) {
         buttons.push(
             CreateButton::new(ctx.custom_id(Action::GrantPattern))
                 .label(GRANT_PATTERN_LABEL)
@@ -48,67 +43,61 @@ pub(super) fn terms_row(q: &Question, ctx: &RenderContext) -> Option<CreateActio
     (!buttons.is_empty()).then_some(CreateActionRow::Buttons(buttons))
 }
 
+/// Whether question `q` offers "Allow matching…" on Discord (the chat layer's rule): a
+/// pattern's grant is saved from its preview, a message with no room for a typed word, so not
+/// where the allow label needs the word.
+pub fn offers_pattern(q: &Question, ctx: &RenderContext) -> bool {
+    let needs_word = q
+        .options
+        .first()
+        .is_some_and(|o| ctx.confirm_labels.contains(&o.label));
+    crate::answerer::chat::grant::offers_pattern(ctx.grant_secs, ctx.approval, needs_word, false)
+}
+
 /// The button that opens the form to edit a command before approving it.
 pub const EDIT_LABEL: &str = "Edit…";
 
-/// The button that opens the form for a grant with a pattern.
-pub const GRANT_PATTERN_LABEL: &str = "Allow matching…";
-
-/// A grant length as the form shows and takes it: `30m`, `8h`, `2d`, `1h30m`.
-pub fn grant_length_short(secs: u64) -> String {
-    let (d, h, m) = (secs / 86_400, secs % 86_400 / 3600, secs % 3600 / 60);
-    let mut out = String::new();
-    for (n, unit) in [(d, "d"), (h, "h"), (m, "m")] {
-        if n > 0 {
-            out.push_str(&format!("{n}{unit}"));
-        }
-    }
-    if out.is_empty() {
-        out.push_str("0m");
-    }
-    out
-}
+pub use crate::answerer::chat::grant::{
+    short_length as grant_length_short, PATTERN_LABEL as GRANT_PATTERN_LABEL,
+};
 
 /// The most characters of a pattern its preview shows: the rest of the preview (what it
 /// matches, a warning) must fit Discord's 2000 characters with it.
 const PREVIEW_PATTERN_MAX: usize = 800;
 
-/// What a grant with `pattern` would allow, shown before it is saved, with its "Save grant"
-/// button (grant length `g` of the route).
+/// What a grant would allow (the chat layer's [`Preview`]), shown before it is saved, with its
+/// "Save grant" button; `requester` says who it allows.
 pub fn grant_preview(
     ctx: &RenderContext,
-    pattern: &str,
-    g: usize,
+    p: &Preview,
     requester: &str,
 ) -> (String, Vec<CreateActionRow>) {
-    let secs = ctx.grant_secs.get(g).copied().unwrap_or_default();
-    let tool = ctx.approval.map(|a| a.tool.as_str()).unwrap_or("the tool");
     let mut text = format!(
         "**Grant preview** ({}): `{}` commands matching `{}`{} for {}, for {requester} only, \
          starting with this request. It is matched on shell words: a `*` word stands for any \
          number of whole words, and a command matches only if it is one simple command that \
          splits cleanly into words (no `;` `&` `|` `<` `>` `$` backticks, line breaks, comments \
          or unclosed quotes).",
-        crate::domain::grant::pattern_kind(pattern),
-        inert_code(tool),
-        inert_code(&truncate(pattern, PREVIEW_PATTERN_MAX)),
-        match pattern.chars().count() {
+        p.kind,
+        inert_code(&p.tool),
+        inert_code(&truncate(&p.pattern, PREVIEW_PATTERN_MAX)),
+        match p.pattern.chars().count() {
             n if n > PREVIEW_PATTERN_MAX => {
                 format!(" (the first {PREVIEW_PATTERN_MAX} of its {n} characters)")
             }
             _ => String::new(),
         },
-        grant_length(secs),
+        grant_length(p.secs),
     );
-    if let Some((name, how)) = crate::domain::grant::runs_other_programs(pattern) {
+    if let Some((name, how)) = &p.runs_other {
         text.push_str(&format!(
             "\n⚠ `{}` can run other programs from its options or arguments ({how}): this grant \
              allows whatever those run too.",
-            inert_code(&name)
+            inert_code(name)
         ));
     }
     text.push_str("\nNothing is saved until you press **Save grant**.");
-    let save = CreateButton::new(ctx.custom_id(Action::SaveGrant(g)))
+    let save = CreateButton::new(ctx.custom_id(Action::SaveGrant(p.g)))
         .label("Save grant")
         .style(ButtonStyle::Primary);
     (

@@ -44,8 +44,8 @@ mod outcome;
 
 use approval::terms_row;
 pub use approval::{
-    grant_announcement, grant_label, grant_length, grant_length_short, grant_preview, EDIT_LABEL,
-    GRANTED_COMMAND_FILE, GRANT_PATTERN_LABEL,
+    grant_announcement, grant_label, grant_length, grant_length_short, grant_preview,
+    offers_pattern, EDIT_LABEL, GRANTED_COMMAND_FILE, GRANT_PATTERN_LABEL,
 };
 pub use context::{question_post, QuestionPost};
 pub use copies::{copy_lead, copy_mentions, copy_post, note};

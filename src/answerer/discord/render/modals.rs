@@ -21,7 +21,7 @@ pub fn modal(q: &Question, ctx: &RenderContext, form: Form) -> CreateModal {
         Form::Confirm(_) | Form::ConfirmDraft | Form::ConfirmGrant(_) => {
             return confirm_modal(q, ctx, form)
         }
-        Form::GrantPattern => ("Pattern", ""),
+        Form::GrantPattern | Form::SaveGrant(_) => ("Pattern", ""),
     };
     let title = match header(q) {
         Some(h) => truncate(&inert_plain(h), MODAL_TITLE_MAX),

@@ -1,5 +1,6 @@
 //! The one interaction handler for Slack (docs/slack.md, "Interactions"): block_actions (a
-//! button, a select) and view_submission (the form of Other…), whether they come through a
+//! button, a select) and view_submission (a form, or a grant's preview pushed over its form;
+//! its ack may carry a `response_action`), whether they come through a
 //! Socket Mode envelope ([`super::socket`]) or later the HTTP Events API.
 //!
 //! It reads everything from the action_id (or the form's callback_id) and the store, so it
@@ -118,14 +119,6 @@ enum Reply {
 }
 
 const UNKNOWN: &str = "This question is no longer known to askrelay; nothing was recorded.";
-
-/// What a person is told where Slack has no UI for the step yet.
-fn not_yet(what: &str) -> String {
-    format!(
-        "{what} is not available on Slack yet: answer this question in Discord or at a terminal \
-         (askrelay answer). Nothing was recorded."
-    )
-}
 
 /// The reply when the store failed a write, naming the cause's class, never its text.
 fn not_saved(cause: &str) -> String {

@@ -2,11 +2,11 @@
 //! choice settles; a multi-select saves the person's draft until Submit; Other…, Answer… and
 //! "Submit with note…" open the form (`views.open`, at once, with the press's `trigger_id`).
 //! A label of the route's `confirm_labels` opens the form for the confirm word instead of
-//! settling; Edit… opens the command to approve. Where the chat layer asks for a step Slack
-//! has no form for yet (grants), the person is told so and nothing is recorded.
+//! settling; Edit… opens the command to approve; "Allow matching…" opens the form for a grant
+//! with a pattern (its preview and "Save grant" are `forms.rs`'s).
 
 use super::admit::describe;
-use super::{not_saved, not_yet, Admitted, Handler, Origin, Refusal, Reply};
+use super::{not_saved, Admitted, Handler, Origin, Refusal, Reply};
 use crate::answerer::chat::confirm::{self, WordFor};
 use crate::answerer::chat::drafts::NotSubmitted;
 use crate::answerer::chat::press::{self, Form as ChatForm, Press, Refused, Step};
@@ -16,6 +16,11 @@ use crate::domain::request::{AuditAction, AuditEntry, Source};
 use crate::domain::text::Escaped;
 use crate::domain::Settlement;
 use slack_morphism::prelude::*;
+
+/// "Save grant" with no preview of the person's waiting (a restart forgets them).
+pub(super) const NO_PATTERN_WAITING: &str = "No pattern of yours is waiting to be saved here \
+                                             (askrelay may have restarted); use Allow \
+                                             matching… again. Nothing was recorded.";
 
 /// What Submit says after the person's last selection failed to save.
 const DRAFT_NOT_SAVED: &str = "Your last selection was not saved, so nothing was submitted: \
@@ -86,7 +91,14 @@ impl Handler {
             Action::Grant(g) => Press::Grant(g),
             Action::Edit => Press::Edit,
             Action::GrantPattern => Press::GrantPattern,
-            Action::SaveGrant(g) => Press::SaveGrant(g),
+            // Slack saves a pattern from its preview form (forms.rs), never from a button.
+            Action::SaveGrant(_) => {
+                let r = Refusal::new(
+                    AuditAction::Forged,
+                    "This control is not one askrelay shows on Slack; nothing was recorded.",
+                );
+                return self.refuse(origin, r.about(&a.req, idx)).await;
+            }
         };
         let shown = View::of(&a.req, &a.route.policy, idx);
         let step = press::decide(
@@ -97,14 +109,14 @@ impl Handler {
             &a.route.policy,
             &origin.user,
             pressed,
-            // What the message offers: Edit… (with the command it edits); no grants yet.
+            // What the message offers: Edit… (with the command it edits), Allow matching….
             press::Shown {
                 editable: shown
                     .editable
                     .then_some(shown.command)
                     .flatten()
                     .map(str::to_owned),
-                grantable: false,
+                grantable: shown.grant_pattern,
             },
         )
         .await;
@@ -136,9 +148,20 @@ impl Handler {
                 let open = |place: &FormPlace| render::edit_modal(q, &view, place, &command, word);
                 self.open_form(origin, &a, open, trigger).await
             }
-            Step::Open(ChatForm::GrantPattern) | Step::SaveGrant(_) => {
-                Reply::Tell(not_yet("A grant with a pattern"))
+            Step::Open(ChatForm::GrantPattern) => {
+                let q = &a.req.questions[idx];
+                let view = View::of(&a.req, &a.route.policy, idx);
+                // Filled in with the command asked, as on Discord; the word beside it when the
+                // allow label needs it.
+                let command = view.command.unwrap_or_default();
+                let word = confirm::allow_needs_word(&a.route.policy, q)
+                    .then(|| confirm::word(&a.route.policy, &a.req));
+                let open =
+                    |place: &FormPlace| render::grant_pattern_modal(q, &view, place, command, word);
+                self.open_form(origin, &a, open, trigger).await
             }
+            // Only a SaveGrant press comes to this, and Slack refuses those above.
+            Step::SaveGrant { .. } => Reply::Quiet,
             Step::AskWord(w) => {
                 let q = &a.req.questions[idx];
                 let (form, what) = match w {
@@ -181,7 +204,7 @@ impl Handler {
                     Refused::NoSuchGrant => {
                         "This route no longer gives that grant; nothing was recorded.".to_owned()
                     }
-                    Refused::NoPatternWaiting => not_yet("A grant with a pattern"),
+                    Refused::NoPatternWaiting => NO_PATTERN_WAITING.to_owned(),
                     Refused::NoteNeedsWord { labels, word } => format!(
                         "{} needs typing `{}` to confirm, and a note cannot go with it: use \
                          *Submit*. Nothing was recorded.",

@@ -14,14 +14,16 @@
 //! Every text from the agent goes through [`escape`] (`&`, `<`, `>`), so it makes no mention
 //! and no link, and is cut to its block's limit; mrkdwn objects are `verbatim`, so Slack links
 //! nothing on its own. The parts: the limits and text helpers in `text.rs`, the edits after a
-//! change in `outcome.rs`, the forms (Other…, the confirm word) in `modal.rs`.
+//! change in `outcome.rs`, the forms (Other…, the confirm word, Edit…, a grant's
+//! pattern and its preview) in `modal.rs`.
 
 mod modal;
 mod outcome;
 mod text;
 
 pub use modal::{
-    edit_modal, text_modal, word_modal, FormPlace, TEXT_ACTION, TEXT_BLOCK, WORD_ACTION, WORD_BLOCK,
+    edit_modal, grant_pattern_modal, grant_preview_modal, text_modal, word_modal, FormPlace,
+    LENGTH_ACTION, LENGTH_BLOCK, TEXT_ACTION, TEXT_BLOCK, WORD_ACTION, WORD_BLOCK,
 };
 pub use outcome::{already, ended, open, settled, where_answered, who, withdrawn_text};
 pub use text::*;
@@ -72,6 +74,9 @@ pub struct View<'a> {
     pub command: Option<&'a str>,
     /// The route's grant lengths, offered as "Allow for …" on an approval asked alone.
     pub grant_secs: &'a [u64],
+    /// Whether "Allow matching…" is offered (the chat layer's rule; Slack's form has room for
+    /// the confirm word beside the pattern).
+    pub grant_pattern: bool,
 }
 
 impl<'a> View<'a> {
@@ -99,10 +104,23 @@ impl<'a> View<'a> {
                 .as_deref()
                 .and_then(|c| c.approval.as_ref())
                 .map(|a| a.command.as_str()),
-            grant_secs: match req.context.as_deref().and_then(|c| c.approval.as_ref()) {
-                Some(_) if req.questions.len() == 1 => &policy.grant_secs,
-                _ => &[],
-            },
+            grant_secs: Self::grant_secs(req, policy),
+            grant_pattern: crate::answerer::chat::grant::offers_pattern(
+                Self::grant_secs(req, policy),
+                req.context.as_deref().and_then(|c| c.approval.as_ref()),
+                req.questions
+                    .get(index)
+                    .is_some_and(|q| crate::answerer::chat::confirm::allow_needs_word(policy, q)),
+                true,
+            ),
+        }
+    }
+
+    /// The route's grant lengths when `req` is an approval asked alone (else none).
+    fn grant_secs(req: &'a Request, policy: &'a Policy) -> &'a [u64] {
+        match req.context.as_deref().and_then(|c| c.approval.as_ref()) {
+            Some(_) if req.questions.len() == 1 => &policy.grant_secs,
+            _ => &[],
         }
     }
 
@@ -350,7 +368,11 @@ pub(crate) fn controls(q: &Question, view: &View) -> Vec<SlackBlock> {
             } else {
                 view.grant_secs
             };
-            let extra = usize::from(view.offers_custom) + usize::from(view.editable) + grants.len();
+            let pattern = view.grant_pattern && !options.is_empty();
+            let extra = usize::from(view.offers_custom)
+                + usize::from(view.editable)
+                + usize::from(pattern)
+                + grants.len();
             if options.len() + extra <= ACTIONS_ELEMENTS_MAX {
                 for (i, o) in options.iter().enumerate() {
                     let mut b = button(Action::Choose(i), &escape(&one_line(&o.label)))
@@ -372,6 +394,15 @@ pub(crate) fn controls(q: &Question, view: &View) -> Vec<SlackBlock> {
             for (g, &secs) in grants.iter().enumerate() {
                 elements.push(
                     button(Action::Grant(g), &crate::answerer::chat::grant::label(secs)).into(),
+                );
+            }
+            if pattern {
+                elements.push(
+                    button(
+                        Action::GrantPattern,
+                        crate::answerer::chat::grant::PATTERN_LABEL,
+                    )
+                    .into(),
                 );
             }
             if view.editable {

@@ -1,12 +1,15 @@
 //! The forms a press opens (`views.open` with the press's `trigger_id`): for Other…, Answer…
 //! or "Submit with note…" the question and one multi-line `plain_text_input`; for a label of
-//! the route's `confirm_labels` what it settles and one short input for the confirm word. Its
-//! `callback_id` is the modal's custom_id (request token, question, form), and its
+//! the route's `confirm_labels` what it settles and one short input for the confirm word; for
+//! Edit… the command; for "Allow matching…" the pattern, its length and (when the allow label
+//! needs it) the word, and, pushed over it once sent, the grant's preview with "Save grant".
+//! Its `callback_id` is the modal's custom_id (request token, question, form), and its
 //! `private_metadata` the message it was opened from, which its submission must still match.
 
-use super::text::{escape, inert, md, one_line, plain, truncate};
-use super::text::{MODAL_TITLE_MAX, SECTION_TEXT_MAX, TEXT_INPUT_MAX};
+use super::text::{code, escape, inert, md, one_line, plain, truncate};
+use super::text::{MODAL_TITLE_MAX, OPTION_TEXT_MAX, SECTION_TEXT_MAX, TEXT_INPUT_MAX};
 use super::View;
+use crate::answerer::chat::grant::{self, Preview};
 use crate::answerer::discord::custom_id::{CustomId, Form};
 use crate::domain::model::{Question, MAX_CUSTOM_CHARS};
 use slack_morphism::prelude::*;
@@ -185,6 +188,169 @@ pub fn edit_modal(
             .with_close(plain("Cancel"))
             .with_callback_id(
                 CustomId::new(view.token, view.index, Form::Edit)
+                    .encode()
+                    .into(),
+            )
+            .with_private_metadata(place.encode()),
+    )
+}
+
+/// The pattern form's length input: a select of the route's lengths (its values as
+/// [`grant::short_length`] writes them, which [`grant::preview`] reads).
+pub const LENGTH_BLOCK: &str = "length";
+pub const LENGTH_ACTION: &str = "length";
+
+/// The form of "Allow matching…": the pattern, filled in with `command` (the command asked, as
+/// on Discord), one of the route's `grant_secs` (the first picked), and, when `word` is given
+/// (the allow label is one of `confirm_labels`), an input for it. Sent, it shows the preview.
+pub fn grant_pattern_modal(
+    q: &Question,
+    view: &View,
+    place: &FormPlace,
+    command: &str,
+    word: Option<&str>,
+) -> SlackView {
+    let pattern = SlackBlockPlainTextInputElement::new()
+        .with_action_id(TEXT_ACTION.into())
+        .with_max_length(TEXT_INPUT_MAX as u64)
+        .with_initial_value(command.chars().take(TEXT_INPUT_MAX).collect())
+        .with_focus_on_load(true);
+    let lengths: Vec<SlackBlockChoiceItem<SlackBlockPlainTextOnly>> = view
+        .grant_secs
+        .iter()
+        .map(|&secs| {
+            SlackBlockChoiceItem::new(
+                plain(truncate(&grant::length(secs), OPTION_TEXT_MAX)),
+                grant::short_length(secs),
+            )
+        })
+        .collect();
+    let mut length = SlackBlockStaticSelectElement::new()
+        .with_action_id(LENGTH_ACTION.into())
+        .with_options(lengths.clone());
+    if let Some(first) = lengths.into_iter().next() {
+        length = length.with_initial_option(first);
+    }
+    let mut blocks: Vec<SlackBlock> = vec![
+        SlackSectionBlock::new()
+            .with_block_id("q".into())
+            .with_text(md(inert(&q.question, SECTION_TEXT_MAX)))
+            .into(),
+        SlackInputBlock::new(plain("Allow commands matching"), pattern.into())
+            .with_block_id(TEXT_BLOCK.into())
+            .with_hint(plain(
+                "Matched on shell words: a * word stands for any number of whole words. You \
+                 see what it allows before anything is saved.",
+            ))
+            .into(),
+        SlackInputBlock::new(plain("For how long"), length.into())
+            .with_block_id(LENGTH_BLOCK.into())
+            .into(),
+    ];
+    if let Some(word) = word {
+        let input = SlackBlockPlainTextInputElement::new()
+            .with_action_id(WORD_ACTION.into())
+            .with_max_length(WORD_MAX);
+        blocks.push(
+            SlackInputBlock::new(
+                plain(truncate(
+                    &format!("Type {} to confirm", escape(word)),
+                    super::text::INPUT_LABEL_MAX,
+                )),
+                input.into(),
+            )
+            .with_block_id(WORD_BLOCK.into())
+            .into(),
+        );
+    }
+    SlackView::Modal(
+        SlackModalView::new(plain(grant::PATTERN_LABEL), blocks)
+            .with_submit(plain("Preview"))
+            .with_close(plain("Cancel"))
+            .with_callback_id(
+                CustomId::new(view.token, view.index, Form::GrantPattern)
+                    .encode()
+                    .into(),
+            )
+            .with_private_metadata(place.encode()),
+    )
+}
+
+/// The most characters of a pattern its preview shows (the section holds the rest of the
+/// preview too).
+const PREVIEW_PATTERN_MAX: usize = 1500;
+
+/// The preview of a grant the person wrote, pushed over the pattern form once it is sent: what
+/// it would allow (`p`), for whom (`requester`, already inert), and "Save grant" as the
+/// submit button; its close button ("Back") returns to the form. Nothing is saved before.
+pub fn grant_preview_modal(
+    view: &View,
+    place: &FormPlace,
+    p: &Preview,
+    requester: &str,
+) -> SlackView {
+    let shown = p
+        .pattern
+        .chars()
+        .take(PREVIEW_PATTERN_MAX)
+        .collect::<String>();
+    let cut = match p.pattern.chars().count() {
+        n if n > PREVIEW_PATTERN_MAX => {
+            format!(" (the first {PREVIEW_PATTERN_MAX} of its {n} characters)")
+        }
+        _ => String::new(),
+    };
+    let what = format!(
+        "*Allow* `{}` commands matching `{}`{cut} ({}) for *{}*, for {requester} only, starting \
+         with this request.",
+        code(&one_line(&p.tool)),
+        code(&shown),
+        p.kind,
+        grant::length(p.secs),
+    );
+    let mut blocks: Vec<SlackBlock> = vec![
+        SlackSectionBlock::new()
+            .with_block_id("grant".into())
+            .with_text(md(truncate(&what, SECTION_TEXT_MAX)))
+            .into(),
+        SlackSectionBlock::new()
+            .with_block_id("words".into())
+            .with_text(md(
+                "It is matched on shell words: a `*` word stands for any number of whole words, \
+                 and a command matches only if it is one simple command that splits cleanly into \
+                 words (no `;` `&amp;` `|` `&lt;` `&gt;` `$`, backticks, line breaks, comments or \
+                 unclosed quotes).",
+            ))
+            .into(),
+    ];
+    if let Some((name, how)) = &p.runs_other {
+        blocks.push(
+            SlackSectionBlock::new()
+                .with_block_id("runs".into())
+                .with_text(md(format!(
+                    ":warning: `{}` can run other programs from its options or arguments \
+                     ({how}): this grant allows whatever those run too.",
+                    code(name)
+                )))
+                .into(),
+        );
+    }
+    blocks.push(
+        SlackContextBlock::new(vec![SlackContextBlockElement::MarkDown(
+            SlackBlockMarkDownText::new(
+                "Nothing is saved until you press *Save grant*; *Back* returns to the pattern."
+                    .to_owned(),
+            ),
+        )])
+        .with_block_id("save".into())
+        .into(),
+    );
+    SlackView::Modal(
+        SlackModalView::new(plain("Grant preview"), blocks)
+            .with_submit(plain("Save grant"))
+            .with_close(plain("Back"))
+            .with_callback_id(
+                CustomId::new(view.token, view.index, Form::SaveGrant(p.g))
                     .encode()
                     .into(),
             )

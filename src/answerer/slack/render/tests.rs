@@ -44,6 +44,7 @@ fn view(scope: &Scope) -> View<'_> {
         editable: false,
         command: None,
         grant_secs: &[],
+        grant_pattern: false,
     }
 }
 
