@@ -363,6 +363,10 @@ pub enum AskUpdate {
     Lost { window: Duration },
     /// Connected again and re-sent the ask with the same request id.
     Reattached,
+    /// The daemon could not store the ask (its database did not answer): nothing changed, and
+    /// the ask is sent again with the same request id, backing off, for up to `window` from
+    /// the first such error.
+    Retrying { error: AskError, window: Duration },
     /// The result (docs/contract.md, "Result JSON"), byte for byte as the daemon sent it.
     Answered(Box<RawValue>),
     /// The final error (or the daemon did not come back: `INTERNAL`).
@@ -379,7 +383,14 @@ pub struct AskSession {
     reconnect: Duration,
     /// Set while reconnecting: when to give up.
     lost_until: Option<Instant>,
+    /// Set while the daemon answers that it cannot store the ask: when to give up, the last
+    /// such error, and the wait before the next try.
+    retrying: Option<(Instant, AskError, Duration)>,
 }
+
+/// The first wait before an ask the daemon could not store is sent again, and the longest.
+const RETRY_FIRST: Duration = Duration::from_millis(500);
+const RETRY_MAX: Duration = Duration::from_secs(5);
 
 impl AskSession {
     /// Connects and sends the ask. The ask must carry its request id (re-attaching needs it).
@@ -419,6 +430,7 @@ impl AskSession {
             client: Some(client),
             reconnect,
             lost_until: None,
+            retrying: None,
         })
     }
 
@@ -444,10 +456,38 @@ impl AskSession {
                 Ok(Some(ev)) if ev.request_id().is_some_and(|id| id != self.request_id) => {}
                 Ok(Some(Event::Accepted {
                     answerer, detail, ..
-                })) => return AskUpdate::Accepted { answerer, detail },
+                })) => {
+                    self.retrying = None;
+                    return AskUpdate::Accepted { answerer, detail };
+                }
                 Ok(Some(Event::Answered { result, .. })) => return AskUpdate::Answered(result),
-                Ok(Some(Event::Error { code, message, .. })) => {
-                    return AskUpdate::Failed(AskError::new(code, message))
+                Ok(Some(Event::Error {
+                    code,
+                    message,
+                    retry,
+                    ..
+                })) => {
+                    let error = AskError::new(code, message);
+                    if !retry {
+                        return AskUpdate::Failed(error);
+                    }
+                    // Nothing was stored: the same ask (the same request id) is sent again,
+                    // as after a restart, until the daemon stores it or the window closes.
+                    let now = Instant::now();
+                    let (until, wait) = match self.retrying.take() {
+                        Some((until, _, wait)) => (until, (wait * 2).min(RETRY_MAX)),
+                        None => (now + self.reconnect, RETRY_FIRST),
+                    };
+                    if now + wait > until {
+                        return AskUpdate::Failed(error);
+                    }
+                    self.retrying = Some((until, error.clone(), wait));
+                    self.client = None;
+                    self.lost_until = Some(until);
+                    return AskUpdate::Retrying {
+                        error,
+                        window: until.saturating_duration_since(now),
+                    };
                 }
                 Ok(Some(Event::ShuttingDown { .. })) | Ok(None) | Err(_) => {
                     self.client = None;
@@ -467,6 +507,9 @@ impl AskSession {
             .lost_until
             .unwrap_or_else(|| Instant::now() + self.reconnect);
         let mut delay = Duration::from_millis(100);
+        if let Some((_, _, wait)) = &self.retrying {
+            tokio::time::sleep(*wait).await;
+        }
         loop {
             if let Ok(mut c) = Client::connect_to(&self.target).await {
                 if c.send(&self.op).await.is_ok() {
@@ -476,6 +519,9 @@ impl AskSession {
                 }
             }
             if Instant::now() + delay > deadline {
+                if let Some((_, error, _)) = self.retrying.take() {
+                    return Some(AskUpdate::Failed(error));
+                }
                 return Some(AskUpdate::Failed(AskError::new(
                     ErrorCode::Internal,
                     format!(

@@ -399,6 +399,17 @@ impl McpServer {
                     tracing::warn!("{message}");
                     progress.send(message).await;
                 }
+                AskUpdate::Retrying { error, window } => {
+                    accepted = false;
+                    let message = format!(
+                        "askrelay could not save request {request_id} ({}); asking again until \
+                         it is saved (for up to {} s)",
+                        error.message,
+                        window.as_secs()
+                    );
+                    tracing::warn!("{message}");
+                    progress.send(message).await;
+                }
                 AskUpdate::Reattached => tracing::info!(request_id, "reconnected; re-attached"),
                 AskUpdate::Answered(result) => return final_result(Ok(result)),
                 AskUpdate::Failed(e) => return final_result(Err(e)),
@@ -419,7 +430,9 @@ impl McpServer {
                         AskUpdate::Accepted { .. } => return None,
                         AskUpdate::Answered(r) => return Some(final_result(Ok(r))),
                         AskUpdate::Failed(e) => return Some(final_result(Err(e))),
-                        AskUpdate::Lost { .. } | AskUpdate::Reattached => {}
+                        AskUpdate::Lost { .. }
+                        | AskUpdate::Reattached
+                        | AskUpdate::Retrying { .. } => {}
                     }
                 }
             })
@@ -436,7 +449,7 @@ impl McpServer {
                 match session.next().await {
                     AskUpdate::Answered(r) => return Some(final_result(Ok(r))),
                     AskUpdate::Failed(e) => return Some(final_result(Err(e))),
-                    AskUpdate::Lost { .. } => return None,
+                    AskUpdate::Lost { .. } | AskUpdate::Retrying { .. } => return None,
                     AskUpdate::Accepted { .. } | AskUpdate::Reattached => {}
                 }
             }

@@ -159,6 +159,11 @@ pub(super) async fn ask(target: &Target, args: AskArgs) -> Result<i32> {
                 target.socket.display(),
                 window.as_secs()
             ),
+            AskUpdate::Retrying { error, window } => eprintln!(
+                "askrelay: the daemon could not save request {shown_id} ({}); asking again until it is saved (for up to {} s)…",
+                Escaped(&error.message),
+                window.as_secs()
+            ),
             AskUpdate::Reattached => eprintln!("askrelay: reconnected; re-attached"),
             AskUpdate::Answered(result) => {
                 // The result, byte for byte as the daemon sent it.

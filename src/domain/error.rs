@@ -86,6 +86,10 @@ impl fmt::Display for ErrorCode {
 pub struct AskError {
     pub code: ErrorCode,
     pub message: String,
+    /// Nothing changed and the same operation may be sent again as it is: the store could not
+    /// be reached (the wire's `"retry": true`). A client following an ask asks again with the
+    /// same request id until it is stored (docs/contract.md, "Errors").
+    pub retry: bool,
 }
 
 impl AskError {
@@ -93,7 +97,14 @@ impl AskError {
         AskError {
             code,
             message: message.into(),
+            retry: false,
         }
+    }
+
+    /// This error, marked as one after which the same operation may be sent again.
+    pub fn retryable(mut self) -> Self {
+        self.retry = true;
+        self
     }
 
     pub fn invalid(message: impl Into<String>) -> Self {

@@ -155,7 +155,7 @@ pub async fn follow(
         };
         match update {
             AskUpdate::Accepted { answerer, detail } => on_accepted(&answerer, &detail),
-            AskUpdate::Lost { .. } | AskUpdate::Reattached => {}
+            AskUpdate::Lost { .. } | AskUpdate::Reattached | AskUpdate::Retrying { .. } => {}
             AskUpdate::Answered(result) => {
                 let answered = answer_of(target, session.request_id()).await;
                 let by = answered

@@ -440,6 +440,10 @@ pub enum Event {
         request_id: Option<String>,
         code: ErrorCode,
         message: String,
+        /// Nothing changed, and the same operation may be sent again as it is (the store could
+        /// not be reached); absent otherwise.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        retry: bool,
     },
     Cancelled {
         request_id: String,
@@ -537,6 +541,7 @@ impl Event {
             request_id,
             code: error.code,
             message: error.message,
+            retry: error.retry,
         }
     }
 

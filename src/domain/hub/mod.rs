@@ -493,6 +493,7 @@ fn storage_error(what: &str, e: &anyhow::Error) -> AskError {
         ErrorCode::Internal,
         format!("{what} could not be saved (storage error: {e:#}); nothing changed, try again"),
     )
+    .retryable()
 }
 
 fn foreign_error(request_id: &str) -> AskError {

@@ -1,8 +1,9 @@
 //! The deadline of every database call (`postgres.db_deadline_secs`, issue 42 item 1). A node
 //! reaches the database through a TCP proxy the test pauses: its open connections stay open
 //! and hear nothing, as in a network partition, so only the node's own deadline can end a
-//! call. Its asks get `INTERNAL` naming the cause, and its clicks "could not be saved, try
-//! again", within the deadline, instead of waiting for the partition to heal.
+//! call. Its asks get `INTERNAL` naming the cause (with `"retry": true`: the client asks again
+//! by itself until the node stores it), and its clicks "could not be saved, try again", within
+//! the deadline, instead of waiting for the partition to heal.
 
 use super::*;
 use askrelay::client::Client;
@@ -70,6 +71,10 @@ async fn asks_on_a_node_cut_off_from_the_database_get_internal_naming_the_cause_
         eprintln!("an ask on the cut-off node was answered after {took:?}: {line}");
         assert_eq!(line["event"], "error", "{line}");
         assert_eq!(line["code"], "INTERNAL", "{line}");
+        assert_eq!(
+            line["retry"], true,
+            "nothing changed; the same ask may come again: {line}"
+        );
         let message = line["message"].as_str().unwrap();
         assert!(
             message.contains("the database did not answer within 3 s (postgres.db_deadline_secs)"),
@@ -85,13 +90,15 @@ async fn asks_on_a_node_cut_off_from_the_database_get_internal_naming_the_cause_
     assert_eq!(code, 1, "{h}");
     assert!(failing(&h).contains(&"store".to_owned()), "{h}");
 
+    // An agent's client asking meanwhile is told so and asks again by itself, backing off.
+    let mut asker = b.ask(&["--request-id", "cut-0"], QUESTION).await;
+    asker.wait_stderr("could not save request cut-0").await;
     // The partition heals: the same ask (the same request id) is stored now, as after a
-    // restart, and answered.
+    // restart, by the same client, and answered.
     proxy.resume();
     served_b
         .wait_log_anywhere("the database answers again")
         .await;
-    let mut asker = b.ask(&["--request-id", "cut-0"], QUESTION).await;
     asker.wait_stderr("waiting for an answer").await;
     let posted = cluster.posted(2).await;
     press_on(&cluster.standin, &posted[1], &alice(), "No").await;
