@@ -385,21 +385,47 @@ impl Answerer for SlackAnswerer {
                 ..self.detail(&route, &[])
             });
         };
-        match lead
-            .outbox
-            .post_all(ctx, req, &route, posts, Some(DELIVER_ATTEMPTS), 0)
-            .await
-        {
-            Ok(posted) => {
-                // The context's files are shared in the background: the agent is not kept
-                // waiting for uploads.
-                if posted.iter().any(outbox::unposted) {
-                    lead.outbox
-                        .spawn_poster(ctx, claim, req.clone(), route.clone(), 0);
+        // The first tries run in a task of their own, which goes on into the background poster
+        // when they fail; the agent waits for them at most DELIVER_BUDGET (a partition holds
+        // each call until its deadline).
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        let (outbox, task_ctx, task_req, task_route) =
+            (lead.outbox.clone(), ctx.clone(), req.clone(), route.clone());
+        ctx.spawn(async move {
+            let (ctx, req, route) = (task_ctx, task_req, task_route);
+            let first = outbox
+                .post_all(&ctx, &req, &route, posts, Some(DELIVER_ATTEMPTS), 0)
+                .await;
+            let failed = match &first {
+                Ok(posted) if posted.iter().any(outbox::unposted) => Some(0),
+                Err(Failure::Transient { .. }) => Some(DELIVER_ATTEMPTS),
+                _ => None,
+            };
+            let permanent = match &first {
+                Err(Failure::Permanent(m)) => Some(m.clone()),
+                _ => None,
+            };
+            let told = tx.send(first).is_ok();
+            match (failed, permanent) {
+                // The context's files, or the questions once Slack is back, in the background.
+                (Some(failed), _) => outbox.spawn_poster(&ctx, claim, req, route, failed),
+                // Refused for good after the agent was told it was accepted: the request ends.
+                (None, Some(m)) if !told && ctx.is_pending(&req).await => {
+                    let err = AskError::new(
+                        ErrorCode::NoAnswerer,
+                        format!(
+                            "posting to Slack channel {} (route {:?}) failed: {m}",
+                            route.channel, route.name
+                        ),
+                    );
+                    ctx.fail(&req, err).await;
                 }
-                Delivery::Shown(self.detail(&route, &posted))
+                _ => {}
             }
-            Err(Failure::Permanent(m)) if ctx.is_pending(req).await => {
+        });
+        match tokio::time::timeout(outbox::DELIVER_BUDGET, rx).await {
+            Ok(Ok(Ok(posted))) => Delivery::Shown(self.detail(&route, &posted)),
+            Ok(Ok(Err(Failure::Permanent(m)))) if ctx.is_pending(req).await => {
                 Delivery::Failed(AskError::new(
                     ErrorCode::NoAnswerer,
                     format!(
@@ -408,18 +434,23 @@ impl Answerer for SlackAnswerer {
                     ),
                 ))
             }
-            Err(Failure::Permanent(_)) => Delivery::Shown(self.detail(&route, &[])),
-            Err(f) => {
-                lead.outbox
-                    .spawn_poster(ctx, claim, req.clone(), route.clone(), DELIVER_ATTEMPTS);
-                Delivery::Shown(Accepted {
-                    posting: Some(format!(
-                        "Slack is unavailable ({}); the questions are posted as soon as it is back",
-                        f.message()
-                    )),
-                    ..self.detail(&route, &[])
-                })
-            }
+            Ok(Ok(Err(Failure::Permanent(_)))) => Delivery::Shown(self.detail(&route, &[])),
+            Ok(Ok(Err(f))) => Delivery::Shown(Accepted {
+                posting: Some(format!(
+                    "Slack is unavailable ({}); the questions are posted as soon as it is back",
+                    f.message()
+                )),
+                ..self.detail(&route, &[])
+            }),
+            // Still trying (or the daemon is stopping): the agent is not kept waiting.
+            Ok(Err(_)) | Err(_) => Delivery::Shown(Accepted {
+                posting: Some(format!(
+                    "Slack is unavailable (it has not answered within {} s); the questions are \
+                     posted as soon as it is back",
+                    outbox::DELIVER_BUDGET.as_secs()
+                )),
+                ..self.detail(&route, &[])
+            }),
         }
     }
 

@@ -30,6 +30,9 @@ const EDIT_ATTEMPTS: u32 = 6;
 /// The longest wait between two tries while the agent waits for `accepted`; a longer one (a
 /// 429's `Retry-After`) is waited in the background, where posting goes on.
 const DELIVER_WAIT_MAX: std::time::Duration = std::time::Duration::from_secs(5);
+/// The longest an agent waits for its `accepted` on Slack's first tries (a partition holds
+/// each call until its deadline); they go on in the background after it.
+pub(super) const DELIVER_BUDGET: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// The `client_msg_id` of question `idx` of the request with `token`: a UUID (Slack's clients
 /// send UUIDs there) made from both, so that every plan of the row gives the same one.

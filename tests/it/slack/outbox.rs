@@ -143,3 +143,68 @@ async fn a_long_retry_after_is_waited_in_the_background_not_by_the_agent() {
     assert_eq!(t.s.calls("chat.postMessage").len(), 1, "no second try yet");
     assert!(t.s.messages(DEFAULT_CHANNEL).is_empty());
 }
+
+/// Slack's Web API cut off by a partition (a TCP proxy that stops forwarding): the ask is
+/// accepted anyway once its tries ran out, saying Slack is unavailable, and the question is
+/// posted exactly once when the partition heals, although the tries held in the partition
+/// reach Slack late (the same `client_msg_id`); its buttons then work.
+#[tokio::test]
+async fn a_partition_from_slack_is_waited_out_and_the_question_posted_once() {
+    let s = SlackStandIn::start().await;
+    let proxy = askrelay_testkit::proxy::Proxy::start(s.addr())
+        .await
+        .unwrap();
+    let app = App::start_with(|c| {
+        slack_config(c, &s);
+        c.slack.api_base = format!("http://{}/api", proxy.addr());
+    })
+    .await;
+    within("the Socket Mode connection", s.wait_connected(1)).await;
+    proxy.pause();
+    let started = std::time::Instant::now();
+    let mut c = app.client().await;
+    c.send_json(&ask_line("cut", &yes_no("q"))).await.unwrap();
+    let accepted = expect_event(&mut c, "accepted").await;
+    eprintln!(
+        "accepted {:?} after the ask, with Slack's Web API partitioned",
+        started.elapsed()
+    );
+    let posting = accepted["posting"].as_str().unwrap_or_default();
+    assert!(posting.contains("Slack is unavailable"), "{accepted}");
+    assert!(s.messages(DEFAULT_CHANNEL).is_empty());
+    proxy.resume();
+    let posted = within(
+        "the question posted after the partition",
+        s.wait_for_request("chat.postMessage", Recorded::ok),
+    )
+    .await;
+    let m = within("the message", async {
+        loop {
+            if let Some(m) = s.messages(DEFAULT_CHANNEL).pop() {
+                return m;
+            }
+            s.subscribe().changed().await.unwrap();
+        }
+    })
+    .await;
+    let id = posted.param_str("client_msg_id").unwrap().to_owned();
+    assert!(s
+        .calls("chat.postMessage")
+        .iter()
+        .all(|r| r.param_str("client_msg_id") == Some(id.as_str())));
+    s.click(
+        &alice(),
+        DEFAULT_CHANNEL,
+        ts(&m),
+        button(&m, "No, keep them"),
+    )
+    .await;
+    let ev = expect_event(&mut c, "answered").await;
+    assert_eq!(ev["result"]["answers"][0]["selected"][0], "No, keep them");
+    assert_eq!(
+        s.messages(DEFAULT_CHANNEL).len(),
+        1,
+        "exactly one message, whatever reached Slack late"
+    );
+    s.assert_no_violations();
+}
