@@ -590,3 +590,65 @@ async fn crash_after_storing_the_answer_before_telling_the_agent() {
     .await;
     assert_eq!(edit.body.unwrap()["components"], json!([]));
 }
+
+/// Discord's REST API cut off by a partition (a TCP proxy that stops forwarding): the agent is
+/// told within a bound that Discord is unavailable, and the question is posted exactly once
+/// when the partition heals.
+#[tokio::test]
+async fn a_partition_from_discords_api_is_waited_out_and_the_question_posted_once() {
+    let standin = StandIn::start().await;
+    let upstream: std::net::SocketAddr = standin
+        .base_url
+        .trim_start_matches("http://")
+        .parse()
+        .unwrap();
+    let proxy = askrelay_testkit::proxy::Proxy::start(upstream)
+        .await
+        .unwrap();
+    let base = format!("http://{}", proxy.addr());
+    let app = App::build(Some(standin), DaemonHooks::default(), |c| {
+        c.discord.api_base = base;
+    })
+    .await;
+    proxy.pause();
+    let started = std::time::Instant::now();
+    let mut c = app.client().await;
+    c.send_json(&ask_line("cut", &yes_no("q"))).await.unwrap();
+    let first = within("a first line", c.recv_json())
+        .await
+        .unwrap()
+        .unwrap();
+    eprintln!(
+        "{} {:?} after the ask, with Discord's API partitioned: {first}",
+        first["event"],
+        started.elapsed()
+    );
+    assert_eq!(first["event"], "accepted", "{first}");
+    assert!(
+        first["posting"]
+            .as_str()
+            .is_some_and(|p| p.starts_with("Discord is unavailable")),
+        "{first}"
+    );
+    // The channel check and the first tries, each bounded at 5 s (a debug build on a
+    // shared machine gets a margin).
+    assert!(
+        started.elapsed() < Duration::from_secs(15),
+        "{:?}",
+        started.elapsed()
+    );
+    proxy.resume();
+    let msg = within("the question posted", async {
+        loop {
+            if let Some(m) = app.messages(CHANNEL).pop() {
+                return m;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await;
+    final_state(&app.press(&msg, &alice(), "No, keep them").await);
+    expect_event(&mut c, "answered").await;
+    assert_eq!(app.messages(CHANNEL).len(), 1, "exactly one message");
+    app.assert_payloads_valid();
+}

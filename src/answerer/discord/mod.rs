@@ -340,11 +340,20 @@ impl Answerer for DiscordAnswerer {
             Some(Err(why)) => return Claim::Decline(why),
             None => {}
         }
-        match self
-            .rest
-            .check_channel(route.channel_id, outbox::DELIVER_ATTEMPTS)
-            .await
-        {
+        // Bounded: a partition holds each call until its deadline, and the agent waits.
+        let checked = tokio::time::timeout(
+            outbox::DELIVER_BUDGET,
+            self.rest
+                .check_channel(route.channel_id, outbox::DELIVER_ATTEMPTS),
+        )
+        .await
+        .unwrap_or_else(|_| {
+            Err(Failure::Transient(format!(
+                "Discord did not answer within {} s",
+                outbox::DELIVER_BUDGET.as_secs()
+            )))
+        });
+        match checked {
             Ok(_) => {}
             Err(Failure::Permanent(m)) => {
                 return Claim::Decline(format!(
@@ -469,8 +478,12 @@ impl Answerer for DiscordAnswerer {
             None => 1,
         };
         let detail;
-        match outbox
-            .post_outbox(
+        // Bounded as the channel check is: past it, the agent is told Discord is unavailable
+        // and the background poster takes over (a try cut short is one that may have been
+        // posted without its record, which the nonce covers, as after a crash).
+        let first = tokio::time::timeout(
+            outbox::DELIVER_BUDGET,
+            outbox.post_outbox(
                 ctx,
                 req,
                 &route,
@@ -479,9 +492,16 @@ impl Answerer for DiscordAnswerer {
                 prepared
                     .and_then(Prepared::take::<outbox::RenderedAhead>)
                     .unwrap_or_default(),
-            )
-            .await
-        {
+            ),
+        )
+        .await
+        .unwrap_or_else(|_| {
+            Err(Failure::Transient(format!(
+                "Discord did not answer within {} s",
+                outbox::DELIVER_BUDGET.as_secs()
+            )))
+        });
+        match first {
             Ok(links) => detail = self.detail(&route, links),
             Err(Failure::Permanent(m)) => {
                 return Delivery::Failed(AskError::new(

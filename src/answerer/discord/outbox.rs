@@ -41,6 +41,10 @@ pub(super) struct Outbox {
 /// How many tries a question gets while the agent waits for `accepted`; after that, posting
 /// goes on in the background and the request stays pending until it is posted.
 pub(super) const DELIVER_ATTEMPTS: u32 = 3;
+/// The longest an agent waits on Discord's channel check, and then on the first tries, before
+/// its `accepted` (a partition holds each call until its deadline); posting goes on in the
+/// background after it.
+pub(super) const DELIVER_BUDGET: std::time::Duration = std::time::Duration::from_secs(5);
 /// Which tries a posting run makes for each question.
 #[derive(Clone, Copy, Debug)]
 pub(super) struct Tries {
