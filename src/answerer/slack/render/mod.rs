@@ -14,15 +14,18 @@
 //! Every text from the agent goes through [`escape`] (`&`, `<`, `>`), so it makes no mention
 //! and no link, and is cut to its block's limit; mrkdwn objects are `verbatim`, so Slack links
 //! nothing on its own. The parts: the limits and text helpers in `text.rs`, the edits after a
-//! change in `outcome.rs`, the forms (Other…, the confirm word) in `modal.rs`.
+//! change in `outcome.rs`, the forms (Other…, the confirm word) in `modal.rs`, reminders and
+//! escalation's notes and DM copies in `notes.rs`.
 
 mod modal;
+mod notes;
 mod outcome;
 mod text;
 
 pub use modal::{
     edit_modal, text_modal, word_modal, FormPlace, TEXT_ACTION, TEXT_BLOCK, WORD_ACTION, WORD_BLOCK,
 };
+pub use notes::{copy, escalation_lead, mentions, note, note_withdrawn, reminder_lead};
 pub use outcome::{already, ended, open, settled, where_answered, who, withdrawn_text};
 pub use text::*;
 
