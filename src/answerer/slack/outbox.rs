@@ -289,7 +289,11 @@ impl Outbox {
                 };
                 match sent {
                     Ok(ts) => {
-                        crate::crash::point("posted");
+                        crate::crash::point(if post.is_main() {
+                            "posted"
+                        } else {
+                            "posted_extra"
+                        });
                         if let Err(e) = ctx.record_post(req, post, &ts, None, None).await {
                             tracing::error!(error = %format!("{e:#}"), "cannot record a posted Slack message");
                         }

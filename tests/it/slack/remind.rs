@@ -206,3 +206,72 @@ async fn before_the_step_the_dm_user_may_not_answer_and_bob_never_may() {
     assert_eq!(timers[0].name, "escalate");
     assert_eq!(timers[0].due_at_ms, Some(req.created_at_ms + 3_600_000));
 }
+
+#[tokio::test]
+async fn a_crash_after_a_dm_copy_is_posted_posts_it_again_without_a_duplicate() {
+    let s = SlackStandIn::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("askrelay.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[slack]\nallowed_user_ids = [\"{}\"]\n\
+             [[slack.escalate]]\nafter_secs = 1\ndm_user_ids = [\"{LEAD}\"]\n",
+            alice().id
+        ),
+    )
+    .unwrap();
+    let bin = Bin::new()
+        .env("ASKRELAY_CONFIG", config.display())
+        .env("ASKRELAY_SLACK_BOT_TOKEN", BOT_TOKEN)
+        .env("ASKRELAY_SLACK_APP_TOKEN", APP_TOKEN)
+        .env("ASKRELAY_SLACK__API_BASE", s.api_base())
+        .env("ASKRELAY_SLACK__CHANNEL_ID", DEFAULT_CHANNEL);
+    let mut cmd = bin.cmd(&["serve"]);
+    cmd.env(askrelay::crash::ENV, "posted_extra");
+    let crashing = bin.serve_cmd(cmd).await;
+    within("the Socket Mode connection", s.wait_connected(1)).await;
+    let mut c = Client::connect(&bin.socket()).await.unwrap();
+    c.send_json(&ask_line("crashdm", &yes_no("q")))
+        .await
+        .unwrap();
+    // Slack has the DM copy; the daemon dies before recording its ts.
+    let (status, log) = crashing.finish().await;
+    use std::os::unix::process::ExitStatusExt;
+    assert_eq!(status.signal(), Some(6), "the crash point aborts:\n{log}");
+    let dm = s.dm_channel(LEAD).unwrap();
+    assert_eq!(s.messages(&dm).len(), 1);
+    let _daemon = bin.serve().await.drain();
+    let mut c2 = Client::connect(&bin.socket()).await.unwrap();
+    c2.send_json(&ask_line("crashdm", &yes_no("q")))
+        .await
+        .unwrap();
+    expect_event(&mut c2, "accepted").await;
+    drop(c);
+    // Posted again with the same client_msg_id in the same DM, which the stand-in
+    // de-duplicates on: one copy, and the step is not taken again.
+    let dm_posts = within(
+        "the DM copy posted again",
+        s.wait_for_requests(2, "chat.postMessage", |r| {
+            r.ok() && r.param_str("channel") == Some(dm.as_str())
+        }),
+    )
+    .await;
+    assert_eq!(
+        dm_posts[0].param_str("client_msg_id"),
+        dm_posts[1].param_str("client_msg_id")
+    );
+    assert_eq!(s.dedup_hits(), 1);
+    let copies = s.messages(&dm);
+    assert_eq!(copies.len(), 1, "exactly one DM copy, never a duplicate");
+    assert_eq!(s.messages(DEFAULT_CHANNEL).len(), 1);
+    s.click(
+        &lead(),
+        &dm,
+        ts(&copies[0]),
+        button(&copies[0], "No, keep them"),
+    )
+    .await;
+    let ev = expect_event(&mut c2, "answered").await;
+    assert_eq!(ev["result"]["answers"][0]["selected"][0], "No, keep them");
+}
