@@ -413,10 +413,7 @@ impl Answerer for SlackAnswerer {
                 ..self.detail(&route, &[])
             });
         };
-        // The timers start with the request, whatever its first post comes to (a request that
-        // ends has none due).
-        lead.schedule.arm(ctx, req).await;
-        match lead
+        let delivery = match lead
             .outbox
             .post_all(ctx, req, &route, posts, Some(DELIVER_ATTEMPTS), 0)
             .await
@@ -443,7 +440,13 @@ impl Answerer for SlackAnswerer {
                     ..self.detail(&route, &[])
                 })
             }
+        };
+        // The timers start once the first post is done or handed to the background (after
+        // it, so that they never delay it); a request that failed has none.
+        if !matches!(delivery, Delivery::Failed(_)) {
+            lead.schedule.arm(ctx, req).await;
         }
+        delivery
     }
 
     async fn resume(&self, ctx: &AnswererContext, req: &Request, posts: &[Post]) -> Accepted {
