@@ -275,3 +275,46 @@ async fn a_crash_after_a_dm_copy_is_posted_posts_it_again_without_a_duplicate() 
     let ev = expect_event(&mut c2, "answered").await;
     assert_eq!(ev["result"]["answers"][0]["selected"][0], "No, keep them");
 }
+
+#[tokio::test]
+async fn a_reminder_of_a_request_its_agent_went_on_without_says_it_is_not_needed() {
+    let t = Slack::start_with(|c| {
+        c.slack.mention_user_ids = vec![ONCALL.into()];
+        c.slack.remind_after_secs = Some(1);
+        c.slack.remind_max = Some(1);
+    })
+    .await;
+    let mut line = ask_line("gone", &yes_no("q"));
+    line["scope"] = serde_json::json!({"session": "s9", "call": "k9"});
+    let mut c = t.app.client().await;
+    c.send_json(&line).await.unwrap();
+    expect_event(&mut c, "accepted").await;
+    let m = t.message(0).await;
+    let reminder = replies_to(&t, &m, 1).await.remove(0);
+    let reminder_ts = reminder.reply["ts"].as_str().unwrap().to_owned();
+    let reply = t
+        .app
+        .client()
+        .await
+        .call_json(
+            &serde_json::json!({"op": "withdraw", "reason": "answered_in_terminal",
+                           "session": "s9", "call": "k9", "agent": "claude-code",
+                           "event": "PostToolUse"}),
+        )
+        .await
+        .unwrap();
+    assert_eq!(reply["ended"], 1, "{reply}");
+    expect_event(&mut c, "error").await;
+    // The reminder no longer calls anyone: it says so, mentioning nobody.
+    let edit = within(
+        "the reminder's edit",
+        t.s.wait_for_request("chat.update", move |r| {
+            r.ok() && r.param_str("ts") == Some(reminder_ts.as_str())
+        }),
+    )
+    .await;
+    let text = section_text(&edit);
+    assert!(text.starts_with("*No longer needed:*"), "{text}");
+    assert!(!text.contains("<@"), "{text}");
+    t.outcome_of(&m).await;
+}
