@@ -5,7 +5,9 @@
 //! the ask path loses nothing and posts nothing twice. Without the variable this is one cached
 //! comparison. The points are:
 //! - `stored`: the request is stored, not yet offered to an answerer;
-//! - `posted`: Discord confirmed a message, its id is not yet stored;
+//! - `posted`: Discord (or Slack) confirmed a message, its id is not yet stored;
+//! - `posted_extra`: Slack confirmed a reminder, an escalation step's note or a DM copy, its
+//!   ts is not yet stored;
 //! - `clicked`: an interaction arrived, the answer is not yet stored;
 //! - `answered`: the answer is stored, the agent is not yet told.
 

@@ -11,6 +11,41 @@ use crate::domain::quorum::{Identity, Policy};
 use crate::domain::Scope;
 use std::sync::Arc;
 
+/// Reminders: a reply after `after_secs`, then every `every_secs`, at most `max` in all.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Remind {
+    pub after_secs: u64,
+    pub every_secs: u64,
+    pub max: u32,
+}
+
+impl Remind {
+    /// The reminders `after`, `every` and `max` say (`None`: no `after`, no reminders).
+    pub fn new(after: Option<u64>, every: Option<u64>, max: Option<u32>) -> Option<Remind> {
+        let after_secs = after?;
+        Some(Remind {
+            after_secs,
+            every_secs: every.unwrap_or(after_secs),
+            max: max.unwrap_or(3),
+        })
+    }
+
+    /// A route's reminders: its own keys, each unset one as its platform's section says
+    /// (`after`, `every`, `max`: `[discord]`'s or `[slack]`'s).
+    pub fn of_route(
+        r: &Route,
+        after: Option<u64>,
+        every: Option<u64>,
+        max: Option<u32>,
+    ) -> Option<Remind> {
+        if r.remind_after_secs.is_some() {
+            Remind::new(r.remind_after_secs, r.remind_every_secs, r.remind_max)
+        } else {
+            Remind::new(after, r.remind_every_secs.or(every), r.remind_max.or(max))
+        }
+    }
+}
+
 /// The first route whose globs all match `scope`.
 pub fn matching<'c>(config: &'c Config, scope: &Scope) -> Option<&'c Route> {
     config.routes.iter().find(|r| {

@@ -401,6 +401,22 @@ fn check_slack_route(i: usize, r: &Route, slack: bool) -> Result<()> {
         IdKind::Usergroup,
         groups,
     )?;
+    check_ids(
+        &format!("routes[{i}].slack_mention_user_ids"),
+        IdKind::User,
+        r.slack_mention_user_ids.as_deref().unwrap_or_default(),
+    )?;
+    check_ids(
+        &format!("routes[{i}].slack_mention_usergroup_ids"),
+        IdKind::Usergroup,
+        r.slack_mention_usergroup_ids.as_deref().unwrap_or_default(),
+    )?;
+    super::slack::check_oncall(
+        &format!("routes[{i}]"),
+        "slack_escalate",
+        (r.remind_after_secs, r.remind_every_secs, r.remind_max),
+        r.slack_escalate.as_deref().unwrap_or_default(),
+    )?;
     if r.slack_channel_id.is_none() {
         for (key, set) in [
             ("slack_allowed_user_ids", r.slack_allowed_user_ids.is_some()),
@@ -408,6 +424,12 @@ fn check_slack_route(i: usize, r: &Route, slack: bool) -> Result<()> {
                 "slack_allowed_usergroup_ids",
                 r.slack_allowed_usergroup_ids.is_some(),
             ),
+            ("slack_mention_user_ids", r.slack_mention_user_ids.is_some()),
+            (
+                "slack_mention_usergroup_ids",
+                r.slack_mention_usergroup_ids.is_some(),
+            ),
+            ("slack_escalate", r.slack_escalate.is_some()),
         ] {
             if set {
                 bail!(
@@ -480,9 +502,16 @@ fn check_answerers(i: usize, r: &Route, config: &Config) -> Result<()> {
 /// terminal's alone: answered in Slack; Discord's own keys mean nothing there (people at a
 /// terminal may answer too, with terminal_answers).
 fn check_discordless_route(i: usize, r: &Route) -> Result<()> {
+    // Reminders are Slack's too (its escalation steps are slack_escalate).
+    let shared = [
+        "terminal_answers",
+        "remind_after_secs",
+        "remind_every_secs",
+        "remind_max",
+    ];
     if let Some((key, _)) = discord_only_keys(r)
         .iter()
-        .filter(|(key, _)| *key != "terminal_answers")
+        .filter(|(key, _)| !shared.contains(key))
         .find(|(_, set)| *set)
     {
         bail!(
@@ -591,6 +620,20 @@ pub(super) fn check_oncall(
     max: Option<u32>,
     steps: &[EscalationStep],
 ) -> Result<()> {
+    let after_secs: Vec<u64> = steps.iter().map(|s| s.after_secs).collect();
+    check_timers(at, "escalate", after, every, max, &after_secs)
+}
+
+/// Reminders under `at` and the escalation steps under `at.steps_key` (whose `after_secs`
+/// are `steps`), on any platform, must be usable.
+pub(super) fn check_timers(
+    at: &str,
+    steps_key: &str,
+    after: Option<u64>,
+    every: Option<u64>,
+    max: Option<u32>,
+    steps: &[u64],
+) -> Result<()> {
     if after == Some(0) {
         bail!("{at}.remind_after_secs: must be at least 1 (leave it out for no reminders)");
     }
@@ -601,16 +644,16 @@ pub(super) fn check_oncall(
         bail!("{at}.remind_max: must be at least 1 (leave out remind_after_secs for no reminders)");
     }
     let mut last = 0;
-    for (k, step) in steps.iter().enumerate() {
-        if step.after_secs == 0 || step.after_secs <= last {
+    for (k, &after_secs) in steps.iter().enumerate() {
+        if after_secs == 0 || after_secs <= last {
             bail!(
-                "{at}.escalate[{k}].after_secs: must be at least 1 and later than the step before"
+                "{at}.{steps_key}[{k}].after_secs: must be at least 1 and later than the step before"
             );
         }
-        last = step.after_secs;
+        last = after_secs;
     }
     if steps.len() > 10 {
-        bail!("{at}.escalate: at most 10 steps");
+        bail!("{at}.{steps_key}: at most 10 steps");
     }
     Ok(())
 }

@@ -23,7 +23,9 @@ pub use route::{
     grant_secs, Route, Threads, GRANT_SECS, MAX_GRANT_DURATIONS, STOP_WAIT_DEFAULT_SECS,
     STOP_WAIT_MAX_SECS, STOP_WAIT_MIN_SECS,
 };
-pub use slack::{check_id, is_id, IdKind, SlackConfig, SlackMode, DEFAULT_SLACK_API_BASE};
+pub use slack::{
+    check_id, is_id, IdKind, SlackConfig, SlackEscalationStep, SlackMode, DEFAULT_SLACK_API_BASE,
+};
 use values::{snowflakes, uids};
 pub use values::{Secret, Snowflake, SocketMode};
 

@@ -41,6 +41,15 @@ pub struct Route {
     /// Slack user groups (`S…`) whose members may answer here.
     #[serde(default)]
     pub slack_allowed_usergroup_ids: Option<Vec<String>>,
+    /// Slack users (`U…`) and user groups (`S…`) mentioned by each reminder in the question's
+    /// thread (default: as `slack.mention_user_ids` / `slack.mention_usergroup_ids`).
+    #[serde(default)]
+    pub slack_mention_user_ids: Option<Vec<String>>,
+    #[serde(default)]
+    pub slack_mention_usergroup_ids: Option<Vec<String>>,
+    /// Escalation steps in Slack (default: as `[[slack.escalate]]`).
+    #[serde(default)]
+    pub slack_escalate: Option<Vec<super::slack::SlackEscalationStep>>,
     #[serde(default, deserialize_with = "opt_snowflakes")]
     pub allowed_user_ids: Option<Vec<Snowflake>>,
     #[serde(default, deserialize_with = "opt_snowflakes")]
@@ -74,7 +83,8 @@ pub struct Route {
     /// the channel (`per_session`), or to the channel itself (`off`, the default).
     #[serde(default)]
     pub threads: Option<Threads>,
-    /// Reminders (default: as under `[discord]`).
+    /// Reminders (default: as under `[discord]` for the route's Discord copy, `[slack]` for its
+    /// Slack copy).
     #[serde(default)]
     pub remind_after_secs: Option<u64>,
     #[serde(default)]
@@ -172,6 +182,9 @@ impl Route {
             slack_channel_id: None,
             slack_allowed_user_ids: None,
             slack_allowed_usergroup_ids: None,
+            slack_mention_user_ids: None,
+            slack_mention_usergroup_ids: None,
+            slack_escalate: None,
             allowed_user_ids: None,
             allowed_role_ids: None,
             mention_role_ids: None,

@@ -49,6 +49,73 @@ pub struct SlackConfig {
     /// How often questions not posted and messages not edited yet are tried again (also at
     /// once when the Socket Mode connection comes back).
     pub repair_interval_secs: u64,
+    /// Who the default route's reminders mention (and routes' that set none).
+    #[serde(deserialize_with = "ids")]
+    pub mention_user_ids: Vec<String>,
+    #[serde(deserialize_with = "ids")]
+    pub mention_usergroup_ids: Vec<String>,
+    /// Reminders on the default route (and routes that set none): a reply in the question's
+    /// thread after `remind_after_secs`, then every `remind_every_secs` (default: the same),
+    /// at most `remind_max` times (default 3). None when `remind_after_secs` is unset.
+    pub remind_after_secs: Option<u64>,
+    pub remind_every_secs: Option<u64>,
+    pub remind_max: Option<u32>,
+    /// The default route's escalation steps (a route's: its `slack_escalate`).
+    pub escalate: Vec<SlackEscalationStep>,
+}
+
+/// A Slack escalation step (`[[slack.escalate]]`, `[[routes.slack_escalate]]`): when nobody
+/// answered within `after_secs` of the ask, mention more people in the question's thread, send
+/// each open question to some people's DMs, and let more people answer from then on.
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct SlackEscalationStep {
+    pub after_secs: u64,
+    /// Users (`U…`) and user groups (`S…`) mentioned in a reply in the question's thread.
+    #[serde(default, deserialize_with = "ids")]
+    pub mention_user_ids: Vec<String>,
+    #[serde(default, deserialize_with = "ids")]
+    pub mention_usergroup_ids: Vec<String>,
+    /// Users who get a copy of each open question in a DM; they may answer from then on.
+    #[serde(default, deserialize_with = "ids")]
+    pub dm_user_ids: Vec<String>,
+    /// Who else may answer from this step on.
+    #[serde(default, deserialize_with = "ids")]
+    pub allowed_user_ids: Vec<String>,
+    #[serde(default, deserialize_with = "ids")]
+    pub allowed_usergroup_ids: Vec<String>,
+}
+
+/// Checks Slack's reminders and escalation steps at `at` (`slack`, `routes[0]`, whose steps
+/// are under `steps_key`): the timers must be usable and every id of the right shape.
+pub fn check_oncall(
+    at: &str,
+    steps_key: &str,
+    (after, every, max): (Option<u64>, Option<u64>, Option<u32>),
+    steps: &[SlackEscalationStep],
+) -> Result<()> {
+    let after_secs: Vec<u64> = steps.iter().map(|s| s.after_secs).collect();
+    super::load::check_timers(at, steps_key, after, every, max, &after_secs)?;
+    for (k, step) in steps.iter().enumerate() {
+        let at = format!("{at}.{steps_key}[{k}]");
+        for (key, kind, ids) in [
+            ("mention_user_ids", IdKind::User, &step.mention_user_ids),
+            (
+                "mention_usergroup_ids",
+                IdKind::Usergroup,
+                &step.mention_usergroup_ids,
+            ),
+            ("dm_user_ids", IdKind::User, &step.dm_user_ids),
+            ("allowed_user_ids", IdKind::User, &step.allowed_user_ids),
+            (
+                "allowed_usergroup_ids",
+                IdKind::Usergroup,
+                &step.allowed_usergroup_ids,
+            ),
+        ] {
+            check_ids(&format!("{at}.{key}"), kind, ids)?;
+        }
+    }
+    Ok(())
 }
 
 impl Default for SlackConfig {
@@ -66,6 +133,12 @@ impl Default for SlackConfig {
             api_base: DEFAULT_SLACK_API_BASE.to_owned(),
             terminal_answers: false,
             repair_interval_secs: 30,
+            mention_user_ids: Vec::new(),
+            mention_usergroup_ids: Vec::new(),
+            remind_after_secs: None,
+            remind_every_secs: None,
+            remind_max: None,
+            escalate: Vec::new(),
         }
     }
 }
@@ -214,6 +287,26 @@ impl SlackConfig {
             "slack.operator_user_ids",
             IdKind::User,
             &self.operator_user_ids,
+        )?;
+        check_ids(
+            "slack.mention_user_ids",
+            IdKind::User,
+            &self.mention_user_ids,
+        )?;
+        check_ids(
+            "slack.mention_usergroup_ids",
+            IdKind::Usergroup,
+            &self.mention_usergroup_ids,
+        )?;
+        check_oncall(
+            "slack",
+            "escalate",
+            (
+                self.remind_after_secs,
+                self.remind_every_secs,
+                self.remind_max,
+            ),
+            &self.escalate,
         )?;
         let base = self.api_base.trim_end_matches('/');
         if !(base.starts_with("https://") || base.starts_with("http://"))
@@ -474,6 +567,51 @@ mod tests {
                 e.contains("digest.channel_id: the digest needs a channel"),
                 "{e}"
             );
+        }
+
+        #[test]
+        fn slack_reminders_and_escalation_steps_are_checked_naming_the_key() {
+            let c = load(
+                "[slack]\nchannel_id = \"C0123ABCD\"\nremind_after_secs = 60\n\
+                 mention_usergroup_ids = [\"S0ONCALL1\"]\n\
+                 [[slack.escalate]]\nafter_secs = 600\ndm_user_ids = [\"U0LEAD001\"]\n\
+                 [[routes]]\nname = \"ops\"\nslack_channel_id = \"C0OPS0001\"\n\
+                 remind_after_secs = 30\nslack_mention_user_ids = [\"U0ONCALL1\"]\n\
+                 [[routes.slack_escalate]]\nafter_secs = 90\nmention_user_ids = [\"U0LEAD001\"]\n",
+                TOKENS,
+            )
+            .unwrap();
+            assert_eq!(c.slack.escalate[0].dm_user_ids, ["U0LEAD001"]);
+            let ops = &c.routes[0];
+            assert_eq!(ops.remind_after_secs, Some(30));
+            assert_eq!(ops.slack_escalate.as_ref().unwrap()[0].after_secs, 90);
+            for (toml, want) in [
+                (
+                    "[[slack.escalate]]\nafter_secs = 60\ndm_user_ids = [\"alice\"]\n",
+                    "slack.escalate[0].dm_user_ids[0]: expected a user id",
+                ),
+                (
+                    "[[slack.escalate]]\nafter_secs = 60\n[[slack.escalate]]\nafter_secs = 60\n",
+                    "slack.escalate[1].after_secs: must be at least 1 and later than the step before",
+                ),
+                (
+                    "[slack]\nmention_usergroup_ids = [\"U0ALICE01\"]\n",
+                    "slack.mention_usergroup_ids[0]: expected a user group id",
+                ),
+                (
+                    "[[routes]]\nname = \"ops\"\nslack_channel_id = \"C0OPS0001\"\n\
+                     [[routes.slack_escalate]]\nafter_secs = 9\nallowed_usergroup_ids = [\"x\"]\n",
+                    "routes[0].slack_escalate[0].allowed_usergroup_ids[0]: expected a user group id",
+                ),
+                (
+                    "[[routes]]\nname = \"ops\"\nslack_channel_id = \"C0OPS0001\"\n\
+                     [[routes.escalate]]\nafter_secs = 9\n",
+                    "routes[0].escalate: is for a Discord channel",
+                ),
+            ] {
+                let e = load(toml, TOKENS).unwrap_err();
+                assert!(e.contains(want), "{toml}: {e}");
+            }
         }
 
         #[test]

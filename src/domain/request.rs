@@ -473,7 +473,9 @@ impl Post {
 
 /// Which of a question's places an outbox row is. The store keeps it as text (`posts.slot`),
 /// converted only there with [`FromStr`] and [`Display`]: `""`, `dm:USER`, `eSTEP`,
-/// `eSTEP:dm:USER`, `note:rN` and `note:eSTEP`. Escalation steps count from 1.
+/// `eSTEP:dm:USER`, `note:rN` and `note:eSTEP`. Escalation steps count from 1. A USER is a
+/// number (Discord's ids) or, for a platform whose user ids are not numbers, letters and
+/// digits in upper case (Slack's `U…`).
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum Slot {
     /// The question's own message in its route's channel (`""`).
@@ -484,6 +486,8 @@ pub enum Slot {
     Step(u32),
     /// A copy in a user's DM, for an escalation step (`eSTEP:dm:USER`).
     StepDm(u32, u64),
+    /// The same for a user whose id is not a number (Slack's `U…`): `eSTEP:dm:USER`.
+    StepDmNamed(u32, String),
     /// The n-th reminder: a reply without components (`note:rN`).
     Reminder(u32),
     /// An escalation step's mentions: a reply without components (`note:eSTEP`).
@@ -521,7 +525,9 @@ impl Slot {
     /// The escalation step (1-based) the row belongs to: a copy or a note of that step.
     pub fn step(&self) -> Option<usize> {
         match self {
-            Slot::Step(k) | Slot::StepDm(k, _) | Slot::StepNote(k) => Some(*k as usize),
+            Slot::Step(k) | Slot::StepDm(k, _) | Slot::StepDmNamed(k, _) | Slot::StepNote(k) => {
+                Some(*k as usize)
+            }
             _ => None,
         }
     }
@@ -540,7 +546,18 @@ impl Slot {
         } else if let Some(k) = s.strip_prefix("note:") {
             Slot::StepNote(step(k)?)
         } else if let Some((k, user)) = s.split_once(":dm:") {
-            Slot::StepDm(step(k)?, user.parse().ok()?)
+            match user.parse() {
+                Ok(id) => Slot::StepDm(step(k)?, id),
+                Err(_)
+                    if user.starts_with(|c: char| c.is_ascii_uppercase())
+                        && user
+                            .chars()
+                            .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit()) =>
+                {
+                    Slot::StepDmNamed(step(k)?, user.to_owned())
+                }
+                Err(_) => return None,
+            }
         } else {
             Slot::Step(step(s)?)
         };
@@ -572,6 +589,7 @@ impl fmt::Display for Slot {
             Slot::Dm(user) => write!(f, "dm:{user}"),
             Slot::Step(k) => write!(f, "e{k}"),
             Slot::StepDm(k, user) => write!(f, "e{k}:dm:{user}"),
+            Slot::StepDmNamed(k, user) => write!(f, "e{k}:dm:{user}"),
             Slot::Reminder(n) => write!(f, "note:r{n}"),
             Slot::StepNote(k) => write!(f, "note:e{k}"),
             Slot::Files => f.write_str("note:files"),
@@ -846,6 +864,7 @@ mod tests {
             ("dm:55", Slot::Dm(55)),
             ("e2", Slot::Step(2)),
             ("e2:dm:55", Slot::StepDm(2, 55)),
+            ("e2:dm:U0LEAD01", Slot::StepDmNamed(2, "U0LEAD01".into())),
             ("note:r1", Slot::Reminder(1)),
             ("note:e3", Slot::StepNote(3)),
             ("note:files", Slot::Files),

@@ -39,13 +39,7 @@ pub struct ResolvedRoute {
     pub threads: crate::config::Threads,
 }
 
-/// Reminders: a reply after `after_secs`, then every `every_secs`, at most `max` in all.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Remind {
-    pub after_secs: u64,
-    pub every_secs: u64,
-    pub max: u32,
-}
+pub use crate::answerer::routing::Remind;
 
 /// An escalation step with the ids as numbers (see [`crate::config::EscalationStep`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -118,15 +112,6 @@ impl ResolvedRoute {
     }
 }
 
-fn remind(after: Option<u64>, every: Option<u64>, max: Option<u32>) -> Option<Remind> {
-    let after_secs = after?;
-    Some(Remind {
-        after_secs,
-        every_secs: every.unwrap_or(after_secs),
-        max: max.unwrap_or(3),
-    })
-}
-
 fn steps(steps: &[EscalationStep]) -> Vec<Step> {
     steps
         .iter()
@@ -167,15 +152,7 @@ fn from_route(config: &Config, r: &Route) -> Option<ResolvedRoute> {
         terminal_answers: r.terminal_answers.unwrap_or(d.terminal_answers),
         closed: false,
         dm_user_ids: ids(r.dm_user_ids.as_deref().unwrap_or(&d.dm_user_ids)),
-        remind: if r.remind_after_secs.is_some() {
-            remind(r.remind_after_secs, r.remind_every_secs, r.remind_max)
-        } else {
-            remind(
-                d.remind_after_secs,
-                r.remind_every_secs.or(d.remind_every_secs),
-                r.remind_max.or(d.remind_max),
-            )
-        },
+        remind: Remind::of_route(r, d.remind_after_secs, d.remind_every_secs, d.remind_max),
         escalate: steps(r.escalate.as_deref().unwrap_or(&d.escalate)),
         policy: policy(config, r),
         threads: r.threads(),
@@ -195,7 +172,7 @@ fn default_route(config: &Config) -> Option<ResolvedRoute> {
         terminal_answers: d.terminal_answers,
         closed: false,
         dm_user_ids: ids(&d.dm_user_ids),
-        remind: remind(d.remind_after_secs, d.remind_every_secs, d.remind_max),
+        remind: Remind::new(d.remind_after_secs, d.remind_every_secs, d.remind_max),
         escalate: steps(&d.escalate),
         policy: Policy {
             identities: identities(config),

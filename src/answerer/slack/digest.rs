@@ -88,7 +88,11 @@ impl Digest {
         let mut attempt = 0;
         let sent = loop {
             attempt += 1;
-            match self.web.post(&self.channel, content.clone(), &id).await {
+            match self
+                .web
+                .post(&self.channel, content.clone(), &id, None)
+                .await
+            {
                 Ok(ts) => break Ok(ts),
                 Err(Failure::Transient {
                     message,

@@ -14,7 +14,8 @@
 //!
 //! Like Discord's, Slack's work follows the cluster's lead through one gate: the outbox and the
 //! Socket Mode connection exist only inside a [`Lead`], built when this daemon starts leading
-//! (alone: at start) and dropped when it steps down.
+//! (alone: at start) and dropped when it steps down. So does [`Schedule`], which runs the
+//! routes' reminders and escalation steps (`schedule.rs`).
 
 mod connect;
 mod digest;
@@ -24,10 +25,11 @@ mod outbox;
 mod platform;
 pub mod render;
 pub mod route;
+mod schedule;
 mod socket;
 mod web;
 
-pub use outbox::client_msg_id;
+pub use outbox::{client_msg_id, client_msg_id_of};
 pub use web::Failure;
 
 use crate::config::{Config, SlackMode};
@@ -41,6 +43,7 @@ use anyhow::{Context as _, Result};
 use async_trait::async_trait;
 use outbox::{Busy, Outbox, DELIVER_ATTEMPTS};
 use route::SlackRoute;
+use schedule::Schedule;
 use slack_morphism::socket_mode::clients_manager::SlackSocketModeClientsManager;
 use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
@@ -52,6 +55,36 @@ pub const NAME: &str = "slack";
 /// Slack's work for one term (alone: the daemon's run; in a cluster: a lead).
 struct Lead {
     outbox: Arc<Outbox>,
+    schedule: Arc<Schedule>,
+}
+
+impl Lead {
+    /// One pass of the repair loop (and the start-up repair): the outbox's, then the timers
+    /// of the requests it found rows to post of (one another node stored, or this one before
+    /// a restart; a no-op for one armed already).
+    async fn repair(&self, ctx: &AnswererContext) {
+        for req in self.outbox.repair(ctx).await {
+            self.schedule.arm(ctx, &req).await;
+        }
+    }
+
+    /// Runs [`Lead::repair`] every `slack.repair_interval_secs`, and at once when the outbox
+    /// is woken, until the term's shutdown.
+    fn spawn_repair_loop(self: &Arc<Self>, ctx: &AnswererContext, every: std::time::Duration) {
+        let me = self.clone();
+        let task_ctx = ctx.clone();
+        ctx.spawn(async move {
+            let ctx = task_ctx;
+            loop {
+                tokio::select! {
+                    _ = ctx.shutdown().cancelled() => return,
+                    _ = tokio::time::sleep(every) => {}
+                    _ = me.outbox.repair_now.notified() => {}
+                }
+                me.repair(&ctx).await;
+            }
+        });
+    }
 }
 
 /// The one gate in front of Slack's work: the current [`Lead`], while this daemon has one.
@@ -124,8 +157,8 @@ impl SlackAnswerer {
     }
 
     /// Takes a request left pending (by an earlier run, or another node) back into the
-    /// outbox: posts what is not posted and edits what is behind.
-    fn resume_request(
+    /// outbox: posts what is not posted, edits what is behind, and runs its timers.
+    async fn resume_request(
         &self,
         lead: &Lead,
         ctx: &AnswererContext,
@@ -146,6 +179,7 @@ impl SlackAnswerer {
             }
         }
         lead.outbox.sync_edits(ctx, req, &mine, None);
+        lead.schedule.arm(ctx, req).await;
         self.detail(&route, &mine)
     }
 
@@ -158,10 +192,13 @@ impl SlackAnswerer {
             self.web.clone(),
             self.busy.clone(),
         ));
+        let schedule = Arc::new(Schedule::new(self.config.clone(), outbox.clone()));
         let lead = Arc::new(Lead {
             outbox: outbox.clone(),
+            schedule,
         });
         self.gate.open(lead.clone());
+        lead.schedule.load(ctx).await?;
         match self.web.identify().await {
             Ok((team, user)) => {
                 tracing::info!(team = %team, bot_user = %user, "the Slack bot token is valid")
@@ -214,12 +251,15 @@ impl SlackAnswerer {
             // Every request with a copy in Slack, whoever owns it.
             for (req, posts) in &pending {
                 if posts.iter().any(|p| p.answerer == NAME) {
-                    self.resume_request(&lead, ctx, req, posts);
+                    self.resume_request(&lead, ctx, req, posts).await;
                 }
             }
         }
-        outbox.repair(ctx).await;
-        outbox.spawn_repair_loop(ctx);
+        lead.repair(ctx).await;
+        lead.spawn_repair_loop(
+            ctx,
+            std::time::Duration::from_secs(self.config.slack.repair_interval_secs),
+        );
         if let Some(digest) = digest::Digest::new(self.config.clone(), self.web.clone()) {
             Arc::new(digest).spawn(ctx);
         }
@@ -380,6 +420,7 @@ impl Answerer for SlackAnswerer {
         // Held from the first try through the background poster, so that a repair pass that
         // finds the request meanwhile does not post it a second time.
         let Some(claim) = lead.outbox.busy.posting.claim(req.key) else {
+            lead.schedule.arm(ctx, req).await;
             return Delivery::Shown(Accepted {
                 posting: Some("the questions are being posted in the background".into()),
                 ..self.detail(&route, &[])
@@ -423,7 +464,7 @@ impl Answerer for SlackAnswerer {
                 _ => {}
             }
         });
-        match tokio::time::timeout(outbox::DELIVER_BUDGET, rx).await {
+        let delivery = match tokio::time::timeout(outbox::DELIVER_BUDGET, rx).await {
             Ok(Ok(Ok(posted))) => Delivery::Shown(self.detail(&route, &posted)),
             Ok(Ok(Err(Failure::Permanent(m)))) if ctx.is_pending(req).await => {
                 Delivery::Failed(AskError::new(
@@ -451,12 +492,18 @@ impl Answerer for SlackAnswerer {
                 )),
                 ..self.detail(&route, &[])
             }),
+        };
+        // The timers start once the first post is done or handed to the background (after
+        // it, so that they never delay it); a request that failed has none.
+        if !matches!(delivery, Delivery::Failed(_)) {
+            lead.schedule.arm(ctx, req).await;
         }
+        delivery
     }
 
     async fn resume(&self, ctx: &AnswererContext, req: &Request, posts: &[Post]) -> Accepted {
         match self.gate.lead() {
-            Some(lead) => self.resume_request(&lead, ctx, req, posts),
+            Some(lead) => self.resume_request(&lead, ctx, req, posts).await,
             None => Accepted {
                 posting: Some("the cluster's leader posts the questions".into()),
                 ..self.detail(&self.route_of(req), &[])

@@ -8,6 +8,10 @@
 //! `client_msg_id`, which Slack's clients use to tell a message sent twice (docs/slack.md says
 //! what Slack itself promises about it). Edits are recorded once Slack confirmed them, so the
 //! edits still due are found and finished by the repair loop, also after a restart.
+//!
+//! The rows a reminder or an escalation step plans (`schedule.rs`) are posted the same way: a
+//! note as a reply in its question's thread (`thread_ts`), a DM copy in the DM
+//! `conversations.open` opens, each with a `client_msg_id` of its own.
 
 use super::render::{self, Message, View};
 use super::route::{self, SlackRoute};
@@ -49,9 +53,25 @@ pub fn client_msg_id(token: &str, idx: usize) -> String {
     )
 }
 
-/// Whether `p` is still to be posted: a question's message, or its context's files.
+/// The `client_msg_id` of the outbox row of question `idx` in `slot` (a reminder, a DM
+/// copy): as [`client_msg_id`] for the question's own message, else made from the slot too.
+pub fn client_msg_id_of(token: &str, idx: usize, slot: &Slot) -> String {
+    match slot {
+        Slot::Main => client_msg_id(token, idx),
+        _ => client_msg_id(&format!("{token} {slot}"), idx),
+    }
+}
+
+/// The channel of a DM copy to `user` until `conversations.open` names it (the row holds
+/// this, then the DM's id once opened).
+pub(super) fn dm_placeholder(user: &str) -> String {
+    format!("@{user}")
+}
+
+/// Whether `p` is still to be posted: a question's message, a reminder or copy, or the
+/// context's files.
 pub(super) fn unposted(p: &Post) -> bool {
-    (p.is_main() || p.slot == Slot::Files) && p.message.is_none()
+    p.message.is_none()
 }
 
 /// The outbox rows of a request on `route`: each question's message in its channel, and the
@@ -159,7 +179,76 @@ impl Outbox {
         ))
     }
 
-    /// Posts every question of `req` not posted yet, in order, making at most `tries` tries
+    /// The message of a row that is not the question's own (a reminder or an escalation
+    /// step's note, a DM copy), and the thread it replies in; `None` when it has none (a row
+    /// of another version, or a note whose question's message is not posted).
+    fn render_extra(
+        req: &Request,
+        route: &SlackRoute,
+        post: &Post,
+        main: Option<&Post>,
+    ) -> Option<(Message, Option<String>)> {
+        let q = req.questions.get(post.idx)?;
+        let main_ts = main.and_then(|m| m.message.clone());
+        let link = main
+            .zip(main_ts.as_deref())
+            .map(|(m, ts)| super::link(&m.channel, ts));
+        let waited = std::time::Duration::from_secs(
+            ((crate::domain::clock::now_ms() - req.created_at_ms).max(0) / 1000) as u64,
+        );
+        let view = View::of(req, &route.policy, post.idx);
+        match &post.slot {
+            Slot::Reminder(_) => {
+                let missing = (view.approvals > 1).then(|| {
+                    (view.approvals as usize)
+                        .saturating_sub(crate::domain::quorum::leading(view.votes))
+                });
+                let lead = render::reminder_lead(waited, missing);
+                let mentions =
+                    render::mentions(&route.mention_user_ids, &route.mention_usergroup_ids);
+                Some((render::note(&lead, mentions.as_deref()), Some(main_ts?)))
+            }
+            Slot::StepNote(k) => {
+                let step = route.escalate.get((*k as usize).checked_sub(1)?);
+                let mentions = step
+                    .and_then(|s| render::mentions(&s.mention_user_ids, &s.mention_usergroup_ids));
+                let lead = render::escalation_lead(waited, None);
+                Some((render::note(&lead, mentions.as_deref()), Some(main_ts?)))
+            }
+            Slot::StepDmNamed(..) => {
+                let lead = render::escalation_lead(waited, link.as_deref());
+                let context = req.context.as_deref().filter(|_| post.idx == 0);
+                Some((render::copy(q, &view, &lead, context), None))
+            }
+            _ => None,
+        }
+    }
+
+    /// The channel `post` goes to: its own, or for a DM copy the DM that `conversations.open`
+    /// opens, recorded on the row before the post so that a press that comes before the post
+    /// is recorded finds it.
+    async fn channel_of(
+        &self,
+        ctx: &AnswererContext,
+        req: &Request,
+        post: &mut Post,
+    ) -> Result<String, Failure> {
+        let Some(user) = post.channel.strip_prefix('@') else {
+            return Ok(post.channel.clone());
+        };
+        let dm = self.web.open_dm(user).await?;
+        ctx.place_post(req.key, post, &dm)
+            .await
+            .map_err(|e| Failure::Transient {
+                message: format!("{e:#}"),
+                retry_after: None,
+            })?;
+        post.channel = dm.clone();
+        Ok(dm)
+    }
+
+    /// Posts every row of `req` not posted yet, the questions' own messages first (in order),
+    /// then the rows a reminder or an escalation step planned, making at most `tries` tries
     /// for each (`None`: until it works, the request ends or the daemon stops), after `failed`
     /// tries that failed already. Returns the posts as they are now.
     pub async fn post_all(
@@ -171,14 +260,27 @@ impl Outbox {
         tries: Option<u32>,
         failed: u32,
     ) -> Result<Vec<Post>, Failure> {
-        posts.sort_by_key(|p| p.idx);
-        for post in posts.iter_mut().filter(|p| p.is_main()) {
-            if post.message.is_some() {
+        posts.sort_by_key(|p| (!p.is_main(), p.idx));
+        for i in 0..posts.len() {
+            if posts[i].message.is_some() || posts[i].answerer != NAME {
                 continue;
             }
-            let Some(message) = Self::render(req, route, post.idx) else {
+            // A grant's announcement is the one message of a request a grant answered.
+            if req.granted() && !posts[i].is_main() {
+                continue;
+            }
+            let rendered = if posts[i].is_main() {
+                Self::render(req, route, posts[i].idx).map(|m| (m, None))
+            } else {
+                let main = posts
+                    .iter()
+                    .find(|p| p.idx == posts[i].idx && p.is_main() && p.answerer == NAME);
+                Self::render_extra(req, route, &posts[i], main)
+            };
+            let Some((message, thread_ts)) = rendered else {
                 continue;
             };
+            let post = &mut posts[i];
             let mut attempt = failed;
             loop {
                 // A request cancelled while Slack was down is not posted afterwards (a grant's
@@ -193,11 +295,19 @@ impl Outbox {
                     });
                 }
                 let sent = match ctx.holds_term() {
-                    true => {
-                        self.web
-                            .post(&post.channel, message.content(), &post.nonce)
-                            .await
-                    }
+                    true => match self.channel_of(ctx, req, post).await {
+                        Ok(channel) => {
+                            self.web
+                                .post(
+                                    &channel,
+                                    message.content(),
+                                    &post.nonce,
+                                    thread_ts.as_deref(),
+                                )
+                                .await
+                        }
+                        Err(f) => Err(f),
+                    },
                     false => Err(Failure::Transient {
                         message: "this node's lead ended".into(),
                         retry_after: None,
@@ -205,7 +315,11 @@ impl Outbox {
                 };
                 match sent {
                     Ok(ts) => {
-                        crate::crash::point("posted");
+                        crate::crash::point(if post.is_main() {
+                            "posted"
+                        } else {
+                            "posted_extra"
+                        });
                         if let Err(e) = ctx.record_post(req, post, &ts, None, None).await {
                             tracing::error!(error = %format!("{e:#}"), "cannot record a posted Slack message");
                         }
@@ -346,6 +460,13 @@ impl Outbox {
     /// The outcome a posted message of `req` should show, and the state it records: its
     /// answer, or why the request ended; `None` while its question is open.
     pub fn outcome_of(&self, req: &Request, post: &Post) -> Option<(Message, EditState)> {
+        if post.is_note() {
+            // A reminder of a withdrawn request would still call people to a question nobody
+            // needs answered; any other note stays as sent.
+            return req
+                .withdrawn
+                .map(|reason| (render::note_withdrawn(reason), EditState::Ended));
+        }
         let q = req.questions.get(post.idx)?;
         let route = route::of_request(&self.config, req);
         let view = View::of(req, &route.policy, post.idx);
@@ -436,7 +557,7 @@ impl Outbox {
     ) {
         for post in posts
             .iter()
-            .filter(|p| p.answerer == NAME && p.message.is_some() && !p.is_note())
+            .filter(|p| p.answerer == NAME && p.message.is_some())
             .filter(|p| only.is_none_or(|i| i == p.idx))
         {
             if let Some((message, state)) = self.outcome_of(req, post) {
@@ -463,19 +584,23 @@ impl Outbox {
         for post in posts
             .iter()
             .filter(|p| p.answerer == NAME && p.idx == idx && p.message.is_some())
+            .filter(|p| !p.is_note())
         {
             self.spawn_edit(ctx, req, post, message.clone(), None);
         }
     }
 
-    /// One repair pass: a poster for each pending request with a question not posted (unless
-    /// one is at work on it, or its delivery is), and the edits messages are behind on.
-    pub async fn repair(self: &Arc<Self>, ctx: &AnswererContext) {
+    /// One repair pass: a poster for each pending request with a row not posted (unless one
+    /// is at work on it, or its delivery is), and the edits messages are behind on. Returns
+    /// the pending requests it found rows to post of (their timers may not be running here:
+    /// another node stored them, or this one before a restart).
+    pub async fn repair(self: &Arc<Self>, ctx: &AnswererContext) -> Vec<Request> {
+        let mut unposted_requests = Vec::new();
         let due = match ctx.outbox_due().await {
             Ok(d) => d,
             Err(e) => {
                 tracing::error!(error = %format!("{e:#}"), "cannot read the outbox");
-                return;
+                return unposted_requests;
             }
         };
         let keys: std::collections::BTreeSet<i64> = due.iter().map(|d| d.request_key).collect();
@@ -497,26 +622,11 @@ impl Outbox {
                 }
             }
             self.sync_edits(ctx, &req, &mine, None);
-        }
-    }
-
-    /// Runs [`Outbox::repair`] every `slack.repair_interval_secs`, and at once when woken,
-    /// until `ctx`'s shutdown.
-    pub fn spawn_repair_loop(self: &Arc<Self>, ctx: &AnswererContext) {
-        let me = self.clone();
-        let task_ctx = ctx.clone();
-        let every = std::time::Duration::from_secs(self.config.slack.repair_interval_secs);
-        ctx.spawn(async move {
-            let ctx = task_ctx;
-            loop {
-                tokio::select! {
-                    _ = ctx.shutdown().cancelled() => return,
-                    _ = tokio::time::sleep(every) => {}
-                    _ = me.repair_now.notified() => {}
-                }
-                me.repair(&ctx).await;
+            if unposted {
+                unposted_requests.push(req);
             }
-        });
+        }
+        unposted_requests
     }
 }
 

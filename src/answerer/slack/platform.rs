@@ -91,8 +91,9 @@ impl Platform for Slack<'_> {
         NAME
     }
 
-    fn may_answer(&self, req: &Request, person: &Person, _now_ms: i64) -> bool {
-        self.route(req).allows(&person.actor.id, &person.groups)
+    fn may_answer(&self, req: &Request, person: &Person, now_ms: i64) -> bool {
+        self.route(req)
+            .allows_at(&person.actor.id, &person.groups, req.created_at_ms, now_ms)
     }
 
     fn shows(&self, req: &Request, person: &Person, place: &str) -> bool {

@@ -2,10 +2,11 @@
 //! the first `[[routes]]` entry its scope matches, when that route is answered by Slack and
 //! names a `slack_channel_id`; a request no route matches goes to `slack.channel_id` (the
 //! route named `default`). Who may answer comes from the route's Slack allowlists, else
-//! `[slack]`'s.
+//! `[slack]`'s, widened by the escalation steps that have begun; reminders and escalation
+//! steps come from the route's keys, else `[slack]`'s.
 
-use crate::answerer::routing::{self, identities, policy};
-use crate::config::{Config, Route};
+use crate::answerer::routing::{self, identities, policy, Remind};
+use crate::config::{Config, Route, SlackEscalationStep};
 use crate::domain::quorum::Policy;
 use crate::domain::request::Request;
 use crate::domain::Scope;
@@ -29,6 +30,45 @@ pub struct SlackRoute {
     /// Nobody may answer: the route a request was posted through is gone from the config.
     pub closed: bool,
     pub policy: Policy,
+    /// Who each reminder mentions: users (`<@U…>`) and user groups (`<!subteam^S…>`).
+    pub mention_user_ids: Vec<String>,
+    pub mention_usergroup_ids: Vec<String>,
+    pub remind: Option<Remind>,
+    /// Escalation steps, in order of `after_secs`.
+    pub escalate: Vec<SlackStep>,
+}
+
+/// An escalation step ([`SlackEscalationStep`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SlackStep {
+    pub after_secs: u64,
+    pub mention_user_ids: Vec<String>,
+    pub mention_usergroup_ids: Vec<String>,
+    /// Who gets a copy of each open question in a DM, and may answer from then on.
+    pub dm_user_ids: Vec<String>,
+    pub allowed_user_ids: Vec<String>,
+    pub allowed_usergroup_ids: Vec<String>,
+}
+
+impl SlackStep {
+    /// Whether the step's note has anyone to mention.
+    pub fn mentions(&self) -> bool {
+        !self.mention_user_ids.is_empty() || !self.mention_usergroup_ids.is_empty()
+    }
+}
+
+fn steps(steps: &[SlackEscalationStep]) -> Vec<SlackStep> {
+    steps
+        .iter()
+        .map(|s| SlackStep {
+            after_secs: s.after_secs,
+            mention_user_ids: s.mention_user_ids.clone(),
+            mention_usergroup_ids: s.mention_usergroup_ids.clone(),
+            dm_user_ids: s.dm_user_ids.clone(),
+            allowed_user_ids: s.allowed_user_ids.clone(),
+            allowed_usergroup_ids: s.allowed_usergroup_ids.clone(),
+        })
+        .collect()
 }
 
 impl SlackRoute {
@@ -45,6 +85,42 @@ impl SlackRoute {
             || groups
                 .iter()
                 .any(|g| self.allowed_usergroup_ids.contains(g))
+    }
+
+    /// The escalation steps of a request asked at `asked_at_ms` that have begun by `now_ms`.
+    fn begun(&self, asked_at_ms: i64, now_ms: i64) -> impl Iterator<Item = &SlackStep> {
+        self.escalate
+            .iter()
+            .take_while(move |s| asked_at_ms.saturating_add(s.after_secs as i64 * 1000) <= now_ms)
+    }
+
+    /// [`SlackRoute::allows`], widened by what a request asked at `asked_at_ms` has reached by
+    /// `now_ms`: the people of every escalation step that has begun (those it sent the
+    /// question to by DM, and its allowlists).
+    pub fn allows_at(&self, user: &str, groups: &[String], asked_at_ms: i64, now_ms: i64) -> bool {
+        if self.allows(user, groups) {
+            return true;
+        }
+        !self.closed
+            && self.begun(asked_at_ms, now_ms).any(|s| {
+                s.dm_user_ids.iter().any(|u| u == user)
+                    || s.allowed_user_ids.iter().any(|u| u == user)
+                    || groups.iter().any(|g| s.allowed_usergroup_ids.contains(g))
+            })
+    }
+
+    /// The user groups whose members may answer a request asked at `asked_at_ms`, at
+    /// `now_ms`: the route's, and those of the escalation steps that have begun.
+    pub fn groups_at(&self, asked_at_ms: i64, now_ms: i64) -> Vec<String> {
+        let mut groups = self.allowed_usergroup_ids.clone();
+        for s in self.begun(asked_at_ms, now_ms) {
+            for g in &s.allowed_usergroup_ids {
+                if !groups.contains(g) {
+                    groups.push(g.clone());
+                }
+            }
+        }
+        groups
     }
 }
 
@@ -72,6 +148,16 @@ fn from_route(config: &Config, r: &Route) -> Option<SlackRoute> {
                 .is_some_and(|a| a.iter().any(|n| n == "terminal")),
         closed: false,
         policy: policy(config, r),
+        mention_user_ids: r
+            .slack_mention_user_ids
+            .clone()
+            .unwrap_or_else(|| s.mention_user_ids.clone()),
+        mention_usergroup_ids: r
+            .slack_mention_usergroup_ids
+            .clone()
+            .unwrap_or_else(|| s.mention_usergroup_ids.clone()),
+        remind: Remind::of_route(r, s.remind_after_secs, s.remind_every_secs, s.remind_max),
+        escalate: steps(r.slack_escalate.as_deref().unwrap_or(&s.escalate)),
     })
 }
 
@@ -89,6 +175,10 @@ fn default_route(config: &Config) -> Option<SlackRoute> {
             identities: identities(config),
             ..Policy::default()
         },
+        mention_user_ids: s.mention_user_ids.clone(),
+        mention_usergroup_ids: s.mention_usergroup_ids.clone(),
+        remind: Remind::new(s.remind_after_secs, s.remind_every_secs, s.remind_max),
+        escalate: steps(&s.escalate),
     })
 }
 
@@ -141,6 +231,10 @@ pub fn of_request(config: &Config, req: &Request) -> SlackRoute {
             terminal_answers: config.slack.terminal_answers,
             closed: true,
             policy: Policy::default(),
+            mention_user_ids: Vec::new(),
+            mention_usergroup_ids: Vec::new(),
+            remind: None,
+            escalate: Vec::new(),
         })
 }
 
@@ -215,5 +309,32 @@ mod tests {
         assert!(resolve(&none, &scope("elsewhere"))
             .unwrap_err()
             .contains("slack.channel_id"));
+    }
+
+    #[test]
+    fn an_escalation_steps_people_may_answer_once_it_has_begun() {
+        let mut c = config();
+        c.slack.escalate = vec![SlackEscalationStep {
+            after_secs: 60,
+            dm_user_ids: vec!["U0LEAD001".into()],
+            allowed_usergroup_ids: vec!["S0LEADS01".into()],
+            mention_user_ids: vec!["U0MENTION".into()],
+            ..Default::default()
+        }];
+        let r = resolve(&c, &scope("elsewhere")).unwrap();
+        let asked = 1_000;
+        let (before, after) = (asked + 59_999, asked + 60_000);
+        assert!(!r.allows_at("U0LEAD001", &[], asked, before));
+        assert!(r.allows_at("U0LEAD001", &[], asked, after));
+        assert!(r.allows_at("U0BOB0001", &["S0LEADS01".into()], asked, after));
+        // Mentioned is not allowed.
+        assert!(!r.allows_at("U0MENTION", &[], asked, after));
+        assert_eq!(r.groups_at(asked, before), Vec::<String>::new());
+        assert_eq!(r.groups_at(asked, after), ["S0LEADS01"]);
+        // A route with its own steps does not take [slack]'s.
+        let ops = resolve(&c, &scope("ops-db")).unwrap();
+        assert_eq!(ops.escalate.len(), 1);
+        c.routes[0].slack_escalate = Some(vec![]);
+        assert!(resolve(&c, &scope("ops-db")).unwrap().escalate.is_empty());
     }
 }

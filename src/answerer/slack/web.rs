@@ -131,6 +131,13 @@ struct PostWithId<'a> {
     client_msg_id: &'a str,
 }
 
+/// conversations.open's body: `users` as Slack documents it, one comma-separated string
+/// (slack-morphism's request sends a JSON array).
+#[derive(Serialize)]
+struct OpenDm<'a> {
+    users: &'a str,
+}
+
 /// An ephemeral reply through an interaction's `response_url`.
 #[derive(Serialize)]
 struct Ephemeral<'a> {
@@ -185,13 +192,14 @@ impl Web {
         Ok((me.team_id.to_string(), me.user_id.to_string()))
     }
 
-    /// `chat.postMessage` with `client_msg_id`, the same for every try of one outbox row;
-    /// returns the message's `ts`.
+    /// `chat.postMessage` with `client_msg_id`, the same for every try of one outbox row, as
+    /// a reply in the thread of `thread_ts` when given; returns the message's `ts`.
     pub async fn post(
         &self,
         channel: &str,
         content: SlackMessageContent,
         client_msg_id: &str,
+        thread_ts: Option<&str>,
     ) -> Result<String, Failure> {
         let token = self.token();
         let session = self.client.open_session(&token);
@@ -199,7 +207,8 @@ impl Web {
             .with_parse("none".into())
             .with_link_names(false)
             .with_unfurl_links(false)
-            .with_unfurl_media(false);
+            .with_unfurl_media(false)
+            .opt_thread_ts(thread_ts.map(|t| t.into()));
         let body = PostWithId {
             post: &post,
             client_msg_id,
@@ -258,6 +267,24 @@ impl Web {
         )
         .await?;
         Ok(())
+    }
+
+    /// `conversations.open` with `user`: the id of the bot's DM with them (opened if need be;
+    /// the same every time).
+    pub async fn open_dm(&self, user: &str) -> Result<String, Failure> {
+        let token = self.token();
+        let session = self.client.open_session(&token);
+        let opened: SlackApiConversationsOpenResponse<SlackBasicChannelInfo> = self
+            .call(
+                "conversations.open",
+                session.http_session_api.http_post(
+                    "conversations.open",
+                    &OpenDm { users: user },
+                    Some(&SLACK_TIER3_METHOD_CONFIG),
+                ),
+            )
+            .await?;
+        Ok(opened.channel.id.to_string())
     }
 
     /// `chat.update` of the message `ts` in `channel`.

@@ -9,7 +9,7 @@
 //! `http.rs` (the HTTP Events API mode's signed requests), `both.rs` (a route in Slack and
 //! Discord at once), `confirm.rs` (the confirm word), `edit.rs`
 //! (edit-then-approve), `command.rs` (`/askrelay`), `grants.rs`
-//! ("Allow for …").
+//! ("Allow for …"), `remind.rs` (reminders in the thread, escalation to DMs).
 
 mod both;
 mod command;
@@ -22,6 +22,7 @@ mod grants;
 mod http;
 mod outbox;
 mod press;
+mod remind;
 mod render;
 mod socket;
 mod stop;

@@ -169,6 +169,9 @@ fn post_message(st: &mut St, call: &Call) -> Reply {
         Ok(c) => c,
         Err(r) => return r,
     };
+    if let Err(r) = check_thread_ts(st, call, &channel) {
+        return r;
+    }
     let client_msg_id = call.str("client_msg_id").map(str::to_owned);
     if let Some(key) = &client_msg_id {
         let existing = st
@@ -200,6 +203,45 @@ fn post_message(st: &mut St, call: &Call) -> Reply {
         client_msg_id,
     });
     Reply::ok(json!({"channel": channel, "ts": ts, "message": value}))
+}
+
+/// A `thread_ts` must name a message of the channel posted in that starts a thread (one that
+/// is not itself a reply): a reply to anything else is recorded as a violation and refused
+/// with `thread_not_found` (the stand-in's answer; Slack documents no error for it, and a
+/// reply that lands elsewhere is a bug either way).
+fn check_thread_ts(st: &mut St, call: &Call, channel: &str) -> Result<(), Reply> {
+    let Some(thread_ts) = call.params.get("thread_ts") else {
+        return Ok(());
+    };
+    let Some(thread_ts) = thread_ts.as_str() else {
+        st.violation(call.method, "/thread_ts", "thread_ts is not a string");
+        return Err(Reply::error("invalid_arguments"));
+    };
+    let shaped = thread_ts.split_once('.').is_some_and(|(s, us)| {
+        !s.is_empty() && !us.is_empty() && (s.to_owned() + us).chars().all(|c| c.is_ascii_digit())
+    });
+    let problem = if !shaped {
+        Some(format!(
+            "thread_ts {thread_ts:?} is not a message ts (\"1700000000.000100\")"
+        ))
+    } else {
+        match st.message(channel, thread_ts) {
+            None => Some(format!(
+                "thread_ts {thread_ts} names no message in channel {channel}"
+            )),
+            Some(m) if m.value.get("thread_ts").is_some_and(|t| t != thread_ts) => Some(format!(
+                "thread_ts {thread_ts} is a reply in a thread, not the message that starts it"
+            )),
+            Some(_) => None,
+        }
+    };
+    match problem {
+        Some(p) => {
+            st.violation(call.method, "/thread_ts", p);
+            Err(Reply::error("thread_not_found"))
+        }
+        None => Ok(()),
+    }
 }
 
 fn update(st: &mut St, call: &Call) -> Reply {

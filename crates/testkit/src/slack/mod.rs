@@ -26,6 +26,9 @@
 //!   that carries it instead of posting again. Slack does not document this for the Web API: it
 //!   models the de-duplication key the daemon sends so that it posts once across a crash. Every
 //!   call is recorded anyway, and [`SlackStandIn::dedup_hits`] counts the absorbed ones.
+//! - A `chat.postMessage` with a `thread_ts` must reply to a message of that channel that starts
+//!   a thread (not a reply itself); anything else is a violation, refused with
+//!   `thread_not_found`. The reply keeps its `thread_ts` ([`SlackStandIn::thread`] lists them).
 //! - Every body that breaks a Block Kit or message limit (`limits.rs`) gets Slack's answer
 //!   (`invalid_blocks`, `invalid_arguments`, `no_text`, …) and is recorded as a [`Violation`], as
 //!   is a `blocks` array or view that slack-morphism's own types do not model. When the last handle
@@ -617,13 +620,26 @@ impl SlackStandIn {
     // --- What Slack holds ----------------------------------------------------------------------
 
     /// The messages in a channel as they are now (after updates, without deleted ones), oldest
-    /// first.
+    /// first; as the channel shows them, without the replies in threads ([`SlackStandIn::thread`]).
     pub fn messages(&self, channel: &str) -> Vec<Value> {
         self.shared
             .lock()
             .messages
             .iter()
             .filter(|m| m.channel == channel)
+            .filter(|m| m.value.get("thread_ts").is_none_or(|t| t == m.ts.as_str()))
+            .map(|m| m.value.clone())
+            .collect()
+    }
+
+    /// The replies in the thread of message `ts` in `channel`, oldest first.
+    pub fn thread(&self, channel: &str, ts: &str) -> Vec<Value> {
+        self.shared
+            .lock()
+            .messages
+            .iter()
+            .filter(|m| m.channel == channel && m.ts != ts)
+            .filter(|m| m.value.get("thread_ts").is_some_and(|t| t == ts))
             .map(|m| m.value.clone())
             .collect()
     }

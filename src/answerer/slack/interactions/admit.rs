@@ -89,13 +89,13 @@ impl Handler {
         if idx >= req.questions.len() {
             return Err(Refusal::new(AuditAction::Forged, UNKNOWN));
         }
-        // The question's own message in its channel: the one recorded, or (posted a moment
-        // ago, its ts not recorded yet) the row of that channel, which the token already ties
-        // to this request.
+        // The question's own message in its channel, or a copy of it with controls (an
+        // escalation step's DM): the one recorded, or (posted a moment ago, its ts not
+        // recorded yet) the row of that channel, which the token already ties to this request.
         let matches = |p: &&Post| {
             p.idx == idx
                 && p.answerer == NAME
-                && p.is_main()
+                && !p.is_note()
                 && Some(&p.channel) == o.channel.as_ref()
                 && match (&p.message, &o.ts) {
                     (Some(m), Some(ts)) => m == ts,
@@ -112,17 +112,17 @@ impl Handler {
             .about(&req, idx));
         };
         let route = route::of_request(&self.config, &req);
-        // Slack sends no groups: read the members of the route's groups, unless the person's
-        // user id is enough.
-        let groups = if route.allowed_user_ids.contains(&o.user) {
+        let now = crate::domain::clock::now_ms();
+        // Slack sends no groups: read the members of the groups that may answer (the route's
+        // and its begun escalation steps'), unless the person's user id is enough.
+        let groups = if route.allows_at(&o.user, &[], req.created_at_ms, now) {
             Vec::new()
         } else {
             self.groups
-                .of(&self.web, &o.user, &route.allowed_usergroup_ids)
+                .of(&self.web, &o.user, &route.groups_at(req.created_at_ms, now))
                 .await
         };
         let person = platform::person(&self.config, &o.user, &o.name, groups);
-        let now = crate::domain::clock::now_ms();
         chat_admit::press(
             &Slack(&self.config),
             &req,

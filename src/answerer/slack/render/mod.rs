@@ -15,9 +15,11 @@
 //! and no link, and is cut to its block's limit; mrkdwn objects are `verbatim`, so Slack links
 //! nothing on its own. The parts: the limits and text helpers in `text.rs`, the edits after a
 //! change in `outcome.rs`, the forms (Other…, the confirm word, Edit…, a grant's
-//! pattern and its preview) in `modal.rs`.
+//! pattern and its preview) in `modal.rs`, reminders and escalation's notes and DM copies in
+//! `notes.rs`.
 
 mod modal;
+mod notes;
 mod outcome;
 mod text;
 
@@ -25,6 +27,7 @@ pub use modal::{
     edit_modal, grant_pattern_modal, grant_preview_modal, text_modal, word_modal, FormPlace,
     LENGTH_ACTION, LENGTH_BLOCK, TEXT_ACTION, TEXT_BLOCK, WORD_ACTION, WORD_BLOCK,
 };
+pub use notes::{copy, escalation_lead, mentions, note, note_withdrawn, reminder_lead};
 pub use outcome::{already, ended, open, settled, where_answered, who, withdrawn_text};
 pub use text::*;
 

@@ -1,0 +1,370 @@
+//! Reminders and escalation in Slack (docs/slack.md, "Reminders and escalation"): what a
+//! route does while nobody answers, as Discord's schedule does it (`discord/schedule.rs`).
+//!
+//! Each is a timer stored with the request under the answerer `slack` (how many times it
+//! fired, when it is due next). A step advances the timer and plans the outbox rows it posts in
+//! one transaction, conditional on the count it read, so a restart or a new cluster leader can
+//! never take a step twice; the [`Outbox`] then posts the rows once, each with its own
+//! `client_msg_id`, like any question. The timers of pending requests are loaded into one
+//! queue when this daemon starts leading.
+//!
+//! - A reminder is a reply in the thread of the first open question's message that gives the
+//!   age and mentions the route's Slack mentions; never a new question.
+//! - An escalation step mentions its people in that thread, and posts a copy of every open
+//!   question, with the same controls, in the DM of each of its `slack_dm_user_ids`; from then
+//!   on those people, and its allowlists, may answer.
+
+use super::outbox::{client_msg_id_of, dm_placeholder, Outbox};
+use super::route::{self, SlackRoute};
+use super::NAME;
+use crate::config::Config;
+use crate::domain::clock::now_ms;
+use crate::domain::expiry::Deadlines;
+use crate::domain::request::{PlannedPost, Post, Request, Slot, Timer};
+use crate::domain::text::Escaped;
+use crate::domain::{AnswererContext, Status};
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex};
+
+/// The timers' names (stored per answerer, so Discord's of the same request are apart).
+const REMIND: &str = "remind";
+const ESCALATE: &str = "escalate";
+
+/// A timer step that comes due: the request, which timer, and how many times it has fired.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+struct Due {
+    key: i64,
+    name: String,
+    fired: u32,
+}
+
+/// When a route's timers first come due for a request asked at `asked_ms`.
+fn first_due(route: &SlackRoute, asked_ms: i64) -> Vec<(&'static str, i64)> {
+    let mut due = Vec::new();
+    if let Some(r) = route.remind {
+        due.push((REMIND, asked_ms + secs(r.after_secs)));
+    }
+    if let Some(step) = route.escalate.first() {
+        due.push((ESCALATE, asked_ms + secs(step.after_secs)));
+    }
+    due
+}
+
+fn secs(s: u64) -> i64 {
+    (s as i64).saturating_mul(1000)
+}
+
+/// The rows step `due` of `req` on `route` posts (whose rows are `posts`), and when its timer
+/// is due next; `None` when it has nothing left to do. `now` is the clock's reading.
+fn step(
+    req: &Request,
+    route: &SlackRoute,
+    posts: &[Post],
+    due: &Due,
+    now: i64,
+) -> Option<(Vec<PlannedPost>, Option<i64>)> {
+    let open: Vec<usize> = (0..req.questions.len())
+        .filter(|&i| req.answers.get(i).is_some_and(Option::is_none))
+        .collect();
+    let first_open = *open.first()?;
+    let main = posts
+        .iter()
+        .find(|p| p.idx == first_open && p.is_main() && p.answerer == NAME)?;
+    let note = |slot: Slot| PlannedPost {
+        idx: first_open,
+        nonce: client_msg_id_of(&req.token, first_open, &slot),
+        slot,
+        channel: main.channel.clone(),
+        guild: None,
+    };
+    let n = due.fired + 1;
+    if due.name == REMIND {
+        let r = route.remind?;
+        if n > r.max {
+            return None;
+        }
+        let next = (n < r.max).then(|| now + secs(r.every_secs));
+        return Some((vec![note(Slot::Reminder(n))], next));
+    }
+    let step = route.escalate.get(due.fired as usize)?;
+    let mut planned = Vec::new();
+    if step.mentions() {
+        planned.push(note(Slot::StepNote(n)));
+    }
+    for user in &step.dm_user_ids {
+        planned.extend(open.iter().map(|&idx| {
+            let slot = Slot::StepDmNamed(n, user.clone());
+            PlannedPost {
+                idx,
+                nonce: client_msg_id_of(&req.token, idx, &slot),
+                slot,
+                channel: dm_placeholder(user),
+                guild: None,
+            }
+        }));
+    }
+    let next = route
+        .escalate
+        .get(n as usize)
+        .map(|s| req.created_at_ms + secs(s.after_secs));
+    Some((planned, next))
+}
+
+/// The reminders and escalation steps of the requests Slack shows, for one term.
+pub(super) struct Schedule {
+    config: Arc<Config>,
+    /// Where the steps' rows are posted.
+    outbox: Arc<Outbox>,
+    /// When each pending request's next step is due (stored in its timers; this is the index).
+    queue: Deadlines<Due>,
+    /// The requests whose timers are stored and in the queue (loaded, or armed).
+    armed: Mutex<HashSet<i64>>,
+}
+
+impl Schedule {
+    pub fn new(config: Arc<Config>, outbox: Arc<Outbox>) -> Schedule {
+        Schedule {
+            config,
+            outbox,
+            queue: Default::default(),
+            armed: Default::default(),
+        }
+    }
+
+    /// Loads the timers of pending requests and runs them until `ctx`'s shutdown.
+    pub async fn load(self: &Arc<Self>, ctx: &AnswererContext) -> anyhow::Result<()> {
+        let timers = ctx.timers().await?;
+        {
+            let mut armed = self.armed.lock().unwrap();
+            for t in timers {
+                armed.insert(t.request_key);
+                if let Some(at) = t.due_at_ms {
+                    self.queue.insert(
+                        at,
+                        Due {
+                            key: t.request_key,
+                            name: t.name,
+                            fired: t.fired,
+                        },
+                    );
+                }
+            }
+        }
+        let me = self.clone();
+        let task_ctx = ctx.clone();
+        ctx.spawn(async move {
+            let ctx = task_ctx;
+            let shutdown = ctx.shutdown().clone();
+            me.queue
+                .run(&shutdown, now_ms, |due| {
+                    let me = me.clone();
+                    let ctx = ctx.clone();
+                    async move { me.fire(&ctx, due).await }
+                })
+                .await;
+        });
+        Ok(())
+    }
+
+    /// Starts the route's timers for a request shown in Slack (or, found unposted by a repair
+    /// pass, one whose timers may never have been stored): one stored row per timer, then the
+    /// queue. A timer stored already is left as it is.
+    pub async fn arm(&self, ctx: &AnswererContext, req: &Request) {
+        if req.status != Status::Pending || self.armed.lock().unwrap().contains(&req.key) {
+            return;
+        }
+        let route = route::of_request(&self.config, req);
+        let mut stored = true;
+        for (name, at) in first_due(&route, req.created_at_ms) {
+            let timer = Timer {
+                request_key: req.key,
+                name: name.to_owned(),
+                fired: 0,
+                due_at_ms: Some(at),
+            };
+            match ctx.advance_timer(req, None, &timer, &[]).await {
+                // Stored already: in the queue (loaded when this term began) or done.
+                Ok(false) => {}
+                Ok(true) => self.queue.insert(
+                    at,
+                    Due {
+                        key: req.key,
+                        name: name.to_owned(),
+                        fired: 0,
+                    },
+                ),
+                Err(e) => {
+                    stored = false;
+                    tracing::error!(error = %format!("{e:#}"), "cannot store a Slack reminder or escalation timer; trying again at the next repair pass");
+                }
+            }
+        }
+        if stored {
+            self.armed.lock().unwrap().insert(req.key);
+        }
+    }
+
+    /// Takes the step that came due: plans its rows and the timer's next step in one
+    /// transaction, then posts them.
+    async fn fire(self: &Arc<Self>, ctx: &AnswererContext, due: Due) {
+        let Ok(Some((req, posts))) = ctx.with_posts(due.key).await else {
+            return;
+        };
+        if req.status != Status::Pending {
+            return;
+        }
+        let route = route::of_request(&self.config, &req);
+        let Some((planned, next)) = step(&req, &route, &posts, &due, now_ms()) else {
+            return;
+        };
+        let to = Timer {
+            request_key: req.key,
+            name: due.name.clone(),
+            fired: due.fired + 1,
+            due_at_ms: next,
+        };
+        match ctx
+            .advance_timer(&req, Some(due.fired), &to, &planned)
+            .await
+        {
+            Ok(true) => {}
+            Ok(false) => return, // another run took this step, or the request ended
+            Err(e) => {
+                tracing::error!(error = %format!("{e:#}"), timer = %due.name, "cannot take a Slack reminder or escalation step; retrying in 30 s");
+                self.queue.insert(now_ms() + 30_000, due);
+                return;
+            }
+        }
+        tracing::info!(request_id = %Escaped(&req.request_id), timer = %due.name, step = to.fired, posts = planned.len(), "nobody answered in Slack yet; {}", if due.name == REMIND { "reminding" } else { "escalating" });
+        if let Some(at) = next {
+            self.queue.insert(
+                at,
+                Due {
+                    key: req.key,
+                    name: due.name.clone(),
+                    fired: to.fired,
+                },
+            );
+        }
+        match self.outbox.busy.posting.claim(req.key) {
+            // The poster reads the rows again under its claim, the new ones with them.
+            Some(claim) => self.outbox.spawn_poster(ctx, claim, req, route, 0),
+            // A poster is at work on this request; the repair loop picks the new rows up.
+            None => self.outbox.repair_now.notify_one(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::answerer::routing::Remind;
+    use crate::answerer::slack::route::SlackStep;
+    use crate::domain::approval::fixtures::{question, request};
+    use crate::domain::request::EditState;
+
+    fn main_post(idx: usize) -> Post {
+        Post {
+            idx,
+            answerer: NAME.into(),
+            slot: Slot::Main,
+            channel: "C0QUESTION".into(),
+            guild: None,
+            nonce: "n".into(),
+            message: Some("1700000000.000100".into()),
+            attempts: 0,
+            last_error: None,
+            edited: EditState::None,
+        }
+    }
+
+    fn route() -> SlackRoute {
+        let mut r = route::of_request(&Config::default(), &request("slack", "r", "t", vec![]));
+        r.remind = Remind::new(Some(60), Some(30), Some(2));
+        r.escalate = vec![
+            SlackStep {
+                after_secs: 120,
+                mention_user_ids: vec!["U0ONCALL1".into()],
+                mention_usergroup_ids: vec![],
+                dm_user_ids: vec![],
+                allowed_user_ids: vec![],
+                allowed_usergroup_ids: vec![],
+            },
+            SlackStep {
+                after_secs: 600,
+                mention_user_ids: vec![],
+                mention_usergroup_ids: vec![],
+                dm_user_ids: vec!["U0LEAD001".into()],
+                allowed_user_ids: vec![],
+                allowed_usergroup_ids: vec![],
+            },
+        ];
+        r
+    }
+
+    fn due(name: &str, fired: u32) -> Due {
+        Due {
+            key: 1,
+            name: name.into(),
+            fired,
+        }
+    }
+
+    #[test]
+    fn reminders_reply_in_the_first_open_questions_thread_and_stop_at_the_max() {
+        let mut req = request(
+            "slack",
+            "r",
+            "0123456789abcdef0123",
+            vec![question(&["A", "B"]), question(&["C", "D"])],
+        );
+        req.created_at_ms = 1_000;
+        let posts = [main_post(0), main_post(1)];
+        let (rows, next) = step(&req, &route(), &posts, &due(REMIND, 0), 61_000).unwrap();
+        assert_eq!(rows.len(), 1);
+        assert_eq!((rows[0].idx, &rows[0].slot), (0, &Slot::Reminder(1)));
+        assert_eq!(rows[0].channel, "C0QUESTION");
+        assert_eq!(next, Some(91_000));
+        // The last one is due no more, and none comes past the max.
+        let (_, next) = step(&req, &route(), &posts, &due(REMIND, 1), 91_000).unwrap();
+        assert_eq!(next, None);
+        assert!(step(&req, &route(), &posts, &due(REMIND, 2), 121_000).is_none());
+        // Each row has a client_msg_id of its own, fixed by the request, question and slot.
+        let (again, _) = step(&req, &route(), &posts, &due(REMIND, 0), 70_000).unwrap();
+        assert_eq!(again[0].nonce, rows[0].nonce);
+        assert_ne!(
+            rows[0].nonce,
+            crate::answerer::slack::client_msg_id(&req.token, 0)
+        );
+    }
+
+    #[test]
+    fn escalation_mentions_in_the_thread_then_copies_every_open_question_to_dms() {
+        let mut req = request(
+            "slack",
+            "r",
+            "0123456789abcdef0123",
+            vec![question(&["A", "B"]), question(&["C", "D"])],
+        );
+        req.created_at_ms = 1_000;
+        let posts = [main_post(0), main_post(1)];
+        let (rows, next) = step(&req, &route(), &posts, &due(ESCALATE, 0), 121_000).unwrap();
+        let slots: Vec<String> = rows.iter().map(|r| r.slot.to_string()).collect();
+        assert_eq!(slots, ["note:e1"]);
+        assert_eq!(next, Some(601_000));
+        let (rows, next) = step(&req, &route(), &posts, &due(ESCALATE, 1), 601_000).unwrap();
+        let rows: Vec<(usize, String, String)> = rows
+            .iter()
+            .map(|r| (r.idx, r.slot.to_string(), r.channel.clone()))
+            .collect();
+        assert_eq!(
+            rows,
+            [
+                (0, "e2:dm:U0LEAD001".into(), "@U0LEAD001".into()),
+                (1, "e2:dm:U0LEAD001".into(), "@U0LEAD001".into()),
+            ]
+        );
+        assert_eq!(next, None);
+        assert!(step(&req, &route(), &posts, &due(ESCALATE, 2), 700_000).is_none());
+    }
+}
