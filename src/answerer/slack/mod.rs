@@ -16,6 +16,7 @@
 //! Socket Mode connection exist only inside a [`Lead`], built when this daemon starts leading
 //! (alone: at start) and dropped when it steps down.
 
+mod batch;
 mod connect;
 mod digest;
 mod http;
