@@ -20,7 +20,9 @@
 //! interaction's `trigger_id` is valid. The winning press's edit of the message (`chat.update`)
 //! goes through the outbox in the background, recorded once Slack confirmed it.
 //!
-//! `/askrelay` is `command.rs`'s: the same command as Discord's, through the chat layer.
+//! `/askrelay` is `command.rs`'s: the same command as Discord's, through the chat layer; the
+//! batch its `pending` offers ("Allow selected", "Deny selected", whose action_ids name no
+//! request) is `batch.rs`'s, dispatched before admission.
 //!
 //! Every press, refusal and late press is audited as Discord's are (the same actions; the
 //! actor is `slack:USER name=NAME`, the source `slack`).
