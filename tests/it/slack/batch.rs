@@ -331,3 +331,53 @@ async fn deny_selected_denies_each_and_nothing_before_the_button_or_without_a_ch
     );
     t.s.assert_no_violations();
 }
+
+/// On a quorum route a batch's Allow is one vote: the message shows the count, and a second
+/// person's batch settles it.
+#[tokio::test]
+async fn on_a_quorum_route_allow_selected_is_one_vote_shown_on_the_message() {
+    let t = Slack::start_with(|c| {
+        let mut r = Route::new("two", 0);
+        r.channel_id = None;
+        r.slack_channel_id = Some(DEFAULT_CHANNEL.into());
+        r.approvals = Some(2);
+        c.routes.push(r);
+    })
+    .await;
+    let mut c = ask(&t, "q-1", &approval("terraform apply", None)).await;
+    let m = t.message(0).await;
+    let tok = token(&t, "q-1").await;
+    let listing = pending(&t, &alice()).await;
+    pick_and_press(&t, &alice(), &listing, &[&tok], "ar:batch:allow").await;
+    t.told(
+        "U0ALICE01",
+        "*done* · `q-1` · vote recorded, 1 of 2 approvals",
+    )
+    .await;
+    let ts = ts(&m).to_owned();
+    let shown = within(
+        "the vote count on the message",
+        t.s.wait_for_request("chat.update", move |r| {
+            r.ok()
+                && r.param_str("ts") == Some(ts.as_str())
+                && r.params.to_string().contains("1 of 2")
+        }),
+    )
+    .await;
+    assert!(
+        shown.params["blocks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|b| b["type"] == "actions"),
+        "still open: {}",
+        shown.params
+    );
+    assert!(is_pending(&t, "q-1").await);
+    let listing = pending(&t, &bob()).await;
+    pick_and_press(&t, &bob(), &listing, &[&tok], "ar:batch:allow").await;
+    let ev = expect_event(&mut c, "answered").await;
+    assert_eq!(ev["result"]["answers"][0]["selected"], json!(["Allow"]));
+    t.outcome_of(&m).await;
+    t.s.assert_no_violations();
+}
