@@ -249,7 +249,8 @@ struct StoredMessage {
     client_msg_id: Option<String>,
 }
 
-/// An ephemeral message (`chat.postEphemeral`, or a `response_url` reply that is ephemeral).
+/// An ephemeral message (`chat.postEphemeral`, a `response_url` reply that is ephemeral, or a
+/// slash command's reply in its ack).
 #[derive(Clone, Debug, PartialEq)]
 pub struct Ephemeral {
     pub channel: String,
@@ -258,7 +259,7 @@ pub struct Ephemeral {
     pub ts: String,
     pub text: Option<String>,
     pub blocks: Option<Value>,
-    /// `chat.postEphemeral` or `response_url`.
+    /// `chat.postEphemeral`, `response_url`, or `ack` (a slash command's reply in its ack).
     pub via: String,
     /// Deleted through a response_url (`delete_original`).
     pub deleted: bool,
