@@ -13,6 +13,14 @@ use std::fmt;
 use std::str::FromStr;
 use std::sync::Arc;
 
+/// The length of a request token (80 random bits as hex digits, `Hub`'s `new_token`).
+pub const TOKEN_CHARS: usize = 20;
+
+/// Whether `s` has the form of a request token, before the store is asked for it.
+pub fn is_token(s: &str) -> bool {
+    s.len() == TOKEN_CHARS && s.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+}
+
 /// The lifecycle of a request. Only `Pending` may change, and only once.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Status {

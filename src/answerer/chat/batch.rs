@@ -5,13 +5,77 @@
 //! option labelled "Deny" and an allow option, "Allow" or else "Allow once" (the labels of the
 //! front doors). A batch offers a person the approvals they may answer now, and not their own
 //! request on a route that excludes the requester; on a verdict, each selected request goes
-//! through the checks of a press on its own message ([`check`]), then the core settles it.
+//! through the checks of a press on its own message ([`check`]), then the core settles it
+//! ([`decide_one`], which audits every refusal). What each came to is a typed [`Decided`] that
+//! the platform renders, after it edited the request's messages.
+//!
+//! The controls' ids are the same on every platform ([`BatchId`]: `ar:batch:pick`,
+//! `ar:batch:allow`, `ar:batch:deny`); the selection's values are the requests' tokens.
 
 use super::admit::{self, Refused};
 use super::listing;
+use super::vote::{self, Settle};
 use super::{Person, Platform};
 use crate::domain::approval::{is_approval, Verdict};
-use crate::domain::request::{Answered, AuditAction, Post, Request, Status};
+use crate::domain::request::{is_token, Answered, AuditAction, AuditEntry, Post, Request, Status};
+use crate::domain::{AnswererContext, Settlement};
+use std::fmt;
+use std::str::FromStr;
+
+/// What a batch control does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BatchId {
+    /// The select menu of approvals: its values are request tokens.
+    Pick,
+    /// "Allow selected" or "Deny selected".
+    Decide(Verdict),
+}
+
+const PREFIX: &str = "ar:batch:";
+
+impl fmt::Display for BatchId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let code = match self {
+            BatchId::Pick => "pick",
+            BatchId::Decide(Verdict::Allow) => "allow",
+            BatchId::Decide(Verdict::Deny) => "deny",
+        };
+        write!(f, "{PREFIX}{code}")
+    }
+}
+
+impl FromStr for BatchId {
+    type Err = ();
+
+    /// Exactly what [`BatchId`]'s `Display` writes, nothing else.
+    fn from_str(s: &str) -> Result<Self, ()> {
+        match s.strip_prefix(PREFIX).ok_or(())? {
+            "pick" => Ok(BatchId::Pick),
+            "allow" => Ok(BatchId::Decide(Verdict::Allow)),
+            "deny" => Ok(BatchId::Decide(Verdict::Deny)),
+            _ => Err(()),
+        }
+    }
+}
+
+/// A verdict's button: "Allow selected", "Deny selected".
+pub fn button(v: Verdict) -> &'static str {
+    match v {
+        Verdict::Allow => "Allow selected",
+        Verdict::Deny => "Deny selected",
+    }
+}
+
+/// The selected values, each once, in order, at most `max`: the tokens a verdict decides.
+pub fn selection(values: impl IntoIterator<Item = String>, max: usize) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for v in values {
+        if !out.contains(&v) && out.len() < max {
+            out.push(v);
+        }
+    }
+    out
+}
 
 /// Whether a batch offers `req` to `person` at `now_ms`: a pending approval this platform
 /// shows that they may answer on its route (as a press would be admitted), and not one they
@@ -96,5 +160,86 @@ pub fn check(
             Refused::Ended { status, .. } => Skipped::Ended(status),
             _ => Skipped::NotAllowed,
         }),
+    }
+}
+
+/// What became of one selected request of a batch.
+#[derive(Debug)]
+pub enum Decided {
+    /// No request has this token: nothing was recorded (audited as `stale`).
+    Unknown,
+    /// The store could not read it (logged).
+    Unreadable,
+    /// The request, its outbox rows, and what became of it: refused by the checks of a press
+    /// (audited), or what the core's settlement came to (audited by the core). The platform
+    /// edits the request's messages after a [`Settle::Won`] or a [`Settle::Voted`].
+    Read {
+        req: Box<Request>,
+        posts: Vec<Post>,
+        outcome: Result<Settle, Skipped>,
+    },
+}
+
+/// One request of a batch, by its `token`: read, checked as a press on its own message
+/// ([`check`]), then settled through the core (quorum, requester rule, first wins). A refusal
+/// is audited with `audit`'s source, actor and detail.
+#[allow(clippy::too_many_arguments)] // reason: each is one fact of the press, named at the call.
+pub async fn decide_one(
+    ctx: &AnswererContext,
+    platform: &dyn Platform,
+    person: &Person,
+    place: &str,
+    verdict: Verdict,
+    token: &str,
+    audit: &AuditEntry,
+    now_ms: i64,
+) -> Decided {
+    let refuse = |req: Option<&Request>, action: AuditAction| {
+        let mut entry = audit.clone();
+        entry.request_key = req.map(|r| r.key);
+        entry.request_id = req.map(|r| r.request_id.clone());
+        entry.question_idx = req.map(|_| 0);
+        entry.action = action;
+        entry.accepted = false;
+        entry
+    };
+    let found = if is_token(token) {
+        ctx.by_token(token).await
+    } else {
+        Ok(None)
+    };
+    let (req, posts) = match found {
+        Ok(Some(found)) => found,
+        Ok(None) => {
+            ctx.refuse(refuse(None, AuditAction::Stale)).await;
+            return Decided::Unknown;
+        }
+        Err(e) => {
+            tracing::error!(error = %format!("{e:#}"), "cannot read a request for a batch");
+            return Decided::Unreadable;
+        }
+    };
+    let outcome = match check(platform, &req, person, place, verdict, now_ms) {
+        Err(skipped) => {
+            ctx.refuse(refuse(Some(&req), skipped.action())).await;
+            Err(skipped)
+        }
+        Ok(i) => {
+            crate::crash::point("clicked");
+            Ok(vote::settle(
+                ctx,
+                &req,
+                0,
+                Settlement::choice(i),
+                person.actor.clone(),
+                None,
+            )
+            .await)
+        }
+    };
+    Decided::Read {
+        req: Box::new(req),
+        posts,
+        outcome,
     }
 }

@@ -31,63 +31,19 @@
 //! `ar:batch:deny`. The request tokens are the menu's option values (20 characters each).
 
 use super::render::{self, inert, inert_plain, one_line, truncate};
+pub use crate::answerer::chat::batch::BatchId;
+use crate::answerer::chat::batch::{button, selection};
 pub use crate::domain::approval::Verdict;
 use crate::domain::request::Request;
 use serenity::all::{
     ActionRow, ActionRowComponent, ButtonStyle, CreateActionRow, CreateButton, CreateSelectMenu,
     CreateSelectMenuKind, CreateSelectMenuOption,
 };
-use std::fmt;
-use std::str::FromStr;
 
 /// At most this many requests in one batch: a select menu's options.
 pub const BATCH_MAX: usize = render::SELECT_OPTIONS_MAX;
 /// How much of the agent's name and of the question an option shows.
 const AGENT_SHOWN: usize = 40;
-
-/// What a batch control does.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum BatchId {
-    /// The select menu of approvals: its values are request tokens.
-    Pick,
-    /// "Allow selected" or "Deny selected".
-    Decide(Verdict),
-}
-
-/// The button of a verdict.
-fn button(v: Verdict) -> &'static str {
-    match v {
-        Verdict::Allow => "Allow selected",
-        Verdict::Deny => "Deny selected",
-    }
-}
-
-const PREFIX: &str = "ar:batch:";
-
-impl fmt::Display for BatchId {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let code = match self {
-            BatchId::Pick => "pick",
-            BatchId::Decide(Verdict::Allow) => "allow",
-            BatchId::Decide(Verdict::Deny) => "deny",
-        };
-        write!(f, "{PREFIX}{code}")
-    }
-}
-
-impl FromStr for BatchId {
-    type Err = ();
-
-    /// Exactly what [`BatchId`]'s `Display` writes, nothing else.
-    fn from_str(s: &str) -> Result<Self, ()> {
-        match s.strip_prefix(PREFIX).ok_or(())? {
-            "pick" => Ok(BatchId::Pick),
-            "allow" => Ok(BatchId::Decide(Verdict::Allow)),
-            "deny" => Ok(BatchId::Decide(Verdict::Deny)),
-            _ => Err(()),
-        }
-    }
-}
 
 /// The batch controls for these approvals (the first [`BATCH_MAX`]): the menu, then the two
 /// buttons. None without approvals.
@@ -194,13 +150,14 @@ pub(super) fn reselect(
 /// The tokens selected in the message's batch menu (its default options), at most
 /// [`BATCH_MAX`], each once, in the menu's order.
 pub(super) fn selected(components: &[ActionRow]) -> Vec<String> {
-    let mut out: Vec<String> = Vec::new();
-    for o in batch_menu(components).map_or(&[][..], |m| &m.options[..]) {
-        if o.default && !out.contains(&o.value) && out.len() < BATCH_MAX {
-            out.push(o.value.clone());
-        }
-    }
-    out
+    let options = batch_menu(components).map_or(&[][..], |m| &m.options[..]);
+    selection(
+        options
+            .iter()
+            .filter(|o| o.default)
+            .map(|o| o.value.clone()),
+        BATCH_MAX,
+    )
 }
 
 /// What became of one selected request: done (what) or refused (why), as markdown.

@@ -20,16 +20,10 @@ pub const MAX_CUSTOM_ID_CHARS: usize = 100;
 /// Discord's limit on a message nonce.
 pub const MAX_NONCE_CHARS: usize = 25;
 
-/// The length of a request token.
-pub const TOKEN_CHARS: usize = 20;
-
 /// The custom_id of the single text input inside our modals.
 pub const TEXT_INPUT_ID: &str = "text";
 
-/// Whether `s` has the form of a request token.
-pub fn is_token(s: &str) -> bool {
-    s.len() == TOKEN_CHARS && s.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
-}
+pub use crate::domain::request::{is_token, TOKEN_CHARS};
 
 /// The nonce of the create-message call for question `question` of the request with `token`:
 /// the token and the question in two hex digits, so that it never repeats across requests or

@@ -133,11 +133,7 @@ async fn request(State(e): State<Arc<Endpoint>>, headers: HeaderMap, body: Bytes
         // The reply is the person's alone; when it is not ready in time it comes through the
         // command's response_url instead.
         return match e.handler.on_command(command).await {
-            Some(text) => axum::Json(serde_json::json!({
-                "response_type": "ephemeral",
-                "text": text,
-            }))
-            .into_response(),
+            Some(reply) => axum::Json(reply.response()).into_response(),
             None => StatusCode::OK.into_response(),
         };
     }

@@ -17,6 +17,7 @@
 //! (alone: at start) and dropped when it steps down. So does [`Schedule`], which runs the
 //! routes' reminders and escalation steps (`schedule.rs`).
 
+mod batch;
 mod connect;
 mod digest;
 mod http;

@@ -165,10 +165,11 @@ impl SlackSocketModeClientListener for Listener {
             } => {
                 // The reply is the person's alone; when it is not ready in time it comes
                 // through the command's response_url instead.
-                let reply = self.handler.on_command(*payload).await.map(|text| {
-                    SlackCommandEventResponse::new(SlackMessageContent::new().with_text(text))
-                        .with_response_type(SlackMessageResponseType::Ephemeral)
-                });
+                let reply = self
+                    .handler
+                    .on_command(*payload)
+                    .await
+                    .map(|r| r.response());
                 match reply {
                     Some(reply) => ack(envelope_id, Some(reply)),
                     None => bare(envelope_id),

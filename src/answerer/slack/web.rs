@@ -144,6 +144,9 @@ struct Ephemeral<'a> {
     response_type: &'static str,
     replace_original: bool,
     text: &'a str,
+    /// Blocks (the text is then the notification's); none for a plain reply.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    blocks: Option<&'a [SlackBlock]>,
 }
 
 impl Web {
@@ -318,10 +321,12 @@ impl Web {
 
     /// An ephemeral reply to the person who pressed, through the interaction's `response_url`
     /// (a URL only Slack and this interaction know; it is never logged).
+    /// With `blocks`, the text is the notification's.
     pub async fn respond(
         &self,
         response_url: &SlackResponseUrl,
         text: &str,
+        blocks: Option<&[SlackBlock]>,
     ) -> Result<(), Failure> {
         let span = tracing::Span::none();
         let context = SlackClientApiCallContext {
@@ -334,6 +339,7 @@ impl Web {
             response_type: "ephemeral",
             replace_original: false,
             text,
+            blocks,
         };
         let url = response_url.value().clone();
         let sent: Result<SlackApiPostWebhookMessageResponse, Failure> = self

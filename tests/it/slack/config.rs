@@ -52,6 +52,11 @@ async fn the_tokens_never_reach_the_logs() {
         .await
         .unwrap();
     expect_event(&mut c, "accepted").await;
+    within(
+        "the question posted",
+        s.wait_for_request("chat.postMessage", Recorded::ok),
+    )
+    .await;
     let m = s.messages(DEFAULT_CHANNEL).remove(0);
     s.click(
         &alice(),

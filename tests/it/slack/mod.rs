@@ -8,9 +8,11 @@
 //! drops and health), `render.rs` (agent text as Slack shows it), `config.rs` (tokens),
 //! `http.rs` (the HTTP Events API mode's signed requests), `both.rs` (a route in Slack and
 //! Discord at once), `confirm.rs` (the confirm word), `edit.rs`
-//! (edit-then-approve), `command.rs` (`/askrelay`), `grants.rs`
-//! ("Allow for …"), `remind.rs` (reminders in the thread, escalation to DMs).
+//! (edit-then-approve), `command.rs` (`/askrelay`), `batch.rs` (`/askrelay pending`'s
+//! "Allow selected" and "Deny selected"), `grants.rs` ("Allow for …"), `remind.rs` (reminders
+//! in the thread, escalation to DMs).
 
+mod batch;
 mod both;
 mod command;
 mod config;

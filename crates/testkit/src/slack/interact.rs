@@ -2,7 +2,9 @@
 //! (or an ephemeral message, or a modal), submits or closes a modal, or runs a slash command. The
 //! payload is built ([`super::fixtures`]) from the stand-in's current copy of the message or view,
 //! with the element's own text and value (an action on an element that is not there fails the
-//! test: Slack could not send it), a trigger_id the stand-in remembers for `views.open`, and a
+//! test: Slack could not send it), the message's `state.values` (what this person picked in
+//! each of its selects, kept until the message changes, else the selects' initial options),
+//! a trigger_id the stand-in remembers for `views.open`, and a
 //! response_url that points at it; checked against slack-morphism's types; then sent in an
 //! envelope over Socket Mode.
 
@@ -165,7 +167,74 @@ impl Sent {
     }
 }
 
+/// The stateful elements' types whose values `state.values` carries (the selects of a message).
+const STATEFUL: &[&str] = &["static_select", "multi_static_select"];
+
 impl St {
+    /// Keeps what `user` picked in a select of the message `ts`, as Slack's client does.
+    fn remember_pick(&mut self, ts: &str, user: &str, entry: &Value) {
+        let kind = entry["type"].as_str().unwrap_or_default();
+        if !STATEFUL.contains(&kind) {
+            return;
+        }
+        let mut value = serde_json::json!({"type": kind});
+        for key in ["selected_option", "selected_options"] {
+            if let Some(v) = entry.get(key) {
+                value[key] = v.clone();
+            }
+        }
+        let block_id = entry["block_id"].as_str().unwrap_or_default().to_owned();
+        let action_id = entry["action_id"].as_str().unwrap_or_default().to_owned();
+        let picks = self
+            .picks
+            .entry((ts.to_owned(), user.to_owned()))
+            .or_default();
+        let block = picks
+            .entry(block_id)
+            .or_insert_with(|| Value::Object(Default::default()));
+        block[action_id] = value;
+    }
+
+    /// `state.values` of a block_actions on the message `ts` with `blocks`, for `user`: every
+    /// select of the message with what they picked in it, else its initial option(s), as Slack
+    /// sends it with every action on a message.
+    fn state_values(&self, ts: &str, user: &str, blocks: &Value) -> Value {
+        let picks = self.picks.get(&(ts.to_owned(), user.to_owned()));
+        let mut values = serde_json::Map::new();
+        for block in blocks.as_array().into_iter().flatten() {
+            let Some(block_id) = block["block_id"].as_str() else {
+                continue;
+            };
+            let mut elements: Vec<&Value> =
+                block["elements"].as_array().into_iter().flatten().collect();
+            elements.extend([&block["accessory"], &block["element"]]);
+            for e in elements {
+                let (Some(kind), Some(action_id)) = (e["type"].as_str(), e["action_id"].as_str())
+                else {
+                    continue;
+                };
+                if !STATEFUL.contains(&kind) {
+                    continue;
+                }
+                let picked = picks
+                    .and_then(|p| p.get(block_id))
+                    .and_then(|b| b.get(action_id))
+                    .cloned();
+                let value = picked.unwrap_or_else(|| match kind {
+                    "multi_static_select" => serde_json::json!({"type": kind,
+                        "selected_options": e.get("initial_options").cloned().unwrap_or(serde_json::json!([]))}),
+                    _ => serde_json::json!({"type": kind,
+                        "selected_option": e.get("initial_option").cloned().unwrap_or(Value::Null)}),
+                });
+                let entry = values
+                    .entry(block_id.to_owned())
+                    .or_insert_with(|| Value::Object(Default::default()));
+                entry[action_id] = value;
+            }
+        }
+        Value::Object(values)
+    }
+
     fn issue_trigger(&mut self, user: &str) -> String {
         let n = self.counter + 1;
         self.counter = n;
@@ -258,10 +327,12 @@ impl SlackStandIn {
             let entry = action
                 .entry(&message["blocks"], &action_ts)
                 .unwrap_or_else(|e| panic!("slack stand-in: message {ts} in {channel}: {e}"));
+            st.remember_pick(ts, &who.id, &entry);
+            let state = st.state_values(ts, &who.id, &message["blocks"]);
             let trigger_id = st.issue_trigger(&who.id);
             let base = self.response_base(&st);
             let response_url = st.issue_response_url(&base, channel, Some(ts), &who.id);
-            let payload = fixtures::block_actions_on_message(
+            let mut payload = fixtures::block_actions_on_message(
                 who,
                 channel,
                 &st.channel_name(channel),
@@ -271,6 +342,7 @@ impl SlackStandIn {
                 &trigger_id,
                 &response_url,
             );
+            payload["state"]["values"] = state;
             (payload, trigger_id, response_url)
         };
         self.send_interaction(payload, false, Some(trigger_id), Some(response_url))
@@ -298,10 +370,12 @@ impl SlackStandIn {
             let entry = action
                 .entry(&blocks, &action_ts)
                 .unwrap_or_else(|err| panic!("slack stand-in: ephemeral message {ts}: {err}"));
+            st.remember_pick(ts, &who.id, &entry);
+            let state = st.state_values(ts, &who.id, &blocks);
             let trigger_id = st.issue_trigger(&who.id);
             let base = self.response_base(&st);
             let response_url = st.issue_response_url(&base, &e.channel, Some(ts), &who.id);
-            let payload = fixtures::block_actions_on_message(
+            let mut payload = fixtures::block_actions_on_message(
                 who,
                 &e.channel,
                 &st.channel_name(&e.channel),
@@ -311,6 +385,7 @@ impl SlackStandIn {
                 &trigger_id,
                 &response_url,
             );
+            payload["state"]["values"] = state;
             (payload, trigger_id, response_url)
         };
         self.send_interaction(payload, false, Some(trigger_id), Some(response_url))
@@ -425,6 +500,14 @@ impl SlackStandIn {
     /// test that calls `views.open` without sending an interaction.
     pub fn new_trigger_id(&self, who: &Person) -> String {
         self.shared.lock().issue_trigger(&who.id)
+    }
+
+    /// A response_url for `who` on the message (or ephemeral message) `ts` in `channel`, as an
+    /// interaction would carry it: for a test that sends a payload it built itself.
+    pub fn new_response_url(&self, who: &Person, channel: &str, ts: &str) -> String {
+        let mut st = self.shared.lock();
+        let base = self.response_base(&st);
+        st.issue_response_url(&base, channel, Some(ts), &who.id)
     }
 
     /// The view object of an open modal; panics if there is none.

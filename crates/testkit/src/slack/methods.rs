@@ -278,6 +278,17 @@ fn update(st: &mut St, call: &Call) -> Reply {
         None => {}
     }
     m.value["edited"] = json!({"user": BOT_USER_ID, "ts": edited_ts});
+    if blocks.is_some() {
+        // The client shows the new blocks with their initial values.
+        st.picks.retain(|(t, _), _| t != ts);
+    }
+    let Some(m) = st
+        .messages
+        .iter_mut()
+        .find(|m| m.channel == channel && m.ts == ts)
+    else {
+        return Reply::error("message_not_found");
+    };
     let mut message = m.value.clone();
     for key in ["ts", "thread_ts", "client_msg_id"] {
         message.as_object_mut().map(|o| o.remove(key));
@@ -668,6 +679,9 @@ pub(super) fn response_url(st: &mut St, call: &Call, token: &str) -> Reply {
             Err(r) => return r,
         };
         if truthy("replace_original") {
+            if let Some(ts) = &message_ts {
+                st.picks.retain(|(t, _), _| t != ts);
+            }
             if let Some(i) = original {
                 let m = &mut st.messages[i].value;
                 m["text"] = json!(text.unwrap_or_default());
@@ -711,4 +725,45 @@ pub(super) fn response_url(st: &mut St, call: &Call, token: &str) -> Reply {
         r.uses += 1;
     }
     Reply::ok(json!({}))
+}
+
+/// The ack of a slash command that carries a payload: Slack shows it as the command's reply,
+/// to the user who ran it (`response_type` `ephemeral`, the default) or in the channel
+/// (`in_channel`), checked as a message body is (`blocks` against Block Kit's limits).
+pub(super) fn command_reply(st: &mut St, command: &Value, payload: &Value) {
+    const METHOD: &str = "slash command ack";
+    let channel = command["channel_id"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    let user = command["user_id"].as_str().unwrap_or_default().to_owned();
+    let Ok((text, blocks)) = content(st, METHOD, payload, true) else {
+        return;
+    };
+    let ts = st.next_ts();
+    match payload.get("response_type").and_then(Value::as_str) {
+        None | Some("ephemeral") => st.ephemerals.push(Ephemeral {
+            channel,
+            user,
+            ts,
+            text,
+            blocks,
+            via: "ack".to_owned(),
+            deleted: false,
+        }),
+        Some("in_channel") => {
+            let value = bot_message(&ts, text.as_deref(), blocks.as_ref());
+            st.messages.push(StoredMessage {
+                channel,
+                ts,
+                value,
+                client_msg_id: None,
+            });
+        }
+        Some(other) => st.violation(
+            METHOD,
+            "/response_type",
+            format!("unknown response_type: {other:?}"),
+        ),
+    }
 }

@@ -38,7 +38,13 @@
 //!   from ([`SlackStandIn::click`], [`SlackStandIn::submit_view`], …), with a `trigger_id` it
 //!   remembers (`views.open` with it: unknown → `invalid_trigger_id`, older than 3 s on tokio's
 //!   clock → `expired_trigger_id`, used twice → `exchanged_trigger_id`) and a `response_url` that
-//!   points at it.
+//!   points at it. An action on a message (or an ephemeral one) carries its `state.values`, as
+//!   Slack's client sends them: every `static_select` and `multi_static_select` with what that
+//!   person picked in it (kept per message and person until the message's blocks change), else
+//!   its initial option(s).
+//! - A slash command's ack with a payload is the command's reply, as Slack takes it: checked as a
+//!   message body (its `blocks` too), then shown to the user who ran it (an [`Ephemeral`] `via`
+//!   `ack`), or in the channel with `response_type: in_channel`.
 //! - Envelopes go to the newest live Socket Mode connection; a connection stops being live when
 //!   it is sent a `disconnect` or dropped, and the client must come back through a new
 //!   `apps.connections.open` (tickets are single-use).
@@ -246,7 +252,8 @@ struct StoredMessage {
     client_msg_id: Option<String>,
 }
 
-/// An ephemeral message (`chat.postEphemeral`, or a `response_url` reply that is ephemeral).
+/// An ephemeral message (`chat.postEphemeral`, a `response_url` reply that is ephemeral, or a
+/// slash command's reply in its ack).
 #[derive(Clone, Debug, PartialEq)]
 pub struct Ephemeral {
     pub channel: String,
@@ -255,7 +262,7 @@ pub struct Ephemeral {
     pub ts: String,
     pub text: Option<String>,
     pub blocks: Option<Value>,
-    /// `chat.postEphemeral` or `response_url`.
+    /// `chat.postEphemeral`, `response_url`, or `ack` (a slash command's reply in its ack).
     pub via: String,
     /// Deleted through a response_url (`delete_original`).
     pub deleted: bool,
@@ -371,6 +378,10 @@ struct St {
     deleted: Vec<StoredMessage>,
     dedup_hits: usize,
     ephemerals: Vec<Ephemeral>,
+    /// What each person picked in the selects of a message (or an ephemeral one), by its `ts`
+    /// and the user: `state.values` entries by block_id then action_id, as Slack's client keeps
+    /// them until the message changes.
+    picks: HashMap<(String, String), serde_json::Map<String, Value>>,
     views: Vec<StoredView>,
     triggers: HashMap<String, TriggerRec>,
     response_urls: HashMap<String, ResponseUrl>,

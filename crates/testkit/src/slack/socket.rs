@@ -301,11 +301,18 @@ fn client_frame(shared: &Shared, conn: u64, text: &str) {
     shared.bump();
 }
 
-/// What the ack of a view_submission does to the modal: no payload closes it (a pushed view
+/// What the ack of a slash command does: its payload is the command's reply
+/// ([`super::methods::command_reply`]). What the ack of a view_submission does to the modal: no payload closes it (a pushed view
 /// returns to the one under it), `clear` closes every view of its stack, `update` replaces it,
 /// `push` opens another on top (three at most, as Slack keeps), `errors` keeps it open and must
 /// name input blocks the view has.
 fn apply_response(st: &mut St, sent: &SentEnvelope, payload: Option<&Value>) {
+    if sent.kind == EnvelopeType::SlashCommands {
+        if let Some(payload) = payload {
+            super::methods::command_reply(st, &sent.payload, payload);
+        }
+        return;
+    }
     if sent.payload["type"] != "view_submission" {
         return;
     }

@@ -406,3 +406,88 @@ async fn clear_closes_the_whole_stack_and_errors_must_name_an_input() {
     standin.wait_ack(sent.envelope_id()).await;
     assert!(standin.views().iter().all(|v| v.closed));
 }
+
+/// A slash command's ack with a payload is its reply: shown to the user who ran it, its blocks
+/// checked; a select's choice on that message then goes with every action on it in
+/// `state.values`, as Slack's client keeps it, until the message is replaced.
+#[tokio::test]
+async fn a_commands_ack_is_its_reply_and_actions_carry_the_selects_state() {
+    let standin = SlackStandIn::start().await;
+    let (mut ws, _) = connect(&standin).await;
+    next_json(&mut ws).await;
+    let sent = standin
+        .slash_command(&alice(), DEFAULT_CHANNEL, "/askrelay", "pending")
+        .await;
+    next_json(&mut ws).await;
+    let option = |v: &str| json!({"text": {"type": "plain_text", "text": v}, "value": v});
+    let blocks = json!([
+        {"type": "section", "block_id": "m", "text": {"type": "mrkdwn", "text": "Pick"},
+         "accessory": {"type": "multi_static_select", "action_id": "pick",
+                       "options": [option("a"), option("b")]}},
+        {"type": "actions", "block_id": "b", "elements": [
+            {"type": "button", "action_id": "go", "text": {"type": "plain_text", "text": "Go"}}]}
+    ]);
+    send(
+        &mut ws,
+        json!({"envelope_id": sent.envelope_id(),
+               "payload": {"response_type": "ephemeral", "text": "t", "blocks": blocks}}),
+    )
+    .await;
+    standin.wait_ack(sent.envelope_id()).await;
+    let reply = standin.ephemerals().remove(0);
+    assert_eq!(
+        (reply.via.as_str(), reply.user.as_str()),
+        ("ack", "U0ALICE001")
+    );
+    assert_eq!(reply.blocks.as_ref(), Some(&blocks));
+
+    // Nothing picked yet: the select is in the state, empty.
+    standin
+        .click_ephemeral(&alice(), &reply.ts, Action::button("b", "go"))
+        .await;
+    let frame = next_json(&mut ws).await;
+    assert_eq!(
+        frame["payload"]["state"]["values"],
+        json!({"m": {"pick": {"type": "multi_static_select", "selected_options": []}}})
+    );
+    standin
+        .click_ephemeral(
+            &alice(),
+            &reply.ts,
+            Action::multi_static_select("m", "pick", &["b"]),
+        )
+        .await;
+    next_json(&mut ws).await;
+    standin
+        .click_ephemeral(&alice(), &reply.ts, Action::button("b", "go"))
+        .await;
+    let frame = next_json(&mut ws).await;
+    let picked = &frame["payload"]["state"]["values"]["m"]["pick"]["selected_options"];
+    assert_eq!(picked.as_array().unwrap().len(), 1, "{picked}");
+    assert_eq!(picked[0]["value"], "b");
+
+    // An ack whose blocks break Block Kit is refused and recorded.
+    let bad = standin
+        .slash_command(&alice(), DEFAULT_CHANNEL, "/askrelay", "pending")
+        .await;
+    next_json(&mut ws).await;
+    let dup = json!([{"type": "actions", "block_id": "x", "elements": [
+        {"type": "button", "action_id": "go", "text": {"type": "plain_text", "text": "A"}},
+        {"type": "button", "action_id": "go", "text": {"type": "plain_text", "text": "B"}}]}]);
+    send(
+        &mut ws,
+        json!({"envelope_id": bad.envelope_id(), "payload": {"text": "t", "blocks": dup}}),
+    )
+    .await;
+    standin.wait_ack(bad.envelope_id()).await;
+    standin.allow_violations();
+    assert_eq!(standin.ephemerals().len(), 1, "not shown");
+    assert!(
+        standin
+            .violations()
+            .iter()
+            .any(|v| v.problem.contains("duplicate action_id: go")),
+        "{:?}",
+        standin.violations()
+    );
+}

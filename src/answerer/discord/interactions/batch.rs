@@ -5,11 +5,10 @@
 //! messages. Every control is answered within Discord's 3 s however long the store takes.
 
 use super::{already, describe, Handler};
-use crate::answerer::chat::batch::{self as chat_batch, Skipped};
-use crate::answerer::chat::vote::{self, Settle};
+use crate::answerer::chat::batch::{self as chat_batch, Decided, Skipped};
+use crate::answerer::chat::vote::Settle;
 use crate::answerer::chat::Person;
 use crate::answerer::discord::batch::{report, reselect, selected, BatchId, Item};
-use crate::answerer::discord::custom_id;
 use crate::answerer::discord::platform::{self, Discord};
 use crate::answerer::discord::render::{self, inert};
 use crate::answerer::discord::rest::Timely;
@@ -17,7 +16,7 @@ use crate::answerer::discord::shown::NAME;
 use crate::domain::approval::Verdict;
 use crate::domain::clock::now_ms;
 use crate::domain::request::{AuditAction, AuditEntry, Request, Source};
-use crate::domain::{Question, Settlement};
+use crate::domain::Question;
 use serenity::all::{
     ComponentInteraction, ComponentInteractionDataKind, CreateActionRow, CreateInteractionResponse,
     CreateInteractionResponseFollowup, CreateInteractionResponseMessage, EditInteractionResponse,
@@ -209,7 +208,8 @@ impl Handler {
         report(verdict, &items)
     }
 
-    /// One request of a batch: the checks of a click, then the core's settlement.
+    /// One request of a batch: the checks of a click, then the core's settlement (the chat
+    /// layer's), and its messages edited.
     async fn decide_one(
         &self,
         ci: &ComponentInteraction,
@@ -217,44 +217,50 @@ impl Handler {
         verdict: Verdict,
         token: &str,
     ) -> Item {
-        let found = if custom_id::is_token(token) {
-            self.ctx.by_token(token).await
-        } else {
-            Ok(None)
+        let audit = AuditEntry {
+            source: Source::Discord,
+            actor: Some(describe(&ci.user)),
+            detail: Some(format!(
+                "{} in channel {}",
+                BatchId::Decide(verdict),
+                ci.channel_id
+            )),
+            ..Default::default()
         };
-        let (req, posts) = match found {
-            Ok(Some(found)) => found,
-            Ok(None) => {
-                self.refuse_one(ci, None, AuditAction::Stale, verdict).await;
-                return Item {
-                    request_id: None,
-                    outcome: Err("it is no longer known to askrelay; nothing was recorded.".into()),
-                };
-            }
-            Err(e) => {
-                tracing::error!(error = %format!("{e:#}"), "cannot read a request for a batch");
-                return Item {
-                    request_id: None,
-                    outcome: Err("askrelay could not read it; try again.".into()),
-                };
-            }
-        };
-        let q = &req.questions[0];
-        let checked = chat_batch::check(
+        let decided = chat_batch::decide_one(
+            &self.ctx,
             &Discord(&self.config),
-            &req,
             caller,
             &ci.channel_id.to_string(),
             verdict,
+            token,
+            &audit,
             now_ms(),
-        );
-        let outcome = match checked {
-            Err(skipped) => {
-                self.refuse_one(ci, Some(&req), skipped.action(), verdict)
-                    .await;
-                Err(skipped_text(&skipped, q))
+        )
+        .await;
+        let (req, posts, outcome) = match decided {
+            Decided::Unknown => {
+                return Item {
+                    request_id: None,
+                    outcome: Err("it is no longer known to askrelay; nothing was recorded.".into()),
+                }
             }
-            Ok(i) => self.settle_one(&req, &posts, verdict, i, caller).await,
+            Decided::Unreadable => {
+                return Item {
+                    request_id: None,
+                    outcome: Err("askrelay could not read it; try again.".into()),
+                }
+            }
+            Decided::Read {
+                req,
+                posts,
+                outcome,
+            } => (req, posts, outcome),
+        };
+        let q = &req.questions[0];
+        let outcome = match outcome {
+            Err(skipped) => Err(skipped_text(&skipped, q)),
+            Ok(settled) => self.show_one(&req, &posts, verdict, settled),
         };
         Item {
             request_id: Some(req.request_id.clone()),
@@ -262,28 +268,16 @@ impl Handler {
         }
     }
 
-    /// Settles an admitted approval (its option `i`) through the core (which applies the
-    /// quorum and the requester rule, and audits), then edits its messages as a click's
-    /// copies are.
-    async fn settle_one(
+    /// What a settlement came to, as the reply's line says it; the request's messages edited
+    /// as a click's copies are.
+    fn show_one(
         &self,
         req: &Request,
         posts: &[crate::domain::request::Post],
         verdict: Verdict,
-        i: usize,
-        caller: &Person,
+        settled: Settle,
     ) -> Result<String, String> {
         let q = &req.questions[0];
-        crate::crash::point("clicked");
-        let settled = vote::settle(
-            &self.ctx,
-            req,
-            0,
-            Settlement::choice(i),
-            caller.actor.clone(),
-            None,
-        )
-        .await;
         self.outbox.shown.forget(&req.token);
         let mine: Vec<_> = posts
             .iter()
@@ -320,31 +314,6 @@ impl Handler {
             // The core's refusal (the requester on a route that excludes them, …), audited there.
             Settle::Refused(message) => Err(inert(&message)),
         }
-    }
-
-    async fn refuse_one(
-        &self,
-        ci: &ComponentInteraction,
-        req: Option<&Request>,
-        action: AuditAction,
-        verdict: Verdict,
-    ) {
-        self.ctx
-            .refuse(AuditEntry {
-                request_key: req.map(|r| r.key),
-                request_id: req.map(|r| r.request_id.clone()),
-                question_idx: req.map(|_| 0),
-                source: Source::Discord,
-                actor: Some(describe(&ci.user)),
-                action,
-                detail: Some(format!(
-                    "{} in channel {}",
-                    BatchId::Decide(verdict),
-                    ci.channel_id
-                )),
-                accepted: false,
-            })
-            .await;
     }
 
     /// A private reply (type 4).

@@ -6,15 +6,16 @@
 //! Slack gives a command's arguments as one line of text, read here word by word. The reply is
 //! ephemeral, in the envelope's ack (or the HTTP response) when it is ready within
 //! [`super::ACK_AFTER`], else through the command's `response_url` once it is. Every use is
-//! audited (`command`, with whether it was allowed). The batch a Discord `pending` offers is
-//! not on Slack yet.
+//! audited (`command`, with whether it was allowed). A `pending` that lists approvals this
+//! person may answer offers them as a batch under the listing (`slack::batch`; its buttons are
+//! `batch.rs`'s).
 
 use super::admit::describe;
 use super::{Handler, Reply};
 use crate::answerer::chat::command::{self, Command, Done, Refused};
-use crate::answerer::slack::platform::{self, Slack};
+use crate::answerer::slack::batch;
+use crate::answerer::slack::platform::Slack;
 use crate::answerer::slack::render::{escape, one_line, truncate};
-use crate::answerer::slack::route;
 use crate::domain::clock::now_ms;
 use crate::domain::expiry::human;
 use crate::domain::grant::Grant;
@@ -34,6 +35,26 @@ pub struct CommandPayload {
     pub event: SlackCommandEvent,
     #[serde(default)]
     pub user_name: Option<String>,
+}
+
+/// The ephemeral reply to a command: its text, and (a `pending` that offers a batch) blocks that
+/// show the text and the batch's controls, the text then being the notification's.
+#[derive(Debug, Clone)]
+pub struct CommandReply {
+    pub text: String,
+    pub blocks: Option<Vec<SlackBlock>>,
+}
+
+impl CommandReply {
+    /// As the ack (or the HTTP response) carries it: ephemeral.
+    pub fn response(self) -> SlackCommandEventResponse {
+        let mut content = SlackMessageContent::new().with_text(self.text);
+        if let Some(blocks) = self.blocks {
+            content = content.with_blocks(blocks);
+        }
+        SlackCommandEventResponse::new(content)
+            .with_response_type(SlackMessageResponseType::Ephemeral)
+    }
 }
 
 /// What `/askrelay help` (or an unknown use) says.
@@ -82,22 +103,26 @@ pub(crate) fn parse(text: &str, user: &str, name: &str) -> Option<Command> {
 impl Handler {
     /// A use of `/askrelay`: the ephemeral reply to put in the ack, or `None` when it was not
     /// ready in time (it then comes through the command's `response_url`).
-    pub async fn on_command(self: &Arc<Self>, ev: CommandPayload) -> Option<String> {
+    pub async fn on_command(self: &Arc<Self>, ev: CommandPayload) -> Option<CommandReply> {
         let (tx, rx) = tokio::sync::oneshot::channel();
         let me = self.clone();
         let url = ev.event.response_url.clone();
         self.ctx.spawn(async move {
-            let text = me.command_reply(&ev).await;
-            if let Err(text) = tx.send(text) {
+            let reply = me.command_reply(&ev).await;
+            if let Err(reply) = tx.send(reply) {
                 // The ack went without it: the person is told through response_url.
-                me.tell_via(Some(url), Reply::Tell(text));
+                let reply = match reply.blocks {
+                    Some(blocks) => Reply::Show(reply.text, blocks),
+                    None => Reply::Tell(reply.text),
+                };
+                me.tell_via(Some(url), reply);
             }
         });
         tokio::time::timeout(super::ACK_AFTER, rx).await.ok()?.ok()
     }
 
     /// Runs the command for the user Slack vouches for, audited, and says what it did.
-    async fn command_reply(&self, payload: &CommandPayload) -> String {
+    async fn command_reply(&self, payload: &CommandPayload) -> CommandReply {
         let ev = &payload.event;
         let user = ev.user_id.to_string();
         let name = payload
@@ -106,20 +131,25 @@ impl Handler {
             .unwrap_or_else(|| ev.user_id.to_string());
         let place = ev.channel_id.to_string();
         let sub = parse(&ev.text.clone().unwrap_or_default(), &user, &name);
-        let (text, allowed) = match &sub {
-            None => (USAGE.to_owned(), false),
+        let (reply, allowed) = match &sub {
+            None => (
+                CommandReply {
+                    text: USAGE.to_owned(),
+                    blocks: None,
+                },
+                false,
+            ),
             Some(sub) => {
-                let groups: Vec<String> = route::all(&self.config)
-                    .iter()
-                    .flat_map(|r| r.allowed_usergroup_ids.iter().cloned())
-                    .collect::<std::collections::BTreeSet<_>>()
-                    .into_iter()
-                    .collect();
-                let groups = self.groups.of(&self.web, &user, &groups).await;
-                let person = platform::person(&self.config, &user, &name, groups);
+                let person = self.person_anywhere(&user, &name).await;
                 match command::run(&Slack(&self.config), &self.ctx, &person, &place, sub).await {
                     Ok(done) => (shown(done), true),
-                    Err(why) => (refused(why), false),
+                    Err(why) => (
+                        CommandReply {
+                            text: refused(why),
+                            blocks: None,
+                        },
+                        false,
+                    ),
                 }
             }
         };
@@ -137,12 +167,29 @@ impl Handler {
                 ..Default::default()
             })
             .await;
-        truncate(&text, REPLY_MAX)
+        reply
     }
 }
 
-/// What a command did, as Slack shows it (mrkdwn; agent text inert).
-fn shown(done: Done) -> String {
+/// What a command did, as Slack shows it (mrkdwn; agent text inert): a `pending` that offers
+/// approvals to answer at once shows its listing in sections, then the batch's controls.
+fn shown(done: Done) -> CommandReply {
+    let offered: Vec<Request> = match &done {
+        Done::Pending { offered, .. } => offered.clone(),
+        _ => Vec::new(),
+    };
+    let text = truncate(&shown_text(done), REPLY_MAX);
+    let batch = batch::blocks(&offered.iter().collect::<Vec<_>>());
+    let blocks = (!batch.is_empty()).then(|| {
+        let mut blocks = batch::sections(&text);
+        blocks.extend(batch);
+        blocks
+    });
+    CommandReply { text, blocks }
+}
+
+/// What a command did, as text.
+fn shown_text(done: Done) -> String {
     match done {
         Done::Cancelled { request, reason } => format!(
             "Cancelled `{}`: its agent was told “{}”.",
@@ -210,7 +257,7 @@ fn listing(title: &str, lines: &[String], empty: &str) -> String {
 
 /// Agent text inside `…`: inert, on one line, and unable to close the code span.
 fn code(s: &str) -> String {
-    escape(&one_line(&truncate(s, 200))).replace('`', "ˋ")
+    crate::answerer::slack::render::span(s)
 }
 
 /// A question's text for a listing: its header and text, inert, on one line.

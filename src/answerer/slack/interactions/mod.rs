@@ -20,12 +20,15 @@
 //! interaction's `trigger_id` is valid. The winning press's edit of the message (`chat.update`)
 //! goes through the outbox in the background, recorded once Slack confirmed it.
 //!
-//! `/askrelay` is `command.rs`'s: the same command as Discord's, through the chat layer.
+//! `/askrelay` is `command.rs`'s: the same command as Discord's, through the chat layer; the
+//! batch its `pending` offers ("Allow selected", "Deny selected", whose action_ids name no
+//! request) is `batch.rs`'s, dispatched before admission.
 //!
 //! Every press, refusal and late press is audited as Discord's are (the same actions; the
 //! actor is `slack:USER name=NAME`, the source `slack`).
 
 mod admit;
+mod batch;
 pub(super) mod command;
 mod forms;
 mod press;
@@ -112,10 +115,12 @@ impl Refusal {
     }
 }
 
-/// What the person who pressed is told: nothing (the message shows it), or a private line.
+/// What the person who pressed is told: nothing (the message shows it), a private line, or a
+/// private message with blocks (the text is its notification's).
 enum Reply {
     Quiet,
     Tell(String),
+    Show(String, Vec<SlackBlock>),
 }
 
 const UNKNOWN: &str = "This question is no longer known to askrelay; nothing was recorded.";
@@ -129,6 +134,19 @@ fn not_saved(cause: &str) -> String {
 }
 
 impl Handler {
+    /// The person Slack vouches for, with every user group of every route they are in: for a
+    /// command or a batch, which span routes.
+    async fn person_anywhere(&self, user: &str, name: &str) -> Person {
+        let groups: Vec<String> = super::route::all(&self.config)
+            .iter()
+            .flat_map(|r| r.allowed_usergroup_ids.iter().cloned())
+            .collect::<std::collections::BTreeSet<_>>()
+            .into_iter()
+            .collect();
+        let groups = self.groups.of(&self.web, user, &groups).await;
+        super::platform::person(&self.config, user, name, groups)
+    }
+
     /// An interaction, answered within Slack's window: what the envelope's ack carries
     /// (always nothing today: replies are ephemeral messages, forms are opened by `views.open`).
     pub async fn on_interaction(
@@ -167,14 +185,18 @@ impl Handler {
     /// Tells the person who pressed, through the interaction's `response_url`, in the
     /// background (never delays the ack).
     fn tell_via(&self, response_url: Option<SlackResponseUrl>, reply: Reply) {
-        let Reply::Tell(text) = reply else { return };
+        let (text, blocks) = match reply {
+            Reply::Quiet => return,
+            Reply::Tell(text) => (text, None),
+            Reply::Show(text, blocks) => (text, Some(blocks)),
+        };
         let Some(url) = response_url else {
             tracing::warn!("a Slack interaction without response_url: the person cannot be told");
             return;
         };
         let web = self.web.clone();
         self.ctx.spawn(async move {
-            if let Err(f) = web.respond(&url, &text).await {
+            if let Err(f) = web.respond(&url, &text, blocks.as_deref()).await {
                 tracing::warn!(
                     error = f.message(),
                     "cannot send an ephemeral reply to Slack"
@@ -185,7 +207,9 @@ impl Handler {
 
     /// Tells `user` privately in `channel` (`chat.postEphemeral`), in the background.
     fn tell_in(&self, channel: &str, user: &str, reply: Reply) {
-        let Reply::Tell(text) = reply else { return };
+        let (Reply::Tell(text) | Reply::Show(text, _)) = reply else {
+            return;
+        };
         let web = self.web.clone();
         let (channel, user) = (channel.to_owned(), user.to_owned());
         self.ctx.spawn(async move {

@@ -7,6 +7,7 @@
 
 use super::admit::describe;
 use super::{not_saved, Admitted, Handler, Origin, Refusal, Reply};
+use crate::answerer::chat::batch::BatchId;
 use crate::answerer::chat::confirm::{self, WordFor};
 use crate::answerer::chat::drafts::NotSubmitted;
 use crate::answerer::chat::press::{self, Form as ChatForm, Press, Refused, Step};
@@ -56,6 +57,12 @@ impl Handler {
             ts,
             control: action.action_id.to_string(),
         };
+        // The batch's controls (under `/askrelay pending`) name no request.
+        if let Ok(id) = origin.control.parse::<BatchId>() {
+            let reply = self.on_batch(&origin, id, action, ev.state.as_ref()).await;
+            self.tell_via(ev.response_url.clone(), reply);
+            return SlackInteractionResponse::Empty;
+        }
         let reply = match self.admit::<Action>(&origin).await {
             Ok(a) => self.press(&origin, a, action, &ev.trigger_id).await,
             Err(r) => self.refuse(&origin, r).await,

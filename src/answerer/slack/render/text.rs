@@ -85,6 +85,12 @@ pub fn code(s: &str) -> String {
     escape(s).replace("```", "`\u{200B}`\u{200B}`")
 }
 
+/// Agent text inside `…` (an inline code span): inert, on one line, cut to 200 characters, and
+/// unable to close the span (a backtick becomes `ˋ`).
+pub fn span(s: &str) -> String {
+    escape(&one_line(&truncate(s, 200))).replace('`', "ˋ")
+}
+
 /// A plain_text object (askrelay's own text, or agent text already made inert).
 pub fn plain(s: impl Into<String>) -> SlackBlockPlainTextOnly {
     SlackBlockPlainTextOnly::from(s.into())

@@ -1,0 +1,203 @@
+//! The batch's controls on Slack (`ar:batch:pick`, `ar:batch:allow`, `ar:batch:deny`; see
+//! [`crate::answerer::slack::batch`]): a choice in the menu is audited and changes nothing; a
+//! button reads the selection from the payload's `state.values`, and each selected request
+//! goes through the chat layer's checks of a press on its own message and the core's
+//! settlement ([`crate::answerer::chat::batch::decide_one`]); its messages are edited
+//! (`chat.update`, through the outbox) and the person is told what was done and what was
+//! refused, and why, through the press's `response_url`.
+
+use super::admit::describe;
+use super::{Handler, Origin, Reply};
+use crate::answerer::chat::batch::{self as chat_batch, BatchId, Decided, Skipped};
+use crate::answerer::chat::vote::Settle;
+use crate::answerer::chat::Person;
+use crate::answerer::slack::batch::{report, selected, Item};
+use crate::answerer::slack::platform::Slack;
+use crate::answerer::slack::render::{already, escape};
+use crate::domain::approval::Verdict;
+use crate::domain::clock::now_ms;
+use crate::domain::request::{AuditAction, AuditEntry, Post, Request, Source};
+use crate::domain::text::Escaped;
+use crate::domain::Question;
+use slack_morphism::prelude::*;
+
+impl Handler {
+    /// A batch control: the person is told what came of it (nothing for a choice in the menu).
+    pub(super) async fn on_batch(
+        &self,
+        origin: &Origin,
+        id: BatchId,
+        action: &SlackInteractionActionInfo,
+        state: Option<&SlackActionState>,
+    ) -> Reply {
+        let place = origin.channel.clone().unwrap_or_default();
+        let mut audit = AuditEntry {
+            source: Source::Slack,
+            actor: Some(describe(&origin.user, &origin.name)),
+            detail: Some(format!("{id} in channel {}", Escaped(&place))),
+            ..Default::default()
+        };
+        match id {
+            BatchId::Pick => {
+                // A choice is kept by Slack in the person's client until a button sends it;
+                // it changes no request, and is audited as Discord's is.
+                let n = action.selected_options.as_ref().map_or(0, Vec::len);
+                audit.action = AuditAction::Draft;
+                audit.accepted = true;
+                audit.detail = Some(format!(
+                    "batch selection of {n} request(s) in channel {}",
+                    Escaped(&place)
+                ));
+                if let Err(e) = self.ctx.record(audit).await {
+                    tracing::error!(error = %format!("{e:#}"), "cannot audit a Slack batch selection");
+                }
+                Reply::Quiet
+            }
+            BatchId::Decide(verdict) => {
+                let tokens = selected(state);
+                if tokens.is_empty() || place.is_empty() {
+                    audit.action = AuditAction::Command;
+                    self.ctx.refuse(audit).await;
+                    return Reply::Tell(
+                        "Choose the requests in the menu first; nothing was answered.".into(),
+                    );
+                }
+                let person = self.person_anywhere(&origin.user, &origin.name).await;
+                let mut items = Vec::with_capacity(tokens.len());
+                for token in &tokens {
+                    items.push(
+                        self.decide_one(&person, &place, verdict, token, &audit)
+                            .await,
+                    );
+                }
+                let done = items.iter().filter(|i| i.outcome.is_ok()).count();
+                // Each request's answer or refusal is audited already; this row ties them
+                // together.
+                audit.action = AuditAction::Command;
+                audit.accepted = true;
+                audit.detail = Some(format!(
+                    "{id} in channel {}: {done} done, {} refused",
+                    Escaped(&place),
+                    items.len() - done
+                ));
+                if let Err(e) = self.ctx.record(audit).await {
+                    tracing::error!(error = %format!("{e:#}"), "cannot audit a Slack batch");
+                }
+                Reply::Tell(report(verdict, &items))
+            }
+        }
+    }
+
+    /// One selected request: the chat layer's checks and settlement, then its messages edited.
+    async fn decide_one(
+        &self,
+        person: &Person,
+        place: &str,
+        verdict: Verdict,
+        token: &str,
+        audit: &AuditEntry,
+    ) -> Item {
+        let decided = chat_batch::decide_one(
+            &self.ctx,
+            &Slack(&self.config),
+            person,
+            place,
+            verdict,
+            token,
+            audit,
+            now_ms(),
+        )
+        .await;
+        let (req, posts, outcome) = match decided {
+            Decided::Unknown => {
+                return Item {
+                    request_id: None,
+                    outcome: Err(unknown()),
+                }
+            }
+            Decided::Unreadable => {
+                return Item {
+                    request_id: None,
+                    outcome: Err("askrelay could not read it; try again.".into()),
+                }
+            }
+            Decided::Read {
+                req,
+                posts,
+                outcome,
+            } => (req, posts, outcome),
+        };
+        let q = &req.questions[0];
+        let outcome = match outcome {
+            Err(skipped) => Err(skipped_text(&skipped, q)),
+            Ok(settled) => self.show_one(&req, &posts, verdict, settled),
+        };
+        Item {
+            request_id: Some(req.request_id.clone()),
+            outcome,
+        }
+    }
+
+    /// What a settlement came to, as its line of the reply says it; the request's Slack
+    /// messages edited as a press's are.
+    fn show_one(
+        &self,
+        req: &Request,
+        posts: &[Post],
+        verdict: Verdict,
+        settled: Settle,
+    ) -> Result<String, String> {
+        let q = &req.questions[0];
+        match settled {
+            Settle::Won(request) => {
+                self.outbox.sync_edits(&self.ctx, &request, posts, Some(0));
+                Ok(verdict.done().to_owned())
+            }
+            Settle::Voted(request, t) => {
+                self.outbox.show_votes(&self.ctx, &request, 0, posts);
+                Ok(format!(
+                    "vote recorded, {} of {} approvals",
+                    t.count, t.needed
+                ))
+            }
+            Settle::AlreadyVoted(t) => Err(format!(
+                "you already voted for this answer ({} of {} approvals).",
+                t.count, t.needed
+            )),
+            Settle::AlreadyAnswered(prev) => Err(already(q, &prev)),
+            Settle::Ended(status) => Err(format!(
+                "it has ended ({}); your answer did not count.",
+                status.as_str()
+            )),
+            Settle::Unknown => Err(unknown()),
+            Settle::NotSaved(_) => {
+                Err("the answer could not be saved; try again. Nothing was recorded.".into())
+            }
+            // The core's refusal (the requester on a route that excludes them, …), audited there.
+            Settle::Refused(message) => Err(escape(&message)),
+        }
+    }
+}
+
+/// A request no longer known, as a line of the reply says it.
+fn unknown() -> String {
+    "it is no longer known to askrelay; nothing was recorded.".to_owned()
+}
+
+/// Why one selected request was not answered, as its line of the reply says it.
+fn skipped_text(skipped: &Skipped, q: &Question) -> String {
+    match skipped {
+        Skipped::NotListed => {
+            "it is not one you are shown in this channel; nothing was recorded.".to_owned()
+        }
+        Skipped::NotApproval(v) => format!(
+            "it is not an approval with a “{}” option; answer it on its message.",
+            v.label()
+        ),
+        Skipped::NotAllowed => "you are not allowed to answer it (the route's \
+                                slack_allowed_user_ids and slack_allowed_usergroup_ids)."
+            .to_owned(),
+        Skipped::Answered(a) => already(q, a),
+        Skipped::Ended(status) => format!("it has ended ({}).", status.as_str()),
+    }
+}
