@@ -1,7 +1,7 @@
 //! The chat layer: the approval rules every chat platform shares, with no platform in it.
 //!
-//! A platform's adapter (today `answerer::discord`) turns its payloads into plain facts: the
-//! [`Person`] who pressed (their platform id already mapped to an [`Actor`]), the request
+//! A platform's adapter (`answerer::discord`, `answerer::slack`) turns its payloads into plain
+//! facts: the [`Person`] who pressed (their platform id already mapped to an [`Actor`]), the request
 //! they pressed on, the option or the text of a form. This layer decides, and returns typed
 //! values that the adapter renders: a refusal and why ([`admit::Refusal`]), which form asks
 //! for the confirm word ([`confirm::WordFor`]), what a settlement came to
