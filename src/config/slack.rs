@@ -78,6 +78,8 @@ pub struct SlackEscalationStep {
     /// Users who get a copy of each open question in a DM; they may answer from then on.
     #[serde(default, deserialize_with = "ids")]
     pub dm_user_ids: Vec<String>,
+    /// A channel (`C…`) that gets a linked copy of each open question with the same controls.
+    pub channel_id: Option<String>,
     /// Who else may answer from this step on.
     #[serde(default, deserialize_with = "ids")]
     pub allowed_user_ids: Vec<String>,
@@ -113,6 +115,9 @@ pub fn check_oncall(
             ),
         ] {
             check_ids(&format!("{at}.{key}"), kind, ids)?;
+        }
+        if let Some(c) = &step.channel_id {
+            check_id(&format!("{at}.channel_id"), IdKind::Channel, c)?;
         }
     }
     Ok(())

@@ -215,7 +215,7 @@ impl Outbox {
                 let lead = render::escalation_lead(waited, None);
                 Some((render::note(&lead, mentions.as_deref()), Some(main_ts?)))
             }
-            Slot::StepDmNamed(..) => {
+            Slot::StepDmNamed(..) | Slot::Step(_) => {
                 let lead = render::escalation_lead(waited, link.as_deref());
                 let context = req.context.as_deref().filter(|_| post.idx == 0);
                 Some((render::copy(q, &view, &lead, context), None))

@@ -46,6 +46,8 @@ pub struct SlackStep {
     pub mention_usergroup_ids: Vec<String>,
     /// Who gets a copy of each open question in a DM, and may answer from then on.
     pub dm_user_ids: Vec<String>,
+    /// A channel that gets a linked copy of each open question.
+    pub channel_id: Option<String>,
     pub allowed_user_ids: Vec<String>,
     pub allowed_usergroup_ids: Vec<String>,
 }
@@ -65,6 +67,7 @@ fn steps(steps: &[SlackEscalationStep]) -> Vec<SlackStep> {
             mention_user_ids: s.mention_user_ids.clone(),
             mention_usergroup_ids: s.mention_usergroup_ids.clone(),
             dm_user_ids: s.dm_user_ids.clone(),
+            channel_id: s.channel_id.clone(),
             allowed_user_ids: s.allowed_user_ids.clone(),
             allowed_usergroup_ids: s.allowed_usergroup_ids.clone(),
         })

@@ -91,6 +91,18 @@ fn step(
     if step.mentions() {
         planned.push(note(Slot::StepNote(n)));
     }
+    if let Some(channel) = &step.channel_id {
+        planned.extend(open.iter().map(|&idx| {
+            let slot = Slot::Step(n);
+            PlannedPost {
+                idx,
+                nonce: client_msg_id_of(&req.token, idx, &slot),
+                slot,
+                channel: channel.clone(),
+                guild: None,
+            }
+        }));
+    }
     for user in &step.dm_user_ids {
         planned.extend(open.iter().map(|&idx| {
             let slot = Slot::StepDmNamed(n, user.clone());
@@ -287,6 +299,7 @@ mod tests {
                 mention_user_ids: vec!["U0ONCALL1".into()],
                 mention_usergroup_ids: vec![],
                 dm_user_ids: vec![],
+                channel_id: None,
                 allowed_user_ids: vec![],
                 allowed_usergroup_ids: vec![],
             },
@@ -295,6 +308,7 @@ mod tests {
                 mention_user_ids: vec![],
                 mention_usergroup_ids: vec![],
                 dm_user_ids: vec!["U0LEAD001".into()],
+                channel_id: Some("C0ESCALATE".into()),
                 allowed_user_ids: vec![],
                 allowed_usergroup_ids: vec![],
             },
@@ -339,7 +353,7 @@ mod tests {
     }
 
     #[test]
-    fn escalation_mentions_in_the_thread_then_copies_every_open_question_to_dms() {
+    fn escalation_mentions_in_the_thread_then_copies_every_open_question_to_a_channel_and_dms() {
         let mut req = request(
             "slack",
             "r",
@@ -360,6 +374,8 @@ mod tests {
         assert_eq!(
             rows,
             [
+                (0, "e2".into(), "C0ESCALATE".into()),
+                (1, "e2".into(), "C0ESCALATE".into()),
                 (0, "e2:dm:U0LEAD001".into(), "@U0LEAD001".into()),
                 (1, "e2:dm:U0LEAD001".into(), "@U0LEAD001".into()),
             ]

@@ -318,3 +318,65 @@ async fn a_reminder_of_a_request_its_agent_went_on_without_says_it_is_not_needed
     assert!(!text.contains("<@"), "{text}");
     t.outcome_of(&m).await;
 }
+
+/// A step with `channel_id` posts a linked copy of each open question in that channel, with the
+/// same controls; a press there settles it under the route's allowlists, and every copy is
+/// edited to the outcome.
+#[tokio::test]
+async fn an_escalation_step_copies_the_question_to_its_channel_where_a_press_settles() {
+    const ESCALATED: &str = "C0ESCALAT1";
+    let t = Slack::start_with(|c| {
+        c.slack.allowed_user_ids = vec![alice().id];
+        c.slack.escalate = vec![SlackEscalationStep {
+            after_secs: 1,
+            channel_id: Some(ESCALATED.into()),
+            ..Default::default()
+        }];
+    })
+    .await;
+    t.s.add_channel(ESCALATED, "escalations");
+    let (mut c, _) = t.ask("esc-channel", &yes_no("q")).await;
+    let m = t.message(0).await;
+    let sent = within(
+        "the copy in the step's channel",
+        t.s.wait_for_request("chat.postMessage", |r| {
+            r.ok() && r.param_str("channel") == Some(ESCALATED)
+        }),
+    )
+    .await;
+    assert!(sent.param_str("thread_ts").is_none());
+    let copy = t.s.messages(ESCALATED).remove(0);
+    let lead_line = copy["blocks"][0]["text"]["text"].as_str().unwrap();
+    assert!(
+        lead_line.starts_with("*Escalated:* no answer after")
+            && lead_line.contains(&ts(&m).replace('.', "")),
+        "a link to the question: {lead_line}"
+    );
+    // Bob is on no allowlist: refused there too.
+    t.s.click(&bob(), ESCALATED, ts(&copy), button(&copy, "No, keep them"))
+        .await;
+    t.told("U0BOB0001", "You are not allowed to answer").await;
+    t.s.click(
+        &alice(),
+        ESCALATED,
+        ts(&copy),
+        button(&copy, "No, keep them"),
+    )
+    .await;
+    let ev = expect_event(&mut c, "answered").await;
+    assert_eq!(ev["result"]["answers"][0]["selected"][0], "No, keep them");
+    t.outcome_of(&m).await;
+    let copy_ts = ts(&copy).to_owned();
+    within(
+        "the copy's outcome",
+        t.s.wait_for_request("chat.update", move |r| {
+            r.ok()
+                && r.param_str("ts") == Some(copy_ts.as_str())
+                && !r.params["blocks"]
+                    .as_array()
+                    .is_some_and(|b| b.iter().any(|b| b["type"] == "actions"))
+        }),
+    )
+    .await;
+    t.s.assert_no_violations();
+}
