@@ -402,6 +402,11 @@ fn check_slack_route(i: usize, r: &Route, slack: bool) -> Result<()> {
         groups,
     )?;
     check_ids(
+        &format!("routes[{i}].slack_dm_user_ids"),
+        IdKind::User,
+        r.slack_dm_user_ids.as_deref().unwrap_or_default(),
+    )?;
+    check_ids(
         &format!("routes[{i}].slack_mention_user_ids"),
         IdKind::User,
         r.slack_mention_user_ids.as_deref().unwrap_or_default(),
@@ -425,6 +430,7 @@ fn check_slack_route(i: usize, r: &Route, slack: bool) -> Result<()> {
                 r.slack_allowed_usergroup_ids.is_some(),
             ),
             ("slack_mention_user_ids", r.slack_mention_user_ids.is_some()),
+            ("slack_dm_user_ids", r.slack_dm_user_ids.is_some()),
             (
                 "slack_mention_usergroup_ids",
                 r.slack_mention_usergroup_ids.is_some(),

@@ -41,6 +41,10 @@ pub struct Route {
     /// Slack user groups (`S…`) whose members may answer here.
     #[serde(default)]
     pub slack_allowed_usergroup_ids: Option<Vec<String>>,
+    /// Slack users (`U…`) who get a copy of each question in their DM from the start, and may
+    /// answer there (default: `slack.dm_user_ids`).
+    #[serde(default)]
+    pub slack_dm_user_ids: Option<Vec<String>>,
     /// Slack users (`U…`) and user groups (`S…`) mentioned by each reminder in the question's
     /// thread (default: as `slack.mention_user_ids` / `slack.mention_usergroup_ids`).
     #[serde(default)]
@@ -182,6 +186,7 @@ impl Route {
             slack_channel_id: None,
             slack_allowed_user_ids: None,
             slack_allowed_usergroup_ids: None,
+            slack_dm_user_ids: None,
             slack_mention_user_ids: None,
             slack_mention_usergroup_ids: None,
             slack_escalate: None,

@@ -31,6 +31,10 @@ pub struct SlackConfig {
     pub allowed_user_ids: Vec<String>,
     #[serde(deserialize_with = "ids")]
     pub allowed_usergroup_ids: Vec<String>,
+    /// Users (`U…`) who get a copy of each question of the default route (and of routes that
+    /// set no `slack_dm_user_ids`) in their DM from the start, and may answer there.
+    #[serde(deserialize_with = "ids")]
+    pub dm_user_ids: Vec<String>,
     /// Who sees every route's requests in listings and may cancel (later: `/askrelay`).
     #[serde(deserialize_with = "ids")]
     pub operator_user_ids: Vec<String>,
@@ -131,6 +135,7 @@ impl Default for SlackConfig {
             channel_id: None,
             allowed_user_ids: Vec::new(),
             allowed_usergroup_ids: Vec::new(),
+            dm_user_ids: Vec::new(),
             operator_user_ids: Vec::new(),
             mode: SlackMode::Socket,
             signing_secret: None,
@@ -288,6 +293,7 @@ impl SlackConfig {
             IdKind::Usergroup,
             &self.allowed_usergroup_ids,
         )?;
+        check_ids("slack.dm_user_ids", IdKind::User, &self.dm_user_ids)?;
         check_ids(
             "slack.operator_user_ids",
             IdKind::User,

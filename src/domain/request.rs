@@ -496,6 +496,9 @@ pub enum Slot {
     StepDm(u32, u64),
     /// The same for a user whose id is not a number (Slack's `U…`): `eSTEP:dm:USER`.
     StepDmNamed(u32, String),
+    /// A copy in the DM of a user whose id is not a number (Slack's `U…`), for the route:
+    /// `dm:USER`.
+    DmNamed(String),
     /// The n-th reminder: a reply without components (`note:rN`).
     Reminder(u32),
     /// An escalation step's mentions: a reply without components (`note:eSTEP`).
@@ -546,7 +549,11 @@ impl Slot {
         let slot = if s.is_empty() {
             Slot::Main
         } else if let Some(user) = s.strip_prefix("dm:") {
-            Slot::Dm(user.parse().ok()?)
+            match user.parse() {
+                Ok(id) => Slot::Dm(id),
+                Err(_) if named_user(user) => Slot::DmNamed(user.to_owned()),
+                Err(_) => return None,
+            }
         } else if s == "note:files" {
             Slot::Files
         } else if let Some(n) = s.strip_prefix("note:r") {
@@ -556,14 +563,7 @@ impl Slot {
         } else if let Some((k, user)) = s.split_once(":dm:") {
             match user.parse() {
                 Ok(id) => Slot::StepDm(step(k)?, id),
-                Err(_)
-                    if user.starts_with(|c: char| c.is_ascii_uppercase())
-                        && user
-                            .chars()
-                            .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit()) =>
-                {
-                    Slot::StepDmNamed(step(k)?, user.to_owned())
-                }
+                Err(_) if named_user(user) => Slot::StepDmNamed(step(k)?, user.to_owned()),
                 Err(_) => return None,
             }
         } else {
@@ -572,6 +572,15 @@ impl Slot {
         // "e02" or "dm:+5" would read as another slot's text: kept as it is instead.
         (slot.to_string() == s).then_some(slot)
     }
+}
+
+/// A user id that is not a number, as a slot holds it (Slack's `U…`): capitals and digits,
+/// starting with a capital.
+fn named_user(user: &str) -> bool {
+    user.starts_with(|c: char| c.is_ascii_uppercase())
+        && user
+            .chars()
+            .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit())
 }
 
 impl FromStr for Slot {
@@ -598,6 +607,7 @@ impl fmt::Display for Slot {
             Slot::Step(k) => write!(f, "e{k}"),
             Slot::StepDm(k, user) => write!(f, "e{k}:dm:{user}"),
             Slot::StepDmNamed(k, user) => write!(f, "e{k}:dm:{user}"),
+            Slot::DmNamed(user) => write!(f, "dm:{user}"),
             Slot::Reminder(n) => write!(f, "note:r{n}"),
             Slot::StepNote(k) => write!(f, "note:e{k}"),
             Slot::Files => f.write_str("note:files"),
@@ -873,6 +883,7 @@ mod tests {
             ("e2", Slot::Step(2)),
             ("e2:dm:55", Slot::StepDm(2, 55)),
             ("e2:dm:U0LEAD01", Slot::StepDmNamed(2, "U0LEAD01".into())),
+            ("dm:U0LEAD01", Slot::DmNamed("U0LEAD01".into())),
             ("note:r1", Slot::Reminder(1)),
             ("note:e3", Slot::StepNote(3)),
             ("note:files", Slot::Files),

@@ -91,6 +91,19 @@ pub(super) fn plan(
             nonce: client_msg_id(token, idx),
         })
         .collect();
+    // A copy of each question in the DM of each of the route's dm_user_ids, from the start.
+    for user in &route.dm_user_ids {
+        rows.extend((0..count).map(|idx| {
+            let slot = Slot::DmNamed(user.clone());
+            PlannedPost {
+                idx,
+                nonce: client_msg_id_of(token, idx, &slot),
+                slot,
+                channel: dm_placeholder(user),
+                guild: None,
+            }
+        }));
+    }
     if count > 0 && context.is_some_and(|c| !render::uploads(c).is_empty()) {
         rows.push(PlannedPost {
             idx: 0,
@@ -214,6 +227,11 @@ impl Outbox {
                     .and_then(|s| render::mentions(&s.mention_user_ids, &s.mention_usergroup_ids));
                 let lead = render::escalation_lead(waited, None);
                 Some((render::note(&lead, mentions.as_deref()), Some(main_ts?)))
+            }
+            Slot::DmNamed(_) => {
+                let lead = render::dm_lead(link.as_deref());
+                let context = req.context.as_deref().filter(|_| post.idx == 0);
+                Some((render::copy(q, &view, &lead, context), None))
             }
             Slot::StepDmNamed(..) | Slot::Step(_) => {
                 let lead = render::escalation_lead(waited, link.as_deref());

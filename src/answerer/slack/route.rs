@@ -22,6 +22,8 @@ pub struct SlackRoute {
     pub channel: String,
     pub allowed_user_ids: Vec<String>,
     pub allowed_usergroup_ids: Vec<String>,
+    /// Who gets a copy of each question in a DM from the start, and may answer there.
+    pub dm_user_ids: Vec<String>,
     /// The route's own expiry rule (else the daemon's `[expiry]` applies).
     pub expiry: Option<crate::domain::ExpiryRule>,
     /// Whether a person at a terminal may answer its requests: its `terminal_answers`, or
@@ -85,6 +87,7 @@ impl SlackRoute {
             return true;
         }
         self.allowed_user_ids.iter().any(|u| u == user)
+            || self.dm_user_ids.iter().any(|u| u == user)
             || groups
                 .iter()
                 .any(|g| self.allowed_usergroup_ids.contains(g))
@@ -144,6 +147,10 @@ fn from_route(config: &Config, r: &Route) -> Option<SlackRoute> {
             .slack_allowed_usergroup_ids
             .clone()
             .unwrap_or_else(|| s.allowed_usergroup_ids.clone()),
+        dm_user_ids: r
+            .slack_dm_user_ids
+            .clone()
+            .unwrap_or_else(|| s.dm_user_ids.clone()),
         expiry: r.expiry_rule(),
         terminal_answers: r.terminal_answers.unwrap_or(s.terminal_answers)
             || r.answerers
@@ -171,6 +178,7 @@ fn default_route(config: &Config) -> Option<SlackRoute> {
         channel: s.channel_id.clone()?,
         allowed_user_ids: s.allowed_user_ids.clone(),
         allowed_usergroup_ids: s.allowed_usergroup_ids.clone(),
+        dm_user_ids: s.dm_user_ids.clone(),
         expiry: None,
         terminal_answers: s.terminal_answers,
         closed: false,
@@ -230,6 +238,7 @@ pub fn of_request(config: &Config, req: &Request) -> SlackRoute {
             channel: String::new(),
             allowed_user_ids: Vec::new(),
             allowed_usergroup_ids: Vec::new(),
+            dm_user_ids: Vec::new(),
             expiry: None,
             terminal_answers: config.slack.terminal_answers,
             closed: true,

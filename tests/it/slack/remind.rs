@@ -380,3 +380,51 @@ async fn an_escalation_step_copies_the_question_to_its_channel_where_a_press_set
     .await;
     t.s.assert_no_violations();
 }
+
+/// `dm_user_ids` on a Slack route: a copy of each question in those users' DMs from the start,
+/// linked to the question; they may answer there (and only they, beside the allowlists), and
+/// every copy is edited to the outcome.
+#[tokio::test]
+async fn a_routes_dm_users_get_a_copy_from_the_start_and_may_answer_there() {
+    let t = Slack::start_with(|c| {
+        c.slack.allowed_user_ids = vec![alice().id];
+        c.slack.dm_user_ids = vec![LEAD.into()];
+    })
+    .await;
+    let (mut c, accepted) = t.ask("dm-start", &yes_no("q")).await;
+    let m = t.message(0).await;
+    let dm = within("the DM opened", async {
+        loop {
+            if let Some(dm) = t.s.dm_channel(LEAD) {
+                return dm;
+            }
+            t.s.subscribe().changed().await.unwrap();
+        }
+    })
+    .await;
+    let copy = within(
+        "the DM copy",
+        t.s.wait_for_request("chat.postMessage", |r| {
+            r.ok() && r.reply["channel"].as_str() == Some(dm.as_str())
+        }),
+    )
+    .await;
+    assert!(copy.param_str("thread_ts").is_none());
+    let copy = t.s.messages(&dm).remove(0);
+    let lead_line = copy["blocks"][0]["text"]["text"].as_str().unwrap();
+    assert!(
+        lead_line.starts_with("*Asked of you directly*")
+            && lead_line.contains(&ts(&m).replace('.', "")),
+        "{lead_line} ({accepted})"
+    );
+    // Bob is neither allowed nor a DM user.
+    t.press(&bob(), &m, "No, keep them").await;
+    t.told("U0BOB0001", "You are not allowed to answer").await;
+    t.s.click(&lead(), &dm, ts(&copy), button(&copy, "No, keep them"))
+        .await;
+    let ev = expect_event(&mut c, "answered").await;
+    assert_eq!(ev["result"]["answers"][0]["selected"][0], "No, keep them");
+    let update = t.outcome_of(&m).await.params.to_string();
+    assert!(update.contains(&format!("<@{LEAD}>")), "{update}");
+    t.s.assert_no_violations();
+}

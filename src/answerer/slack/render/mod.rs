@@ -27,7 +27,7 @@ pub use modal::{
     edit_modal, grant_pattern_modal, grant_preview_modal, text_modal, word_modal, FormPlace,
     LENGTH_ACTION, LENGTH_BLOCK, TEXT_ACTION, TEXT_BLOCK, WORD_ACTION, WORD_BLOCK,
 };
-pub use notes::{copy, escalation_lead, mentions, note, note_withdrawn, reminder_lead};
+pub use notes::{copy, dm_lead, escalation_lead, mentions, note, note_withdrawn, reminder_lead};
 pub use outcome::{already, ended, open, settled, where_answered, who, withdrawn_text};
 pub use text::*;
 

@@ -37,6 +37,15 @@ pub fn reminder_lead(waited: Duration, votes_missing: Option<usize>) -> String {
     }
 }
 
+/// The line above a route's DM copy: why it is here, and a link to the question in its
+/// channel once that is posted.
+pub fn dm_lead(original: Option<&str>) -> String {
+    let link = original
+        .map(|l| format!(" <{l}|See the question in its channel.>"))
+        .unwrap_or_default();
+    format!("*Asked of you directly*, as on its route.{link}")
+}
+
 /// The first words of an escalation step's note or copy, with a link to the question's own
 /// message when there is one.
 pub fn escalation_lead(waited: Duration, original: Option<&str>) -> String {
