@@ -3,7 +3,7 @@
 //! It behaves like the SQLite store (the same rows, the same first-wins rule, the same audit
 //! log; see `migrations/postgres/`), with what sharing needs besides: every request is stamped
 //! with the node that stored it, and `all_pending` and `Visibility::Owner` see only this node's
-//! requests; a node's lease is an advisory lock on a connection of its own (see `cluster.rs`);
+//! requests; the lead is a lease row on the database's clock (see `cluster.rs`);
 //! and the writes other nodes must hear of send a `NOTIFY` in the same transaction, so that a
 //! notice is never sent for a change that did not commit.
 //!
@@ -17,7 +17,7 @@
 //! With `postgres.pooler_url` the pool goes through a transaction-mode pooler (PgBouncer):
 //! every call, reads included, is then one transaction that carries its own settings
 //! (`connect.rs`, `Pooler`), and the cluster keeps no session of its own but the leader's
-//! notice listener (`cluster.rs`).
+//! notice listener (`notices.rs`).
 //!
 //! A write whose transaction fails closes its connection instead of returning it to the pool
 //! (as in SQLite, see [`crate::store::sqlite`]): a connection cut mid-transaction is not to be
@@ -109,6 +109,7 @@ pub(crate) async fn begin<'c>(
 
 // After the macros, which they use.
 mod cluster;
+mod notices;
 mod operations;
 
 /// How long a pooled connection stays open unused: an idle node (most followers) holds only

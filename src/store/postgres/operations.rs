@@ -240,7 +240,7 @@ impl Store for PgStore {
             .bind(&settlement.custom)
             .bind(key)
             .bind(idx as i64)
-            .bind(cluster::ended_payload(key, node.as_deref()))
+            .bind(notices::ended_payload(key, node.as_deref()))
             .bind(self.node().unwrap_or_default())
             .bind(&terms_json)
             .fetch_optional(&mut *tx)
@@ -309,7 +309,7 @@ impl Store for PgStore {
                 sqlx::query(
                     "SELECT pg_notify('askrelay_outbox', $2), pg_notify('askrelay_ended', $1)",
                 )
-                .bind(cluster::ended_payload(key, node.as_deref()))
+                .bind(notices::ended_payload(key, node.as_deref()))
                 .bind(self.node().unwrap_or_default())
                 .execute(&mut *tx)
                 .await?;
