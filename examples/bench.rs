@@ -5,6 +5,7 @@
 //! cargo run --release --example bench -- --asks 500 --capacity 2000   # smaller
 //! cargo run --release --example bench -- --no-postgres                # SQLite only
 //! cargo run --release --example bench -- --stop-only                  # SIGTERM times alone
+//! cargo run --release --example bench -- --paths-only --asks 1000     # items 1 and 2 alone
 //! cargo run --example bench -- --quick   # about 20 s, SQLite only: what .ci/run prints
 //! ```
 //!
@@ -67,10 +68,28 @@ struct Args {
     /// Only item 7: how long SIGTERM takes with the gateway up, down, and with edits pending.
     #[arg(long)]
     stop_only: bool,
+    /// Only items 1 and 2 and their MCP rows, `--asks` of each: to profile the two paths, or
+    /// to compare two builds in a few minutes.
+    #[arg(long)]
+    paths_only: bool,
     /// About 30 seconds at small sizes, SQLite only (the sizes above are ignored): the table
     /// CI prints on every landing, to compare, never asserted.
     #[arg(long)]
     quick: bool,
+}
+
+/// The MCP hop's floor, built beside the daemon by [`daemon_binary`].
+fn echo_binary(daemon: &std::path::Path) -> Option<PathBuf> {
+    let echo = daemon.parent()?.join("examples/mcp_echo");
+    if echo.exists() {
+        Some(echo)
+    } else {
+        eprintln!(
+            "bench: no {} (cargo build --example mcp_echo); the MCP floor is left out",
+            echo.display()
+        );
+        None
+    }
 }
 
 fn daemon_binary() -> PathBuf {
@@ -86,7 +105,15 @@ fn daemon_binary() -> PathBuf {
     // With this example, so that the daemon is built with the features the example (and the
     // tests) were: alone, `--bin askrelay` resolves without the dev-dependencies and rebuilds
     // some fifty crates.
-    build.args(["build", "--bin", "askrelay", "--example", "bench"]);
+    build.args([
+        "build",
+        "--bin",
+        "askrelay",
+        "--example",
+        "bench",
+        "--example",
+        "mcp_echo",
+    ]);
     if release {
         build.arg("--release");
     }
@@ -107,12 +134,14 @@ async fn main() {
         return;
     }
     if args.quick {
-        let cfg = BenchConfig::quick(daemon_bin);
+        let mut cfg = BenchConfig::quick(daemon_bin);
+        cfg.mcp_echo_bin = echo_binary(&cfg.daemon_bin);
         eprintln!("bench: --quick {cfg:?}");
         report(bench::run(&cfg).await, "quick, ");
         return;
     }
     let mut cfg = BenchConfig::full(daemon_bin);
+    cfg.mcp_echo_bin = echo_binary(&cfg.daemon_bin);
     cfg.asks = args.asks;
     cfg.warmup = args.warmup;
     cfg.capacity = args.capacity;
@@ -129,6 +158,10 @@ async fn main() {
         (false, None) => Some(Postgres::Scratch),
     };
     eprintln!("bench: {cfg:?}");
+    if args.paths_only {
+        print!("{}", bench::paths_only(&cfg).await);
+        return;
+    }
     report(bench::run(&cfg).await, "");
 }
 

@@ -287,12 +287,17 @@ impl McpServer {
         }
     }
 
-    /// The spare connection, if there is one, and a new spare made in the background for the
-    /// call after this one.
+    /// The spare connection, if there is one.
     fn take_spare(&self) -> Option<Client> {
-        let taken = self.spare.lock().unwrap().take();
+        self.spare.lock().unwrap().take()
+    }
+
+    /// Makes a spare in the background for the call after this one. Called once the daemon
+    /// answered this call's ask, not as it is sent: a connection accepted while the daemon
+    /// stores and posts the question would share its two cores with that work.
+    fn make_spare(&self) {
         let Ok(target) = self.options.target.clone() else {
-            return taken;
+            return;
         };
         let spare = self.spare.clone();
         tokio::spawn(async move {
@@ -300,7 +305,6 @@ impl McpServer {
                 *spare.lock().unwrap() = Some(c);
             }
         });
-        taken
     }
 
     /// Why a call is being cancelled. Closing stdin cancels every call, and the session then
@@ -367,6 +371,7 @@ impl McpServer {
         let mut heartbeat = heartbeat(self.options.heartbeat);
         let started = Instant::now();
         let mut waiting_via = String::new();
+        let mut spare_made = false;
         loop {
             let update = tokio::select! {
                 _ = ct.cancelled() => return self.cancel(&mut session, accepted).await,
@@ -380,6 +385,10 @@ impl McpServer {
                 }
                 u = session.next() => u,
             };
+            if !spare_made {
+                spare_made = true;
+                self.make_spare();
+            }
             match update {
                 AskUpdate::Accepted { answerer, detail } => {
                     accepted = true;

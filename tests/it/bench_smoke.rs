@@ -24,6 +24,8 @@ async fn the_benchmark_completes_and_loses_nothing() {
         memory_rounds: 3,
         memory_per_round: 20,
         daemon_bin: env!("CARGO_BIN_EXE_askrelay").into(),
+        // The echo server is an example: `.ci/run`'s `bench --quick` measures it.
+        mcp_echo_bin: None,
         answers: 30,
         postgres: Some(Postgres::Scratch),
     };

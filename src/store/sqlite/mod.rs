@@ -149,6 +149,7 @@ macro_rules! insert_audit_outcome {
     };
 }
 
+mod checkpoint;
 mod full;
 mod operations;
 
@@ -171,6 +172,10 @@ pub struct SqliteStore {
     tip: tokio::sync::Mutex<Option<Tip>>,
     /// Whether a write found the disk full, and the checkpoint that heals it ([`full`]).
     full: Arc<full::Full>,
+    /// The WAL checkpoint, run on a connection of its own off the request path
+    /// ([`checkpoint`]), and that connection.
+    checkpoint: Arc<checkpoint::Checkpointer>,
+    checkpoint_conn: SqlitePool,
 }
 
 /// The head of the audit chain and the key the next request takes. A store that knows them
@@ -232,7 +237,9 @@ impl SqliteStore {
             .journal_mode(SqliteJournalMode::Wal)
             .synchronous(SqliteSynchronous::Normal)
             .foreign_keys(true)
-            .busy_timeout(Duration::from_secs(10));
+            .busy_timeout(Duration::from_secs(10))
+            // Checkpoints run on a task of their own, not inside a write's COMMIT (checkpoint).
+            .pragma("wal_autocheckpoint", "0");
         let cannot_open = || match &path {
             Some(p) => format!("cannot open the database {}", p.display()),
             None => "cannot open the database".to_owned(),
@@ -251,6 +258,10 @@ impl SqliteStore {
         let writer = pool_options(1, page_limit.as_ref())
             .acquire_timeout(Duration::from_secs(10))
             .test_before_acquire(false)
+            .connect_with(options.clone())
+            .await
+            .with_context(cannot_open)?;
+        let checkpoint_conn = pool_options(1, page_limit.as_ref())
             .connect_with(options)
             .await
             .with_context(cannot_open)?;
@@ -259,6 +270,8 @@ impl SqliteStore {
         }
         Ok(SqliteStore {
             pool,
+            checkpoint: checkpoint::Checkpointer::start(checkpoint_conn.clone()),
+            checkpoint_conn,
             full: full::Full::new(writer.clone(), path.clone()),
             writer,
             path,
@@ -272,6 +285,7 @@ impl SqliteStore {
     /// [`full`]). While the disk is fine this reads one flag.
     async fn write_conn(&self) -> Result<sqlx::pool::PoolConnection<sqlx::Sqlite>> {
         let mut conn = self.writer.acquire().await?;
+        self.checkpoint.wrote();
         if self.full.is_set() {
             self.full.heal(&mut conn).await?;
         }

@@ -754,6 +754,7 @@ impl Store for SqliteStore {
     }
 
     async fn close(&self) {
+        self.checkpoint_conn.close().await;
         self.writer.close().await;
         self.pool.close().await;
         self.lease.lock().unwrap().take();

@@ -22,7 +22,7 @@
 //! what it waited for, so a broken run never hangs.
 //!
 //! The files, an item each: the config and [`run`] here; `floors.rs`, `paths.rs` (items 1 and
-//! 2), `binary.rs` (items 3 and 4), `rate.rs` (item 5), `stop.rs` (item 7, `stop_times`),
+//! 2), `mcp.rs` (the same through `askrelay mcp`, and the MCP hop's floor), `binary.rs` (items 3 and 4), `rate.rs` (item 5), `stop.rs` (item 7, `stop_times`),
 //! `backends.rs`; `helpers.rs` is what they share, `report.rs` the figures and their tables.
 //!
 //! [`Daemon::start_with`]: askrelay::daemon::Daemon::start_with
@@ -31,6 +31,7 @@ mod backends;
 mod binary;
 mod floors;
 mod helpers;
+mod mcp;
 mod paths;
 mod rate;
 mod report;
@@ -79,6 +80,9 @@ pub struct BenchConfig {
     pub memory_per_round: usize,
     /// The `askrelay` binary for items 3, 4 and 6 and the MCP front end of items 1 and 2.
     pub daemon_bin: PathBuf,
+    /// The floor of the MCP hop: a minimal rmcp server on stdio (`examples/mcp_echo.rs`);
+    /// `None` leaves its row out.
+    pub mcp_echo_bin: Option<PathBuf>,
     /// The backends: pending questions answered by clicks for the throughput.
     pub answers: usize,
     /// Where the PostgreSQL columns run; `None` leaves them out.
@@ -110,6 +114,7 @@ impl BenchConfig {
             memory_rounds: 100,
             memory_per_round: 1_000,
             daemon_bin,
+            mcp_echo_bin: None,
             answers: 10_000,
             postgres: Some(Postgres::Scratch),
         }
@@ -130,10 +135,28 @@ impl BenchConfig {
             memory_rounds: 2,
             memory_per_round: 100,
             daemon_bin,
+            mcp_echo_bin: None,
             answers: 300,
             postgres: None,
         }
     }
+}
+
+/// Items 1 and 2 alone, with their MCP rows and the MCP floor (`bench --paths-only`): to
+/// profile the two paths, or to compare two builds in a few minutes. Returns their table.
+pub async fn paths_only(cfg: &BenchConfig) -> String {
+    eprintln!(
+        "bench: ask and answer paths ({} asks), each sample beside one of its floor",
+        cfg.asks
+    );
+    let paths = ask_and_answer_paths(
+        cfg.asks,
+        cfg.warmup,
+        &cfg.daemon_bin,
+        cfg.mcp_echo_bin.as_deref(),
+    )
+    .await;
+    paths.table()
 }
 
 /// Runs every item and returns the figures. Prints progress to stderr.
@@ -146,7 +169,13 @@ pub async fn run(cfg: &BenchConfig) -> BenchReport {
         "bench: ask and answer paths ({} asks), each sample beside one of its floor",
         cfg.asks
     );
-    let paths = ask_and_answer_paths(cfg.asks, cfg.warmup, &cfg.daemon_bin).await;
+    let paths = ask_and_answer_paths(
+        cfg.asks,
+        cfg.warmup,
+        &cfg.daemon_bin,
+        cfg.mcp_echo_bin.as_deref(),
+    )
+    .await;
     eprintln!(
         "bench: the same on Slack ({} asks), each sample beside one of the same floors",
         cfg.asks
@@ -179,8 +208,9 @@ pub async fn run(cfg: &BenchConfig) -> BenchReport {
         ask_floor: paths.ask_floor,
         ask_http: paths.http,
         answer: paths.answer,
-        ask_mcp: paths.ask_mcp,
-        answer_mcp: paths.answer_mcp,
+        ask_mcp: paths.mcp.ask,
+        answer_mcp: paths.mcp.answer,
+        mcp_echo: paths.mcp.echo,
         memory,
         answer_floor: paths.answer_floor,
         capacity,

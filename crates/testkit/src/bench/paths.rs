@@ -5,7 +5,8 @@
 use super::binary::DaemonProc;
 use super::floors::{AnswerFloor, AskFloor};
 use super::helpers::{ask_line, bounded, connect, expect_event, question_of, shows};
-use super::report::{Latency, MemoryReport};
+use super::mcp::{mcp_paths, McpPaths};
+use super::report::{fmt_dur, Latency, MemoryReport};
 use super::{CHANNEL, STEP_LIMIT};
 use crate::fixtures::{self, Clicker};
 use crate::standin::StandIn;
@@ -13,7 +14,6 @@ use askrelay::config::{Config, Secret, Snowflake};
 use askrelay::daemon::Daemon;
 use serde_json::{json, Value};
 use std::path::Path;
-use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 pub(super) fn discord_config(dir: &Path) -> Config {
@@ -78,8 +78,43 @@ pub(super) struct Paths {
     pub(super) ask_floor: Latency,
     pub(super) answer_floor: Latency,
     pub(super) http: Latency,
-    pub(super) ask_mcp: Latency,
-    pub(super) answer_mcp: Latency,
+    pub(super) mcp: McpPaths,
+}
+
+impl Paths {
+    /// The rows of `bench --paths-only`: each path's p50 and p99 beside its floor's.
+    pub(super) fn table(&self) -> String {
+        let mut out = String::from("| path | p50 | p99 | floor p50 | floor p99 | p50 ratio |\n");
+        out.push_str("|---|---|---|---|---|---|\n");
+        let none = Latency {
+            n: 0,
+            p50: Duration::ZERO,
+            p99: Duration::ZERO,
+        };
+        for (what, l, f) in [
+            ("1. ask", &self.ask, &self.ask_floor),
+            ("2. answer", &self.answer, &self.answer_floor),
+            ("1. ask through MCP", &self.mcp.ask, &self.ask),
+            ("2. answer through MCP", &self.mcp.answer, &self.answer),
+            (
+                "the MCP floor (echo round trip)",
+                self.mcp.echo.as_ref().unwrap_or(&none),
+                &none,
+            ),
+        ] {
+            out.push_str(&format!(
+                "| {what} (n = {}) | {} | {} | {} | {} | {:.2}× |\n",
+                l.n,
+                fmt_dur(l.p50),
+                fmt_dur(l.p99),
+                fmt_dur(f.p50),
+                fmt_dur(f.p99),
+                l.p50.as_secs_f64() / f.p50.as_secs_f64().max(1e-9)
+            ));
+        }
+        out.push_str("\n(For the MCP rows the \"floor\" is the same path through the socket.)\n");
+        out
+    }
 }
 
 /// Each iteration asks on a fresh connection (timed: write → the stand-in has the create
@@ -87,8 +122,13 @@ pub(super) struct Paths {
 /// `answered` read), then waits for the interaction callback, which carries the message's final
 /// state (type 7, update message), so that the next iteration starts quiet. Before the ask and
 /// before the click, a sample of that path's floor: floor, path, floor, path. Then the same
-/// through `askrelay mcp` (the `bin` given) on the same daemon.
-pub(super) async fn ask_and_answer_paths(n: usize, warmup: usize, bin: &Path) -> Paths {
+/// through `askrelay mcp` (the `bin` given) on the same daemon, beside the echo server (`echo`).
+pub(super) async fn ask_and_answer_paths(
+    n: usize,
+    warmup: usize,
+    bin: &Path,
+    echo: Option<&Path>,
+) -> Paths {
     let mut ask_floor = AskFloor::start().await;
     let mut answer_floor = AnswerFloor::start().await;
     let mut ask_floor_samples = Vec::with_capacity(n);
@@ -146,9 +186,17 @@ pub(super) async fn ask_and_answer_paths(n: usize, warmup: usize, bin: &Path) ->
     }
     ask_floor.stop().await;
     answer_floor.stop().await;
-    eprintln!("bench: the same through askrelay mcp");
-    let (ask_mcp, answer_mcp) =
-        mcp_paths(&standin, &config.socket_path, bin, n, warmup, &clicker).await;
+    eprintln!("bench: the same through askrelay mcp, each call beside one through the echo server");
+    let mcp = mcp_paths(
+        &standin,
+        &config.socket_path,
+        bin,
+        echo,
+        n,
+        warmup,
+        &clicker,
+    )
+    .await;
     daemon.shutdown().await;
     let http = http_alone(&standin, n, warmup).await;
     Paths {
@@ -157,8 +205,7 @@ pub(super) async fn ask_and_answer_paths(n: usize, warmup: usize, bin: &Path) ->
         ask_floor: Latency::of(ask_floor_samples),
         answer_floor: Latency::of(answer_floor_samples),
         http,
-        ask_mcp,
-        answer_mcp,
+        mcp,
     }
 }
 
@@ -212,110 +259,6 @@ pub(super) async fn wait_callback(standin: &StandIn, iid: u64) {
         Some(7),
         "bench: the winning click updates the message"
     );
-}
-
-/// Items 1 and 2 through `askrelay mcp`: a `tools/call` written to its stdin → the create
-/// POST; the click → the tool result read from its stdout.
-pub(super) async fn mcp_paths(
-    standin: &StandIn,
-    socket: &Path,
-    bin: &Path,
-    n: usize,
-    warmup: usize,
-    clicker: &Clicker,
-) -> (Latency, Latency) {
-    use tokio::io::{AsyncBufReadExt as _, AsyncWriteExt as _};
-    let mut child = tokio::process::Command::new(bin)
-        .arg("mcp")
-        .env_clear()
-        .env("ASKRELAY_SOCKET_PATH", socket)
-        .env("ASKRELAY_LOG", "warn")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .kill_on_drop(true)
-        .spawn()
-        .unwrap_or_else(|e| panic!("bench: cannot start {} mcp: {e}", bin.display()));
-    let mut stdin = child.stdin.take().unwrap();
-    let mut stdout = tokio::io::BufReader::new(child.stdout.take().unwrap()).lines();
-    let mut rpc_id = 0u64;
-    let line = |v: Value| {
-        let mut l = v.to_string();
-        l.push('\n');
-        l
-    };
-    let init = line(
-        json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
-        "protocolVersion": "2025-06-18", "capabilities": {},
-        "clientInfo": {"name": "bench", "version": "1"}}}),
-    );
-    stdin.write_all(init.as_bytes()).await.unwrap();
-    bounded("the MCP initialize reply", STEP_LIMIT, stdout.next_line())
-        .await
-        .unwrap();
-    let note = line(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
-    stdin.write_all(note.as_bytes()).await.unwrap();
-    let mut asks = Vec::with_capacity(n);
-    let mut answers = Vec::with_capacity(n);
-    for i in 0..warmup + n {
-        standin.forget_history();
-        rpc_id += 1;
-        let marker = format!("mcp-{i}");
-        let call = line(
-            json!({"jsonrpc": "2.0", "id": rpc_id, "method": "tools/call", "params": {
-            "name": "ask_user_question", "arguments": {"questions": [{
-                "id": "go", "question": format!("Proceed for {marker}?"), "header": "Confirm",
-                "options": [{"label": "Yes, delete them (Recommended)"}, {"label": "No, keep them"}]
-            }]}}}),
-        );
-        let t0 = Instant::now();
-        stdin.write_all(call.as_bytes()).await.unwrap();
-        let want = format!("Proceed for {marker}?");
-        let post = bounded(
-            "the create POST of an MCP call",
-            STEP_LIMIT,
-            standin.wait_for_request(|r| {
-                r.method == "POST"
-                    && r.status == 200
-                    && r.body.as_ref().is_some_and(|b| shows(b, &want))
-            }),
-        )
-        .await;
-        let ask_time = post.at.saturating_duration_since(t0);
-        let message = standin
-            .created_messages_from(0)
-            .into_iter()
-            .rev()
-            .find(|m| shows(m, &want))
-            .expect("bench: the MCP call's message");
-        let mid: u64 = message["id"].as_str().unwrap().parse().unwrap();
-        let iid = 9_000_000 + i as u64;
-        click_first_button(standin, &message, mid, iid, clicker).await;
-        let result = bounded("the MCP tool result", STEP_LIMIT, async {
-            loop {
-                let line = stdout
-                    .next_line()
-                    .await
-                    .unwrap()
-                    .expect("bench: askrelay mcp exited");
-                let v: Value = serde_json::from_str(&line).unwrap();
-                if v["id"] == rpc_id {
-                    return v;
-                }
-            }
-        })
-        .await;
-        let answer_time = dispatched(standin).elapsed();
-        assert_eq!(result["result"]["isError"], false, "bench: {result}");
-        wait_callback(standin, iid).await;
-        if i >= warmup {
-            asks.push(ask_time);
-            answers.push(answer_time);
-        }
-    }
-    drop(stdin);
-    let _ = child.wait().await;
-    (Latency::of(asks), Latency::of(answers))
 }
 
 /// Item 6: the `askrelay` binary answers `rounds` × `per_round` questions through Discord

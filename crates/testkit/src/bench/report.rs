@@ -199,6 +199,9 @@ pub struct BenchReport {
     pub ask_mcp: Latency,
     /// Item 2 through `askrelay mcp`: INTERACTION_CREATE → the tool result read.
     pub answer_mcp: Latency,
+    /// The MCP hop's floor: `tools/call` written → its result read, through a minimal rmcp
+    /// server on stdio that answers at once (one sample before each MCP call).
+    pub mcp_echo: Option<Latency>,
     pub memory: MemoryReport,
     pub ask_floor: Latency,
     /// For reference: the create-message POST alone, serenity's `send_message` → the stand-in
@@ -359,6 +362,26 @@ impl BenchReport {
                 "hop ≤ 150 µs".into(),
                 yes(hop <= 150e-6),
             ]);
+            if let (Some(echo), true) = (&self.mcp_echo, what.starts_with("2.")) {
+                let hops = (self.ask_mcp.p50.as_secs_f64() - self.ask.p50.as_secs_f64())
+                    + (self.answer_mcp.p50.as_secs_f64() - self.answer.p50.as_secs_f64());
+                rows.push([
+                    format!(
+                        "the MCP hop's floor: `tools/call` → result through a minimal rmcp \
+                         server on stdio, p50 (n = {})",
+                        echo.n
+                    ),
+                    fmt_dur(echo.p50),
+                    format!(
+                        "both hops add {:.0} µs at p50, {:.1}× this round trip (p99 {})",
+                        hops * 1e6,
+                        hops / echo.p50.as_secs_f64().max(1e-9),
+                        fmt_dur(echo.p99)
+                    ),
+                    "–".into(),
+                    "–".into(),
+                ]);
+            }
             if what.starts_with("1.") {
                 let h = &self.ask_http;
                 rows.push([
