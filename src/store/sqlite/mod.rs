@@ -270,7 +270,7 @@ impl SqliteStore {
         }
         Ok(SqliteStore {
             pool,
-            checkpoint: checkpoint::Checkpointer::start(checkpoint_conn.clone()),
+            checkpoint: checkpoint::Checkpointer::start(checkpoint_conn.clone(), writer.clone()),
             checkpoint_conn,
             full: full::Full::new(writer.clone(), path.clone()),
             writer,
@@ -663,6 +663,39 @@ mod tests {
         assert!(err.contains("pid 11 on host here"), "{err}");
         store.close().await;
         other.acquire_lease(&me).await.unwrap();
+    }
+
+    /// The WAL is checkpointed by the store's own task ([`checkpoint`]), not in a write's
+    /// `COMMIT` (`wal_autocheckpoint` is off): after [`checkpoint::EVERY_WRITES`] writes it
+    /// copies the WAL into the database, and the next write starts the WAL over.
+    #[tokio::test]
+    async fn the_wal_is_checkpointed_by_the_stores_task_and_starts_over() {
+        use crate::store::tests::ask;
+        let dir = tempfile::tempdir().unwrap();
+        let url = format!("sqlite://{}", dir.path().join("c.db").display());
+        let store = SqliteStore::open(&url, None).await.unwrap();
+        let (auto,): (i64,) = sqlx::query_as("PRAGMA wal_autocheckpoint")
+            .fetch_one(&mut *store.writer.acquire().await.unwrap())
+            .await
+            .unwrap();
+        assert_eq!(auto, 0, "the write connection checkpoints by itself");
+        for _ in 0..checkpoint::EVERY_WRITES {
+            store.audit(&ask()).await.unwrap();
+        }
+        tokio::time::timeout(Duration::from_secs(30), store.checkpoint.checkpoints(1))
+            .await
+            .expect("no checkpoint after EVERY_WRITES writes");
+        store.audit(&ask()).await.unwrap();
+        // The WAL's length in frames before this checkpoint: the one write since.
+        let (_, frames, _): (i64, i64, i64) = sqlx::query_as("PRAGMA wal_checkpoint(PASSIVE)")
+            .fetch_one(&store.pool)
+            .await
+            .unwrap();
+        assert!(
+            (1..10).contains(&frames),
+            "{frames} frames in the WAL after one write"
+        );
+        store.close().await;
     }
 
     /// The store remembers the audit chain's tip between writes ([`Tip`]): a row appended by
