@@ -1,8 +1,8 @@
 //! The store backends side by side: SQLite, PostgreSQL with one node and with three (asked on
 //! a follower): the ask and answer paths and the throughput of answering many by clicks.
 
-use super::helpers::{ask_line, bounded, connect, expect_event, now_ms, question_of, shows};
-use super::paths::{click_first_button, discord_config, dispatched, wait_callback};
+use super::helpers::{ask_line, bounded, connect, expect_event, now_ms, question_of};
+use super::paths::{click_first_button, created_since, discord_config, dispatched, wait_callback};
 use super::report::{BackendReport, Latency, Throughput};
 use super::{BenchConfig, Postgres, CHANNEL, STEP_LIMIT};
 use crate::fixtures::Clicker;
@@ -178,24 +178,7 @@ pub(super) async fn paths_on(
         let t0 = Instant::now();
         c.send_raw(line.as_bytes()).await.unwrap();
         expect_event(&mut c, "accepted").await;
-        let post = bounded(
-            "the create POST",
-            STEP_LIMIT,
-            standin.wait_for_request(|r| {
-                r.method == "POST"
-                    && r.status == 200
-                    && r.body.as_ref().is_some_and(|b| shows(b, &want))
-            }),
-        )
-        .await;
-        let ask_time = post.at.saturating_duration_since(t0);
-        let message = standin
-            .created_messages_from(0)
-            .into_iter()
-            .rev()
-            .find(|m| shows(m, &want))
-            .expect("bench: the posted message");
-        let mid: u64 = message["id"].as_str().unwrap().parse().unwrap();
+        let (ask_time, mid, message) = created_since(standin, &want, t0).await;
         let iid = 11_000_000 + i as u64;
         click_first_button(standin, &message, mid, iid, &clicker).await;
         let answered = expect_event(&mut c, "answered").await;

@@ -2,8 +2,8 @@
 //! made to a minimal rmcp server on stdio (`examples/mcp_echo.rs`) that answers at once, one
 //! echo sample before each call (A B A B, as the other floors).
 
-use super::helpers::{bounded, shows};
-use super::paths::{click_first_button, dispatched, wait_callback};
+use super::helpers::bounded;
+use super::paths::{click_first_button, created_since, dispatched, wait_callback};
 use super::report::Latency;
 use super::STEP_LIMIT;
 use crate::fixtures::Clicker;
@@ -159,24 +159,7 @@ pub(super) async fn mcp_paths(
         let t0 = Instant::now();
         server.send(&call).await;
         let want = question(&marker);
-        let post = bounded(
-            "the create POST of an MCP call",
-            STEP_LIMIT,
-            standin.wait_for_request(|r| {
-                r.method == "POST"
-                    && r.status == 200
-                    && r.body.as_ref().is_some_and(|b| shows(b, &want))
-            }),
-        )
-        .await;
-        let ask_time = post.at.saturating_duration_since(t0);
-        let message = standin
-            .created_messages_from(0)
-            .into_iter()
-            .rev()
-            .find(|m| shows(m, &want))
-            .expect("bench: the MCP call's message");
-        let mid: u64 = message["id"].as_str().unwrap().parse().unwrap();
+        let (ask_time, mid, message) = created_since(standin, &want, t0).await;
         let iid = 9_000_000 + i as u64;
         click_first_button(standin, &message, mid, iid, clicker).await;
         let result = server.reply(id).await;

@@ -145,6 +145,11 @@ impl BenchConfig {
 /// Items 1 and 2 alone, with their MCP rows and the MCP floor (`bench --paths-only`): to
 /// profile the two paths, or to compare two builds in a few minutes. Returns their table.
 pub async fn paths_only(cfg: &BenchConfig) -> String {
+    paths(cfg).await.table()
+}
+
+/// Items 1 and 2 with their MCP rows, as `cfg` sizes them.
+async fn paths(cfg: &BenchConfig) -> paths::Paths {
     eprintln!(
         "bench: ask and answer paths ({} asks), each sample beside one of its floor",
         cfg.asks
@@ -156,7 +161,7 @@ pub async fn paths_only(cfg: &BenchConfig) -> String {
         cfg.mcp_echo_bin.as_deref(),
     )
     .await;
-    paths.table()
+    paths
 }
 
 /// Runs every item and returns the figures. Prints progress to stderr.
@@ -165,17 +170,7 @@ pub async fn run(cfg: &BenchConfig) -> BenchReport {
         eprintln!("bench: cannot raise the open-file limit: {e}");
     }
     let load_before = Machine::load();
-    eprintln!(
-        "bench: ask and answer paths ({} asks), each sample beside one of its floor",
-        cfg.asks
-    );
-    let paths = ask_and_answer_paths(
-        cfg.asks,
-        cfg.warmup,
-        &cfg.daemon_bin,
-        cfg.mcp_echo_bin.as_deref(),
-    )
-    .await;
+    let paths = paths(cfg).await;
     eprintln!(
         "bench: the same on Slack ({} asks), each sample beside one of the same floors",
         cfg.asks

@@ -102,14 +102,21 @@ impl Paths {
                 &none,
             ),
         ] {
+            let ratio = if f.n == 0 {
+                "–".to_owned()
+            } else {
+                format!(
+                    "{:.2}×",
+                    l.p50.as_secs_f64() / f.p50.as_secs_f64().max(1e-9)
+                )
+            };
             out.push_str(&format!(
-                "| {what} (n = {}) | {} | {} | {} | {} | {:.2}× |\n",
+                "| {what} (n = {}) | {} | {} | {} | {} | {ratio} |\n",
                 l.n,
                 fmt_dur(l.p50),
                 fmt_dur(l.p99),
                 fmt_dur(f.p50),
                 fmt_dur(f.p99),
-                l.p50.as_secs_f64() / f.p50.as_secs_f64().max(1e-9)
             ));
         }
         out.push_str("\n(For the MCP rows the \"floor\" is the same path through the socket.)\n");
@@ -207,6 +214,31 @@ pub(super) async fn ask_and_answer_paths(
         http,
         mcp,
     }
+}
+
+/// Waits for the create POST of the message that shows `want`, asked at `t0`: the ask path's
+/// time (`t0` → the stand-in has the POST), and the message with its id.
+pub(super) async fn created_since(
+    standin: &StandIn,
+    want: &str,
+    t0: Instant,
+) -> (Duration, u64, Value) {
+    let post = bounded(
+        "the create POST",
+        STEP_LIMIT,
+        standin.wait_for_request(|r| {
+            r.method == "POST" && r.status == 200 && r.body.as_ref().is_some_and(|b| shows(b, want))
+        }),
+    )
+    .await;
+    let message = standin
+        .created_messages_from(0)
+        .into_iter()
+        .rev()
+        .find(|m| shows(m, want))
+        .unwrap_or_else(|| panic!("bench: no message shows {want:?}"));
+    let mid: u64 = message["id"].as_str().unwrap().parse().unwrap();
+    (post.at.saturating_duration_since(t0), mid, message)
 }
 
 /// When the stand-in wrote the last INTERACTION_CREATE to the gateway socket: where the answer
