@@ -224,10 +224,8 @@ async fn subscribe(
     timing: &LeaseTiming,
 ) -> Option<mpsc::Receiver<Notice>> {
     match tokio::time::timeout(timing.beat, cluster.notices()).await {
-        Ok(Ok(rx)) => {
-            tracing::info!("listening for cluster notices");
-            Some(rx)
-        }
+        // The store says what it listens on, and when (behind a pooler, only while leading).
+        Ok(Ok(rx)) => Some(rx),
         Ok(Err(e)) => {
             tracing::warn!(error = %format!("{e:#}"), "cannot listen for cluster notices; polling every poll_interval_ms until it can");
             None

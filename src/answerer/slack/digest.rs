@@ -7,7 +7,8 @@
 //!
 //! The schedule (stored as `slack-digest`, beside Discord's `digest`) and the median are the
 //! chat layer's ([`crate::answerer::chat::digest`]). The post's `client_msg_id` comes from the
-//! channel and the turn's due time, the same for every try of one turn.
+//! channel and the turn's due time, the same for every try of one turn; a try that failed
+//! without knowing whether Slack posted it is looked for before the next (history.rs).
 
 use super::interactions::command::pending_line;
 use super::outbox::client_msg_id;
@@ -86,17 +87,31 @@ impl Digest {
         let content = message(&lines, &median);
         let id = client_msg_id(&format!("digest {} {due}", self.channel), 0);
         let mut attempt = 0;
+        // Set once a try failed without knowing whether Slack posted it: the next looks for
+        // it first (see history.rs).
+        let mut unsure = false;
         let sent = loop {
             attempt += 1;
-            match self
-                .web
-                .post(&self.channel, content.clone(), &id, None)
-                .await
-            {
+            let found = match unsure {
+                true => self.web.find_posted(&self.channel, None, &id, due).await,
+                false => Ok(None),
+            };
+            let tried = match found {
+                Ok(Some(ts)) => Ok(ts),
+                Ok(None) | Err(Failure::Permanent(_)) => {
+                    self.web
+                        .post(&self.channel, content.clone(), &id, None)
+                        .await
+                }
+                Err(f) => Err(f),
+            };
+            unsure |= tried.as_ref().is_err_and(Failure::unsure_whether_done);
+            match tried {
                 Ok(ts) => break Ok(ts),
                 Err(Failure::Transient {
                     message,
                     retry_after,
+                    ..
                 }) if attempt < POST_ATTEMPTS => {
                     let wait = retry_after
                         .unwrap_or(Duration::from_secs(1 << attempt))

@@ -20,6 +20,7 @@
 mod batch;
 mod connect;
 mod digest;
+mod history;
 mod http;
 mod interactions;
 mod outbox;

@@ -18,6 +18,7 @@ use super::route::{self, SlackRoute};
 use super::web::{Failure, Web};
 use super::NAME;
 use crate::config::Config;
+use crate::domain::cluster::Role;
 use crate::domain::model::Context;
 use crate::domain::request::{EditState, PlannedPost, Post, Request, Slot};
 use crate::domain::text::Escaped;
@@ -164,7 +165,18 @@ pub(super) struct Outbox {
     /// Wakes the repair loop (the Socket Mode connection is back, new rows came from
     /// elsewhere).
     pub repair_now: tokio::sync::Notify,
+    /// When this outbox began (a lead's term): a message of a request made before may have
+    /// been posted by a run or a leader that did not live to record it.
+    began_ms: i64,
+    /// Messages (request key, question, slot) whose last post in this term may have landed
+    /// though it failed (its answer was lost).
+    unsure: Mutex<HashSet<(i64, usize, Slot)>>,
 }
+
+/// How far a request's time may be off this node's clock in a cluster (another node made it),
+/// for [`Outbox::may_have_posted`]: a request made up to this long after the term began is
+/// still searched for.
+const CLUSTER_SKEW_MS: i64 = 5 * 60 * 1000;
 
 impl Outbox {
     pub fn new(config: Arc<Config>, web: Arc<Web>, busy: Arc<Busy>) -> Outbox {
@@ -173,7 +185,71 @@ impl Outbox {
             web,
             busy,
             repair_now: Default::default(),
+            began_ms: crate::domain::clock::now_ms(),
+            unsure: Default::default(),
         }
+    }
+
+    /// Whether `post` may be in Slack already though no `ts` is recorded for it: its request
+    /// was made before this outbox began (a crash, or another leader, between a post and its
+    /// record), or its last post in this term failed without knowing (see
+    /// [`Failure::unsure_whether_done`]). A DM copy whose DM was never opened was never posted.
+    fn may_have_posted(&self, ctx: &AnswererContext, req: &Request, post: &Post) -> bool {
+        if post.channel.starts_with('@') {
+            return false;
+        }
+        let margin = match *ctx.roles().borrow() {
+            Role::Solo => 0,
+            _ => CLUSTER_SKEW_MS,
+        };
+        req.created_at_ms < self.began_ms + margin
+            || self
+                .unsure
+                .lock()
+                .unwrap()
+                .contains(&(req.key, post.idx, post.slot.clone()))
+    }
+
+    /// Posts `message` for `post` in its channel (opening its DM first if need be), once: when
+    /// it [may be there already](Self::may_have_posted), Slack's history is searched for it
+    /// first, and what is found is returned instead of a second post.
+    async fn post_once(
+        &self,
+        ctx: &AnswererContext,
+        req: &Request,
+        post: &mut Post,
+        message: &Message,
+        thread_ts: Option<&str>,
+    ) -> Result<String, Failure> {
+        let searched = self.may_have_posted(ctx, req, post);
+        let channel = self.channel_of(ctx, req, post).await?;
+        if searched {
+            match self
+                .web
+                .find_posted(&channel, thread_ts, &post.nonce, req.created_at_ms)
+                .await
+            {
+                Ok(Some(ts)) => {
+                    tracing::info!(request_id = %Escaped(&req.request_id), question = post.idx, slot = %post.slot, "found the message in Slack, posted before its record; not posting it again");
+                    return Ok(ts);
+                }
+                Ok(None) => {}
+                Err(Failure::Permanent(m)) => {
+                    tracing::warn!(request_id = %Escaped(&req.request_id), error = %m, "cannot search the channel's history for an earlier post (the app's *:history scopes); posting again, which may show the message twice");
+                }
+                Err(f) => return Err(f),
+            }
+        }
+        let key = (req.key, post.idx, post.slot.clone());
+        let sent = self
+            .web
+            .post(&channel, message.content(), &post.nonce, thread_ts)
+            .await;
+        match &sent {
+            Err(f) if f.unsure_whether_done() => self.unsure.lock().unwrap().insert(key),
+            _ => self.unsure.lock().unwrap().remove(&key),
+        };
+        sent
     }
 
     /// The message of question `idx` as first posted; the request's context goes with its
@@ -257,10 +333,7 @@ impl Outbox {
         let dm = self.web.open_dm(user).await?;
         ctx.place_post(req.key, post, &dm)
             .await
-            .map_err(|e| Failure::Transient {
-                message: format!("{e:#}"),
-                retry_after: None,
-            })?;
+            .map_err(|e| Failure::transient(format!("{e:#}")))?;
         post.channel = dm.clone();
         Ok(dm)
     }
@@ -307,29 +380,14 @@ impl Outbox {
                     return Err(Failure::Permanent("the request has ended".into()));
                 }
                 if let Err(e) = ctx.claim_post(req.key, post).await {
-                    return Err(Failure::Transient {
-                        message: format!("{e:#}"),
-                        retry_after: None,
-                    });
+                    return Err(Failure::transient(format!("{e:#}")));
                 }
                 let sent = match ctx.holds_term() {
-                    true => match self.channel_of(ctx, req, post).await {
-                        Ok(channel) => {
-                            self.web
-                                .post(
-                                    &channel,
-                                    message.content(),
-                                    &post.nonce,
-                                    thread_ts.as_deref(),
-                                )
-                                .await
-                        }
-                        Err(f) => Err(f),
-                    },
-                    false => Err(Failure::Transient {
-                        message: "this node's lead ended".into(),
-                        retry_after: None,
-                    }),
+                    true => {
+                        self.post_once(ctx, req, post, &message, thread_ts.as_deref())
+                            .await
+                    }
+                    false => Err(Failure::transient("this node's lead ended")),
                 };
                 match sent {
                     Ok(ts) => {

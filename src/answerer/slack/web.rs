@@ -5,6 +5,7 @@
 //! error code, never a body, a URL or a token.
 
 use super::connect::{token, Client};
+use super::history;
 use crate::config::Secret;
 use serde::Serialize;
 use slack_morphism::errors::SlackClientError;
@@ -23,10 +24,13 @@ const MAX_WAIT: Duration = Duration::from_secs(60);
 /// Why a call failed.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Failure {
-    /// Worth another try, after `retry_after` when Slack said how long (a 429).
+    /// Worth another try, after `retry_after` when Slack said how long (a 429). `unsure`
+    /// when the call may have taken effect all the same (its answer was lost: a deadline run
+    /// out, a connection cut, a 5xx), so that a post is looked for before it is made again.
     Transient {
         message: String,
         retry_after: Option<Duration>,
+        unsure: bool,
     },
     /// Slack refused it; trying again changes nothing.
     Permanent(String),
@@ -39,11 +43,28 @@ impl Failure {
         }
     }
 
-    fn transient(message: impl Into<String>) -> Failure {
+    /// A failure worth another try, of a call that did not take effect (Slack said no, or it
+    /// was never made).
+    pub fn transient(message: impl Into<String>) -> Failure {
         Failure::Transient {
             message: message.into(),
             retry_after: None,
+            unsure: false,
         }
+    }
+
+    /// A failure worth another try, of a call that may have taken effect.
+    fn unsure(message: impl Into<String>) -> Failure {
+        Failure::Transient {
+            message: message.into(),
+            retry_after: None,
+            unsure: true,
+        }
+    }
+
+    /// Whether the failed call may have taken effect all the same.
+    pub fn unsure_whether_done(&self) -> bool {
+        matches!(self, Failure::Transient { unsure: true, .. })
     }
 }
 
@@ -59,6 +80,7 @@ pub fn classify(e: &SlackClientError) -> Failure {
                 None => "Slack is rate limiting (429)".to_owned(),
             },
             retry_after: r.retry_after,
+            unsure: false,
         },
         SlackClientError::ApiError(a) => {
             let code = a.code.chars().take(64).collect::<String>();
@@ -73,7 +95,7 @@ pub fn classify(e: &SlackClientError) -> Failure {
             }
         }
         SlackClientError::HttpError(h) if h.status_code.is_server_error() => {
-            Failure::transient(format!("Slack answered HTTP {}", h.status_code.as_u16()))
+            Failure::unsure(format!("Slack answered HTTP {}", h.status_code.as_u16()))
         }
         SlackClientError::HttpError(h) => {
             Failure::Permanent(format!("Slack answered HTTP {}", h.status_code.as_u16()))
@@ -95,12 +117,18 @@ pub fn classify(e: &SlackClientError) -> Failure {
             .iter()
             .find(|(w, _)| cause.contains(w))
             .map_or("network error", |(_, why)| why);
-            Failure::transient(format!("cannot reach Slack ({why})"))
+            let message = format!("cannot reach Slack ({why})");
+            // A call refused before it was sent never reached Slack; any other cut may have
+            // come after Slack did the work.
+            match why {
+                "connection refused" | "name not resolved" | "TLS certificate not trusted" => {
+                    Failure::transient(message)
+                }
+                _ => Failure::unsure(message),
+            }
         }
-        SlackClientError::ProtocolError(_) => {
-            Failure::transient("Slack's answer could not be read")
-        }
-        _ => Failure::transient("the Slack client failed"),
+        SlackClientError::ProtocolError(_) => Failure::unsure("Slack's answer could not be read"),
+        _ => Failure::unsure("the Slack client failed"),
     }
 }
 
@@ -120,6 +148,9 @@ pub struct Web {
     /// The bot token, with the workspace once `auth.test` named it (the rate limits count per
     /// workspace).
     token: std::sync::RwLock<SlackApiToken>,
+    /// The bot's own user id, once `auth.test` named it: a post looked for in a channel's
+    /// history must be the bot's.
+    bot_user: std::sync::RwLock<Option<String>>,
     shutdown: CancellationToken,
 }
 
@@ -129,6 +160,18 @@ struct PostWithId<'a> {
     #[serde(flatten)]
     post: &'a SlackApiChatPostMessageRequest,
     client_msg_id: &'a str,
+}
+
+/// The message metadata every post carries: its `client_msg_id` again, as the `nonce` of an
+/// event of type [`history::POST_EVENT`], which is how [`Web::find_posted`] knows it in a
+/// channel's history (Slack returns metadata there; it does not return `client_msg_id` for a
+/// bot's messages, nor de-duplicate on it).
+fn metadata(client_msg_id: &str) -> SlackMessageMetadata {
+    SlackMessageMetadata::new(history::POST_EVENT.into()).with_event_payload(
+        [("nonce".to_owned(), client_msg_id.to_owned())]
+            .into_iter()
+            .collect(),
+    )
 }
 
 /// conversations.open's body: `users` as Slack documents it, one comma-separated string
@@ -154,6 +197,7 @@ impl Web {
         Web {
             client,
             token: std::sync::RwLock::new(token(bot_token)),
+            bot_user: Default::default(),
             shutdown,
         }
     }
@@ -162,12 +206,20 @@ impl Web {
         &self.client
     }
 
-    fn token(&self) -> SlackApiToken {
+    pub(super) fn token(&self) -> SlackApiToken {
         self.token.read().unwrap().clone()
     }
 
+    /// The bot's user id: as `auth.test` named it, asked once.
+    pub(super) async fn bot_user(&self) -> Result<String, Failure> {
+        if let Some(user) = self.bot_user.read().unwrap().clone() {
+            return Ok(user);
+        }
+        self.identify().await.map(|(_, user)| user)
+    }
+
     /// `f` under the call deadline, its failure classified.
-    async fn call<T>(
+    pub(super) async fn call<T>(
         &self,
         what: &'static str,
         f: impl Future<Output = ClientResult<T>>,
@@ -179,7 +231,7 @@ impl Web {
                 tracing::debug!(call = what, error = f.message(), "a Slack call failed");
                 Err(f)
             }
-            Err(_) => Err(Failure::transient(format!(
+            Err(_) => Err(Failure::unsure(format!(
                 "{what} took longer than {} s",
                 CALL_DEADLINE.as_secs()
             ))),
@@ -192,6 +244,7 @@ impl Web {
         let session = self.client.open_session(&token);
         let me = self.call("auth.test", session.auth_test()).await?;
         self.token.write().unwrap().team_id = Some(me.team_id.clone());
+        *self.bot_user.write().unwrap() = Some(me.user_id.to_string());
         Ok((me.team_id.to_string(), me.user_id.to_string()))
     }
 
@@ -206,6 +259,7 @@ impl Web {
     ) -> Result<String, Failure> {
         let token = self.token();
         let session = self.client.open_session(&token);
+        let content = content.with_metadata(metadata(client_msg_id));
         let post = SlackApiChatPostMessageRequest::new(channel.into(), content)
             .with_parse("none".into())
             .with_link_names(false)
@@ -429,6 +483,7 @@ mod tests {
             Failure::Transient {
                 message: "Slack is rate limiting (429, retry after 3 s)".into(),
                 retry_after: Some(Duration::from_secs(3)),
+                unsure: false,
             }
         );
         let refused = SlackClientError::ApiError(
@@ -443,6 +498,12 @@ mod tests {
             slack_morphism::listener::HttpStatusCode::SERVICE_UNAVAILABLE,
         ));
         assert!(matches!(classify(&down), Failure::Transient { .. }));
+        assert!(
+            classify(&down).unsure_whether_done(),
+            "a 5xx may come after the work"
+        );
+        assert!(!classify(&limited).unsure_whether_done());
+        assert!(!classify(&refused).unsure_whether_done());
         let odd = SlackClientError::ApiError(SlackClientApiError::new("<@U1> xoxb-1".into()));
         assert_eq!(classify(&odd).message(), "Slack said U1xoxb1");
         let f = classify(&limited);

@@ -41,6 +41,7 @@ pub(super) fn ended_payload(key: i64, node: Option<&str>) -> String {
 pub(super) async fn subscribe(shared: &Arc<Backend>, node: &str) -> Result<mpsc::Receiver<Notice>> {
     let name = format!("askrelay-listen {node}");
     if shared.pooled() {
+        tracing::info!("behind the pooler, this node listens for cluster notices only while it leads; it polls every poll_interval_ms meanwhile");
         let (tx, rx) = mpsc::channel(256);
         let task = shared.clone();
         shared
@@ -50,6 +51,7 @@ pub(super) async fn subscribe(shared: &Arc<Backend>, node: &str) -> Result<mpsc:
     }
     // Listening before this returns: whatever commits after it is heard.
     let listening = listen(shared, &name).await?;
+    tracing::info!("listening for cluster notices");
     let (tx, rx) = mpsc::channel(256);
     let task = shared.clone();
     shared.tasks.spawn(async move {
@@ -217,6 +219,7 @@ async fn relay_while_leading(shared: Arc<Backend>, name: String, tx: mpsc::Sende
         }
         let listening = match listen(&shared, &name).await {
             Ok(l) => {
+                tracing::info!("leading: listening for cluster notices");
                 pause = FIRST_PAUSE;
                 l
             }

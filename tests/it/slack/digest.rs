@@ -157,3 +157,44 @@ async fn a_rate_limited_digest_is_posted_once_with_the_same_client_msg_id() {
     assert!(!tries[0].ok() && tries[1].ok());
     t.s.assert_no_violations();
 }
+
+#[tokio::test]
+async fn a_digest_whose_answer_was_lost_is_found_in_the_history_not_posted_twice() {
+    let t = Slack::start_with(|c| {
+        digest_config(c);
+        c.digest.every_secs = Some(2);
+    })
+    .await;
+    t.s.add_channel(DIGESTS, "digests");
+    let _waiting = ask_in(&t, "waiting", &yes_no("q"), None).await;
+    t.message(0).await;
+    // The digest's post lands, and its answer is lost (a 502 from Slack's edge).
+    t.s.fail_next("chat.postMessage", SlackFailure::LostReply(502), 1);
+    let searched = within(
+        "the digests channel's history searched",
+        t.s.wait_for_request("conversations.history", |r| {
+            r.ok() && r.param_str("channel") == Some(DIGESTS)
+        }),
+    )
+    .await;
+    // The next turns post digests of their own; this turn's is the lost one, never again.
+    let lost = t.s.calls("chat.postMessage").into_iter().find(in_digests).unwrap();
+    assert_eq!(lost.status, 502);
+    assert!(lost.at < searched.at);
+    let id = lost.param_str("client_msg_id").unwrap().to_owned();
+    // Turns run one after the other: once the next turn's digest is up, this one is done.
+    let other = id.clone();
+    within(
+        "the next turn's digest",
+        t.s.wait_for_request("chat.postMessage", move |r| {
+            r.ok() && in_digests(r) && r.param_str("client_msg_id") != Some(other.as_str())
+        }),
+    )
+    .await;
+    let tries =
+        t.s.calls("chat.postMessage")
+            .into_iter()
+            .filter(|r| r.param_str("client_msg_id") == Some(id.as_str()))
+            .count();
+    assert_eq!(tries, 1, "the turn's digest is not posted again");
+}

@@ -1,6 +1,7 @@
-//! Posting once and editing to the end: a crash between the post and its record posts again
-//! with the same `client_msg_id` (no second message), a 429 is waited out for its
-//! `Retry-After`, and an edit that could not be made is made after a restart.
+//! Posting once and editing to the end: a crash between the post and its record, or a post
+//! whose answer was lost, finds the message in Slack's history instead of posting a second;
+//! a 429 is waited out for its `Retry-After`, and an edit that could not be made is made after
+//! a restart.
 
 use super::*;
 use askrelay_testkit::slack::SlackFailure;
@@ -34,17 +35,14 @@ async fn a_crash_after_the_post_posts_again_without_a_duplicate() {
     let mut c = Client::connect(&bin.socket()).await.unwrap();
     c.send_json(&ask_line("crash", &yes_no("q"))).await.unwrap();
     expect_event(&mut c, "accepted").await;
-    // Posted again with the same client_msg_id, which the stand-in de-duplicates on.
-    let posts = within(
-        "the post after the restart",
-        s.wait_for_requests(2, "chat.postMessage", Recorded::ok),
+    // Slack does not de-duplicate on client_msg_id (nor does the stand-in): the daemon finds
+    // its message in the channel's history by the nonce in its metadata, and records it.
+    let searched = within(
+        "the channel's history searched",
+        s.wait_for_requests(1, "conversations.history", Recorded::ok),
     )
     .await;
-    assert_eq!(
-        posts[0].param_str("client_msg_id"),
-        posts[1].param_str("client_msg_id")
-    );
-    assert_eq!(s.dedup_hits(), 1);
+    assert_eq!(searched[0].param_str("include_all_metadata"), Some("true"));
     let messages = s.messages(DEFAULT_CHANNEL);
     assert_eq!(messages.len(), 1, "exactly one message, never a duplicate");
     // Its buttons work.
@@ -57,7 +55,122 @@ async fn a_crash_after_the_post_posts_again_without_a_duplicate() {
     .await;
     let ev = expect_event(&mut c, "answered").await;
     assert_eq!(ev["result"]["answers"][0]["selected"][0], "No, keep them");
+    // The message found is the one recorded: it is edited to the outcome.
+    within(
+        "the found message edited",
+        s.wait_for_request("chat.update", |r| {
+            r.ok() && r.param_str("ts") == Some(ts(&messages[0]))
+        }),
+    )
+    .await;
     assert_eq!(s.messages(DEFAULT_CHANNEL).len(), 1);
+    assert_eq!(
+        s.calls("chat.postMessage").len(),
+        1,
+        "never posted a second time"
+    );
+}
+
+#[tokio::test]
+async fn a_post_whose_answer_was_lost_is_found_in_the_history_not_posted_twice() {
+    let t = Slack::start().await;
+    // Slack posts the message, then its edge answers 502.
+    t.s.fail_next("chat.postMessage", SlackFailure::LostReply(502), 1);
+    let (mut c, _accepted) = t.ask("lost", &yes_no("q")).await;
+    within(
+        "the channel's history searched",
+        t.s.wait_for_requests(1, "conversations.history", Recorded::ok),
+    )
+    .await;
+    let messages = t.s.messages(DEFAULT_CHANNEL);
+    assert_eq!(messages.len(), 1, "exactly one message, never a duplicate");
+    // The one found is the one recorded: its buttons settle the request, and it is edited.
+    t.s.click(
+        &alice(),
+        DEFAULT_CHANNEL,
+        ts(&messages[0]),
+        button(&messages[0], "No, keep them"),
+    )
+    .await;
+    let ev = expect_event(&mut c, "answered").await;
+    assert_eq!(ev["result"]["answers"][0]["selected"][0], "No, keep them");
+    within(
+        "the found message edited",
+        t.s.wait_for_request("chat.update", |r| {
+            r.ok() && r.param_str("ts") == Some(ts(&messages[0]))
+        }),
+    )
+    .await;
+    let posts = t.s.calls("chat.postMessage");
+    assert_eq!(posts.len(), 1, "the post is not made again: {posts:?}");
+    assert_eq!(posts[0].status, 502);
+    assert_eq!(t.s.messages(DEFAULT_CHANNEL).len(), 1);
+}
+
+#[tokio::test]
+async fn a_post_that_never_landed_is_searched_for_then_made() {
+    let t = Slack::start().await;
+    // A 5xx Slack answered before doing anything looks the same to the daemon as one after.
+    t.s.fail_next("chat.postMessage", SlackFailure::Status(503), 1);
+    let (_c, _accepted) = t.ask("unsure", &yes_no("q")).await;
+    t.message(0).await;
+    let posts = t.s.calls("chat.postMessage");
+    assert_eq!(posts.len(), 2, "searched, not found, posted: {posts:?}");
+    let searched = t.s.calls("conversations.history");
+    assert_eq!(searched.len(), 1);
+    assert!(searched[0].at > posts[0].at && searched[0].at < posts[1].at);
+    assert_eq!(t.s.messages(DEFAULT_CHANNEL).len(), 1);
+    // A 429 says the post was not made: no search before the next try.
+    t.s.fail_next(
+        "chat.postMessage",
+        SlackFailure::RateLimited {
+            retry_after_secs: 1,
+        },
+        1,
+    );
+    let (_c2, _) = t.ask("limited", &yes_no("q")).await;
+    t.message(1).await;
+    assert_eq!(t.s.calls("conversations.history").len(), 1, "no new search");
+    assert_eq!(t.s.messages(DEFAULT_CHANNEL).len(), 2);
+}
+
+#[tokio::test]
+async fn without_the_history_scope_a_crash_after_the_post_posts_again_and_says_so() {
+    let s = SlackStandIn::start().await;
+    let bin = bin_on(&s);
+    let mut cmd = bin.cmd(&["serve"]);
+    cmd.env(askrelay::crash::ENV, "posted");
+    let crashing = bin.serve_cmd(cmd).await;
+    within("the Socket Mode connection", s.wait_connected(1)).await;
+    let mut c = Client::connect(&bin.socket()).await.unwrap();
+    c.send_json(&ask_line("noscope", &yes_no("q")))
+        .await
+        .unwrap();
+    let (status, log) = crashing.finish().await;
+    use std::os::unix::process::ExitStatusExt;
+    assert_eq!(status.signal(), Some(6), "the crash point aborts:\n{log}");
+    // An app installed before the *:history scopes: Slack refuses the search.
+    s.fail_next(
+        "conversations.history",
+        SlackFailure::Error("missing_scope".into()),
+        1,
+    );
+    let mut daemon = bin.serve().await;
+    let mut c = Client::connect(&bin.socket()).await.unwrap();
+    c.send_json(&ask_line("noscope", &yes_no("q")))
+        .await
+        .unwrap();
+    expect_event(&mut c, "accepted").await;
+    within(
+        "the post after the restart",
+        s.wait_for_requests(2, "chat.postMessage", Recorded::ok),
+    )
+    .await;
+    // The old behaviour, said in the log: the question is posted again.
+    daemon
+        .wait_log_anywhere("cannot search the channel's history for an earlier post")
+        .await;
+    assert_eq!(s.messages(DEFAULT_CHANNEL).len(), 2);
 }
 
 #[tokio::test]

@@ -147,6 +147,17 @@ pub const RESPONSE_URL_USES: usize = 5;
 /// How long a `response_url` lives. <https://api.slack.com/interactivity/handling#message_responses>
 pub const RESPONSE_URL_TTL_SECS: u64 = 30 * 60;
 
+/// Where a message's `metadata` is described: an object with a string `event_type` and an
+/// object `event_payload`. <https://api.slack.com/reference/metadata>
+pub const METADATA_SOURCE: &str = "https://api.slack.com/reference/metadata";
+
+// --- Methods: conversations.history and conversations.replies ----------------------------------
+
+/// `limit` of a page of messages: "The maximum number of items to return … no larger than
+/// 999" (the default is 100). <https://api.slack.com/methods/conversations.history>,
+/// <https://api.slack.com/methods/conversations.replies>
+pub const HISTORY_LIMIT_MAX: usize = 999;
+
 // --- Rate limits: https://api.slack.com/apis/rate-limits ----------------------------------------
 
 /// Tier 1: "1+ per minute". <https://api.slack.com/apis/rate-limits>

@@ -6,6 +6,7 @@
 use serde_json::{json, Value};
 
 use super::blocks::{check_message_blocks, check_view, unmodelled_blocks, unmodelled_view};
+use super::history;
 use super::json::{bot_message, channel_json, file_json, view_json};
 use super::limits as lim;
 use super::web::{Call, Reply};
@@ -38,6 +39,8 @@ pub(super) fn api(st: &mut St, call: &Call, method: &str) -> Reply {
         "views.open" => views_open(st, call),
         "views.update" => views_update(st, call),
         "conversations.open" => conversations_open(st, call),
+        "conversations.history" => history::history(st, call),
+        "conversations.replies" => history::replies(st, call),
         "conversations.info" => match call.str("channel").and_then(|c| st.channels.get(c)) {
             Some(c) => Reply::ok(
                 json!({"channel": channel_json(call.str("channel").unwrap_or_default(), c)}),
@@ -172,26 +175,13 @@ fn post_message(st: &mut St, call: &Call) -> Reply {
     if let Err(r) = check_thread_ts(st, call, &channel) {
         return r;
     }
-    let client_msg_id = call.str("client_msg_id").map(str::to_owned);
-    if let Some(key) = &client_msg_id {
-        let existing = st
-            .messages
-            .iter()
-            .chain(st.deleted.iter())
-            .find(|m| m.channel == channel && m.client_msg_id.as_ref() == Some(key))
-            .cloned();
-        if let Some(m) = existing {
-            st.dedup_hits += 1;
-            return Reply::ok(json!({"channel": m.channel, "ts": m.ts, "message": m.value}));
-        }
+    if let Err(r) = history::check_metadata(st, call) {
+        return r;
     }
     let ts = st.next_ts();
     let mut value = bot_message(&ts, text.as_deref(), blocks.as_ref());
     if let Some(thread_ts) = call.str("thread_ts") {
         value["thread_ts"] = json!(thread_ts);
-    }
-    if let Some(key) = &client_msg_id {
-        value["client_msg_id"] = json!(key);
     }
     if let Some(metadata) = call.params.get("metadata") {
         value["metadata"] = metadata.clone();
@@ -200,7 +190,6 @@ fn post_message(st: &mut St, call: &Call) -> Reply {
         channel: channel.clone(),
         ts: ts.clone(),
         value: value.clone(),
-        client_msg_id,
     });
     Reply::ok(json!({"channel": channel, "ts": ts, "message": value}))
 }
@@ -616,12 +605,7 @@ fn complete_upload(st: &mut St, call: &Call) -> Reply {
         if let Some(t) = &thread_ts {
             value["thread_ts"] = json!(t);
         }
-        st.messages.push(StoredMessage {
-            channel,
-            ts,
-            value,
-            client_msg_id: None,
-        });
+        st.messages.push(StoredMessage { channel, ts, value });
     }
     Reply::ok(json!({"files": shared}))
 }
@@ -702,12 +686,7 @@ pub(super) fn response_url(st: &mut St, call: &Call, token: &str) -> Reply {
             };
             let ts = st.next_ts();
             let value = bot_message(&ts, text.as_deref(), blocks.as_ref());
-            st.messages.push(StoredMessage {
-                channel,
-                ts,
-                value,
-                client_msg_id: None,
-            });
+            st.messages.push(StoredMessage { channel, ts, value });
         } else {
             let ts = st.next_ts();
             st.ephemerals.push(Ephemeral {
@@ -753,12 +732,7 @@ pub(super) fn command_reply(st: &mut St, command: &Value, payload: &Value) {
         }),
         Some("in_channel") => {
             let value = bot_message(&ts, text.as_deref(), blocks.as_ref());
-            st.messages.push(StoredMessage {
-                channel,
-                ts,
-                value,
-                client_msg_id: None,
-            });
+            st.messages.push(StoredMessage { channel, ts, value });
         }
         Some(other) => st.violation(
             METHOD,

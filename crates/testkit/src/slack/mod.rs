@@ -22,10 +22,11 @@
 //!   strings), without the token.
 //! - Channels must exist: [`DEFAULT_CHANNEL`] does, [`SlackStandIn::add_channel`] adds others,
 //!   `conversations.open` makes DMs (`D…`); anything else is `channel_not_found`.
-//! - `chat.postMessage` with a `client_msg_id` already posted in that channel returns the message
-//!   that carries it instead of posting again. Slack does not document this for the Web API: it
-//!   models the de-duplication key the daemon sends so that it posts once across a crash. Every
-//!   call is recorded anyway, and [`SlackStandIn::dedup_hits`] counts the absorbed ones.
+//! - `chat.postMessage` posts every time: a `client_msg_id` is recorded but de-duplicates
+//!   nothing, as Slack documents no such thing for the Web API. A post's `metadata` must have
+//!   Slack's shape (`event_type`, `event_payload`); `conversations.history` and
+//!   `conversations.replies` return it only with `include_all_metadata`.
+//!   [`SlackFailure::LostReply`] makes a call take effect and then lose its answer.
 //! - A `chat.postMessage` with a `thread_ts` must reply to a message of that channel that starts
 //!   a thread (not a reply itself); anything else is a violation, refused with
 //!   `thread_not_found`. The reply keeps its `thread_ts` ([`SlackStandIn::thread`] lists them).
@@ -59,6 +60,7 @@
 
 mod blocks;
 pub mod fixtures;
+mod history;
 mod interact;
 mod json;
 pub mod limits;
@@ -215,6 +217,9 @@ pub enum SlackFailure {
     Error(String),
     /// This HTTP status with a plain-text body (a 5xx from Slack's edge, say).
     Status(u16),
+    /// The call takes effect (a message is posted), then its answer is lost: this HTTP status
+    /// with a plain-text body instead (a 5xx from Slack's edge after the work was done).
+    LostReply(u16),
 }
 
 /// Slack-like rate limits for [`SlackStandIn::set_rate_limits`]: each method's tier per minute
@@ -249,7 +254,6 @@ struct StoredMessage {
     ts: String,
     /// The message object as `conversations.history` and interaction payloads show it.
     value: Value,
-    client_msg_id: Option<String>,
 }
 
 /// An ephemeral message (`chat.postEphemeral`, a `response_url` reply that is ephemeral, or a
@@ -376,7 +380,6 @@ struct St {
     usergroups: BTreeMap<String, Vec<String>>,
     messages: Vec<StoredMessage>,
     deleted: Vec<StoredMessage>,
-    dedup_hits: usize,
     ephemerals: Vec<Ephemeral>,
     /// What each person picked in the selects of a message (or an ephemeral one), by its `ts`
     /// and the user: `state.values` entries by block_id then action_id, as Slack's client keeps
@@ -673,11 +676,6 @@ impl SlackStandIn {
             .collect()
     }
 
-    /// How many `chat.postMessage` calls returned an existing message for their `client_msg_id`.
-    pub fn dedup_hits(&self) -> usize {
-        self.shared.lock().dedup_hits
-    }
-
     /// Every ephemeral message so far, oldest first.
     pub fn ephemerals(&self) -> Vec<Ephemeral> {
         self.shared.lock().ephemerals.clone()
@@ -801,9 +799,10 @@ impl SlackStandIn {
     // --- Faults --------------------------------------------------------------------------------
 
     /// The next `times` calls of `method` (a Web API method, `upload` or `response_url`; `*`
-    /// for any) fail with `failure`, without any other effect.
+    /// for any) fail with `failure`: without any other effect, but for
+    /// [`SlackFailure::LostReply`], whose call takes effect first.
     pub fn fail_next(&self, method: &str, failure: SlackFailure, times: usize) {
-        if let SlackFailure::Status(code) = failure {
+        if let SlackFailure::Status(code) | SlackFailure::LostReply(code) = failure {
             assert!(
                 (200..600).contains(&code),
                 "slack stand-in: fail_next with an invalid status {code}"

@@ -491,3 +491,97 @@ async fn a_commands_ack_is_its_reply_and_actions_carry_the_selects_state() {
         standin.violations()
     );
 }
+
+#[tokio::test]
+async fn history_and_replies_page_newest_or_oldest_first_with_metadata_only_when_asked() {
+    let s = SlackStandIn::start().await;
+    let post = |text: &str, thread: Option<&str>| {
+        let mut body = json!({
+            "channel": DEFAULT_CHANNEL,
+            "text": text,
+            "metadata": {"event_type": "askrelay_post", "event_payload": {"nonce": text}},
+        });
+        if let Some(t) = thread {
+            body["thread_ts"] = json!(t);
+        }
+        body
+    };
+    let first = call(&s, "chat.postMessage", BOT_TOKEN, post("one", None)).await;
+    let root = first["ts"].as_str().unwrap().to_owned();
+    call(&s, "chat.postMessage", BOT_TOKEN, post("two", None)).await;
+    call(
+        &s,
+        "chat.postMessage",
+        BOT_TOKEN,
+        post("reply", Some(&root)),
+    )
+    .await;
+    // The same client_msg_id twice: two messages (Slack documents no de-duplication on it).
+    for _ in 0..2 {
+        let mut b = post("dup", None);
+        b["client_msg_id"] = json!("0f0f0f0f-0000-4000-8000-000000000000");
+        call(&s, "chat.postMessage", BOT_TOKEN, b).await;
+    }
+    let texts = |page: &Value| -> Vec<String> {
+        page["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| m["text"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    // Newest first, without the thread's reply, one page at a time.
+    let page1 = call(
+        &s,
+        "conversations.history",
+        BOT_TOKEN,
+        json!({"channel": DEFAULT_CHANNEL, "limit": 3}),
+    )
+    .await;
+    assert_eq!(texts(&page1), ["dup", "dup", "two"]);
+    assert_eq!(page1["has_more"], true);
+    assert!(page1["messages"][0].get("metadata").is_none(), "{page1}");
+    let cursor = page1["response_metadata"]["next_cursor"].as_str().unwrap();
+    let page2 = call(
+        &s,
+        "conversations.history",
+        BOT_TOKEN,
+        json!({"channel": DEFAULT_CHANNEL, "limit": 3, "cursor": cursor,
+               "include_all_metadata": true}),
+    )
+    .await;
+    assert_eq!(texts(&page2), ["one"]);
+    assert_eq!(page2["has_more"], false);
+    assert_eq!(
+        page2["messages"][0]["metadata"]["event_payload"]["nonce"],
+        "one"
+    );
+    // `oldest` bounds it; the thread reads oldest first, its root included.
+    let newer = call(
+        &s,
+        "conversations.history",
+        BOT_TOKEN,
+        json!({"channel": DEFAULT_CHANNEL, "oldest": "9999999999.000000"}),
+    )
+    .await;
+    assert_eq!(texts(&newer), Vec::<String>::new());
+    let thread = call(
+        &s,
+        "conversations.replies",
+        BOT_TOKEN,
+        json!({"channel": DEFAULT_CHANNEL, "ts": root, "include_all_metadata": "true"}),
+    )
+    .await;
+    assert_eq!(texts(&thread), ["one", "reply"]);
+    assert_eq!(
+        thread["messages"][1]["metadata"]["event_payload"]["nonce"],
+        "reply"
+    );
+    // Metadata of another shape is refused, and a violation.
+    s.allow_violations();
+    let mut bad = post("bad", None);
+    bad["metadata"] = json!({"event_type": "", "event_payload": {}});
+    let refused = call(&s, "chat.postMessage", BOT_TOKEN, bad).await;
+    assert_eq!(refused["error"], "invalid_metadata_format");
+    assert_eq!(s.violations().len(), 1);
+}

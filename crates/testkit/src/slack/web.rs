@@ -223,13 +223,26 @@ pub(super) async fn handle(
 
 /// The rules, the token, the rate limits, then the method.
 fn answer(st: &mut St, call: &Call, target: &Target, auth: Auth) -> Reply {
-    if let Some(failure) = take_failure(st, call.method) {
-        return match failure {
-            SlackFailure::RateLimited { retry_after_secs } => Reply::rate_limited(retry_after_secs),
-            SlackFailure::Error(code) => Reply::error(&code),
-            SlackFailure::Status(status) => Reply::text(status, "stand-in: injected failure"),
-        };
+    let lost = match take_failure(st, call.method) {
+        Some(SlackFailure::RateLimited { retry_after_secs }) => {
+            return Reply::rate_limited(retry_after_secs)
+        }
+        Some(SlackFailure::Error(code)) => return Reply::error(&code),
+        Some(SlackFailure::Status(status)) => {
+            return Reply::text(status, "stand-in: injected failure")
+        }
+        Some(SlackFailure::LostReply(status)) => Some(status),
+        None => None,
+    };
+    let reply = serve(st, call, target, auth);
+    match lost {
+        Some(status) => Reply::text(status, "stand-in: the answer was lost after the call"),
+        None => reply,
     }
+}
+
+/// The token, the rate limits, then the method.
+fn serve(st: &mut St, call: &Call, target: &Target, auth: Auth) -> Reply {
     match target {
         Target::Api(m) => {
             let wanted = if m == "apps.connections.open" {
@@ -301,7 +314,12 @@ fn tier(method: &str) -> Option<usize> {
     Some(match method {
         "apps.connections.open" => 1,
         "usergroups.users.list" => 2,
-        "chat.update" | "chat.delete" | "conversations.open" | "conversations.info" => 3,
+        "chat.update"
+        | "chat.delete"
+        | "conversations.open"
+        | "conversations.info"
+        | "conversations.history"
+        | "conversations.replies" => 3,
         "auth.test"
         | "chat.postEphemeral"
         | "views.open"
