@@ -173,10 +173,11 @@ pub(super) struct Outbox {
     unsure: Mutex<HashSet<(i64, usize, Slot)>>,
 }
 
-/// How far a request's time may be off this node's clock in a cluster (another node made it),
-/// for [`Outbox::may_have_posted`]: a request made up to this long after the term began is
-/// still searched for.
-const CLUSTER_SKEW_MS: i64 = 5 * 60 * 1000;
+/// How far a request's time may be off this node's clock in a cluster (another node stamped
+/// it, on the database's clock as every node reads it, to within a round trip and a beat), for
+/// [`Outbox::may_have_posted`]: a request made up to this long after the term began is still
+/// searched for.
+const CLUSTER_SKEW_MS: i64 = 10_000;
 
 impl Outbox {
     pub fn new(config: Arc<Config>, web: Arc<Web>, busy: Arc<Busy>) -> Outbox {
