@@ -5,37 +5,17 @@
 
 use super::*;
 use askrelay_testkit::slack::fixtures::{block_actions_on_message, button_action};
-use sha2::{Digest, Sha256};
+use askrelay_testkit::slack::signature;
 
 const SECRET: &str = "0123456789abcdef0123456789abcdef";
 
-/// HMAC-SHA256 (RFC 2104) of `message` under `key`, in hex: how Slack signs a request.
-fn hmac_hex(key: &[u8], message: &[u8]) -> String {
-    let mut k = [0u8; 64];
-    k[..key.len()].copy_from_slice(key);
-    let pad = |b: u8| k.iter().map(|x| x ^ b).collect::<Vec<u8>>();
-    let inner = Sha256::new()
-        .chain_update(pad(0x36))
-        .chain_update(message)
-        .finalize();
-    let outer = Sha256::new()
-        .chain_update(pad(0x5c))
-        .chain_update(inner)
-        .finalize();
-    outer.iter().map(|b| format!("{b:02x}")).collect()
-}
-
 /// POSTs `body` to the daemon's endpoint as Slack would, signed with `secret` at `ts`.
-async fn send(addr: &str, body: &str, secret: &str, ts: i64) -> reqwest::Response {
-    let signature = format!(
-        "v0={}",
-        hmac_hex(secret.as_bytes(), format!("v0:{ts}:{body}").as_bytes())
-    );
+async fn send(addr: &str, body: &str, secret: &str, ts: u64) -> reqwest::Response {
     reqwest::Client::new()
         .post(format!("http://{addr}/slack/events"))
         .header("content-type", "application/x-www-form-urlencoded")
         .header("x-slack-request-timestamp", ts.to_string())
-        .header("x-slack-signature", signature)
+        .header("x-slack-signature", signature(secret, ts, body))
         .body(body.to_owned())
         .send()
         .await
@@ -43,7 +23,7 @@ async fn send(addr: &str, body: &str, secret: &str, ts: i64) -> reqwest::Respons
 }
 
 /// [`send`]'s status.
-async fn post(addr: &str, body: &str, secret: &str, ts: i64) -> u16 {
+async fn post(addr: &str, body: &str, secret: &str, ts: u64) -> u16 {
     send(addr, body, secret, ts).await.status().as_u16()
 }
 
@@ -100,7 +80,7 @@ async fn signed_presses_settle_and_unsigned_or_old_ones_are_refused() {
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap()
-        .as_secs() as i64;
+        .as_secs();
     // Another secret, and the right one ten minutes late: refused, nothing settles.
     assert_eq!(
         post(&addr, &body, "not-the-secret-at-all-0123456789", now).await,

@@ -49,16 +49,25 @@
 //! - Envelopes go to the newest live Socket Mode connection; a connection stops being live when
 //!   it is sent a `disconnect` or dropped, and the client must come back through a new
 //!   `apps.connections.open` (tickets are single-use).
+//! - After [`SlackStandIn::deliver_over_http`] (the daemon's `slack.mode = "http"`), envelopes
+//!   go to the app's Request URL over HTTP instead, signed as Slack signs them
+//!   (`X-Slack-Request-Timestamp`, `X-Slack-Signature`; [`deliver`]): an interaction as the form
+//!   field `payload`, a slash command as form fields, an event as JSON. The response is the ack,
+//!   recorded with the others (connection 0; its JSON body, if any, the payload) and applied the
+//!   same way (a `response_action`, a command's reply), so [`SlackStandIn::click`],
+//!   [`SlackStandIn::wait_ack`] and the rest work unchanged; a status other than 200 is no ack
+//!   ([`SlackStandIn::http_failures`]). Redelivery is Socket Mode's alone.
 //!
 //! The code is split by role: [`server`] (the port: plain and TLS), [`web`] (recording, tokens,
 //! failures, stalls and rate limits in front of every HTTP request), [`methods`] (what each Web API
-//! method, upload URL and response_url does), [`socket`] (Socket Mode), [`interact`] (sending
-//! interactions built by [`fixtures`]), [`blocks`] (the Block Kit checks, reading [`limits`]) and
+//! method, upload URL and response_url does), [`socket`] (Socket Mode), [`deliver`] (the same
+//! over HTTP), [`interact`] (sending interactions built by [`fixtures`]), [`blocks`] (the Block Kit checks, reading [`limits`]) and
 //! [`json`] (the JSON of the replies); [`realtime`] keeps the waits' deadlines on the wall clock,
 //! so that they hold under a paused tokio clock. This file holds the public [`SlackStandIn`] API and the
 //! state they share.
 
 mod blocks;
+mod deliver;
 pub mod fixtures;
 mod history;
 mod interact;
@@ -83,6 +92,7 @@ use serde_json::Value;
 use tokio::sync::watch;
 
 pub use blocks::{live_mentions, mrkdwn_texts};
+pub use deliver::{signature, HttpFailure};
 pub use fixtures::{Person, SelectedOption, ViewValues};
 pub use interact::{Action, Sent};
 pub use server::{install_test_ca, test_ca_pem};

@@ -1,7 +1,8 @@
 //! Socket Mode at `/socket?ticket=…`: the upgrade (a ticket from `apps.connections.open`, good
 //! once), one task per connection that sends `hello` and reads the client's acks, the envelopes
 //! the tests send, `disconnect` notices and abrupt drops, and what an ack's payload does to a
-//! modal (`response_action`).
+//! modal (`response_action`). In the HTTP mode ([`super::deliver`]) the envelopes are recorded
+//! here as well, and their responses as acks.
 
 use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write as _;
@@ -17,6 +18,7 @@ use serde_json::{json, Value};
 use tokio::sync::mpsc;
 
 use super::blocks::{check_view, unmodelled_view};
+use super::deliver::{self, HttpFailure};
 use super::json::{disconnect, hello, view_json};
 use super::{Ctx, Shared, SlackStandIn, St, StoredView};
 
@@ -46,7 +48,7 @@ pub struct SentEnvelope {
     pub kind: EnvelopeType,
     pub payload: Value,
     pub accepts_response_payload: bool,
-    /// The connection it went to (1 for the first one opened).
+    /// The connection it went to (1 for the first one opened); 0 when it went over HTTP.
     pub connection: u64,
     /// When it was written to the socket (the last time, for a redelivered one).
     pub sent_at: Instant,
@@ -60,6 +62,7 @@ pub struct Ack {
     pub envelope_id: String,
     /// The response payload, if the ack carried one.
     pub payload: Option<Value>,
+    /// The connection it came on; 0 for the response to a delivery over HTTP.
     pub connection: u64,
     pub acked_at: Instant,
     /// When the envelope it acknowledges was (last) sent; `None` for an envelope never sent.
@@ -99,10 +102,13 @@ pub(super) struct SocketState {
     /// Upgrades refused for a missing, unknown or used ticket.
     refused: usize,
     envelopes: Vec<SentEnvelope>,
-    acks: Vec<Ack>,
+    pub(super) acks: Vec<Ack>,
     /// Reasons of the disconnects sent, in order.
     disconnects: Vec<String>,
     drops: usize,
+    /// Where the envelopes go over HTTP instead ([`SlackStandIn::deliver_over_http`]).
+    pub(super) http: Option<deliver::Target>,
+    pub(super) http_failures: Vec<HttpFailure>,
 }
 
 impl SocketState {
@@ -144,6 +150,16 @@ impl SocketState {
             self.envelopes.len(),
             self.acks.len()
         );
+        if let Some(target) = &self.http {
+            let _ = write!(out, "\ndelivering over HTTP to {}", target.url());
+        }
+        for f in &self.http_failures {
+            let _ = write!(
+                out,
+                "\n  envelope {} over HTTP: status {}: {}",
+                f.envelope_id, f.status, f.body
+            );
+        }
         for e in &self.envelopes {
             let acked = self.acks.iter().any(|a| a.envelope_id == e.envelope_id);
             let _ = write!(
@@ -286,7 +302,7 @@ fn client_frame(shared: &Shared, conn: u64, text: &str) {
                     );
                 }
                 if let Some(sent) = &sent {
-                    apply_response(&mut st, sent, payload.as_ref());
+                    apply_response(&mut st, sent, payload.as_ref(), "socket");
                 }
                 st.socket.acks.push(Ack {
                     envelope_id,
@@ -305,8 +321,9 @@ fn client_frame(shared: &Shared, conn: u64, text: &str) {
 /// ([`super::methods::command_reply`]). What the ack of a view_submission does to the modal: no payload closes it (a pushed view
 /// returns to the one under it), `clear` closes every view of its stack, `update` replaces it,
 /// `push` opens another on top (three at most, as Slack keeps), `errors` keeps it open and must
-/// name input blocks the view has.
-fn apply_response(st: &mut St, sent: &SentEnvelope, payload: Option<&Value>) {
+/// name input blocks the view has. A violation is recorded under `via`: `socket`, or `http` for
+/// the response to a delivery over HTTP.
+pub(super) fn apply_response(st: &mut St, sent: &SentEnvelope, payload: Option<&Value>, via: &str) {
     if sent.kind == EnvelopeType::SlashCommands {
         if let Some(payload) = payload {
             super::methods::command_reply(st, &sent.payload, payload);
@@ -346,15 +363,15 @@ fn apply_response(st: &mut St, sent: &SentEnvelope, payload: Option<&Value>) {
         }
         Some("update") | Some("push") => {
             let Some(view) = payload.and_then(|p| p.get("view")) else {
-                st.violation("socket", "/payload/view", "response_action without a view");
+                st.violation(via, "/payload/view", "response_action without a view");
                 return;
             };
             let problems = check_view(view, "/payload/view");
             for p in &problems {
-                st.violation("socket", &p.pointer, p.violation());
+                st.violation(via, &p.pointer, p.violation());
             }
             for problem in unmodelled_view(view, "/payload/view") {
-                st.violation("socket", "/payload/view", problem);
+                st.violation(via, "/payload/view", problem);
             }
             if !problems.is_empty() {
                 return;
@@ -372,7 +389,7 @@ fn apply_response(st: &mut St, sent: &SentEnvelope, payload: Option<&Value>) {
                     .count();
                 if stacked >= 3 {
                     st.violation(
-                        "socket",
+                        via,
                         "/payload/response_action",
                         "push_limit_reached: a stack holds three views at most",
                     );
@@ -404,19 +421,19 @@ fn apply_response(st: &mut St, sent: &SentEnvelope, payload: Option<&Value>) {
                 .and_then(|p| p.get("errors"))
                 .and_then(Value::as_object)
             {
-                None => st.violation("socket", "/payload/errors", "errors is missing"),
+                None => st.violation(via, "/payload/errors", "errors is missing"),
                 Some(errors) => {
                     for (key, why) in errors {
                         if !inputs.contains(key) {
                             st.violation(
-                                "socket",
+                                via,
                                 &format!("/payload/errors/{key}"),
                                 format!("{key} is not an input block of the view ({inputs:?})"),
                             );
                         }
                         if why.as_str().is_none_or(str::is_empty) {
                             st.violation(
-                                "socket",
+                                via,
                                 &format!("/payload/errors/{key}"),
                                 "an error must be a non-empty string",
                             );
@@ -426,7 +443,7 @@ fn apply_response(st: &mut St, sent: &SentEnvelope, payload: Option<&Value>) {
             }
         }
         Some(other) => st.violation(
-            "socket",
+            via,
             "/payload/response_action",
             format!("unknown response_action: {other:?}"),
         ),
@@ -434,7 +451,9 @@ fn apply_response(st: &mut St, sent: &SentEnvelope, payload: Option<&Value>) {
 }
 
 impl SlackStandIn {
-    /// Sends an envelope to the newest live connection, waiting (up to 30 s) for one.
+    /// Sends an envelope to the newest live connection, waiting (up to 30 s) for one; or, after
+    /// [`SlackStandIn::deliver_over_http`], POSTs its payload to the app at once (recorded as an
+    /// envelope on connection 0).
     pub async fn send_envelope(
         &self,
         kind: EnvelopeType,
@@ -452,13 +471,26 @@ impl SlackStandIn {
                 &r[20..]
             )
         };
-        let sent = self
+        let (sent, target) = self
             .wait_until(
                 &format!(
                     "a live Socket Mode connection to send a {} envelope to",
                     kind.as_str()
                 ),
                 |st| {
+                    if let Some(target) = st.socket.http.clone() {
+                        let sent = SentEnvelope {
+                            envelope_id: envelope_id.clone(),
+                            kind,
+                            payload: payload.clone(),
+                            accepts_response_payload,
+                            connection: 0,
+                            sent_at: Instant::now(),
+                            retry_attempt: 0,
+                        };
+                        st.socket.envelopes.push(sent.clone());
+                        return Some((sent, Some(target)));
+                    }
                     let (connection, conn) = st.socket.newest_live()?;
                     let mut frame = json!({
                         "envelope_id": envelope_id,
@@ -481,17 +513,24 @@ impl SlackStandIn {
                         retry_attempt: 0,
                     };
                     st.socket.envelopes.push(sent.clone());
-                    Some(sent)
+                    Some((sent, None))
                 },
             )
             .await;
+        if let Some(target) = target {
+            deliver::post(Arc::clone(&self.shared), target, sent.clone());
+        }
         self.shared.bump();
         sent
     }
 
     /// Sends an envelope again, with the same id and `retry_attempt` one more, as Slack does when
-    /// an ack is late.
+    /// an ack is late. Socket Mode only.
     pub async fn redeliver(&self, envelope_id: &str) -> SentEnvelope {
+        assert!(
+            self.shared.lock().socket.http.is_none(),
+            "slack stand-in: redeliver is for Socket Mode, not deliveries over HTTP"
+        );
         let sent = self
             .wait_until("a live Socket Mode connection to redeliver to", |st| {
                 let i = st

@@ -1,7 +1,8 @@
 //! The stand-in's own tests at the level of the wire, with a raw WebSocket and raw HTTP (the
 //! self-tests with slack-morphism are `tests/it/slack_standin_selftest.rs`): Socket Mode's frames,
 //! tickets, redelivery and stray frames; ephemeral messages and modals answered through
-//! response_urls and acks; and the check at the end that fails a test on a violation.
+//! response_urls and acks; deliveries over HTTP, signed, whose response is the ack; and the check
+//! at the end that fails a test on a violation.
 
 use std::time::Duration;
 
@@ -584,4 +585,157 @@ async fn history_and_replies_page_newest_or_oldest_first_with_metadata_only_when
     let refused = call(&s, "chat.postMessage", BOT_TOKEN, bad).await;
     assert_eq!(refused["error"], "invalid_metadata_format");
     assert_eq!(s.violations().len(), 1);
+}
+
+const SIGNING_SECRET: &str = "0123456789abcdef0123456789abcdef";
+
+/// An app in the HTTP mode, on 127.0.0.1: each request it takes is checked with slack-morphism's
+/// own signature verifier (401 when it fails) and passed on as its content type and its form
+/// fields; a view_submission whose `answer` is `wrong` is answered with an error under it, a
+/// slash command with an ephemeral reply, anything else with an empty 200.
+async fn http_app() -> (
+    String,
+    tokio::sync::mpsc::UnboundedReceiver<(String, Value)>,
+) {
+    use axum::http::{HeaderMap, StatusCode};
+    use axum::response::IntoResponse;
+    use slack_morphism::prelude::SlackSigningSecret;
+    use slack_morphism::signature_verifier::SlackEventSignatureVerifier;
+
+    let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+    let verifier = std::sync::Arc::new(SlackEventSignatureVerifier::new(&SlackSigningSecret::new(
+        SIGNING_SECRET.to_owned(),
+    )));
+    let handle = move |headers: HeaderMap, body: String| {
+        let (tx, verifier) = (tx.clone(), verifier.clone());
+        async move {
+            let header = |n: &str| headers.get(n).and_then(|v| v.to_str().ok()).unwrap_or("");
+            let signed = verifier.verify(
+                header("x-slack-signature"),
+                &body,
+                header("x-slack-request-timestamp"),
+            );
+            if signed.is_err() {
+                return StatusCode::UNAUTHORIZED.into_response();
+            }
+            let fields: serde_json::Map<String, Value> =
+                url::form_urlencoded::parse(body.as_bytes())
+                    .map(|(k, v)| (k.into_owned(), Value::String(v.into_owned())))
+                    .collect();
+            let _ = tx.send((
+                header("content-type").to_owned(),
+                Value::Object(fields.clone()),
+            ));
+            if fields.contains_key("command") {
+                let reply = json!({"response_type": "ephemeral", "text": "listed"});
+                return axum::Json(reply).into_response();
+            }
+            let payload: Value = fields
+                .get("payload")
+                .and_then(Value::as_str)
+                .and_then(|p| serde_json::from_str(p).ok())
+                .unwrap_or_default();
+            let answer = &payload["view"]["state"]["values"]["answer"]["text"]["value"];
+            if payload["type"] == "view_submission" && answer == "wrong" {
+                let errors = json!({"response_action": "errors", "errors": {"answer": "no"}});
+                return axum::Json(errors).into_response();
+            }
+            StatusCode::OK.into_response()
+        }
+    };
+    let app = axum::Router::new().route("/slack/events", axum::routing::post(handle));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/slack/events", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    (url, rx)
+}
+
+/// Delivered over HTTP: a slash command as signed form fields, whose response is its ack and
+/// its reply; a view_submission as a signed `payload`, whose response's `response_action` keeps
+/// the form open, and an empty response closes it; a wrong secret gets no ack, only a failure.
+#[tokio::test]
+async fn over_http_each_interaction_is_signed_and_its_response_is_the_ack() {
+    let standin = SlackStandIn::start().await;
+    let (url, mut received) = http_app().await;
+    standin.deliver_over_http(&url, SIGNING_SECRET);
+
+    let sent = standin
+        .slash_command(&alice(), DEFAULT_CHANNEL, "/askrelay", "pending")
+        .await;
+    let ack = standin.wait_ack(sent.envelope_id()).await;
+    assert_eq!(ack.connection, 0);
+    assert_eq!(ack.payload.as_ref().unwrap()["text"], "listed");
+    let (content_type, fields) = received.recv().await.unwrap();
+    assert_eq!(content_type, "application/x-www-form-urlencoded");
+    assert_eq!(
+        (&fields["command"], &fields["text"]),
+        (&json!("/askrelay"), &json!("pending"))
+    );
+    assert_eq!(fields["user_id"], "U0ALICE001");
+    let reply = standin.ephemerals().remove(0);
+    assert_eq!(
+        (reply.via.as_str(), reply.text.as_deref()),
+        ("ack", Some("listed"))
+    );
+
+    let form = json!({
+        "type": "modal",
+        "title": {"type": "plain_text", "text": "Form"},
+        "submit": {"type": "plain_text", "text": "Send"},
+        "blocks": [{"type": "input", "block_id": "answer",
+                    "label": {"type": "plain_text", "text": "A"},
+                    "element": {"type": "plain_text_input", "action_id": "text"}}],
+    });
+    let trigger = standin.new_trigger_id(&alice());
+    let opened = call(
+        &standin,
+        "views.open",
+        BOT_TOKEN,
+        json!({"trigger_id": trigger, "view": form}),
+    )
+    .await;
+    let id = opened["view"]["id"].as_str().unwrap().to_owned();
+    let submit = |word: &'static str| {
+        let (standin, id) = (&standin, id.clone());
+        async move {
+            let values = ViewValues::new().text("answer", "text", Some(word));
+            let sent = standin.submit_view(&alice(), &id, &values).await;
+            standin.wait_ack(sent.envelope_id()).await
+        }
+    };
+    let kept = submit("wrong").await;
+    assert_eq!(kept.payload.unwrap()["response_action"], "errors");
+    assert!(
+        !standin.view(&id).unwrap().closed,
+        "the errors keep it open"
+    );
+    let (_, fields) = received.recv().await.unwrap();
+    let payload: Value = serde_json::from_str(fields["payload"].as_str().unwrap()).unwrap();
+    assert_eq!(payload["type"], "view_submission");
+    let closed = submit("right").await;
+    assert_eq!(closed.payload, None);
+    assert!(standin.view(&id).unwrap().closed, "an empty 200 closes it");
+
+    // Signed with another secret: refused, so no ack.
+    standin.deliver_over_http(&url, "not-the-secret-0123456789abcdef0");
+    let refused = standin
+        .slash_command(&alice(), DEFAULT_CHANNEL, "/askrelay", "pending")
+        .await;
+    let mut changed = standin.subscribe();
+    let failure = loop {
+        if let Some(f) = standin.http_failures().pop() {
+            break f;
+        }
+        tokio::time::timeout(Duration::from_secs(30), changed.changed())
+            .await
+            .expect("a failure within 30 s")
+            .unwrap();
+    };
+    assert_eq!(
+        (failure.envelope_id.as_str(), failure.status),
+        (refused.envelope_id(), 401)
+    );
+    assert!(standin.ack_of(refused.envelope_id()).is_none());
+    assert_eq!(standin.connections_opened(), 0, "no Socket Mode");
+    standin.assert_no_violations();
 }
