@@ -6,7 +6,8 @@
 //! The files, by feature: `press.rs` (buttons, selects, multi-select, forms, refusals, late
 //! presses), `outbox.rs` (posting once across a crash, 429s), `socket.rs` (the connection's
 //! drops and health), `render.rs` (agent text as Slack shows it), `config.rs` (tokens),
-//! `http.rs` (the HTTP Events API mode's signed requests), `both.rs` (a route in Slack and
+//! `http.rs` (the HTTP Events API mode's signed requests), `http_flows.rs` (its forms and
+//! batches, delivered over HTTP by the stand-in), `both.rs` (a route in Slack and
 //! Discord at once), `confirm.rs` (the confirm word), `edit.rs`
 //! (edit-then-approve), `command.rs` (`/askrelay`), `batch.rs` (`/askrelay pending`'s
 //! "Allow selected" and "Deny selected"), `grants.rs` ("Allow for …"), `remind.rs` (reminders
@@ -22,6 +23,7 @@ mod edit;
 mod files;
 mod grants;
 mod http;
+mod http_flows;
 mod outbox;
 mod press;
 mod remind;

@@ -91,6 +91,16 @@ impl<B: Binary> Bin<B> {
         self.dir.join("askrelay.sock")
     }
 
+    /// The database every command uses (`ASKRELAY_DATABASE_URL`), for a test that reads the
+    /// store beside the daemon.
+    pub fn database_url(&self) -> &str {
+        self.env
+            .iter()
+            .find(|(k, _)| k == "ASKRELAY_DATABASE_URL")
+            .map(|(_, v)| v.as_str())
+            .unwrap_or_default()
+    }
+
     /// Sets (or replaces) an environment variable of every command.
     pub fn env(mut self, key: &str, value: impl ToString) -> Self {
         self.env.retain(|(k, _)| k != key);
