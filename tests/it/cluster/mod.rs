@@ -1,7 +1,7 @@
 //! Cluster mode: three `askrelay serve` processes on this machine, each with its own socket,
 //! sharing one fresh PostgreSQL database and one Discord stand-in. Exactly one of them (the
 //! leader) holds the gateway session and posts; the others store, serve and learn of answers
-//! through the database.
+//! through the database. `slack.rs` runs a cluster with Slack (its stand-in) instead.
 
 use crate::harness::*;
 use askrelay::client::Client;
@@ -19,6 +19,7 @@ mod drafts;
 mod failover;
 mod partitions;
 mod pooler;
+mod slack;
 
 use partitions::{failing, health_ok_again, health_timed};
 
