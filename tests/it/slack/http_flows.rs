@@ -3,7 +3,7 @@
 //! signed (`deliver_over_http`), the response being the ack. The same steps and checks as the
 //! Socket Mode tests: the grant pattern's form, its pushed preview and "Save grant"
 //! (`grants.rs`); the confirm word's form, whose errors come in the response (`confirm.rs`);
-//! `/askrelay pending`'s "Allow selected" (`batch.rs`).
+//! `/askrelay pending`'s "Allow selected" (`batch.rs`); Edit… (`edit.rs`).
 
 use super::*;
 use askrelay::domain::store::Store;
@@ -400,5 +400,68 @@ async fn over_http_allow_selected_answers_two_approvals_at_once() {
         "{report}"
     );
     assert!(t.audited("draft", true).await, "the choice is audited");
+    t.finish().await;
+}
+
+#[tokio::test]
+async fn over_http_edit_opens_the_command_and_the_edited_one_reaches_the_hook() {
+    let t = HttpSlack::start(&route("dev", "allow_edits = true")).await;
+    // Claude Code's PreToolUse hook, asking through the daemon until it is answered.
+    let event = json!({
+        "session_id": "sess-7",
+        "cwd": "/work/shop",
+        "hook_event_name": "PreToolUse",
+        "tool_name": "Bash",
+        "tool_input": {"command": "rm -rf build/", "description": "Clean the build"},
+        "tool_use_id": "toolu_e1"
+    })
+    .to_string();
+    let mut child = t
+        .bin
+        .cmd(&["hook", "claude-code"])
+        .stdin(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut pipe = child.stdin.take().unwrap();
+    tokio::io::AsyncWriteExt::write_all(&mut pipe, event.as_bytes())
+        .await
+        .unwrap();
+    drop(pipe);
+    let m = t.message(0).await;
+    t.press(&alice(), &m, "Edit…").await;
+    let view = t.s.views().remove(0);
+    let input = view.value["blocks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|b| b["block_id"] == "answer")
+        .cloned()
+        .unwrap();
+    assert_eq!(
+        input["element"]["initial_value"], "rm -rf build/",
+        "{input}"
+    );
+    // Sent: an empty response closes the form; the message shows the edit against the ask.
+    let values = ViewValues::new().text("answer", "text", Some("rm -rf build/cache"));
+    let closed = t.submit(&alice(), &view, &values).await;
+    assert_eq!(closed, Value::Null, "the form closes");
+    let update = t.outcome_of(&m).await;
+    assert!(
+        update.contains("Edited, then approved")
+            && update.contains("- rm -rf build/")
+            && update.contains("+ rm -rf build/cache"),
+        "{update}"
+    );
+    let out = within("the hook to exit", child.wait_with_output())
+        .await
+        .unwrap();
+    let v: Value = serde_json::from_str(String::from_utf8_lossy(&out.stdout).trim()).unwrap();
+    let d = &v["hookSpecificOutput"];
+    assert_eq!(d["permissionDecision"], "allow", "{v}");
+    assert_eq!(
+        d["updatedInput"],
+        json!({"command": "rm -rf build/cache", "description": "Clean the build"}),
+        "{v}"
+    );
     t.finish().await;
 }
