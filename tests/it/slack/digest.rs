@@ -178,7 +178,11 @@ async fn a_digest_whose_answer_was_lost_is_found_in_the_history_not_posted_twice
     )
     .await;
     // The next turns post digests of their own; this turn's is the lost one, never again.
-    let lost = t.s.calls("chat.postMessage").into_iter().find(in_digests).unwrap();
+    let lost =
+        t.s.calls("chat.postMessage")
+            .into_iter()
+            .find(in_digests)
+            .unwrap();
     assert_eq!(lost.status, 502);
     assert!(lost.at < searched.at);
     let id = lost.param_str("client_msg_id").unwrap().to_owned();
