@@ -1,6 +1,8 @@
 //! Slack in a cluster: a reminder's timer is stored with the request when the leader arms it,
 //! so a leader killed before it fires loses nothing, and the next leader (which loads the
-//! stored timers when its term begins) posts it once, in the question's thread.
+//! stored timers when its term begins) posts it once, in the question's thread; and a leader
+//! that dies between a post and its record leaves one message, which the next leader finds in
+//! the channel's history.
 
 use super::*;
 use crate::slack::{alice, button};
@@ -133,6 +135,70 @@ async fn a_slack_reminder_armed_under_a_killed_leader_is_posted_once_by_the_next
             .count(),
         1
     );
+    s.assert_no_violations();
+    store.close().await;
+    next.terminate().await;
+    cluster.db.drop_now().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_leader_that_dies_between_a_slack_post_and_its_record_leaves_one_message() {
+    let cluster = Cluster::new().await;
+    let s = SlackStandIn::start().await;
+    // A aborts right after Slack took a post, before it records the message's ts.
+    let a = slack_node(&cluster, &s, "a");
+    let mut cmd = a.cmd(&["serve"]);
+    cmd.env(askrelay::crash::ENV, "posted");
+    let mut leader = a.serve_cmd(cmd).await;
+    leader.wait_log("leading the cluster").await;
+    within("A's Socket Mode connection", s.wait_connected(1)).await;
+    let b = slack_node(&cluster, &s, "b");
+    let mut next = follower(&b).await;
+
+    // Asked on B, whose agent waits through A's death; A posts it and dies.
+    let mut c = Client::connect(&b.socket()).await.unwrap();
+    c.send_json(&ask_line("orphan", &yes_no("q")))
+        .await
+        .unwrap();
+    expect_event(&mut c, "accepted").await;
+    let (status, log_a) = leader.finish().await;
+    use std::os::unix::process::ExitStatusExt;
+    assert_eq!(status.signal(), Some(6), "the crash point aborts:\n{log_a}");
+    let messages = s.messages(DEFAULT_CHANNEL);
+    assert_eq!(messages.len(), 1, "A posted it");
+    let store = open_store(&cluster.db.url).await;
+    let req = store.by_id("orphan").await.unwrap().unwrap();
+    let unrecorded = &store.posts(&[req.key]).await.unwrap()[&req.key];
+    assert!(
+        unrecorded.iter().all(|p| p.message.is_none()),
+        "{unrecorded:?}"
+    );
+
+    // B leads, finds A's message in the channel's history by its nonce, and records it.
+    next.wait_log("leading the cluster").await;
+    next.wait_log("found the message in Slack, posted before its record")
+        .await;
+    assert!(!s.calls("conversations.history").is_empty());
+    assert_eq!(s.calls("chat.postMessage").len(), 1, "never posted again");
+    // It is the question's one message: a press on it settles, and it is edited.
+    let ts = messages[0]["ts"].as_str().unwrap().to_owned();
+    s.click(
+        &alice(),
+        DEFAULT_CHANNEL,
+        &ts,
+        button(&messages[0], "No, keep them"),
+    )
+    .await;
+    let ev = expect_event(&mut c, "answered").await;
+    assert_eq!(ev["result"]["answers"][0]["selected"][0], "No, keep them");
+    within(
+        "the found message edited",
+        s.wait_for_request("chat.update", move |r| {
+            r.ok() && r.param_str("ts") == Some(ts.as_str())
+        }),
+    )
+    .await;
+    assert_eq!(s.messages(DEFAULT_CHANNEL).len(), 1);
     s.assert_no_violations();
     store.close().await;
     next.terminate().await;
