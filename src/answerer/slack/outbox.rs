@@ -378,6 +378,7 @@ impl Outbox {
                 // A request cancelled while Slack was down is not posted afterwards (a grant's
                 // announcement is: its request was answered as it was asked).
                 if !req.granted() && !ctx.is_pending(req).await {
+                    self.unsure.lock().unwrap().retain(|k| k.0 != req.key);
                     return Err(Failure::Permanent("the request has ended".into()));
                 }
                 if let Err(e) = ctx.claim_post(req.key, post).await {

@@ -7,7 +7,28 @@ use super::*;
 use askrelay_testkit::slack::fixtures::{block_actions_on_message, button_action};
 use askrelay_testkit::slack::signature;
 
-const SECRET: &str = "0123456789abcdef0123456789abcdef";
+/// The signing secret the HTTP-mode tests give the daemon.
+pub(super) const SECRET: &str = "0123456789abcdef0123456789abcdef";
+
+/// `bin` in the HTTP Events API mode on the stand-in `s`, with [`SECRET`].
+pub(super) fn in_http_mode(bin: Bin, s: &SlackStandIn) -> Bin {
+    bin.env("ASKRELAY_SLACK_BOT_TOKEN", BOT_TOKEN)
+        .env("ASKRELAY_SLACK_SIGNING_SECRET", SECRET)
+        .env("ASKRELAY_SLACK__MODE", "http")
+        .env("ASKRELAY_SLACK__LISTEN", "127.0.0.1:0")
+        .env("ASKRELAY_SLACK__API_BASE", s.api_base())
+        .env("ASKRELAY_SLACK__CHANNEL_ID", DEFAULT_CHANNEL)
+}
+
+/// The address the daemon listens on for Slack's requests, from its log.
+pub(super) async fn listen_addr(daemon: &mut Served) -> String {
+    let line = daemon.wait_log("listening for Slack's requests").await;
+    line.split("addr=")
+        .nth(1)
+        .and_then(|a| a.split_whitespace().next())
+        .unwrap_or_else(|| panic!("no address in {line}"))
+        .to_owned()
+}
 
 /// POSTs `body` to the daemon's endpoint as Slack would, signed with `secret` at `ts`.
 async fn send(addr: &str, body: &str, secret: &str, ts: u64) -> reqwest::Response {
@@ -30,21 +51,9 @@ async fn post(addr: &str, body: &str, secret: &str, ts: u64) -> u16 {
 #[tokio::test]
 async fn signed_presses_settle_and_unsigned_or_old_ones_are_refused() {
     let s = SlackStandIn::start().await;
-    let bin = Bin::new()
-        .env("ASKRELAY_SLACK_BOT_TOKEN", BOT_TOKEN)
-        .env("ASKRELAY_SLACK_SIGNING_SECRET", SECRET)
-        .env("ASKRELAY_SLACK__MODE", "http")
-        .env("ASKRELAY_SLACK__LISTEN", "127.0.0.1:0")
-        .env("ASKRELAY_SLACK__API_BASE", s.api_base())
-        .env("ASKRELAY_SLACK__CHANNEL_ID", DEFAULT_CHANNEL);
+    let bin = in_http_mode(Bin::new(), &s);
     let mut daemon = bin.serve().await;
-    let line = daemon.wait_log("listening for Slack's requests").await;
-    let addr = line
-        .split("addr=")
-        .nth(1)
-        .and_then(|a| a.split_whitespace().next())
-        .unwrap_or_else(|| panic!("no address in {line}"))
-        .to_owned();
+    let addr = listen_addr(&mut daemon).await;
     let mut c = Client::connect(&bin.socket()).await.unwrap();
     c.send_json(&ask_line("signed", &yes_no("q")))
         .await

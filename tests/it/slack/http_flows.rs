@@ -5,13 +5,12 @@
 //! (`grants.rs`); the confirm word's form, whose errors come in the response (`confirm.rs`);
 //! `/askrelay pending`'s "Allow selected" (`batch.rs`); Edit… (`edit.rs`).
 
+use super::http::{in_http_mode, listen_addr, SECRET};
 use super::*;
 use askrelay::domain::store::Store;
 use askrelay_testkit::slack::{SelectedOption, StoredView, ViewValues};
 use serde_json::json;
 use std::sync::Arc;
-
-const SECRET: &str = "0123456789abcdef0123456789abcdef";
 
 /// `askrelay serve` in the HTTP mode with `config` (its routes) on the stand-in, which delivers
 /// to it; its store, opened beside it.
@@ -28,22 +27,9 @@ impl HttpSlack {
         let bin = Bin::new();
         let file = bin.dir().join("askrelay.toml");
         std::fs::write(&file, config).unwrap();
-        let bin = bin
-            .env("ASKRELAY_CONFIG", file.display())
-            .env("ASKRELAY_SLACK_BOT_TOKEN", BOT_TOKEN)
-            .env("ASKRELAY_SLACK_SIGNING_SECRET", SECRET)
-            .env("ASKRELAY_SLACK__MODE", "http")
-            .env("ASKRELAY_SLACK__LISTEN", "127.0.0.1:0")
-            .env("ASKRELAY_SLACK__API_BASE", s.api_base())
-            .env("ASKRELAY_SLACK__CHANNEL_ID", DEFAULT_CHANNEL);
+        let bin = in_http_mode(bin.env("ASKRELAY_CONFIG", file.display()), &s);
         let mut daemon = bin.serve().await;
-        let line = daemon.wait_log("listening for Slack's requests").await;
-        let addr = line
-            .split("addr=")
-            .nth(1)
-            .and_then(|a| a.split_whitespace().next())
-            .unwrap_or_else(|| panic!("no address in {line}"))
-            .to_owned();
+        let addr = listen_addr(&mut daemon).await;
         s.deliver_over_http(&format!("http://{addr}/slack/events"), SECRET);
         let store =
             askrelay::store::open(bin.database_url(), &Default::default(), &Default::default())
