@@ -21,8 +21,9 @@
 //! grants ("Allow for …", a pattern's preview, save); `edit.rs` edit-then-approve; `drafts.rs`
 //! multi-select drafts; `batch.rs` approvals answered at once, and the reply that says what
 //! became of each; `listing.rs` what `pending`, `history` and `grants` list for whom;
-//! `digest.rs` the digest's schedule and median; `command.rs` the `/askrelay` command (its
-//! listings, cancel, revoke) as a typed [`command::Command`].
+//! `digest.rs` the digest's schedule and median; `timers.rs` the reminder and escalation
+//! timers' queue, which each adapter fires its own way; `command.rs` the `/askrelay` command
+//! (its listings, cancel, revoke) as a typed [`command::Command`].
 
 pub mod admit;
 pub mod batch;
@@ -37,6 +38,7 @@ pub mod listing;
 pub mod press;
 #[cfg(test)]
 mod tests;
+pub mod timers;
 pub mod vote;
 
 use crate::domain::quorum::Policy;
