@@ -22,7 +22,8 @@
 //! multi-select drafts; `batch.rs` approvals answered at once, and the reply that says what
 //! became of each; `listing.rs` what `pending`, `history` and `grants` list for whom;
 //! `digest.rs` the digest's schedule and median; `timers.rs` the reminder and escalation
-//! timers' queue, which each adapter fires its own way; `command.rs` the `/askrelay` command
+//! timers' queue, which each adapter fires its own way; `term.rs` an adapter's term of work
+//! (its gate, and in a cluster the lead it follows); `command.rs` the `/askrelay` command
 //! (its listings, cancel, revoke) as a typed [`command::Command`].
 
 pub mod admit;
@@ -36,6 +37,7 @@ pub mod form;
 pub mod grant;
 pub mod listing;
 pub mod press;
+pub mod term;
 #[cfg(test)]
 mod tests;
 pub mod timers;
