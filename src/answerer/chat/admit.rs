@@ -24,6 +24,20 @@ pub enum Refused {
     },
 }
 
+/// The reply to a press on a question its agent went on without: the answer is not used. The
+/// same words on every platform (a note that the question is no longer needed says them too).
+pub fn withdrawn_text(reason: WithdrawReason) -> &'static str {
+    match reason {
+        WithdrawReason::AnsweredInTerminal => {
+            "Already answered in the terminal: the agent's own prompt settled this, so your \
+             answer was not used."
+        }
+        WithdrawReason::AgentMovedOn | WithdrawReason::HookKilled => {
+            "The agent moved on without this answer, so yours was not used."
+        }
+    }
+}
+
 /// A refusal with the audit action it is recorded as.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Refusal {

@@ -6,8 +6,10 @@
 //! front doors). A batch offers a person the approvals they may answer now, and not their own
 //! request on a route that excludes the requester; on a verdict, each selected request goes
 //! through the checks of a press on its own message ([`check`]), then the core settles it
-//! ([`decide_one`], which audits every refusal). What each came to is a typed [`Decided`] that
-//! the platform renders, after it edited the request's messages.
+//! ([`decide_one`], which audits every refusal). What each came to is a typed [`Decided`]; the
+//! platform edits the request's messages, and the reply's words are written here ([`item`],
+//! [`report`]) in the platform's [`Style`]: its markup, its length limit, and what it says its
+//! own way (its allowlists' names, an earlier answer, agent text made inert).
 //!
 //! The controls' ids are the same on every platform ([`BatchId`]: `ar:batch:pick`,
 //! `ar:batch:allow`, `ar:batch:deny`); the selection's values are the requests' tokens.
@@ -18,7 +20,7 @@ use super::vote::{self, Settle};
 use super::{Person, Platform};
 use crate::domain::approval::{is_approval, Verdict};
 use crate::domain::request::{is_token, Answered, AuditAction, AuditEntry, Post, Request, Status};
-use crate::domain::{AnswererContext, Settlement};
+use crate::domain::{AnswererContext, Question, Settlement};
 use std::fmt;
 use std::str::FromStr;
 
@@ -242,4 +244,142 @@ pub async fn decide_one(
         posts,
         outcome,
     }
+}
+
+/// What a platform writes its own way in a batch's reply; the words around it are the same on
+/// every platform.
+pub trait Style {
+    /// The most characters the reply holds.
+    const REPLY_MAX: usize;
+    /// `text` in bold.
+    fn bold(&self, text: &str) -> String;
+    /// A request's id (agent text, shown inert), or one no request has (`None`).
+    fn request_id(&self, id: Option<&str>) -> String;
+    /// Why the person may not answer a request: the route's allowlists, named as the
+    /// platform's config names them.
+    fn not_allowed(&self) -> &'static str;
+    /// An earlier answer to `q`: by whom, when, and what.
+    fn already(&self, q: &Question, a: &Answered) -> String;
+    /// The core's refusal (agent text and all) made inert.
+    fn inert(&self, text: &str) -> String;
+}
+
+/// What became of one selected request: done (what) or refused (why), in the platform's markup.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Item {
+    /// The request's id (agent text, shown inert), when the request is known.
+    pub request_id: Option<String>,
+    pub outcome: Result<String, String>,
+}
+
+/// A request no longer known, as its line of the reply says it.
+const UNKNOWN: &str = "it is no longer known to askrelay; nothing was recorded.";
+
+/// One selected request's line of the reply: what `decided` came to, in `style`'s words. The
+/// platform edits the request's messages itself (after a [`Settle::Won`] or a
+/// [`Settle::Voted`]); this only says what was done.
+pub fn item(decided: &Decided, verdict: Verdict, style: &impl Style) -> Item {
+    let refused = |why: &str| Item {
+        request_id: None,
+        outcome: Err(why.to_owned()),
+    };
+    let (req, outcome) = match decided {
+        Decided::Unknown => return refused(UNKNOWN),
+        Decided::Unreadable => return refused("askrelay could not read it; try again."),
+        Decided::Read { req, outcome, .. } => (req, outcome),
+    };
+    let q = &req.questions[0];
+    let outcome = match outcome {
+        Err(skipped) => Err(skipped_text(skipped, q, style)),
+        Ok(settled) => settled_text(settled, q, verdict, style),
+    };
+    Item {
+        request_id: Some(req.request_id.clone()),
+        outcome,
+    }
+}
+
+/// What a settlement came to, as its line of the reply says it.
+fn settled_text(
+    settled: &Settle,
+    q: &Question,
+    verdict: Verdict,
+    style: &impl Style,
+) -> Result<String, String> {
+    match settled {
+        Settle::Won(_) => Ok(verdict.done().to_owned()),
+        Settle::Voted(_, t) => Ok(format!(
+            "vote recorded, {} of {} approvals",
+            t.count, t.needed
+        )),
+        Settle::AlreadyVoted(t) => Err(format!(
+            "you already voted for this answer ({} of {} approvals).",
+            t.count, t.needed
+        )),
+        Settle::AlreadyAnswered(prev) => Err(style.already(q, prev)),
+        Settle::Ended(status) => Err(format!(
+            "it has ended ({}); your answer did not count.",
+            status.as_str()
+        )),
+        Settle::Unknown => Err(UNKNOWN.to_owned()),
+        Settle::NotSaved(_) => {
+            Err("the answer could not be saved; try again. Nothing was recorded.".into())
+        }
+        // The core's refusal (the requester on a route that excludes them, …), audited there.
+        Settle::Refused(message) => Err(style.inert(message)),
+    }
+}
+
+/// Why one selected request was not answered, as its line of the reply says it.
+fn skipped_text(skipped: &Skipped, q: &Question, style: &impl Style) -> String {
+    match skipped {
+        Skipped::NotListed => {
+            "it is not one you are shown in this channel; nothing was recorded.".to_owned()
+        }
+        Skipped::NotApproval(v) => format!(
+            "it is not an approval with a “{}” option; answer it on its message.",
+            v.label()
+        ),
+        Skipped::NotAllowed => style.not_allowed().to_owned(),
+        Skipped::Answered(a) => style.already(q, a),
+        Skipped::Ended(status) => format!("it has ended ({}).", status.as_str()),
+    }
+}
+
+/// The batch's reply: a summary line, then one line per request, done first; cut to
+/// `style`'s [`Style::REPLY_MAX`] with "… and N more".
+pub fn report<S: Style>(verdict: Verdict, items: &[Item], style: &S) -> String {
+    let done = items.iter().filter(|i| i.outcome.is_ok()).count();
+    let mut out = format!(
+        "{}: {done} done, {} refused.",
+        style.bold(button(verdict)),
+        items.len() - done
+    );
+    let ordered = items
+        .iter()
+        .filter(|i| i.outcome.is_ok())
+        .chain(items.iter().filter(|i| i.outcome.is_err()));
+    let lines: Vec<String> = ordered
+        .map(|i| {
+            let id = style.request_id(i.request_id.as_deref());
+            match &i.outcome {
+                Ok(what) => format!("{} · {id} · {what}", style.bold("done")),
+                Err(why) => format!("{} · {id} · {why}", style.bold("refused")),
+            }
+        })
+        .collect();
+    for (n, line) in lines.iter().enumerate() {
+        let more = format!(
+            "\n{}",
+            style.bold(&format!("… and {} more", lines.len() - n))
+        );
+        let budget = S::REPLY_MAX - more.chars().count();
+        if out.chars().count() + 1 + line.chars().count() > budget {
+            out.push_str(&more);
+            break;
+        }
+        out.push('\n');
+        out.push_str(line);
+    }
+    out
 }

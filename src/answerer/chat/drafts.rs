@@ -10,7 +10,7 @@
 //! earlier terms showed) the person is asked to choose again rather than have an older or an
 //! empty selection submitted for them.
 
-use crate::domain::request::{Draft, Request};
+use crate::domain::request::{AuditAction, AuditEntry, Draft, Request};
 use crate::domain::{AnswererContext, Settlement};
 use std::collections::HashSet;
 use std::sync::Mutex;
@@ -41,6 +41,54 @@ impl UnsavedDrafts {
             .unwrap()
             .contains(&(key, idx, person.to_owned()))
     }
+}
+
+/// Why a selection was not kept as the person's draft.
+#[derive(Debug)]
+pub enum NotSaved {
+    /// The draft could not be saved: the cause, to log. The person chooses again.
+    Draft(anyhow::Error),
+    /// The draft was saved but its audit row was not written: the cause, to class.
+    Audit(String),
+}
+
+/// Keeps `person`'s selection `selected` of question `idx` of `req` as their draft, with its
+/// audit row (`audit` names the source and the actor), and notes in `unsaved` whether both
+/// were written, so that "Submit" never sends an older selection in its place.
+pub async fn save(
+    ctx: &AnswererContext,
+    unsaved: &UnsavedDrafts,
+    req: &Request,
+    idx: usize,
+    person: &str,
+    selected: Vec<usize>,
+    audit: AuditEntry,
+) -> Result<(), NotSaved> {
+    let saved = ctx.save_draft(req, idx, person, &selected).await;
+    let audit = AuditEntry {
+        request_key: Some(req.key),
+        request_id: Some(req.request_id.clone()),
+        question_idx: Some(idx),
+        action: AuditAction::Draft,
+        detail: Some(crate::domain::audit::settlement_detail(
+            &req.questions[idx],
+            &Settlement {
+                selected,
+                ..Settlement::default()
+            },
+        )),
+        accepted: true,
+        ..audit
+    };
+    let kept = match saved {
+        Ok(()) => ctx
+            .record(audit)
+            .await
+            .map_err(|e| NotSaved::Audit(format!("{e:#}"))),
+        Err(e) => Err(NotSaved::Draft(e)),
+    };
+    unsaved.mark(req.key, idx, person, kept.is_ok());
+    kept
 }
 
 /// Why a draft cannot be submitted.

@@ -5,8 +5,10 @@
 //! they pressed on, the option or the text of a form. This layer decides, and returns typed
 //! values that the adapter renders: a refusal and why ([`admit::Refusal`]), which form asks
 //! for the confirm word ([`confirm::WordFor`]), what a settlement came to
-//! ([`vote::Settle`]), what a batch or a listing holds. Text, markup, components and the
-//! platform's callbacks stay in the adapter.
+//! ([`vote::Settle`]), what a batch or a listing holds. Markup, components and the
+//! platform's callbacks stay in the adapter, and so does most text; where both platforms say
+//! the same words (a batch's reply), they are written here once, in the markup the adapter
+//! supplies ([`batch::Style`]).
 //!
 //! What only the platform knows (who is on a route's allowlists, where a route posts, the
 //! route's policy) it supplies through the [`Platform`] trait. A second platform is a new
@@ -14,12 +16,15 @@
 //!
 //! The parts, by the rule they own: `admit.rs` who may press and in what order the checks
 //! run; `press.rs` what an admitted press comes to (settle, ask for the word, open a form,
-//! save a draft, refuse); `form.rs` what a sent form comes to; `vote.rs` what a settlement (a win, a vote, a late press) came to; `confirm.rs` the
-//! typed confirm word; `grant.rs` the grants ("Allow for …", a pattern's preview, save);
-//! `edit.rs` edit-then-approve; `drafts.rs` multi-select drafts; `batch.rs` approvals
-//! answered at once; `listing.rs` what `pending`, `history` and `grants` list for whom; `digest.rs` the
-//! digest's schedule and median;
-//! `command.rs` the `/askrelay` command (its listings, cancel, revoke) as a typed [`command::Command`].
+//! save a draft, refuse); `form.rs` what a sent form comes to; `vote.rs` what a settlement (a
+//! win, a vote, a late press) came to; `confirm.rs` the typed confirm word; `grant.rs` the
+//! grants ("Allow for …", a pattern's preview, save); `edit.rs` edit-then-approve; `drafts.rs`
+//! multi-select drafts; `batch.rs` approvals answered at once, and the reply that says what
+//! became of each; `listing.rs` what `pending`, `history` and `grants` list for whom;
+//! `digest.rs` the digest's schedule and median; `timers.rs` the reminder and escalation
+//! timers' queue, which each adapter fires its own way; `term.rs` an adapter's term of work
+//! (its gate, and in a cluster the lead it follows); `command.rs` the `/askrelay` command
+//! (its listings, cancel, revoke) as a typed [`command::Command`].
 
 pub mod admit;
 pub mod batch;
@@ -32,8 +37,10 @@ pub mod form;
 pub mod grant;
 pub mod listing;
 pub mod press;
+pub mod term;
 #[cfg(test)]
 mod tests;
+pub mod timers;
 pub mod vote;
 
 use crate::domain::quorum::Policy;

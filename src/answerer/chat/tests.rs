@@ -468,6 +468,32 @@ fn a_store_failure_is_told_by_its_class_only() {
     );
 }
 
+#[test]
+fn not_saved_names_the_class_of_the_cause_and_never_its_text() {
+    let not_saved = vote::not_saved;
+    let busy = not_saved(
+        "the answer could not be saved (storage error: error returned from database: (code: 5) database is locked); nothing changed, try again",
+    );
+    assert_eq!(
+        busy,
+        "Your answer could not be saved, try again (askrelay's database was busy). Nothing was recorded."
+    );
+    assert!(not_saved("canceling statement due to lock timeout").contains("was busy"));
+    let failed = not_saved("disk I/O error at /var/lib/askrelay/askrelay.db");
+    assert!(failed.contains("askrelay's database failed"), "{failed}");
+    assert!(!failed.contains("/var/lib"), "{failed}");
+    assert_eq!(failed.lines().count(), 1);
+    let late = not_saved(
+        "the request could not be saved (storage error: the database did not answer within 5 s \
+         (postgres.db_deadline_secs)); nothing changed, try again",
+    );
+    assert_eq!(
+        late,
+        "Your answer could not be saved, try again (askrelay's database did not answer in time). \
+         Nothing was recorded."
+    );
+}
+
 /// What `press` by alice on the approval comes to, with `draft` as her saved selection.
 async fn step(
     kept: &Kept,

@@ -62,6 +62,13 @@ pub async fn settle(
     }
 }
 
+/// The reply when the store refused or failed a write, naming the cause's class (never its
+/// text, which may carry paths or URLs): one line, the same on every platform.
+pub fn not_saved(cause: &str) -> String {
+    let class = failure_class(cause);
+    format!("Your answer could not be saved, try again ({class}). Nothing was recorded.")
+}
+
 /// The class of a store failure's cause, as a person is told it (never its text, which may
 /// carry paths or URLs).
 pub fn failure_class(cause: &str) -> &'static str {

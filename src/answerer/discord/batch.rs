@@ -1,8 +1,8 @@
 //! Batches from Discord (docs/approvals.md, "Batches"): `/askrelay pending` offers the pending
 //! approvals its user may answer in a select menu, with "Allow selected" and "Deny selected".
-//! This file holds the controls and the reply (pure); which requests are approvals, who may
-//! answer them and each request's checks are the chat layer's (`answerer::chat::batch`), and
-//! the controls are answered by `interactions/batch.rs`.
+//! This file holds the controls and the reply's markup (pure); which requests are approvals, who
+//! may answer them, each request's checks and the reply's words are the chat layer's
+//! (`answerer::chat::batch`), and the controls are answered by `interactions/batch.rs`.
 //!
 //! - A *pending approval* is a pending request with one open single-select question that has
 //!   an option labelled "Deny" and an allow option, "Allow" or else "Allow once" (the labels of
@@ -32,9 +32,10 @@
 
 use super::render::{self, inert, inert_plain, one_line, truncate};
 pub use crate::answerer::chat::batch::BatchId;
-use crate::answerer::chat::batch::{button, selection};
+use crate::answerer::chat::batch::{button, selection, Style};
 pub use crate::domain::approval::Verdict;
-use crate::domain::request::Request;
+use crate::domain::request::{Answered, Request};
+use crate::domain::Question;
 use serenity::all::{
     ActionRow, ActionRowComponent, ButtonStyle, CreateActionRow, CreateButton, CreateSelectMenu,
     CreateSelectMenuKind, CreateSelectMenuOption,
@@ -160,57 +161,41 @@ pub(super) fn selected(components: &[ActionRow]) -> Vec<String> {
     )
 }
 
-/// What became of one selected request: done (what) or refused (why), as markdown.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(super) struct Item {
-    /// The request's id (agent text, shown inert), when the request is known.
-    pub request_id: Option<String>,
-    pub outcome: Result<String, String>,
-}
+/// How the batch's reply is written in Discord: markdown, within a message's 2000 characters,
+/// and the route's Discord allowlists named.
+pub(super) struct DiscordReply;
 
-/// The batch's reply: a summary line, then one line per request, done first; cut to Discord's
-/// 2000 characters with "… and N more".
-pub(super) fn report(verdict: Verdict, items: &[Item]) -> String {
-    let done = items.iter().filter(|i| i.outcome.is_ok()).count();
-    let mut out = format!(
-        "**{}**: {done} done, {} refused.",
-        button(verdict),
-        items.len() - done
-    );
-    let mut ordered: Vec<&Item> = items.iter().filter(|i| i.outcome.is_ok()).collect();
-    ordered.extend(items.iter().filter(|i| i.outcome.is_err()));
-    let lines: Vec<String> = ordered
-        .iter()
-        .map(|i| {
-            let id = i
-                .request_id
-                .as_deref()
-                .map_or("**an unknown request**".to_owned(), |r| {
-                    inert(&truncate(&one_line(r), 128))
-                });
-            match &i.outcome {
-                Ok(what) => format!("**done** · {id} · {what}"),
-                Err(why) => format!("**refused** · {id} · {why}"),
-            }
-        })
-        .collect();
-    for (n, line) in lines.iter().enumerate() {
-        let more = format!("\n**… and {} more**", lines.len() - n);
-        let budget = render::CONTENT_MAX - more.chars().count();
-        if out.chars().count() + 1 + line.chars().count() > budget {
-            out.push_str(&more);
-            break;
-        }
-        out.push('\n');
-        out.push_str(line);
+impl Style for DiscordReply {
+    const REPLY_MAX: usize = render::CONTENT_MAX;
+
+    fn bold(&self, text: &str) -> String {
+        format!("**{text}**")
     }
-    out
+
+    fn request_id(&self, id: Option<&str>) -> String {
+        id.map_or(self.bold("an unknown request"), |r| {
+            inert(&truncate(&one_line(r), 128))
+        })
+    }
+
+    fn not_allowed(&self) -> &'static str {
+        "you are not allowed to answer it (the route's allowed_user_ids and allowed_role_ids)."
+    }
+
+    fn already(&self, q: &Question, a: &Answered) -> String {
+        super::interactions::already(q, a)
+    }
+
+    fn inert(&self, text: &str) -> String {
+        inert(text)
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::super::shown::NAME;
     use super::*;
+    use crate::answerer::chat::batch::{report, Item};
     use crate::domain::approval::fixtures::question;
     use crate::domain::model::Question;
 
@@ -305,7 +290,7 @@ mod tests {
                 },
             })
             .collect();
-        let text = report(Verdict::Allow, &items);
+        let text = report(Verdict::Allow, &items, &DiscordReply);
         assert!(
             text.chars().count() <= render::CONTENT_MAX,
             "{}",
@@ -320,7 +305,7 @@ mod tests {
             "{text}"
         );
         assert!(text.ends_with("more**"), "{text}");
-        let short = report(Verdict::Deny, &items[..2]);
+        let short = report(Verdict::Deny, &items[..2], &DiscordReply);
         assert_eq!(
             short,
             "**Deny selected**: 1 done, 1 refused.\n**done** · request0\\*x\\* · allowed\n\

@@ -11,7 +11,8 @@
 //! up, [`Commands`] serves `/askrelay` and [`Digest`] posts the digest. Discord's work follows
 //! the cluster's lead through one gate: the outbox and the timers exist only inside a [`Lead`],
 //! built when this daemon starts leading (alone: at start) and dropped when it steps down;
-//! the answerer's entry points get it from the [`Gate`], or only describe the request.
+//! the answerer's entry points get it from the [`Gate`], or only describe the request (the
+//! gate and the following of the lead are the chat layer's, [`crate::answerer::chat::term`]).
 //!
 //! The approval rules a click, a form or `/askrelay` is judged by (who may press, votes, the
 //! confirm word, grants, edits, drafts, batches, listings) are the chat layer's
@@ -39,6 +40,7 @@ mod schedule;
 mod shown;
 mod threads;
 
+use crate::answerer::chat::term::{self, Gate};
 use crate::config::{Config, DEFAULT_API_BASE};
 use crate::domain::cluster::Role;
 use crate::domain::metrics::RestRecorder;
@@ -115,27 +117,6 @@ impl Lead {
     }
 }
 
-/// The one gate in front of Discord's work: the current [`Lead`], while this daemon has one.
-#[derive(Default)]
-struct Gate(std::sync::Mutex<Option<Arc<Lead>>>);
-
-impl Gate {
-    /// The current term's work; `None` on a follower.
-    fn lead(&self) -> Option<Arc<Lead>> {
-        self.0.lock().unwrap().clone()
-    }
-
-    fn open(&self, lead: Arc<Lead>) {
-        *self.0.lock().unwrap() = Some(lead);
-    }
-
-    /// Ends the term: what it showed and scheduled is forgotten (its tasks stop with its
-    /// cancellation token).
-    fn close(&self) {
-        self.0.lock().unwrap().take();
-    }
-}
-
 /// The Discord answerer: what lasts the daemon's run (the config, the REST client, the gateway's
 /// state, the command) and the gate to the term's work.
 #[derive(Clone)]
@@ -146,7 +127,7 @@ pub struct DiscordAnswerer {
     commands: Arc<Commands>,
     /// What posters and edits are at work on, across terms (see [`Outbox::busy`]).
     busy: Arc<outbox::Busy>,
-    gate: Arc<Gate>,
+    gate: Arc<Gate<Lead>>,
     /// The REST client the gateway client is built with too (`None`: serenity's own).
     rest_client: Option<reqwest::Client>,
 }
@@ -374,44 +355,22 @@ impl Answerer for DiscordAnswerer {
     }
 
     async fn start(&self, ctx: AnswererContext) -> Result<()> {
-        let mut roles = ctx.roles();
-        if *roles.borrow() == Role::Solo {
+        if *ctx.roles().borrow() == Role::Solo {
             return self.lead(&ctx, false).await;
         }
-        // In a cluster, Discord's work follows the lead: it starts when this node takes the
-        // lead (taking over every node's pending requests) and stops when it loses it.
-        let me = self.clone();
-        let daemon_ctx = ctx.clone();
-        ctx.spawn(async move {
-            let ctx = daemon_ctx;
-            // The role of the term running now (a leader's epoch), and its token.
-            let mut term: Option<(Role, CancellationToken)> = None;
-            loop {
-                let role = roles.borrow_and_update().clone();
-                // A new epoch is a new term: the old one's work stops before the new one's
-                // starts (its fenced writes would be refused anyway).
-                if let Some((running, t)) = &term {
-                    if *running != role {
-                        tracing::info!("stepping down: closing the Discord gateway session");
-                        me.gate.close();
-                        t.cancel();
-                        term = None;
-                    }
-                }
-                if role.leads() && term.is_none() {
-                    let t = ctx.shutdown().child_token();
-                    if let Err(e) = me.lead(&ctx.for_term(t.clone()), true).await {
-                        tracing::error!(error = %format!("{e:#}"), "cannot start Discord as the cluster's leader; trying again at the next change of role");
-                        t.cancel();
-                    }
-                    term = Some((role, t));
-                }
-                tokio::select! {
-                    _ = ctx.shutdown().cancelled() => return,
-                    r = roles.changed() => if r.is_err() { return },
-                }
-            }
-        });
+        // In a cluster, Discord's work follows the lead: it starts when this node takes the lead
+        // (taking over every node's pending requests) and stops when it loses it.
+        let (me, leader) = (self.clone(), self.clone());
+        term::follow_lead(
+            &ctx,
+            "Discord",
+            "Discord gateway session",
+            move |ctx| {
+                let me = me.clone();
+                async move { me.lead(&ctx, true).await }
+            },
+            move || leader.gate.close(),
+        );
         Ok(())
     }
 

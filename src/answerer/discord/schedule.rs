@@ -4,8 +4,8 @@
 //! step advances the timer and writes the outbox rows it posts in one transaction, conditional
 //! on the count it read, so a restart or a second run can never take a step twice; the outbox
 //! then posts the rows exactly once, like any question. The timers of pending requests are
-//! loaded at start-up into one queue ([`Deadlines`]), which [`Schedule`] owns; a step it takes
-//! goes to the [`Outbox`] like any question.
+//! loaded at start-up into one queue (the chat layer's [`Timers`]), which [`Schedule`] owns; a
+//! step it takes goes to the [`Outbox`] like any question.
 //!
 //! - A reminder is a reply to the first open question's message that gives the age and
 //!   mentions the route's mentions again; never a new question.
@@ -18,25 +18,13 @@ use super::outbox::Outbox;
 use super::rest::Rest;
 use super::route::{self, ResolvedRoute};
 use super::shown::NAME;
+use crate::answerer::chat::timers::{first_due, secs, Due, Timers, REMIND};
 use crate::config::Config;
 use crate::domain::clock::now_ms;
-use crate::domain::expiry::Deadlines;
-use crate::domain::request::{PlannedPost, Post, Request, Slot, Timer};
+use crate::domain::request::{PlannedPost, Post, Request, Slot};
 use crate::domain::text::Escaped;
 use crate::domain::{AnswererContext, Status};
-use std::collections::HashSet;
-use std::sync::{Arc, Mutex};
-
-pub(super) const REMIND: &str = "remind";
-pub(super) const ESCALATE: &str = "escalate";
-
-/// A timer step that comes due: the request, which timer, and how many times it has fired.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
-pub(crate) struct Due {
-    key: i64,
-    name: String,
-    fired: u32,
-}
+use std::sync::Arc;
 
 /// A DM copy of question `idx` to `user`, for the route or for escalation step `step`: its
 /// channel is opened when it is posted.
@@ -60,33 +48,14 @@ pub(super) fn dm_channel_placeholder(user: u64) -> String {
     format!("@{user}")
 }
 
-/// When a route's timers first come due for a request asked at `asked_ms`.
-fn first_due(route: &ResolvedRoute, asked_ms: i64) -> Vec<(&'static str, i64)> {
-    let mut due = Vec::new();
-    if let Some(r) = route.remind {
-        due.push((REMIND, asked_ms + secs(r.after_secs)));
-    }
-    if let Some(step) = route.escalate.first() {
-        due.push((ESCALATE, asked_ms + secs(step.after_secs)));
-    }
-    due
-}
-
-fn secs(s: u64) -> i64 {
-    (s as i64).saturating_mul(1000)
-}
-
 /// The reminders and escalation steps of the requests this daemon shows.
 pub(super) struct Schedule {
     config: Arc<Config>,
     rest: Arc<Rest>,
     /// Where the steps' posts go.
     outbox: Arc<Outbox>,
-    /// When each pending request's next reminder or escalation step is due (stored in its
-    /// timers; this is the index).
-    queue: Deadlines<Due>,
-    /// The requests whose timers are stored and in the queue (loaded at start-up, or armed).
-    armed: Mutex<HashSet<i64>>,
+    /// The term's index of the stored timers (the chat layer's).
+    timers: Timers,
 }
 
 impl Schedule {
@@ -95,75 +64,38 @@ impl Schedule {
             config,
             rest,
             outbox,
-            queue: Default::default(),
-            armed: Default::default(),
+            timers: Timers::default(),
         }
     }
 
     /// Loads the timers of pending requests and runs them until shutdown.
     pub(super) async fn load(self: &Arc<Self>, ctx: &AnswererContext) -> anyhow::Result<()> {
-        let timers = ctx.timers().await?;
-        {
-            let mut armed = self.armed.lock().unwrap();
-            for t in timers {
-                armed.insert(t.request_key);
-                if let Some(at) = t.due_at_ms {
-                    self.queue.insert(
-                        at,
-                        Due {
-                            key: t.request_key,
-                            name: t.name,
-                            fired: t.fired,
-                        },
-                    );
-                }
-            }
-        }
         let me = self.clone();
-        let task_ctx = ctx.clone();
-        ctx.spawn(async move {
-            let ctx = task_ctx;
-            let shutdown = ctx.shutdown().clone();
-            me.queue
-                .run(&shutdown, now_ms, |due| {
-                    let me = me.clone();
-                    let ctx = ctx.clone();
-                    async move { me.fire(&ctx, due).await }
-                })
-                .await;
-        });
-        Ok(())
+        self.timers
+            .load(ctx, move |ctx, due| {
+                let me = me.clone();
+                async move { me.fire(&ctx, due).await }
+            })
+            .await
     }
 
     /// Starts the route's timers for a request just shown (or, at start-up, one whose timers
     /// were never stored): one stored row per timer, then the queue.
     pub(super) async fn arm(&self, ctx: &AnswererContext, req: &Request, route: &ResolvedRoute) {
-        if self.armed.lock().unwrap().contains(&req.key) {
+        if self.timers.is_armed(req.key) {
             return;
         }
-        for (name, at) in first_due(route, req.created_at_ms) {
-            let timer = Timer {
-                request_key: req.key,
-                name: name.to_owned(),
-                fired: 0,
-                due_at_ms: Some(at),
-            };
-            match ctx.advance_timer(req, None, &timer, &[]).await {
-                // A timer stored already is either in the queue (loaded at start-up) or done.
-                Ok(false) => {}
-                Ok(true) => self.queue.insert(
-                    at,
-                    Due {
-                        key: req.key,
-                        name: name.to_owned(),
-                        fired: 0,
-                    },
-                ),
-                Err(e) => {
-                    tracing::error!(error = %format!("{e:#}"), "cannot store a reminder or escalation timer; it starts at the next start")
-                }
-            }
-        }
+        let first = first_due(
+            route.remind,
+            route.escalate.first().map(|s| s.after_secs),
+            req.created_at_ms,
+        );
+        // A timer stored already is either in the queue (loaded at start-up) or done.
+        self.timers
+            .store_first(ctx, req, first, |e| {
+                tracing::error!(error = %format!("{e:#}"), "cannot store a reminder or escalation timer; it starts at the next start");
+            })
+            .await;
     }
 
     /// Takes the step that came due: plans its posts and the timer's next step in one
@@ -179,35 +111,16 @@ impl Schedule {
         let Some((planned, next)) = self.step(&req, &route, &posts, &due) else {
             return;
         };
-        let to = Timer {
-            request_key: req.key,
-            name: due.name.clone(),
-            fired: due.fired + 1,
-            due_at_ms: next,
-        };
-        match ctx
-            .advance_timer(&req, Some(due.fired), &to, &planned)
-            .await
-        {
+        let (timer, step) = (due.name.clone(), due.fired + 1);
+        match self.timers.advance(ctx, &req, due, &planned, next).await {
             Ok(true) => {}
             Ok(false) => return, // another run took this step, or the request ended
             Err(e) => {
-                tracing::error!(error = %format!("{e:#}"), timer = %due.name, "cannot take a reminder or escalation step; retrying in 30 s");
-                self.queue.insert(now_ms() + 30_000, due);
+                tracing::error!(error = %format!("{e:#}"), timer = %timer, "cannot take a reminder or escalation step; retrying in 30 s");
                 return;
             }
         }
-        tracing::info!(request_id = %Escaped(&req.request_id), timer = %due.name, step = to.fired, posts = planned.len(), "nobody answered yet; {}", if due.name == REMIND { "reminding" } else { "escalating" });
-        if let Some(at) = next {
-            self.queue.insert(
-                at,
-                Due {
-                    key: req.key,
-                    name: due.name.clone(),
-                    fired: to.fired,
-                },
-            );
-        }
+        tracing::info!(request_id = %Escaped(&req.request_id), timer = %timer, step, posts = planned.len(), "nobody answered yet; {}", if timer == REMIND { "reminding" } else { "escalating" });
         // Clicks on the new copies must find them: read the request again at the next click.
         let outbox = &self.outbox;
         outbox.shown.forget(&req.token);

@@ -1,9 +1,9 @@
 //! Batches from Slack (docs/approvals.md, "Batches"): `/askrelay pending` offers, under its
 //! listing, the pending approvals its user may answer in a `multi_static_select`, with "Allow
 //! selected" and "Deny selected". This file holds the blocks, the reading of the selection and
-//! the reply (pure); which requests are approvals, who may answer them and each request's checks
-//! and settlement are the chat layer's (`answerer::chat::batch`), and the buttons are answered
-//! by `interactions/batch.rs`.
+//! the reply's markup (pure); which requests are approvals, who may answer them, each request's
+//! checks and settlement and the reply's words are the chat layer's (`answerer::chat::batch`),
+//! and the buttons are answered by `interactions/batch.rs`.
 //!
 //! - The menu lists at most [`BATCH_MAX`] approvals (Slack's 100 options), each option the
 //!   request's id and agent above its question (agent text escaped, each cut to Slack's 75
@@ -16,12 +16,13 @@
 //! `ar:batch:deny`), as on Discord; the blocks are [`MENU_BLOCK`] and [`BUTTONS_BLOCK`].
 
 use super::render::{
-    inert, md, one_line, plain, span, truncate, OPTION_TEXT_MAX, PLACEHOLDER_MAX, SECTION_TEXT_MAX,
-    SELECT_OPTIONS_MAX,
+    already, escape, inert, md, one_line, plain, span, truncate, OPTION_TEXT_MAX, PLACEHOLDER_MAX,
+    SECTION_TEXT_MAX, SELECT_OPTIONS_MAX,
 };
-use crate::answerer::chat::batch::{button, selection, BatchId};
+use crate::answerer::chat::batch::{button, selection, BatchId, Style};
 use crate::domain::approval::Verdict;
-use crate::domain::request::Request;
+use crate::domain::request::{Answered, Request};
+use crate::domain::Question;
 use slack_morphism::prelude::*;
 
 /// At most this many requests in one batch: a select's options.
@@ -31,8 +32,6 @@ pub const MENU_BLOCK: &str = "ar:batch:menu";
 pub const BUTTONS_BLOCK: &str = "ar:batch:do";
 /// How much of the agent's name an option shows.
 const AGENT_SHOWN: usize = 30;
-/// The most the reply shows (a message's text holds far more; a person reads far less).
-const REPLY_MAX: usize = 3500;
 
 /// The batch blocks for these approvals (the first [`BATCH_MAX`]): a section with the menu,
 /// then the two buttons. None without approvals.
@@ -129,57 +128,42 @@ pub fn sections(text: &str) -> Vec<SlackBlock> {
         .collect()
 }
 
-/// What became of one selected request: done (what) or refused (why), as mrkdwn.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Item {
-    /// The request's id (agent text, shown inert), when the request is known.
-    pub request_id: Option<String>,
-    pub outcome: Result<String, String>,
-}
+/// How the batch's reply is written in Slack: mrkdwn, request ids in code spans, and the
+/// route's Slack allowlists named.
+pub struct SlackReply;
 
-/// The batch's reply: a summary line, then one line per request, done first; cut with "… and
-/// N more".
-pub fn report(verdict: Verdict, items: &[Item]) -> String {
-    let done = items.iter().filter(|i| i.outcome.is_ok()).count();
-    let mut out = format!(
-        "*{}*: {done} done, {} refused.",
-        button(verdict),
-        items.len() - done
-    );
-    let ordered = items
-        .iter()
-        .filter(|i| i.outcome.is_ok())
-        .chain(items.iter().filter(|i| i.outcome.is_err()));
-    let lines: Vec<String> = ordered
-        .map(|i| {
-            let id = i
-                .request_id
-                .as_deref()
-                .map_or("an unknown request".to_owned(), |r| {
-                    format!("`{}`", span(r))
-                });
-            match &i.outcome {
-                Ok(what) => format!("*done* · {id} · {what}"),
-                Err(why) => format!("*refused* · {id} · {why}"),
-            }
-        })
-        .collect();
-    for (n, line) in lines.iter().enumerate() {
-        let more = format!("\n*… and {} more*", lines.len() - n);
-        let budget = REPLY_MAX - more.chars().count();
-        if out.chars().count() + 1 + line.chars().count() > budget {
-            out.push_str(&more);
-            break;
-        }
-        out.push('\n');
-        out.push_str(line);
+impl Style for SlackReply {
+    /// The most the reply shows (a message's text holds far more; a person reads far less).
+    const REPLY_MAX: usize = 3500;
+
+    fn bold(&self, text: &str) -> String {
+        format!("*{text}*")
     }
-    out
+
+    fn request_id(&self, id: Option<&str>) -> String {
+        id.map_or("an unknown request".to_owned(), |r| {
+            format!("`{}`", span(r))
+        })
+    }
+
+    fn not_allowed(&self) -> &'static str {
+        "you are not allowed to answer it (the route's slack_allowed_user_ids and \
+         slack_allowed_usergroup_ids)."
+    }
+
+    fn already(&self, q: &Question, a: &Answered) -> String {
+        already(q, a)
+    }
+
+    fn inert(&self, text: &str) -> String {
+        escape(text)
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::answerer::chat::batch::{report, Item};
     use crate::domain::approval::fixtures::{question, request};
 
     fn approvals(n: usize) -> Vec<Request> {
@@ -256,7 +240,7 @@ mod tests {
             },
         ];
         assert_eq!(
-            report(Verdict::Allow, &items),
+            report(Verdict::Allow, &items, &SlackReply),
             "*Allow selected*: 1 done, 1 refused.\n*done* · `b-1` · allowed\n\
              *refused* · `bˋ2 &lt;!here&gt;` · you are not allowed to answer it."
         );
@@ -266,8 +250,12 @@ mod tests {
                 outcome: Ok("denied".into()),
             })
             .collect();
-        let text = report(Verdict::Deny, &many);
-        assert!(text.chars().count() <= REPLY_MAX, "{}", text.len());
+        let text = report(Verdict::Deny, &many, &SlackReply);
+        assert!(
+            text.chars().count() <= SlackReply::REPLY_MAX,
+            "{}",
+            text.len()
+        );
         assert!(text.ends_with("more*"), "{text}");
     }
 

@@ -12,10 +12,11 @@
 //! as Slack sees them `route.rs`, and what only Slack knows for the chat layer (allowlists by
 //! user and user group, operators) `platform.rs`.
 //!
-//! Like Discord's, Slack's work follows the cluster's lead through one gate: the outbox and the
-//! Socket Mode connection exist only inside a [`Lead`], built when this daemon starts leading
-//! (alone: at start) and dropped when it steps down. So does [`Schedule`], which runs the
-//! routes' reminders and escalation steps (`schedule.rs`).
+//! Like Discord's, Slack's work follows the cluster's lead through one gate (the chat layer's
+//! [`crate::answerer::chat::term`]): the outbox and the Socket Mode connection exist only
+//! inside a [`Lead`], built when this daemon starts leading (alone: at start) and dropped when
+//! it steps down. So does [`Schedule`], which runs the routes' reminders and escalation steps
+//! (`schedule.rs`).
 
 mod batch;
 mod connect;
@@ -34,6 +35,7 @@ mod web;
 pub use outbox::{client_msg_id, client_msg_id_of};
 pub use web::Failure;
 
+use crate::answerer::chat::term::{self, Gate};
 use crate::config::{Config, SlackMode};
 use crate::domain::cluster::Role;
 use crate::domain::request::{Post, Request};
@@ -89,24 +91,6 @@ impl Lead {
     }
 }
 
-/// The one gate in front of Slack's work: the current [`Lead`], while this daemon has one.
-#[derive(Default)]
-struct Gate(std::sync::Mutex<Option<Arc<Lead>>>);
-
-impl Gate {
-    fn lead(&self) -> Option<Arc<Lead>> {
-        self.0.lock().unwrap().clone()
-    }
-
-    fn open(&self, lead: Arc<Lead>) {
-        *self.0.lock().unwrap() = Some(lead);
-    }
-
-    fn close(&self) {
-        self.0.lock().unwrap().take();
-    }
-}
-
 /// The Slack answerer: what lasts the daemon's run (the config, the Web API client, the
 /// connection's state, user groups' members) and the gate to the term's work.
 #[derive(Clone)]
@@ -116,7 +100,7 @@ pub struct SlackAnswerer {
     connection: Arc<socket::Connection>,
     groups: Arc<platform::Groups>,
     busy: Arc<Busy>,
-    gate: Arc<Gate>,
+    gate: Arc<Gate<Lead>>,
 }
 
 impl SlackAnswerer {
@@ -354,40 +338,21 @@ impl Answerer for SlackAnswerer {
     }
 
     async fn start(&self, ctx: AnswererContext) -> Result<()> {
-        let mut roles = ctx.roles();
-        if *roles.borrow() == Role::Solo {
+        if *ctx.roles().borrow() == Role::Solo {
             return self.lead(&ctx, false).await;
         }
         // In a cluster, Slack's work follows the lead, as Discord's does.
-        let me = self.clone();
-        let daemon_ctx = ctx.clone();
-        ctx.spawn(async move {
-            let ctx = daemon_ctx;
-            let mut term: Option<(Role, CancellationToken)> = None;
-            loop {
-                let role = roles.borrow_and_update().clone();
-                if let Some((running, t)) = &term {
-                    if *running != role {
-                        tracing::info!("stepping down: closing the Slack Socket Mode connection");
-                        me.gate.close();
-                        t.cancel();
-                        term = None;
-                    }
-                }
-                if role.leads() && term.is_none() {
-                    let t = ctx.shutdown().child_token();
-                    if let Err(e) = me.lead(&ctx.for_term(t.clone()), true).await {
-                        tracing::error!(error = %format!("{e:#}"), "cannot start Slack as the cluster's leader; trying again at the next change of role");
-                        t.cancel();
-                    }
-                    term = Some((role, t));
-                }
-                tokio::select! {
-                    _ = ctx.shutdown().cancelled() => return,
-                    r = roles.changed() => if r.is_err() { return },
-                }
-            }
-        });
+        let (me, leader) = (self.clone(), self.clone());
+        term::follow_lead(
+            &ctx,
+            "Slack",
+            "Slack Socket Mode connection",
+            move |ctx| {
+                let me = me.clone();
+                async move { me.lead(&ctx, true).await }
+            },
+            move || leader.gate.close(),
+        );
         Ok(())
     }
 

@@ -6,7 +6,7 @@
 //! one transaction, conditional on the count it read, so a restart or a new cluster leader can
 //! never take a step twice; the [`Outbox`] then posts the rows once, each with its own
 //! `client_msg_id`, like any question. The timers of pending requests are loaded into one
-//! queue when this daemon starts leading.
+//! queue (the chat layer's [`Timers`]) when this daemon starts leading.
 //!
 //! - A reminder is a reply in the thread of the first open question's message that gives the
 //!   age and mentions the route's Slack mentions; never a new question.
@@ -17,42 +17,13 @@
 use super::outbox::{client_msg_id_of, dm_placeholder, Outbox};
 use super::route::{self, SlackRoute};
 use super::NAME;
+use crate::answerer::chat::timers::{first_due, secs, Due, Timers, REMIND};
 use crate::config::Config;
 use crate::domain::clock::now_ms;
-use crate::domain::expiry::Deadlines;
-use crate::domain::request::{PlannedPost, Post, Request, Slot, Timer};
+use crate::domain::request::{PlannedPost, Post, Request, Slot};
 use crate::domain::text::Escaped;
 use crate::domain::{AnswererContext, Status};
-use std::collections::HashSet;
-use std::sync::{Arc, Mutex};
-
-/// The timers' names (stored per answerer, so Discord's of the same request are apart).
-const REMIND: &str = "remind";
-const ESCALATE: &str = "escalate";
-
-/// A timer step that comes due: the request, which timer, and how many times it has fired.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
-struct Due {
-    key: i64,
-    name: String,
-    fired: u32,
-}
-
-/// When a route's timers first come due for a request asked at `asked_ms`.
-fn first_due(route: &SlackRoute, asked_ms: i64) -> Vec<(&'static str, i64)> {
-    let mut due = Vec::new();
-    if let Some(r) = route.remind {
-        due.push((REMIND, asked_ms + secs(r.after_secs)));
-    }
-    if let Some(step) = route.escalate.first() {
-        due.push((ESCALATE, asked_ms + secs(step.after_secs)));
-    }
-    due
-}
-
-fn secs(s: u64) -> i64 {
-    (s as i64).saturating_mul(1000)
-}
+use std::sync::Arc;
 
 /// The rows step `due` of `req` on `route` posts (whose rows are `posts`), and when its timer
 /// is due next; `None` when it has nothing left to do. `now` is the clock's reading.
@@ -127,10 +98,8 @@ pub(super) struct Schedule {
     config: Arc<Config>,
     /// Where the steps' rows are posted.
     outbox: Arc<Outbox>,
-    /// When each pending request's next step is due (stored in its timers; this is the index).
-    queue: Deadlines<Due>,
-    /// The requests whose timers are stored and in the queue (loaded, or armed).
-    armed: Mutex<HashSet<i64>>,
+    /// The term's index of the stored timers (the chat layer's).
+    timers: Timers,
 }
 
 impl Schedule {
@@ -138,81 +107,42 @@ impl Schedule {
         Schedule {
             config,
             outbox,
-            queue: Default::default(),
-            armed: Default::default(),
+            timers: Timers::default(),
         }
     }
 
     /// Loads the timers of pending requests and runs them until `ctx`'s shutdown.
     pub async fn load(self: &Arc<Self>, ctx: &AnswererContext) -> anyhow::Result<()> {
-        let timers = ctx.timers().await?;
-        {
-            let mut armed = self.armed.lock().unwrap();
-            for t in timers {
-                armed.insert(t.request_key);
-                if let Some(at) = t.due_at_ms {
-                    self.queue.insert(
-                        at,
-                        Due {
-                            key: t.request_key,
-                            name: t.name,
-                            fired: t.fired,
-                        },
-                    );
-                }
-            }
-        }
         let me = self.clone();
-        let task_ctx = ctx.clone();
-        ctx.spawn(async move {
-            let ctx = task_ctx;
-            let shutdown = ctx.shutdown().clone();
-            me.queue
-                .run(&shutdown, now_ms, |due| {
-                    let me = me.clone();
-                    let ctx = ctx.clone();
-                    async move { me.fire(&ctx, due).await }
-                })
-                .await;
-        });
-        Ok(())
+        self.timers
+            .load(ctx, move |ctx, due| {
+                let me = me.clone();
+                async move { me.fire(&ctx, due).await }
+            })
+            .await
     }
 
     /// Starts the route's timers for a request shown in Slack (or, found unposted by a repair
     /// pass, one whose timers may never have been stored): one stored row per timer, then the
     /// queue. A timer stored already is left as it is.
     pub async fn arm(&self, ctx: &AnswererContext, req: &Request) {
-        if req.status != Status::Pending || self.armed.lock().unwrap().contains(&req.key) {
+        if req.status != Status::Pending || self.timers.is_armed(req.key) {
             return;
         }
         let route = route::of_request(&self.config, req);
-        let mut stored = true;
-        for (name, at) in first_due(&route, req.created_at_ms) {
-            let timer = Timer {
-                request_key: req.key,
-                name: name.to_owned(),
-                fired: 0,
-                due_at_ms: Some(at),
-            };
-            match ctx.advance_timer(req, None, &timer, &[]).await {
-                // Stored already: in the queue (loaded when this term began) or done.
-                Ok(false) => {}
-                Ok(true) => self.queue.insert(
-                    at,
-                    Due {
-                        key: req.key,
-                        name: name.to_owned(),
-                        fired: 0,
-                    },
-                ),
-                Err(e) => {
-                    stored = false;
-                    tracing::error!(error = %format!("{e:#}"), "cannot store a Slack reminder or escalation timer; trying again at the next repair pass");
-                }
-            }
-        }
+        let first = first_due(
+            route.remind,
+            route.escalate.first().map(|s| s.after_secs),
+            req.created_at_ms,
+        );
+        let stored = self
+            .timers
+            .store_first(ctx, req, first, |e| {
+                tracing::error!(error = %format!("{e:#}"), "cannot store a Slack reminder or escalation timer; trying again at the next repair pass");
+            })
+            .await;
         if stored {
-            self.armed.lock().unwrap().insert(req.key);
+            self.timers.set_armed(req.key);
         }
     }
 
@@ -229,35 +159,16 @@ impl Schedule {
         let Some((planned, next)) = step(&req, &route, &posts, &due, now_ms()) else {
             return;
         };
-        let to = Timer {
-            request_key: req.key,
-            name: due.name.clone(),
-            fired: due.fired + 1,
-            due_at_ms: next,
-        };
-        match ctx
-            .advance_timer(&req, Some(due.fired), &to, &planned)
-            .await
-        {
+        let (timer, step) = (due.name.clone(), due.fired + 1);
+        match self.timers.advance(ctx, &req, due, &planned, next).await {
             Ok(true) => {}
             Ok(false) => return, // another run took this step, or the request ended
             Err(e) => {
-                tracing::error!(error = %format!("{e:#}"), timer = %due.name, "cannot take a Slack reminder or escalation step; retrying in 30 s");
-                self.queue.insert(now_ms() + 30_000, due);
+                tracing::error!(error = %format!("{e:#}"), timer = %timer, "cannot take a Slack reminder or escalation step; retrying in 30 s");
                 return;
             }
         }
-        tracing::info!(request_id = %Escaped(&req.request_id), timer = %due.name, step = to.fired, posts = planned.len(), "nobody answered in Slack yet; {}", if due.name == REMIND { "reminding" } else { "escalating" });
-        if let Some(at) = next {
-            self.queue.insert(
-                at,
-                Due {
-                    key: req.key,
-                    name: due.name.clone(),
-                    fired: to.fired,
-                },
-            );
-        }
+        tracing::info!(request_id = %Escaped(&req.request_id), timer = %timer, step, posts = planned.len(), "nobody answered in Slack yet; {}", if timer == REMIND { "reminding" } else { "escalating" });
         match self.outbox.busy.posting.claim(req.key) {
             // The poster reads the rows again under its claim, the new ones with them.
             Some(claim) => self.outbox.spawn_poster(ctx, claim, req, route, 0),
@@ -270,6 +181,7 @@ impl Schedule {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::answerer::chat::timers::ESCALATE;
     use crate::answerer::routing::Remind;
     use crate::answerer::slack::route::SlackStep;
     use crate::domain::approval::fixtures::{question, request};

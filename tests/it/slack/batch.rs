@@ -17,17 +17,20 @@ const BUTTONS: &str = "ar:batch:do";
 /// Route `ops` (scope `project=ops`) answered by alice only, and `dev` (everything else)
 /// answered by anyone; both post in the default channel. Bob is an operator.
 fn routes(c: &mut Config) {
-    let mut ops = Route::new("ops", 0);
-    ops.channel_id = None;
-    ops.slack_channel_id = Some(DEFAULT_CHANNEL.into());
+    let mut ops = slack_route("ops");
     ops.matches.insert("project".into(), "ops".into());
     ops.slack_allowed_user_ids = Some(vec!["U0ALICE01".into()]);
     c.routes.push(ops);
-    let mut dev = Route::new("dev", 0);
-    dev.channel_id = None;
-    dev.slack_channel_id = Some(DEFAULT_CHANNEL.into());
-    c.routes.push(dev);
+    c.routes.push(slack_route("dev"));
     c.slack.operator_user_ids = vec!["U0BOB0001".into()];
+}
+
+/// A route named `name` that posts in Slack's default channel only.
+fn slack_route(name: &str) -> Route {
+    let mut r = Route::new(name, 0);
+    r.channel_id = None;
+    r.slack_channel_id = Some(DEFAULT_CHANNEL.into());
+    r
 }
 
 /// A Bash approval as the hook asks it (its context has the approval), in `project`.
@@ -98,25 +101,37 @@ fn offered(e: &Ephemeral) -> Vec<String> {
         .collect()
 }
 
-/// `who` picks `values` in the reply's menu, then presses `action` (`ar:batch:allow`, …); the
-/// acks are read.
-async fn pick_and_press(t: &Slack, who: &Person, e: &Ephemeral, values: &[&str], action: &str) {
+/// `who` picks `values` in the reply's menu; the ack is read.
+async fn pick(t: &Slack, who: &Person, e: &Ephemeral, values: &[&str]) {
     let picked =
         t.s.click_ephemeral(who, &e.ts, Action::multi_static_select(MENU, PICK, values))
             .await;
     within("the pick's ack", t.s.wait_ack(picked.envelope_id())).await;
+}
+
+/// `who` presses `action` (`ar:batch:allow`, …) under the reply's menu; the ack is read. The
+/// press as the stand-in sent it.
+async fn press(t: &Slack, who: &Person, e: &Ephemeral, action: &str) -> Value {
     let pressed =
         t.s.click_ephemeral(who, &e.ts, Action::button(BUTTONS, action))
             .await;
+    within("the button's ack", t.s.wait_ack(pressed.envelope_id())).await;
+    pressed.payload().clone()
+}
+
+/// `who` picks `values` in the reply's menu, then presses `action` (`ar:batch:allow`, …); the
+/// acks are read.
+async fn pick_and_press(t: &Slack, who: &Person, e: &Ephemeral, values: &[&str], action: &str) {
+    pick(t, who, e, values).await;
+    let pressed = press(t, who, e, action).await;
     // Slack sends the choice with the button, in state.values.
     assert_eq!(
-        pressed.payload()["state"]["values"][MENU][PICK]["selected_options"]
+        pressed["state"]["values"][MENU][PICK]["selected_options"]
             .as_array()
             .unwrap()
             .len(),
         values.len()
     );
-    within("the button's ack", t.s.wait_ack(pressed.envelope_id())).await;
 }
 
 async fn is_pending(t: &Slack, id: &str) -> bool {
@@ -141,23 +156,9 @@ async fn allow_selected_answers_two_approvals_at_once_and_both_agents_get_their_
     assert!(!shown.contains("<!channel>"), "{shown}");
 
     // A choice in the menu answers nothing.
-    let picked =
-        t.s.click_ephemeral(
-            &alice(),
-            &listing.ts,
-            Action::multi_static_select(MENU, PICK, &[&t1, &t2]),
-        )
-        .await;
-    within("the pick's ack", t.s.wait_ack(picked.envelope_id())).await;
+    pick(&t, &alice(), &listing, &[&t1, &t2]).await;
     assert!(is_pending(&t, "b-1").await && is_pending(&t, "b-2").await);
-    let pressed =
-        t.s.click_ephemeral(
-            &alice(),
-            &listing.ts,
-            Action::button(BUTTONS, "ar:batch:allow"),
-        )
-        .await;
-    within("the button's ack", t.s.wait_ack(pressed.envelope_id())).await;
+    press(&t, &alice(), &listing, "ar:batch:allow").await;
 
     for c in [&mut c1, &mut c2] {
         let ev = expect_event(c, "answered").await;
@@ -290,14 +291,7 @@ async fn deny_selected_denies_each_and_nothing_before_the_button_or_without_a_ch
     let mut c2 = ask(&t, "d-2", &approval("rm -rf target", None)).await;
     let listing = pending(&t, &alice()).await;
     // A button with nothing chosen answers nothing and says so.
-    let pressed =
-        t.s.click_ephemeral(
-            &alice(),
-            &listing.ts,
-            Action::button(BUTTONS, "ar:batch:deny"),
-        )
-        .await;
-    within("the button's ack", t.s.wait_ack(pressed.envelope_id())).await;
+    press(&t, &alice(), &listing, "ar:batch:deny").await;
     t.told("U0ALICE01", "Choose the requests in the menu first")
         .await;
     assert!(is_pending(&t, "d-1").await && is_pending(&t, "d-2").await);
@@ -314,14 +308,7 @@ async fn deny_selected_denies_each_and_nothing_before_the_button_or_without_a_ch
     let report = told.text.unwrap();
     assert!(report.contains("`d-1` · denied"), "{report}");
     // Pressed again: both are answered already, and the reply says by whom.
-    let pressed =
-        t.s.click_ephemeral(
-            &alice(),
-            &listing.ts,
-            Action::button(BUTTONS, "ar:batch:deny"),
-        )
-        .await;
-    within("the button's ack", t.s.wait_ack(pressed.envelope_id())).await;
+    press(&t, &alice(), &listing, "ar:batch:deny").await;
     let again = t
         .told("U0ALICE01", "*Deny selected*: 0 done, 2 refused.")
         .await;
@@ -337,9 +324,7 @@ async fn deny_selected_denies_each_and_nothing_before_the_button_or_without_a_ch
 #[tokio::test]
 async fn on_a_quorum_route_allow_selected_is_one_vote_shown_on_the_message() {
     let t = Slack::start_with(|c| {
-        let mut r = Route::new("two", 0);
-        r.channel_id = None;
-        r.slack_channel_id = Some(DEFAULT_CHANNEL.into());
+        let mut r = slack_route("two");
         r.approvals = Some(2);
         c.routes.push(r);
     })

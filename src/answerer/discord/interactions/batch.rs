@@ -4,19 +4,18 @@
 //! ([`crate::answerer::chat::batch::check`]), settles it through the core and edits its
 //! messages. Every control is answered within Discord's 3 s however long the store takes.
 
-use super::{already, describe, Handler};
-use crate::answerer::chat::batch::{self as chat_batch, Decided, Skipped};
+use super::{describe, Handler};
+use crate::answerer::chat::batch::{self as chat_batch, Decided, Item};
 use crate::answerer::chat::vote::Settle;
 use crate::answerer::chat::Person;
-use crate::answerer::discord::batch::{report, reselect, selected, BatchId, Item};
+use crate::answerer::discord::batch::{reselect, selected, BatchId, DiscordReply};
 use crate::answerer::discord::platform::{self, Discord};
-use crate::answerer::discord::render::{self, inert};
+use crate::answerer::discord::render;
 use crate::answerer::discord::rest::Timely;
 use crate::answerer::discord::shown::NAME;
 use crate::domain::approval::Verdict;
 use crate::domain::clock::now_ms;
-use crate::domain::request::{AuditAction, AuditEntry, Request, Source};
-use crate::domain::Question;
+use crate::domain::request::{AuditAction, AuditEntry, Post, Request, Source};
 use serenity::all::{
     ComponentInteraction, ComponentInteractionDataKind, CreateActionRow, CreateInteractionResponse,
     CreateInteractionResponseFollowup, CreateInteractionResponseMessage, EditInteractionResponse,
@@ -32,8 +31,6 @@ enum BatchStep {
     /// Allow or deny the selected requests (their tokens).
     Decide(Verdict, Vec<String>),
 }
-
-const NOT_LISTED: &str = "it is not one you are shown in this channel; nothing was recorded.";
 
 /// Batch controls, admitted by the interaction handler before any per-request check.
 impl Handler {
@@ -205,7 +202,7 @@ impl Handler {
         if let Err(e) = summary {
             tracing::error!(error = %format!("{e:#}"), "cannot audit a batch");
         }
-        report(verdict, &items)
+        chat_batch::report(verdict, &items, &DiscordReply)
     }
 
     /// One request of a batch: the checks of a click, then the core's settlement (the chat
@@ -238,46 +235,19 @@ impl Handler {
             now_ms(),
         )
         .await;
-        let (req, posts, outcome) = match decided {
-            Decided::Unknown => {
-                return Item {
-                    request_id: None,
-                    outcome: Err("it is no longer known to askrelay; nothing was recorded.".into()),
-                }
-            }
-            Decided::Unreadable => {
-                return Item {
-                    request_id: None,
-                    outcome: Err("askrelay could not read it; try again.".into()),
-                }
-            }
-            Decided::Read {
-                req,
-                posts,
-                outcome,
-            } => (req, posts, outcome),
-        };
-        let q = &req.questions[0];
-        let outcome = match outcome {
-            Err(skipped) => Err(skipped_text(&skipped, q)),
-            Ok(settled) => self.show_one(&req, &posts, verdict, settled),
-        };
-        Item {
-            request_id: Some(req.request_id.clone()),
-            outcome,
+        if let Decided::Read {
+            req,
+            posts,
+            outcome: Ok(settled),
+        } = &decided
+        {
+            self.show_one(req, posts, settled);
         }
+        chat_batch::item(&decided, verdict, &DiscordReply)
     }
 
-    /// What a settlement came to, as the reply's line says it; the request's messages edited
-    /// as a click's copies are.
-    fn show_one(
-        &self,
-        req: &Request,
-        posts: &[crate::domain::request::Post],
-        verdict: Verdict,
-        settled: Settle,
-    ) -> Result<String, String> {
-        let q = &req.questions[0];
+    /// The request's messages after a settlement, edited as a click's copies are.
+    fn show_one(&self, req: &Request, posts: &[Post], settled: &Settle) {
         self.outbox.shown.forget(&req.token);
         let mine: Vec<_> = posts
             .iter()
@@ -285,34 +255,9 @@ impl Handler {
             .cloned()
             .collect();
         match settled {
-            Settle::Won(request) => {
-                self.outbox.sync_edits(&self.ctx, &request, &mine);
-                Ok(verdict.done().to_owned())
-            }
-            Settle::Voted(request, t) => {
-                self.outbox.show_votes(&self.ctx, &request, 0, &mine);
-                Ok(format!(
-                    "vote recorded, {} of {} approvals",
-                    t.count, t.needed
-                ))
-            }
-            Settle::AlreadyVoted(t) => Err(format!(
-                "you already voted for this answer ({} of {} approvals).",
-                t.count, t.needed
-            )),
-            Settle::AlreadyAnswered(prev) => Err(already(q, &prev)),
-            Settle::Ended(status) => Err(format!(
-                "it has ended ({}); your answer did not count.",
-                status.as_str()
-            )),
-            Settle::Unknown => {
-                Err("it is no longer known to askrelay; nothing was recorded.".into())
-            }
-            Settle::NotSaved(_) => {
-                Err("the answer could not be saved; try again. Nothing was recorded.".into())
-            }
-            // The core's refusal (the requester on a route that excludes them, …), audited there.
-            Settle::Refused(message) => Err(inert(&message)),
+            Settle::Won(request) => self.outbox.sync_edits(&self.ctx, request, &mine),
+            Settle::Voted(request, _) => self.outbox.show_votes(&self.ctx, request, 0, &mine),
+            _ => {}
         }
     }
 
@@ -361,20 +306,4 @@ fn private(text: &str) -> CreateInteractionResponseMessage {
         .content(render::truncate_md(text, render::CONTENT_MAX))
         .ephemeral(true)
         .allowed_mentions(serenity::builder::CreateAllowedMentions::new())
-}
-
-/// Why one selected request was not answered, as its line of the reply says it.
-fn skipped_text(skipped: &Skipped, q: &Question) -> String {
-    match skipped {
-        Skipped::NotListed => NOT_LISTED.to_owned(),
-        Skipped::NotApproval(v) => format!(
-            "it is not an approval with a “{}” option; answer it on its message.",
-            v.label()
-        ),
-        Skipped::NotAllowed => "you are not allowed to answer it (the route's allowed_user_ids \
-                                and allowed_role_ids)."
-            .to_owned(),
-        Skipped::Answered(a) => already(q, a),
-        Skipped::Ended(status) => format!("it has ended ({}).", status.as_str()),
-    }
 }

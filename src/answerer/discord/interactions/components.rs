@@ -6,13 +6,12 @@ use super::admit::copy_of;
 use super::respond::Responder;
 use super::{describe, not_saved, Admitted, Handler, Origin, Refusal, Reply, NO_SUCH_GRANT};
 use crate::answerer::chat::confirm::WordFor;
-use crate::answerer::chat::drafts::NotSubmitted;
+use crate::answerer::chat::drafts::{self, NotSaved, NotSubmitted};
 use crate::answerer::chat::press::{self, Press, Refused, Step};
 use crate::answerer::discord::batch::BatchId;
 use crate::answerer::discord::custom_id::{self, Action, Form};
 use crate::answerer::discord::render::{self, RenderContext};
-use crate::domain::request::{AuditAction, AuditEntry, Source};
-use crate::domain::Settlement;
+use crate::domain::request::{AuditEntry, Source};
 use serenity::all::{ComponentInteraction, ComponentInteractionDataKind};
 
 /// What "Submit" says after the person's last selection failed to save.
@@ -163,39 +162,29 @@ impl Handler {
         user: &str,
         p: Vec<usize>,
     ) -> Reply {
-        let (key, idx) = (a.req.key, a.id.question);
-        let q = &a.req.questions[idx];
-        let saved = self.ctx.save_draft(&a.req, idx, user, &p).await;
         let audit = AuditEntry {
-            request_key: Some(key),
-            request_id: Some(a.req.request_id.clone()),
-            question_idx: Some(idx),
             source: Source::Discord,
             actor: Some(describe(&ci.user)),
-            action: AuditAction::Draft,
-            detail: Some(crate::domain::audit::settlement_detail(
-                q,
-                &Settlement {
-                    selected: p.clone(),
-                    ..Settlement::default()
-                },
-            )),
-            accepted: true,
+            ..Default::default()
         };
-        let reply = match saved {
-            Ok(()) => match self.ctx.record(audit).await {
-                Ok(()) => Reply::Ack,
-                Err(e) => Reply::Tell(not_saved(&format!("{e:#}"))),
-            },
-            Err(e) => {
+        let saved = drafts::save(
+            &self.ctx,
+            &self.kept.unsaved,
+            &a.req,
+            a.id.question,
+            user,
+            p,
+            audit,
+        )
+        .await;
+        match saved {
+            Ok(()) => Reply::Ack,
+            Err(NotSaved::Audit(cause)) => Reply::Tell(not_saved(&cause)),
+            Err(NotSaved::Draft(e)) => {
                 tracing::error!(error = %format!("{e:#}"), "cannot save a draft");
                 Reply::Tell("askrelay could not save your selection, try again.".into())
             }
-        };
-        self.kept
-            .unsaved
-            .mark(key, idx, user, matches!(reply, Reply::Ack));
-        reply
+        }
     }
 }
 

@@ -46,8 +46,6 @@ mod components;
 mod grants;
 mod modals;
 mod respond;
-#[cfg(test)]
-mod tests;
 
 use super::commands::Commands;
 use super::custom_id::CustomId;
@@ -56,9 +54,9 @@ use super::outbox::Outbox;
 use super::render::{self, answered_view, RenderContext};
 use super::rest::Rest;
 use super::route::ResolvedRoute;
-use crate::answerer::chat::admit::Refused;
+use crate::answerer::chat::admit::{self as chat_admit, Refused};
 use crate::answerer::chat::press::Kept;
-use crate::answerer::chat::vote::{self, Settle};
+use crate::answerer::chat::vote::{self, not_saved, Settle};
 use crate::answerer::chat::Person;
 use crate::config::Config;
 use crate::domain::request::{Answered, AuditAction, AuditEntry, Post, Request, Source};
@@ -258,7 +256,7 @@ impl Refusal {
             Refused::Ended {
                 withdrawn: Some(reason),
                 ..
-            } => withdrawn_refusal(reason),
+            } => chat_admit::withdrawn_text(reason).to_owned(),
             Refused::Ended { status, error, .. } => match (status, error) {
                 (crate::domain::Status::Answered, _) => {
                     "This request has already been answered.".to_owned()
@@ -283,33 +281,11 @@ impl Refusal {
 
 const UNKNOWN: &str = "This question is no longer known to askrelay; nothing was recorded.";
 
-/// The reply to a press on a question its agent went on without: the answer is not used.
-fn withdrawn_refusal(reason: crate::domain::request::WithdrawReason) -> String {
-    use crate::domain::request::WithdrawReason;
-    match reason {
-        WithdrawReason::AnsweredInTerminal => {
-            "Already answered in the terminal: the agent's own prompt settled this, so your \
-             answer was not used."
-        }
-        WithdrawReason::AgentMovedOn | WithdrawReason::HookKilled => {
-            "The agent moved on without this answer, so yours was not used."
-        }
-    }
-    .to_owned()
-}
-
 /// The reply to a press by a bot account.
 const BOT: &str = "Bot accounts cannot answer askrelay questions.";
 
 /// The reply to a grant button the route no longer has.
 const NO_SUCH_GRANT: &str = "This route gives no such grant (any more).";
-
-/// The reply when the store refused or failed a write, naming the cause's class (never its
-/// text, which may carry paths or URLs): one line.
-fn not_saved(cause: &str) -> String {
-    let class = vote::failure_class(cause);
-    format!("Your answer could not be saved, try again ({class}). Nothing was recorded.")
-}
 
 impl Handler {
     /// Settles through the core (first wins) and says what to answer the interaction with:

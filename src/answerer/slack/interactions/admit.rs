@@ -28,7 +28,7 @@ impl Refusal {
             Refused::Ended {
                 withdrawn: Some(reason),
                 ..
-            } => render::withdrawn_text(reason).to_owned(),
+            } => chat_admit::withdrawn_text(reason).to_owned(),
             Refused::Ended { status, error, .. } => match (status, error) {
                 (Status::Answered, _) => "This request has already been answered.".to_owned(),
                 (status, Some(e)) => format!(

@@ -8,17 +8,15 @@
 
 use super::admit::describe;
 use super::{Handler, Origin, Reply};
-use crate::answerer::chat::batch::{self as chat_batch, BatchId, Decided, Skipped};
+use crate::answerer::chat::batch::{self as chat_batch, BatchId, Decided, Item};
 use crate::answerer::chat::vote::Settle;
 use crate::answerer::chat::Person;
-use crate::answerer::slack::batch::{report, selected, Item};
+use crate::answerer::slack::batch::{selected, SlackReply};
 use crate::answerer::slack::platform::Slack;
-use crate::answerer::slack::render::{already, escape};
 use crate::domain::approval::Verdict;
 use crate::domain::clock::now_ms;
-use crate::domain::request::{AuditAction, AuditEntry, Post, Request, Source};
+use crate::domain::request::{AuditAction, AuditEntry, Post, Source};
 use crate::domain::text::Escaped;
-use crate::domain::Question;
 use slack_morphism::prelude::*;
 
 impl Handler {
@@ -83,7 +81,7 @@ impl Handler {
                 if let Err(e) = self.ctx.record(audit).await {
                     tracing::error!(error = %format!("{e:#}"), "cannot audit a Slack batch");
                 }
-                Reply::Tell(report(verdict, &items))
+                Reply::Tell(chat_batch::report(verdict, &items, &SlackReply))
             }
         }
     }
@@ -108,96 +106,23 @@ impl Handler {
             now_ms(),
         )
         .await;
-        let (req, posts, outcome) = match decided {
-            Decided::Unknown => {
-                return Item {
-                    request_id: None,
-                    outcome: Err(unknown()),
-                }
-            }
-            Decided::Unreadable => {
-                return Item {
-                    request_id: None,
-                    outcome: Err("askrelay could not read it; try again.".into()),
-                }
-            }
-            Decided::Read {
-                req,
-                posts,
-                outcome,
-            } => (req, posts, outcome),
-        };
-        let q = &req.questions[0];
-        let outcome = match outcome {
-            Err(skipped) => Err(skipped_text(&skipped, q)),
-            Ok(settled) => self.show_one(&req, &posts, verdict, settled),
-        };
-        Item {
-            request_id: Some(req.request_id.clone()),
-            outcome,
+        if let Decided::Read {
+            posts,
+            outcome: Ok(settled),
+            ..
+        } = &decided
+        {
+            self.show_one(posts, settled);
         }
+        chat_batch::item(&decided, verdict, &SlackReply)
     }
 
-    /// What a settlement came to, as its line of the reply says it; the request's Slack
-    /// messages edited as a press's are.
-    fn show_one(
-        &self,
-        req: &Request,
-        posts: &[Post],
-        verdict: Verdict,
-        settled: Settle,
-    ) -> Result<String, String> {
-        let q = &req.questions[0];
+    /// The request's Slack messages after a settlement, edited as a press's are.
+    fn show_one(&self, posts: &[Post], settled: &Settle) {
         match settled {
-            Settle::Won(request) => {
-                self.outbox.sync_edits(&self.ctx, &request, posts, Some(0));
-                Ok(verdict.done().to_owned())
-            }
-            Settle::Voted(request, t) => {
-                self.outbox.show_votes(&self.ctx, &request, 0, posts);
-                Ok(format!(
-                    "vote recorded, {} of {} approvals",
-                    t.count, t.needed
-                ))
-            }
-            Settle::AlreadyVoted(t) => Err(format!(
-                "you already voted for this answer ({} of {} approvals).",
-                t.count, t.needed
-            )),
-            Settle::AlreadyAnswered(prev) => Err(already(q, &prev)),
-            Settle::Ended(status) => Err(format!(
-                "it has ended ({}); your answer did not count.",
-                status.as_str()
-            )),
-            Settle::Unknown => Err(unknown()),
-            Settle::NotSaved(_) => {
-                Err("the answer could not be saved; try again. Nothing was recorded.".into())
-            }
-            // The core's refusal (the requester on a route that excludes them, …), audited there.
-            Settle::Refused(message) => Err(escape(&message)),
+            Settle::Won(request) => self.outbox.sync_edits(&self.ctx, request, posts, Some(0)),
+            Settle::Voted(request, _) => self.outbox.show_votes(&self.ctx, request, 0, posts),
+            _ => {}
         }
-    }
-}
-
-/// A request no longer known, as a line of the reply says it.
-fn unknown() -> String {
-    "it is no longer known to askrelay; nothing was recorded.".to_owned()
-}
-
-/// Why one selected request was not answered, as its line of the reply says it.
-fn skipped_text(skipped: &Skipped, q: &Question) -> String {
-    match skipped {
-        Skipped::NotListed => {
-            "it is not one you are shown in this channel; nothing was recorded.".to_owned()
-        }
-        Skipped::NotApproval(v) => format!(
-            "it is not an approval with a “{}” option; answer it on its message.",
-            v.label()
-        ),
-        Skipped::NotAllowed => "you are not allowed to answer it (the route's \
-                                slack_allowed_user_ids and slack_allowed_usergroup_ids)."
-            .to_owned(),
-        Skipped::Answered(a) => already(q, a),
-        Skipped::Ended(status) => format!("it has ended ({}).", status.as_str()),
     }
 }

@@ -40,7 +40,7 @@ use super::platform::Groups;
 use super::route::SlackRoute;
 use super::web::Web;
 use crate::answerer::chat::press::Kept;
-use crate::answerer::chat::vote::{self, Settle};
+use crate::answerer::chat::vote::{self, not_saved, Settle};
 use crate::answerer::chat::Person;
 use crate::answerer::discord::custom_id::CustomId;
 use crate::config::Config;
@@ -124,14 +124,6 @@ enum Reply {
 }
 
 const UNKNOWN: &str = "This question is no longer known to askrelay; nothing was recorded.";
-
-/// The reply when the store failed a write, naming the cause's class, never its text.
-fn not_saved(cause: &str) -> String {
-    format!(
-        "Your answer could not be saved, try again ({}). Nothing was recorded.",
-        vote::failure_class(cause)
-    )
-}
 
 impl Handler {
     /// The person Slack vouches for, with every user group of every route they are in: for a

@@ -9,13 +9,12 @@ use super::admit::describe;
 use super::{not_saved, Admitted, Handler, Origin, Refusal, Reply};
 use crate::answerer::chat::batch::BatchId;
 use crate::answerer::chat::confirm::{self, WordFor};
-use crate::answerer::chat::drafts::NotSubmitted;
+use crate::answerer::chat::drafts::{self, NotSaved, NotSubmitted};
 use crate::answerer::chat::press::{self, Form as ChatForm, Press, Refused, Step};
 use crate::answerer::discord::custom_id::{parse_option_value, Action, Form};
 use crate::answerer::slack::render::{self, FormPlace, View};
 use crate::domain::request::{AuditAction, AuditEntry, Source};
 use crate::domain::text::Escaped;
-use crate::domain::Settlement;
 use slack_morphism::prelude::*;
 
 /// "Save grant" with no preview of the person's waiting (a restart forgets them).
@@ -271,39 +270,29 @@ impl Handler {
 
     /// Keeps the person's selection `p` of a multi-select as their draft, audited.
     async fn save_draft(&self, origin: &Origin, a: &Admitted<Action>, p: Vec<usize>) -> Reply {
-        let (key, idx) = (a.req.key, a.id.question);
-        let q = &a.req.questions[idx];
-        let saved = self.ctx.save_draft(&a.req, idx, &origin.user, &p).await;
         let audit = AuditEntry {
-            request_key: Some(key),
-            request_id: Some(a.req.request_id.clone()),
-            question_idx: Some(idx),
             source: Source::Slack,
             actor: Some(describe(&origin.user, &origin.name)),
-            action: AuditAction::Draft,
-            detail: Some(crate::domain::audit::settlement_detail(
-                q,
-                &Settlement {
-                    selected: p.clone(),
-                    ..Settlement::default()
-                },
-            )),
-            accepted: true,
+            ..Default::default()
         };
-        let reply = match saved {
-            Ok(()) => match self.ctx.record(audit).await {
-                Ok(()) => Reply::Quiet,
-                Err(e) => Reply::Tell(not_saved(&format!("{e:#}"))),
-            },
-            Err(e) => {
+        let saved = drafts::save(
+            &self.ctx,
+            &self.kept.unsaved,
+            &a.req,
+            a.id.question,
+            &origin.user,
+            p,
+            audit,
+        )
+        .await;
+        match saved {
+            Ok(()) => Reply::Quiet,
+            Err(NotSaved::Audit(cause)) => Reply::Tell(not_saved(&cause)),
+            Err(NotSaved::Draft(e)) => {
                 tracing::error!(error = %format!("{e:#}"), "cannot save a Slack draft");
                 Reply::Tell("askrelay could not save your selection, try again.".into())
             }
-        };
-        self.kept
-            .unsaved
-            .mark(key, idx, &origin.user, matches!(reply, Reply::Quiet));
-        reply
+        }
     }
 }
 

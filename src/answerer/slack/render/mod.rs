@@ -28,7 +28,7 @@ pub use modal::{
     LENGTH_ACTION, LENGTH_BLOCK, TEXT_ACTION, TEXT_BLOCK, WORD_ACTION, WORD_BLOCK,
 };
 pub use notes::{copy, dm_lead, escalation_lead, mentions, note, note_withdrawn, reminder_lead};
-pub use outcome::{already, ended, open, settled, where_answered, who, withdrawn_text};
+pub use outcome::{already, ended, open, settled, where_answered, who};
 pub use text::*;
 
 use crate::answerer::discord::custom_id::{option_value, Action, CustomId};

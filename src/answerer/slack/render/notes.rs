@@ -6,8 +6,8 @@
 //! (`U…`/`W…`, `S…`), so `<@…>` and `<!subteam^…>` can hold nothing else. Agent text goes
 //! through the question's rendering, escaped as everywhere.
 
-use super::outcome::withdrawn_text;
 use super::{md, question, truncate, Message, View, MESSAGE_BLOCKS_MAX, SECTION_TEXT_MAX};
+use crate::answerer::chat::admit::withdrawn_text;
 use crate::domain::expiry::human;
 use crate::domain::model::{Context, Question};
 use crate::domain::request::WithdrawReason;

@@ -201,16 +201,3 @@ pub fn already(q: &Question, a: &Answered) -> String {
         SECTION_TEXT_MAX,
     )
 }
-
-/// The reply to a press on a question its agent went on without.
-pub fn withdrawn_text(reason: WithdrawReason) -> &'static str {
-    match reason {
-        WithdrawReason::AnsweredInTerminal => {
-            "Already answered in the terminal: the agent's own prompt settled this, so your \
-             answer was not used."
-        }
-        WithdrawReason::AgentMovedOn | WithdrawReason::HookKilled => {
-            "The agent moved on without this answer, so yours was not used."
-        }
-    }
-}
