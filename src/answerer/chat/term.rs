@@ -9,8 +9,11 @@
 //! never posts.
 
 use crate::domain::cluster::Role;
+use crate::domain::request::Slot;
 use crate::domain::AnswererContext;
+use std::collections::HashSet;
 use std::future::Future;
+use std::hash::Hash;
 use std::sync::{Arc, Mutex};
 use tokio_util::sync::CancellationToken;
 
@@ -90,4 +93,48 @@ pub fn follow_lead<F, Fut>(
             }
         }
     });
+}
+
+/// What an adapter's outbox is at work on, so that a repair pass does not start a second
+/// poster for a request or a second edit of a message. It outlives a term: a poster of the
+/// last term may still be at work when the next begins.
+#[derive(Default)]
+pub struct Busy {
+    /// Requests whose questions are being posted.
+    pub posting: Claims<i64>,
+    /// Messages (request key, question, slot) being edited.
+    pub editing: Claims<(i64, usize, Slot)>,
+}
+
+/// A set of things someone is working on; each is held by a [`Claim`].
+pub struct Claims<K>(Arc<Mutex<HashSet<K>>>);
+
+impl<K> Default for Claims<K> {
+    fn default() -> Self {
+        Claims(Default::default())
+    }
+}
+
+impl<K: Hash + Eq + Clone> Claims<K> {
+    /// Claims `k`; `None` when someone holds it already.
+    pub fn claim(&self, k: K) -> Option<Claim<K>> {
+        self.0.lock().unwrap().insert(k.clone()).then(|| Claim {
+            set: self.0.clone(),
+            k,
+        })
+    }
+}
+
+/// The claim on one thing, from the first try through whichever task takes over (the first
+/// post at ask time hands it to the background poster); released when dropped, also when that
+/// task panics.
+pub struct Claim<K: Hash + Eq> {
+    set: Arc<Mutex<HashSet<K>>>,
+    k: K,
+}
+
+impl<K: Hash + Eq> Drop for Claim<K> {
+    fn drop(&mut self) {
+        self.set.lock().unwrap().remove(&self.k);
+    }
 }

@@ -15,9 +15,11 @@ use super::rest::{Failure, Rest, LEAD_ENDED};
 use super::route::{self, ResolvedRoute};
 use super::shown::{placed, Shown, NAME};
 use super::threads::SessionThreads;
+pub(super) use crate::answerer::chat::term::Busy;
+use crate::answerer::chat::term::Claim;
 use crate::config::Config;
 use crate::domain::clock::now_ms;
-use crate::domain::request::{EditState, Post, Request, Slot};
+use crate::domain::request::{EditState, Post, Request};
 use crate::domain::text::Escaped;
 use crate::domain::{AnswererContext, AskError, ErrorCode, Outcome};
 use std::sync::Arc;
@@ -651,49 +653,6 @@ pub(super) struct Due {
     pub mine: Vec<Post>,
     /// Pending, with a question not posted, and not being delivered now.
     pub unposted: bool,
-}
-
-/// What is being worked on now, so that a repair pass does not start a second poster for a
-/// request or a second edit of a message.
-#[derive(Default)]
-pub(crate) struct Busy {
-    /// Requests whose questions are being posted.
-    pub posting: Claims<i64>,
-    /// Messages (request key, question, slot) being edited.
-    pub editing: Claims<(i64, usize, Slot)>,
-}
-
-/// A set of things someone is working on; each is held by a [`Claim`].
-pub(crate) struct Claims<K>(Arc<std::sync::Mutex<std::collections::HashSet<K>>>);
-
-impl<K> Default for Claims<K> {
-    fn default() -> Self {
-        Claims(Default::default())
-    }
-}
-
-impl<K: std::hash::Hash + Eq + Clone> Claims<K> {
-    /// Claims `k`; `None` when someone holds it already.
-    pub fn claim(&self, k: K) -> Option<Claim<K>> {
-        self.0.lock().unwrap().insert(k.clone()).then(|| Claim {
-            set: self.0.clone(),
-            k,
-        })
-    }
-}
-
-/// The claim on one thing, from the first try through whichever task takes over (the first
-/// post at ask time hands it to the background poster); released when dropped, also when that
-/// task panics.
-pub(crate) struct Claim<K: std::hash::Hash + Eq> {
-    set: Arc<std::sync::Mutex<std::collections::HashSet<K>>>,
-    k: K,
-}
-
-impl<K: std::hash::Hash + Eq> Drop for Claim<K> {
-    fn drop(&mut self) {
-        self.set.lock().unwrap().remove(&self.k);
-    }
 }
 
 /// Says why an edit that went out was not recorded. A node whose lead just ended has its write

@@ -17,6 +17,8 @@ use super::render::{self, Message, View};
 use super::route::{self, SlackRoute};
 use super::web::{Failure, Web};
 use super::NAME;
+pub(super) use crate::answerer::chat::term::Busy;
+use crate::answerer::chat::term::Claim;
 use crate::config::Config;
 use crate::domain::cluster::Role;
 use crate::domain::model::Context;
@@ -115,46 +117,6 @@ pub(super) fn plan(
         });
     }
     rows
-}
-
-/// A set of things someone is working on, each held by a [`Claim`] until it is dropped, so
-/// that a repair pass does not start a second poster or a second edit.
-pub(super) struct Claims<K>(Arc<Mutex<HashSet<K>>>);
-
-impl<K> Default for Claims<K> {
-    fn default() -> Self {
-        Claims(Default::default())
-    }
-}
-
-impl<K: std::hash::Hash + Eq + Clone> Claims<K> {
-    pub fn claim(&self, k: K) -> Option<Claim<K>> {
-        self.0.lock().unwrap().insert(k.clone()).then(|| Claim {
-            set: self.0.clone(),
-            k,
-        })
-    }
-}
-
-pub(super) struct Claim<K: std::hash::Hash + Eq> {
-    set: Arc<Mutex<HashSet<K>>>,
-    k: K,
-}
-
-impl<K: std::hash::Hash + Eq> Drop for Claim<K> {
-    fn drop(&mut self) {
-        self.set.lock().unwrap().remove(&self.k);
-    }
-}
-
-/// What posters and edits are at work on; it outlives a cluster term, as a poster of the last
-/// term may still be at work when the next begins.
-#[derive(Default)]
-pub(super) struct Busy {
-    /// Requests whose questions are being posted.
-    pub posting: Claims<i64>,
-    /// Messages (request key, question, slot) being edited.
-    pub editing: Claims<(i64, usize, Slot)>,
 }
 
 /// Posts, edits and repairs the messages of the requests Slack shows.
