@@ -23,8 +23,9 @@
 //! became of each; `listing.rs` what `pending`, `history` and `grants` list for whom;
 //! `digest.rs` the digest's schedule and median; `timers.rs` the reminder and escalation
 //! timers' queue, which each adapter fires its own way; `term.rs` an adapter's term of work
-//! (its gate, in a cluster the lead it follows, and what its outbox is at work on); `command.rs` the `/askrelay` command
-//! (its listings, cancel, revoke) as a typed [`command::Command`].
+//! (its gate, in a cluster the lead it follows, and what its outbox is at work on);
+//! `command.rs` the `/askrelay` command (its listings, cancel, revoke) as a typed
+//! [`command::Command`].
 
 pub mod admit;
 pub mod batch;
