@@ -491,14 +491,14 @@ impl Answerer for SlackAnswerer {
             // A vote from another surface: the message shows the new count.
             lead.outbox.show_votes(ctx, req, idx, &posts);
         } else {
-            lead.outbox.sync_edits(ctx, req, &posts, Some(idx));
+            lead.outbox.sync_edits_after(ctx, req, &posts, Some(idx));
         }
     }
 
     async fn ended(&self, ctx: &AnswererContext, req: &Request) {
         let Some(lead) = self.gate.lead() else { return };
         match ctx.outbox(req).await {
-            Ok(posts) => lead.outbox.sync_edits(ctx, req, &posts, None),
+            Ok(posts) => lead.outbox.sync_edits_after(ctx, req, &posts, None),
             Err(e) => tracing::error!(error = %format!("{e:#}"), "cannot read the Slack outbox"),
         }
     }

@@ -20,7 +20,6 @@ use super::NAME;
 pub(super) use crate::answerer::chat::term::Busy;
 use crate::answerer::chat::term::Claim;
 use crate::config::Config;
-use crate::domain::cluster::Role;
 use crate::domain::model::Context;
 use crate::domain::request::{EditState, PlannedPost, Post, Request, Slot};
 use crate::domain::text::Escaped;
@@ -135,12 +134,6 @@ pub(super) struct Outbox {
     unsure: Mutex<HashSet<(i64, usize, Slot)>>,
 }
 
-/// How far a request's time may be off this node's clock in a cluster (another node stamped
-/// it, on the database's clock as every node reads it, to within a round trip and a beat), for
-/// [`Outbox::may_have_posted`]: a request made up to this long after the term began is still
-/// searched for.
-const CLUSTER_SKEW_MS: i64 = 10_000;
-
 impl Outbox {
     pub fn new(config: Arc<Config>, web: Arc<Web>, busy: Arc<Busy>) -> Outbox {
         Outbox {
@@ -157,15 +150,14 @@ impl Outbox {
     /// was made before this outbox began (a crash, or another leader, between a post and its
     /// record), or its last post in this term failed without knowing (see
     /// [`Failure::unsure_whether_done`]). A DM copy whose DM was never opened was never posted.
-    fn may_have_posted(&self, ctx: &AnswererContext, req: &Request, post: &Post) -> bool {
+    fn may_have_posted(&self, req: &Request, post: &Post) -> bool {
         if post.channel.starts_with('@') {
             return false;
         }
-        let margin = match *ctx.roles().borrow() {
-            Role::Solo => 0,
-            _ => CLUSTER_SKEW_MS,
-        };
-        req.created_at_ms < self.began_ms + margin
+        // In a cluster the request's time is another node's, on the database's clock as every
+        // node reads it: a request a dead leader posted was made before its lease ran out, at
+        // least a beat before this term began, far more than the nodes' clocks differ by.
+        req.created_at_ms < self.began_ms
             || self
                 .unsure
                 .lock()
@@ -175,7 +167,9 @@ impl Outbox {
 
     /// Posts `message` for `post` in its channel (opening its DM first if need be), once: when
     /// it [may be there already](Self::may_have_posted), Slack's history is searched for it
-    /// first, and what is found is returned instead of a second post.
+    /// first, and what is found is returned instead of a second post. Returns the message's
+    /// `ts`, and whether it was found (it has been up for a while: a press may have settled it
+    /// before its record, and its edit is then the repair loop's).
     async fn post_once(
         &self,
         ctx: &AnswererContext,
@@ -183,8 +177,8 @@ impl Outbox {
         post: &mut Post,
         message: &Message,
         thread_ts: Option<&str>,
-    ) -> Result<String, Failure> {
-        let searched = self.may_have_posted(ctx, req, post);
+    ) -> Result<(String, bool), Failure> {
+        let searched = self.may_have_posted(req, post);
         let channel = self.channel_of(ctx, req, post).await?;
         if searched {
             match self
@@ -194,7 +188,7 @@ impl Outbox {
             {
                 Ok(Some(ts)) => {
                     tracing::info!(request_id = %Escaped(&req.request_id), question = post.idx, slot = %post.slot, "found the message in Slack, posted before its record; not posting it again");
-                    return Ok(ts);
+                    return Ok((ts, true));
                 }
                 Ok(None) => {}
                 Err(Failure::Permanent(m)) => {
@@ -212,7 +206,7 @@ impl Outbox {
             Err(f) if f.unsure_whether_done() => self.unsure.lock().unwrap().insert(key),
             _ => self.unsure.lock().unwrap().remove(&key),
         };
-        sent
+        sent.map(|ts| (ts, false))
     }
 
     /// The message of question `idx` as first posted; the request's context goes with its
@@ -354,14 +348,22 @@ impl Outbox {
                     false => Err(Failure::transient("this node's lead ended")),
                 };
                 match sent {
-                    Ok(ts) => {
+                    Ok((ts, found)) => {
                         crate::crash::point(if post.is_main() {
                             "posted"
                         } else {
                             "posted_extra"
                         });
-                        if let Err(e) = ctx.record_post(req, post, &ts, None, None).await {
-                            tracing::error!(error = %format!("{e:#}"), "cannot record a posted Slack message");
+                        match ctx.record_post(req, post, &ts, None, None).await {
+                            // Its outcome, if it has one by now, is edited in by the repair
+                            // pass this wakes.
+                            Ok(()) if found || !ctx.is_pending(req).await => {
+                                self.repair_now.notify_one()
+                            }
+                            Ok(()) => {}
+                            Err(e) => {
+                                tracing::error!(error = %format!("{e:#}"), "cannot record a posted Slack message")
+                            }
                         }
                         post.message = Some(ts);
                         break;
@@ -605,6 +607,30 @@ impl Outbox {
                     self.spawn_edit(ctx, req, post, message, Some(state));
                 }
             }
+        }
+    }
+
+    /// [`Self::sync_edits`] after a settlement or an end: a message of it whose `ts` is not
+    /// recorded yet (posted a moment ago, or found in Slack's history while this was settled)
+    /// is left to a repair pass woken now. Its record wakes one too, so whichever of the two
+    /// commits last wakes a pass that reads both.
+    pub fn sync_edits_after(
+        self: &Arc<Self>,
+        ctx: &AnswererContext,
+        req: &Request,
+        posts: &[Post],
+        only: Option<usize>,
+    ) {
+        self.sync_edits(ctx, req, posts, only);
+        let unrecorded = posts.iter().any(|p| {
+            p.answerer == NAME
+                && p.message.is_none()
+                && !p.is_note()
+                && p.slot != Slot::Files
+                && only.is_none_or(|i| i == p.idx)
+        });
+        if unrecorded {
+            self.repair_now.notify_one();
         }
     }
 

@@ -72,6 +72,53 @@ async fn a_crash_after_the_post_posts_again_without_a_duplicate() {
 }
 
 #[tokio::test]
+async fn a_press_on_a_found_message_before_its_record_is_edited_in_at_once() {
+    let s = SlackStandIn::start().await;
+    // A repair pass an hour away: the edit must not wait for it.
+    let bin = bin_on(&s).env("ASKRELAY_SLACK__REPAIR_INTERVAL_SECS", 3600);
+    let mut cmd = bin.cmd(&["serve"]);
+    cmd.env(askrelay::crash::ENV, "posted");
+    let crashing = bin.serve_cmd(cmd).await;
+    within("the Socket Mode connection", s.wait_connected(1)).await;
+    let mut c = Client::connect(&bin.socket()).await.unwrap();
+    c.send_json(&ask_line("early", &yes_no("q"))).await.unwrap();
+    let (status, log) = crashing.finish().await;
+    use std::os::unix::process::ExitStatusExt;
+    assert_eq!(status.signal(), Some(6), "the crash point aborts:\n{log}");
+    let m = s.messages(DEFAULT_CHANNEL).remove(0);
+    // The restarted daemon's search for the message is held; meanwhile someone presses it
+    // (it has been up all along): the press settles the request.
+    s.stall_next("conversations.history", 1);
+    let _daemon = bin.serve().await.drain();
+    let mut c = Client::connect(&bin.socket()).await.unwrap();
+    c.send_json(&ask_line("early", &yes_no("q"))).await.unwrap();
+    expect_event(&mut c, "accepted").await;
+    within("the search held", s.wait_stalled(1)).await;
+    s.click(
+        &alice(),
+        DEFAULT_CHANNEL,
+        ts(&m),
+        button(&m, "No, keep them"),
+    )
+    .await;
+    let ev = expect_event(&mut c, "answered").await;
+    assert_eq!(ev["result"]["answers"][0]["selected"][0], "No, keep them");
+    // Found and recorded after the press: its outcome is edited in then, not an hour later.
+    s.release_stalls();
+    let edited = ts(&m).to_owned();
+    within(
+        "the found message edited to its outcome",
+        s.wait_for_request("chat.update", move |r| {
+            r.ok()
+                && r.param_str("ts") == Some(edited.as_str())
+                && r.params.to_string().contains("No, keep them")
+        }),
+    )
+    .await;
+    assert_eq!(s.calls("chat.postMessage").len(), 1);
+}
+
+#[tokio::test]
 async fn a_post_whose_answer_was_lost_is_found_in_the_history_not_posted_twice() {
     let t = Slack::start().await;
     // Slack posts the message, then its edge answers 502.
@@ -116,9 +163,13 @@ async fn a_post_that_never_landed_is_searched_for_then_made() {
     t.message(0).await;
     let posts = t.s.calls("chat.postMessage");
     assert_eq!(posts.len(), 2, "searched, not found, posted: {posts:?}");
-    let searched = t.s.calls("conversations.history");
-    assert_eq!(searched.len(), 1);
-    assert!(searched[0].at > posts[0].at && searched[0].at < posts[1].at);
+    let between = |from: &Recorded, to: &Recorded| {
+        t.s.calls("conversations.history")
+            .into_iter()
+            .filter(|r| r.at > from.at && r.at < to.at)
+            .count()
+    };
+    assert_eq!(between(&posts[0], &posts[1]), 1, "searched after the 503");
     assert_eq!(t.s.messages(DEFAULT_CHANNEL).len(), 1);
     // A 429 says the post was not made: no search before the next try.
     t.s.fail_next(
@@ -130,7 +181,10 @@ async fn a_post_that_never_landed_is_searched_for_then_made() {
     );
     let (_c2, _) = t.ask("limited", &yes_no("q")).await;
     t.message(1).await;
-    assert_eq!(t.s.calls("conversations.history").len(), 1, "no new search");
+    let posts = t.s.calls("chat.postMessage");
+    assert_eq!(posts.len(), 4, "{posts:?}");
+    assert_eq!(posts[2].status, 429);
+    assert_eq!(between(&posts[2], &posts[3]), 0, "no search after a 429");
     assert_eq!(t.s.messages(DEFAULT_CHANNEL).len(), 2);
 }
 

@@ -120,7 +120,10 @@ impl Handler {
     /// The request's Slack messages after a settlement, edited as a press's are.
     fn show_one(&self, posts: &[Post], settled: &Settle) {
         match settled {
-            Settle::Won(request) => self.outbox.sync_edits(&self.ctx, request, posts, Some(0)),
+            Settle::Won(request) => {
+                self.outbox
+                    .sync_edits_after(&self.ctx, request, posts, Some(0))
+            }
             Settle::Voted(request, _) => self.outbox.show_votes(&self.ctx, request, 0, posts),
             _ => {}
         }

@@ -236,7 +236,7 @@ impl Handler {
         match settled {
             Settle::Won(request) => {
                 self.outbox
-                    .sync_edits(&self.ctx, &request, &a.posts, Some(idx));
+                    .sync_edits_after(&self.ctx, &request, &a.posts, Some(idx));
                 Reply::Quiet
             }
             Settle::Voted(request, t) => {
