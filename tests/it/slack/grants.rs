@@ -142,6 +142,8 @@ async fn live_grants(t: &Slack) -> Vec<Value> {
 async fn open_pattern_form(t: &Slack, m: &Value) -> StoredView {
     let sent = t.press(&alice(), m, "Allow matching…").await;
     within("the ack", t.s.wait_ack(sent.envelope_id())).await;
+    // The form may be opened just after the ack: wait for it.
+    within("the form", t.s.wait_for_request("views.open", |_| true)).await;
     let open = t.s.calls("views.open");
     assert_eq!(open.len(), 1, "one form");
     assert_eq!(open[0].param_str("trigger_id"), sent.trigger_id.as_deref());
