@@ -16,20 +16,25 @@ fn bin_on(s: &SlackStandIn) -> Bin {
         .env("ASKRELAY_SLACK__CHANNEL_ID", DEFAULT_CHANNEL)
 }
 
-#[tokio::test]
-async fn a_crash_after_the_post_posts_again_without_a_duplicate() {
-    let s = SlackStandIn::start().await;
-    let bin = bin_on(&s);
+/// Asks `id` on `bin` (serving on `s`) with the crash point after the post: Slack has the
+/// message, and the daemon aborts before recording its ts.
+async fn ask_and_crash_after_the_post(bin: &Bin, s: &SlackStandIn, id: &str) {
     let mut cmd = bin.cmd(&["serve"]);
     cmd.env(askrelay::crash::ENV, "posted");
     let crashing = bin.serve_cmd(cmd).await;
     within("the Socket Mode connection", s.wait_connected(1)).await;
     let mut c = Client::connect(&bin.socket()).await.unwrap();
-    c.send_json(&ask_line("crash", &yes_no("q"))).await.unwrap();
-    // Slack has the message; the daemon dies before recording its ts.
+    c.send_json(&ask_line(id, &yes_no("q"))).await.unwrap();
     let (status, log) = crashing.finish().await;
     use std::os::unix::process::ExitStatusExt;
     assert_eq!(status.signal(), Some(6), "the crash point aborts:\n{log}");
+}
+
+#[tokio::test]
+async fn a_crash_after_the_post_posts_again_without_a_duplicate() {
+    let s = SlackStandIn::start().await;
+    let bin = bin_on(&s);
+    ask_and_crash_after_the_post(&bin, &s, "crash").await;
     assert_eq!(s.messages(DEFAULT_CHANNEL).len(), 1);
     let _daemon = bin.serve().await.drain();
     let mut c = Client::connect(&bin.socket()).await.unwrap();
@@ -76,15 +81,7 @@ async fn a_press_on_a_found_message_before_its_record_is_edited_in_at_once() {
     let s = SlackStandIn::start().await;
     // A repair pass an hour away: the edit must not wait for it.
     let bin = bin_on(&s).env("ASKRELAY_SLACK__REPAIR_INTERVAL_SECS", 3600);
-    let mut cmd = bin.cmd(&["serve"]);
-    cmd.env(askrelay::crash::ENV, "posted");
-    let crashing = bin.serve_cmd(cmd).await;
-    within("the Socket Mode connection", s.wait_connected(1)).await;
-    let mut c = Client::connect(&bin.socket()).await.unwrap();
-    c.send_json(&ask_line("early", &yes_no("q"))).await.unwrap();
-    let (status, log) = crashing.finish().await;
-    use std::os::unix::process::ExitStatusExt;
-    assert_eq!(status.signal(), Some(6), "the crash point aborts:\n{log}");
+    ask_and_crash_after_the_post(&bin, &s, "early").await;
     let m = s.messages(DEFAULT_CHANNEL).remove(0);
     // The restarted daemon's search for the message is held; meanwhile someone presses it
     // (it has been up all along): the press settles the request.
@@ -192,17 +189,7 @@ async fn a_post_that_never_landed_is_searched_for_then_made() {
 async fn without_the_history_scope_a_crash_after_the_post_posts_again_and_says_so() {
     let s = SlackStandIn::start().await;
     let bin = bin_on(&s);
-    let mut cmd = bin.cmd(&["serve"]);
-    cmd.env(askrelay::crash::ENV, "posted");
-    let crashing = bin.serve_cmd(cmd).await;
-    within("the Socket Mode connection", s.wait_connected(1)).await;
-    let mut c = Client::connect(&bin.socket()).await.unwrap();
-    c.send_json(&ask_line("noscope", &yes_no("q")))
-        .await
-        .unwrap();
-    let (status, log) = crashing.finish().await;
-    use std::os::unix::process::ExitStatusExt;
-    assert_eq!(status.signal(), Some(6), "the crash point aborts:\n{log}");
+    ask_and_crash_after_the_post(&bin, &s, "noscope").await;
     // An app installed before the *:history scopes: Slack refuses the search.
     s.fail_next(
         "conversations.history",
