@@ -189,3 +189,46 @@ async fn a_hung_channel_check_or_post_is_a_transient_failure_that_is_retried() {
     final_state(&app.press(&msgs[0], &alice(), "No, keep them").await);
     expect_event(&mut c, "answered").await;
 }
+
+/// A create held past the agent's budget (serenity waiting on a rate-limit bucket, a slow
+/// Discord) is not cut short and made again: the agent is told at the budget that the question
+/// is posted in the background, and the held create is the one that posts it and is recorded.
+#[tokio::test]
+async fn a_create_held_past_the_agents_budget_goes_on_and_is_not_made_twice() {
+    // Longer than the agent's budget (5 s), so that only the budget can end the wait.
+    let app = App::discord_with(|c| c.discord.request_timeout_ms = 30_000).await;
+    let s = app.standin();
+    let path = format!("/channels/{CHANNEL}/messages");
+    s.stall_next("POST", &path, Stall::UntilReleased, 1);
+    let mut c = app.client().await;
+    c.send_json(&ask_line("held", &yes_no("q"))).await.unwrap();
+    within("the held create", s.wait_stalled(1)).await;
+    let acc = expect_event(&mut c, "accepted").await;
+    let posting = acc["posting"].as_str().unwrap_or_default();
+    assert!(posting.contains("within 5 s"), "{acc}");
+    s.release_stalls();
+    // The daemon records the message the create returned (a create cut short returns nothing,
+    // and the message is recorded only from a second create).
+    let key = app.store().by_id("held").await.unwrap().unwrap().key;
+    within("the question's message to be recorded", async {
+        loop {
+            let posts = app.store().posts(&[key]).await.unwrap();
+            if posts[&key].iter().any(|p| p.message.is_some()) {
+                return;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        }
+    })
+    .await;
+    let creates = s
+        .requests()
+        .into_iter()
+        .filter(|r| r.method == "POST" && r.path.ends_with(&path))
+        .count();
+    assert_eq!(creates, 1, "the held create was cut short and made again");
+    let m = app.messages(CHANNEL).remove(0);
+    final_state(&app.press(&m, &alice(), "No, keep them").await);
+    expect_event(&mut c, "answered").await;
+    assert_eq!(app.messages(CHANNEL).len(), 1);
+    app.assert_payloads_valid();
+}

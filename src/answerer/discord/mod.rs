@@ -46,9 +46,7 @@ use crate::domain::cluster::Role;
 use crate::domain::metrics::RestRecorder;
 use crate::domain::request::{PlannedPost, Post, Request, Slot};
 use crate::domain::text::Escaped;
-use crate::domain::{
-    Accepted, Answerer, AnswererContext, AskError, Claim, Delivery, ErrorCode, Prepared, Proposal,
-};
+use crate::domain::{Accepted, Answerer, AnswererContext, Claim, Delivery, Prepared, Proposal};
 use anyhow::{Context, Result};
 use async_trait::async_trait;
 use commands::Commands;
@@ -436,50 +434,68 @@ impl Answerer for DiscordAnswerer {
             Some(_) => outbox::DELIVER_ATTEMPTS,
             None => 1,
         };
-        let detail;
-        // Bounded as the channel check is: past it, the agent is told Discord is unavailable
-        // and the background poster takes over (a try cut short is one that may have been
-        // posted without its record, which the nonce covers, as after a crash).
-        let first = tokio::time::timeout(
-            outbox::DELIVER_BUDGET,
-            outbox.post_outbox(
-                ctx,
-                req,
-                &route,
-                &posts,
-                outbox::Tries::at_most(attempts),
-                prepared
-                    .and_then(Prepared::take::<outbox::RenderedAhead>)
-                    .unwrap_or_default(),
-            ),
-        )
-        .await
-        .unwrap_or_else(|_| {
-            Err(Failure::Transient(format!(
-                "Discord did not answer within {} s",
-                outbox::DELIVER_BUDGET.as_secs()
-            )))
-        });
-        match first {
-            Ok(links) => detail = self.detail(&route, links),
-            Err(Failure::Permanent(m)) => {
-                return Delivery::Failed(AskError::new(
-                    ErrorCode::NoAnswerer,
-                    format!(
-                        "posting to channel {} (route {:?}) failed: {m}",
-                        route.channel_id, route.name
-                    ),
-                ));
-            }
-            Err(Failure::Transient(m)) => {
-                detail = Accepted {
-                    posting: Some(format!("Discord is unavailable ({m}); the questions are posted as soon as it is back")),
-                    ..self.detail(&route, Vec::new())
-                };
+        // The first tries run in a task of their own, which goes on into the background poster
+        // when they fail; the agent waits for them at most DELIVER_BUDGET (a partition holds
+        // each call until its deadline, and serenity's rate limiter holds a create until its
+        // bucket resets). Past the budget the agent is told the questions are posted in the
+        // background, and the tries already under way go on: they are not cut short and begun
+        // again after a backoff.
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        let ahead = prepared
+            .and_then(Prepared::take::<outbox::RenderedAhead>)
+            .unwrap_or_default();
+        let (task_outbox, task_ctx, task_req, task_route) =
+            (outbox.clone(), ctx.clone(), req.clone(), route.clone());
+        ctx.spawn(async move {
+            let (outbox, ctx, req, route) = (task_outbox, task_ctx, task_req, task_route);
+            let first = outbox
+                .post_outbox(
+                    &ctx,
+                    &req,
+                    &route,
+                    &posts,
+                    outbox::Tries::at_most(attempts),
+                    ahead,
+                )
+                .await;
+            let transient = matches!(first, Err(Failure::Transient(_)));
+            let permanent = match &first {
+                Err(Failure::Permanent(m)) => Some(m.clone()),
+                _ => None,
+            };
+            let told = tx.send(first).is_ok();
+            if transient {
                 // The poster reads the outbox again itself, under the claim.
-                outbox.spawn_poster(ctx, claim, req.clone(), route.clone(), posts, attempts);
+                outbox.spawn_poster(&ctx, claim, req, route, posts, attempts);
+            } else if let Some(m) = permanent.filter(|_| !told) {
+                // Refused for good after the agent was told it was accepted: the request ends.
+                drop(claim);
+                if ctx.is_pending(&req).await {
+                    ctx.fail(&req, outbox::posting_failed(&route, &m)).await;
+                }
             }
-        }
+        });
+        let detail = match tokio::time::timeout(outbox::DELIVER_BUDGET, rx).await {
+            Ok(Ok(Ok(links))) => self.detail(&route, links),
+            Ok(Ok(Err(Failure::Permanent(m)))) => {
+                return Delivery::Failed(outbox::posting_failed(&route, &m));
+            }
+            Ok(Ok(Err(Failure::Transient(m)))) => Accepted {
+                posting: Some(format!(
+                    "Discord is unavailable ({m}); the questions are posted as soon as it is back"
+                )),
+                ..self.detail(&route, Vec::new())
+            },
+            // Still trying (or the daemon is stopping): the agent is not kept waiting.
+            Ok(Err(_)) | Err(_) => Accepted {
+                posting: Some(format!(
+                    "Discord is unavailable (it has not answered within {} s); the questions \
+                     are posted as soon as it is back",
+                    outbox::DELIVER_BUDGET.as_secs()
+                )),
+                ..self.detail(&route, Vec::new())
+            },
+        };
         lead.schedule.arm(ctx, req, &route).await;
         Delivery::Shown(detail)
     }

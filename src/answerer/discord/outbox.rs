@@ -40,6 +40,18 @@ pub(super) struct Outbox {
     threads: SessionThreads,
 }
 
+/// The error of a request whose questions Discord refused for good (`NO_ANSWERER`, naming the
+/// channel, the route and Discord's cause).
+pub(super) fn posting_failed(route: &ResolvedRoute, cause: &str) -> AskError {
+    AskError::new(
+        ErrorCode::NoAnswerer,
+        format!(
+            "posting to channel {} (route {:?}) failed: {cause}",
+            route.channel_id, route.name
+        ),
+    )
+}
+
 /// How many tries a question gets while the agent waits for `accepted`; after that, posting
 /// goes on in the background and the request stays pending until it is posted.
 pub(super) const DELIVER_ATTEMPTS: u32 = 3;
@@ -402,14 +414,7 @@ impl Outbox {
                     "every question is posted"
                 ),
                 Err(Failure::Permanent(m)) => {
-                    let err = AskError::new(
-                        ErrorCode::NoAnswerer,
-                        format!(
-                            "posting to channel {} (route {:?}) failed: {m}",
-                            route.channel_id, route.name
-                        ),
-                    );
-                    ctx.fail(&req, err).await;
+                    ctx.fail(&req, posting_failed(&route, &m)).await;
                 }
                 Err(Failure::Transient(_)) => {} // shutting down; resumed at the next start
             }
