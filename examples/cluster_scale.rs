@@ -75,6 +75,9 @@ async fn main() -> anyhow::Result<()> {
             Release::PATH
         );
     }
+    if let Some(why) = PgBouncer::unavailable().filter(|_| !args.no_pooler) {
+        anyhow::bail!("{why}; or measure without a pooler (--no-pooler)");
+    }
     let db = ScratchDb::create().await?;
     let standin = StandIn::start().await;
     let bouncer = if args.no_pooler {
