@@ -81,7 +81,7 @@ struct Args {
     /// Turn the stand-in's nonce de-duplication off, so that a post sent twice shows.
     #[arg(long)]
     no_dedup: bool,
-    /// cluster.failover_secs for every node (the daemon's default is 10).
+    /// cluster.failover_secs for every node (unset: the daemon's default, 3).
     #[arg(long)]
     failover_secs: Option<u64>,
     /// Freeze, partition and skew always hit the leader (by default half the time).
