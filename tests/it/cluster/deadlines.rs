@@ -15,6 +15,9 @@ use serde_json::json;
 /// click's reply is always the deferral and then a follow-up.
 const DEADLINE: Duration = Duration::from_secs(3);
 
+/// The daemon's own `postgres.db_deadline_secs`, which the tests that leave it unset meet.
+const DEFAULT_DEADLINE: Duration = Duration::from_secs(5);
+
 /// What a test allows on top of the deadline: a debug build on a shared 2-core machine (the
 /// bound is the deadline; a partition used to hold the calls until it healed).
 const SLACK: Duration = Duration::from_secs(3);
@@ -48,7 +51,8 @@ async fn asks_on_a_node_cut_off_from_the_database_get_internal_naming_the_cause_
     let cluster = Cluster::new().await;
     let (proxy, url) = Proxy::for_postgres(&cluster.db.url).await.unwrap();
     let (_a, leader) = cluster.leader("a").await;
-    let b = cut_off_able(cluster.node("b"), &url);
+    // At the defaults users run (db_deadline_secs 5).
+    let b = cluster.node("b").env("ASKRELAY_DATABASE_URL", &url);
     let mut served_b = follower(&b).await;
     // One ask through b first, answered: b's pool holds open connections, on which a query
     // had no deadline at all.
@@ -77,12 +81,12 @@ async fn asks_on_a_node_cut_off_from_the_database_get_internal_naming_the_cause_
         );
         let message = line["message"].as_str().unwrap();
         assert!(
-            message.contains("the database did not answer within 3 s (postgres.db_deadline_secs)"),
+            message.contains("the database did not answer within 5 s (postgres.db_deadline_secs)"),
             "the cause is named: {message}"
         );
         assert!(
-            took < DEADLINE + SLACK,
-            "answered after {took:?}, the deadline is {DEADLINE:?}"
+            took < DEFAULT_DEADLINE + SLACK,
+            "answered after {took:?}, the deadline is {DEFAULT_DEADLINE:?}"
         );
     }
     // The node serves its socket meanwhile, and says what fails.
@@ -204,6 +208,50 @@ async fn a_click_on_a_leader_cut_off_from_the_database_is_told_could_not_be_save
     let cb = press_on(&cluster.standin, &message, &alice(), "Yes").await;
     assert_eq!(cb["type"], 7, "{cb}");
     // b's client hears of it once b reaches the database again.
+    proxy.resume();
+    let (code, out) = asker.finish().await;
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains(r#"["Yes"]"#), "{out}");
+    next.terminate().await;
+    leader.terminate().await;
+    proxy.cut();
+    drop(proxy);
+    cluster.db.drop_now().await.unwrap();
+}
+
+/// At the defaults users run (`failover_secs` 3, `db_deadline_secs` 5) a leader cut off from
+/// the database steps down before its write's deadline runs out: the click it took is still
+/// told "could not be saved" within the deadline (its interaction token outlives the lead),
+/// not left "thinking", and the click made again on the next leader counts.
+#[tokio::test]
+async fn at_the_defaults_a_click_on_a_leader_cut_off_is_told_could_not_be_saved_though_it_steps_down(
+) {
+    let cluster = Cluster::new().await;
+    let (proxy, url) = Proxy::for_postgres(&cluster.db.url).await.unwrap();
+    let b = cluster.node("b").env("ASKRELAY_DATABASE_URL", &url);
+    let mut leader = cluster.lead(&b).await;
+    let mut next = follower(&cluster.node("a")).await;
+    let mut asker = b.ask(&["--request-id", "clicked"], QUESTION).await;
+    asker.wait_stderr("waiting for an answer").await;
+    let message = cluster.posted(1).await.remove(0);
+
+    // The click reaches b at once, before it gives up its lead (about 2.6 s after the cut).
+    proxy.pause();
+    let clicked = Instant::now();
+    let id = click_only(&cluster.standin, &message, &control(&message, "Yes")).await;
+    let (text, at) = private_reply(&cluster.standin, &id).await;
+    let took = at - clicked;
+    eprintln!("at the defaults, the click was told after {took:?}: {text}");
+    assert_eq!(text, NOT_SAVED);
+    assert!(
+        took < DEFAULT_DEADLINE + SLACK,
+        "told after {took:?}, the deadline is {DEFAULT_DEADLINE:?}"
+    );
+    leader.wait_log("could not renew its lead in time").await;
+    next.wait_log("leading the cluster").await;
+    within("a's gateway session", cluster.standin.wait_ready()).await;
+    let cb = press_on(&cluster.standin, &message, &alice(), "Yes").await;
+    assert_eq!(cb["type"], 7, "{cb}");
     proxy.resume();
     let (code, out) = asker.finish().await;
     assert_eq!(code, 0, "{out}");
