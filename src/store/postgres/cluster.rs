@@ -85,9 +85,13 @@ SELECT (SELECT epoch FROM took), b.holder, b.epoch, b.renewed_at, b.expires_at, 
 FROM clock c LEFT JOIN before b ON true";
 
 /// [`BEAT`] behind a pooler: the same, but only while this process's claim (`$7`) holds the
-/// node's row, whose `claim_until` it renews; the last column says whether it did.
-const BEAT_CLAIMED: &str = "\
-WITH clock AS (SELECT askrelay_now_ms() AS now), \
+/// node's row, whose `claim_until` it renews; the last column says whether it did. It is a
+/// transaction there, whose renewal holds the lease's row until its `COMMIT`: like a fenced
+/// write's, it sets `idle_in_transaction_session_timeout` to a beat (`$8`, ms), so that a leader
+/// frozen or cut off before its `COMMIT` cannot hold every takeover off for the pool's deadline.
+pub(super) const BEAT_CLAIMED: &str = "\
+WITH clock AS (SELECT askrelay_now_ms() AS now, \
+  set_config('idle_in_transaction_session_timeout', $8, true) AS idle), \
 mine AS (SELECT 1 FROM nodes WHERE node = $1 AND claim = $7), \
 before AS (SELECT holder, epoch, renewed_at, expires_at FROM lease WHERE one = 1), \
 took AS ( \
@@ -517,6 +521,7 @@ impl Cluster for PgCluster {
                     .bind(i64::from(me.pid))
                     .bind(env!("CARGO_PKG_VERSION"))
                     .bind(&shared.claim)
+                    .bind(timing.beat.as_millis().max(1).to_string())
                     .fetch_one(&mut *tx)
                     .await?;
                 if !claimed {

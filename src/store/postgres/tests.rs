@@ -605,6 +605,71 @@ async fn sslmode_require_connects_over_tls() {
     db.drop_now().await.unwrap();
 }
 
+/// Behind a pooler the beat is a transaction, whose renewal holds the lease's row until its
+/// `COMMIT`. A node frozen or cut off between the two leaves it uncommitted: its session gives up
+/// after a beat idle, as a fenced write's does, not after the pool's deadline (5 s), which would
+/// hold every takeover off for that long (a failover past Discord's patience).
+#[tokio::test]
+async fn a_pooled_beat_whose_commit_does_not_come_holds_the_lease_for_a_beat_at_most() {
+    use sqlx::Row;
+    let db = ScratchDb::create().await.unwrap();
+    let store = open(&db).await;
+    let timing = LeaseTiming::new(Duration::from_secs(3));
+    let mut a = PgConnection::connect(&db.url).await.unwrap();
+    sqlx::query(
+        "INSERT INTO nodes (node, host, pid, version, heartbeat_at, leader, claim, claim_until) \
+         VALUES ('a', 'host-a', 11, 'v', askrelay_now_ms(), false, 'token', \
+         askrelay_now_ms() + 60000)",
+    )
+    .execute(&mut a)
+    .await
+    .unwrap();
+    // a's lease, which it renews (in a new term: it has just expired).
+    sqlx::query(
+        "INSERT INTO lease (one, holder, epoch, renewed_at, expires_at) \
+         VALUES (1, 'a', 1, askrelay_now_ms() - 3000, askrelay_now_ms())",
+    )
+    .execute(&mut a)
+    .await
+    .unwrap();
+    // Node a's beat as `PgCluster::beat` sends it through the pooler, after the prelude's
+    // setting (the deadline); and then no COMMIT.
+    let mut tx = a.begin().await.unwrap();
+    sqlx::query("SET LOCAL idle_in_transaction_session_timeout = 5000")
+        .execute(&mut *tx)
+        .await
+        .unwrap();
+    let row = sqlx::query(super::cluster::BEAT_CLAIMED)
+        .bind("a")
+        .bind(-1i64)
+        .bind(timing.ttl.as_millis() as i64)
+        .bind("host-a")
+        .bind(11i64)
+        .bind("v")
+        .bind("token")
+        .bind(timing.beat.as_millis().to_string())
+        .fetch_one(&mut *tx)
+        .await
+        .unwrap();
+    assert_eq!(row.get::<Option<i64>, _>(0), Some(2), "a renewed the lease");
+    // Another node's write on the lease's row (a takeover's) waits for a's transaction.
+    let mut b = PgConnection::connect(&db.url).await.unwrap();
+    let started = std::time::Instant::now();
+    sqlx::query("UPDATE lease SET expires_at = askrelay_now_ms() WHERE one = 1")
+        .execute(&mut b)
+        .await
+        .unwrap();
+    let waited = started.elapsed();
+    assert!(
+        waited < timing.beat * 2,
+        "an uncommitted beat held the lease's row for {waited:?}"
+    );
+    drop(tx);
+    let _ = b.close().await;
+    store.close().await;
+    db.drop_now().await.unwrap();
+}
+
 /// The connections of their own (not the pool's) that the nodes on `db` hold, by name.
 async fn own_connections(db: &ScratchDb) -> Vec<String> {
     let mut conn = PgConnection::connect(&db.url).await.unwrap();

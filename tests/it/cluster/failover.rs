@@ -2,36 +2,67 @@
 //! frozen (SIGSTOP) or cut off from the database (its TCP proxy paused) is replaced, and a
 //! question asked at that moment on another node is posted, within about 5 s; and a 1.5 s
 //! hiccup (the leader frozen, its database link or the whole database stalled) causes no
-//! failover. Every node reaches the database through a proxy of its own.
+//! failover. Every node reaches the database through a proxy of its own. `pooler.rs` runs the
+//! same faults on three nodes behind PgBouncer ([`Three::behind`]).
 
 use super::*;
+use askrelay_testkit::pgbouncer::PgBouncer;
 use askrelay_testkit::proxy::Proxy;
 
 /// The bound: what a click can wait before Discord says it failed, about.
-const PATIENCE: Duration = Duration::from_secs(5);
+pub(super) const PATIENCE: Duration = Duration::from_secs(5);
 
 /// What a debug build on a shared 2-core machine may add to it (the release figures are in
 /// docs/cluster.md).
-const SLACK: Duration = Duration::from_millis(1500);
+pub(super) const SLACK: Duration = Duration::from_millis(1500);
 
 /// The hiccup that must not cause a failover.
 const HICCUP: Duration = Duration::from_millis(1500);
 
-/// Three nodes at the default settings, each behind its own proxy; `names[0]` leads.
-struct Three {
-    cluster: Cluster,
-    bins: Vec<Bin>,
-    served: Vec<Served>,
-    proxies: Vec<Proxy>,
+/// The nodes' names; `NAMES[0]` leads first.
+pub(super) const NAMES: [&str; 3] = ["a", "b", "c"];
+
+/// Three nodes at the default settings, each behind its own proxy (two behind PgBouncer);
+/// `NAMES[0]` leads.
+pub(super) struct Three {
+    pub(super) cluster: Cluster,
+    pub(super) bins: Vec<Bin>,
+    pub(super) served: Vec<Served>,
+    /// Each node's link to the database (`database_url`): all of its connections; behind
+    /// PgBouncer, its migrations at start-up and, while it leads, its notice listener.
+    pub(super) proxies: Vec<Proxy>,
+    /// Behind PgBouncer, each node's link to it (`postgres.pooler_url`): its pool, and with it
+    /// its beats; empty otherwise.
+    pub(super) pooled: Vec<Proxy>,
+    /// The PgBouncer the nodes' pools go through, if any: stopped after the nodes.
+    bouncer: Option<PgBouncer>,
 }
 
 impl Three {
     async fn start() -> Three {
+        Three::start_with(None).await
+    }
+
+    /// As [`Three::start`], with each node's pool going through `bouncer` (in transaction
+    /// mode), over a proxy of the node's own in front of it.
+    pub(super) async fn behind(bouncer: PgBouncer) -> Three {
+        Three::start_with(Some(bouncer)).await
+    }
+
+    async fn start_with(bouncer: Option<PgBouncer>) -> Three {
         let cluster = Cluster::new().await;
-        let (mut bins, mut served, mut proxies) = (Vec::new(), Vec::new(), Vec::new());
-        for (i, name) in ["a", "b", "c"].into_iter().enumerate() {
+        let (mut bins, mut served, mut proxies, mut pooled) =
+            (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+        for (i, name) in NAMES.into_iter().enumerate() {
             let (proxy, url) = Proxy::for_postgres(&cluster.db.url).await.unwrap();
             let mut bin = cluster.node(name).env("ASKRELAY_DATABASE_URL", url);
+            if let Some(bouncer) = &bouncer {
+                let (proxy, url) = Proxy::for_postgres(&bouncer.url(&cluster.db))
+                    .await
+                    .unwrap();
+                bin = bin.env("ASKRELAY_POSTGRES__POOLER_URL", url);
+                pooled.push(proxy);
+            }
             // To measure other settings (docs/cluster.md, "Choosing failover_secs").
             if let Ok(v) = std::env::var("ASKRELAY_TEST_FAILOVER_SECS") {
                 bin = bin.env("ASKRELAY_CLUSTER__FAILOVER_SECS", v);
@@ -49,24 +80,34 @@ impl Three {
             bins,
             served,
             proxies,
+            pooled,
+            bouncer,
         }
     }
 
     /// The index of the node that holds the lease now.
-    async fn leader(&self) -> usize {
+    pub(super) async fn leader(&self) -> usize {
         let (holder, _) = lease_row(&self.cluster.db.url).await;
-        ["a", "b", "c"].iter().position(|n| *n == holder).unwrap()
+        NAMES.iter().position(|n| *n == holder).unwrap()
     }
 
-    async fn stop(self) {
+    /// Every link of node `i`: to the database, and to PgBouncer if it goes through one.
+    pub(super) fn links(&self, i: usize) -> impl Iterator<Item = &Proxy> {
+        std::iter::once(&self.proxies[i]).chain(self.pooled.get(i))
+    }
+
+    pub(super) async fn stop(self) {
         for s in self.served {
             s.terminate().await;
         }
-        for p in &self.proxies {
+        for p in self.proxies.iter().chain(&self.pooled) {
             p.resume();
             p.cut();
         }
         drop(self.proxies);
+        drop(self.pooled);
+        // PgBouncer's server connections go before the database does.
+        drop(self.bouncer);
         self.cluster.db.drop_now().await.unwrap();
     }
 }
@@ -153,7 +194,13 @@ async fn a_hiccup_of_a_second_and_a_half_causes_no_failover() {
 
 /// Asks on node `on` right away and waits for its question to be posted (the `n`th message);
 /// how long that took from `from`.
-async fn posted_after(three: &Three, on: usize, id: &str, n: usize, from: Instant) -> Duration {
+pub(super) async fn posted_after(
+    three: &Three,
+    on: usize,
+    id: &str,
+    n: usize,
+    from: Instant,
+) -> Duration {
     let mut asker = three.bins[on].ask(&["--request-id", id], QUESTION).await;
     three.cluster.posted(n).await;
     let took = from.elapsed();
@@ -197,7 +244,7 @@ async fn a_frozen_or_cut_off_leader_is_replaced_and_a_question_posted_within_fiv
         .await;
     three.proxies[cut].resume();
     let (holder, _) = lease_row(&url).await;
-    assert_ne!(holder, ["a", "b", "c"][cut]);
+    assert_ne!(holder, NAMES[cut]);
     three.stop().await;
     for (fault, took) in [("freeze", freeze), ("partition", partition)] {
         assert!(
