@@ -11,13 +11,15 @@
 //! Discord at once), `confirm.rs` (the confirm word), `edit.rs`
 //! (edit-then-approve), `command.rs` (`/askrelay`), `batch.rs` (`/askrelay pending`'s
 //! "Allow selected" and "Deny selected"), `grants.rs` ("Allow for …"), `remind.rs` (reminders
-//! in the thread, escalation to DMs).
+//! in the thread, escalation to DMs), `crash.rs` (the binary aborting at a press, a form, an
+//! answer stored or the context's files shared, then started again).
 
 mod batch;
 mod both;
 mod command;
 mod config;
 mod confirm;
+mod crash;
 mod digest;
 mod edit;
 mod files;
