@@ -8,7 +8,12 @@
 //! - `posted`: Discord (or Slack) confirmed a message, its id is not yet stored;
 //! - `posted_extra`: Slack confirmed a reminder, an escalation step's note or a DM copy, its
 //!   ts is not yet stored;
-//! - `clicked`: an interaction arrived, the answer is not yet stored;
+//! - `files shared`: Slack shared the context's files in the question's thread, their outbox
+//!   row is not yet recorded;
+//! - `clicked`: an interaction arrived (a press, a form sent, a batch's button, "Save grant"),
+//!   the answer is not yet stored;
+//! - `voted`: a vote toward a quorum is stored, nothing is shown yet;
+//! - `quorum`: the vote that completes a quorum is stored, the settlement is not yet;
 //! - `answered`: the answer is stored, the agent is not yet told.
 
 use std::sync::OnceLock;

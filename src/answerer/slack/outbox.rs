@@ -546,12 +546,26 @@ impl Outbox {
         let task_ctx = ctx.clone();
         let key = req.key;
         let post = post.clone();
+        let req = req.clone();
         let request_id = req.request_id.clone();
         ctx.spawn(async move {
             let ctx = task_ctx;
             if let Err(e) = ctx.claim_post(key, &post).await {
                 tracing::warn!(request_id = %Escaped(&request_id), error = %format!("{e:#}"), "not editing the Slack message");
                 return;
+            }
+            // Planned from a read of the row that may be older than an edit to the same state
+            // recorded since (two repair passes at start-up read it before the first edit was
+            // recorded): that one is not made again. The claim is held until the record, so
+            // this read sees it.
+            if let Some(state) = state {
+                let done = ctx.outbox(&req).await.is_ok_and(|rows| {
+                    rows.iter()
+                        .any(|p| p.idx == post.idx && p.slot == post.slot && p.edited == state)
+                });
+                if done {
+                    return;
+                }
             }
             let mut attempt = 0;
             let edited = loop {
@@ -569,7 +583,6 @@ impl Outbox {
                     Err(f) => break Err(f),
                 }
             };
-            drop(claim);
             match edited {
                 Ok(()) => {
                     if let Some(state) = state {
@@ -585,6 +598,7 @@ impl Outbox {
                     "cannot edit the Slack message; the repair loop tries again"
                 ),
             }
+            drop(claim);
         });
     }
 

@@ -27,7 +27,7 @@ fn granting(confirm: bool) -> impl FnOnce(&mut Config) {
 }
 
 /// A Bash approval as the hook asks it, for `command` in session `session`.
-fn approval(command: &str, session: &str) -> Value {
+pub(super) fn approval(command: &str, session: &str) -> Value {
     json!({"questions": [{
         "id": "permission",
         "question": "Allow Bash?",
@@ -138,22 +138,31 @@ async fn live_grants(t: &Slack) -> Vec<Value> {
     reply["grants"].as_array().cloned().unwrap_or_default()
 }
 
-/// `who` presses "Allow matching…" on `m`: the form it opened.
-async fn open_pattern_form(t: &Slack, m: &Value) -> StoredView {
-    let sent = t.press(&alice(), m, "Allow matching…").await;
-    within("the ack", t.s.wait_ack(sent.envelope_id())).await;
-    // The form may be opened just after the ack: wait for it.
-    within("the form", t.s.wait_for_request("views.open", |_| true)).await;
-    let open = t.s.calls("views.open");
-    assert_eq!(open.len(), 1, "one form");
-    assert_eq!(open[0].param_str("trigger_id"), sent.trigger_id.as_deref());
-    t.s.views().remove(0)
+/// Alice presses "Allow matching…" on `m`: the form it opened (one).
+pub(super) async fn open_pattern_form(s: &SlackStandIn, m: &Value) -> StoredView {
+    let sent = s
+        .click(
+            &alice(),
+            DEFAULT_CHANNEL,
+            ts(m),
+            button(m, "Allow matching…"),
+        )
+        .await;
+    within("the ack", s.wait_ack(sent.envelope_id())).await;
+    let form = form_opened_by(s, &sent).await;
+    let opened = s
+        .calls("views.open")
+        .into_iter()
+        .filter(|r| r.param_str("trigger_id") == sent.trigger_id.as_deref())
+        .count();
+    assert_eq!(opened, 1, "one form");
+    form
 }
 
 /// Alice sends the pattern form `view` with `pattern`, `length` (`30m`, `8h`) and `word`; the
 /// ack's payload (what Slack does with the form).
-async fn send_pattern(
-    t: &Slack,
+pub(super) async fn send_pattern(
+    s: &SlackStandIn,
     view: &StoredView,
     pattern: Option<&str>,
     length: &str,
@@ -169,24 +178,24 @@ async fn send_pattern(
     if word.is_some() {
         values = values.text("word", "word", word);
     }
-    let sent = t.s.submit_view(&alice(), &view.id, &values).await;
-    let ack: Ack = within("the form's ack", t.s.wait_ack(sent.envelope_id())).await;
+    let sent = s.submit_view(&alice(), &view.id, &values).await;
+    let ack: Ack = within("the form's ack", s.wait_ack(sent.envelope_id())).await;
     ack.payload.unwrap_or(Value::Null)
 }
 
 /// The preview pushed over the form: the newest view, open.
-fn preview(t: &Slack) -> StoredView {
-    let view = t.s.views().pop().unwrap();
+pub(super) fn preview(s: &SlackStandIn) -> StoredView {
+    let view = s.views().pop().unwrap();
     assert!(!view.closed, "{view:?}");
     view
 }
 
 /// "Save grant" on the preview: the ack's payload.
-async fn save(t: &Slack, preview: &StoredView) -> Value {
-    let sent =
-        t.s.submit_view(&alice(), &preview.id, &ViewValues::new())
-            .await;
-    let ack = within("the preview's ack", t.s.wait_ack(sent.envelope_id())).await;
+pub(super) async fn save(s: &SlackStandIn, preview: &StoredView) -> Value {
+    let sent = s
+        .submit_view(&alice(), &preview.id, &ViewValues::new())
+        .await;
+    let ack = within("the preview's ack", s.wait_ack(sent.envelope_id())).await;
     ack.payload.unwrap_or(Value::Null)
 }
 
@@ -196,7 +205,7 @@ async fn allow_matching_previews_the_pattern_and_saved_it_answers_a_matching_com
     let (mut c, _) = t.ask("p-1", &approval("cargo test -p core", "s1")).await;
     let m = t.message(0).await;
     // The form, filled in as on Discord: the command asked, the route's first length.
-    let form = open_pattern_form(&t, &m).await;
+    let form = open_pattern_form(&t.s, &m).await;
     let blocks = &form.value["blocks"];
     assert_eq!(blocks[1]["element"]["initial_value"], "cargo test -p core");
     assert_eq!(blocks[2]["element"]["initial_option"]["value"], "30m");
@@ -204,9 +213,9 @@ async fn allow_matching_previews_the_pattern_and_saved_it_answers_a_matching_com
     assert!(!form.value.to_string().contains("to confirm"), "no word");
 
     // Sent: the preview is pushed over the form; nothing is saved yet.
-    let pushed = send_pattern(&t, &form, Some("cargo test *"), "8h", None).await;
+    let pushed = send_pattern(&t.s, &form, Some("cargo test *"), "8h", None).await;
     assert_eq!(pushed["response_action"], "push", "{pushed}");
-    let shown = preview(&t);
+    let shown = preview(&t.s);
     let text = shown.value.to_string();
     assert!(
         text.contains("`cargo test *`") && text.contains("(prefix)") && text.contains("8 h"),
@@ -222,7 +231,7 @@ async fn allow_matching_previews_the_pattern_and_saved_it_answers_a_matching_com
     assert!(t.app.store().by_id("p-1").await.unwrap().unwrap().answers[0].is_none());
 
     // Save grant: both views close, the request is allowed, the message says what was granted.
-    let cleared = save(&t, &shown).await;
+    let cleared = save(&t.s, &shown).await;
     assert_eq!(cleared["response_action"], "clear", "{cleared}");
     assert!(t.s.views().iter().all(|v| v.closed));
     let answered = expect_event(&mut c, "answered").await;
@@ -275,14 +284,14 @@ async fn a_pattern_the_chat_layer_refuses_keeps_the_form_open_saying_why() {
         .ask("p-bad", &approval("git clean -n --dry-run", "s1"))
         .await;
     let m = t.message(0).await;
-    let form = open_pattern_form(&t, &m).await;
+    let form = open_pattern_form(&t.s, &m).await;
     for (pattern, why) in [
         (Some("cargo build *"), "must match"),
         (Some("*"), "must start with the command"),
         (Some("git * --dry-run # x"), "comment"),
         (None, "Write the pattern first"),
     ] {
-        let kept = send_pattern(&t, &form, pattern, "30m", None).await;
+        let kept = send_pattern(&t.s, &form, pattern, "30m", None).await;
         assert_eq!(kept["response_action"], "errors", "{pattern:?}: {kept}");
         let error = kept["errors"]["answer"].as_str().unwrap_or_default();
         assert!(error.contains(why), "{pattern:?}: {kept}");
@@ -300,9 +309,9 @@ async fn a_pattern_the_chat_layer_refuses_keeps_the_form_open_saying_why() {
         "{audit:?}"
     );
     // A pattern it takes: the preview warns that git runs other programs.
-    let pushed = send_pattern(&t, &form, Some("git * --dry-run"), "30m", None).await;
+    let pushed = send_pattern(&t.s, &form, Some("git * --dry-run"), "30m", None).await;
     assert_eq!(pushed["response_action"], "push", "{pushed}");
-    let text = preview(&t).value.to_string();
+    let text = preview(&t.s).value.to_string();
     assert!(
         text.contains("(pattern)") && text.contains("can run other programs"),
         "{text}"
@@ -315,7 +324,7 @@ async fn allow_matching_takes_the_word_beside_the_pattern_when_the_allow_label_n
     let t = Slack::start_with(granting(true)).await;
     let (mut c, _) = t.ask("p-w", &approval("cargo build --release", "s1")).await;
     let m = t.message(0).await;
-    let form = open_pattern_form(&t, &m).await;
+    let form = open_pattern_form(&t.s, &m).await;
     assert_eq!(
         form.value["blocks"][3]["block_id"], "word",
         "{}",
@@ -323,7 +332,7 @@ async fn allow_matching_takes_the_word_beside_the_pattern_when_the_allow_label_n
     );
     assert!(form.value.to_string().contains("Type granted to confirm"));
     // A wrong word: the form stays open with the error under the word; audited, nothing kept.
-    let kept = send_pattern(&t, &form, Some("cargo build *"), "30m", Some("Granted")).await;
+    let kept = send_pattern(&t.s, &form, Some("cargo build *"), "30m", Some("Granted")).await;
     assert_eq!(kept["response_action"], "errors", "{kept}");
     let error = kept["errors"]["word"].as_str().unwrap();
     assert!(error.contains("type granted exactly"), "{error}");
@@ -336,9 +345,9 @@ async fn allow_matching_takes_the_word_beside_the_pattern_when_the_allow_label_n
         "{audit:?}"
     );
     // The word: previewed, then saved with it (the core checks it again).
-    let pushed = send_pattern(&t, &form, Some("cargo build *"), "30m", Some(" granted ")).await;
+    let pushed = send_pattern(&t.s, &form, Some("cargo build *"), "30m", Some(" granted ")).await;
     assert_eq!(pushed["response_action"], "push", "{pushed}");
-    let cleared = save(&t, &preview(&t)).await;
+    let cleared = save(&t.s, &preview(&t.s)).await;
     assert_eq!(cleared["response_action"], "clear", "{cleared}");
     expect_event(&mut c, "answered").await;
     let update = t.outcome_of(&m).await.params.to_string();
@@ -354,16 +363,16 @@ async fn back_returns_to_the_form_and_the_pattern_sent_last_is_the_one_saved() {
     let t = Slack::start_with(granting(false)).await;
     let (mut c, _) = t.ask("p-b", &approval("cargo test -p core", "s1")).await;
     let m = t.message(0).await;
-    let form = open_pattern_form(&t, &m).await;
-    let pushed = send_pattern(&t, &form, Some("cargo *"), "30m", None).await;
+    let form = open_pattern_form(&t.s, &m).await;
+    let pushed = send_pattern(&t.s, &form, Some("cargo *"), "30m", None).await;
     assert_eq!(pushed["response_action"], "push", "{pushed}");
     // Back: the preview closes (Slack tells askrelay nothing), the form is there as it was.
-    let first = preview(&t);
+    let first = preview(&t.s);
     assert!(t.s.close_view(&alice(), &first.id).await.is_none());
     assert!(!t.s.view(&form.id).unwrap().closed);
-    let pushed = send_pattern(&t, &form, Some("cargo test *"), "8h", None).await;
+    let pushed = send_pattern(&t.s, &form, Some("cargo test *"), "8h", None).await;
     assert_eq!(pushed["response_action"], "push", "{pushed}");
-    let second = preview(&t);
+    let second = preview(&t.s);
     assert_ne!(second.id, first.id);
     // "Save grant" as a control on the message (Discord's way, never Slack's): refused as
     // forged, and the preview still waits.
@@ -406,7 +415,7 @@ async fn back_returns_to_the_form_and_the_pattern_sent_last_is_the_one_saved() {
     );
     assert!(req.answers[0].is_none(), "nothing settles");
     // The preview waiting is the last one sent: its pattern and its length are saved.
-    save(&t, &second).await;
+    save(&t.s, &second).await;
     expect_event(&mut c, "answered").await;
     let g = live_grants(&t).await;
     assert_eq!(g.len(), 1, "{g:?}");

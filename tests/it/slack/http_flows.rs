@@ -31,10 +31,7 @@ impl HttpSlack {
         let mut daemon = bin.serve().await;
         let addr = listen_addr(&mut daemon).await;
         s.deliver_over_http(&format!("http://{addr}/slack/events"), SECRET);
-        let store =
-            askrelay::store::open(bin.database_url(), &Default::default(), &Default::default())
-                .await
-                .unwrap();
+        let store = store_of(&bin).await;
         HttpSlack {
             s,
             bin,
@@ -82,35 +79,12 @@ impl HttpSlack {
 
     /// The `chat.update` of message `m` whose blocks have no actions any more (its outcome).
     async fn outcome_of(&self, m: &Value) -> String {
-        let ts = ts(m).to_owned();
-        let update = within(
-            "the message's outcome",
-            self.s.wait_for_request("chat.update", move |r| {
-                r.ok()
-                    && r.param_str("ts") == Some(ts.as_str())
-                    && !r.params["blocks"]
-                        .as_array()
-                        .is_some_and(|b| b.iter().any(|b| b["type"] == "actions"))
-            }),
-        )
-        .await;
-        update.params.to_string()
+        outcome_of(&self.s, m).await.params.to_string()
     }
 
     /// The first ephemeral message to `user` whose text has `needle`.
     async fn told(&self, user: &str, needle: &str) -> Ephemeral {
-        within(&format!("an ephemeral message to {user}"), async {
-            let mut rx = self.s.subscribe();
-            loop {
-                if let Some(e) = self.s.ephemerals().into_iter().find(|e| {
-                    e.user == user && e.text.as_deref().is_some_and(|t| t.contains(needle))
-                }) {
-                    return e;
-                }
-                rx.changed().await.unwrap();
-            }
-        })
-        .await
+        told(&self.s, user, needle).await
     }
 
     async fn is_pending(&self, id: &str) -> bool {

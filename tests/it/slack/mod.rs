@@ -11,13 +11,15 @@
 //! Discord at once), `confirm.rs` (the confirm word), `edit.rs`
 //! (edit-then-approve), `command.rs` (`/askrelay`), `batch.rs` (`/askrelay pending`'s
 //! "Allow selected" and "Deny selected"), `grants.rs` ("Allow for …"), `remind.rs` (reminders
-//! in the thread, escalation to DMs).
+//! in the thread, escalation to DMs), `crash.rs` (the binary aborting at a press, a form, an
+//! answer stored or the context's files shared, then started again).
 
 mod batch;
 mod both;
 mod command;
 mod config;
 mod confirm;
+mod crash;
 mod digest;
 mod edit;
 mod files;
@@ -34,10 +36,13 @@ mod stop;
 use crate::harness::*;
 use askrelay::client::Client;
 use askrelay::config::{Config, Secret};
+use askrelay::domain::store::Store;
 use askrelay_testkit::slack::{
-    Action, Ephemeral, Person, Recorded, Sent, SlackStandIn, APP_TOKEN, BOT_TOKEN, DEFAULT_CHANNEL,
+    Action, Ephemeral, Person, Recorded, Sent, SlackStandIn, StoredView, APP_TOKEN, BOT_TOKEN,
+    DEFAULT_CHANNEL,
 };
 use serde_json::Value;
+use std::sync::Arc;
 
 /// The daemon in this process with Slack (the stand-in) as its only answerer.
 pub struct Slack {
@@ -81,10 +86,7 @@ impl Slack {
 
     /// The `n`-th message posted in the default channel (0: the first), once it is there.
     pub async fn message(&self, n: usize) -> Value {
-        self.s
-            .wait_for_requests(n + 1, "chat.postMessage", Recorded::ok)
-            .await;
-        self.s.messages(DEFAULT_CHANNEL).remove(n)
+        message(&self.s, n).await
     }
 
     /// The message as the stand-in holds it now (after updates).
@@ -108,36 +110,116 @@ impl Slack {
 
     /// The `chat.update` of message `m` whose blocks have no actions any more (its outcome).
     pub async fn outcome_of(&self, m: &Value) -> Recorded {
-        let ts = ts(m).to_owned();
-        within(
-            "the message's outcome",
-            self.s.wait_for_request("chat.update", move |r| {
-                r.ok()
-                    && r.param_str("ts") == Some(ts.as_str())
-                    && !r.params["blocks"]
-                        .as_array()
-                        .is_some_and(|b| b.iter().any(|b| b["type"] == "actions"))
-            }),
-        )
-        .await
+        outcome_of(&self.s, m).await
     }
 
     /// The first ephemeral message to `user` whose text has `needle`.
     pub async fn told(&self, user: &str, needle: &str) -> Ephemeral {
-        let (user, needle) = (user.to_owned(), needle.to_owned());
-        within(&format!("an ephemeral message to {user}"), async {
-            let mut rx = self.s.subscribe();
-            loop {
-                if let Some(e) = self.s.ephemerals().into_iter().find(|e| {
-                    e.user == user && e.text.as_deref().is_some_and(|t| t.contains(&needle))
-                }) {
-                    return e;
-                }
-                rx.changed().await.unwrap();
-            }
-        })
-        .await
+        told(&self.s, user, needle).await
     }
+}
+
+/// The `n`-th message posted in the default channel (0: the first), once it is there.
+pub async fn message(s: &SlackStandIn, n: usize) -> Value {
+    s.wait_for_requests(n + 1, "chat.postMessage", Recorded::ok)
+        .await;
+    s.messages(DEFAULT_CHANNEL).remove(n)
+}
+
+/// The `chat.update` of message `m` whose blocks have no actions any more (its outcome).
+pub async fn outcome_of(s: &SlackStandIn, m: &Value) -> Recorded {
+    let ts = ts(m).to_owned();
+    within(
+        "the message's outcome",
+        s.wait_for_request("chat.update", move |r| {
+            r.ok()
+                && r.param_str("ts") == Some(ts.as_str())
+                && !r.params["blocks"]
+                    .as_array()
+                    .is_some_and(|b| b.iter().any(|b| b["type"] == "actions"))
+        }),
+    )
+    .await
+}
+
+/// The first ephemeral message to `user` whose text has `needle`.
+pub async fn told(s: &SlackStandIn, user: &str, needle: &str) -> Ephemeral {
+    within(&format!("an ephemeral message to {user}"), async {
+        let mut rx = s.subscribe();
+        loop {
+            if let Some(e) = s
+                .ephemerals()
+                .into_iter()
+                .find(|e| e.user == user && e.text.as_deref().is_some_and(|t| t.contains(needle)))
+            {
+                return e;
+            }
+            rx.changed().await.unwrap();
+        }
+    })
+    .await
+}
+
+/// The form a press opened (`views.open` with the press's `trigger_id`), once it is open: it
+/// may be opened just after the press's ack.
+pub async fn form_opened_by(s: &SlackStandIn, pressed: &Sent) -> StoredView {
+    let trigger = pressed.trigger_id.clone();
+    let open = within(
+        "the form",
+        s.wait_for_request("views.open", move |r| {
+            r.ok() && r.param_str("trigger_id") == trigger.as_deref()
+        }),
+    )
+    .await;
+    let id = open.reply["view"]["id"]
+        .as_str()
+        .expect("an opened view's id");
+    s.view(id).expect("the opened view")
+}
+
+/// `askrelay serve` (the binary) on the stand-in, as `[slack]` through the environment.
+pub fn bin_on(s: &SlackStandIn) -> Bin {
+    Bin::new()
+        .env("ASKRELAY_SLACK_BOT_TOKEN", BOT_TOKEN)
+        .env("ASKRELAY_SLACK_APP_TOKEN", APP_TOKEN)
+        .env("ASKRELAY_SLACK__API_BASE", s.api_base())
+        .env("ASKRELAY_SLACK__CHANNEL_ID", DEFAULT_CHANNEL)
+}
+
+/// `askrelay serve` of `bin` on the stand-in, aborting at the crash point `crash_at` when one
+/// is given (`src/crash.rs`); returns once it listens and has a new Socket Mode connection.
+pub async fn serve_on(bin: &Bin, s: &SlackStandIn, crash_at: Option<&str>) -> Served {
+    let opened = s.connections_opened();
+    let mut cmd = bin.cmd(&["serve"]);
+    if let Some(point) = crash_at {
+        cmd.env(askrelay::crash::ENV, point);
+    }
+    let served = bin.serve_cmd(cmd).await;
+    within("the Socket Mode connection", s.wait_connected(opened + 1)).await;
+    served
+}
+
+/// The daemon's deliberate abort at the crash point `point`: death by SIGABRT (not any
+/// failure), said in its log.
+pub async fn aborted(served: Served, point: &str) {
+    use std::os::unix::process::ExitStatusExt;
+    let (status, log) = served.finish().await;
+    assert_eq!(
+        status.signal(),
+        Some(6),
+        "{point}: the daemon should abort at the crash point; it exited with {status}:\n{log}"
+    );
+    assert!(
+        log.contains(&format!("{}={point}", askrelay::crash::ENV)),
+        "{log}"
+    );
+}
+
+/// The store of `bin`'s database, opened beside its daemon (or after it died).
+pub async fn store_of(bin: &Bin) -> Arc<dyn Store> {
+    askrelay::store::open(bin.database_url(), &Default::default(), &Default::default())
+        .await
+        .unwrap()
 }
 
 /// A message's `ts`.

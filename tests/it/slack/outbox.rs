@@ -7,27 +7,13 @@ use super::*;
 use askrelay_testkit::slack::SlackFailure;
 use std::time::Duration;
 
-/// `askrelay serve` (the binary) on the stand-in, as `[slack]` through the environment.
-fn bin_on(s: &SlackStandIn) -> Bin {
-    Bin::new()
-        .env("ASKRELAY_SLACK_BOT_TOKEN", BOT_TOKEN)
-        .env("ASKRELAY_SLACK_APP_TOKEN", APP_TOKEN)
-        .env("ASKRELAY_SLACK__API_BASE", s.api_base())
-        .env("ASKRELAY_SLACK__CHANNEL_ID", DEFAULT_CHANNEL)
-}
-
 /// Asks `id` on `bin` (serving on `s`) with the crash point after the post: Slack has the
 /// message, and the daemon aborts before recording its ts.
 async fn ask_and_crash_after_the_post(bin: &Bin, s: &SlackStandIn, id: &str) {
-    let mut cmd = bin.cmd(&["serve"]);
-    cmd.env(askrelay::crash::ENV, "posted");
-    let crashing = bin.serve_cmd(cmd).await;
-    within("the Socket Mode connection", s.wait_connected(1)).await;
+    let crashing = serve_on(bin, s, Some("posted")).await;
     let mut c = Client::connect(&bin.socket()).await.unwrap();
     c.send_json(&ask_line(id, &yes_no("q"))).await.unwrap();
-    let (status, log) = crashing.finish().await;
-    use std::os::unix::process::ExitStatusExt;
-    assert_eq!(status.signal(), Some(6), "the crash point aborts:\n{log}");
+    aborted(crashing, "posted").await;
 }
 
 #[tokio::test]

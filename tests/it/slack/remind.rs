@@ -229,24 +229,14 @@ async fn a_crash_after_a_dm_copy_is_posted_posts_it_again_without_a_duplicate() 
         ),
     )
     .unwrap();
-    let bin = Bin::new()
-        .env("ASKRELAY_CONFIG", config.display())
-        .env("ASKRELAY_SLACK_BOT_TOKEN", BOT_TOKEN)
-        .env("ASKRELAY_SLACK_APP_TOKEN", APP_TOKEN)
-        .env("ASKRELAY_SLACK__API_BASE", s.api_base())
-        .env("ASKRELAY_SLACK__CHANNEL_ID", DEFAULT_CHANNEL);
-    let mut cmd = bin.cmd(&["serve"]);
-    cmd.env(askrelay::crash::ENV, "posted_extra");
-    let crashing = bin.serve_cmd(cmd).await;
-    within("the Socket Mode connection", s.wait_connected(1)).await;
+    let bin = bin_on(&s).env("ASKRELAY_CONFIG", config.display());
+    let crashing = serve_on(&bin, &s, Some("posted_extra")).await;
     let mut c = Client::connect(&bin.socket()).await.unwrap();
     c.send_json(&ask_line("crashdm", &yes_no("q")))
         .await
         .unwrap();
     // Slack has the DM copy; the daemon dies before recording its ts.
-    let (status, log) = crashing.finish().await;
-    use std::os::unix::process::ExitStatusExt;
-    assert_eq!(status.signal(), Some(6), "the crash point aborts:\n{log}");
+    aborted(crashing, "posted_extra").await;
     let dm = s.dm_channel(LEAD).unwrap();
     assert_eq!(s.messages(&dm).len(), 1);
     let _daemon = bin.serve().await.drain();

@@ -100,6 +100,7 @@ impl Handler {
                 .await;
                 match step {
                     FormStep::Settle { settlement, typed } => {
+                        crate::crash::point("clicked");
                         self.settle(a, settlement, typed).await
                     }
                     // Slack keeps the form open and shows why under the input.
