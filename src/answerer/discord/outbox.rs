@@ -448,18 +448,32 @@ impl Outbox {
         let task_ctx = ctx.clone();
         let (key, idx) = (req.key, post.idx);
         let edited_post = post.clone();
+        let req = req.clone();
         let request_id = req.request_id.clone();
         ctx.spawn(async move {
             if let Err(e) = task_ctx.claim_post(key, &edited_post).await {
                 tracing::warn!(request_id = %Escaped(&request_id), question = idx, error = %format!("{e:#}"), "not editing the question message");
                 return;
             }
+            // Planned from a read of the row that may be older than an edit to the same state
+            // recorded since (two repair passes read it before the first edit was recorded):
+            // that one is not made again. The claim is held until the record, so this read
+            // sees it.
+            if let Some(state) = state {
+                let done = task_ctx.outbox(&req).await.is_ok_and(|rows| {
+                    rows.iter().any(|p| {
+                        p.idx == edited_post.idx && p.slot == edited_post.slot && p.edited == state
+                    })
+                });
+                if done {
+                    return;
+                }
+            }
             let live = || task_ctx.holds_term();
             let edited = me
                 .rest
                 .edit(channel, message, &outcome.edit(), EDIT_ATTEMPTS, &live)
                 .await;
-            drop(claim);
             match edited {
                 Ok(()) => {
                     let Some(state) = state else { return };
@@ -474,6 +488,7 @@ impl Outbox {
                     "cannot edit the question message; the repair loop tries again"
                 ),
             }
+            drop(claim);
         });
     }
 
