@@ -3,23 +3,21 @@
 //! press in Slack is told "Already answered by … in Discord".
 
 use super::*;
-use askrelay::config::{Route, Snowflake};
-use askrelay::daemon::DaemonHooks;
-use askrelay_testkit::standin::StandIn;
+use askrelay::config::Route;
+use askrelay::domain::request::Via;
+
+/// A route named `name` with a Discord channel ([`CHANNEL`]) and a Slack one (the stand-in's
+/// default channel).
+fn both_route(name: &str) -> Route {
+    let mut r = Route::new(name, CHANNEL);
+    r.slack_channel_id = Some(DEFAULT_CHANNEL.into());
+    r
+}
 
 #[tokio::test]
 async fn a_route_in_slack_and_discord_settles_once_and_each_copy_says_where() {
-    let s = SlackStandIn::start().await;
-    let app = App::build(Some(StandIn::start().await), DaemonHooks::default(), |c| {
-        slack_config(c, &s);
-        c.slack.channel_id = None;
-        let mut r = Route::new("both", CHANNEL);
-        r.channel_id = Some(Snowflake(CHANNEL));
-        r.slack_channel_id = Some(DEFAULT_CHANNEL.into());
-        c.routes.push(r);
-    })
-    .await;
-    within("the Socket Mode connection", s.wait_connected(1)).await;
+    let t = Slack::start_with_discord(|c| c.routes.push(both_route("both"))).await;
+    let (app, s) = (&t.app, &t.s);
     let (mut c, accepted) = app.ask("both-1", &yes_no("q")).await;
     // Discord owns it (first in the daemon's order); both copies' links are there.
     assert_eq!(accepted["answerer"], "discord", "{accepted}");
@@ -46,23 +44,19 @@ async fn a_route_in_slack_and_discord_settles_once_and_each_copy_says_where() {
         button(&in_slack, "No, keep them"),
     )
     .await;
-    let told = Slack { app, s: s.clone() };
-    let text = told
+    let text = t
         .told("U0BOB0001", "Already answered by")
         .await
         .text
         .unwrap();
     assert!(text.contains("in Discord"), "{text}");
     s.release_stalls();
-    let update = told.outcome_of(&in_slack).await.params.to_string();
+    let update = t.outcome_of(&in_slack).await.params.to_string();
     assert!(
         update.contains("in Discord") && update.contains("No, keep them"),
         "{update}"
     );
-    let req = told.app.store().by_id("both-1").await.unwrap().unwrap();
-    assert_eq!(
-        req.answers[0].as_ref().unwrap().actor.via,
-        askrelay::domain::request::Via::Discord
-    );
+    let req = app.store().by_id("both-1").await.unwrap().unwrap();
+    assert_eq!(req.answers[0].as_ref().unwrap().actor.via, Via::Discord);
     s.assert_no_violations();
 }
