@@ -11,7 +11,7 @@
 //! Discord at once), `confirm.rs` (the confirm word), `edit.rs`
 //! (edit-then-approve), `command.rs` (`/askrelay`), `batch.rs` (`/askrelay pending`'s
 //! "Allow selected" and "Deny selected"), `grants.rs` ("Allow for …"), `remind.rs` (reminders
-//! in the thread, escalation to DMs).
+//! in the thread, escalation to DMs), `quorum.rs` (a route's approvals and the requester rule).
 
 mod batch;
 mod both;
@@ -26,6 +26,7 @@ mod http;
 mod http_flows;
 mod outbox;
 mod press;
+mod quorum;
 mod remind;
 mod render;
 mod socket;
