@@ -21,7 +21,7 @@ fn both(c: &mut Config) {
 }
 
 /// The local user name and uid of this process: who answers at the terminal.
-fn me() -> (String, u32) {
+pub(crate) fn me() -> (String, u32) {
     let uid = nix::unistd::geteuid();
     let name = nix::unistd::User::from_uid(uid).unwrap().unwrap().name;
     (name, uid.as_raw())

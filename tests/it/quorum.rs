@@ -15,7 +15,7 @@ fn carol() -> Clicker {
 }
 
 /// Every request goes to a route that needs two approvals; terminals may answer there.
-fn two_approvals(exclude_requester: Option<bool>) -> impl FnOnce(&mut Config) {
+pub(crate) fn two_approvals(exclude_requester: Option<bool>) -> impl FnOnce(&mut Config) {
     move |c: &mut Config| {
         let mut r = Route::new("prod", CHANNEL);
         r.approvals = Some(2);
@@ -33,7 +33,7 @@ fn two_approvals(exclude_requester: Option<bool>) -> impl FnOnce(&mut Config) {
     }
 }
 
-fn allow_deny() -> Value {
+pub(crate) fn allow_deny() -> Value {
     json!({"questions": [{
         "id": "permission",
         "question": "Run `terraform apply` in prod?",
@@ -50,7 +50,7 @@ fn description(message: &Value) -> String {
         .to_owned()
 }
 
-async fn audit(app: &App, action: &str) -> Vec<askrelay::domain::request::AuditRow> {
+pub(crate) async fn audit(app: &App, action: &str) -> Vec<askrelay::domain::request::AuditRow> {
     app.store()
         .audit_rows(None)
         .await

@@ -107,6 +107,10 @@ struct Inner {
     live: Mutex<LiveMap>,
     /// Serializes "find or store" of a request id, so two asks with one id never both insert.
     register: tokio::sync::Mutex<()>,
+    /// The ids of requests being stored, from before their COMMIT until they are live: a repair
+    /// pass that reads their outbox rows meanwhile leaves them to their delivery
+    /// (`Core::is_being_delivered`).
+    storing: Mutex<std::collections::HashSet<String>>,
     settings: HubSettings,
     tasks: TaskTracker,
     shutdown: CancellationToken,
@@ -188,6 +192,7 @@ impl Hub {
                 answerers,
                 live: Mutex::new(LiveMap::default()),
                 register: tokio::sync::Mutex::new(()),
+                storing: Mutex::default(),
                 settings,
                 tasks,
                 shutdown,
@@ -424,6 +429,9 @@ impl Core for Hub {
     }
 
     fn is_being_delivered(&self, request_id: &str) -> bool {
+        if self.inner.storing.lock().unwrap().contains(request_id) {
+            return true;
+        }
         self.inner
             .live
             .lock()

@@ -339,16 +339,7 @@ async fn on_a_quorum_route_allow_selected_is_one_vote_shown_on_the_message() {
         "*done* · `q-1` · vote recorded, 1 of 2 approvals",
     )
     .await;
-    let ts = ts(&m).to_owned();
-    let shown = within(
-        "the vote count on the message",
-        t.s.wait_for_request("chat.update", move |r| {
-            r.ok()
-                && r.param_str("ts") == Some(ts.as_str())
-                && r.params.to_string().contains("1 of 2")
-        }),
-    )
-    .await;
+    let shown = t.update_with(&m, "1 of 2").await;
     assert!(
         shown.params["blocks"]
             .as_array()

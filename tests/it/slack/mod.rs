@@ -12,7 +12,8 @@
 //! (edit-then-approve), `command.rs` (`/askrelay`), `batch.rs` (`/askrelay pending`'s
 //! "Allow selected" and "Deny selected"), `grants.rs` ("Allow for …"), `remind.rs` (reminders
 //! in the thread, escalation to DMs), `crash.rs` (the binary aborting at a press, a form, an
-//! answer stored or the context's files shared, then started again).
+//! answer stored or the context's files shared, then started again), `quorum.rs` (a route's
+//! approvals and the requester rule).
 
 mod batch;
 mod both;
@@ -28,6 +29,7 @@ mod http;
 mod http_flows;
 mod outbox;
 mod press;
+mod quorum;
 mod remind;
 mod render;
 mod socket;
@@ -76,6 +78,22 @@ impl Slack {
         Slack { app, s }
     }
 
+    /// With Discord (the harness's stand-in, channel [`CHANNEL`]) beside Slack and no default
+    /// Slack channel: `tweak`'s routes say where each copy goes.
+    pub async fn start_with_discord(tweak: impl FnOnce(&mut Config)) -> Slack {
+        let s = SlackStandIn::start().await;
+        let discord = askrelay_testkit::standin::StandIn::start().await;
+        let hooks = askrelay::daemon::DaemonHooks::default();
+        let app = App::build(Some(discord), hooks, |c| {
+            slack_config(c, &s);
+            c.slack.channel_id = None;
+            tweak(c)
+        })
+        .await;
+        within("the Socket Mode connection", s.wait_connected(1)).await;
+        Slack { app, s }
+    }
+
     /// Asks on a new connection and waits for `accepted`.
     pub async fn ask(&self, request_id: &str, input: &Value) -> (Client, Value) {
         let mut c = self.app.client().await;
@@ -111,6 +129,20 @@ impl Slack {
     /// The `chat.update` of message `m` whose blocks have no actions any more (its outcome).
     pub async fn outcome_of(&self, m: &Value) -> Recorded {
         outcome_of(&self.s, m).await
+    }
+
+    /// The first `chat.update` of message `m` whose body has `needle`.
+    pub async fn update_with(&self, m: &Value, needle: &str) -> Recorded {
+        let (ts, needle) = (ts(m).to_owned(), needle.to_owned());
+        within(
+            &format!("an update of the message with {needle:?}"),
+            self.s.wait_for_request("chat.update", move |r| {
+                r.ok()
+                    && r.param_str("ts") == Some(ts.as_str())
+                    && r.params.to_string().contains(&needle)
+            }),
+        )
+        .await
     }
 
     /// The first ephemeral message to `user` whose text has `needle`.
