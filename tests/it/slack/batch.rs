@@ -68,14 +68,14 @@ async fn token(t: &Slack, id: &str) -> String {
 }
 
 /// `who` runs `/askrelay pending`: the reply, as the stand-in shows the ack's payload.
-async fn pending(t: &Slack, who: &Person) -> Ephemeral {
-    let sent =
-        t.s.slash_command(who, DEFAULT_CHANNEL, "/askrelay", "pending")
-            .await;
-    let ack = within("the command's ack", t.s.wait_ack(sent.envelope_id())).await;
+pub(super) async fn pending(s: &SlackStandIn, who: &Person) -> Ephemeral {
+    let sent = s
+        .slash_command(who, DEFAULT_CHANNEL, "/askrelay", "pending")
+        .await;
+    let ack = within("the command's ack", s.wait_ack(sent.envelope_id())).await;
     let payload = ack.payload.expect("the reply is in the ack");
     assert_eq!(payload["response_type"], "ephemeral", "{payload}");
-    t.s.ephemerals()
+    s.ephemerals()
         .into_iter()
         .rev()
         .find(|e| e.user == who.id && e.via == "ack")
@@ -102,28 +102,44 @@ fn offered(e: &Ephemeral) -> Vec<String> {
 }
 
 /// `who` picks `values` in the reply's menu; the ack is read.
-async fn pick(t: &Slack, who: &Person, e: &Ephemeral, values: &[&str]) {
-    let picked =
-        t.s.click_ephemeral(who, &e.ts, Action::multi_static_select(MENU, PICK, values))
-            .await;
-    within("the pick's ack", t.s.wait_ack(picked.envelope_id())).await;
+pub(super) async fn pick(s: &SlackStandIn, who: &Person, e: &Ephemeral, values: &[&str]) {
+    let picked = s
+        .click_ephemeral(who, &e.ts, Action::multi_static_select(MENU, PICK, values))
+        .await;
+    within("the pick's ack", s.wait_ack(picked.envelope_id())).await;
+}
+
+/// `who` presses `action` (`ar:batch:allow`, …) under the reply's menu; the ack is not read
+/// (see [`press`]).
+pub(super) async fn send_press(
+    s: &SlackStandIn,
+    who: &Person,
+    e: &Ephemeral,
+    action: &str,
+) -> Sent {
+    s.click_ephemeral(who, &e.ts, Action::button(BUTTONS, action))
+        .await
 }
 
 /// `who` presses `action` (`ar:batch:allow`, …) under the reply's menu; the ack is read. The
 /// press as the stand-in sent it.
-async fn press(t: &Slack, who: &Person, e: &Ephemeral, action: &str) -> Value {
-    let pressed =
-        t.s.click_ephemeral(who, &e.ts, Action::button(BUTTONS, action))
-            .await;
-    within("the button's ack", t.s.wait_ack(pressed.envelope_id())).await;
+pub(super) async fn press(s: &SlackStandIn, who: &Person, e: &Ephemeral, action: &str) -> Value {
+    let pressed = send_press(s, who, e, action).await;
+    within("the button's ack", s.wait_ack(pressed.envelope_id())).await;
     pressed.payload().clone()
 }
 
 /// `who` picks `values` in the reply's menu, then presses `action` (`ar:batch:allow`, …); the
 /// acks are read.
-async fn pick_and_press(t: &Slack, who: &Person, e: &Ephemeral, values: &[&str], action: &str) {
-    pick(t, who, e, values).await;
-    let pressed = press(t, who, e, action).await;
+async fn pick_and_press(
+    s: &SlackStandIn,
+    who: &Person,
+    e: &Ephemeral,
+    values: &[&str],
+    action: &str,
+) {
+    pick(s, who, e, values).await;
+    let pressed = press(s, who, e, action).await;
     // Slack sends the choice with the button, in state.values.
     assert_eq!(
         pressed["state"]["values"][MENU][PICK]["selected_options"]
@@ -146,7 +162,7 @@ async fn allow_selected_answers_two_approvals_at_once_and_both_agents_get_their_
     let m1 = t.message(0).await;
     let mut c2 = ask(&t, "b-2", &approval("cargo build <!channel>", None)).await;
     let m2 = t.message(1).await;
-    let listing = pending(&t, &alice()).await;
+    let listing = pending(&t.s, &alice()).await;
     let text = listing.text.clone().unwrap();
     assert!(text.contains("`b-1`") && text.contains("`b-2`"), "{text}");
     let (t1, t2) = (token(&t, "b-1").await, token(&t, "b-2").await);
@@ -156,9 +172,9 @@ async fn allow_selected_answers_two_approvals_at_once_and_both_agents_get_their_
     assert!(!shown.contains("<!channel>"), "{shown}");
 
     // A choice in the menu answers nothing.
-    pick(&t, &alice(), &listing, &[&t1, &t2]).await;
+    pick(&t.s, &alice(), &listing, &[&t1, &t2]).await;
     assert!(is_pending(&t, "b-1").await && is_pending(&t, "b-2").await);
-    press(&t, &alice(), &listing, "ar:batch:allow").await;
+    press(&t.s, &alice(), &listing, "ar:batch:allow").await;
 
     for c in [&mut c1, &mut c2] {
         let ev = expect_event(c, "answered").await;
@@ -217,7 +233,7 @@ async fn a_person_not_allowed_on_one_route_has_it_refused_with_why_and_the_other
     let mut dev = ask(&t, "dev-1", &approval("cargo test", None)).await;
     let m_dev = t.message(0).await;
     let _ops = ask(&t, "ops-1", &approval("terraform apply", Some("ops"))).await;
-    let listing = pending(&t, &bob()).await;
+    let listing = pending(&t.s, &bob()).await;
     let text = listing.text.clone().unwrap();
     assert!(
         text.contains("`dev-1`") && text.contains("`ops-1`"),
@@ -289,15 +305,15 @@ async fn deny_selected_denies_each_and_nothing_before_the_button_or_without_a_ch
     let t = Slack::start_with(routes).await;
     let mut c1 = ask(&t, "d-1", &approval("rm -rf build", None)).await;
     let mut c2 = ask(&t, "d-2", &approval("rm -rf target", None)).await;
-    let listing = pending(&t, &alice()).await;
+    let listing = pending(&t.s, &alice()).await;
     // A button with nothing chosen answers nothing and says so.
-    press(&t, &alice(), &listing, "ar:batch:deny").await;
+    press(&t.s, &alice(), &listing, "ar:batch:deny").await;
     t.told("U0ALICE01", "Choose the requests in the menu first")
         .await;
     assert!(is_pending(&t, "d-1").await && is_pending(&t, "d-2").await);
 
     let (t1, t2) = (token(&t, "d-1").await, token(&t, "d-2").await);
-    pick_and_press(&t, &alice(), &listing, &[&t2, &t1], "ar:batch:deny").await;
+    pick_and_press(&t.s, &alice(), &listing, &[&t2, &t1], "ar:batch:deny").await;
     for c in [&mut c1, &mut c2] {
         let ev = expect_event(c, "answered").await;
         assert_eq!(ev["result"]["answers"][0]["selected"], json!(["Deny"]));
@@ -308,7 +324,7 @@ async fn deny_selected_denies_each_and_nothing_before_the_button_or_without_a_ch
     let report = told.text.unwrap();
     assert!(report.contains("`d-1` · denied"), "{report}");
     // Pressed again: both are answered already, and the reply says by whom.
-    press(&t, &alice(), &listing, "ar:batch:deny").await;
+    press(&t.s, &alice(), &listing, "ar:batch:deny").await;
     let again = t
         .told("U0ALICE01", "*Deny selected*: 0 done, 2 refused.")
         .await;
@@ -332,8 +348,8 @@ async fn on_a_quorum_route_allow_selected_is_one_vote_shown_on_the_message() {
     let mut c = ask(&t, "q-1", &approval("terraform apply", None)).await;
     let m = t.message(0).await;
     let tok = token(&t, "q-1").await;
-    let listing = pending(&t, &alice()).await;
-    pick_and_press(&t, &alice(), &listing, &[&tok], "ar:batch:allow").await;
+    let listing = pending(&t.s, &alice()).await;
+    pick_and_press(&t.s, &alice(), &listing, &[&tok], "ar:batch:allow").await;
     t.told(
         "U0ALICE01",
         "*done* · `q-1` · vote recorded, 1 of 2 approvals",
@@ -350,8 +366,8 @@ async fn on_a_quorum_route_allow_selected_is_one_vote_shown_on_the_message() {
         shown.params
     );
     assert!(is_pending(&t, "q-1").await);
-    let listing = pending(&t, &bob()).await;
-    pick_and_press(&t, &bob(), &listing, &[&tok], "ar:batch:allow").await;
+    let listing = pending(&t.s, &bob()).await;
+    pick_and_press(&t.s, &bob(), &listing, &[&tok], "ar:batch:allow").await;
     let ev = expect_event(&mut c, "answered").await;
     assert_eq!(ev["result"]["answers"][0]["selected"], json!(["Allow"]));
     t.outcome_of(&m).await;

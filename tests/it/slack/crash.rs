@@ -6,6 +6,12 @@
 //!   nothing stored; after the restart the request is still pending, its one message still
 //!   works, and the interaction sent again settles it (a "Save grant" finds its preview
 //!   forgotten: the pattern is previewed and saved again).
+//! - `clicked` in a batch ("Allow selected" under `/askrelay pending`) before any of its answers
+//!   is stored: every request of it still pending after the restart, and the press delivered
+//!   again settles each once.
+//! - `voted`, a vote toward a quorum stored before anything is shown: kept after the restart
+//!   (the same person's press again is "already voted", not a second vote), and a second
+//!   person's vote settles the question.
 //! - `answered`, the answer stored before the agent is told: the re-attach gets it, and the
 //!   message is edited to its outcome at start-up.
 //! - `files shared`, the context's files shared in the thread before their record: shared a
@@ -14,6 +20,7 @@
 //!
 //! The crash after a post (`posted`, `posted_extra`) is in `outbox.rs` and `remind.rs`.
 
+use super::batch::{pending, pick, press, send_press};
 use super::grants::{approval, open_pattern_form, preview, save, send_pattern};
 use super::*;
 use askrelay::domain::request::Slot;
@@ -40,6 +47,7 @@ async fn setup(config: &str) -> (SlackStandIn, Bin) {
 /// Asks `input` as `id` on `bin`'s daemon: the agent's connection (kept: it waits) and the
 /// question's message, posted and recorded (`accepted` links it).
 async fn ask_posted(s: &SlackStandIn, bin: &Bin, id: &str, input: &Value) -> (Client, Value) {
+    let posted = s.messages(DEFAULT_CHANNEL).len();
     let mut c = Client::connect(&bin.socket()).await.unwrap();
     c.send_json(&ask_line(id, input)).await.unwrap();
     let accepted = expect_event(&mut c, "accepted").await;
@@ -48,17 +56,24 @@ async fn ask_posted(s: &SlackStandIn, bin: &Bin, id: &str, input: &Value) -> (Cl
         Some(1),
         "{accepted}"
     );
-    (c, message(s, 0).await)
+    (c, message(s, posted).await)
 }
 
 /// After the crash: `bin` served again (no crash point, the same database) and the agent
 /// re-attached with the same ask; the daemon, the connection and its first line.
 async fn restart(s: &SlackStandIn, bin: &Bin, id: &str, input: &Value) -> (Served, Client, Value) {
     let daemon = serve_on(bin, s, None).await;
+    let (c, first) = reattach(bin, id, input).await;
+    (daemon, c, first)
+}
+
+/// The agent of `id` re-attached to `bin`'s daemon with the same ask: the connection and its
+/// first line.
+async fn reattach(bin: &Bin, id: &str, input: &Value) -> (Client, Value) {
     let mut c = Client::connect(&bin.socket()).await.unwrap();
     c.send_json(&ask_line(id, input)).await.unwrap();
     let first = recv(&mut c, "the first line after the re-attach").await;
-    (daemon, c, first)
+    (c, first)
 }
 
 /// Nothing of an answer is stored: the request is pending, no question answered, no answer
@@ -324,4 +339,150 @@ async fn a_crash_after_the_files_are_shared_shares_them_a_second_time_and_posts_
     let ev = expect_event(&mut c, "answered").await;
     assert_eq!(ev["result"].to_string(), NO);
     edited_once_and_posted_once(&s, &m).await;
+}
+
+/// A route in the stand-in's channel where a question settles when two people chose the same
+/// answer (quorum.rs's `two_approvals`, in Slack).
+fn two_approvals() -> String {
+    format!(
+        "[[routes]]\nname = \"prod\"\nslack_channel_id = \"{DEFAULT_CHANNEL}\"\napprovals = 2\n"
+    )
+}
+
+/// The accepted audit rows of request `id` with this action.
+async fn audited(bin: &Bin, id: &str, action: &str) -> Vec<askrelay::domain::request::AuditRow> {
+    let store = store_of(bin).await;
+    let key = store.by_id(id).await.unwrap().unwrap().key;
+    let rows = store.audit_rows(Some(key)).await.unwrap();
+    rows.into_iter()
+        .filter(|r| r.action == action && r.accepted)
+        .collect()
+}
+
+#[tokio::test]
+async fn a_vote_stored_before_a_crash_is_kept_counted_once_and_a_second_person_settles_it() {
+    let (s, bin) = setup(&two_approvals()).await;
+    let input = crate::quorum::allow_deny();
+    let crashing = serve_on(&bin, &s, Some("voted")).await;
+    let (_c, m) = ask_posted(&s, &bin, "voted", &input).await;
+    assert!(m.to_string().contains("*Votes:* 0 of 2 needed"), "{m}");
+    let pressed = s
+        .click(&alice(), DEFAULT_CHANNEL, ts(&m), button(&m, "Allow"))
+        .await;
+    aborted(crashing, "voted").await;
+    // The vote is stored (with its audit row), though never acked nor shown; nothing settled.
+    assert!(s.ack_of(pressed.envelope_id()).is_none(), "{:?}", s.acks());
+    assert!(s.calls("chat.update").is_empty());
+    let req = store_of(&bin).await.by_id("voted").await.unwrap().unwrap();
+    assert_eq!(req.status, Status::Pending);
+    assert_eq!(req.answers[0], None);
+    assert_eq!(req.votes[0].len(), 1, "{:?}", req.votes);
+    assert_eq!(req.votes[0][0].id, "U0ALICE01");
+    assert_eq!(audited(&bin, "voted", "vote").await.len(), 1);
+
+    let (_daemon, mut c, first) = restart(&s, &bin, "voted", &input).await;
+    assert_eq!(first["event"], "accepted", "still pending: {first}");
+    // Alice's press delivered again: her vote is the one stored, not a second.
+    s.redeliver(pressed.envelope_id()).await;
+    within("the ack", s.wait_ack(pressed.envelope_id())).await;
+    told(
+        &s,
+        &alice().id,
+        "You already voted for this answer (1 of 2 approvals)",
+    )
+    .await;
+    let req = store_of(&bin).await.by_id("voted").await.unwrap().unwrap();
+    assert_eq!((req.status, req.votes[0].len()), (Status::Pending, 1));
+    assert_eq!(audited(&bin, "voted", "vote").await.len(), 1);
+    // The message is not edited to show the kept vote: only a new vote shows the count
+    // (neither the start-up nor an "already voted" press does).
+    // Bob's is the second person's: the quorum is reached.
+    s.click(&bob(), DEFAULT_CHANNEL, ts(&m), button(&m, "Allow"))
+        .await;
+    let ev = expect_event(&mut c, "answered").await;
+    assert_eq!(
+        ev["result"].to_string(),
+        r#"{"answers":[{"id":"permission","selected":["Allow"]}]}"#
+    );
+    let shown = outcome_of(&s, &m).await.params.to_string();
+    assert!(
+        shown.contains("*Answered* by <@U0BOB0001> in Slack"),
+        "{shown}"
+    );
+    assert_eq!(audited(&bin, "voted", "vote").await.len(), 2, "two votes");
+    let settled = audited(&bin, "voted", "answer").await;
+    assert_eq!(settled.len(), 1, "{settled:?}");
+    let detail = settled[0].detail.clone().unwrap_or_default();
+    assert!(
+        detail.contains("voters: slack:U0ALICE01 name=alice, slack:U0BOB0001 name=bob"),
+        "{detail}"
+    );
+    assert_eq!(s.calls("chat.postMessage").len(), 1, "posted once");
+    s.assert_no_violations();
+}
+
+#[tokio::test]
+async fn a_batch_that_crashed_before_its_answers_were_stored_leaves_each_pending_and_settles_each_once(
+) {
+    let (s, bin) = setup("").await;
+    let asks = [
+        ("batch-1", approval("cargo test", "s1")),
+        ("batch-2", approval("cargo build", "s1")),
+    ];
+    let crashing = serve_on(&bin, &s, Some("clicked")).await;
+    let mut messages = Vec::new();
+    for (id, input) in &asks {
+        let (_c, m) = ask_posted(&s, &bin, id, input).await;
+        messages.push(m);
+    }
+    let store = store_of(&bin).await;
+    let mut tokens = Vec::new();
+    for (id, _) in &asks {
+        tokens.push(store.by_id(id).await.unwrap().unwrap().token);
+    }
+    let tokens: Vec<&str> = tokens.iter().map(String::as_str).collect();
+    // `/askrelay pending`, both chosen (answers nothing), then "Allow selected": the crash.
+    let listing = pending(&s, &alice()).await;
+    pick(&s, &alice(), &listing, &tokens).await;
+    let pressed = send_press(&s, &alice(), &listing, "ar:batch:allow").await;
+    aborted(crashing, "clicked").await;
+    assert!(s.ack_of(pressed.envelope_id()).is_none(), "{:?}", s.acks());
+    for (id, _) in &asks {
+        nothing_stored(&bin, id).await;
+    }
+    assert!(s.calls("chat.update").is_empty());
+
+    let (_daemon, c, first) = restart(&s, &bin, asks[0].0, &asks[0].1).await;
+    let mut agents = vec![(c, first)];
+    agents.push(reattach(&bin, asks[1].0, &asks[1].1).await);
+    for (_, first) in &agents {
+        assert_eq!(first["event"], "accepted", "still pending: {first}");
+    }
+    // The same press delivered again: both are allowed, each once.
+    s.redeliver(pressed.envelope_id()).await;
+    within("the ack", s.wait_ack(pressed.envelope_id())).await;
+    told(&s, &alice().id, "*Allow selected*: 2 done, 0 refused.").await;
+    for (c, _) in &mut agents {
+        let ev = expect_event(c, "answered").await;
+        assert_eq!(
+            ev["result"].to_string(),
+            r#"{"answers":[{"id":"permission","selected":["Allow"]}]}"#
+        );
+    }
+    // Pressed once more: both are answered already.
+    press(&s, &alice(), &listing, "ar:batch:allow").await;
+    told(&s, &alice().id, "*Allow selected*: 0 done, 2 refused.").await;
+    for (id, _) in &asks {
+        assert_eq!(audited(&bin, id, "answer").await.len(), 1, "{id}");
+    }
+    let outcomes = [
+        outcome_of(&s, &messages[0]).await,
+        outcome_of(&s, &messages[1]).await,
+    ];
+    for outcome in outcomes {
+        let shown = outcome.params.to_string();
+        assert!(shown.contains("U0ALICE01"), "{shown}");
+    }
+    assert_eq!(s.calls("chat.postMessage").len(), 2, "each posted once");
+    s.assert_no_violations();
 }
