@@ -31,6 +31,19 @@ pub enum Settle {
     Refused(String),
 }
 
+/// The questions of a pending request that are still open and have votes stored: their
+/// messages show the count (a request taken back after a crash or by a new leader shows the
+/// votes it already has).
+pub fn open_with_votes(req: &Request) -> Vec<usize> {
+    if req.status != Status::Pending {
+        return Vec::new();
+    }
+    (0..req.questions.len())
+        .filter(|&i| req.answers.get(i).is_some_and(Option::is_none))
+        .filter(|&i| req.votes.get(i).is_some_and(|v| !v.is_empty()))
+        .collect()
+}
+
 /// Settles question `idx` of `req` with `settlement` for `actor` through the core; `confirmed`:
 /// the route's policy and the word typed to confirm a label that needs it.
 pub async fn settle(

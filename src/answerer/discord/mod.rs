@@ -241,6 +241,11 @@ impl DiscordAnswerer {
             }
         }
         outbox.sync_edits(ctx, req, &posts);
+        // Votes stored before a crash (or on a leader that went away) are not an edit state
+        // the outbox records: show each open question's count again.
+        for idx in crate::answerer::chat::vote::open_with_votes(req) {
+            outbox.show_votes(ctx, req, idx, &posts);
+        }
         lead.schedule.arm(ctx, req, &route).await;
         let links: Vec<String> = posts
             .iter()

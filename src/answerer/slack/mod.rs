@@ -165,6 +165,11 @@ impl SlackAnswerer {
             }
         }
         lead.outbox.sync_edits(ctx, req, &mine, None);
+        // Votes stored before a crash (or on a leader that went away) are not an edit state
+        // the outbox records: show each open question's count again.
+        for idx in crate::answerer::chat::vote::open_with_votes(req) {
+            lead.outbox.show_votes(ctx, req, idx, &mine);
+        }
         lead.schedule.arm(ctx, req).await;
         self.detail(&route, &mine)
     }

@@ -394,8 +394,17 @@ async fn a_vote_stored_before_a_crash_is_kept_counted_once_and_a_second_person_s
     let req = store_of(&bin).await.by_id("voted").await.unwrap().unwrap();
     assert_eq!((req.status, req.votes[0].len()), (Status::Pending, 1));
     assert_eq!(audited(&bin, "voted", "vote").await.len(), 1);
-    // The message is not edited to show the kept vote: only a new vote shows the count
-    // (neither the start-up nor an "already voted" press does).
+    // The kept vote is shown on the message again at start-up.
+    let at = ts(&m).to_owned();
+    within(
+        "the kept vote shown on the message",
+        s.wait_for_request("chat.update", move |r| {
+            r.ok()
+                && r.param_str("ts") == Some(at.as_str())
+                && r.params.to_string().contains("1 of 2 needed")
+        }),
+    )
+    .await;
     // Bob's is the second person's: the quorum is reached.
     s.click(&bob(), DEFAULT_CHANNEL, ts(&m), button(&m, "Allow"))
         .await;
