@@ -231,7 +231,9 @@ impl DiscordAnswerer {
             posts.sort_by_cached_key(|p| (p.idx, p.slot.to_string()));
         }
         outbox.shown.insert(req.clone(), posts.clone());
-        if posts.iter().any(|p| p.message.is_none()) {
+        // A request being delivered (a takeover's scan that read one just stored on this
+        // node) is its delivery's to post: its first tries do not read the outbox again.
+        if posts.iter().any(|p| p.message.is_none()) && !ctx.is_being_delivered(&req.request_id) {
             tracing::info!(
                 request_id = %Escaped(&req.request_id),
                 "resuming the posting of a request"

@@ -157,7 +157,9 @@ impl SlackAnswerer {
             .filter(|p| p.answerer == NAME)
             .cloned()
             .collect();
-        if mine.iter().any(outbox::unposted) {
+        // A request being delivered (a takeover's scan that read one just stored on this
+        // node) is its delivery's to post: its first tries do not read the outbox again.
+        if mine.iter().any(outbox::unposted) && !ctx.is_being_delivered(&req.request_id) {
             tracing::info!(request_id = %Escaped(&req.request_id), "resuming the posting of a request in Slack");
             if let Some(claim) = lead.outbox.busy.posting.claim(req.key) {
                 lead.outbox
