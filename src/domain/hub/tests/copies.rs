@@ -13,7 +13,7 @@ use crate::domain::model::{Ask, Question};
 use crate::domain::request::{Actor, Peer, PlannedPost, Post, Request, Slot, Source, Status, Via};
 use crate::domain::store::Store;
 use async_trait::async_trait;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
@@ -33,6 +33,10 @@ struct Fake {
     name: &'static str,
     takes: Takes,
     calls: Mutex<Vec<String>>,
+    /// The hub, once started, for what `prepare` (which has no context) asks it.
+    hub: OnceLock<Hub>,
+    /// Whether the request was being delivered (`Core::is_being_delivered`) at each call.
+    delivering: Mutex<Vec<(&'static str, bool)>>,
 }
 
 impl Fake {
@@ -41,6 +45,8 @@ impl Fake {
             name,
             takes,
             calls: Mutex::new(Vec::new()),
+            hub: OnceLock::new(),
+            delivering: Mutex::new(Vec::new()),
         })
     }
 
@@ -98,16 +104,28 @@ impl Answerer for Fake {
         }
     }
 
-    fn prepare(&self, _req: &Request) -> Option<Prepared> {
+    fn prepare(&self, req: &Request) -> Option<Prepared> {
+        if let Some(hub) = self.hub.get() {
+            let delivering = Core::is_being_delivered(hub, &req.request_id);
+            self.delivering
+                .lock()
+                .unwrap()
+                .push(("prepare", delivering));
+        }
         Some(Prepared::new(self.name))
     }
 
     async fn deliver(
         &self,
-        _ctx: &AnswererContext,
-        _req: &Request,
+        ctx: &AnswererContext,
+        req: &Request,
         prepared: Option<Prepared>,
     ) -> Delivery {
+        let delivering = ctx.is_being_delivered(&req.request_id);
+        self.delivering
+            .lock()
+            .unwrap()
+            .push(("deliver", delivering));
         let mine = prepared.and_then(Prepared::take::<&'static str>);
         self.record(format!("deliver {}", mine.unwrap_or("nothing")));
         Delivery::Shown(self.shown())
@@ -344,4 +362,26 @@ async fn a_stand_in_shows_a_request_only_when_nobody_else_takes_it() {
     assert!(Core::cancel_as(&hub_b, &req, "done", Source::Daemon, "test".into()).await);
     assert!(terminal.calls().is_empty(), "{:?}", terminal.calls());
     assert_eq!(takes.calls(), ["deliver discord", "ended cancelled"]);
+}
+
+/// A request is its delivery's from before its COMMIT (the answerers prepare while the store
+/// commits it) until `deliver` returned. A repair pass, or a new leader's takeover resuming the
+/// pending requests, that reads its outbox rows meanwhile leaves them to the delivery, whose
+/// first tries post from its own plan, not from the outbox: both would post it.
+#[tokio::test]
+async fn a_request_is_being_delivered_from_before_its_commit_until_its_delivery_returned() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = store(&dir).await;
+    let slack = Fake::new("slack", Takes::Yes(1));
+    let (hub, _, _stop) = hub(&store, &[&slack]).await;
+    assert!(slack.hub.set(hub.clone()).is_ok());
+    assert!(!Core::is_being_delivered(&hub, "r1"));
+    let (_att, _, owner) = ask(&hub, "r1").await;
+    assert_eq!(owner, "slack");
+    assert_eq!(
+        *slack.delivering.lock().unwrap(),
+        [("prepare", true), ("deliver", true)]
+    );
+    // Shown: a repair pass or a takeover posts what is still unposted.
+    assert!(!Core::is_being_delivered(&hub, "r1"));
 }
