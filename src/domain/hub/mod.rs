@@ -111,6 +111,10 @@ struct Inner {
     /// pass that reads their outbox rows meanwhile leaves them to their delivery
     /// (`Core::is_being_delivered`).
     storing: Mutex<std::collections::HashSet<String>>,
+    /// The questions, as (request key, index), with a vote under way on this daemon, from
+    /// before its compare-and-swap until its settlement returned, with how many: the repair
+    /// pass leaves a quorum such a vote completed to that vote ([`votes::Voting`]).
+    voting: Mutex<std::collections::HashMap<(i64, usize), usize>>,
     settings: HubSettings,
     tasks: TaskTracker,
     shutdown: CancellationToken,
@@ -193,6 +197,7 @@ impl Hub {
                 live: Mutex::new(LiveMap::default()),
                 register: tokio::sync::Mutex::new(()),
                 storing: Mutex::default(),
+                voting: Mutex::default(),
                 settings,
                 tasks,
                 shutdown,
@@ -520,6 +525,7 @@ mod tests {
     use super::*;
 
     mod copies;
+    mod votes;
 
     #[test]
     fn the_accepted_details_of_several_copies_merge_the_owners_first() {

@@ -27,6 +27,10 @@ impl Hub {
         policy: &Policy,
     ) -> Result<Settled, AskError> {
         let person = policy.person(&actor, self.host());
+        // From before the compare-and-swap until the settlement returned: a repair pass that
+        // reads the quorum this vote completes leaves it to this vote, which settles it in the
+        // voter's name and tells them so.
+        let _voting = Voting::begin(self, req.key, idx);
         let mut cur = req.clone();
         // Each retry follows a vote that landed meanwhile; a few are plenty.
         for _ in 0..8 {
@@ -209,7 +213,7 @@ impl Hub {
         };
         for key in keys {
             if let Ok(Some(req)) = self.inner.store.by_key(key).await {
-                self.settle_reached_quorums(&req).await;
+                self.settle_reached(&req, Leave::Voting).await;
             }
         }
     }
@@ -217,12 +221,26 @@ impl Hub {
     /// Settles the quorum questions whose votes reached it before a crash or a restart cut
     /// the settlement off (a vote is stored before the settlement it completes).
     pub(super) async fn settle_reached_quorums(&self, req: &Request) {
+        self.settle_reached(req, Leave::None).await;
+    }
+
+    /// [`Hub::settle_reached_quorums`], leaving alone (with [`Leave::Voting`]) the questions
+    /// with a vote under way on this daemon.
+    async fn settle_reached(&self, req: &Request, leave: Leave) {
         let policy = self.policy_of(req);
         if !policy.is_quorum() || req.status != Status::Pending {
             return;
         }
         for (idx, votes) in req.votes.iter().enumerate() {
             if req.answers[idx].is_some() {
+                continue;
+            }
+            if leave == Leave::Voting && self.is_being_voted(req.key, idx) {
+                tracing::debug!(
+                    request_id = %Escaped(&req.request_id),
+                    question = idx,
+                    "a vote on this question is under way; its quorum is left to it"
+                );
                 continue;
             }
             let reached = votes
@@ -241,6 +259,59 @@ impl Hub {
                 {
                     tracing::warn!(error = %e.message, "cannot settle a question whose quorum was reached");
                 }
+            }
+        }
+    }
+}
+
+/// Which questions a pass settling reached quorums leaves alone.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Leave {
+    None,
+    /// Those with a vote under way on this daemon ([`Voting`]): the repair pass's.
+    Voting,
+}
+
+impl Hub {
+    /// Whether a vote on question `idx` of request `key` is under way on this daemon, between
+    /// the start of its compare-and-swap and the return of the settlement it may complete.
+    pub(super) fn is_being_voted(&self, key: i64, idx: usize) -> bool {
+        self.inner.voting.lock().unwrap().contains_key(&(key, idx))
+    }
+}
+
+/// A vote under way on a question, marked until dropped (several at once are counted): the
+/// repair pass leaves a quorum it completed to it. Without the mark, a pass that read the
+/// stored votes between the vote's compare-and-swap and its settlement settled the question
+/// first, in the first voter's name, and the person whose vote completed the quorum was told
+/// it was already answered.
+pub(super) struct Voting<'h> {
+    hub: &'h Hub,
+    question: (i64, usize),
+}
+
+impl<'h> Voting<'h> {
+    pub(super) fn begin(hub: &'h Hub, key: i64, idx: usize) -> Voting<'h> {
+        *hub.inner
+            .voting
+            .lock()
+            .unwrap()
+            .entry((key, idx))
+            .or_default() += 1;
+        Voting {
+            hub,
+            question: (key, idx),
+        }
+    }
+}
+
+impl Drop for Voting<'_> {
+    fn drop(&mut self) {
+        let mut voting = self.hub.inner.voting.lock().unwrap();
+        if let Some(n) = voting.get_mut(&self.question) {
+            *n -= 1;
+            if *n == 0 {
+                voting.remove(&self.question);
             }
         }
     }

@@ -10,6 +10,7 @@ use crate::domain::answerer::{
 use crate::domain::approval::fixtures::question;
 use crate::domain::hub::{Hub, HubSettings, Phase};
 use crate::domain::model::{Ask, Question};
+use crate::domain::quorum::Policy;
 use crate::domain::request::{Actor, Peer, PlannedPost, Post, Request, Slot, Source, Status, Via};
 use crate::domain::store::Store;
 use async_trait::async_trait;
@@ -20,7 +21,7 @@ use tokio_util::task::TaskTracker;
 
 /// What a fake answerer does with a new request.
 #[derive(Clone, Copy)]
-enum Takes {
+pub(super) enum Takes {
     /// It shows it, with this many outbox rows.
     Yes(usize),
     /// Only when nobody else does.
@@ -29,28 +30,40 @@ enum Takes {
 }
 
 /// An answerer that records every call the hub makes to it.
-struct Fake {
+pub(super) struct Fake {
     name: &'static str,
     takes: Takes,
+    /// Its routes' quorum (1: first wins).
+    approvals: u32,
     calls: Mutex<Vec<String>>,
     /// The hub, once started, for what `prepare` (which has no context) asks it.
-    hub: OnceLock<Hub>,
+    pub(super) hub: OnceLock<Hub>,
     /// Whether the request was being delivered (`Core::is_being_delivered`) at each call.
     delivering: Mutex<Vec<(&'static str, bool)>>,
+    /// At each `settled`, the question and whether a vote on it was under way
+    /// (`Hub::is_being_voted`).
+    pub(super) voting: Mutex<Vec<(usize, bool)>>,
 }
 
 impl Fake {
-    fn new(name: &'static str, takes: Takes) -> Arc<Fake> {
+    pub(super) fn new(name: &'static str, takes: Takes) -> Arc<Fake> {
+        Fake::with_quorum(name, takes, 1)
+    }
+
+    /// One whose routes need `approvals` people to choose the same answer.
+    pub(super) fn with_quorum(name: &'static str, takes: Takes, approvals: u32) -> Arc<Fake> {
         Arc::new(Fake {
             name,
             takes,
+            approvals,
             calls: Mutex::new(Vec::new()),
             hub: OnceLock::new(),
             delivering: Mutex::new(Vec::new()),
+            voting: Mutex::new(Vec::new()),
         })
     }
 
-    fn calls(&self) -> Vec<String> {
+    pub(super) fn calls(&self) -> Vec<String> {
         self.calls.lock().unwrap().clone()
     }
 
@@ -137,8 +150,19 @@ impl Answerer for Fake {
         self.shown()
     }
 
-    async fn settled(&self, _ctx: &AnswererContext, _req: &Request, idx: usize) {
+    async fn settled(&self, _ctx: &AnswererContext, req: &Request, idx: usize) {
+        if let Some(hub) = self.hub.get() {
+            let voting = hub.is_being_voted(req.key, idx);
+            self.voting.lock().unwrap().push((idx, voting));
+        }
         self.record(format!("settled {idx}"));
+    }
+
+    fn policy(&self, _req: &Request) -> Policy {
+        Policy {
+            approvals: self.approvals,
+            ..Policy::default()
+        }
     }
 
     async fn ended(&self, _ctx: &AnswererContext, req: &Request) {
@@ -158,7 +182,7 @@ fn settings() -> HubSettings {
     }
 }
 
-async fn store(dir: &tempfile::TempDir) -> Arc<dyn Store> {
+pub(super) async fn store(dir: &tempfile::TempDir) -> Arc<dyn Store> {
     let url = format!("sqlite://{}", dir.path().join("askrelay.db").display());
     Arc::new(
         crate::store::sqlite::SqliteStore::open(&url, None)
@@ -168,7 +192,7 @@ async fn store(dir: &tempfile::TempDir) -> Arc<dyn Store> {
 }
 
 /// A hub on `store` with `answerers`, in that order, started.
-async fn hub(
+pub(super) async fn hub(
     store: &Arc<dyn Store>,
     answerers: &[&Arc<Fake>],
 ) -> (Hub, crate::domain::hub::Backlog, CancellationToken) {
@@ -196,7 +220,7 @@ fn two_questions() -> Vec<Question> {
 }
 
 /// Asks `id` and waits until every copy is shown: the `accepted` detail.
-async fn ask(hub: &Hub, id: &str) -> (crate::domain::hub::Attachment, Accepted, String) {
+pub(super) async fn ask(hub: &Hub, id: &str) -> (crate::domain::hub::Attachment, Accepted, String) {
     let ask = Ask {
         request_id: Some(id.into()),
         caller: Default::default(),
@@ -227,7 +251,7 @@ async fn ask(hub: &Hub, id: &str) -> (crate::domain::hub::Attachment, Accepted, 
     (att, detail.get(), answerer)
 }
 
-fn person(via: Via, id: &str) -> Actor {
+pub(super) fn person(via: Via, id: &str) -> Actor {
     Actor {
         via,
         id: id.into(),
