@@ -55,9 +55,9 @@ impl HttpSlack {
     /// The `n`-th message posted in the default channel (0: the first), once it is there.
     async fn message(&self, n: usize) -> Value {
         self.s
-            .wait_for_requests(n + 1, "chat.postMessage", Recorded::ok)
-            .await;
-        self.s.messages(DEFAULT_CHANNEL).remove(n)
+            .wait_for_messages(DEFAULT_CHANNEL, n + 1)
+            .await
+            .remove(n)
     }
 
     /// `who` presses the button with this text on `m`, and the response is read.

@@ -153,9 +153,7 @@ impl Slack {
 
 /// The `n`-th message posted in the default channel (0: the first), once it is there.
 pub async fn message(s: &SlackStandIn, n: usize) -> Value {
-    s.wait_for_requests(n + 1, "chat.postMessage", Recorded::ok)
-        .await;
-    s.messages(DEFAULT_CHANNEL).remove(n)
+    s.wait_for_messages(DEFAULT_CHANNEL, n + 1).await.remove(n)
 }
 
 /// The `chat.update` of message `m` whose blocks have no actions any more (its outcome).

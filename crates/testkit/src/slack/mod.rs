@@ -656,6 +656,23 @@ impl SlackStandIn {
             .collect()
     }
 
+    /// Waits until `channel` shows at least `n` messages (as [`SlackStandIn::messages`] counts
+    /// them: a post in another channel, such as a digest's, or a reply in a thread does not
+    /// count); returns them.
+    pub async fn wait_for_messages(&self, channel: &str, n: usize) -> Vec<Value> {
+        self.wait_until(&format!("{n} messages in {channel}"), |st| {
+            let found: Vec<Value> = st
+                .messages
+                .iter()
+                .filter(|m| m.channel == channel)
+                .filter(|m| m.value.get("thread_ts").is_none_or(|t| t == m.ts.as_str()))
+                .map(|m| m.value.clone())
+                .collect();
+            (found.len() >= n).then_some(found)
+        })
+        .await
+    }
+
     /// The replies in the thread of message `ts` in `channel`, oldest first.
     pub fn thread(&self, channel: &str, ts: &str) -> Vec<Value> {
         self.shared
