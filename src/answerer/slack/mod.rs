@@ -63,10 +63,13 @@ struct Lead {
 }
 
 impl Lead {
-    /// One pass of the repair loop (and the start-up repair): the outbox's, then the timers
-    /// of the requests it found rows to post of (one another node stored, or this one before
-    /// a restart; a no-op for one armed already).
+    /// One pass of the repair loop (and the start-up repair, and a new leader's): the
+    /// questions whose stored votes reached their quorum are settled (a vote committed after
+    /// its caller gave up on the database, or on a leader that went away before settling it);
+    /// then the outbox's, then the timers of the requests it found rows to post of (one
+    /// another node stored, or this one before a restart; a no-op for one armed already).
     async fn repair(&self, ctx: &AnswererContext) {
+        ctx.sweep_reached_quorums().await;
         for req in self.outbox.repair(ctx).await {
             self.schedule.arm(ctx, &req).await;
         }

@@ -136,3 +136,74 @@ async fn where_the_requester_may_answer_their_press_in_slack_is_one_vote() {
     t.outcome_of(&m).await;
     t.s.assert_no_violations();
 }
+
+/// A vote that completes the quorum is committed, but its caller never heard back (the
+/// database's reply was lost to a partition or a stall): nobody presses any more, and Slack's
+/// repair pass settles it, as Discord's does (quorum.rs), so the agent is answered.
+#[tokio::test]
+async fn a_quorum_vote_stored_without_its_settlement_is_settled_by_slacks_repair_pass() {
+    use askrelay::domain::request::{AuditAction, AuditEntry, Source};
+    use askrelay::domain::vote::Vote;
+    let t = Slack::start_with(|c: &mut Config| {
+        in_slack(Some(false))(c);
+        c.slack.repair_interval_secs = 1;
+    })
+    .await;
+    let (mut c, _) = t.ask("sq-3", &allow_deny()).await;
+    let m = t.message(0).await;
+    t.act(&alice(), &m, button(&m, "Allow")).await;
+    t.told("U0ALICE01", "Your vote counted (1 of 2 approvals)")
+        .await;
+    // Bob's vote, as a press whose call gave up after the commit leaves it: stored, with its
+    // audit row, and nothing settled.
+    let req = t.app.store().by_id("sq-3").await.unwrap().unwrap();
+    let old = serde_json::to_string(&req.votes[0]).unwrap();
+    let mut votes = req.votes[0].clone();
+    votes.push(Vote {
+        person: "slack:U0BOB0001".into(),
+        via: "slack".into(),
+        id: "U0BOB0001".into(),
+        name: "bob".into(),
+        selected: vec![0],
+        custom: None,
+        at_ms: askrelay::domain::clock::now_ms(),
+        terms: None,
+    });
+    let audit_row = AuditEntry {
+        request_key: Some(req.key),
+        request_id: Some(req.request_id.clone()),
+        question_idx: Some(0),
+        source: Source::Slack,
+        actor: Some("slack:U0BOB0001 name=bob".into()),
+        action: AuditAction::Vote,
+        detail: Some("Allow (2 of 2)".into()),
+        accepted: true,
+    };
+    let swapped = t
+        .app
+        .store()
+        .vote(
+            req.key,
+            0,
+            Some(&old),
+            &serde_json::to_string(&votes).unwrap(),
+            &audit_row,
+        )
+        .await
+        .unwrap();
+    assert!(swapped);
+    let answered = expect_event(&mut c, "answered").await;
+    assert_eq!(
+        answered["result"]["answers"][0]["selected"],
+        json!(["Allow"]),
+        "{answered}"
+    );
+    let settled = audit(&t.app, "answer").await;
+    let detail = settled.last().unwrap().detail.clone().unwrap_or_default();
+    assert!(
+        detail.contains("voters: slack:U0ALICE01 name=alice, slack:U0BOB0001 name=bob"),
+        "{detail}"
+    );
+    t.outcome_of(&m).await;
+    t.s.assert_no_violations();
+}
