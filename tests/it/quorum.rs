@@ -50,6 +50,55 @@ fn description(message: &Value) -> String {
         .to_owned()
 }
 
+/// Bob's vote for Allow on the first question of request `id`, through `via` as user `bob_id`,
+/// as a vote whose caller gave up on the database after the commit leaves it: stored with its
+/// audit row (by the store's compare-and-swap on the votes read now), and nothing settled.
+pub(crate) async fn store_unsettled_vote(
+    app: &App,
+    id: &str,
+    via: askrelay::domain::Via,
+    bob_id: &str,
+) {
+    use askrelay::domain::request::{AuditAction, AuditEntry, Source};
+    use askrelay::domain::vote::Vote;
+    let req = app.store().by_id(id).await.unwrap().unwrap();
+    let old = serde_json::to_string(&req.votes[0]).unwrap();
+    let person = format!("{}:{bob_id}", via.as_str());
+    let mut votes = req.votes[0].clone();
+    votes.push(Vote {
+        person: person.clone(),
+        via: via.as_str().into(),
+        id: bob_id.into(),
+        name: "bob".into(),
+        selected: vec![0],
+        custom: None,
+        at_ms: askrelay::domain::clock::now_ms(),
+        terms: None,
+    });
+    let audit_row = AuditEntry {
+        request_key: Some(req.key),
+        request_id: Some(req.request_id.clone()),
+        question_idx: Some(0),
+        source: Source::from(via),
+        actor: Some(format!("{person} name=bob")),
+        action: AuditAction::Vote,
+        detail: Some("Allow (2 of 2)".into()),
+        accepted: true,
+    };
+    let swapped = app
+        .store()
+        .vote(
+            req.key,
+            0,
+            Some(&old),
+            &serde_json::to_string(&votes).unwrap(),
+            &audit_row,
+        )
+        .await
+        .unwrap();
+    assert!(swapped, "the vote was stored");
+}
+
 pub(crate) async fn audit(app: &App, action: &str) -> Vec<askrelay::domain::request::AuditRow> {
     app.store()
         .audit_rows(None)
@@ -486,8 +535,7 @@ async fn a_quorum_reached_before_a_crash_settles_at_the_next_start() {
 /// leader's repair pass settles it, so the agent is answered.
 #[tokio::test]
 async fn a_quorum_vote_stored_without_its_settlement_is_settled_by_the_repair_pass() {
-    use askrelay::domain::request::{AuditAction, AuditEntry, Source};
-    use askrelay::domain::vote::Vote;
+    use askrelay::domain::Via;
     let app = App::discord_with(|c: &mut Config| {
         two_approvals(None)(c);
         c.discord.repair_interval_secs = 1;
@@ -497,43 +545,8 @@ async fn a_quorum_vote_stored_without_its_settlement_is_settled_by_the_repair_pa
     let msg = app.messages(CHANNEL)[0].clone();
     let cb = app.press(&msg, &alice(), "Allow").await;
     assert_eq!(cb["type"], 7, "{cb}");
-    // Bob's vote, as a click whose call gave up after the commit leaves it: stored, with its
-    // audit row, and nothing settled.
-    let req = app.store().by_id("q-7").await.unwrap().unwrap();
-    let old = serde_json::to_string(&req.votes[0]).unwrap();
-    let mut votes = req.votes[0].clone();
-    votes.push(Vote {
-        person: "discord:4343".into(),
-        via: "discord".into(),
-        id: "4343".into(),
-        name: "bob".into(),
-        selected: vec![0],
-        custom: None,
-        at_ms: askrelay::domain::clock::now_ms(),
-        terms: None,
-    });
-    let audit_row = AuditEntry {
-        request_key: Some(req.key),
-        request_id: Some(req.request_id.clone()),
-        question_idx: Some(0),
-        source: Source::Discord,
-        actor: Some("discord:4343 name=bob".into()),
-        action: AuditAction::Vote,
-        detail: Some("Allow (2 of 2)".into()),
-        accepted: true,
-    };
-    let swapped = app
-        .store()
-        .vote(
-            req.key,
-            0,
-            Some(&old),
-            &serde_json::to_string(&votes).unwrap(),
-            &audit_row,
-        )
-        .await
-        .unwrap();
-    assert!(swapped);
+    // Bob's vote, as a click whose call gave up after the commit leaves it.
+    store_unsettled_vote(&app, "q-7", Via::Discord, "4343").await;
     let answered = expect_event(&mut c, "answered").await;
     assert_eq!(
         answered["result"]["answers"][0]["selected"],

@@ -195,7 +195,7 @@ impl Hub {
         // thread, or over PostgreSQL's connection), not after: the posts follow the COMMIT
         // sooner. The request they see is the one the store returns, but for its key.
         let about_to_store = Request::created(0, &new);
-        let storing = Storing::begin(self, &request_id);
+        let storing = self.inner.storing.hold(request_id.clone());
         let (created, prepared) =
             tokio::join!(self.inner.store.create(&new, &posts, &audit), async {
                 copies
@@ -445,38 +445,5 @@ impl Hub {
         })
         .await;
         foreign_error(request_id)
-    }
-}
-
-/// A request id marked as being stored until dropped: from before its COMMIT until it is live
-/// (or found stored already), so that a repair pass that reads its outbox rows meanwhile
-/// leaves them to its delivery (`Core::is_being_delivered`).
-struct Storing<'h> {
-    hub: &'h Hub,
-    request_id: String,
-}
-
-impl<'h> Storing<'h> {
-    fn begin(hub: &'h Hub, request_id: &str) -> Storing<'h> {
-        hub.inner
-            .storing
-            .lock()
-            .unwrap()
-            .insert(request_id.to_owned());
-        Storing {
-            hub,
-            request_id: request_id.to_owned(),
-        }
-    }
-}
-
-impl Drop for Storing<'_> {
-    fn drop(&mut self) {
-        self.hub
-            .inner
-            .storing
-            .lock()
-            .unwrap()
-            .remove(&self.request_id);
     }
 }

@@ -26,6 +26,7 @@ use super::store::Store;
 use super::text::Escaped;
 use anyhow::Result;
 use live::LiveMap;
+use marks::Marks;
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -107,14 +108,14 @@ struct Inner {
     live: Mutex<LiveMap>,
     /// Serializes "find or store" of a request id, so two asks with one id never both insert.
     register: tokio::sync::Mutex<()>,
-    /// The ids of requests being stored, from before their COMMIT until they are live: a repair
-    /// pass that reads their outbox rows meanwhile leaves them to their delivery
-    /// (`Core::is_being_delivered`).
-    storing: Mutex<std::collections::HashSet<String>>,
+    /// The ids of requests being stored, from before their COMMIT until they are live (or
+    /// found stored already): a repair pass that reads their outbox rows meanwhile leaves them
+    /// to their delivery (`Core::is_being_delivered`).
+    storing: Marks<String>,
     /// The questions, as (request key, index), with a vote under way on this daemon, from
-    /// before its compare-and-swap until its settlement returned, with how many: the repair
-    /// pass leaves a quorum such a vote completed to that vote ([`votes::Voting`]).
-    voting: Mutex<std::collections::HashMap<(i64, usize), usize>>,
+    /// before its compare-and-swap until its settlement returned: the repair pass leaves a
+    /// quorum such a vote completed to that vote (`Hub::is_being_voted`).
+    voting: Marks<(i64, usize)>,
     settings: HubSettings,
     tasks: TaskTracker,
     shutdown: CancellationToken,
@@ -168,6 +169,7 @@ mod end;
 mod expire;
 mod grants;
 mod live;
+mod marks;
 mod once_grants;
 mod queries;
 mod settle;
@@ -196,8 +198,8 @@ impl Hub {
                 answerers,
                 live: Mutex::new(LiveMap::default()),
                 register: tokio::sync::Mutex::new(()),
-                storing: Mutex::default(),
-                voting: Mutex::default(),
+                storing: Marks::default(),
+                voting: Marks::default(),
                 settings,
                 tasks,
                 shutdown,
@@ -434,7 +436,7 @@ impl Core for Hub {
     }
 
     fn is_being_delivered(&self, request_id: &str) -> bool {
-        if self.inner.storing.lock().unwrap().contains(request_id) {
+        if self.inner.storing.contains(request_id) {
             return true;
         }
         self.inner

@@ -30,7 +30,7 @@ impl Hub {
         // From before the compare-and-swap until the settlement returned: a repair pass that
         // reads the quorum this vote completes leaves it to this vote, which settles it in the
         // voter's name and tells them so.
-        let _voting = Voting::begin(self, req.key, idx);
+        let _voting = self.inner.voting.hold((req.key, idx));
         let mut cur = req.clone();
         // Each retry follows a vote that landed meanwhile; a few are plenty.
         for _ in 0..8 {
@@ -268,51 +268,17 @@ impl Hub {
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Leave {
     None,
-    /// Those with a vote under way on this daemon ([`Voting`]): the repair pass's.
+    /// Those with a vote under way on this daemon (`Hub::is_being_voted`): the repair pass's.
     Voting,
 }
 
 impl Hub {
     /// Whether a vote on question `idx` of request `key` is under way on this daemon, between
     /// the start of its compare-and-swap and the return of the settlement it may complete.
+    /// Without the mark, a repair pass that read the stored votes in between settled the
+    /// question first, in the first voter's name, and the person whose vote completed the
+    /// quorum was told it was already answered.
     pub(super) fn is_being_voted(&self, key: i64, idx: usize) -> bool {
-        self.inner.voting.lock().unwrap().contains_key(&(key, idx))
-    }
-}
-
-/// A vote under way on a question, marked until dropped (several at once are counted): the
-/// repair pass leaves a quorum it completed to it. Without the mark, a pass that read the
-/// stored votes between the vote's compare-and-swap and its settlement settled the question
-/// first, in the first voter's name, and the person whose vote completed the quorum was told
-/// it was already answered.
-pub(super) struct Voting<'h> {
-    hub: &'h Hub,
-    question: (i64, usize),
-}
-
-impl<'h> Voting<'h> {
-    pub(super) fn begin(hub: &'h Hub, key: i64, idx: usize) -> Voting<'h> {
-        *hub.inner
-            .voting
-            .lock()
-            .unwrap()
-            .entry((key, idx))
-            .or_default() += 1;
-        Voting {
-            hub,
-            question: (key, idx),
-        }
-    }
-}
-
-impl Drop for Voting<'_> {
-    fn drop(&mut self) {
-        let mut voting = self.hub.inner.voting.lock().unwrap();
-        if let Some(n) = voting.get_mut(&self.question) {
-            *n -= 1;
-            if *n == 0 {
-                voting.remove(&self.question);
-            }
-        }
+        self.inner.voting.contains(&(key, idx))
     }
 }

@@ -3,7 +3,7 @@
 //! mapped to a Slack user id). The same rules on Discord and at the terminal are quorum.rs's.
 
 use super::*;
-use crate::quorum::{allow_deny, audit, two_approvals};
+use crate::quorum::{allow_deny, audit, store_unsettled_vote, two_approvals};
 use serde_json::json;
 
 /// Carol's Slack id: in the tests' identity, the same person as the local user who asks.
@@ -142,8 +142,6 @@ async fn where_the_requester_may_answer_their_press_in_slack_is_one_vote() {
 /// repair pass settles it, as Discord's does (quorum.rs), so the agent is answered.
 #[tokio::test]
 async fn a_quorum_vote_stored_without_its_settlement_is_settled_by_slacks_repair_pass() {
-    use askrelay::domain::request::{AuditAction, AuditEntry, Source};
-    use askrelay::domain::vote::Vote;
     let t = Slack::start_with(|c: &mut Config| {
         in_slack(Some(false))(c);
         c.slack.repair_interval_secs = 1;
@@ -154,44 +152,8 @@ async fn a_quorum_vote_stored_without_its_settlement_is_settled_by_slacks_repair
     t.act(&alice(), &m, button(&m, "Allow")).await;
     t.told("U0ALICE01", "Your vote counted (1 of 2 approvals)")
         .await;
-    // Bob's vote, as a press whose call gave up after the commit leaves it: stored, with its
-    // audit row, and nothing settled.
-    let req = t.app.store().by_id("sq-3").await.unwrap().unwrap();
-    let old = serde_json::to_string(&req.votes[0]).unwrap();
-    let mut votes = req.votes[0].clone();
-    votes.push(Vote {
-        person: "slack:U0BOB0001".into(),
-        via: "slack".into(),
-        id: "U0BOB0001".into(),
-        name: "bob".into(),
-        selected: vec![0],
-        custom: None,
-        at_ms: askrelay::domain::clock::now_ms(),
-        terms: None,
-    });
-    let audit_row = AuditEntry {
-        request_key: Some(req.key),
-        request_id: Some(req.request_id.clone()),
-        question_idx: Some(0),
-        source: Source::Slack,
-        actor: Some("slack:U0BOB0001 name=bob".into()),
-        action: AuditAction::Vote,
-        detail: Some("Allow (2 of 2)".into()),
-        accepted: true,
-    };
-    let swapped = t
-        .app
-        .store()
-        .vote(
-            req.key,
-            0,
-            Some(&old),
-            &serde_json::to_string(&votes).unwrap(),
-            &audit_row,
-        )
-        .await
-        .unwrap();
-    assert!(swapped);
+    // Bob's vote, as a press whose call gave up after the commit leaves it.
+    store_unsettled_vote(&t.app, "sq-3", askrelay::domain::Via::Slack, "U0BOB0001").await;
     let answered = expect_event(&mut c, "answered").await;
     assert_eq!(
         answered["result"]["answers"][0]["selected"],

@@ -449,6 +449,16 @@ impl St {
             .find(|m| m.channel == channel && m.ts == ts)
     }
 
+    /// The messages `channel` shows as they are now, oldest first: not the replies in threads.
+    fn shown_in(&self, channel: &str) -> Vec<Value> {
+        self.messages
+            .iter()
+            .filter(|m| m.channel == channel)
+            .filter(|m| m.value.get("thread_ts").is_none_or(|t| t == m.ts.as_str()))
+            .map(|m| m.value.clone())
+            .collect()
+    }
+
     fn summary(&self) -> String {
         let mut out = String::new();
         let _ = writeln!(out, "{}", self.socket.summary());
@@ -646,14 +656,7 @@ impl SlackStandIn {
     /// The messages in a channel as they are now (after updates, without deleted ones), oldest
     /// first; as the channel shows them, without the replies in threads ([`SlackStandIn::thread`]).
     pub fn messages(&self, channel: &str) -> Vec<Value> {
-        self.shared
-            .lock()
-            .messages
-            .iter()
-            .filter(|m| m.channel == channel)
-            .filter(|m| m.value.get("thread_ts").is_none_or(|t| t == m.ts.as_str()))
-            .map(|m| m.value.clone())
-            .collect()
+        self.shared.lock().shown_in(channel)
     }
 
     /// Waits until `channel` shows at least `n` messages (as [`SlackStandIn::messages`] counts
@@ -661,13 +664,7 @@ impl SlackStandIn {
     /// count); returns them.
     pub async fn wait_for_messages(&self, channel: &str, n: usize) -> Vec<Value> {
         self.wait_until(&format!("{n} messages in {channel}"), |st| {
-            let found: Vec<Value> = st
-                .messages
-                .iter()
-                .filter(|m| m.channel == channel)
-                .filter(|m| m.value.get("thread_ts").is_none_or(|t| t == m.ts.as_str()))
-                .map(|m| m.value.clone())
-                .collect();
+            let found = st.shown_in(channel);
             (found.len() >= n).then_some(found)
         })
         .await

@@ -6,7 +6,6 @@
 
 use super::copies::{ask, hub, person, store, Fake, Takes};
 use crate::domain::answer::Settlement;
-use crate::domain::hub::votes::Voting;
 use crate::domain::request::{AuditAction, AuditEntry, SettleOutcome, Status, Via};
 use crate::domain::vote::Vote;
 
@@ -78,13 +77,13 @@ async fn the_repair_pass_leaves_a_quorum_to_the_vote_under_way_and_settles_it_af
     assert!(store.vote(req.key, 0, None, &votes, &audit).await.unwrap());
 
     // The vote is under way: the pass leaves its quorum to it.
-    let under_way = Voting::begin(&hub, req.key, 0);
+    let under_way = hub.inner.voting.hold((req.key, 0));
     hub.sweep_reached_quorums().await;
     let read = store.by_id("v2").await.unwrap().unwrap();
     assert_eq!(read.status, Status::Pending);
     assert!(read.answers[0].is_none(), "{:?}", read.answers);
     // Two votes under way, one of them ended: still left.
-    let other = Voting::begin(&hub, req.key, 0);
+    let other = hub.inner.voting.hold((req.key, 0));
     drop(under_way);
     hub.sweep_reached_quorums().await;
     assert!(store.by_id("v2").await.unwrap().unwrap().answers[0].is_none());
